@@ -1,0 +1,11 @@
+"""kernelscope.analyzer: run directories and Kineto traces in DuckDB. Never imports torch."""
+
+from .errors import BadInputError, KernelscopeError, RunExistsError
+from .run import LaunchCheck, Run, load_run
+from .samples import ObjectRepr, TensorMeta
+from .summary import describe_results
+
+__all__ = [
+    "BadInputError", "KernelscopeError", "LaunchCheck", "ObjectRepr", "Run", "RunExistsError", "TensorMeta",
+    "describe_results", "load_run",
+]

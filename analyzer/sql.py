@@ -1,0 +1,25 @@
+"""Run the ``.sql`` files that sit beside this module."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from string import Template
+
+import duckdb
+
+
+@cache
+def sql_text(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def quote(value: str) -> str:
+    """A SQL string literal."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> None:
+    """Execute every statement of ``name``; ``${key}`` placeholders become quoted string literals."""
+    text = Template(sql_text(name)).safe_substitute({k: quote(v) for k, v in literals.items()})
+    con.execute(text)

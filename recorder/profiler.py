@@ -1,0 +1,163 @@
+"""ModuleFunctionKernelProfiler: aitune's API, recorded to a run directory and analyzed from it."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch import nn
+from torch.profiler import ProfilerActivity, profile
+
+from kernelscope.analyzer import describe_results as _describe_results
+from kernelscope.analyzer import load_run
+
+from .instrument import instrumented
+from .run_writer import base_manifest, check_destination, write_run
+from .samples import Sample, SampleBook
+
+DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
+_active = threading.Lock()  # one recording per process: the patches are global
+
+
+class ModuleFunctionKernelProfiler:
+    """Attribute every device kernel of one inference pass to its module and functional call.
+
+    Args:
+        function_names: functional calls whose input samples are collected (None = all, empty = none).
+            It never filters kernel rows.
+        sample_tensor_limit_mb: the run directory's samples.pt keeps the distinct input tensors when they
+            total at most this many MiB (None = no limit, 0 = never); their metadata is always kept.
+    """
+
+    def __init__(
+        self,
+        function_names: set[str] | None = None,
+        *,
+        sample_tensor_limit_mb: float | None = DEFAULT_SAMPLE_TENSOR_LIMIT_MB,
+    ):
+        self.function_names = None if function_names is None else set(function_names)
+        self.sample_tensor_limit_mb = sample_tensor_limit_mb
+        self.book = SampleBook()
+        self.run = None  # the analyzer's Run of the last recording
+        self.run_dir: Path | None = None
+        self._scratch: str | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    def profile(
+        self,
+        fn: Callable,
+        data: Sequence[Sample] | None = None,
+        *,
+        module: nn.Module | None = None,
+        warmup_iterations: int = 3,
+        out: str | Path | None = None,
+        overwrite: bool = False,
+        tags: dict | None = None,
+    ) -> tuple[pd.DataFrame, dict[str, list[tuple[int, Sample]]]]:
+        """Warm up, record one pass over ``data`` and return ``(profiling_df, function_data)``.
+
+        The run directory goes to ``out`` (kept) or to a temporary directory removed when this profiler
+        is released or profiles again.
+        """
+        if module is None and isinstance(fn, nn.Module):
+            module = fn
+        if module is None:
+            raise ValueError("module must be provided when fn is not an nn.Module")
+        if warmup_iterations < 0:
+            raise ValueError("warmup_iterations must be greater than or equal to 0")
+        if out is not None:
+            check_destination(Path(out), overwrite)
+        if not _active.acquire(blocking=False):
+            raise RuntimeError("another kernelscope recording is running in this process; profile() is not re-entrant")
+        try:
+            self._release()
+            return self._profile(fn, data, module, warmup_iterations, out, overwrite, tags)
+        finally:
+            _active.release()
+
+    def _profile(self, fn, data, module, warmup_iterations, out, overwrite, tags):
+        named_modules = list(module.named_modules())
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        with torch.no_grad():
+            for _ in range(warmup_iterations):
+                _run_pass(fn, data)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+        manifest = base_manifest(
+            device=device, warmup_iterations=warmup_iterations,
+            samples_per_pass=1 if data is None else len(data), tags=tags,
+        )
+        book = self.book
+        with profile(activities=activities) as prof:
+            with instrumented(named_modules, book, self.function_names), torch.no_grad():
+                _run_pass(fn, data)
+            if device == "cuda":
+                torch.cuda.synchronize()
+        if out is None:
+            self._scratch = tempfile.mkdtemp(prefix="kernelscope-")
+            self._finalizer = weakref.finalize(self, shutil.rmtree, self._scratch, ignore_errors=True)
+            out = Path(self._scratch) / "run"
+        limit = self.sample_tensor_limit_mb
+        write_run(
+            Path(out), prof, book, manifest, overwrite=overwrite,
+            tensor_limit_bytes=None if limit is None else int(limit * 2**20),
+        )
+        self.run_dir = Path(out)
+        self.run = load_run(self.run_dir)
+        _warn_on_losses(self.run, self.run_dir)
+        return self._in_process_frame(named_modules), book.function_data()
+
+    def _in_process_frame(self, named_modules: list[tuple[str, nn.Module]]) -> pd.DataFrame:
+        frame = self.run.profiling_df()
+        modules = dict(named_modules)
+        frame.insert(1, "module", [modules.get(name) for name in frame["module_name"]])
+        return frame
+
+    def describe_results(
+        self, profiling_df: pd.DataFrame, function_data: dict, top_k: int = 10
+    ) -> pd.DataFrame:
+        """One row per function, most expensive first, at most ``top_k`` (SPEC §1)."""
+        return _describe_results(profiling_df, function_data, top_k)
+
+    def _release(self) -> None:
+        """Drop the previous recording: samples (live tensors), the analyzer's tables, a temporary run."""
+        self.book.clear()
+        if self.run is not None:
+            self.run.close()
+            self.run = None
+        if self._finalizer is not None:
+            self._finalizer()
+            self._finalizer = None
+            self._scratch = None
+        self.run_dir = None
+
+    def release(self) -> None:
+        """Free what the last recording holds (also done when the profiler is garbage collected)."""
+        self._release()
+
+
+def _run_pass(fn: Callable, data: Sequence[Sample] | None) -> None:
+    if data is None:
+        fn()
+        return
+    for args, kwargs in data:
+        fn(*args, **kwargs)
+
+
+def _warn_on_losses(run, run_dir: Path) -> None:
+    check = run.launch_check()
+    if not check.ok:
+        warnings.warn(
+            f"{run_dir}: the profiler lost events: {check.launches_without_device_event} of {check.launches} "
+            f"launches have no device event and {check.device_events_without_launch} of "
+            f"{check.device_events} device events have no launch; their time is still in the rows, "
+            "but attribution of those kernels is incomplete",
+            RuntimeWarning,
+            stacklevel=3,
+        )
