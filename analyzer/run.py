@@ -20,6 +20,8 @@ PROFILING_COLUMNS = [
     "module_name", "function_name", "op", "kernel", "kernel_us", "call_op", "kind", "device", "stream",
     "sample_id", "start_us", "thread", "correlation", "event_id",
 ]
+TEXT_COLUMNS = ["module_name", "function_name", "op", "kernel", "call_op", "kind"]
+INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation"]
 
 
 @dataclass(frozen=True)
@@ -92,11 +94,10 @@ class Run:
     def profiling_df(self) -> pd.DataFrame:
         """One row per device event (SPEC §1 columns first), in device start order."""
         frame = self.con.execute(f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels ORDER BY start_us, event_id").df()
-        return frame.astype(
-            {"module_name": object, "function_name": object, "op": object, "kernel": object, "call_op": object,
-             "kind": object, "device": "Int64", "stream": "Int64", "sample_id": "Int64", "thread": "Int64",
-             "correlation": "Int64"}
-        )
+        for column in TEXT_COLUMNS:  # missing scopes are None, as in aitune's frames, never a float NaN
+            values = frame[column].astype(object)
+            frame[column] = values.where(values.notna(), None)
+        return frame.astype({column: "Int64" for column in INTEGER_COLUMNS})
 
     def function_data(self) -> dict:
         """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors."""

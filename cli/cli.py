@@ -1,0 +1,209 @@
+"""The ``kernelscope`` command: record (demo, record) on a torch machine, analyze (analyze, sql) anywhere."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import sys
+from pathlib import Path
+
+import click
+
+from .output import emit, output_options
+
+TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
+
+
+class KernelscopeGroup(click.Group):
+    """Expected failures become one line on stderr and exit code 2, without a traceback."""
+
+    def invoke(self, ctx):
+        from kernelscope.analyzer.errors import KernelscopeError
+
+        try:
+            return super().invoke(ctx)
+        except KernelscopeError as exc:
+            click.echo(f"kernelscope: error: {exc}", err=True)
+            sys.exit(exc.exit_code)
+
+
+@click.group(cls=KernelscopeGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="kernelscope")
+def main() -> None:
+    """Which torch.nn.functional call, inside which nn.Module, launched every GPU kernel."""
+
+
+def _default_run_dir(stem: str) -> Path:
+    return Path.cwd() / f"kernelscope-{stem}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
+
+
+def _import_recorder():
+    try:
+        return importlib.import_module("kernelscope.recorder")
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "torch":
+            raise click.ClickException(TORCH_HINT) from None
+        raise
+
+
+@main.command()
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
+              help="Where to run the demo model (default: cuda when available).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The run directory to write (default: ./kernelscope-demo-<time>).")
+@click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
+def demo(device: str | None, out: Path | None, top_k: int) -> None:
+    """Profile the bundled demo model and print its per-function summary."""
+    recorder = _import_recorder()
+    import torch
+
+    from .demo import demo_workload
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise click.ClickException("--device cuda was asked for, but torch sees no CUDA device")
+    dtype = torch.float16 if device == "cuda" else torch.float32
+    model, samples = demo_workload(device, dtype)
+    out = out or _default_run_dir("demo")
+    profiler = recorder.ModuleFunctionKernelProfiler()
+    profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out)
+    summary = profiler.describe_results(profiling_df, function_data, top_k=top_k)
+    emit(summary, "table", None, title=f"kernelscope demo ({device}, {dtype}): time by functional call")
+    _footer(profiler.run)
+    click.echo(f"run directory: {out}")
+    click.echo(f"next: kernelscope analyze {out} --kernels")
+
+
+@main.command()
+@click.argument("target")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The run directory to write (default: ./kernelscope-<factory>-<time>).")
+@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
+@click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag stored in the manifest.")
+def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[str, ...]) -> None:
+    """Record TARGET, 'pkg.module:factory', whose factory returns (module, samples) or (fn, module)."""
+    recorder = _import_recorder()
+    from torch import nn
+
+    factory = _resolve(target)
+    made = factory()
+    if not (isinstance(made, tuple) and len(made) == 2):
+        raise click.ClickException(f"{target} must return (module, samples) or (fn, module)")
+    first, second = made
+    if isinstance(second, nn.Module):
+        fn, data, module = first, None, second
+    elif isinstance(first, nn.Module):
+        fn, data, module = first, list(second), None
+    else:
+        raise click.ClickException(f"{target} returned neither (module, samples) nor (fn, module)")
+    out = out or _default_run_dir(target.rpartition(":")[2])
+    profiler = recorder.ModuleFunctionKernelProfiler()
+    profiling_df, function_data = profiler.profile(
+        fn, data, module=module, warmup_iterations=warmup, out=out, tags=_parse_tags(tags)
+    )
+    emit(profiler.describe_results(profiling_df, function_data, top_k=top_k), "table", None)
+    _footer(profiler.run)
+    click.echo(f"run directory: {out}")
+
+
+def _resolve(target: str):
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter("expected 'pkg.module:factory'", param_hint="TARGET")
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    finally:
+        sys.path.pop(0)
+    try:
+        return getattr(module, attribute)
+    except AttributeError:
+        raise click.BadParameter(f"{module_name} has no attribute {attribute!r}", param_hint="TARGET") from None
+
+
+def _parse_tags(tags: tuple[str, ...]) -> dict:
+    parsed = {}
+    for tag in tags:
+        key, sep, value = tag.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{tag!r} is not KEY=VALUE", param_hint="--tag")
+        parsed[key] = value
+    return parsed
+
+
+def prefix_options(command):
+    command = click.option("--function-prefix", default=None,
+                           help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').")(command)
+    return click.option("--module-prefix", default=None,
+                        help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
+                             "for aitune traces use 'ait_nn_module:'.")(command)
+
+
+def _load(path: str, module_prefix: str | None, function_prefix: str | None):
+    from kernelscope.analyzer import load_run
+
+    try:
+        return load_run(path, module_prefix, function_prefix, progress=True)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@main.command()
+@click.argument("run", type=click.Path(path_type=str))
+@click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
+@prefix_options
+@output_options
+def analyze(run: str, top_k: int, kernels: bool, module_prefix, function_prefix, fmt, output) -> None:
+    """Summarize a run directory or any Kineto trace (.json / .json.gz) by functional call."""
+    with _load(run, module_prefix, function_prefix) as loaded:
+        frame = loaded.profiling_df() if kernels else loaded.describe(top_k)
+        title = "kernels" if kernels else "time by functional call"
+        emit(frame, fmt, output, title=f"{run}: {title}")
+        if (fmt or "table") == "table" and output is None:
+            _footer(loaded)
+
+
+@main.command()
+@click.argument("run", type=click.Path(path_type=str))
+@click.argument("query")
+@prefix_options
+@output_options
+def sql(run: str, query: str, module_prefix, function_prefix, fmt, output) -> None:
+    """Run QUERY over the run's tables: events, kernels, samples, summary (docs/sql.md)."""
+    import duckdb
+
+    from kernelscope.analyzer.errors import KernelscopeError
+
+    with _load(run, module_prefix, function_prefix) as loaded:
+        try:
+            frame = loaded.sql(query)
+        except duckdb.Error as exc:
+            raise KernelscopeError(None, f"the query failed: {str(exc).strip().splitlines()[0]}") from None
+        emit(frame, fmt, output)
+
+
+def _footer(run) -> None:
+    """Where the time went outside the table: totals, unattributed share, profiler losses."""
+    total, in_function, rows = run.con.execute(
+        "SELECT coalesce(sum(kernel_us), 0), coalesce(sum(kernel_us) FILTER (WHERE function_name IS NOT NULL), 0), "
+        "count(*) FROM kernels"
+    ).fetchone()
+    share = 100.0 * in_function / total if total else 0.0
+    what = "device" if run.device == "cuda" else "leaf CPU operator"
+    click.echo(
+        f"{rows} {what} rows, {total:,.1f} µs in all; {share:.1f}% inside a functional call, "
+        f"{100 - share:.1f}% outside any (see --kernels)."
+    )
+    check = run.launch_check()
+    if not check.ok:
+        click.echo(
+            f"warning: the profiler lost events: {check.launches_without_device_event} launches without "
+            f"device event, {check.device_events_without_launch} device events without launch.",
+            err=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""An independent attribution, written the simplest way, to cross-check the SQL of the analyzer.
+
+Per thread, scopes and operators are sorted by (start, -end) and walked with a stack (KINETO.md's
+proven parent rule); each launch is placed in that walk and reads its enclosing scopes off the stack.
+Device events reach their launch by correlation. Timestamps are parsed as exact decimals.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+from pathlib import Path
+
+DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+
+
+def load_events(path: Path) -> list[dict]:
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw, parse_float=Decimal)["traceEvents"]
+
+
+def _ns(value) -> int:
+    return int(Decimal(value) * 1000)
+
+
+def reference_attribution(path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:") -> dict:
+    """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns)} for every row."""
+    events = load_events(path)
+    spans = []
+    for index, e in enumerate(events):
+        if e.get("ph") != "X" or "ts" not in e or "dur" not in e:
+            continue
+        start = _ns(e["ts"])
+        spans.append((index, e, start, start + _ns(e["dur"])))
+
+    def role(e: dict) -> str | None:
+        name, cat = e.get("name", ""), e.get("cat")
+        if cat in ("cpu_op", "user_annotation") and name.startswith(module_prefix):
+            return "module"
+        if cat in ("cpu_op", "user_annotation") and name.startswith(function_prefix):
+            return "function"
+        if cat == "cpu_op":
+            return "op"
+        return None
+
+    device = [(i, e, s, end) for i, e, s, end in spans if e.get("cat") in DEVICE_CATS]
+    cpu_mode = not device
+
+    launch_by_corr: dict = {}
+    for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
+        corr = e.get("args", {}).get("correlation")
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and corr is not None:
+            launch_by_corr.setdefault(corr, (e["pid"], e["tid"], s))
+
+    # Points at which to read the stack: launches (GPU) or leaf operators' starts (CPU).
+    by_thread: dict = {}
+    for i, e, s, end in spans:
+        if role(e) is not None:
+            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append((s, -end, i, e, end))
+
+    contexts: dict = {}  # (pid, tid, t) -> attribution read off the stack at time t
+    is_leaf: dict = {}
+    wanted: dict = {}
+    if cpu_mode:
+        for key, items in by_thread.items():
+            for s, _neg, i, e, _end in items:
+                if role(e) == "op":
+                    wanted.setdefault(key, set()).add(s)
+    else:
+        for pid, tid, t in launch_by_corr.values():
+            wanted.setdefault((pid, tid), set()).add(t)
+
+    for key, items in by_thread.items():
+        items.sort()
+        points = sorted(wanted.get(key, ()))
+        stack: list = []
+        p = 0
+
+        def read(t: int) -> None:
+            live = [x for x in stack if x[1] > t]
+            modules = [x for x in live if role(x[2]) == "module"]
+            functions = [x for x in live if role(x[2]) == "function"]
+            ops = [x for x in live if role(x[2]) == "op"]
+            fn_pos = max((n for n, x in enumerate(live) if role(x[2]) == "function"), default=-1)
+            below_fn = [x for n, x in enumerate(live) if n > fn_pos and role(x[2]) == "op"]
+            contexts[(key[0], key[1], t)] = {
+                "module_name": modules[-1][2]["name"][len(module_prefix):] if modules else None,
+                "function_label": functions[-1][2]["name"][len(function_prefix):] if functions else None,
+                "inner_op": ops[-1][2]["name"] if ops else None,
+                "call_op": below_fn[0][2]["name"] if below_fn else None,
+            }
+
+        for s, _neg, i, e, end in items:
+            while p < len(points) and points[p] < s:
+                read(points[p])
+                p += 1
+            while stack and s >= stack[-1][1]:
+                stack.pop()
+            if role(e) == "op":
+                parent_ops = [x for x in stack if role(x[2]) == "op"]
+                if parent_ops:
+                    is_leaf[parent_ops[-1][3]] = False
+                is_leaf.setdefault(i, True)
+            stack.append((s, end, e, i))
+        while p < len(points):
+            read(points[p])
+            p += 1
+
+    ops_by_external = {}
+    for i, e, s, end in spans:
+        ext = e.get("args", {}).get("External id")
+        if role(e) == "op" and ext is not None:
+            ops_by_external.setdefault(ext, e["name"])
+
+    rows = {}
+    if cpu_mode:
+        for i, e, s, end in spans:
+            if role(e) == "op" and is_leaf.get(i):
+                ctx = contexts[(e["pid"], e["tid"], s)]
+                rows[i] = {**ctx, "op": e["name"], "kernel": e["name"], "kind": "cpu", "dur_ns": end - s}
+        return rows
+    for i, e, s, end in device:
+        args = e.get("args", {})
+        launch = launch_by_corr.get(args.get("correlation"))
+        ctx = contexts.get(launch) if launch else None
+        ctx = ctx or {"module_name": None, "function_label": None, "inner_op": None, "call_op": None}
+        op = ops_by_external.get(args.get("External id")) or ctx["inner_op"]
+        rows[i] = {**ctx, "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
+    return rows
+
+
+def total_device_ns(path: Path) -> int:
+    """Σ dur of the trace's device events (or of its leaf operators when it has none)."""
+    return sum(r["dur_ns"] for r in reference_attribution(path).values())

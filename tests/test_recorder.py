@@ -1,0 +1,294 @@
+"""The recorder on the CPU: patches and their exact removal, samples, NaN rules, the run it writes."""
+
+import gc
+import math
+import weakref
+
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from torch import nn  # noqa: E402
+
+from kernelscope.analyzer import RunExistsError, TensorMeta, load_run  # noqa: E402
+from kernelscope.demo import demo_workload  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder.instrument import functional_names  # noqa: E402
+from kernelscope.recorder.samples import signature_key  # noqa: E402
+
+
+def _snapshot(model):
+    return (
+        {name: getattr(F, name) for name in functional_names()},
+        {name: dict(vars(module)) for name, module in model.named_modules()},
+    )
+
+
+def _assert_restored(model, before):
+    functions, modules = before
+    after_functions, after_modules = _snapshot(model)
+    assert all(after_functions[n] is f for n, f in functions.items()), "F.<name> is the identical object"
+    for name, attributes in modules.items():
+        assert after_modules[name].keys() == attributes.keys(), f"module {name!r} gained or lost attributes"
+        assert all(after_modules[name][k] is v for k, v in attributes.items())
+        assert "forward" not in after_modules[name]
+
+
+class Boom(Exception):
+    pass
+
+
+class Raising(nn.Module):
+    def __init__(self, error, after_calls):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.error, self.after_calls, self.calls = error, after_calls, [0]  # a list: same object throughout
+
+    def forward(self, x):
+        self.calls[0] += 1
+        if self.calls[0] > self.after_calls:
+            raise self.error
+        return F.relu(self.linear(x))
+
+
+def test_patches_exist_only_during_the_recording_and_are_removed_exactly(demo_run):
+    _profiler, model, _samples, *_ = demo_run
+    fresh, samples = demo_workload()
+    before = _snapshot(fresh)
+    seen_inside = []
+    fresh.register_forward_pre_hook(lambda m, a: seen_inside.append(F.linear is before[0]["linear"]))
+    ModuleFunctionKernelProfiler().profile(fresh, samples, warmup_iterations=1)
+    assert seen_inside == [True, True, False, False], "patched in the recorded pass only"
+    _assert_restored(fresh, before)
+    _assert_restored(model, _snapshot(model))
+
+
+@pytest.mark.parametrize("error", [Boom("forward failed"), KeyboardInterrupt()], ids=["exception", "interrupt"])
+@pytest.mark.parametrize("after_calls", [0, 2], ids=["in-warmup", "in-recording"])
+def test_patches_are_removed_when_inference_raises(error, after_calls, tmp_path):
+    model = Raising(error, after_calls)
+    before = _snapshot(model)
+    with pytest.raises(type(error)):
+        ModuleFunctionKernelProfiler().profile(
+            model, [((torch.randn(2, 4),), {})], warmup_iterations=2, out=tmp_path / "run"
+        )
+    _assert_restored(model, before)
+    assert list(tmp_path.iterdir()) == [], "no run directory, not even a partial one"
+
+
+def test_an_instance_forward_is_put_back_as_the_same_object():
+    model = nn.Sequential(nn.Linear(4, 4))
+    own = model[0].forward
+    model[0].forward = own  # an instance attribute, as some libraries set
+    ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], warmup_iterations=0)
+    assert vars(model[0])["forward"] is own
+
+
+def _tiny(function_names):
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+    samples = [((torch.randn(3, 8),), {}), ((torch.randn(5, 8),), {})]
+    profiler = ModuleFunctionKernelProfiler(function_names)
+    frame, data = profiler.profile(model, samples, warmup_iterations=1)
+    return profiler, frame, data
+
+
+def test_function_names_none_collects_every_function():
+    profiler, frame, data = _tiny(None)
+    assert set(data) == {"linear", "relu"}
+    assert [calls for calls, _ in data["linear"]] == [2, 2], "both layers share each input shape"
+    summary = profiler.describe_results(frame, data)
+    assert not summary[["calls", "num_distinct_samples", "tensor_size_MB"]].isna().any().any()
+
+
+def test_function_names_set_collects_only_those_and_never_filters_rows():
+    profiler, frame, data = _tiny({"relu"})
+    _, frame_all, _ = _tiny(None)
+    assert set(data) == {"relu"}
+    assert set(frame["function_name"]) == set(frame_all["function_name"]) == {"linear", "relu"}
+    summary = profiler.describe_results(frame, data).set_index("function_name")
+    assert math.isnan(summary.loc["linear", "calls"]) and math.isnan(summary.loc["linear", "tensor_size_MB"])
+    assert math.isnan(summary.loc["linear", "num_distinct_samples"])
+    assert summary.loc["relu", "calls"] == 2 and summary.loc["relu", "num_distinct_samples"] == 2
+    assert frame.loc[frame["function_name"] == "linear", "sample_id"].isna().all()
+
+
+def test_function_names_empty_collects_nothing():
+    profiler, frame, data = _tiny(set())
+    assert data == {}
+    summary = profiler.describe_results(frame, data)
+    assert summary["calls"].isna().all() and (summary["num_modules"] >= 1).all()
+    assert summary["time_spent_pct"].sum() == pytest.approx(100.0)
+
+
+def test_describe_results_rules(demo_run):
+    profiler, _model, _samples, frame, data, _out = demo_run
+    full = profiler.describe_results(frame, data, top_k=1000)
+    assert full["time_spent_pct"].sum() == pytest.approx(100.0)
+    assert (full["calls"] >= full["num_distinct_samples"]).all()
+    assert list(full["time_spent_us"]) == sorted(full["time_spent_us"], reverse=True)
+    by_function = frame.groupby("function_name")["kernel_us"].sum()
+    assert full.set_index("function_name")["time_spent_us"].to_dict() == pytest.approx(by_function.to_dict())
+    top = profiler.describe_results(frame, data, top_k=3)
+    assert len(top) == 3 and top["time_spent_pct"].tolist() == pytest.approx(full["time_spent_pct"][:3].tolist())
+    sizes = {name: sum(s.numel() * s.element_size() for _, (args, _kw) in entries for s in args
+                       if isinstance(s, torch.Tensor)) for name, entries in data.items()}
+    assert full.set_index("function_name")["tensor_size_MB"]["conv2d"] == pytest.approx(sizes["conv2d"] / 2**20)
+
+
+def test_nested_functionals_own_their_kernels(demo_run):
+    _profiler, _model, _samples, frame, data, _out = demo_run
+    attention = frame[frame["module_name"] == "encoder.self_attn"]
+    assert set(attention["function_name"]) == {
+        "multi_head_attention_forward", "linear", "scaled_dot_product_attention"
+    }
+    assert (attention.loc[attention["call_op"] == "aten::linear", "function_name"] == "linear").all()
+    sdpa = attention[attention["function_name"] == "scaled_dot_product_attention"]
+    assert (sdpa["call_op"] == "aten::scaled_dot_product_attention").all()
+    assert "linear" in data and "multi_head_attention_forward" in data
+
+
+def test_sample_key_tells_dtype_strides_device_and_values_apart():
+    x = torch.randn(4, 6)
+    assert signature_key(x) == signature_key(torch.randn(4, 6))
+    assert signature_key(x) != signature_key(x.to(torch.float16))
+    assert signature_key(x) != signature_key(torch.randn(6, 4).t())
+    assert signature_key(x) != signature_key(torch.randn(4, 7)[:, :6])
+    assert signature_key(([x], {"k": 1})) != signature_key(([x], {"k": 2}))
+    assert signature_key((1,)) != signature_key((1.0,)) != signature_key((True,))
+    assert signature_key((float("nan"),)) == signature_key((float("nan"),))
+
+
+def test_fp16_and_fp32_calls_are_distinct_samples():
+    class Mixed(nn.Module):
+        def forward(self, x):
+            return F.relu(x) + F.relu(x.to(torch.bfloat16)).float() + F.relu(x.t().contiguous().t())
+
+    _frame, data = ModuleFunctionKernelProfiler().profile(Mixed(), [((torch.randn(4, 6),), {})], warmup_iterations=0)
+    dtypes = [(args[0].dtype, args[0].is_contiguous()) for _calls, (args, _kw) in data["relu"]]
+    assert dtypes == [(torch.float32, True), (torch.bfloat16, True), (torch.float32, False)]
+
+
+def test_outputs_are_bit_identical_with_and_without_recording():
+    model, samples = demo_workload()
+    expected = [model(*args, **kwargs) for args, kwargs in samples]
+    outputs = []
+    ModuleFunctionKernelProfiler().profile(
+        lambda: outputs.extend(model(*a, **k) for a, k in samples), module=model, warmup_iterations=0
+    )
+    assert len(outputs) == len(expected)
+    assert all(torch.equal(a, b) for a, b in zip(outputs, expected, strict=True))
+
+
+def test_in_process_result_is_what_the_analyzer_reads_back(demo_run):
+    _profiler, model, _samples, frame, data, out = demo_run
+    with load_run(out) as run:
+        offline = run.profiling_df()
+        offline_data = run.function_data()
+    pd.testing.assert_frame_equal(frame.drop(columns=["module"]), offline)
+    assert all(frame["module"].iloc[i] is dict(model.named_modules())[name]
+               for i, name in enumerate(frame["module_name"]) if name is not None)
+    assert offline_data.keys() == data.keys()
+    for name, entries in data.items():
+        for (calls, (args, kwargs)), (off_calls, (off_args, off_kwargs)) in zip(entries, offline_data[name], strict=True):
+            assert calls == off_calls and kwargs.keys() == off_kwargs.keys()
+            for live, meta in zip(args, off_args, strict=True):
+                if isinstance(live, torch.Tensor):
+                    assert isinstance(meta, TensorMeta)
+                    assert (meta.shape, meta.stride, meta.dtype) == (tuple(live.shape), live.stride(),
+                                                                     str(live.dtype).removeprefix("torch."))
+                else:
+                    assert meta == live
+
+
+def test_sample_store_loads_with_weights_only(demo_run):
+    _profiler, _model, _samples, _frame, data, out = demo_run
+    store = torch.load(out / "samples.pt", weights_only=True)
+    for name, entries in data.items():
+        for (calls, (args, _kw)), (stored_args, _stored_kw) in zip(entries, store["functions"][name], strict=True):
+            for live, stored in zip(args, stored_args, strict=True):
+                if isinstance(live, torch.Tensor):
+                    assert torch.equal(live, stored)
+
+
+def test_sample_tensors_over_the_limit_are_not_saved(tmp_path):
+    model = nn.Linear(8, 8)
+    profiler = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=0)
+    profiler.profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=0, out=tmp_path / "run")
+    assert not (tmp_path / "run" / "samples.pt").exists()
+    assert profiler.run.manifest["sample_tensors"]["saved"] is False
+    assert (tmp_path / "run" / "samples.json").exists()
+
+
+def test_existing_run_directory_is_refused_before_running(tmp_path):
+    (tmp_path / "run").mkdir()
+    model = Raising(Boom("must not run"), 0)
+    with pytest.raises(RunExistsError):
+        ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], out=tmp_path / "run")
+    assert model.calls == [0]
+
+
+def test_temporary_run_and_samples_are_released():
+    model = nn.Linear(8, 8)
+    x = torch.randn(2, 8)
+    profiler = ModuleFunctionKernelProfiler()
+    _frame, data = profiler.profile(model, [((x,), {})], warmup_iterations=0)
+    run_dir = profiler.run_dir
+    assert run_dir.is_dir()
+    ref = weakref.ref(x)
+    del x, data
+    gc.collect()
+    assert ref() is not None, "samples keep the live inputs"
+    profiler.profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=0)
+    gc.collect()
+    assert ref() is None, "the next profile() releases them"
+    assert not run_dir.exists(), "the previous temporary run directory is removed"
+    current = profiler.run_dir
+    del profiler
+    gc.collect()
+    assert not current.exists()
+
+
+def test_profile_is_not_reentrant():
+    profiler = ModuleFunctionKernelProfiler()
+    inner_error = []
+
+    class Reenter(nn.Module):
+        def forward(self, x):
+            try:
+                ModuleFunctionKernelProfiler().profile(nn.Identity(), [((x,), {})], warmup_iterations=0)
+            except RuntimeError as exc:
+                inner_error.append(str(exc))
+            return x
+
+    profiler.profile(Reenter(), [((torch.randn(2),), {})], warmup_iterations=1)
+    assert len(inner_error) == 2 and "not re-entrant" in inner_error[0]
+
+
+def test_argument_errors():
+    profiler = ModuleFunctionKernelProfiler()
+    with pytest.raises(ValueError, match="module must be provided"):
+        profiler.profile(lambda: None)
+    with pytest.raises(ValueError, match="warmup_iterations"):
+        profiler.profile(nn.Identity(), warmup_iterations=-1)
+
+
+def test_manifest_describes_the_recording(demo_run):
+    profiler, *_ = demo_run
+    manifest = profiler.run.manifest
+    assert manifest["device"] == "cpu" and manifest["gpu_name"] is None
+    assert manifest["torch_version"] == torch.__version__
+    assert manifest["annotation"]["module_prefix"] == "ks.module:"
+    assert manifest["rank"] == 0 and manifest["world_size"] == 1
+
+
+def test_a_plain_torch_profiler_trace_analyzes(tmp_path):
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof, torch.no_grad():
+        model(torch.randn(2, 8))
+    prof.export_chrome_trace(str(tmp_path / "plain.json"))
+    with load_run(tmp_path / "plain.json") as run:
+        frame = run.profiling_df()
+        assert run.describe().empty
+    assert len(frame) > 0 and frame["function_name"].isna().all() and frame["module_name"].isna().all()
+    assert "aten::clamp_min" in set(frame["op"]) and "aten::linear" in set(frame["call_op"])
