@@ -59,7 +59,8 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
         try:
             run_sql_file(con, "ingest.sql", events_file=array_file)
         except duckdb.Error as exc:
-            raise BadInputError(path, f"traceEvents is not a valid array of trace events ({_first_line(exc)})") from None
+            problem = f"traceEvents is not a valid array of trace events ({_first_line(exc)})"
+            raise BadInputError(path, problem) from None
     return header
 
 

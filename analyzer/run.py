@@ -67,6 +67,9 @@ class Run:
         self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
         self._function_data = function_data_from_store(store)
         self._build_tables()
+        if not self.con.execute("SELECT count(*) FROM kernels").fetchone()[0]:
+            self.con.close()
+            raise BadInputError(trace, "holds no device events (kernel, memcpy, memset) and no CPU operators")
 
     def _build_tables(self) -> None:
         con = self.con

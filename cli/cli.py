@@ -52,7 +52,8 @@ def _import_recorder():
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="The run directory to write (default: ./kernelscope-demo-<time>).")
 @click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
-def demo(device: str | None, out: Path | None, top_k: int) -> None:
+@click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
+def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
     """Profile the bundled demo model and print its per-function summary."""
     recorder = _import_recorder()
     import torch
@@ -66,7 +67,7 @@ def demo(device: str | None, out: Path | None, top_k: int) -> None:
     model, samples = demo_workload(device, dtype)
     out = out or _default_run_dir("demo")
     profiler = recorder.ModuleFunctionKernelProfiler()
-    profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out)
+    profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     summary = profiler.describe_results(profiling_df, function_data, top_k=top_k)
     emit(summary, "table", None, title=f"kernelscope demo ({device}, {dtype}): time by functional call")
     _footer(profiler.run)
@@ -81,7 +82,8 @@ def demo(device: str | None, out: Path | None, top_k: int) -> None:
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
 @click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag stored in the manifest.")
-def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[str, ...]) -> None:
+@click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
+def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[str, ...], force: bool) -> None:
     """Record TARGET, 'pkg.module:factory', whose factory returns (module, samples) or (fn, module)."""
     recorder = _import_recorder()
     from torch import nn
@@ -100,7 +102,7 @@ def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[s
     out = out or _default_run_dir(target.rpartition(":")[2])
     profiler = recorder.ModuleFunctionKernelProfiler()
     profiling_df, function_data = profiler.profile(
-        fn, data, module=module, warmup_iterations=warmup, out=out, tags=_parse_tags(tags)
+        fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=_parse_tags(tags)
     )
     emit(profiler.describe_results(profiling_df, function_data, top_k=top_k), "table", None)
     _footer(profiler.run)
@@ -173,7 +175,6 @@ def analyze(run: str, top_k: int, kernels: bool, module_prefix, function_prefix,
 def sql(run: str, query: str, module_prefix, function_prefix, fmt, output) -> None:
     """Run QUERY over the run's tables: events, kernels, samples, summary (docs/sql.md)."""
     import duckdb
-
     from kernelscope.analyzer.errors import KernelscopeError
 
     with _load(run, module_prefix, function_prefix) as loaded:

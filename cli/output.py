@@ -81,5 +81,7 @@ def _cell(value) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, float):
-        return f"{value:,.3f}" if abs(value) < 1e15 else repr(value)
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{int(value):,}"
+        return f"{value:,.3f}"
     return str(value)

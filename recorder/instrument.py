@@ -18,9 +18,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from torch import nn
-
 from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR
+from torch import nn
 
 from .samples import SampleBook
 

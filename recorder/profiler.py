@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 import torch
-from torch import nn
-from torch.profiler import ProfilerActivity, profile
-
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
+from torch import nn
+from torch.profiler import ProfilerActivity, profile
 
 from .instrument import instrumented
 from .run_writer import base_manifest, check_destination, write_run

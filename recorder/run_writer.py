@@ -18,7 +18,6 @@ from typing import Any
 
 import orjson
 import torch
-
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
 from kernelscope.analyzer.rundir import (
     FORMAT_VERSION,
@@ -40,7 +39,7 @@ GZIP_LEVEL = 3  # ~5x smaller than level 9 costs nothing noticeable; level 9 is 
 def check_destination(out: Path, overwrite: bool) -> None:
     """Fail before any work when the run would replace something."""
     if out.exists() and not overwrite:
-        raise RunExistsError(out, "already exists; choose another path or pass overwrite=True")
+        raise RunExistsError(out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)")
     if not out.parent.is_dir():
         raise KernelscopeError(out.parent, "is not an existing directory to write the run into")
 

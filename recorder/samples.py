@@ -11,7 +11,6 @@ import math
 from typing import Any
 
 import torch
-
 from kernelscope.analyzer.samples import encode, tensor_bytes
 
 Sample = tuple[tuple, dict]

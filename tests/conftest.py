@@ -6,7 +6,7 @@ import pytest
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
 SHARED_TRACES = sorted((REPO.parent / "shared" / "traces").glob("*.json.gz"))
-SAMPLE_RUNS = sorted(p for p in (REPO / "sample_traces").iterdir() if (p / "manifest.json").is_file())
+SAMPLE_RUNS = sorted(p.parent for p in (REPO / "sample_traces").glob("*/manifest.json"))
 
 sys.path.insert(0, str(TESTS))
 

@@ -3,9 +3,8 @@
 import pandas as pd
 import pytest
 from conftest import SAMPLE_RUNS, SHARED_TRACES
-from reference import reference_attribution
-
 from kernelscope.analyzer import load_run
+from reference import reference_attribution
 
 
 def _compare(run, trace_path, module_prefix, function_prefix):

@@ -9,13 +9,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
-from torch import nn  # noqa: E402
-
 from kernelscope.analyzer import RunExistsError, TensorMeta, load_run  # noqa: E402
 from kernelscope.demo import demo_workload  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from kernelscope.recorder.instrument import functional_names  # noqa: E402
 from kernelscope.recorder.samples import signature_key  # noqa: E402
+from torch import nn  # noqa: E402
 
 
 def _snapshot(model):
@@ -190,7 +189,8 @@ def test_in_process_result_is_what_the_analyzer_reads_back(demo_run):
                for i, name in enumerate(frame["module_name"]) if name is not None)
     assert offline_data.keys() == data.keys()
     for name, entries in data.items():
-        for (calls, (args, kwargs)), (off_calls, (off_args, off_kwargs)) in zip(entries, offline_data[name], strict=True):
+        pairs = zip(entries, offline_data[name], strict=True)
+        for (calls, (args, kwargs)), (off_calls, (off_args, off_kwargs)) in pairs:
             assert calls == off_calls and kwargs.keys() == off_kwargs.keys()
             for live, meta in zip(args, off_args, strict=True):
                 if isinstance(live, torch.Tensor):

@@ -1,0 +1,261 @@
+"""Every GPU check in one process: record sample_traces/, check them, time the recorder.
+
+Per workload of benchmarks/workloads.py:
+  1. profile() (warmup 3 + record + export + analysis) into a run directory, timed end to end;
+  2. its in-process result equals load_run() of the run directory it wrote;
+  3. model outputs of the recorded pass are bit-identical to an unprofiled pass;
+  4. kernel count and total kernel time against a plain torch.profiler run of the same pass;
+  5. coverage: % of device time in rows, % with a named functional call;
+  6. overhead: median wall time of one pass plain, under plain torch.profiler, recorded by kernelscope.
+
+Usage (on a CUDA machine): python benchmarks/gpu_check.py OUTDIR [workload ...]
+Writes OUTDIR/sample_traces/<workload>/ (run directories) and OUTDIR/gpu_check.json; prints a table.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import pandas as pd
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).parent))
+import workloads  # noqa: E402
+from kernelscope.analyzer import load_run  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder.instrument import instrumented  # noqa: E402
+from kernelscope.recorder.samples import SampleBook  # noqa: E402
+
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+TIMED_PASSES = 10
+
+
+def one_pass(w, capture=None):
+    with torch.no_grad():
+        if w.samples is None:
+            out = w.fn()
+            if capture is not None:
+                capture.append(out)
+            return
+        for args, kwargs in w.samples:
+            out = w.fn(*args, **kwargs)
+            if capture is not None:
+                capture.append(out)
+
+
+def flatten(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in flatten(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in flatten(o)]
+    if hasattr(out, "to_tuple"):
+        return flatten(out.to_tuple())
+    return []
+
+
+def timed_passes(w, context_factory, n=TIMED_PASSES):
+    times = []
+    with context_factory():
+        for _ in range(n):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            one_pass(w)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def plain_profiler():
+    return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+
+
+class KernelscopeRecording:
+    """What profile() wraps around the recorded pass: the scopes plus the profiler."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def __enter__(self):
+        self.prof = plain_profiler()
+        self.book = SampleBook()
+        self.scopes = instrumented(list(self.w.module.named_modules()), self.book, None)
+        self.prof.__enter__()
+        self.scopes.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.scopes.__exit__(*exc)
+        self.prof.__exit__(*exc)
+        return False
+
+
+def count_calls(w):
+    """Intercepted calls (module forwards + functional calls) in one pass."""
+    with KernelscopeRecording(w) as rec:
+        one_pass(w)
+        torch.cuda.synchronize()
+    functional = sum(sum(c) for c in rec.book.counts.values())
+    return functional, rec.prof
+
+
+def trace_device_events(path: Path):
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        events = json.load(f)["traceEvents"]
+    device = [e for e in events if e.get("ph") == "X" and e.get("cat") in DEVICE_CATS]
+    return len(device), sum(float(e["dur"]) for e in device)
+
+
+def check(w, out_root: Path) -> dict:
+    result = {"workload": w.name, "description": w.description}
+    one_pass(w)  # warm the caches of compile / cudnn before the unprofiled reference outputs
+    torch.cuda.synchronize()
+    reference = []
+    one_pass(w, reference)
+    reference = [t.clone() for o in reference for t in flatten(o)]
+
+    # 1. profile() end to end, capturing the recorded pass's outputs
+    captured = []
+    real_fn = w.fn
+
+    def capturing(*args, **kwargs):
+        out = real_fn(*args, **kwargs)
+        captured.append(out)
+        return out
+
+    run_dir = out_root / w.name
+    profiler = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=w.sample_tensor_limit_mb)
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    frame, data = profiler.profile(capturing, w.samples, module=w.module, warmup_iterations=3, out=run_dir)
+    result["profile_e2e_s"] = time.perf_counter() - start
+    recorded = [t for o in captured[-(len(w.samples or [None])):] for t in flatten(o)]
+    result["outputs_bit_identical"] = len(recorded) == len(reference) and all(
+        torch.equal(a, b) for a, b in zip(recorded, reference)
+    )
+
+    # 2. in-process == offline
+    with load_run(run_dir) as run:
+        offline = run.profiling_df()
+        offline_data = run.function_data()
+        lc = run.launch_check()
+    try:
+        pd.testing.assert_frame_equal(frame.drop(columns=["module"]), offline)
+        same_counts = {k: [c for c, _ in v] for k, v in data.items()} == {
+            k: [c for c, _ in v] for k, v in offline_data.items()
+        }
+        result["in_process_equals_offline"] = bool(same_counts)
+    except AssertionError as exc:
+        result["in_process_equals_offline"] = False
+        result["offline_diff"] = str(exc)[:500]
+    result["launch_check_ok"] = lc.ok
+    result["lost_launches"] = lc.launches_without_device_event
+    result["lost_launch_of_device_events"] = lc.device_events_without_launch
+
+    # 4. plain profiler, same pass
+    with tempfile.TemporaryDirectory() as tmp:
+        with plain_profiler() as prof:
+            one_pass(w)
+            torch.cuda.synchronize()
+        plain_trace = Path(tmp) / "plain.json"
+        prof.export_chrome_trace(str(plain_trace))
+        plain_kernels, plain_us = trace_device_events(plain_trace)
+    ks_kernels, ks_trace_us = trace_device_events(run_dir / "trace.json.gz")
+    result.update(
+        rows=len(frame), trace_device_events=ks_kernels, plain_device_events=plain_kernels,
+        rows_device_us=float(frame["kernel_us"].sum()), trace_device_us=ks_trace_us, plain_device_us=plain_us,
+    )
+
+    # 5. coverage
+    total = float(frame["kernel_us"].sum())
+    result["pct_time_in_rows"] = 100.0 * total / ks_trace_us if ks_trace_us else float("nan")
+    named = float(frame.loc[frame["function_name"].notna(), "kernel_us"].sum())
+    result["pct_time_named_function"] = 100.0 * named / total if total else float("nan")
+    with_module = float(frame.loc[frame["module_name"].notna(), "kernel_us"].sum())
+    result["pct_time_in_module"] = 100.0 * with_module / total if total else float("nan")
+
+    # 6. overhead
+    result["pass_plain_ms"] = 1e3 * timed_passes(w, _Nothing)
+    result["pass_profiler_ms"] = 1e3 * timed_passes(w, plain_profiler)
+    result["pass_kernelscope_ms"] = 1e3 * timed_passes(w, lambda: KernelscopeRecording(w))
+    calls, _ = count_calls(w)
+    result["functional_calls_per_pass"] = calls
+    result["modules"] = len(list(w.module.named_modules()))
+    extra = result["pass_kernelscope_ms"] - result["pass_profiler_ms"]
+    scopes = calls + result["modules"] * max(1, len(w.samples or [None]))
+    result["us_per_intercepted_call"] = 1e3 * extra / scopes if scopes else float("nan")
+    result["ratio_ks_over_profiler"] = result["pass_kernelscope_ms"] / result["pass_profiler_ms"]
+    profiler.release()
+    return result
+
+
+def environment() -> dict:
+    try:
+        driver = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        driver = None
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "driver": driver,
+        "gpu": torch.cuda.get_device_name(),
+        "python": platform.python_version(),
+    }
+
+
+def main() -> None:
+    out = Path(sys.argv[1])
+    wanted = set(sys.argv[2:])
+    traces = out / "sample_traces"
+    traces.mkdir(parents=True, exist_ok=True)
+    env = environment()
+    print(json.dumps(env), flush=True)
+    results = []
+    for factory in workloads.ALL:
+        if wanted and factory.__name__ not in wanted:
+            continue
+        start = time.perf_counter()
+        try:
+            w = factory()
+            results.append(check(w, traces))
+        except Exception as exc:  # one failing workload must not hide the others' results
+            results.append({"workload": factory.__name__, "error": f"{type(exc).__name__}: {exc}",
+                            "traceback": traceback.format_exc()[-3000:]})
+        results[-1]["check_s"] = time.perf_counter() - start
+        print(json.dumps(results[-1], default=str), flush=True)
+        torch.cuda.empty_cache()
+    (out / "gpu_check.json").write_text(json.dumps({"environment": env, "results": results}, indent=2, default=str))
+    columns = ["workload", "rows", "plain_device_events", "pct_time_in_rows", "pct_time_named_function",
+               "in_process_equals_offline", "outputs_bit_identical", "launch_check_ok", "pass_plain_ms",
+               "pass_profiler_ms", "pass_kernelscope_ms", "ratio_ks_over_profiler", "us_per_intercepted_call",
+               "profile_e2e_s"]
+    table = pd.DataFrame(results).reindex(columns=columns)
+    with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 3):
+        print(table.to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
