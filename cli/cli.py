@@ -34,7 +34,7 @@ def main() -> None:
 
 
 def _default_run_dir(stem: str) -> Path:
-    return Path.cwd() / f"kernelscope-{stem}-{_dt.datetime.now():%Y%m%d-%H%M%S}"
+    return Path(f"kernelscope-{stem}-{_dt.datetime.now():%Y%m%d-%H%M%S}")
 
 
 def _import_recorder():
