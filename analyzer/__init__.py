@@ -6,6 +6,13 @@ from .samples import ObjectRepr, TensorMeta
 from .summary import describe_results
 
 __all__ = [
-    "BadInputError", "KernelscopeError", "LaunchCheck", "ObjectRepr", "Run", "RunExistsError", "TensorMeta",
-    "describe_results", "load_run",
+    "BadInputError",
+    "KernelscopeError",
+    "LaunchCheck",
+    "ObjectRepr",
+    "Run",
+    "RunExistsError",
+    "TensorMeta",
+    "describe_results",
+    "load_run",
 ]

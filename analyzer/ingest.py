@@ -193,7 +193,10 @@ def _progress(path: Path, size: int, enabled: bool):
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress(
-        "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
         transient=True,
     ) as bar:
         task = bar.add_task(f"reading {path.name}", total=size)

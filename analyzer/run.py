@@ -17,8 +17,20 @@ from .sql import quote, run_sql_file, sql_text
 from .summary import summarize
 
 PROFILING_COLUMNS = [
-    "module_name", "function_name", "op", "kernel", "kernel_us", "call_op", "kind", "device", "stream",
-    "sample_id", "start_us", "thread", "correlation", "event_id",
+    "module_name",
+    "function_name",
+    "op",
+    "kernel",
+    "kernel_us",
+    "call_op",
+    "kind",
+    "device",
+    "stream",
+    "sample_id",
+    "start_us",
+    "thread",
+    "correlation",
+    "event_id",
 ]
 TEXT_COLUMNS = ["module_name", "function_name", "op", "kernel", "call_op", "kind"]
 INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation"]
@@ -49,6 +61,7 @@ class Run:
         function_prefix: str | None = None,
         progress: bool = False,
         database: str = ":memory:",
+        allow_empty: bool = False,
     ):
         path = Path(path)
         if path.is_dir():
@@ -67,7 +80,7 @@ class Run:
         self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
         self._function_data = function_data_from_store(store)
         self._build_tables()
-        if not self.con.execute("SELECT count(*) FROM kernels").fetchone()[0]:
+        if not allow_empty and not self.con.execute("SELECT count(*) FROM kernels").fetchone()[0]:
             self.con.close()
             raise BadInputError(trace, "holds no device events (kernel, memcpy, memset) and no CPU operators")
 
@@ -134,9 +147,16 @@ def load_run(
     function_prefix: str | None = None,
     *,
     progress: bool = False,
+    allow_empty: bool = False,
 ) -> Run:
-    """Load a run directory or any Kineto trace (``.json``/``.json.gz``) for analysis."""
+    """Load a run directory or any Kineto trace (``.json``/``.json.gz``) for analysis.
+
+    A trace with nothing to attribute (no device events, no CPU operators) is refused as bad input
+    unless ``allow_empty`` (then the tables are empty).
+    """
     for name, prefix in (("module_prefix", module_prefix), ("function_prefix", function_prefix)):
         if prefix is not None and not prefix:
             raise ValueError(f"{name} must not be empty")
-    return Run(path, module_prefix=module_prefix, function_prefix=function_prefix, progress=progress)
+    return Run(
+        path, module_prefix=module_prefix, function_prefix=function_prefix, progress=progress, allow_empty=allow_empty
+    )

@@ -88,7 +88,10 @@ def decode(value: Any) -> Any:
     if tag == "tensor":
         stride = body.get("stride")
         return TensorMeta(
-            tuple(body["shape"]), body["dtype"], None if stride is None else tuple(stride), body["device"],
+            tuple(body["shape"]),
+            body["dtype"],
+            None if stride is None else tuple(stride),
+            body["device"],
             body["nbytes"],
         )
     if tag in ("tuple", "size"):

@@ -9,7 +9,12 @@ from .samples import sample_totals_frame
 from .sql import sql_text
 
 SUMMARY_COLUMNS = [
-    "function_name", "calls", "num_distinct_samples", "num_modules", "time_spent_us", "time_spent_pct",
+    "function_name",
+    "calls",
+    "num_distinct_samples",
+    "num_modules",
+    "time_spent_us",
+    "time_spent_pct",
     "tensor_size_MB",
 ]
 

@@ -149,9 +149,9 @@ def check(w, out_root: Path) -> dict:
     start = time.perf_counter()
     frame, data = profiler.profile(capturing, w.samples, module=w.module, warmup_iterations=3, out=run_dir)
     result["profile_e2e_s"] = time.perf_counter() - start
-    recorded = [t for o in captured[-(len(w.samples or [None])):] for t in flatten(o)]
+    recorded = [t for o in captured[-(len(w.samples or [None])) :] for t in flatten(o)]
     result["outputs_bit_identical"] = len(recorded) == len(reference) and all(
-        torch.equal(a, b) for a, b in zip(recorded, reference)
+        torch.equal(a, b) for a, b in zip(recorded, reference, strict=True)
     )
 
     # 2. in-process == offline
@@ -182,8 +182,12 @@ def check(w, out_root: Path) -> dict:
         plain_kernels, plain_us = trace_device_events(plain_trace)
     ks_kernels, ks_trace_us = trace_device_events(run_dir / "trace.json.gz")
     result.update(
-        rows=len(frame), trace_device_events=ks_kernels, plain_device_events=plain_kernels,
-        rows_device_us=float(frame["kernel_us"].sum()), trace_device_us=ks_trace_us, plain_device_us=plain_us,
+        rows=len(frame),
+        trace_device_events=ks_kernels,
+        plain_device_events=plain_kernels,
+        rows_device_us=float(frame["kernel_us"].sum()),
+        trace_device_us=ks_trace_us,
+        plain_device_us=plain_us,
     )
 
     # 5. coverage
@@ -242,16 +246,33 @@ def main() -> None:
             w = factory()
             results.append(check(w, traces))
         except Exception as exc:  # one failing workload must not hide the others' results
-            results.append({"workload": factory.__name__, "error": f"{type(exc).__name__}: {exc}",
-                            "traceback": traceback.format_exc()[-3000:]})
+            results.append(
+                {
+                    "workload": factory.__name__,
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "traceback": traceback.format_exc()[-3000:],
+                }
+            )
         results[-1]["check_s"] = time.perf_counter() - start
         print(json.dumps(results[-1], default=str), flush=True)
         torch.cuda.empty_cache()
     (out / "gpu_check.json").write_text(json.dumps({"environment": env, "results": results}, indent=2, default=str))
-    columns = ["workload", "rows", "plain_device_events", "pct_time_in_rows", "pct_time_named_function",
-               "in_process_equals_offline", "outputs_bit_identical", "launch_check_ok", "pass_plain_ms",
-               "pass_profiler_ms", "pass_kernelscope_ms", "ratio_ks_over_profiler", "us_per_intercepted_call",
-               "profile_e2e_s"]
+    columns = [
+        "workload",
+        "rows",
+        "plain_device_events",
+        "pct_time_in_rows",
+        "pct_time_named_function",
+        "in_process_equals_offline",
+        "outputs_bit_identical",
+        "launch_check_ok",
+        "pass_plain_ms",
+        "pass_profiler_ms",
+        "pass_kernelscope_ms",
+        "ratio_ks_over_profiler",
+        "us_per_intercepted_call",
+        "profile_e2e_s",
+    ]
     table = pd.DataFrame(results).reindex(columns=columns)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 3):
         print(table.to_string(index=False))

@@ -41,17 +41,26 @@ def bert() -> Workload:
     for seq in (128, 64):
         ids = torch.randint(0, 30000, (8, seq), device="cuda")
         samples.append(((), {"input_ids": ids, "attention_mask": torch.ones_like(ids)}))
-    return Workload("bert", model, samples, model, "transformers BERT-base (BertConfig()), batch 8, seq 128 and 64, bf16", 0)
+    return Workload(
+        "bert", model, samples, model, "transformers BERT-base (BertConfig()), batch 8, seq 128 and 64, bf16", 0
+    )
 
 
 def gpt2() -> Workload:
     from transformers import GPT2Config, GPT2Model
 
     model = GPT2Model(GPT2Config()).cuda().to(torch.bfloat16).eval()
-    samples = [((), {"input_ids": torch.randint(0, 50000, (4, seq), device="cuda"), "use_cache": False})
-               for seq in (256, 128)]
-    return Workload("gpt2", model, samples, model, "transformers GPT-2 small (GPT2Config()), batch 4, seq 256 and 128, "
-                    "bf16, use_cache=False", 0)
+    samples = [
+        ((), {"input_ids": torch.randint(0, 50000, (4, seq), device="cuda"), "use_cache": False}) for seq in (256, 128)
+    ]
+    return Workload(
+        "gpt2",
+        model,
+        samples,
+        model,
+        "transformers GPT-2 small (GPT2Config()), batch 4, seq 256 and 128, bf16, use_cache=False",
+        0,
+    )
 
 
 def vit() -> Workload:
@@ -66,8 +75,14 @@ def transformer_encoder() -> Workload:
     layer = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, activation="gelu", batch_first=False)
     model = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).cuda().to(torch.bfloat16).eval()
     x = torch.randn(128, 8, 512, device="cuda", dtype=torch.bfloat16)
-    return Workload("transformer_encoder", model, [((x,), {})], model,
-                    "nn.TransformerEncoder, 4 layers, d 512, 8 heads, batch_first=False, gelu, seq 128, batch 8, bf16", 0)
+    return Workload(
+        "transformer_encoder",
+        model,
+        [((x,), {})],
+        model,
+        "nn.TransformerEncoder, 4 layers, d 512, 8 heads, batch_first=False, gelu, seq 128, batch 8, bf16",
+        0,
+    )
 
 
 class UNetBlock(nn.Module):
@@ -97,8 +112,14 @@ def unet_block() -> Workload:
     model = UNetBlock().cuda().half().eval()
     x = torch.randn(4, 256, 32, 32, device="cuda", dtype=torch.float16)
     emb = torch.randn(4, 512, device="cuda", dtype=torch.float16)
-    return Workload("unet_block", model, [((x, emb), {})], model,
-                    "UNet-style block (conv2d, group_norm, silu, sdpa, linear), 256 ch, 32x32, batch 4, fp16", 0)
+    return Workload(
+        "unet_block",
+        model,
+        [((x, emb), {})],
+        model,
+        "UNet-style block (conv2d, group_norm, silu, sdpa, linear), 256 ch, 32x32, batch 4, fp16",
+        0,
+    )
 
 
 def mlp() -> Workload:
@@ -146,8 +167,13 @@ def cuda_graph() -> Workload:
     model = GraphReplay().cuda().half().eval()
     x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
     model.capture(x)
-    return Workload("cuda_graph", model, [((x,), {})], model,
-                    "Linear, then torch.cuda.graph replay of Linear-GELU-Linear inside forward, batch 256, fp16")
+    return Workload(
+        "cuda_graph",
+        model,
+        [((x,), {})],
+        model,
+        "Linear, then torch.cuda.graph replay of Linear-GELU-Linear inside forward, batch 256, fp16",
+    )
 
 
 class CompiledHost(nn.Module):
@@ -165,8 +191,13 @@ class CompiledHost(nn.Module):
 def compiled() -> Workload:
     model = CompiledHost().cuda().half().eval()
     x = torch.randn(8, 128, 256, device="cuda", dtype=torch.float16)
-    return Workload("compiled", model, [((x,), {})], model,
-                    "torch.compile'd TransformerEncoderLayer (default mode) inside an eager host module, fp16")
+    return Workload(
+        "compiled",
+        model,
+        [((x,), {})],
+        model,
+        "torch.compile'd TransformerEncoderLayer (default mode) inside an eager host module, fp16",
+    )
 
 
 class TwoThreads(nn.Module):
@@ -193,8 +224,13 @@ class TwoThreads(nn.Module):
 def threads() -> Workload:
     model = TwoThreads().cuda().half().eval()
     x = torch.randn(256, 1024, device="cuda", dtype=torch.float16)
-    return Workload("threads", model, [((x,), {})], model, "Linear+ReLU on the main thread, mul_/add_ x20 on a second "
-                    "Python thread, fp16")
+    return Workload(
+        "threads",
+        model,
+        [((x,), {})],
+        model,
+        "Linear+ReLU on the main thread, mul_/add_ x20 on a second Python thread, fp16",
+    )
 
 
 ALL = [resnet50, bert, gpt2, vit, transformer_encoder, unet_block, mlp, demo, cuda_graph, compiled, threads]

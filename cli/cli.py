@@ -47,10 +47,18 @@ def _import_recorder():
 
 
 @main.command()
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default=None,
-              help="Where to run the demo model (default: cuda when available).")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The run directory to write (default: ./kernelscope-demo-<time>).")
+@click.option(
+    "--device",
+    type=click.Choice(["cpu", "cuda"]),
+    default=None,
+    help="Where to run the demo model (default: cuda when available).",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The run directory to write (default: ./kernelscope-demo-<time>).",
+)
 @click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
 def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
@@ -77,8 +85,12 @@ def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
 
 @main.command()
 @click.argument("target")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="The run directory to write (default: ./kernelscope-<factory>-<time>).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The run directory to write (default: ./kernelscope-<factory>-<time>).",
+)
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
 @click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag stored in the manifest.")
@@ -135,11 +147,17 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 
 
 def prefix_options(command):
-    command = click.option("--function-prefix", default=None,
-                           help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').")(command)
-    return click.option("--module-prefix", default=None,
-                        help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
-                             "for aitune traces use 'ait_nn_module:'.")(command)
+    command = click.option(
+        "--function-prefix",
+        default=None,
+        help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').",
+    )(command)
+    return click.option(
+        "--module-prefix",
+        default=None,
+        help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
+        "for aitune traces use 'ait_nn_module:'.",
+    )(command)
 
 
 def _load(path: str, module_prefix: str | None, function_prefix: str | None):

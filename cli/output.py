@@ -17,11 +17,17 @@ FORMATS = ("table", "csv", "json")
 def output_options(command):
     """``--format`` and ``-o/--output`` for a command that prints a DataFrame."""
     command = click.option(
-        "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
         help="Write to this file instead of stdout (the format follows --format, or the file's extension).",
     )(command)
     return click.option(
-        "--format", "fmt", type=click.Choice(FORMATS), default=None,
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=None,
         help="table (default on stdout), csv or json (one object per row).",
     )(command)
 

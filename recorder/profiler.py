@@ -89,8 +89,10 @@ class ModuleFunctionKernelProfiler:
                 _run_pass(fn, data)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         manifest = base_manifest(
-            device=device, warmup_iterations=warmup_iterations,
-            samples_per_pass=1 if data is None else len(data), tags=tags,
+            device=device,
+            warmup_iterations=warmup_iterations,
+            samples_per_pass=1 if data is None else len(data),
+            tags=tags,
         )
         book = self.book
         with profile(activities=activities) as prof:
@@ -104,11 +106,15 @@ class ModuleFunctionKernelProfiler:
             out = Path(self._scratch) / "run"
         limit = self.sample_tensor_limit_mb
         write_run(
-            Path(out), prof, book, manifest, overwrite=overwrite,
+            Path(out),
+            prof,
+            book,
+            manifest,
+            overwrite=overwrite,
             tensor_limit_bytes=None if limit is None else int(limit * 2**20),
         )
         self.run_dir = Path(out)
-        self.run = load_run(self.run_dir)
+        self.run = load_run(self.run_dir, allow_empty=True)  # a model that ran no operator gets empty frames
         _warn_on_losses(self.run, self.run_dir)
         return self._in_process_frame(named_modules), book.function_data()
 
@@ -118,9 +124,7 @@ class ModuleFunctionKernelProfiler:
         frame.insert(1, "module", [modules.get(name) for name in frame["module_name"]])
         return frame
 
-    def describe_results(
-        self, profiling_df: pd.DataFrame, function_data: dict, top_k: int = 10
-    ) -> pd.DataFrame:
+    def describe_results(self, profiling_df: pd.DataFrame, function_data: dict, top_k: int = 10) -> pd.DataFrame:
         """One row per function, most expensive first, at most ``top_k`` (SPEC §1)."""
         return _describe_results(profiling_df, function_data, top_k)
 

@@ -39,7 +39,9 @@ GZIP_LEVEL = 3  # ~5x smaller than level 9 costs nothing noticeable; level 9 is 
 def check_destination(out: Path, overwrite: bool) -> None:
     """Fail before any work when the run would replace something."""
     if out.exists() and not overwrite:
-        raise RunExistsError(out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)")
+        raise RunExistsError(
+            out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
+        )
     if not out.parent.is_dir():
         raise KernelscopeError(out.parent, "is not an existing directory to write the run into")
 
@@ -62,9 +64,7 @@ def write_run(
         with open(raw, "rb") as src, gzip.open(staging / TRACE, "wb", compresslevel=GZIP_LEVEL) as dst:
             shutil.copyfileobj(src, dst, 8 << 20)
         raw.unlink()
-        (staging / SAMPLES).write_bytes(
-            orjson.dumps({"format_version": SAMPLES_FORMAT, "functions": book.metadata()})
-        )
+        (staging / SAMPLES).write_bytes(orjson.dumps({"format_version": SAMPLES_FORMAT, "functions": book.metadata()}))
         manifest["sample_tensors"] = _write_tensors(staging / SAMPLE_TENSORS, book, tensor_limit_bytes)
         manifest["files"] = {
             "trace": TRACE,
@@ -88,8 +88,12 @@ def write_run(
 def _write_tensors(path: Path, book: SampleBook, limit: int | None) -> dict:
     total = book.total_bytes()
     if limit is not None and total > limit:
-        return {"saved": False, "bytes": total, "limit_bytes": limit,
-                "reason": f"the distinct inputs hold {total} bytes, over the limit of {limit}"}
+        return {
+            "saved": False,
+            "bytes": total,
+            "limit_bytes": limit,
+            "reason": f"the distinct inputs hold {total} bytes, over the limit of {limit}",
+        }
     functions = {
         name: [[list(_compact(args)), _compact(kwargs)] for args, kwargs in samples]
         for name, samples in book.samples.items()

@@ -67,9 +67,7 @@ class SampleBook:
 
     def function_data(self) -> dict[str, list[tuple[int, Sample]]]:
         """``{function: [(calls, (args, kwargs)), ...]}`` with the live arguments."""
-        return {
-            name: list(zip(self.counts[name], self.samples[name], strict=True)) for name in self.samples
-        }
+        return {name: list(zip(self.counts[name], self.samples[name], strict=True)) for name in self.samples}
 
     def total_bytes(self) -> int:
         return sum(tensor_bytes(s) for samples in self.samples.values() for s in samples)

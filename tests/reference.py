@@ -87,8 +87,8 @@ def reference_attribution(path: Path, module_prefix: str = "ks.module:", functio
             fn_pos = max((n for n, x in enumerate(live) if role(x[2]) == "function"), default=-1)
             below_fn = [x for n, x in enumerate(live) if n > fn_pos and role(x[2]) == "op"]
             contexts[(key[0], key[1], t)] = {
-                "module_name": modules[-1][2]["name"][len(module_prefix):] if modules else None,
-                "function_label": functions[-1][2]["name"][len(function_prefix):] if functions else None,
+                "module_name": modules[-1][2]["name"][len(module_prefix) :] if modules else None,
+                "function_label": functions[-1][2]["name"][len(function_prefix) :] if functions else None,
                 "inner_op": ops[-1][2]["name"] if ops else None,
                 "call_op": below_fn[0][2]["name"] if below_fn else None,
             }

@@ -19,8 +19,12 @@ def _compare(run, trace_path, module_prefix, function_prefix):
         if label is not None and row.sample_id is not pd.NA:
             label = f"{label}#{row.sample_id}"
         assert (row.module_name, label, row.op, row.call_op, row.kernel, row.kind) == (
-            expected["module_name"], expected["function_label"], expected["op"], expected["call_op"],
-            expected["kernel"], expected["kind"],
+            expected["module_name"],
+            expected["function_label"],
+            expected["op"],
+            expected["call_op"],
+            expected["kernel"],
+            expected["kind"],
         ), f"event {row.event_id}"
     total_ns = sum(r["dur_ns"] for r in reference.values())
     assert round(frame["kernel_us"].sum() * 1000) == total_ns, "Σ kernel_us is the trace's device time"

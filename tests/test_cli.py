@@ -96,14 +96,25 @@ def bad_inputs(tmp_path):
     }
 
 
-@pytest.mark.parametrize("case", [
-    "missing file", "empty file", "truncated JSON", "truncated gzip", "random bytes", "JSON but not a trace",
-    "no device events", "run without trace", "newer format",
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing file",
+        "empty file",
+        "truncated JSON",
+        "truncated gzip",
+        "random bytes",
+        "JSON but not a trace",
+        "no device events",
+        "run without trace",
+        "newer format",
+    ],
+)
 def test_bad_input_is_one_clear_line_and_exit_2(case, tmp_path):
     path, message = bad_inputs(tmp_path)[case]
-    done = subprocess.run([sys.executable, "-m", "kernelscope.cli", "analyze", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelscope.cli", "analyze", str(path)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 2
     assert done.stdout == ""
     lines = done.stderr.strip().splitlines()

@@ -8,8 +8,11 @@ import zipfile
 import pytest
 from conftest import REPO, SHARED_TRACES
 
-PACKAGES = {"kernelscope": REPO / "cli", "kernelscope.recorder": REPO / "recorder",
-            "kernelscope.analyzer": REPO / "analyzer"}
+PACKAGES = {
+    "kernelscope": REPO / "cli",
+    "kernelscope.recorder": REPO / "recorder",
+    "kernelscope.analyzer": REPO / "analyzer",
+}
 
 BLOCK_TORCH = """
 import importlib.abc, sys
@@ -24,15 +27,20 @@ sys.meta_path.insert(0, NoTorch())
 def test_analyzer_sources_never_import_torch():
     for path in (REPO / "analyzer").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            )
             assert not any(n == "torch" or n.startswith("torch.") for n in names), f"{path} imports torch"
             assert not any("recorder" in n for n in names), f"{path} imports the recorder"
 
 
 def test_facade_and_analyzer_work_where_torch_cannot_be_imported():
     trace = next(p for p in SHARED_TRACES if p.name == "misc.json.gz")
-    code = BLOCK_TORCH + f"""
+    code = (
+        BLOCK_TORCH
+        + f"""
 import kernelscope
 assert "ModuleFunctionKernelProfiler" in dir(kernelscope)
 import kernelscope.analyzer as analyzer
@@ -48,6 +56,7 @@ else:
 assert not any(m == "torch" or m.startswith("torch.") for m in sys.modules), "torch was loaded"
 print("ok")
 """
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
@@ -55,11 +64,14 @@ print("ok")
 
 def test_cli_analyze_runs_without_torch():
     trace = next(p for p in SHARED_TRACES if p.name == "threads.json.gz")
-    code = BLOCK_TORCH + f"""
+    code = (
+        BLOCK_TORCH
+        + f"""
 from kernelscope.cli import main
 sys.argv = ["kernelscope", "analyze", {str(trace)!r}, "--kernels", "--format", "csv"]
 main()
 """
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert len(done.stdout.strip().splitlines()) == 41
@@ -70,7 +82,9 @@ def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     (path,) = out.glob("kernelscope-*.whl")
@@ -87,14 +101,22 @@ def test_wheel_holds_every_module_and_sql_file(wheel):
 
 def test_installed_wheel_imports_every_module(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, timeout=300)
-    modules = [f"{package}.{p.stem}" if p.stem != "__init__" else package
-               for package, folder in PACKAGES.items() for p in folder.glob("*.py")]
-    code = (f"import sys; sys.path.insert(0, {str(target)!r}); import importlib\n"
-            f"for m in {modules!r}:\n"
-            f"    mod = importlib.import_module(m)\n"
-            f"    assert mod.__file__.startswith({str(target)!r}), (m, mod.__file__)\n"
-            "print('ok')")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        timeout=300,
+    )
+    modules = [
+        f"{package}.{p.stem}" if p.stem != "__init__" else package
+        for package, folder in PACKAGES.items()
+        for p in folder.glob("*.py")
+    ]
+    code = (
+        f"import sys; sys.path.insert(0, {str(target)!r}); import importlib\n"
+        f"for m in {modules!r}:\n"
+        f"    mod = importlib.import_module(m)\n"
+        f"    assert mod.__file__.startswith({str(target)!r}), (m, mod.__file__)\n"
+        "print('ok')"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr

@@ -130,17 +130,19 @@ def test_describe_results_rules(demo_run):
     assert full.set_index("function_name")["time_spent_us"].to_dict() == pytest.approx(by_function.to_dict())
     top = profiler.describe_results(frame, data, top_k=3)
     assert len(top) == 3 and top["time_spent_pct"].tolist() == pytest.approx(full["time_spent_pct"][:3].tolist())
-    sizes = {name: sum(s.numel() * s.element_size() for _, (args, _kw) in entries for s in args
-                       if isinstance(s, torch.Tensor)) for name, entries in data.items()}
+    sizes = {
+        name: sum(
+            s.numel() * s.element_size() for _, (args, _kw) in entries for s in args if isinstance(s, torch.Tensor)
+        )
+        for name, entries in data.items()
+    }
     assert full.set_index("function_name")["tensor_size_MB"]["conv2d"] == pytest.approx(sizes["conv2d"] / 2**20)
 
 
 def test_nested_functionals_own_their_kernels(demo_run):
     _profiler, _model, _samples, frame, data, _out = demo_run
     attention = frame[frame["module_name"] == "encoder.self_attn"]
-    assert set(attention["function_name"]) == {
-        "multi_head_attention_forward", "linear", "scaled_dot_product_attention"
-    }
+    assert set(attention["function_name"]) == {"multi_head_attention_forward", "linear", "scaled_dot_product_attention"}
     assert (attention.loc[attention["call_op"] == "aten::linear", "function_name"] == "linear").all()
     sdpa = attention[attention["function_name"] == "scaled_dot_product_attention"]
     assert (sdpa["call_op"] == "aten::scaled_dot_product_attention").all()
@@ -185,8 +187,11 @@ def test_in_process_result_is_what_the_analyzer_reads_back(demo_run):
         offline = run.profiling_df()
         offline_data = run.function_data()
     pd.testing.assert_frame_equal(frame.drop(columns=["module"]), offline)
-    assert all(frame["module"].iloc[i] is dict(model.named_modules())[name]
-               for i, name in enumerate(frame["module_name"]) if name is not None)
+    assert all(
+        frame["module"].iloc[i] is dict(model.named_modules())[name]
+        for i, name in enumerate(frame["module_name"])
+        if name is not None
+    )
     assert offline_data.keys() == data.keys()
     for name, entries in data.items():
         pairs = zip(entries, offline_data[name], strict=True)
@@ -195,8 +200,11 @@ def test_in_process_result_is_what_the_analyzer_reads_back(demo_run):
             for live, meta in zip(args, off_args, strict=True):
                 if isinstance(live, torch.Tensor):
                     assert isinstance(meta, TensorMeta)
-                    assert (meta.shape, meta.stride, meta.dtype) == (tuple(live.shape), live.stride(),
-                                                                     str(live.dtype).removeprefix("torch."))
+                    assert (meta.shape, meta.stride, meta.dtype) == (
+                        tuple(live.shape),
+                        live.stride(),
+                        str(live.dtype).removeprefix("torch."),
+                    )
                 else:
                     assert meta == live
 
@@ -263,6 +271,12 @@ def test_profile_is_not_reentrant():
 
     profiler.profile(Reenter(), [((torch.randn(2),), {})], warmup_iterations=1)
     assert len(inner_error) == 2 and "not re-entrant" in inner_error[0]
+
+
+def test_a_pass_without_operators_gives_empty_frames():
+    frame, data = ModuleFunctionKernelProfiler().profile(nn.Identity(), [((torch.randn(2),), {})], warmup_iterations=0)
+    assert frame.empty and data == {}
+    assert {"module_name", "module", "function_name", "op", "kernel", "kernel_us"} <= set(frame.columns)
 
 
 def test_argument_errors():

@@ -12,7 +12,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import SAMPLE_RUNS
-
 from kernelscope.analyzer import describe_results, load_run
 
 GOLDEN = Path(__file__).parent / "golden"
