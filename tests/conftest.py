@@ -5,7 +5,7 @@ import pytest
 
 TESTS = Path(__file__).parent
 REPO = TESTS.parent
-SHARED_TRACES = sorted((REPO.parent / "shared" / "traces").glob("*.json.gz"))
+SHARED_TRACES = sorted((REPO / "sample_traces" / "plain_kineto").glob("*.json.gz"))
 SAMPLE_RUNS = sorted(p.parent for p in (REPO / "sample_traces").glob("*/manifest.json"))
 
 sys.path.insert(0, str(TESTS))
