@@ -1,19 +1,28 @@
-"""Scope annotations around module forwards and ``torch.nn.functional`` calls, for one recording.
+"""Scope annotations around module forwards and calls, for one recording.
 
 Scopes use ``torch._C._profiler._RecordFunctionFast`` (about 1 µs per scope against ~7 µs for
 ``torch.profiler.record_function``, measured on the CPU with torch 2.13); it appears in the trace as a
 ``cpu_op`` named exactly like the scope. Names: ``ks.module:<dotted name>`` and
-``ks.fn:<function>#<sample id>`` (``ks.fn:<function>`` when samples of that function are not collected).
+``ks.fn:<call>#<sample id>`` (``ks.fn:<call>`` when samples of that call are not collected).
 
-Everything patched is put back exactly: ``F.<name>`` is the identical object again, and a module that
-had no instance attribute ``forward`` has none afterwards.
+Three mechanisms, all removed exactly afterwards (``F.<name>`` is the identical object again, and a
+module that had no instance attribute ``forward`` has none):
+
+- module forwards: an instance ``forward`` that opens the module's scope; the modules inside a
+  ``torch.compile``d module are left alone (patching them would make dynamo recompile), the compiled
+  module's own call is scoped as the call ``torch.compile``;
+- the ``torch.nn.functional`` namespace: every public function, so calls between functionals
+  (``F.multi_head_attention_forward`` -> ``F.linear``) are each scoped and the innermost owns its kernels;
+- with ``calls="all"``, a ``TorchFunctionMode`` (recorder/calls.py) for stored references to
+  functionals and torch-level calls outside any functional, and ``torch.cuda.CUDAGraph.replay``.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 import torch
@@ -21,11 +30,15 @@ import torch.nn.functional as F  # noqa: N812
 from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR
 from torch import nn
 
+from .calls import STATE, CallScopes, suspended
 from .samples import SampleBook
 
 _Scope = torch._C._profiler._RecordFunctionFast
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _MISSING = object()
+CALLS = ("all", "functional")
+GRAPH_REPLAY = "torch.cuda.CUDAGraph.replay"
+COMPILED_CALL = "torch.compile"
 
 
 def functional_names() -> list[str]:
@@ -39,33 +52,38 @@ def functional_names() -> list[str]:
     return names
 
 
-def _module_forward(forward: Any, scope_name: str):
-    def forward_in_scope(*args, **kwargs):
-        with _Scope(scope_name):
-            return forward(*args, **kwargs)
+def _scope_namer(name: str, book: SampleBook | None):
+    """A function (args, kwargs) -> scope name; it records the call's sample when ``book`` is given."""
+    plain = FUNCTION_PREFIX + name
+    if book is None:
+        return lambda args, kwargs: plain
+    names: list[str] = []
+    prefix = plain + SAMPLE_SEPARATOR
+    record = book.record
 
-    return forward_in_scope
+    def scope_name(args, kwargs):
+        sample_id = record(name, args, kwargs)
+        if sample_id == len(names):
+            names.append(f"{prefix}{sample_id}")
+        return names[sample_id]
+
+    return scope_name
 
 
 def _functional(function: Any, name: str, book: SampleBook | None):
-    plain = FUNCTION_PREFIX + name
-    if book is None:
+    scope_name = _scope_namer(name, book)
+    state = STATE
 
-        def call_in_scope(*args, **kwargs):
-            with _Scope(plain):
+    def call_in_scope(*args, **kwargs):
+        scope = scope_name(args, kwargs)
+        state.depth += 1
+        state.pending = function  # the mode, if active, must not scope this call again
+        try:
+            with _Scope(scope):
                 return function(*args, **kwargs)
-
-    else:
-        scope_names: list[str] = []
-        prefix = plain + SAMPLE_SEPARATOR
-        record = book.record
-
-        def call_in_scope(*args, **kwargs):
-            sample_id = record(name, args, kwargs)
-            if sample_id == len(scope_names):
-                scope_names.append(f"{prefix}{sample_id}")
-            with _Scope(scope_names[sample_id]):
-                return function(*args, **kwargs)
+        finally:
+            state.pending = None
+            state.depth -= 1
 
     call_in_scope.__name__ = getattr(function, "__name__", name)
     call_in_scope.__qualname__ = getattr(function, "__qualname__", name)
@@ -74,32 +92,110 @@ def _functional(function: Any, name: str, book: SampleBook | None):
     return call_in_scope
 
 
+def _module_forward(forward: Any, scope_name: str):
+    def forward_in_scope(*args, **kwargs):
+        with _Scope(scope_name):
+            return forward(*args, **kwargs)
+
+    return forward_in_scope
+
+
+def _compiled_forward(forward: Any, scope_name: str, call: Any, mode: CallScopes | None):
+    state = STATE
+
+    def compiled_in_scope(*args, **kwargs):
+        with _Scope(scope_name), _Scope(call(args, kwargs)), suspended(mode):
+            state.depth += 1
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                state.depth -= 1
+
+    return compiled_in_scope
+
+
+def _graph_replay(replay: Any, call: Any):
+    def replay_in_scope(self, *args, **kwargs):
+        with _Scope(call((self, *args), kwargs)):
+            return replay(self, *args, **kwargs)
+
+    return replay_in_scope
+
+
+def _optimized_module_type():
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")  # not imported: nothing was compiled
+    return getattr(eval_frame, "OptimizedModule", None)
+
+
+def _set(owner_dict: dict, key: str, value: Any, saved: list) -> None:
+    saved.append((owner_dict, key, owner_dict.get(key, _MISSING)))
+    owner_dict[key] = value
+
+
 @contextmanager
 def instrumented(
-    named_modules: Iterable[tuple[str, nn.Module]], book: SampleBook, collect: set[str] | None
+    named_modules: Iterable[tuple[str, nn.Module]],
+    book: SampleBook,
+    collect: set[str] | None,
+    calls: str = "all",
 ) -> Iterator[None]:
-    """Scopes on every module forward and functional call for the duration of the block.
+    """Scopes on every module forward and call for the duration of the block.
 
-    ``collect``: names whose samples go to ``book`` (None = all).
+    ``collect``: names whose samples go to ``book`` (None = all). ``calls``: ``"all"`` or ``"functional"``
+    (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it).
     """
-    saved_forwards: list[tuple[nn.Module, Any]] = []
-    saved_functions: list[tuple[str, Any]] = []
-    try:
-        for name, module in named_modules:
-            before = vars(module).get("forward", _MISSING)
-            saved_forwards.append((module, before))
-            vars(module)["forward"] = _module_forward(module.forward, MODULE_PREFIX + name)
-        for name in functional_names():
-            function = getattr(F, name)
-            saved_functions.append((name, function))
-            sampled = collect is None or name in collect
-            setattr(F, name, _functional(function, name, book if sampled else None))
-        yield
-    finally:
-        for name, function in reversed(saved_functions):
-            setattr(F, name, function)
-        for module, before in reversed(saved_forwards):
-            if before is _MISSING:
-                vars(module).pop("forward", None)
-            else:
-                vars(module)["forward"] = before
+    if calls not in CALLS:
+        raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
+
+    def sampled(name: str) -> SampleBook | None:
+        return book if collect is None or name in collect else None
+
+    saved: list[tuple[dict, str, Any]] = []
+    with ExitStack() as stack:
+        try:
+            mode = None
+            originals = {name: getattr(F, name) for name in functional_names()}
+            if calls == "all":
+                mode = CallScopes({f: n for n, f in originals.items()}, book, collect, torch_calls=True)
+            compiled_type = _optimized_module_type()
+            compiled_roots: list[str] = []
+            for name, module in named_modules:
+                if any(name.startswith(root + ".") for root in compiled_roots):
+                    continue
+                scope = MODULE_PREFIX + name
+                if compiled_type is not None and isinstance(module, compiled_type):
+                    compiled_roots.append(name)
+                    call = _scope_namer(COMPILED_CALL, sampled(COMPILED_CALL))
+                    wrapper = _compiled_forward(module.forward, scope, call, mode)
+                else:
+                    wrapper = _module_forward(module.forward, scope)
+                _set(vars(module), "forward", wrapper, saved)
+            for name, function in originals.items():
+                _set(vars(F), name, _functional(function, name, sampled(name)), saved)
+            if mode is not None:
+                graph_type = torch.cuda.CUDAGraph
+                replay = _graph_replay(graph_type.replay, _scope_namer(GRAPH_REPLAY, sampled(GRAPH_REPLAY)))
+                _set_class_attribute(graph_type, "replay", replay, saved)
+                stack.enter_context(mode)
+            yield
+        finally:
+            stack.close()
+            for owner, key, before in reversed(saved):
+                if isinstance(owner, type):
+                    _restore_class_attribute(owner, key, before)
+                elif before is _MISSING:
+                    owner.pop(key, None)
+                else:
+                    owner[key] = before
+
+
+def _set_class_attribute(cls: type, key: str, value: Any, saved: list) -> None:
+    saved.append((cls, key, vars(cls).get(key, _MISSING)))
+    setattr(cls, key, value)
+
+
+def _restore_class_attribute(cls: type, key: str, before: Any) -> None:
+    if before is _MISSING:
+        delattr(cls, key)
+    else:
+        setattr(cls, key, before)

@@ -17,7 +17,7 @@ from kernelscope.analyzer import load_run
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
-from .instrument import instrumented
+from .instrument import CALLS, instrumented
 from .run_writer import base_manifest, check_destination, write_run
 from .samples import Sample, SampleBook
 
@@ -33,6 +33,10 @@ class ModuleFunctionKernelProfiler:
             It never filters kernel rows.
         sample_tensor_limit_mb: the run directory's samples.pt keeps the distinct input tensors when they
             total at most this many MiB (None = no limit, 0 = never); their metadata is always kept.
+        calls: ``"all"`` (default) scopes every call that launches kernels: functionals however they are
+            reached, torch-level calls outside functionals (``torch.addmm``, ``Tensor.add``…), CUDA graph
+            replays, compiled regions. ``"functional"`` scopes only the ``torch.nn.functional`` namespace,
+            as aitune's profiler does, for comparable numbers.
     """
 
     def __init__(
@@ -40,8 +44,12 @@ class ModuleFunctionKernelProfiler:
         function_names: set[str] | None = None,
         *,
         sample_tensor_limit_mb: float | None = DEFAULT_SAMPLE_TENSOR_LIMIT_MB,
+        calls: str = "all",
     ):
+        if calls not in CALLS:
+            raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
         self.function_names = None if function_names is None else set(function_names)
+        self.calls = calls
         self.sample_tensor_limit_mb = sample_tensor_limit_mb
         self.book = SampleBook()
         self.run = None  # the analyzer's Run of the last recording
@@ -95,8 +103,8 @@ class ModuleFunctionKernelProfiler:
             tags=tags,
         )
         book = self.book
-        with profile(activities=activities) as prof:
-            with instrumented(named_modules, book, self.function_names), torch.no_grad():
+        with profile(activities=activities, experimental_config=experimental_config()) as prof:
+            with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls):
                 _run_pass(fn, data)
             if device == "cuda":
                 torch.cuda.synchronize()
@@ -143,6 +151,19 @@ class ModuleFunctionKernelProfiler:
     def release(self) -> None:
         """Free what the last recording holds (also done when the profiler is garbage collected)."""
         self._release()
+
+
+def experimental_config():
+    """Follow every thread (kernels launched from other threads get their operators and scopes) and skip
+    building torch's Python event objects, which kernelscope never reads, where this torch offers it."""
+    from torch._C._profiler import _ExperimentalConfig
+
+    for options in ({"profile_all_threads": True, "trace_only": True}, {"profile_all_threads": True}, {}):
+        try:
+            return _ExperimentalConfig(**options)
+        except TypeError:
+            continue
+    return None
 
 
 def _run_pass(fn: Callable, data: Sequence[Sample] | None) -> None:

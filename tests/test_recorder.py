@@ -195,18 +195,27 @@ def test_in_process_result_is_what_the_analyzer_reads_back(demo_run):
     assert offline_data.keys() == data.keys()
     for name, entries in data.items():
         pairs = zip(entries, offline_data[name], strict=True)
-        for (calls, (args, kwargs)), (off_calls, (off_args, off_kwargs)) in pairs:
-            assert calls == off_calls and kwargs.keys() == off_kwargs.keys()
-            for live, meta in zip(args, off_args, strict=True):
-                if isinstance(live, torch.Tensor):
-                    assert isinstance(meta, TensorMeta)
-                    assert (meta.shape, meta.stride, meta.dtype) == (
-                        tuple(live.shape),
-                        live.stride(),
-                        str(live.dtype).removeprefix("torch."),
-                    )
-                else:
-                    assert meta == live
+        for (calls, live), (off_calls, meta) in pairs:
+            assert calls == off_calls
+            _assert_matches(live, meta)
+
+
+def _assert_matches(live, meta):
+    """A live argument against its offline metadata, recursively."""
+    if isinstance(live, torch.Tensor):
+        assert isinstance(meta, TensorMeta)
+        dtype = str(live.dtype).removeprefix("torch.")
+        assert (meta.shape, meta.stride, meta.dtype) == (tuple(live.shape), live.stride(), dtype)
+    elif isinstance(live, (list, tuple)):
+        assert type(meta) is type(live) and len(meta) == len(live)
+        for a, b in zip(live, meta, strict=True):
+            _assert_matches(a, b)
+    elif isinstance(live, dict):
+        assert meta.keys() == live.keys()
+        for key in live:
+            _assert_matches(live[key], meta[key])
+    else:
+        assert meta == live
 
 
 def test_sample_store_loads_with_weights_only(demo_run):
