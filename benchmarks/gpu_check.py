@@ -34,6 +34,7 @@ import workloads  # noqa: E402
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
+from kernelscope.recorder.profiler import experimental_config  # noqa: E402
 from kernelscope.recorder.samples import SampleBook  # noqa: E402
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -92,13 +93,16 @@ def plain_profiler():
 class KernelscopeRecording:
     """What profile() wraps around the recorded pass: the scopes plus the profiler."""
 
-    def __init__(self, w):
+    def __init__(self, w, calls="all"):
         self.w = w
+        self.calls = calls
 
     def __enter__(self):
-        self.prof = plain_profiler()
+        self.prof = profile(
+            activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], experimental_config=experimental_config()
+        )
         self.book = SampleBook()
-        self.scopes = instrumented(list(self.w.module.named_modules()), self.book, None)
+        self.scopes = instrumented(list(self.w.module.named_modules()), self.book, None, self.calls)
         self.prof.__enter__()
         self.scopes.__enter__()
         return self
@@ -198,10 +202,20 @@ def check(w, out_root: Path) -> dict:
     with_module = float(frame.loc[frame["module_name"].notna(), "kernel_us"].sum())
     result["pct_time_in_module"] = 100.0 * with_module / total if total else float("nan")
 
+    # 5b. coverage of the functional namespace alone (what aitune's profiler can see)
+    with tempfile.TemporaryDirectory() as tmp:
+        narrow = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=0, calls="functional")
+        narrow_frame, _ = narrow.profile(w.fn, w.samples, module=w.module, warmup_iterations=1, out=Path(tmp) / "r")
+        narrow_total = float(narrow_frame["kernel_us"].sum())
+        narrow_named = float(narrow_frame.loc[narrow_frame["function_name"].notna(), "kernel_us"].sum())
+        result["pct_time_named_functional_only"] = 100.0 * narrow_named / narrow_total if narrow_total else None
+        narrow.release()
+
     # 6. overhead
     result["pass_plain_ms"] = 1e3 * timed_passes(w, _Nothing)
     result["pass_profiler_ms"] = 1e3 * timed_passes(w, plain_profiler)
     result["pass_kernelscope_ms"] = 1e3 * timed_passes(w, lambda: KernelscopeRecording(w))
+    result["pass_kernelscope_functional_ms"] = 1e3 * timed_passes(w, lambda: KernelscopeRecording(w, "functional"))
     calls, _ = count_calls(w)
     result["functional_calls_per_pass"] = calls
     result["modules"] = len(list(w.module.named_modules()))
@@ -209,6 +223,7 @@ def check(w, out_root: Path) -> dict:
     scopes = calls + result["modules"] * max(1, len(w.samples or [None]))
     result["us_per_intercepted_call"] = 1e3 * extra / scopes if scopes else float("nan")
     result["ratio_ks_over_profiler"] = result["pass_kernelscope_ms"] / result["pass_profiler_ms"]
+    result["ratio_functional_over_profiler"] = result["pass_kernelscope_functional_ms"] / result["pass_profiler_ms"]
     profiler.release()
     return result
 
@@ -263,13 +278,16 @@ def main() -> None:
         "plain_device_events",
         "pct_time_in_rows",
         "pct_time_named_function",
+        "pct_time_named_functional_only",
         "in_process_equals_offline",
         "outputs_bit_identical",
         "launch_check_ok",
         "pass_plain_ms",
         "pass_profiler_ms",
         "pass_kernelscope_ms",
+        "pass_kernelscope_functional_ms",
         "ratio_ks_over_profiler",
+        "ratio_functional_over_profiler",
         "us_per_intercepted_call",
         "profile_e2e_s",
     ]

@@ -105,9 +105,12 @@ def test_kernels_of_another_thread_are_rows_with_their_thread():
             thread.join()
             return y + side.sum()
 
+    before = threading.Thread._bootstrap_inner
     _, frame, _ = _profile(TwoThreads())
+    assert threading.Thread._bootstrap_inner is before and "_bootstrap_inner" not in vars(TwoThreads)
     main = frame[frame["module_name"].notna()]
     other = frame[frame["module_name"].isna()]
     assert main["thread"].nunique() == 1 and len(other) > 0
     assert set(other["thread"]) - set(main["thread"]), "the side thread's operators are rows of their own thread"
     assert {"aten::mul_", "aten::add_"} <= set(other["call_op"]), "profile_all_threads records its operators"
+    assert set(other["function_name"]) == {"Tensor.mul_", "Tensor.add_"}, "threads started in the pass are named"
