@@ -10,6 +10,7 @@ import os
 import platform
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -34,6 +35,7 @@ from kernelscope.analyzer.samples import SAMPLES_FORMAT
 from .samples import SampleBook
 
 GZIP_LEVEL = 3  # ~5x smaller than level 9 costs nothing noticeable; level 9 is several times slower
+GIT_TIMEOUT_S = 5
 
 
 def check_destination(out: Path, overwrite: bool) -> None:
@@ -141,6 +143,7 @@ def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int,
         "world_size": world_size,
         "backend": backend,
         "command_line": list(sys.argv),
+        "git_commit": git_commit(),
         "start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "annotation": {
             "module_prefix": MODULE_PREFIX,
@@ -152,3 +155,24 @@ def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int,
         "samples_per_pass": samples_per_pass,
         "tags": dict(tags or {}),
     }
+
+
+def git_commit(cwd: str | os.PathLike | None = None) -> str | None:
+    """``git rev-parse HEAD`` of the repository the command runs in; None outside one, without git, or when
+    git does not answer within GIT_TIMEOUT_S (a recording never fails for want of this field)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    if done.returncode != 0 or len(commit) not in (40, 64) or not all(c in "0123456789abcdef" for c in commit):
+        return None
+    return commit
