@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .output import emit, output_options
+from .output import Output, emit, output_options
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 
@@ -77,7 +77,7 @@ def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
     profiler = recorder.ModuleFunctionKernelProfiler()
     profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     summary = profiler.describe_results(profiling_df, function_data, top_k=top_k)
-    emit(summary, "table", None, title=f"kernelscope demo ({device}, {dtype}): time by functional call")
+    emit(summary, title=f"kernelscope demo ({device}, {dtype}): time by functional call")
     _footer(profiler.run)
     click.echo(f"run directory: {out}")
     click.echo(f"next: kernelscope analyze {out} --kernels")
@@ -116,7 +116,7 @@ def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[s
     profiling_df, function_data = profiler.profile(
         fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=_parse_tags(tags)
     )
-    emit(profiler.describe_results(profiling_df, function_data, top_k=top_k), "table", None)
+    emit(profiler.describe_results(profiling_df, function_data, top_k=top_k))
     _footer(profiler.run)
     click.echo(f"run directory: {out}")
 
@@ -175,13 +175,13 @@ def _load(path: str, module_prefix: str | None, function_prefix: str | None):
 @click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
 @prefix_options
 @output_options
-def analyze(run: str, top_k: int, kernels: bool, module_prefix, function_prefix, fmt, output) -> None:
+def analyze(run: str, top_k: int, kernels: bool, module_prefix, function_prefix, output: Output) -> None:
     """Summarize a run directory or any Kineto trace (.json / .json.gz) by functional call."""
     with _load(run, module_prefix, function_prefix) as loaded:
         frame = loaded.profiling_df() if kernels else loaded.describe(top_k)
         title = "kernels" if kernels else "time by functional call"
-        emit(frame, fmt, output, title=f"{run}: {title}")
-        if (fmt or "table") == "table" and output is None:
+        emit(frame, output, title=f"{run}: {title}")
+        if output.to_terminal:
             _footer(loaded)
 
 
@@ -190,7 +190,7 @@ def analyze(run: str, top_k: int, kernels: bool, module_prefix, function_prefix,
 @click.argument("query")
 @prefix_options
 @output_options
-def sql(run: str, query: str, module_prefix, function_prefix, fmt, output) -> None:
+def sql(run: str, query: str, module_prefix, function_prefix, output: Output) -> None:
     """Run QUERY over the run's tables: events, kernels, samples, summary (docs/sql.md)."""
     import duckdb
     from kernelscope.analyzer.errors import KernelscopeError
@@ -200,7 +200,7 @@ def sql(run: str, query: str, module_prefix, function_prefix, fmt, output) -> No
             frame = loaded.sql(query)
         except duckdb.Error as exc:
             raise KernelscopeError(None, f"the query failed: {str(exc).strip().splitlines()[0]}") from None
-        emit(frame, fmt, output)
+        emit(frame, output)
 
 
 def _footer(run) -> None:
