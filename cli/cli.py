@@ -34,7 +34,18 @@ def main() -> None:
 
 
 def _default_run_dir(stem: str) -> Path:
-    return Path(f"kernelscope-{stem}-{_dt.datetime.now():%Y%m%d-%H%M%S}")
+    """./kernelscope-<stem>-<time>; in a torch.distributed job every rank takes rank 0's time, so all ranks
+    name the same job directory (profile() then writes each rank to its rank-<N>/ inside)."""
+    return Path(f"kernelscope-{stem}-{_agreed_across_ranks(f'{_dt.datetime.now():%Y%m%d-%H%M%S}')}")
+
+
+def _agreed_across_ranks(value: str) -> str:
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized() or dist.get_world_size() < 2:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
 
 
 def _import_recorder():
@@ -173,12 +184,23 @@ def _load(path: str, module_prefix: str | None, function_prefix: str | None):
 @click.argument("run", type=click.Path(path_type=str))
 @click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
+@click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
+@click.option("--by-rank", is_flag=True, help="One summary per rank, with a rank column.")
 @prefix_options
 @output_options
-def analyze(run: str, top_k: int, kernels: bool, module_prefix, function_prefix, output: Output) -> None:
-    """Summarize a run directory or any Kineto trace (.json / .json.gz) by functional call."""
+def analyze(
+    run: str, top_k: int, kernels: bool, rank: int | None, by_rank: bool, module_prefix, function_prefix, output: Output
+) -> None:
+    """Summarize a run directory, a job directory of ranks, or any Kineto trace (.json / .json.gz)."""
     with _load(run, module_prefix, function_prefix) as loaded:
-        frame = loaded.profiling_df() if kernels else loaded.describe(top_k)
+        if rank is not None and rank not in loaded.ranks:
+            raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
+        if kernels:
+            frame = loaded.profiling_df(rank)
+        elif by_rank:
+            frame = loaded.describe_by_rank(top_k)
+        else:
+            frame = loaded.describe(top_k, rank)
         title = "kernels" if kernels else "time by functional call"
         emit(frame, output, title=f"{run}: {title}")
         if output.to_terminal:

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 import torch
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
+from kernelscope.analyzer.ranks import RANK_DIR, is_rank_directory_name
 from kernelscope.analyzer.rundir import (
     FORMAT_VERSION,
     FUNCTION_PREFIX,
@@ -38,14 +39,32 @@ GZIP_LEVEL = 3  # ~5x smaller than level 9 costs nothing noticeable; level 9 is 
 GIT_TIMEOUT_S = 5
 
 
+def distributed_coordinates() -> tuple[int, int, str | None]:
+    """(rank, world size, backend) of the torch.distributed job this process is in; (0, 1, None) outside one."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        dist = torch.distributed
+        return dist.get_rank(), dist.get_world_size(), str(dist.get_backend())
+    return 0, 1, None
+
+
+def run_destination(out: Path) -> Path:
+    """Where this process's run goes: ``out`` itself, or in a job of several ranks ``out/rank-<rank>``, so that
+    every rank can be given the same ``out`` (the job's directory, loaded as one run by the analyzer)."""
+    rank, world_size, _backend = distributed_coordinates()
+    return out / RANK_DIR.format(rank=rank) if world_size > 1 else out
+
+
 def check_destination(out: Path, overwrite: bool) -> None:
-    """Fail before any work when the run would replace something."""
+    """Fail before any work when the run would replace something or has nowhere to go."""
     if out.exists() and not overwrite:
         raise RunExistsError(
             out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
         )
-    if not out.parent.is_dir():
-        raise KernelscopeError(out.parent, "is not an existing directory to write the run into")
+    job = out.parent
+    if job.exists() and not job.is_dir():
+        raise KernelscopeError(job, "is not a directory to write the run into")
+    if not job.is_dir() and not (is_rank_directory_name(out.name) and job.parent.is_dir()):
+        raise KernelscopeError(job, "is not an existing directory to write the run into")
 
 
 def write_run(
@@ -59,6 +78,7 @@ def write_run(
 ) -> dict:
     """Export the trace, the sample store and the manifest into ``out``; return the manifest written."""
     check_destination(out, overwrite)
+    out.parent.mkdir(exist_ok=True)  # a rank's run: the job directory the ranks share
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
         raw = staging / "trace.json"
@@ -125,10 +145,7 @@ def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int,
     """The manifest's fields known before the recording (SPEC §2)."""
     from kernelscope import __version__
 
-    rank, world_size, backend = 0, 1, None
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
-        backend = str(torch.distributed.get_backend())
+    rank, world_size, backend = distributed_coordinates()
     return {
         "format_version": FORMAT_VERSION,
         "kernelscope_version": __version__,
