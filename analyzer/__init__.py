@@ -1,11 +1,13 @@
 """kernelscope.analyzer: run directories and Kineto traces in DuckDB. Never imports torch."""
 
+from .archive import Archive, archive_runs, open_archive
 from .errors import BadInputError, KernelscopeError, OutputExistsError, RunExistsError
-from .run import LaunchCheck, Run, load_run
+from .run import LaunchCheck, RankPart, Run, load_run
 from .samples import ObjectRepr, TensorMeta
 from .summary import describe_results
 
 __all__ = [
+    "Archive",
     "BadInputError",
     "KernelscopeError",
     "LaunchCheck",
@@ -13,7 +15,10 @@ __all__ = [
     "OutputExistsError",
     "Run",
     "RunExistsError",
+    "RankPart",
     "TensorMeta",
+    "archive_runs",
     "describe_results",
     "load_run",
+    "open_archive",
 ]

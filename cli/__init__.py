@@ -18,6 +18,8 @@ _LAZY = {
     "TensorMeta": "kernelscope.analyzer",
     "KernelscopeError": "kernelscope.analyzer",
     "BadInputError": "kernelscope.analyzer",
+    "archive_runs": "kernelscope.analyzer",
+    "open_archive": "kernelscope.analyzer",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import click
 
+from .archive_commands import archive, runs
+from .loading import load_run_of, prefix_options, run_option
 from .output import Output, emit, output_options
+from .sql_command import sql
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 
@@ -157,42 +160,29 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
     return parsed
 
 
-def prefix_options(command):
-    command = click.option(
-        "--function-prefix",
-        default=None,
-        help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').",
-    )(command)
-    return click.option(
-        "--module-prefix",
-        default=None,
-        help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
-        "for aitune traces use 'ait_nn_module:'.",
-    )(command)
-
-
-def _load(path: str, module_prefix: str | None, function_prefix: str | None):
-    from kernelscope.analyzer import load_run
-
-    try:
-        return load_run(path, module_prefix, function_prefix, progress=True)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
 @main.command()
 @click.argument("run", type=click.Path(path_type=str))
 @click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
 @click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
 @click.option("--by-rank", is_flag=True, help="One summary per rank, with a rank column.")
+@run_option
 @prefix_options
 @output_options
 def analyze(
-    run: str, top_k: int, kernels: bool, rank: int | None, by_rank: bool, module_prefix, function_prefix, output: Output
+    run: str,
+    top_k: int,
+    kernels: bool,
+    rank: int | None,
+    by_rank: bool,
+    run_ref: str | None,
+    module_prefix,
+    function_prefix,
+    output: Output,
 ) -> None:
-    """Summarize a run directory, a job directory of ranks, or any Kineto trace (.json / .json.gz)."""
-    with _load(run, module_prefix, function_prefix) as loaded:
+    """Summarize a run directory, a job directory of ranks, any Kineto trace (.json / .json.gz), or one run
+    of an archive (--run ID): the same tables as the run it was archived from."""
+    with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         if rank is not None and rank not in loaded.ranks:
             raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
         if kernels:
@@ -205,24 +195,6 @@ def analyze(
         emit(frame, output, title=f"{run}: {title}")
         if output.to_terminal:
             _footer(loaded)
-
-
-@main.command()
-@click.argument("run", type=click.Path(path_type=str))
-@click.argument("query")
-@prefix_options
-@output_options
-def sql(run: str, query: str, module_prefix, function_prefix, output: Output) -> None:
-    """Run QUERY over the run's tables: events, kernels, samples, summary (docs/sql.md)."""
-    import duckdb
-    from kernelscope.analyzer.errors import KernelscopeError
-
-    with _load(run, module_prefix, function_prefix) as loaded:
-        try:
-            frame = loaded.sql(query)
-        except duckdb.Error as exc:
-            raise KernelscopeError(None, f"the query failed: {str(exc).strip().splitlines()[0]}") from None
-        emit(frame, output)
 
 
 def _footer(run) -> None:
@@ -245,6 +217,10 @@ def _footer(run) -> None:
             err=True,
         )
 
+
+main.add_command(sql)
+main.add_command(archive)
+main.add_command(runs)
 
 if __name__ == "__main__":
     main()
