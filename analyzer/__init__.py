@@ -1,6 +1,7 @@
 """kernelscope.analyzer: run directories and Kineto traces in DuckDB. Never imports torch."""
 
 from .archive import Archive, archive_runs, open_archive
+from .diff import diff
 from .errors import BadInputError, KernelscopeError, OutputExistsError, RunExistsError
 from .run import LaunchCheck, RankPart, Run, load_run
 from .samples import ObjectRepr, TensorMeta
@@ -19,6 +20,7 @@ __all__ = [
     "TensorMeta",
     "archive_runs",
     "describe_results",
+    "diff",
     "load_run",
     "open_archive",
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from .archive_commands import archive, runs
+from .diff_command import diff
 from .loading import load_run_of, prefix_options, run_option
 from .output import Output, emit, output_options
 from .sql_command import sql
@@ -221,6 +222,7 @@ def _footer(run) -> None:
 main.add_command(sql)
 main.add_command(archive)
 main.add_command(runs)
+main.add_command(diff)
 
 if __name__ == "__main__":
     main()
