@@ -151,6 +151,7 @@ class Archive:
             if not self.run_ids():
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = duckdb.connect()
+            con.execute("SET TimeZone = 'UTC'")  # times print the same on every machine
             run_sql_file(con, "archive_views.sql", **{t: str(self.path / t / "*" / "*" / "*.parquet") for t in TABLES})
             self._con = con
         return self._con
