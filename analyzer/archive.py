@@ -26,7 +26,7 @@ from .ranks import find_ranks
 from .run import LaunchCheck, RankPart, Run
 from .rundir import MANIFEST, SAMPLES
 from .samples import decode, encode, tensor_meta_dict
-from .sql import quote, run_sql_file, sql_text
+from .sql import quote, sql_text
 
 MARKER = "kernelscope-archive.json"
 ARCHIVE_FORMAT = 1
@@ -152,7 +152,10 @@ class Archive:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = duckdb.connect()
             con.execute("SET TimeZone = 'UTC'")  # times print the same on every machine
-            run_sql_file(con, "archive_views.sql", **{t: str(self.path / t / "*" / "*" / "*.parquet") for t in TABLES})
+            for table in TABLES:  # hive partitions read with fixed types, so no engine guesses them
+                files = quote(str(self.path / table / "*" / "*" / "*.parquet"))
+                columns = "run_id, rank, * EXCLUDE (run_id, rank)"
+                con.execute(f"CREATE VIEW {table} AS SELECT {columns} FROM read_parquet({files}, {HIVE})")
             self._con = con
         return self._con
 

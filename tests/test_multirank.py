@@ -1,6 +1,7 @@
 """Multi-rank runs: a real 2-process gloo job on the CPU writes one run per rank into one job directory,
 and the analyzer loads the job as one run with a rank column; describe per rank and merged."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -39,24 +40,24 @@ def gloo_job(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gloo")
     (tmp / "worker.py").write_text(WORKER)
     job = tmp / "job"
+    _run_ranks([[sys.executable, str(tmp / "worker.py"), str(rank), str(tmp / "init"), str(job)] for rank in (0, 1)])
+    return job
+
+
+def _run_ranks(commands, envs=None, cwd=None, timeout=180):
+    """Start one process per rank, wait for all (killing them past ``timeout``), check they succeeded."""
     workers = [
-        subprocess.Popen(
-            [sys.executable, str(tmp / "worker.py"), str(rank), str(tmp / "init"), str(job)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in (0, 1)
+        subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for command, env in zip(commands, envs or [None] * len(commands), strict=True)
     ]
     try:
-        outputs = [w.communicate(timeout=180)[0] for w in workers]
+        outputs = [w.communicate(timeout=timeout)[0] for w in workers]
     finally:
         for w in workers:
             if w.poll() is None:
                 w.kill()
                 w.wait()
-    assert [w.returncode for w in workers] == [0, 0], outputs
-    return job
+    assert [w.returncode for w in workers] == [0] * len(workers), outputs
 
 
 def test_each_rank_writes_its_own_run_in_the_job_directory(gloo_job):
@@ -156,24 +157,10 @@ FACTORY = textwrap.dedent(
 def test_cli_record_in_a_job_names_one_job_directory_for_all_ranks(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "ranked.py").write_text(FACTORY)
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "kernelscope.cli", "record", "ranked:job", "--warmup", "0"],
-            cwd=tmp_path,
-            env={**__import__("os").environ, "KS_TEST_RANK": str(rank), "KS_TEST_INIT": f"file://{tmp_path}/init"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for rank in (0, 1)
-    ]
-    try:
-        outputs = [w.communicate(timeout=180)[0] for w in workers]
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
-    assert [w.returncode for w in workers] == [0, 0], outputs
+    _run_ranks(
+        [[sys.executable, "-m", "kernelscope.cli", "record", "ranked:job", "--warmup", "0"]] * 2,
+        [{**os.environ, "KS_TEST_RANK": str(rank), "KS_TEST_INIT": f"file://{tmp_path}/init"} for rank in (0, 1)],
+        cwd=tmp_path,
+    )
     (job,) = tmp_path.glob("kernelscope-job-*")
     assert sorted(p.name for p in job.iterdir()) == ["rank-0", "rank-1"]
