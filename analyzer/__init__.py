@@ -1,18 +1,26 @@
 """kernelscope.analyzer: run directories and Kineto traces in DuckDB. Never imports torch."""
 
-from .errors import BadInputError, KernelscopeError, RunExistsError
-from .run import LaunchCheck, Run, load_run
+from .archive import Archive, archive_runs, open_archive
+from .diff import diff
+from .errors import BadInputError, KernelscopeError, OutputExistsError, RunExistsError
+from .run import LaunchCheck, RankPart, Run, load_run
 from .samples import ObjectRepr, TensorMeta
 from .summary import describe_results
 
 __all__ = [
+    "Archive",
     "BadInputError",
     "KernelscopeError",
     "LaunchCheck",
     "ObjectRepr",
+    "OutputExistsError",
     "Run",
     "RunExistsError",
+    "RankPart",
     "TensorMeta",
+    "archive_runs",
     "describe_results",
+    "diff",
     "load_run",
+    "open_archive",
 ]

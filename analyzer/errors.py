@@ -22,3 +22,7 @@ class BadInputError(KernelscopeError):
 
 class RunExistsError(KernelscopeError):
     """The destination of a run already exists and overwriting was not asked for."""
+
+
+class OutputExistsError(KernelscopeError):
+    """An output file (export, database) already exists and --force was not given."""

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import duckdb
 import pandas as pd
 
 from .errors import BadInputError
-from .ingest import TraceHeader, ingest_trace
-from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR, SAMPLES, TRACE, read_manifest
-from .samples import function_data_from_store, read_samples, sample_totals_frame, samples_frame
+from .ingest import ingest_trace
+from .ranks import find_ranks, header_rank, merge_function_data
+from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR
+from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import quote, run_sql_file, sql_text
-from .summary import summarize
+from .summary import describe_results, summarize
 
 PROFILING_COLUMNS = [
     "module_name",
@@ -31,9 +32,10 @@ PROFILING_COLUMNS = [
     "thread",
     "correlation",
     "event_id",
+    "rank",
 ]
 TEXT_COLUMNS = ["module_name", "function_name", "op", "kernel", "call_op", "kind"]
-INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation"]
+INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation"]  # nullable: Int64
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,22 @@ class LaunchCheck:
         return not (self.launches_without_device_event or self.device_events_without_launch)
 
 
+@dataclass(frozen=True)
+class RankPart:
+    """What a run keeps of each rank besides its rows: manifest, decoded samples, profiler losses."""
+
+    rank: int
+    manifest: dict | None
+    function_data: dict
+    check: LaunchCheck
+
+
 class Run:
-    """One recording in DuckDB: tables ``events``, ``kernels``, ``samples``, ``summary`` (docs/sql.md)."""
+    """One recording in DuckDB: tables ``events``, ``kernels``, ``samples``, ``summary`` (docs/sql.md).
+
+    The ranks of a ``torch.distributed`` job (a job directory of ``rank-<N>/`` run directories) load as one
+    run: every table has a ``rank`` column, ``describe()`` merges them, ``describe(rank=N)`` takes one.
+    """
 
     def __init__(
         self,
@@ -64,42 +80,90 @@ class Run:
         allow_empty: bool = False,
     ):
         path = Path(path)
-        if path.is_dir():
-            self.manifest: dict | None = read_manifest(path)
-            trace = path / self.manifest.get("files", {}).get("trace", TRACE)
-            store = read_samples(path / SAMPLES)
-            annotation = self.manifest.get("annotation", {})
-        elif path.exists():
-            self.manifest, trace, store, annotation = None, path, {}, {}
-        else:
-            raise BadInputError(path, "no such run directory or trace file")
-        self.path = path
-        self.module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
-        self.function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
-        self.con = duckdb.connect(database)
-        self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
-        self._function_data = function_data_from_store(store)
-        self._build_tables()
-        if not allow_empty and not self.con.execute("SELECT count(*) FROM kernels").fetchone()[0]:
+        sources = find_ranks(path)
+        annotation = (sources[0].manifest or {}).get("annotation", {})
+        module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
+        function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
+        con = duckdb.connect(database)
+        try:
+            parts = self._ingest(con, sources, module_prefix, function_prefix, progress)
+        except BaseException:
+            con.close()
+            raise
+        self._assemble(con, path, parts, module_prefix, function_prefix)
+        if not allow_empty and self.con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 0:
             self.con.close()
-            raise BadInputError(trace, "holds no device events (kernel, memcpy, memset) and no CPU operators")
+            where = sources[0].trace if len(sources) == 1 else path
+            raise BadInputError(where, "holds no device events (kernel, memcpy, memset) and no CPU operators")
 
-    def _build_tables(self) -> None:
-        con = self.con
+    @classmethod
+    def from_tables(
+        cls,
+        con: duckdb.DuckDBPyConnection,
+        path: str | os.PathLike,
+        parts: list[RankPart],
+        module_prefix: str,
+        function_prefix: str,
+    ) -> Run:
+        """A run whose ``events`` and ``kernels`` tables (with ``rank``) are already in ``con`` (an archive)."""
+        run = cls.__new__(cls)
+        run._assemble(con, Path(path), parts, module_prefix, function_prefix)
+        return run
+
+    @staticmethod
+    def _ingest(con, sources, module_prefix: str, function_prefix: str, progress: bool) -> list[RankPart]:
+        """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank."""
         con.execute("SET prefer_range_joins = true")
         for name, value in (
-            ("module_prefix", self.module_prefix),
-            ("function_prefix", self.function_prefix),
+            ("module_prefix", module_prefix),
+            ("function_prefix", function_prefix),
             ("sample_separator", SAMPLE_SEPARATOR),
         ):
             con.execute(f"SET VARIABLE {name} = {quote(value)}")
-        run_sql_file(con, "attribution.sql")
-        samples = samples_frame(self._function_data)  # noqa: F841 (read by name below)
-        sample_totals = sample_totals_frame(self._function_data)  # noqa: F841
+        parts = []
+        for position, source in enumerate(sources):
+            header = ingest_trace(con, source.trace, progress=progress)
+            rank = source.rank if source.rank is not None else header_rank(header.keys)
+            run_sql_file(con, "attribution.sql")
+            check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
+            for table in ("events", "kernels"):
+                if position == 0:
+                    con.execute(f"ALTER TABLE {table} ADD COLUMN rank INTEGER DEFAULT {int(rank)}")
+                    con.execute(f"ALTER TABLE {table} ALTER COLUMN rank DROP DEFAULT")
+                    con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
+                else:
+                    con.execute(f"INSERT INTO ks_all_{table} SELECT *, {int(rank)} FROM {table}")
+                    con.execute(f"DROP TABLE {table}")
+            parts.append(RankPart(rank, source.manifest, function_data_from_store(source.store), check))
+        for table in ("events", "kernels"):
+            con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
+        return parts
+
+    def _assemble(self, con, path: Path, parts: list[RankPart], module_prefix: str, function_prefix: str) -> None:
+        ranks = [part.rank for part in parts]
+        if len(set(ranks)) != len(ranks):
+            raise BadInputError(path, f"holds rank {next(r for r in ranks if ranks.count(r) > 1)} twice")
+        self.con, self.path = con, path
+        self.module_prefix, self.function_prefix = module_prefix, function_prefix
+        self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
+        self.manifest: dict | None = next(iter(self.parts.values())).manifest
+        samples = pd.concat(  # noqa: F841 (read by name below)
+            [samples_frame(part.function_data).assign(rank=rank) for rank, part in self.parts.items()],
+            ignore_index=True,
+        ).astype({"rank": "int32"})
+        sample_totals = sample_totals_frame(self.function_data())  # noqa: F841
         con.execute("CREATE OR REPLACE TABLE samples AS SELECT * FROM samples")
         con.execute("CREATE OR REPLACE TABLE sample_totals AS SELECT * FROM sample_totals")
         everything = sql_text("summary.sql").replace("getvariable('top_k')", "9223372036854775807")
         con.execute(f"CREATE OR REPLACE VIEW summary AS {everything}")
+
+    @property
+    def ranks(self) -> list[int]:
+        return list(self.parts)
+
+    @property
+    def manifests(self) -> dict[int, dict | None]:
+        return {rank: part.manifest for rank, part in self.parts.items()}
 
     @property
     def device(self) -> str:
@@ -107,29 +171,49 @@ class Run:
         row = self.con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
         return "cuda" if row[0] else "cpu"
 
-    def profiling_df(self) -> pd.DataFrame:
-        """One row per device event (SPEC §1 columns first), in device start order."""
-        frame = self.con.execute(f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels ORDER BY start_us, event_id").df()
+    def profiling_df(self, rank: int | None = None) -> pd.DataFrame:
+        """One row per device event (SPEC §1 columns first), in device start order, rank by rank."""
+        where = "" if rank is None else f"WHERE rank = {self._rank(rank)}"
+        frame = self.con.execute(
+            f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY rank, start_us, event_id"
+        ).df()
         for column in TEXT_COLUMNS:  # missing scopes are None, as in aitune's frames, never a float NaN
             values = frame[column].astype(object)
             frame[column] = values.where(values.notna(), None)
         return frame.astype({column: "Int64" for column in INTEGER_COLUMNS})
 
-    def function_data(self) -> dict:
-        """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors."""
-        return self._function_data
+    def function_data(self, rank: int | None = None) -> dict:
+        """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors; all ranks merged
+        (one entry per distinct signature, calls added up) unless ``rank`` is given."""
+        if rank is not None:
+            return self.parts[self._rank(rank)].function_data
+        return merge_function_data({r: part.function_data for r, part in self.parts.items()})
 
-    def describe(self, top_k: int = 10) -> pd.DataFrame:
-        """describe_results of the whole run."""
-        return summarize(self.con, top_k)
+    def describe(self, top_k: int = 10, rank: int | None = None) -> pd.DataFrame:
+        """describe_results of the whole run (all ranks merged), or of one rank."""
+        if rank is None:
+            return summarize(self.con, top_k)
+        return describe_results(self.profiling_df(rank), self.function_data(rank), top_k)
+
+    def describe_by_rank(self, top_k: int = 10) -> pd.DataFrame:
+        """describe_results of each rank, one after the other, with a leading ``rank`` column."""
+        frames = [self.describe(top_k, rank).assign(rank=rank) for rank in self.parts]
+        frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["rank"])
+        return frame[["rank"] + [c for c in frame.columns if c != "rank"]]
 
     def sql(self, query: str) -> pd.DataFrame:
         """Any SQL over the run's tables and views."""
         return self.con.execute(query).df()
 
     def launch_check(self) -> LaunchCheck:
-        row = self.con.execute(sql_text("launch_check.sql")).fetchone()
-        return LaunchCheck(*row)
+        """Profiler losses, added up over the ranks (each rank's correlation ids are its own)."""
+        checks = [part.check for part in self.parts.values()]
+        return LaunchCheck(*(sum(values) for values in zip(*map(astuple, checks), strict=True)))
+
+    def _rank(self, rank: int) -> int:
+        if rank not in self.parts:
+            raise ValueError(f"rank {rank} is not in this run (ranks: {', '.join(map(str, self.parts))})")
+        return int(rank)
 
     def close(self) -> None:
         self.con.close()

@@ -76,8 +76,24 @@ def encode(value: Any, tensor: Callable[[Any], dict | None]) -> Any:
         return {"list": [encode(v, tensor) for v in value]}
     if isinstance(value, dict):
         return {"dict": [[encode(k, tensor), encode(v, tensor)] for k, v in value.items()]}
+    if isinstance(value, ObjectRepr):  # a decoded store encodes back to what it was read from
+        return {"object": {"type": value.type, "repr": value.repr}}
     kind = type(value)
     return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": repr(value)}}
+
+
+def tensor_meta_dict(value: Any) -> dict | None:
+    """``encode``'s tensor callback for decoded samples: a TensorMeta as the store writes tensors."""
+    if not isinstance(value, TensorMeta):
+        return None
+    stride = None if value.stride is None else list(value.stride)
+    return {
+        "shape": list(value.shape),
+        "dtype": value.dtype,
+        "stride": stride,
+        "device": value.device,
+        "nbytes": value.nbytes,
+    }
 
 
 def decode(value: Any) -> Any:

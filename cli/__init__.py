@@ -18,6 +18,9 @@ _LAZY = {
     "TensorMeta": "kernelscope.analyzer",
     "KernelscopeError": "kernelscope.analyzer",
     "BadInputError": "kernelscope.analyzer",
+    "diff": "kernelscope.analyzer",
+    "archive_runs": "kernelscope.analyzer",
+    "open_archive": "kernelscope.analyzer",
 }
 
 __all__ = ["__version__", *_LAZY]

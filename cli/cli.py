@@ -9,7 +9,11 @@ from pathlib import Path
 
 import click
 
-from .output import emit, output_options
+from .archive_commands import archive, runs
+from .diff_command import diff
+from .loading import load_run_of, prefix_options, run_option
+from .output import Output, emit, output_options
+from .sql_command import sql
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 
@@ -34,7 +38,18 @@ def main() -> None:
 
 
 def _default_run_dir(stem: str) -> Path:
-    return Path(f"kernelscope-{stem}-{_dt.datetime.now():%Y%m%d-%H%M%S}")
+    """./kernelscope-<stem>-<time>; in a torch.distributed job every rank takes rank 0's time, so all ranks
+    name the same job directory (profile() then writes each rank to its rank-<N>/ inside)."""
+    return Path(f"kernelscope-{stem}-{_agreed_across_ranks(f'{_dt.datetime.now():%Y%m%d-%H%M%S}')}")
+
+
+def _agreed_across_ranks(value: str) -> str:
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized() or dist.get_world_size() < 2:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
 
 
 def _import_recorder():
@@ -77,7 +92,7 @@ def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
     profiler = recorder.ModuleFunctionKernelProfiler()
     profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     summary = profiler.describe_results(profiling_df, function_data, top_k=top_k)
-    emit(summary, "table", None, title=f"kernelscope demo ({device}, {dtype}): time by functional call")
+    emit(summary, title=f"kernelscope demo ({device}, {dtype}): time by functional call")
     _footer(profiler.run)
     click.echo(f"run directory: {out}")
     click.echo(f"next: kernelscope analyze {out} --kernels")
@@ -116,7 +131,7 @@ def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[s
     profiling_df, function_data = profiler.profile(
         fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=_parse_tags(tags)
     )
-    emit(profiler.describe_results(profiling_df, function_data, top_k=top_k), "table", None)
+    emit(profiler.describe_results(profiling_df, function_data, top_k=top_k))
     _footer(profiler.run)
     click.echo(f"run directory: {out}")
 
@@ -146,61 +161,41 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
     return parsed
 
 
-def prefix_options(command):
-    command = click.option(
-        "--function-prefix",
-        default=None,
-        help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').",
-    )(command)
-    return click.option(
-        "--module-prefix",
-        default=None,
-        help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
-        "for aitune traces use 'ait_nn_module:'.",
-    )(command)
-
-
-def _load(path: str, module_prefix: str | None, function_prefix: str | None):
-    from kernelscope.analyzer import load_run
-
-    try:
-        return load_run(path, module_prefix, function_prefix, progress=True)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
 @main.command()
 @click.argument("run", type=click.Path(path_type=str))
 @click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
 @click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
+@click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
+@click.option("--by-rank", is_flag=True, help="One summary per rank, with a rank column.")
+@run_option
 @prefix_options
 @output_options
-def analyze(run: str, top_k: int, kernels: bool, module_prefix, function_prefix, fmt, output) -> None:
-    """Summarize a run directory or any Kineto trace (.json / .json.gz) by functional call."""
-    with _load(run, module_prefix, function_prefix) as loaded:
-        frame = loaded.profiling_df() if kernels else loaded.describe(top_k)
+def analyze(
+    run: str,
+    top_k: int,
+    kernels: bool,
+    rank: int | None,
+    by_rank: bool,
+    run_ref: str | None,
+    module_prefix,
+    function_prefix,
+    output: Output,
+) -> None:
+    """Summarize a run directory, a job directory of ranks, any Kineto trace (.json / .json.gz), or one run
+    of an archive (--run ID): the same tables as the run it was archived from."""
+    with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
+        if rank is not None and rank not in loaded.ranks:
+            raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
+        if kernels:
+            frame = loaded.profiling_df(rank)
+        elif by_rank:
+            frame = loaded.describe_by_rank(top_k)
+        else:
+            frame = loaded.describe(top_k, rank)
         title = "kernels" if kernels else "time by functional call"
-        emit(frame, fmt, output, title=f"{run}: {title}")
-        if (fmt or "table") == "table" and output is None:
+        emit(frame, output, title=f"{run}: {title}")
+        if output.to_terminal:
             _footer(loaded)
-
-
-@main.command()
-@click.argument("run", type=click.Path(path_type=str))
-@click.argument("query")
-@prefix_options
-@output_options
-def sql(run: str, query: str, module_prefix, function_prefix, fmt, output) -> None:
-    """Run QUERY over the run's tables: events, kernels, samples, summary (docs/sql.md)."""
-    import duckdb
-    from kernelscope.analyzer.errors import KernelscopeError
-
-    with _load(run, module_prefix, function_prefix) as loaded:
-        try:
-            frame = loaded.sql(query)
-        except duckdb.Error as exc:
-            raise KernelscopeError(None, f"the query failed: {str(exc).strip().splitlines()[0]}") from None
-        emit(frame, fmt, output)
 
 
 def _footer(run) -> None:
@@ -223,6 +218,11 @@ def _footer(run) -> None:
             err=True,
         )
 
+
+main.add_command(sql)
+main.add_command(archive)
+main.add_command(runs)
+main.add_command(diff)
 
 if __name__ == "__main__":
     main()

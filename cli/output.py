@@ -1,53 +1,110 @@
-"""The output switches shared by every query-like command: a rich table, CSV or JSON, to stdout or a file."""
+"""The output switches shared by every query-like command: a rich table, CSV, JSON or Parquet, to stdout
+or a file (written atomically, never over an existing file without ``--force``)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 import pandas as pd
 
-FORMATS = ("table", "csv", "json")
+FORMATS = ("table", "csv", "json", "parquet")
+SUFFIXES = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet", ".duckdb": "duckdb"}
 
 
-def output_options(command):
-    """``--format`` and ``-o/--output`` for a command that prints a DataFrame."""
-    command = click.option(
+@dataclass(frozen=True)
+class Output:
+    """Where and how a command's DataFrame goes: ``--format``, ``-o/--output``, ``--force``."""
+
+    fmt: str | None = None
+    path: Path | None = None
+    force: bool = False
+
+    @property
+    def format(self) -> str:
+        """The explicit ``--format``, else the one the file's extension names, else a table."""
+        if self.fmt:
+            return self.fmt
+        if self.path is not None:
+            return SUFFIXES.get(self.path.suffix.lower(), "table")
+        return "table"
+
+    @property
+    def to_terminal(self) -> bool:
+        return self.format == "table" and self.path is None
+
+    def check_destination(self) -> None:
+        """Fail before any work when the output would replace a file without --force."""
+        if self.path is None:
+            return
+        from kernelscope.analyzer.errors import KernelscopeError, OutputExistsError
+
+        if self.path.exists() and not self.force:
+            raise OutputExistsError(self.path, "already exists; choose another name, or replace it with --force")
+        if self.path.is_dir():
+            raise KernelscopeError(self.path, "is a directory, not a file to write")
+        if not (self.path.parent if str(self.path.parent) else Path(".")).is_dir():
+            raise KernelscopeError(self.path.parent, "is not an existing directory to write the output into")
+
+
+TERMINAL = Output()
+
+
+def output_options(command: Callable) -> Callable:
+    """``--format``, ``-o/--output`` and ``--force`` for a command that prints DataFrames; the command
+    receives them as one ``output: Output`` argument, checked before it runs."""
+
+    @functools.wraps(command)
+    def with_output(*args, output_format, output_path, output_force, **kwargs):
+        output = Output(output_format, output_path, output_force)
+        output.check_destination()
+        return command(*args, output=output, **kwargs)
+
+    with_output = click.option("--force", "output_force", is_flag=True, help="Replace the output file if it exists.")(
+        with_output
+    )
+    with_output = click.option(
         "-o",
         "--output",
+        "output_path",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="Write to this file instead of stdout (the format follows --format, or the file's extension).",
-    )(command)
+        help="Write to this file instead of stdout (format: --format, else the extension: .csv, .json, .parquet).",
+    )(with_output)
     return click.option(
         "--format",
-        "fmt",
+        "output_format",
         type=click.Choice(FORMATS),
         default=None,
-        help="table (default on stdout), csv or json (one object per row).",
-    )(command)
+        help="table (default on stdout), csv, json (one object per row) or parquet (needs -o).",
+    )(with_output)
 
 
-def emit(frame: pd.DataFrame, fmt: str | None, output: Path | None, title: str | None = None) -> None:
-    fmt = fmt or _format_from_name(output) or "table"
-    if fmt == "table" and output is None:
+def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None) -> None:
+    """Print or write ``frame`` as ``output`` asks."""
+    fmt = output.format
+    if output.to_terminal:
         print_table(frame, title)
         return
+    if fmt == "duckdb":
+        raise click.UsageError(f"{output.path}: only `kernelscope sql` writes a DuckDB database")
+    if fmt == "parquet":
+        if output.path is None:
+            raise click.UsageError("--format parquet needs -o FILE (Parquet is binary)")
+        write_parquet(output.path, frame)
+        return
     text = render(frame, fmt)
-    if output is None:
+    if output.path is None:
         click.echo(text, nl=not text.endswith("\n"))
     else:
-        write_atomically(output, text)
-
-
-def _format_from_name(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    return {".csv": "csv", ".json": "json"}.get(path.suffix.lower(), "table")
+        write_atomically(output.path, text)
 
 
 def render(frame: pd.DataFrame, fmt: str) -> str:
@@ -60,10 +117,30 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file."""
+    _replace_with(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    """``frame`` as a Parquet file, written by DuckDB (no pyarrow needed), atomically."""
+    import duckdb
+    from kernelscope.analyzer.sql import quote
+
+    def write(tmp: str) -> None:
+        con = duckdb.connect()
+        try:
+            con.register("frame", frame)
+            con.execute(f"COPY frame TO {quote(tmp)} (FORMAT parquet)")
+        finally:
+            con.close()
+
+    _replace_with(path, write)
+
+
+def _replace_with(path: Path, write: Callable[[str], object]) -> None:
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    os.close(handle)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        write(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -18,7 +18,7 @@ from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from .instrument import CALLS, instrumented
-from .run_writer import base_manifest, check_destination, write_run
+from .run_writer import base_manifest, check_destination, run_destination, write_run
 from .samples import Sample, SampleBook
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
@@ -80,7 +80,8 @@ class ModuleFunctionKernelProfiler:
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
         if out is not None:
-            check_destination(Path(out), overwrite)
+            out = run_destination(Path(out))  # in a job of several ranks: out/rank-<rank>
+            check_destination(out, overwrite)
         if not _active.acquire(blocking=False):
             raise RuntimeError("another kernelscope recording is running in this process; profile() is not re-entrant")
         try:

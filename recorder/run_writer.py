@@ -10,6 +10,7 @@ import os
 import platform
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -19,6 +20,7 @@ from typing import Any
 import orjson
 import torch
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
+from kernelscope.analyzer.ranks import RANK_DIR, is_rank_directory_name
 from kernelscope.analyzer.rundir import (
     FORMAT_VERSION,
     FUNCTION_PREFIX,
@@ -34,16 +36,35 @@ from kernelscope.analyzer.samples import SAMPLES_FORMAT
 from .samples import SampleBook
 
 GZIP_LEVEL = 3  # ~5x smaller than level 9 costs nothing noticeable; level 9 is several times slower
+GIT_TIMEOUT_S = 5
+
+
+def distributed_coordinates() -> tuple[int, int, str | None]:
+    """(rank, world size, backend) of the torch.distributed job this process is in; (0, 1, None) outside one."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        dist = torch.distributed
+        return dist.get_rank(), dist.get_world_size(), str(dist.get_backend())
+    return 0, 1, None
+
+
+def run_destination(out: Path) -> Path:
+    """Where this process's run goes: ``out`` itself, or in a job of several ranks ``out/rank-<rank>``, so that
+    every rank can be given the same ``out`` (the job's directory, loaded as one run by the analyzer)."""
+    rank, world_size, _backend = distributed_coordinates()
+    return out / RANK_DIR.format(rank=rank) if world_size > 1 else out
 
 
 def check_destination(out: Path, overwrite: bool) -> None:
-    """Fail before any work when the run would replace something."""
+    """Fail before any work when the run would replace something or has nowhere to go."""
     if out.exists() and not overwrite:
         raise RunExistsError(
             out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
         )
-    if not out.parent.is_dir():
-        raise KernelscopeError(out.parent, "is not an existing directory to write the run into")
+    job = out.parent
+    if job.exists() and not job.is_dir():
+        raise KernelscopeError(job, "is not a directory to write the run into")
+    if not job.is_dir() and not (is_rank_directory_name(out.name) and job.parent.is_dir()):
+        raise KernelscopeError(job, "is not an existing directory to write the run into")
 
 
 def write_run(
@@ -57,6 +78,7 @@ def write_run(
 ) -> dict:
     """Export the trace, the sample store and the manifest into ``out``; return the manifest written."""
     check_destination(out, overwrite)
+    out.parent.mkdir(exist_ok=True)  # a rank's run: the job directory the ranks share
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
     try:
         raw = staging / "trace.json"
@@ -123,10 +145,7 @@ def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int,
     """The manifest's fields known before the recording (SPEC §2)."""
     from kernelscope import __version__
 
-    rank, world_size, backend = 0, 1, None
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        rank, world_size = torch.distributed.get_rank(), torch.distributed.get_world_size()
-        backend = str(torch.distributed.get_backend())
+    rank, world_size, backend = distributed_coordinates()
     return {
         "format_version": FORMAT_VERSION,
         "kernelscope_version": __version__,
@@ -141,6 +160,7 @@ def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int,
         "world_size": world_size,
         "backend": backend,
         "command_line": list(sys.argv),
+        "git_commit": git_commit(),
         "start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "annotation": {
             "module_prefix": MODULE_PREFIX,
@@ -152,3 +172,24 @@ def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int,
         "samples_per_pass": samples_per_pass,
         "tags": dict(tags or {}),
     }
+
+
+def git_commit(cwd: str | os.PathLike | None = None) -> str | None:
+    """``git rev-parse HEAD`` of the repository the command runs in; None outside one, without git, or when
+    git does not answer within GIT_TIMEOUT_S (a recording never fails for want of this field)."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = done.stdout.strip()
+    if done.returncode != 0 or len(commit) not in (40, 64) or not all(c in "0123456789abcdef" for c in commit):
+        return None
+    return commit

@@ -23,3 +23,18 @@ def demo_run(tmp_path_factory):
     profiler = ModuleFunctionKernelProfiler()
     profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=1, out=out)
     return profiler, model, samples, profiling_df, function_data, out
+
+
+def make_job(directory: Path, runs: dict, world_size: int | None = None) -> Path:
+    """A job directory made of sample runs: ``runs`` maps a rank to the run directory that plays it."""
+    import json
+    import shutil
+
+    directory.mkdir(parents=True)
+    for rank, source in runs.items():
+        target = directory / f"rank-{rank}"
+        shutil.copytree(source, target)
+        manifest = json.loads((target / "manifest.json").read_text())
+        manifest.update(rank=rank, world_size=world_size or len(runs), backend="nccl")
+        (target / "manifest.json").write_text(json.dumps(manifest))
+    return directory

@@ -131,3 +131,11 @@ def test_existing_run_directory_is_refused(demo_dir):
 def test_bad_sql_is_one_line(demo_dir):
     result = CliRunner().invoke(main, ["sql", str(demo_dir), "SELECT nope FROM kernels"])
     assert result.exit_code == 2 and "the query failed" in result.output
+
+
+def test_every_command_is_in_the_readme():
+    from conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    for name in main.commands:
+        assert f"`kernelscope {name} " in readme, f"kernelscope {name} is missing from the README's command table"

@@ -2,6 +2,7 @@
 
 import gc
 import math
+import subprocess
 import weakref
 
 import pandas as pd
@@ -315,3 +316,23 @@ def test_a_plain_torch_profiler_trace_analyzes(tmp_path):
         assert run.describe().empty
     assert len(frame) > 0 and frame["function_name"].isna().all() and frame["module_name"].isna().all()
     assert "aten::clamp_min" in set(frame["op"]) and "aten::linear" in set(frame["call_op"])
+
+
+def test_manifest_records_the_git_commit_of_the_working_directory(tmp_path, monkeypatch):
+    from kernelscope.recorder import run_writer
+
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    assert run_writer.git_commit(outside) is None, "not a repository"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q", str(repo)], check=True, timeout=30)
+    subprocess.run([*git, "-C", str(repo), "commit", "-q", "--allow-empty", "-m", "x"], check=True, timeout=30)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    monkeypatch.chdir(repo)
+    profiler = ModuleFunctionKernelProfiler()
+    profiler.profile(nn.Linear(2, 2), [((torch.randn(1, 2),), {})], warmup_iterations=0, out=tmp_path / "run")
+    assert profiler.run.manifest["git_commit"] == head.strip()
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin-here"))  # git absent: no field, no failure
+    assert run_writer.git_commit(repo) is None

@@ -1,0 +1,40 @@
+-- diff_side.sql: one run's totals for `diff`, one row per (level, name):
+--   level 'total' (name NULL), 'function' (innermost functional call), 'module' (innermost module),
+--   'kernel' (kernel name); name NULL at function/module level = outside any.
+--   time_us: kernel time (what summary calls time_spent_us, for functions); share_pct: of the run's total;
+--   calls: functional calls / module forward calls (their scope events), launches for kernels and the total.
+-- Variables: module_prefix, function_prefix, sample_separator.
+WITH
+scope_calls AS (
+    SELECT
+        CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 'module' ELSE 'function' END AS level,
+        CASE WHEN starts_with(name, getvariable('module_prefix'))
+             THEN name[length(getvariable('module_prefix')) + 1:]
+             ELSE regexp_replace(name[length(getvariable('function_prefix')) + 1:],
+                                 getvariable('sample_separator') || '[0-9]+$', '') END AS name,
+        count(*) AS calls
+    FROM events
+    WHERE ph = 'X' AND cat IN ('cpu_op', 'user_annotation')
+      AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))
+    GROUP BY ALL
+),
+times AS (
+    SELECT 'total' AS level, CAST(NULL AS VARCHAR) AS name, sum(kernel_us) AS time_us, count(*) AS launches
+    FROM kernels
+    UNION ALL
+    SELECT 'function', function_name, sum(kernel_us), count(*) FROM kernels GROUP BY function_name
+    UNION ALL
+    SELECT 'module', module_name, sum(kernel_us), count(*) FROM kernels GROUP BY module_name
+    UNION ALL
+    SELECT 'kernel', kernel, sum(kernel_us), count(*) FROM kernels GROUP BY kernel
+)
+SELECT
+    t.level,
+    t.name,
+    coalesce(t.time_us, 0.0)                                                         AS time_us,
+    CASE WHEN sum(t.time_us) FILTER (WHERE t.level = 'total') OVER () > 0
+         THEN 100.0 * t.time_us / sum(t.time_us) FILTER (WHERE t.level = 'total') OVER () ELSE 0.0 END
+                                                                                     AS share_pct,
+    CAST(CASE WHEN t.level IN ('total', 'kernel') THEN t.launches ELSE s.calls END AS BIGINT) AS calls
+FROM times t
+LEFT JOIN scope_calls s ON s.level = t.level AND s.name = t.name

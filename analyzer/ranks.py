@@ -1,0 +1,113 @@
+"""The ranks of a recording: one run directory, a bare trace, or a job directory holding one run
+directory per rank of a ``torch.distributed`` job (``rank-<N>/``, as ``profile()`` writes them)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import BadInputError
+from .rundir import MANIFEST, SAMPLES, TRACE, read_manifest
+from .samples import read_samples, render_call
+
+RANK_DIR = "rank-{rank}"
+_RANK_DIR = re.compile(r"rank-(\d+)")
+
+
+@dataclass(frozen=True)
+class RankSource:
+    """Where one rank's recording lies; ``rank`` is None for a bare trace (its header may say)."""
+
+    rank: int | None
+    trace: Path
+    manifest: dict | None
+    store: dict
+
+
+def rank_directories(path: Path) -> dict[int, Path]:
+    """``{rank: run directory}`` of a job directory (empty when ``path`` is not one)."""
+    found = {}
+    if path.is_dir():
+        for child in path.iterdir():
+            match = _RANK_DIR.fullmatch(child.name)
+            if match and child.is_dir() and (child / MANIFEST).is_file():
+                found[int(match.group(1))] = child
+    return dict(sorted(found.items()))
+
+
+def is_rank_directory_name(name: str) -> bool:
+    return _RANK_DIR.fullmatch(name) is not None
+
+
+def is_job_directory(path: Path) -> bool:
+    return path.is_dir() and not (path / MANIFEST).exists() and bool(rank_directories(path))
+
+
+def find_ranks(path: Path) -> list[RankSource]:
+    """The recordings at ``path``, in rank order, checked to belong together."""
+    if path.is_dir():
+        if is_job_directory(path):
+            return _job(path)
+        return [_run_directory(path, None)]
+    if path.exists():
+        return [RankSource(None, path, None, {})]
+    raise BadInputError(path, "no such run directory or trace file")
+
+
+def _run_directory(path: Path, expected_rank: int | None) -> RankSource:
+    manifest = read_manifest(path)
+    rank = manifest.get("rank", 0)
+    if not isinstance(rank, int):
+        raise BadInputError(path / MANIFEST, f"has a rank that is not an integer ({rank!r})")
+    if expected_rank is not None and rank != expected_rank:
+        raise BadInputError(path, f"holds the run of rank {rank}, not of rank {expected_rank} as its name says")
+    trace = path / manifest.get("files", {}).get("trace", TRACE)
+    return RankSource(rank, trace, manifest, read_samples(path / SAMPLES))
+
+
+def _job(path: Path) -> list[RankSource]:
+    sources = [_run_directory(directory, rank) for rank, directory in rank_directories(path).items()]
+    sizes = sorted({s.manifest.get("world_size") for s in sources}, key=str)
+    if len(sizes) > 1:
+        raise BadInputError(path, f"holds ranks of different jobs (world sizes {', '.join(map(str, sizes))})")
+    world_size = sizes[0]
+    if isinstance(world_size, int):
+        missing = sorted(set(range(world_size)) - {s.rank for s in sources})
+        if missing:
+            warnings.warn(
+                f"{path}: ranks {', '.join(map(str, missing))} of {world_size} were not recorded; "
+                "the run holds the others",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+    return sources
+
+
+def header_rank(keys: dict) -> int:
+    """The rank a bare Kineto trace names in its ``distributedInfo`` (0 when it names none)."""
+    info = keys.get("distributedInfo")
+    rank = info.get("rank") if isinstance(info, dict) else None
+    return rank if isinstance(rank, int) else 0
+
+
+def merge_function_data(by_rank: dict[int, dict]) -> dict:
+    """One ``function_data`` for several ranks: a signature seen on several ranks is one entry whose calls
+    add up; entries keep first-seen order, rank by rank. One rank's is returned as it is."""
+    if len(by_rank) == 1:
+        return next(iter(by_rank.values()))
+    merged: dict[str, list] = {}
+    positions: dict[tuple[str, str], int] = {}
+    for function_data in by_rank.values():
+        for name, entries in function_data.items():
+            target = merged.setdefault(name, [])
+            for calls, sample in entries:
+                key = (name, render_call(sample))
+                if key in positions:
+                    old_calls, old_sample = target[positions[key]]
+                    target[positions[key]] = (old_calls + calls, old_sample)
+                else:
+                    positions[key] = len(target)
+                    target.append((calls, sample))
+    return merged

@@ -1,0 +1,44 @@
+"""``kernelscope archive`` (add runs to an archive of Parquet) and ``kernelscope runs`` (list them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .loading import prefix_options
+from .output import Output, emit, output_options
+
+
+@click.command()
+@click.argument("sources", metavar="RUN...", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option(
+    "--to",
+    "archive_path",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The archive folder (created when missing).",
+)
+@prefix_options
+def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, function_prefix) -> None:
+    """Add runs (run directories, job directories of ranks, traces) to an archive of hive-partitioned Parquet.
+
+    A run already in the archive (same files, same id) is left as it is.
+    """
+    from kernelscope.analyzer.archive import Archive
+
+    store = Archive(archive_path, create=True)
+    for source in sources:
+        run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)
+        click.echo(f"{run_id}  {source}: " + ("archived" if added else "already in the archive, unchanged"))
+
+
+@click.command()
+@click.argument("archive_path", metavar="ARCHIVE", type=click.Path(file_okay=False, path_type=Path))
+@output_options
+def runs(archive_path: Path, output: Output) -> None:
+    """List the runs of an archive: id, name, time, ranks, hosts, GPU, versions, git commit, tags, totals."""
+    from kernelscope.analyzer.archive import Archive
+
+    with Archive(archive_path) as store:
+        emit(store.runs(), output, title=f"{archive_path}: runs")

@@ -1,0 +1,55 @@
+"""What a query-like command reads: a run directory, a job directory of ranks, a trace, or an archive
+(all its runs, or one of them with ``--run``)."""
+
+from __future__ import annotations
+
+import click
+
+
+def prefix_options(command):
+    command = click.option(
+        "--function-prefix",
+        default=None,
+        help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').",
+    )(command)
+    return click.option(
+        "--module-prefix",
+        default=None,
+        help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
+        "for aitune traces use 'ait_nn_module:'.",
+    )(command)
+
+
+def run_option(command):
+    return click.option(
+        "--run",
+        "run_ref",
+        metavar="ID",
+        default=None,
+        help="With an archive: the archived run (its id, a unique prefix of it, or its name).",
+    )(command)
+
+
+def load(path: str, module_prefix: str | None, function_prefix: str | None, run_ref: str | None = None, **kwargs):
+    """A Run; an Archive when ``path`` is one and no ``run_ref`` is given."""
+    from kernelscope.analyzer import load_run
+    from kernelscope.analyzer.archive import Archive, is_archive
+
+    if is_archive(path):
+        archive = Archive(path)
+        return archive if run_ref is None else archive.run(run_ref)
+    if run_ref is not None:
+        raise click.UsageError(f"--run names a run of an archive, and {path} is not one")
+    try:
+        return load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def load_run_of(path: str, module_prefix: str | None, function_prefix: str | None, run_ref: str | None = None):
+    """A Run (never a whole archive: an archive needs ``--run``)."""
+    loaded = load(path, module_prefix, function_prefix, run_ref)
+    if not hasattr(loaded, "profiling_df"):
+        loaded.close()
+        raise click.UsageError(f"{path} is an archive: pick one of its runs with --run ID (kernelscope runs {path})")
+    return loaded

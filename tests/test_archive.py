@@ -1,0 +1,183 @@
+"""Archives: hive-partitioned Parquet of runs, idempotent adds, the runs table, exact reproduction of a
+run's tables, other engines (pyarrow) reading the files, and the CLI (archive, runs, sql, analyze --run)."""
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import REPO, SHARED_TRACES, make_job
+from kernelscope.analyzer import Archive, BadInputError, KernelscopeError, archive_runs, load_run
+from kernelscope.analyzer import archive as archive_module
+from kernelscope.cli import main
+
+SAMPLES = REPO / "sample_traces"
+TABLES = ("events", "kernels", "samples", "sample_totals", "summary")
+MISC = next(p for p in SHARED_TRACES if p.name == "misc.json.gz")
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sources")
+    tagged = tmp / "tagged"
+    shutil.copytree(SAMPLES / "mlp", tagged)
+    manifest = json.loads((tagged / "manifest.json").read_text())
+    manifest.update(git_commit="0123456789abcdef0123456789abcdef01234567", tags={"team": "infra"})
+    (tagged / "manifest.json").write_text(json.dumps(manifest))
+    job = make_job(tmp / "job", {0: SAMPLES / "demo", 1: SAMPLES / "threads"})
+    return {"run": SAMPLES / "demo", "tagged": tagged, "job": job, "trace": MISC}
+
+
+@pytest.fixture(scope="module")
+def archived(sources, tmp_path_factory):
+    path = tmp_path_factory.mktemp("archive") / "arch"
+    ids = archive_runs(list(sources.values()), path)
+    assert all(added for _, added in ids)
+    return path, dict(zip(sources, (run_id for run_id, _ in ids), strict=True))
+
+
+def _tree(path):
+    return {str(p.relative_to(path)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(path.rglob("*"))}
+
+
+@pytest.mark.parametrize("kind", ["run", "tagged", "job", "trace"])
+def test_an_archived_run_reproduces_its_tables_exactly(kind, sources, archived):
+    path, ids = archived
+    with Archive(path).run(ids[kind]) as back, load_run(sources[kind]) as original:
+        assert back.ranks == original.ranks
+        for table in TABLES:
+            pd.testing.assert_frame_equal(back.sql(f"DESCRIBE {table}"), original.sql(f"DESCRIBE {table}"))
+            pd.testing.assert_frame_equal(back.sql(f"SELECT * FROM {table}"), original.sql(f"SELECT * FROM {table}"))
+        pd.testing.assert_frame_equal(back.profiling_df(), original.profiling_df())
+        pd.testing.assert_frame_equal(back.describe(top_k=1000), original.describe(top_k=1000))
+        assert back.function_data() == original.function_data()
+        assert back.manifests == original.manifests and back.launch_check() == original.launch_check()
+        if kind == "job":
+            pd.testing.assert_frame_equal(back.describe_by_rank(), original.describe_by_rank())
+
+
+def test_the_layout_is_hive_partitioned_by_run_and_rank(archived):
+    path, ids = archived
+    for table in ("events", "kernels", "samples", "runs"):
+        parts = {p.relative_to(path / table).parent.as_posix() for p in (path / table).rglob("*.parquet")}
+        assert f"run_id={ids['job']}/rank=1" in parts and f"run_id={ids['run']}/rank=0" in parts
+        assert len(parts) == 5, "one partition per run and rank"
+    assert not (path / ".staging").exists()
+
+
+def test_archiving_the_same_run_again_changes_nothing(sources, archived):
+    path, ids = archived
+    before = _tree(path)
+    again = archive_runs([sources["job"], sources["run"]], path)
+    assert again == [(ids["job"], False), (ids["run"], False)]
+    assert _tree(path) == before
+
+
+def test_the_runs_table_comes_from_the_manifests(archived):
+    path, ids = archived
+    with Archive(path) as store:
+        runs = store.sql("SELECT * FROM runs ORDER BY run_id, rank").set_index(["run_id", "rank"])
+        tagged = runs.loc[(ids["tagged"], 0)]
+        assert tagged["git_commit"] == "0123456789abcdef0123456789abcdef01234567"
+        assert json.loads(tagged["tags"]) == {"team": "infra"} and tagged["name"] == "tagged"
+        assert (tagged["hostname"], tagged["gpu_name"], tagged["torch_version"], tagged["cuda_version"]) == (
+            "vm",
+            "NVIDIA H200",
+            "2.11.0+cu130",
+            "13.0",
+        )
+        assert str(tagged["start_time"]) == "2026-11-30 02:06:51+00:00"
+        assert tagged["kernels"] == 6 and tagged["kernel_us"] == pytest.approx(26.944)
+        job = runs.loc[ids["job"]]
+        assert list(job.index) == [0, 1] and set(job["world_size"]) == {2} and set(job["backend"]) == {"nccl"}
+        assert pd.isna(runs.loc[(ids["trace"], 0), "hostname"]), "a bare trace has no manifest"
+        listed = store.runs().set_index("run_id")
+        assert listed.loc[ids["job"], "ranks"] == 2
+        assert listed.loc[ids["job"], "kernels"] == runs.loc[ids["job"], "kernels"].sum()
+
+
+def test_queries_run_across_runs(archived):
+    path, ids = archived
+    with Archive(path) as store:
+        counts = store.sql("SELECT run_id, rank, count(*) AS n FROM kernels GROUP BY ALL")
+        for kind, source in (("run", SAMPLES / "demo"), ("trace", MISC)):
+            with load_run(source) as run:
+                assert counts.set_index("run_id").loc[ids[kind], "n"] == len(run.profiling_df())
+        joined = store.sql(
+            "SELECT r.name, sum(k.kernel_us) AS us FROM kernels k JOIN runs r USING (run_id, rank) GROUP BY ALL"
+        )
+        assert set(joined["name"]) == {"demo", "tagged", "job", "misc.json.gz"}
+
+
+def test_pyarrow_reads_the_partitions_without_conversion(archived):
+    pq = pytest.importorskip("pyarrow.parquet")
+    path, ids = archived
+    table = pq.read_table(path / "kernels").to_pandas()
+    assert {str(v) for v in table["run_id"].unique()} == set(ids.values())
+    job = table[table["run_id"] == ids["job"]]
+    assert sorted(int(r) for r in job["rank"].unique()) == [0, 1]
+    with load_run(SAMPLES / "threads") as threads:
+        assert (job["rank"].astype(int) == 1).sum() == len(threads.profiling_df())
+        assert job.loc[job["rank"].astype(int) == 1, "kernel_us"].sum() == pytest.approx(
+            threads.profiling_df()["kernel_us"].sum()
+        )
+
+
+def test_an_interrupted_add_leaves_no_run_and_the_next_add_completes(tmp_path, monkeypatch):
+    path = tmp_path / "arch"
+    store = Archive(path, create=True)
+    real_stage = archive_module.Archive._stage
+
+    def failing(self, run, source, staging, run_id):
+        real_stage(self, run, source, staging, run_id)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(archive_module.Archive, "_stage", failing)
+    with pytest.raises(OSError):
+        store.add(SAMPLES / "mlp")
+    assert store.run_ids() == [] and sorted(p.name for p in path.iterdir()) == ["kernelscope-archive.json"]
+    monkeypatch.setattr(archive_module.Archive, "_stage", real_stage)
+    run_id, added = store.add(SAMPLES / "mlp")
+    assert added and store.run_ids() == [run_id]
+
+
+def test_bad_archives_and_run_names(tmp_path, archived):
+    path, ids = archived
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    with pytest.raises(KernelscopeError, match="exists and is not a kernelscope archive"):
+        archive_runs([SAMPLES / "mlp"], tmp_path / "full")
+    with pytest.raises(BadInputError, match="is not a kernelscope archive"):
+        Archive(tmp_path / "full")
+    with pytest.raises(BadInputError, match="holds no run 'nope'"):
+        Archive(path).run("nope")
+    with Archive(path).run(ids["tagged"][:8]) as by_prefix, Archive(path).run("tagged") as by_name:
+        assert by_prefix.manifest == by_name.manifest
+    with pytest.raises(BadInputError, match="holds no runs yet"):
+        Archive(tmp_path / "empty", create=True).sql("SELECT 1")
+
+
+def test_cli_archive_runs_sql_and_analyze(tmp_path, sources):
+    path = tmp_path / "arch"
+    first = invoke("archive", sources["run"], sources["job"], "--to", path)
+    assert first.exit_code == 0 and first.output.count(": archived") == 2
+    again = invoke("archive", sources["run"], "--to", path)
+    assert again.exit_code == 0 and "already in the archive, unchanged" in again.output
+    listed = invoke("runs", path, "--format", "csv")
+    assert listed.exit_code == 0 and len(listed.output.strip().splitlines()) == 3
+    run_id = Archive(path).resolve("demo")
+    across = invoke("sql", path, "SELECT count(DISTINCT run_id) AS n FROM kernels", "--format", "csv")
+    assert across.output.splitlines() == ["n", "2"]
+    for extra in ([], ["--kernels"], ["--top-k", "3"]):
+        from_archive = invoke("analyze", path, "--run", run_id, "--format", "csv", *extra)
+        original = invoke("analyze", sources["run"], "--format", "csv", *extra)
+        assert from_archive.exit_code == 0 and from_archive.output == original.output
+    whole = invoke("analyze", path)
+    assert whole.exit_code == 2 and "pick one of its runs with --run" in whole.output
+    not_archive = invoke("analyze", sources["run"], "--run", "x")
+    assert not_archive.exit_code == 2 and "is not one" in not_archive.output
