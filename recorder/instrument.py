@@ -55,19 +55,25 @@ def functional_names() -> list[str]:
 
 
 def _scope_namer(name: str, book: SampleBook | None):
-    """A function (args, kwargs) -> scope name; it records the call's sample when ``book`` is given."""
+    """A function (args, kwargs, guard=True) -> scope name; it records the call's sample in ``book``.
+
+    ``guard``: compute the sample key with torch-function dispatch off. Reading shapes and strides
+    while CallScopes is active would dispatch every attribute access to it (measured on the CPU: 29 µs
+    instead of 3 µs for three tensors); callers that already took the mode off pass False.
+    """
     plain = FUNCTION_PREFIX + name
     if book is None:
-        return lambda args, kwargs: plain
+        return lambda args, kwargs, guard=True: plain
     names: list[str] = []
     prefix = plain + SAMPLE_SEPARATOR
     record = book.record
-    plain_tensors = torch._C.DisableTorchFunction
+    disabled = torch._C.DisableTorchFunction
 
-    def scope_name(args, kwargs):
-        # Reading shapes/strides while CallScopes is active would dispatch every attribute access to it
-        # (measured: 29 µs instead of 3 µs for three tensors); the mode stays off for the key.
-        with plain_tensors():
+    def scope_name(args, kwargs, guard=True):
+        if guard:
+            with disabled():
+                sample_id = record(name, args, kwargs)
+        else:
             sample_id = record(name, args, kwargs)
         if sample_id == len(names):
             names.append(f"{prefix}{sample_id}")
@@ -76,20 +82,49 @@ def _scope_namer(name: str, book: SampleBook | None):
     return scope_name
 
 
-def _functional(function: Any, name: str, book: SampleBook | None):
-    scope_name = _scope_namer(name, book)
-    state = STATE
+_stack_len = torch._C._len_torch_function_stack
+_stack_at = torch._C._get_function_stack_at
+_stack_pop = torch._C._pop_torch_function_stack
+_stack_push = torch._C._push_on_torch_function_stack
 
-    def call_in_scope(*args, **kwargs):
-        scope = scope_name(args, kwargs)
-        state.depth += 1
-        state.pending = function  # the mode, if active, must not scope this call again
-        try:
-            with _Scope(scope):
+
+def _functional(function: Any, name: str, book: SampleBook | None, mode: CallScopes | None):
+    """The namespace wrapper of one functional.
+
+    With CallScopes active it takes the mode off for the call: the call is scoped here, the calls
+    inside it belong to it anyway, and a Python functional would otherwise pay for a second,
+    Python-level dispatch to the mode (~5 µs per call measured on the CPU).
+    """
+    scope_name = _scope_namer(name, book)
+    if mode is None:
+
+        def call_in_scope(*args, **kwargs):
+            with _Scope(scope_name(args, kwargs, False)):
                 return function(*args, **kwargs)
-        finally:
-            state.pending = None
-            state.depth -= 1
+
+    else:
+        state = STATE
+
+        def call_in_scope(*args, **kwargs):
+            depth = _stack_len()
+            if depth and _stack_at(depth - 1) is mode:
+                _stack_pop()
+                try:
+                    with _Scope(scope_name(args, kwargs, False)):
+                        return function(*args, **kwargs)
+                finally:
+                    _stack_push(mode)
+            # Another mode is on top of ours (or none is active on this thread): let ours recognize
+            # the call as already scoped.
+            scope = scope_name(args, kwargs)
+            state.depth += 1
+            state.pending = function
+            try:
+                with _Scope(scope):
+                    return function(*args, **kwargs)
+            finally:
+                state.pending = None
+                state.depth -= 1
 
     call_in_scope.__name__ = getattr(function, "__name__", name)
     call_in_scope.__qualname__ = getattr(function, "__qualname__", name)
@@ -187,7 +222,7 @@ def instrumented(
                     wrapper = _module_forward(module.forward, scope)
                 _set(vars(module), "forward", wrapper, saved)
             for name, function in originals.items():
-                _set(vars(F), name, _functional(function, name, sampled(name)), saved)
+                _set(vars(F), name, _functional(function, name, sampled(name), mode), saved)
             if mode is not None:
                 graph_type = torch.cuda.CUDAGraph
                 replay = _graph_replay(graph_type.replay, _scope_namer(GRAPH_REPLAY, sampled(GRAPH_REPLAY)))

@@ -15,24 +15,46 @@ from kernelscope.analyzer.samples import encode, tensor_bytes
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
+_Parameter = torch.nn.Parameter
 _strided = torch.strided
+_PLAIN = frozenset({int, bool, str, type(None), torch.dtype, torch.device})
 
 
-def signature_key(value: Any) -> Any:
-    """A hashable key that differs exactly when two arguments differ in signature."""
+def _tensor_key(value: torch.Tensor) -> tuple:
+    if value.layout is _strided:
+        return (value.shape, value.dtype, value.stride(), value.device)
+    return (value.shape, value.dtype, value.layout, value.device)
+
+
+def signature_key(value: Any, parameters: dict | None = None) -> Any:
+    """A hashable key that differs exactly when two arguments differ in signature.
+
+    ``parameters`` caches the keys of ``nn.Parameter`` arguments by identity (weights are passed to
+    every call and do not change shape during a recording), which saves most of the key's cost for
+    linear, conv and norm calls.
+    """
     kind = type(value)
-    if kind is _Tensor or isinstance(value, _Tensor):
-        if value.layout is _strided:
-            return (kind, value.shape, value.dtype, value.stride(), value.device)
-        return (kind, value.shape, value.dtype, value.layout, value.device)
+    if kind is _Tensor:
+        return _tensor_key(value)
+    if kind in _PLAIN:
+        return (kind, value)
+    if kind is _Parameter and parameters is not None:
+        hit = parameters.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        key = _tensor_key(value)
+        parameters[id(value)] = (value, key)
+        return key
+    if isinstance(value, _Tensor):
+        return _tensor_key(value)
     if kind is tuple or kind is list:
-        return (kind, *map(signature_key, value))
+        return (kind, *[signature_key(v, parameters) for v in value])
     if kind is dict:
-        return (dict, *((k, signature_key(v)) for k, v in value.items()))
-    if kind is float and math.isnan(value):
-        return (float, "nan")
+        return (dict, *[(k, signature_key(v, parameters)) for k, v in value.items()])
+    if kind is float:
+        return (float, "nan") if math.isnan(value) else (float, value)
     if isinstance(value, (tuple, list)):  # torch.Size, named tuples
-        return (kind, *map(signature_key, value))
+        return (kind, *[signature_key(v, parameters) for v in value])
     try:
         hash(value)
     except TypeError:
@@ -47,10 +69,14 @@ class SampleBook:
         self.ids: dict[str, dict[Any, int]] = {}
         self.samples: dict[str, list[Sample]] = {}
         self.counts: dict[str, list[int]] = {}
+        self.parameters: dict[int, tuple] = {}
 
     def record(self, function_name: str, args: tuple, kwargs: dict) -> int:
         """Count one call; return the sample id of its signature (its index in first-seen order)."""
-        key = (signature_key(args), signature_key(kwargs)) if kwargs else signature_key(args)
+        parameters = self.parameters
+        key = signature_key(args, parameters)
+        if kwargs:
+            key = (key, signature_key(kwargs, parameters))
         ids = self.ids.get(function_name)
         if ids is None:
             ids = self.ids[function_name] = {}
@@ -89,6 +115,7 @@ class SampleBook:
         }
 
     def clear(self) -> None:
+        self.parameters.clear()
         self.ids.clear()
         self.samples.clear()
         self.counts.clear()
