@@ -7,7 +7,8 @@ Variants, interleaved over ROUNDS rounds so that drifts of the host's speed hit 
   profiler+cfg     the same with kernelscope's experimental config (profile_all_threads, trace_only)
   mode-only        the baseline plus an empty TorchFunctionMode (the cost of dispatching to Python)
   ks-functional    kernelscope's recorded pass, calls="functional" (module + F namespace scopes)
-  ks-all           kernelscope's recorded pass, calls="all" (the default: plus the TorchFunctionMode)
+  ks-all           kernelscope's recorded pass, calls="all" (the default: plus torch-level calls, stored
+                   references, graph replays)
 
 Usage: python benchmarks/recorder_overhead.py [workload ...]   (CUDA machine; see workloads.py)
 """

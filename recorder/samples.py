@@ -53,6 +53,8 @@ def signature_key(value: Any, parameters: dict | None = None) -> Any:
         return (dict, *[(k, signature_key(v, parameters)) for k, v in value.items()])
     if kind is float:
         return (float, "nan") if math.isnan(value) else (float, value)
+    if kind is slice:  # x[a:b]; slices are unhashable before Python 3.12
+        return (slice, signature_key(value.start), signature_key(value.stop), signature_key(value.step))
     if isinstance(value, (tuple, list)):  # torch.Size, named tuples
         return (kind, *[signature_key(v, parameters) for v in value])
     try:

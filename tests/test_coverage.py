@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
-from kernelscope.recorder.calls import call_name  # noqa: E402
+from kernelscope.recorder.calls import torch_call_targets  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn.functional import gelu as imported_gelu  # noqa: E402
 
@@ -37,7 +37,7 @@ def _named(frame):
 
 def test_every_call_is_named_however_it_is_reached():
     _, frame, data = _profile(Coverage())
-    assert _named(frame) == {"torch.addmm", "relu", "Tensor.add", "torch.cat", "gelu"}
+    assert _named(frame) == {"torch.addmm", "relu", "Tensor.__add__", "torch.cat", "gelu"}
     assert frame["function_name"].notna().all(), "every leaf operator has a named call"
     assert [calls for calls, _ in data["relu"]] == [1]
     (args, _kwargs) = data["torch.addmm"][0][1]
@@ -69,7 +69,7 @@ def test_torch_calls_inside_a_functional_belong_to_the_functional():
 def test_function_names_selects_torch_level_calls_too():
     _, frame, data = _profile(Coverage(), function_names={"torch.addmm"})
     assert set(data) == {"torch.addmm"}
-    assert _named(frame) == {"torch.addmm", "relu", "Tensor.add", "torch.cat", "gelu"}
+    assert _named(frame) == {"torch.addmm", "relu", "Tensor.__add__", "torch.cat", "gelu"}
     assert frame.loc[frame["function_name"] == "gelu", "sample_id"].isna().all()
 
 
@@ -81,13 +81,22 @@ def test_stored_activation_of_transformer_encoder_layer_is_named():
 
 
 def test_naming_rule_cannot_collide_with_functional_names():
-    assert call_name(torch.addmm) == "torch.addmm"
-    assert call_name(torch.Tensor.add) == "Tensor.add"
-    assert call_name(torch.Tensor.view) is None and call_name(torch.Tensor.size) is None
-    assert call_name(torch.linalg.norm) == "torch.linalg.norm"
-    assert call_name(torch._C._set_grad_enabled) is None
-    names = {call_name(f) for f in (torch.addmm, torch.cat, torch.Tensor.add, torch.Tensor.__getitem__)}
-    assert all("." in n for n in names) and not any("." in n for n in dir(F) if not n.startswith("_"))
+    names = {name for _owner, _attribute, name in torch_call_targets()}
+    assert {"torch.addmm", "torch.cat", "Tensor.add", "Tensor.__add__", "Tensor.__getitem__"} <= names
+    assert {"torch.linalg.norm", "torch.einsum"} <= names
+    assert not {"Tensor.view", "Tensor.size", "Tensor.transpose", "torch.is_grad_enabled"} & names
+    functional = {n for n in dir(F) if not n.startswith("_")}
+    assert all("." in n for n in names) and not any("." in n for n in functional)
+
+
+def test_indexing_with_slices_is_one_signature():
+    class Slicer(nn.Module):
+        def forward(self, x):
+            return x[1:3] * 2 + x[1:3]
+
+    _, frame, data = _profile(Slicer())
+    assert [calls for calls, _ in data["Tensor.__getitem__"]] == [2]
+    assert "Tensor.__mul__" in set(frame["function_name"])
 
 
 def test_kernels_of_another_thread_are_rows_with_their_thread():
@@ -105,9 +114,7 @@ def test_kernels_of_another_thread_are_rows_with_their_thread():
             thread.join()
             return y + side.sum()
 
-    before = threading.Thread._bootstrap_inner
     _, frame, _ = _profile(TwoThreads())
-    assert threading.Thread._bootstrap_inner is before and "_bootstrap_inner" not in vars(TwoThreads)
     main = frame[frame["module_name"].notna()]
     other = frame[frame["module_name"].isna()]
     assert main["thread"].nunique() == 1 and len(other) > 0
