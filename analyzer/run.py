@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import astuple, dataclass
 from pathlib import Path
+from string import Template
 
 import duckdb
 import pandas as pd
@@ -17,6 +18,7 @@ from .samples import function_data_from_store, sample_totals_frame, samples_fram
 from .sql import quote, run_sql_file, sql_text
 from .summary import describe_results, summarize
 
+BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
 PROFILING_COLUMNS = [
     "module_name",
     "function_name",
@@ -194,6 +196,18 @@ class Run:
         if rank is None:
             return summarize(self.con, top_k)
         return describe_results(self.profiling_df(rank), self.function_data(rank), top_k)
+
+    def time_by(self, column: str, top_k: int = 10) -> pd.DataFrame:
+        """Device time grouped by ``op``, ``module_name``, ``kernel`` or ``call_op`` (all ranks): the view of
+        a plain trace, which has no functional calls to summarize."""
+        if column not in BREAKDOWN_COLUMNS:
+            raise ValueError(f"column must be one of {BREAKDOWN_COLUMNS}, not {column!r}")
+        if top_k < 0:
+            raise ValueError("top_k must be >= 0")
+        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=int(top_k))
+        frame = self.con.execute(query).df()
+        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+        return frame.astype({"kernels": "int64"})
 
     def describe_by_rank(self, top_k: int = 10) -> pd.DataFrame:
         """describe_results of each rank, one after the other, with a leading ``rank`` column."""

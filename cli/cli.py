@@ -167,6 +167,13 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 @click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
 @click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
 @click.option("--by-rank", is_flag=True, help="One summary per rank, with a rank column.")
+@click.option(
+    "--by",
+    "group",
+    type=click.Choice(["function", "op", "module_name", "kernel", "call_op"]),
+    default=None,
+    help="Device time by this column instead of by call (default: by call; by op for a trace without calls).",
+)
 @run_option
 @prefix_options
 @output_options
@@ -176,6 +183,7 @@ def analyze(
     kernels: bool,
     rank: int | None,
     by_rank: bool,
+    group: str | None,
     run_ref: str | None,
     module_prefix,
     function_prefix,
@@ -186,13 +194,17 @@ def analyze(
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         if rank is not None and rank not in loaded.ranks:
             raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
+        title = "time by call"
         if kernels:
-            frame = loaded.profiling_df(rank)
+            frame, title = loaded.profiling_df(rank), "kernels"
+        elif group not in (None, "function"):
+            frame, title = loaded.time_by(group, top_k), f"time by {group}"
         elif by_rank:
             frame = loaded.describe_by_rank(top_k)
         else:
             frame = loaded.describe(top_k, rank)
-        title = "kernels" if kernels else "time by functional call"
+            if frame.empty and group is None:  # a plain trace: no calls to summarize, its operators then
+                frame, title = loaded.time_by("op", top_k), "time by op (the trace has no kernelscope calls)"
         emit(frame, output, title=f"{run}: {title}")
         if output.to_terminal:
             _footer(loaded)
@@ -207,7 +219,7 @@ def _footer(run) -> None:
     share = 100.0 * in_function / total if total else 0.0
     what = "device" if run.device == "cuda" else "leaf CPU operator"
     click.echo(
-        f"{rows} {what} rows, {total:,.1f} µs in all; {share:.1f}% inside a functional call, "
+        f"{rows} {what} rows, {total:,.1f} µs in all; {share:.1f}% inside a named call, "
         f"{100 - share:.1f}% outside any (see --kernels)."
     )
     check = run.launch_check()

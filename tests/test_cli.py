@@ -139,3 +139,27 @@ def test_every_command_is_in_the_readme():
     readme = (REPO / "README.md").read_text()
     for name in main.commands:
         assert f"`kernelscope {name} " in readme, f"kernelscope {name} is missing from the README's command table"
+
+
+def test_a_plain_trace_is_summarized_by_operator():
+    result = invoke("analyze", MISC, "--format", "csv")
+    assert result.exit_code == 0
+    lines = result.output.strip().splitlines()
+    assert lines[0] == "op,kernels,time_spent_us,time_spent_pct"
+    assert sum(int(line.split(",")[1]) for line in lines[1:]) == 13, "every device event is in one group"
+
+
+def test_time_by_module_adds_up_to_the_whole_run():
+    from kernelscope.analyzer import load_run
+
+    run_dir = MISC.parent.parent / "gpt2"
+    with load_run(run_dir) as run:
+        by_module = run.time_by("module_name", top_k=10_000)
+        total = run.profiling_df()["kernel_us"].sum()
+    assert by_module["time_spent_us"].sum() == pytest.approx(total)
+    assert by_module["time_spent_pct"].sum() == pytest.approx(100.0)
+    assert list(by_module["time_spent_us"]) == sorted(by_module["time_spent_us"], reverse=True)
+    result = invoke("analyze", run_dir, "--by", "module_name", "--top-k", "2", "--format", "csv")
+    assert result.output.splitlines()[0] == "module_name,kernels,time_spent_us,time_spent_pct"
+    with pytest.raises(ValueError):
+        run.time_by("kernel_us; DROP TABLE kernels")
