@@ -211,6 +211,17 @@ def check(w, out_root: Path) -> dict:
         result["pct_time_named_functional_only"] = 100.0 * narrow_named / narrow_total if narrow_total else None
         narrow.release()
 
+    # 5c. the cost of keeping the distinct input tensors (samples.pt), for the runs that drop them
+    if w.sample_tensor_limit_mb == 0:
+        with tempfile.TemporaryDirectory() as tmp:
+            keeping = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=None)
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            keeping.profile(w.fn, w.samples, module=w.module, warmup_iterations=3, out=Path(tmp) / "r")
+            result["profile_e2e_with_tensors_s"] = time.perf_counter() - start
+            result["sample_tensors_MB"] = (Path(tmp) / "r" / "samples.pt").stat().st_size / 2**20
+            keeping.release()
+
     # 6. overhead
     result["pass_plain_ms"] = 1e3 * timed_passes(w, _Nothing)
     result["pass_profiler_ms"] = 1e3 * timed_passes(w, plain_profiler)
@@ -290,6 +301,8 @@ def main() -> None:
         "ratio_functional_over_profiler",
         "us_per_intercepted_call",
         "profile_e2e_s",
+        "profile_e2e_with_tensors_s",
+        "sample_tensors_MB",
     ]
     table = pd.DataFrame(results).reindex(columns=columns)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 3):
