@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import shutil
 import tempfile
 import threading
@@ -104,7 +105,7 @@ class ModuleFunctionKernelProfiler:
             tags=tags,
         )
         book = self.book
-        with profile(activities=activities, experimental_config=experimental_config()) as prof:
+        with profile(activities=activities, **profiler_options()) as prof:
             with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls):
                 _run_pass(fn, data)
             if device == "cuda":
@@ -152,6 +153,14 @@ class ModuleFunctionKernelProfiler:
     def release(self) -> None:
         """Free what the last recording holds (also done when the profiler is garbage collected)."""
         self._release()
+
+
+def profiler_options() -> dict:
+    """torch.profiler.profile options of a recording, as far as this torch has them."""
+    options = {"experimental_config": experimental_config()}
+    if "acc_events" in inspect.signature(profile.__init__).parameters:
+        options["acc_events"] = True  # one cycle only; silences torch 2.11's warning that events are cleared
+    return options
 
 
 def experimental_config():
