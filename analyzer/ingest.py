@@ -24,6 +24,7 @@ import orjson
 
 from .errors import BadInputError
 from .sql import run_sql_file
+from .validate import describe_unreadable_events
 
 CHUNK = 8 << 20
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
@@ -59,7 +60,10 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
         try:
             run_sql_file(con, "ingest.sql", events_file=array_file)
         except duckdb.Error as exc:
-            problem = f"traceEvents is not a valid array of trace events ({_first_line(exc)})"
+            detail = _first_line(exc).replace(array_file, "traceEvents")
+            problem = (
+                describe_unreadable_events(con, array_file) or f"traceEvents is not a valid array of events ({detail})"
+            )
             raise BadInputError(path, problem) from None
     return header
 

@@ -11,10 +11,12 @@ import pandas as pd
 
 from .errors import BadInputError
 from .ingest import TraceHeader, ingest_trace
-from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR, SAMPLES, TRACE, read_manifest
+from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR, read_manifest
+from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, read_samples, sample_totals_frame, samples_frame
 from .sql import quote, run_sql_file, sql_text
 from .summary import summarize
+from .validate import validate_events
 
 PROFILING_COLUMNS = [
     "module_name",
@@ -66,23 +68,29 @@ class Run:
         path = Path(path)
         if path.is_dir():
             self.manifest: dict | None = read_manifest(path)
-            trace = path / self.manifest.get("files", {}).get("trace", TRACE)
-            store = read_samples(path / SAMPLES)
-            annotation = self.manifest.get("annotation", {})
+            trace = path / self.manifest["files"]["trace"]
+            samples_path = path / self.manifest["files"]["samples"]
+            self._function_data = function_data_from_store(read_samples(samples_path), samples_path)
+            annotation = self.manifest["annotation"]
         elif path.exists():
-            self.manifest, trace, store, annotation = None, path, {}, {}
+            self.manifest, trace, samples_path, self._function_data, annotation = None, path, None, {}, {}
         else:
             raise BadInputError(path, "no such run directory or trace file")
         self.path = path
         self.module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         self.function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
         self.con = duckdb.connect(database)
-        self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
-        self._function_data = function_data_from_store(store)
-        self._build_tables()
-        if not allow_empty and not self.con.execute("SELECT count(*) FROM kernels").fetchone()[0]:
+        try:
+            self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
+            validate_events(self.con, trace)
+            self._build_tables()
+            if samples_path is not None:
+                _check_sample_ids(self.con, trace, samples_path)
+            if not allow_empty and not self.con.execute("SELECT count(*) FROM kernels").fetchone()[0]:
+                raise BadInputError(trace, "holds no device events (kernel, memcpy, memset) and no CPU operators")
+        except BaseException:
             self.con.close()
-            raise BadInputError(trace, "holds no device events (kernel, memcpy, memset) and no CPU operators")
+            raise
 
     def _build_tables(self) -> None:
         con = self.con
@@ -115,9 +123,18 @@ class Run:
             frame[column] = values.where(values.notna(), None)
         return frame.astype({column: "Int64" for column in INTEGER_COLUMNS})
 
-    def function_data(self) -> dict:
-        """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors."""
-        return self._function_data
+    def function_data(self, tensors: bool = False) -> dict:
+        """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors.
+
+        ``tensors=True`` reads the stored tensors from samples.pt instead (needs torch; read only with
+        ``torch.load(weights_only=True, map_location="cpu")``); a signature whose tensors the recorder did
+        not keep stays TensorMeta. A bare trace or a run saved without tensors is bad input.
+        """
+        if not tensors:
+            return self._function_data
+        if self.manifest is None:
+            raise BadInputError(self.path, "is a trace, not a run directory: it has no sample tensors")
+        return load_sample_tensors(self.path, self.manifest, self._function_data)
 
     def describe(self, top_k: int = 10) -> pd.DataFrame:
         """describe_results of the whole run."""
@@ -139,6 +156,17 @@ class Run:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path) -> None:
+    """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
+    row = con.execute(
+        "SELECT k.function_name, k.sample_id FROM kernels k WHERE k.sample_id IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM samples s WHERE s.function_name = k.function_name AND s.sample_id = k.sample_id) LIMIT 1"
+    ).fetchone()
+    if row is not None:
+        problem = f"names sample {row[1]} of {row[0]!r}, which {samples_path.name} does not hold (files of two runs?)"
+        raise BadInputError(trace, problem)
 
 
 def load_run(
