@@ -1,6 +1,6 @@
 """kernelscope.analyzer: run directories and Kineto traces in DuckDB. Never imports torch."""
 
-from .errors import BadInputError, KernelscopeError, RunExistsError
+from .errors import BadInputError, KernelscopeError, RecordingBusyError, RunExistsError
 from .run import LaunchCheck, Run, load_run
 from .samples import ObjectRepr, TensorMeta
 from .summary import describe_results
@@ -10,6 +10,7 @@ __all__ = [
     "KernelscopeError",
     "LaunchCheck",
     "ObjectRepr",
+    "RecordingBusyError",
     "Run",
     "RunExistsError",
     "TensorMeta",

@@ -22,3 +22,7 @@ class BadInputError(KernelscopeError):
 
 class RunExistsError(KernelscopeError):
     """The destination of a run already exists and overwriting was not asked for."""
+
+
+class RecordingBusyError(KernelscopeError, RuntimeError):
+    """profile() was called while a recording runs in this process (re-entered, or from another thread)."""
