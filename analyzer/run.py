@@ -81,7 +81,10 @@ class Run:
         self.function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
         self.con = duckdb.connect(database)
         try:
-            self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
+            try:
+                self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
+            except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
+                raise BadInputError(trace, f"cannot be read ({exc.strerror or exc})") from None
             validate_events(self.con, trace)
             self._build_tables()
             if samples_path is not None:

@@ -29,6 +29,8 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         manifest = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
+    except PermissionError as exc:
+        raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     if not isinstance(manifest, dict) or type(manifest.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope manifest (no integer format_version)")
     if manifest["format_version"] > FORMAT_VERSION:

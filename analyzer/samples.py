@@ -172,7 +172,7 @@ def read_samples(path: str | os.PathLike) -> dict:
         doc = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
-    except OSError as exc:
+    except PermissionError as exc:
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     functions = doc.get("functions") if isinstance(doc, dict) else None
     if not isinstance(functions, dict) or type(doc.get("format_version")) is not int:

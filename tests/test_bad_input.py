@@ -324,3 +324,20 @@ def test_a_trace_with_no_device_events_is_refused_by_the_cli_and_empty_with_allo
     )
     with load_run(path, allow_empty=True) as run:
         assert run.profiling_df().empty and run.describe().empty
+
+
+def test_an_unreadable_file_is_bad_input(monkeypatch):
+    """Permission denied (what a non-root user gets; simulated, since CI runs as root) names the file."""
+    import errno
+
+    from kernelscope.analyzer import run as run_module
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(run_module, "ingest_trace", refuse)
+    with pytest.raises(BadInputError, match=r"mlp/trace\.json\.gz: cannot be read \(Permission denied\)$"):
+        load_run(RUN)
+    monkeypatch.setattr(type(RUN), "read_bytes", refuse)
+    with pytest.raises(BadInputError, match=r"mlp/manifest\.json: cannot be read \(Permission denied\)$"):
+        load_run(RUN)
