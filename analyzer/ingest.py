@@ -58,24 +58,25 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         array_file = os.path.join(scratch, "traceEvents.json")
         header.keys = _extract_event_array(path, compressed, size, array_file, progress)
-        try:
-            run_sql_file(con, "ingest.sql", events_file=array_file)
-        except duckdb.Error as exc:
-            error, problem = exc, describe_unreadable_events(con, array_file)
-        else:
-            return header
-        if problem is None and os.path.getsize(array_file) <= WHOLE_PARSE_LIMIT:
+        error, problem = _load_events(con, array_file)
+        if error and problem is None and os.path.getsize(array_file) <= WHOLE_PARSE_LIMIT:
             # The streamed array is not JSON: corrupt, or cut at the wrong ']' (keys after traceEvents
             # holding arrays). A whole-document parse settles which, for inputs of bounded size.
             header.keys = _reparse_whole(path, compressed, array_file)
-            try:
-                run_sql_file(con, "ingest.sql", events_file=array_file)
-            except duckdb.Error as exc:
-                error, problem = exc, describe_unreadable_events(con, array_file)
-            else:
-                return header
+            error, problem = _load_events(con, array_file)
+        if error is None:
+            return header
         detail = _first_line(error).replace(array_file, "traceEvents")
         raise BadInputError(path, problem or f"traceEvents is not a valid array of events ({detail})")
+
+
+def _load_events(con: duckdb.DuckDBPyConnection, array_file: str) -> tuple[duckdb.Error | None, str | None]:
+    """Run ingest.sql; on failure, DuckDB's error and the first unreadable event (if one is)."""
+    try:
+        run_sql_file(con, "ingest.sql", events_file=array_file)
+    except duckdb.Error as exc:
+        return exc, describe_unreadable_events(con, array_file)
+    return None, None
 
 
 def _reparse_whole(path: Path, compressed: bool, out_path: str) -> dict:

@@ -32,6 +32,18 @@ class TensorMeta:
     device: str
     nbytes: int
 
+    @classmethod
+    def from_json(cls, body: dict) -> TensorMeta:
+        """From the ``{"tensor": ...}`` body of samples.json (lists become tuples)."""
+        stride = body.get("stride")
+        return cls(
+            tuple(body["shape"]),
+            body["dtype"],
+            None if stride is None else tuple(stride),
+            body["device"],
+            body["nbytes"],
+        )
+
     def to_json(self) -> dict:
         """The ``{"tensor": ...}`` body of samples.json (what ``decode`` reads back)."""
         stride = None if self.stride is None else list(self.stride)
@@ -111,13 +123,7 @@ def decode(value: Any) -> Any:
             and body["nbytes"] >= 0
         ):
             raise ValueError("a tensor needs integer lists shape and stride, strings dtype and device, nbytes >= 0")
-        return TensorMeta(
-            tuple(body["shape"]),
-            body["dtype"],
-            None if stride is None else tuple(stride),
-            body["device"],
-            body["nbytes"],
-        )
+        return TensorMeta.from_json(body)
     if tag in ("tuple", "size"):
         return tuple(decode(v) for v in body)
     if tag == "list":

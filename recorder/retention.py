@@ -71,15 +71,7 @@ class CappedSampleBook(SampleBook):
 def metadata_only(value: Any) -> Any:
     """``value`` with every tensor replaced by its TensorMeta (containers rebuilt, other values kept)."""
     if isinstance(value, torch.Tensor):
-        meta = tensor_meta(value)
-        stride = meta["stride"]
-        return TensorMeta(
-            tuple(meta["shape"]),
-            meta["dtype"],
-            None if stride is None else tuple(stride),
-            meta["device"],
-            meta["nbytes"],
-        )
+        return TensorMeta.from_json(tensor_meta(value))
     if isinstance(value, (tuple, list)):
         items = [metadata_only(v) for v in value]
         if type(value) in (tuple, list):
