@@ -3,6 +3,7 @@ real trace or run directory loads (losing no device event) or fails with a Kerne
 or reformatted trace gives exactly the same attribution; synthetic events of any shape and type do the
 same. Deterministic (derandomized); the long run and its results are in benchmarks/RESULTS.md."""
 
+import gzip
 import json
 import random
 import sys
@@ -17,8 +18,9 @@ from kernelscope.analyzer import KernelscopeError, load_run
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import fuzz_traces  # noqa: E402
+import trace_mutations  # noqa: E402
 
-SOURCES = {s.name: s for s in fuzz_traces.sources(["mlp", "cuda_graph", "demo", "plain/misc", "plain/threads"])}
+SOURCES = {s.name: s for s in trace_mutations.sources(["mlp", "cuda_graph", "demo", "plain/misc", "plain/threads"])}
 CI = settings(
     deadline=None,
     derandomize=True,
@@ -34,7 +36,7 @@ def baseline(name: str, as_run_dir: bool) -> tuple:
 
 def _outcome(name, kind, seed):
     with tempfile.TemporaryDirectory() as workdir:
-        case = fuzz_traces.make_case(SOURCES[name], kind, random.Random(seed), Path(workdir))
+        case = trace_mutations.make_case(SOURCES[name], kind, random.Random(seed), Path(workdir))
         expected = baseline(name, case.path.is_dir()) if case.valid else None
         return case, fuzz_traces.run_case(case, expected)
 
@@ -42,7 +44,7 @@ def _outcome(name, kind, seed):
 @settings(CI, max_examples=80)
 @given(
     name=st.sampled_from(sorted(SOURCES)),
-    kind=st.sampled_from(sorted(fuzz_traces.KINDS)),
+    kind=st.sampled_from(sorted(trace_mutations.KINDS)),
     seed=st.integers(0, 2**32 - 1),
 )
 def test_any_mutation_of_a_real_input_loads_or_is_a_documented_error(name, kind, seed):
@@ -103,7 +105,7 @@ def synthetic_traces(draw):
         op["args"] = {"External id": i}
         launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 10}
         launch |= {"dur": 5, "args": {"correlation": 1000 + i, "External id": i}}
-        device = {"ph": "X", "cat": draw(st.sampled_from(sorted(fuzz_traces.DEVICE_CATS))), "name": f"k{i}"}
+        device = {"ph": "X", "cat": draw(st.sampled_from(sorted(trace_mutations.DEVICE_CATS))), "name": f"k{i}"}
         device |= {"pid": 0, "tid": 7, "ts": t + 20, "dur": 30, "args": {"correlation": 1000 + i, "stream": 7}}
         events += [op, launch, device]
     faults = draw(st.integers(0, 3))
@@ -145,3 +147,20 @@ def test_synthetic_traces_load_whole_or_are_a_documented_error(trace, wrap):
     assert len(frame) == device or (device == 0 and len(frame) > 0), "one row per device event (or leaf operator)"
     if not faults:
         assert (frame["op"] == "aten::mm").all(), "each device event is attributed to the operator around its launch"
+
+
+def test_a_shuffled_cpu_recording_gives_the_same_rows(demo_run):
+    """CPU recordings (leaf operators as rows) rely on operator order on a thread: shuffling must not matter."""
+    *_, out = demo_run
+    doc = json.loads(gzip.decompress((out / "trace.json.gz").read_bytes()))
+    with load_run(out / "trace.json.gz") as run:
+        expected = fuzz_traces.fingerprint(run)
+    assert len(expected[0]) > 100
+    with tempfile.TemporaryDirectory() as workdir:
+        for seed in range(3):
+            events = list(doc["traceEvents"])
+            random.Random(seed).shuffle(events)
+            path = Path(workdir) / f"shuffled-{seed}.json"
+            path.write_text(json.dumps(dict(doc, traceEvents=events)))
+            with load_run(path) as run:
+                assert fuzz_traces.fingerprint(run) == expected
