@@ -26,7 +26,8 @@ def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> d
     """
     name = manifest["files"].get("sample_tensors")
     if name is None:
-        reason = (manifest.get("sample_tensors") or {}).get("reason")
+        saved = manifest.get("sample_tensors")
+        reason = saved.get("reason") if isinstance(saved, dict) else None
         raise BadInputError(
             run_dir, "holds no sample tensors (samples.pt was not saved" + (f": {reason})" if reason else ")")
         )
