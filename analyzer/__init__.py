@@ -2,7 +2,7 @@
 
 from .archive import Archive, archive_runs, open_archive
 from .diff import diff
-from .errors import BadInputError, KernelscopeError, OutputExistsError, RunExistsError
+from .errors import BadInputError, KernelscopeError, OutputExistsError, RecordingBusyError, RunExistsError
 from .run import LaunchCheck, RankPart, Run, load_run
 from .samples import ObjectRepr, TensorMeta
 from .summary import describe_results
@@ -14,6 +14,7 @@ __all__ = [
     "LaunchCheck",
     "ObjectRepr",
     "OutputExistsError",
+    "RecordingBusyError",
     "Run",
     "RunExistsError",
     "RankPart",

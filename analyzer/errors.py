@@ -26,3 +26,7 @@ class RunExistsError(KernelscopeError):
 
 class OutputExistsError(KernelscopeError):
     """An output file (export, database) already exists and --force was not given."""
+
+
+class RecordingBusyError(KernelscopeError, RuntimeError):
+    """profile() was called while a recording runs in this process (re-entered, or from another thread)."""

@@ -24,10 +24,12 @@ import orjson
 
 from .errors import BadInputError
 from .sql import run_sql_file
+from .validate import describe_unreadable_events
 
 CHUNK = 8 << 20
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
 TAIL_KEEP = 1 << 20
+WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not cut is parsed whole up to this many bytes of events
 PROGRESS_MIN_BYTES = 64 << 20
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -56,12 +58,33 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         array_file = os.path.join(scratch, "traceEvents.json")
         header.keys = _extract_event_array(path, compressed, size, array_file, progress)
-        try:
-            run_sql_file(con, "ingest.sql", events_file=array_file)
-        except duckdb.Error as exc:
-            problem = f"traceEvents is not a valid array of trace events ({_first_line(exc)})"
-            raise BadInputError(path, problem) from None
-    return header
+        error, problem = _load_events(con, array_file)
+        if error and problem is None and os.path.getsize(array_file) <= WHOLE_PARSE_LIMIT:
+            # The streamed array is not JSON: corrupt, or cut at the wrong ']' (keys after traceEvents
+            # holding arrays). A whole-document parse settles which, for inputs of bounded size.
+            header.keys = _reparse_whole(path, compressed, array_file)
+            error, problem = _load_events(con, array_file)
+        if error is None:
+            return header
+        detail = _first_line(error).replace(array_file, "traceEvents")
+        raise BadInputError(path, problem or f"traceEvents is not a valid array of events ({detail})")
+
+
+def _load_events(con: duckdb.DuckDBPyConnection, array_file: str) -> tuple[duckdb.Error | None, str | None]:
+    """Run ingest.sql; on failure, DuckDB's error and the first unreadable event (if one is)."""
+    try:
+        run_sql_file(con, "ingest.sql", events_file=array_file)
+    except duckdb.Error as exc:
+        return exc, describe_unreadable_events(con, array_file)
+    return None, None
+
+
+def _reparse_whole(path: Path, compressed: bool, out_path: str) -> dict:
+    try:
+        with _open_stream(path, compressed) as stream:
+            return _slow_path(path, b"", stream, out_path)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
 
 
 def _first_line(exc: Exception) -> str:

@@ -11,12 +11,14 @@ import duckdb
 import pandas as pd
 
 from .errors import BadInputError
-from .ingest import ingest_trace
+from .ingest import TraceHeader, ingest_trace
 from .ranks import find_ranks, header_rank, merge_function_data
-from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR
+from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR, SAMPLES
+from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import quote, run_sql_file, sql_text
 from .summary import describe_results, summarize
+from .validate import validate_events
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
 PROFILING_COLUMNS = [
@@ -62,6 +64,8 @@ class RankPart:
     manifest: dict | None
     function_data: dict
     check: LaunchCheck
+    directory: Path | None = None  # the rank's run directory (None for a bare trace or an archive)
+    header: TraceHeader | None = None  # the trace's keys other than traceEvents (None in an archive)
 
 
 class Run:
@@ -124,10 +128,19 @@ class Run:
             con.execute(f"SET VARIABLE {name} = {quote(value)}")
         parts = []
         for position, source in enumerate(sources):
-            header = ingest_trace(con, source.trace, progress=progress)
+            try:
+                header = ingest_trace(con, source.trace, progress=progress)
+            except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
+                raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
+            validate_events(con, source.trace)
             rank = source.rank if source.rank is not None else header_rank(header.keys)
             run_sql_file(con, "attribution.sql")
             check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
+            directory = source.trace.parent if source.manifest is not None else None
+            samples_path = None if directory is None else directory / SAMPLES
+            function_data = function_data_from_store(source.store, samples_path)
+            if samples_path is not None:
+                _check_sample_ids(con, source.trace, samples_path, function_data)
             for table in ("events", "kernels"):
                 if position == 0:
                     con.execute(f"ALTER TABLE {table} ADD COLUMN rank INTEGER DEFAULT {int(rank)}")
@@ -136,7 +149,7 @@ class Run:
                 else:
                     con.execute(f"INSERT INTO ks_all_{table} SELECT *, {int(rank)} FROM {table}")
                     con.execute(f"DROP TABLE {table}")
-            parts.append(RankPart(rank, source.manifest, function_data_from_store(source.store), check))
+            parts.append(RankPart(rank, source.manifest, function_data, check, directory, header))
         for table in ("events", "kernels"):
             con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
         return parts
@@ -158,6 +171,11 @@ class Run:
         con.execute("CREATE OR REPLACE TABLE sample_totals AS SELECT * FROM sample_totals")
         everything = sql_text("summary.sql").replace("getvariable('top_k')", "9223372036854775807")
         con.execute(f"CREATE OR REPLACE VIEW summary AS {everything}")
+
+    @property
+    def header(self) -> TraceHeader | None:
+        """The first rank's trace header (device properties, base time, distributed info…)."""
+        return next(iter(self.parts.values())).header
 
     @property
     def ranks(self) -> list[int]:
@@ -184,9 +202,22 @@ class Run:
             frame[column] = values.where(values.notna(), None)
         return frame.astype({column: "Int64" for column in INTEGER_COLUMNS})
 
-    def function_data(self, rank: int | None = None) -> dict:
+    def function_data(self, rank: int | None = None, *, tensors: bool = False) -> dict:
         """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors; all ranks merged
-        (one entry per distinct signature, calls added up) unless ``rank`` is given."""
+        (one entry per distinct signature, calls added up) unless ``rank`` is given.
+
+        ``tensors=True`` reads the stored tensors from samples.pt instead (needs torch; read only with
+        ``torch.load(weights_only=True, map_location="cpu")``); a signature whose tensors the recorder did
+        not keep stays TensorMeta. A bare trace or a run saved without tensors is bad input; a job of
+        several ranks needs ``rank``.
+        """
+        if tensors:
+            if rank is None and len(self.parts) > 1:
+                raise ValueError("this run has several ranks: pass rank= to read sample tensors")
+            part = self.parts[self._rank(rank) if rank is not None else self.ranks[0]]
+            if part.directory is None or part.manifest is None:
+                raise BadInputError(self.path, "is a trace, not a run directory: it has no sample tensors")
+            return load_sample_tensors(part.directory, part.manifest, part.function_data)
         if rank is not None:
             return self.parts[self._rank(rank)].function_data
         return merge_function_data({r: part.function_data for r, part in self.parts.items()})
@@ -237,6 +268,21 @@ class Run:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
+    """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
+    known = pd.DataFrame(  # noqa: F841 (read by name below)
+        [(name, sample_id) for name, entries in function_data.items() for sample_id in range(len(entries))],
+        columns=["function_name", "sample_id"],
+    ).astype({"function_name": object, "sample_id": "int64"})
+    row = con.execute(
+        "SELECT k.function_name, k.sample_id FROM kernels k WHERE k.sample_id IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM known s WHERE s.function_name = k.function_name AND s.sample_id = k.sample_id) LIMIT 1"
+    ).fetchone()
+    if row is not None:
+        problem = f"names sample {row[1]} of {row[0]!r}, which {samples_path.name} does not hold (files of two runs?)"
+        raise BadInputError(trace, problem)
 
 
 def load_run(

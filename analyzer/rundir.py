@@ -29,7 +29,9 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         manifest = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("format_version"), int):
+    except PermissionError as exc:
+        raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not isinstance(manifest, dict) or type(manifest.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope manifest (no integer format_version)")
     if manifest["format_version"] > FORMAT_VERSION:
         raise BadInputError(
@@ -37,7 +39,22 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
             f"has format version {manifest['format_version']}, newer than this kernelscope reads "
             f"({FORMAT_VERSION}); upgrade kernelscope",
         )
-    for name in (TRACE, SAMPLES):
-        if not (Path(run_dir) / name).is_file():
-            raise BadInputError(run_dir, f"is a run directory missing its {name}")
+    for key in ("files", "annotation"):
+        if not isinstance(manifest.setdefault(key, {}), dict):
+            raise BadInputError(path, f"has a field {key!r} that is not a JSON object")
+    for key, value in manifest["annotation"].items():
+        if key in ("module_prefix", "function_prefix", "sample_separator") and not (isinstance(value, str) and value):
+            raise BadInputError(path, f"has annotation.{key} {value!r}, not a non-empty string")
+    for key, default in (("trace", TRACE), ("samples", SAMPLES), ("sample_tensors", None)):
+        name = manifest["files"].setdefault(key, default)
+        if name is not None and not _is_plain_name(name):
+            raise BadInputError(path, f"names files.{key} {name!r}, which is not a file name inside the run directory")
+    for key, what in (("trace", "trace"), ("samples", "sample store")):
+        if not (Path(run_dir) / manifest["files"][key]).is_file():
+            raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
     return manifest
+
+
+def _is_plain_name(name: object) -> bool:
+    """A file name of the run directory itself: no directory part, no '..', nothing absolute."""
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name

@@ -32,6 +32,29 @@ class TensorMeta:
     device: str
     nbytes: int
 
+    @classmethod
+    def from_json(cls, body: dict) -> TensorMeta:
+        """From the ``{"tensor": ...}`` body of samples.json (lists become tuples)."""
+        stride = body.get("stride")
+        return cls(
+            tuple(body["shape"]),
+            body["dtype"],
+            None if stride is None else tuple(stride),
+            body["device"],
+            body["nbytes"],
+        )
+
+    def to_json(self) -> dict:
+        """The ``{"tensor": ...}`` body of samples.json (what ``decode`` reads back)."""
+        stride = None if self.stride is None else list(self.stride)
+        return {
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "stride": stride,
+            "device": self.device,
+            "nbytes": self.nbytes,
+        }
+
     def __str__(self) -> str:
         text = f"{self.dtype}[{','.join(map(str, self.shape))}]"
         if self.stride is not None and self.stride != contiguous_stride(self.shape):
@@ -66,6 +89,8 @@ def encode(value: Any, tensor: Callable[[Any], dict | None]) -> Any:
         return value if -_INT64 <= value < _INT64 else {"int": str(value)}
     if isinstance(value, float):
         return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, TensorMeta):  # a tensor known by its metadata only (not kept, or read back)
+        return {"tensor": value.to_json()}
     meta = tensor(value)
     if meta is not None:
         return {"tensor": meta}
@@ -100,16 +125,21 @@ def decode(value: Any) -> Any:
     """The inverse of ``encode``, with TensorMeta and ObjectRepr in place of tensors and objects."""
     if not isinstance(value, dict):
         return value
+    if len(value) != 1:
+        raise ValueError(f"a tagged value has one key, not {len(value)}")
     ((tag, body),) = value.items()
     if tag == "tensor":
         stride = body.get("stride")
-        return TensorMeta(
-            tuple(body["shape"]),
-            body["dtype"],
-            None if stride is None else tuple(stride),
-            body["device"],
-            body["nbytes"],
-        )
+        if not (
+            _ints(body["shape"])
+            and (stride is None or _ints(stride))
+            and isinstance(body["dtype"], str)
+            and isinstance(body["device"], str)
+            and type(body["nbytes"]) is int
+            and body["nbytes"] >= 0
+        ):
+            raise ValueError("a tensor needs integer lists shape and stride, strings dtype and device, nbytes >= 0")
+        return TensorMeta.from_json(body)
     if tag in ("tuple", "size"):
         return tuple(decode(v) for v in body)
     if tag == "list":
@@ -123,6 +153,10 @@ def decode(value: Any) -> Any:
     if tag == "object":
         return ObjectRepr(body["type"], body["repr"])
     raise ValueError(f"unknown sample value tag {tag!r}")
+
+
+def _ints(value: Any) -> bool:
+    return isinstance(value, list) and all(type(v) is int for v in value)
 
 
 def _hashable(key: Any) -> Any:
@@ -160,23 +194,48 @@ def read_samples(path: str | os.PathLike) -> dict:
         doc = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
+    except PermissionError as exc:
+        raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     functions = doc.get("functions") if isinstance(doc, dict) else None
-    if not isinstance(functions, dict) or not isinstance(doc.get("format_version"), int):
+    if not isinstance(functions, dict) or type(doc.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope sample store (no format_version and functions)")
+    if doc["format_version"] > SAMPLES_FORMAT:
+        raise BadInputError(
+            path, f"has format version {doc['format_version']}, newer than this kernelscope reads ({SAMPLES_FORMAT})"
+        )
     for name, entries in functions.items():
         if not isinstance(entries, list) or not all(
             isinstance(e, dict) and {"sample_id", "calls", "args", "kwargs"} <= e.keys() for e in entries
         ):
             raise BadInputError(path, f"has malformed entries for function {name!r}")
+        ids = [e["sample_id"] for e in entries]
+        if not all(type(i) is int for i in ids) or sorted(ids) != list(range(len(ids))):
+            raise BadInputError(path, f"has sample ids of function {name!r} that are not 0, 1, 2… each once")
+        if not all(type(e["calls"]) is int and e["calls"] >= 1 for e in entries):
+            raise BadInputError(path, f"has a call count of function {name!r} that is not a positive integer")
     return functions
 
 
-def function_data_from_store(functions: dict) -> dict[str, list[tuple[int, tuple[tuple, dict]]]]:
-    """``{function: [(calls, (args, kwargs)), ...]}`` in sample-id order, tensors as TensorMeta."""
-    return {
-        name: [(e["calls"], (decode(e["args"]), decode(e["kwargs"]))) for e in sorted(entries, key=_sample_id)]
-        for name, entries in functions.items()
-    }
+def function_data_from_store(
+    functions: dict, path: str | os.PathLike | None = None
+) -> dict[str, list[tuple[int, tuple[tuple, dict]]]]:
+    """``{function: [(calls, (args, kwargs)), ...]}`` in sample-id order, tensors as TensorMeta.
+
+    ``functions`` comes from read_samples; a value that does not decode is bad input of ``path``."""
+    data = {}
+    for name, entries in functions.items():
+        data[name] = []
+        for entry in sorted(entries, key=_sample_id):
+            try:
+                args, kwargs = decode(entry["args"]), decode(entry["kwargs"])
+                if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+                    raise ValueError("args must be a tuple and kwargs a dict")
+            except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+                detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc) or type(exc).__name__
+                problem = f"has a malformed sample {entry['sample_id']} of function {name!r} ({detail})"
+                raise BadInputError(path, problem) from None
+            data[name].append((entry["calls"], (args, kwargs)))
+    return data
 
 
 def _sample_id(entry: dict) -> int:

@@ -15,14 +15,17 @@ import pandas as pd
 import torch
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
+from kernelscope.analyzer.errors import RecordingBusyError
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
 from .instrument import CALLS, instrumented
+from .retention import CappedSampleBook
 from .run_writer import base_manifest, check_destination, run_destination, write_run
-from .samples import Sample, SampleBook
+from .samples import Sample
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
+DEFAULT_SAMPLE_MEMORY_LIMIT_MB = 1024.0
 _active = threading.Lock()  # one recording per process: the patches are global
 
 
@@ -34,6 +37,9 @@ class ModuleFunctionKernelProfiler:
             It never filters kernel rows.
         sample_tensor_limit_mb: the run directory's samples.pt keeps the distinct input tensors when they
             total at most this many MiB (None = no limit, 0 = never); their metadata is always kept.
+        sample_memory_limit_mb: the live inputs kept for ``function_data`` hold at most this many MiB of
+            tensor storage (None = no cap). A signature past the cap is still counted and described, but
+            holds TensorMeta in place of its tensors (and is left out of samples.pt); a warning says so.
         calls: ``"all"`` (default) scopes every call that launches kernels: functionals however they are
             reached, torch-level calls outside functionals (``torch.addmm``, ``Tensor.add``…), CUDA graph
             replays, compiled regions. ``"functional"`` scopes only the ``torch.nn.functional`` namespace,
@@ -45,14 +51,18 @@ class ModuleFunctionKernelProfiler:
         function_names: set[str] | None = None,
         *,
         sample_tensor_limit_mb: float | None = DEFAULT_SAMPLE_TENSOR_LIMIT_MB,
+        sample_memory_limit_mb: float | None = DEFAULT_SAMPLE_MEMORY_LIMIT_MB,
         calls: str = "all",
     ):
         if calls not in CALLS:
             raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
+        if sample_memory_limit_mb is not None and not sample_memory_limit_mb >= 0:
+            raise ValueError("sample_memory_limit_mb must be None or a number >= 0")
         self.function_names = None if function_names is None else set(function_names)
         self.calls = calls
         self.sample_tensor_limit_mb = sample_tensor_limit_mb
-        self.book = SampleBook()
+        self.sample_memory_limit_mb = sample_memory_limit_mb
+        self.book = CappedSampleBook(None if sample_memory_limit_mb is None else int(sample_memory_limit_mb * 2**20))
         self.run = None  # the analyzer's Run of the last recording
         self.run_dir: Path | None = None
         self._scratch: str | None = None
@@ -84,10 +94,15 @@ class ModuleFunctionKernelProfiler:
             out = run_destination(Path(out))  # in a job of several ranks: out/rank-<rank>
             check_destination(out, overwrite)
         if not _active.acquire(blocking=False):
-            raise RuntimeError("another kernelscope recording is running in this process; profile() is not re-entrant")
+            raise RecordingBusyError(
+                None, "another kernelscope recording is running in this process; profile() is not re-entrant"
+            )
         try:
             self._release()
             return self._profile(fn, data, module, warmup_iterations, out, overwrite, tags)
+        except BaseException:
+            self._release()  # a failed recording keeps no samples (live tensors) and no temporary directory
+            raise
         finally:
             _active.release()
 
@@ -110,6 +125,8 @@ class ModuleFunctionKernelProfiler:
                 _run_pass(fn, data)
             if device == "cuda":
                 torch.cuda.synchronize()
+        _warn_on_samples_not_kept(book, self.sample_memory_limit_mb)
+        manifest["sample_memory"] = book.report()
         if out is None:
             self._scratch = tempfile.mkdtemp(prefix="kernelscope-")
             self._finalizer = weakref.finalize(self, shutil.rmtree, self._scratch, ignore_errors=True)
@@ -182,6 +199,19 @@ def _run_pass(fn: Callable, data: Sequence[Sample] | None) -> None:
         return
     for args, kwargs in data:
         fn(*args, **kwargs)
+
+
+def _warn_on_samples_not_kept(book: CappedSampleBook, limit_mb: float | None) -> None:
+    report = book.report()
+    if report["signatures_not_kept"]:
+        warnings.warn(
+            f"kernelscope: the inputs of {report['signatures_not_kept']} of {report['signatures']} distinct "
+            f"signatures were not kept, as they would pass sample_memory_limit_mb={limit_mb}; their calls are "
+            "counted and their shapes, dtypes and strides described, but function_data holds TensorMeta in place "
+            "of their tensors and samples.pt leaves them out",
+            RuntimeWarning,
+            stacklevel=4,
+        )
 
 
 def _warn_on_losses(run, run_dir: Path) -> None:

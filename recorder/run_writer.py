@@ -31,9 +31,9 @@ from kernelscope.analyzer.rundir import (
     SAMPLES,
     TRACE,
 )
-from kernelscope.analyzer.samples import SAMPLES_FORMAT
+from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
-from .samples import SampleBook
+from .retention import CappedSampleBook
 
 GZIP_LEVEL = 3  # ~5x smaller than level 9 costs nothing noticeable; level 9 is several times slower
 GIT_TIMEOUT_S = 5
@@ -65,12 +65,17 @@ def check_destination(out: Path, overwrite: bool) -> None:
         raise KernelscopeError(job, "is not a directory to write the run into")
     if not job.is_dir() and not (is_rank_directory_name(out.name) and job.parent.is_dir()):
         raise KernelscopeError(job, "is not an existing directory to write the run into")
+    writable = job if job.is_dir() else job.parent
+    try:  # a real probe: os.access says yes to root even on a read-only file system
+        os.rmdir(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".probe", dir=writable))
+    except OSError as exc:
+        raise KernelscopeError(writable, f"is not writable ({exc.strerror or exc})") from None
 
 
 def write_run(
     out: Path,
     prof: torch.profiler.profile,
-    book: SampleBook,
+    book: CappedSampleBook,
     manifest: dict,
     *,
     tensor_limit_bytes: int | None,
@@ -94,21 +99,46 @@ def write_run(
             "sample_tensors": SAMPLE_TENSORS if manifest["sample_tensors"]["saved"] else None,
         }
         (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-        if out.exists():  # overwrite=True: move the old run aside, then swap
-            trash = out.parent / f".{out.name}.{uuid.uuid4().hex}.old"
-            os.rename(out, trash)
-            os.rename(staging, out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            os.rename(staging, out)
+        _sync(staging)
+        _move_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return manifest
 
 
-def _write_tensors(path: Path, book: SampleBook, limit: int | None) -> dict:
-    total = book.total_bytes()
+def _sync(directory: Path) -> None:
+    """Flush the staged files and the directory itself, so the rename publishes complete files."""
+    for path in (*directory.iterdir(), directory):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _move_into_place(staging: Path, out: Path) -> None:
+    """Rename ``staging`` to ``out``; an existing ``out`` (overwrite=True) is moved aside first and put
+    back if the swap fails, so a failure leaves the old run, never no run."""
+    if not out.exists():
+        os.rename(staging, out)
+        return
+    trash = out.parent / f".{out.name}.{uuid.uuid4().hex}.old"
+    os.rename(out, trash)
+    try:
+        os.rename(staging, out)
+    except BaseException:
+        os.rename(trash, out)
+        raise
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dict:
+    kept = {  # None stands for a signature whose inputs were not kept (over the sample memory cap)
+        name: [sample if book.is_kept(name, i) else None for i, sample in enumerate(samples)]
+        for name, samples in book.samples.items()
+    }
+    total = sum(tensor_bytes(sample) for samples in kept.values() for sample in samples if sample is not None)
     if limit is not None and total > limit:
         return {
             "saved": False,
@@ -117,8 +147,8 @@ def _write_tensors(path: Path, book: SampleBook, limit: int | None) -> dict:
             "reason": f"the distinct inputs hold {total} bytes, over the limit of {limit}",
         }
     functions = {
-        name: [[list(_compact(args)), _compact(kwargs)] for args, kwargs in samples]
-        for name, samples in book.samples.items()
+        name: [None if sample is None else [list(_compact(sample[0])), _compact(sample[1])] for sample in samples]
+        for name, samples in kept.items()
     }
     torch.save({"format_version": SAMPLES_FORMAT, "functions": functions}, path)
     return {"saved": True, "bytes": total, "limit_bytes": limit}

@@ -1,0 +1,69 @@
+"""Checks of a trace's events before attribution: one clear sentence for the first event it cannot use.
+
+Ingest (ingest.py) reads whatever DuckDB can cast into the ``events`` columns; a field it cannot read
+becomes NULL. Without these checks such an event would silently lose its row (a kernel without ``dur``)
+or its attribution (a kernel without ``correlation``). The rules are in validate.sql; docs/errors.md
+lists every message.
+"""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+
+from .errors import BadInputError
+from .sql import sql_text
+
+NAME_CHARS = 60
+VALUE_CHARS = 40
+JSON_TYPES = {"VARCHAR": "string", "BOOLEAN": "boolean", "ARRAY": "array"} | dict.fromkeys(
+    ("UBIGINT", "BIGINT", "DOUBLE"), "number"
+)
+
+
+def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> None:
+    """Raise BadInputError naming ``path`` and the first unusable event of table ``events``."""
+    row = con.execute(sql_text("validate.sql")).fetchone()
+    if row is None:
+        return
+    _rule, event_id, cat, name, problem, count = row
+    what = " ".join(part for part in (cat, _short(repr(name), NAME_CHARS) if name is not None else None) if part)
+    more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
+    raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
+
+
+def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str) -> str | None:
+    """Why DuckDB could not read the ``traceEvents`` array in ``events_file`` (one JSON array), or None.
+
+    Called only after ingest failed: it reads the array again, each element as raw JSON, and finds the
+    first element that is not an object or whose ``ts``/``dur`` is not a number of microseconds.
+    """
+    number = "TRY_CAST(e->>'{0}' AS DECIMAL(18,3)) IS NULL AND json_type(e->'{0}') NOT IN ('NULL')"
+    query = f"""
+        SELECT i, json_type(e), e->>'cat', e->>'name', e->'ts', e->'dur',
+               {number.format("ts")} AS bad_ts, {number.format("dur")} AS bad_dur
+        FROM (SELECT row_number() OVER () - 1 AS i, json AS e
+              FROM read_json(?, format = 'array', records = 'false', columns = {{json: 'JSON'}}))
+        WHERE json_type(e) NOT IN ('OBJECT', 'NULL') OR {number.format("ts")} OR {number.format("dur")}
+        ORDER BY i LIMIT 1
+    """
+    try:
+        row = con.execute(query, [events_file]).fetchone()
+    except duckdb.Error:
+        return None
+    if row is None:
+        return None
+    index, kind, cat, name, ts, dur, bad_ts, bad_dur = row
+    if kind != "OBJECT":
+        return f"traceEvents[{index}] is a JSON {JSON_TYPES.get(kind, kind.lower())}, not an event object"
+    what = " ".join(part for part in (cat, _short(repr(name), NAME_CHARS) if name is not None else None) if part)
+    field, value = ("ts", ts) if bad_ts else ("dur", dur)
+    return (
+        f"traceEvents[{index}]{f' ({what})' if what else ''} has {field} {_short(value, VALUE_CHARS)}, "
+        "not a number of microseconds"
+    )
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

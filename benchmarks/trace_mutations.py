@@ -1,0 +1,320 @@
+"""Mutations of the real traces and run directories of sample_traces/, for fuzzing the analyzer.
+
+``make_case(source, kind, rng, workdir)`` writes one mutated input; every random choice comes from
+``rng``, so a case is reproduced from its seed. Used by benchmarks/fuzz_traces.py and tests/test_fuzz.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+PROBE_PREFIXES = {"module_prefix": "probe:", "function_prefix": "nofn:"}  # the plain traces' scopes
+ILL_TYPED = [
+    "abc",
+    "12.5",
+    "",
+    None,
+    True,
+    False,
+    [],
+    [1, 2],
+    {},
+    {"a": 1},
+    -1,
+    -1.5,
+    0,
+    1e30,
+    -1e30,
+    2**63,
+    2**64 + 1,
+    1.0000001,
+    "NaN",
+    float("nan"),
+    float("inf"),
+]
+EVENT_FIELDS = ["ts", "dur", "ph", "cat", "name", "pid", "tid", "args"]
+ARG_FIELDS = ["correlation", "External id", "device", "stream"]
+KINDS = {  # mutation: weight
+    "truncate": 12,
+    "corrupt_bytes": 9,
+    "drop_field": 14,
+    "change_type": 16,
+    "duplicate": 7,
+    "delete_events": 6,
+    "header": 6,
+    "shuffle": 8,
+    "shuffle_keys": 5,
+    "reformat": 3,
+    "combo": 7,
+    "run_dir": 7,
+}
+VALID_KINDS = {"shuffle", "shuffle_keys", "reformat"}  # the input stays valid: attribution must not change
+
+
+@dataclass
+class Source:
+    """One real input: its parsed trace, its run directory (or None) and how to load it."""
+
+    name: str
+    trace: Path
+    run_dir: Path | None
+    doc: dict
+    load_kwargs: dict = field(default_factory=dict)
+
+
+def sources(names: list[str] | None = None) -> list[Source]:
+    """The run directories and plain Kineto traces of sample_traces/ (or those named)."""
+    found = []
+    for manifest in sorted((REPO / "sample_traces").glob("*/manifest.json")):
+        found.append((manifest.parent.name, manifest.parent / "trace.json.gz", manifest.parent, {}))
+    for trace in sorted((REPO / "sample_traces" / "plain_kineto").glob("*.json.gz")):
+        found.append((f"plain/{trace.name.removesuffix('.json.gz')}", trace, None, PROBE_PREFIXES))
+    return [
+        Source(name, trace, run_dir, json.loads(gzip.decompress(trace.read_bytes())), kwargs)
+        for name, trace, run_dir, kwargs in found
+        if names is None or name in names
+    ]
+
+
+@dataclass
+class Case:
+    """A mutated input written to disk: ``path`` is what load_run reads."""
+
+    kind: str
+    source: Source
+    path: Path
+    valid: bool  # the mutation keeps the input valid, so the attribution must equal the source's
+    steps: list[str] = field(default_factory=list)
+
+
+def _events(doc: dict) -> list:
+    return doc["traceEvents"]
+
+
+def _pick_events(events: list, rng: random.Random, count: int) -> list[int]:
+    """Indices of events, most from the ones the attribution reads (X events of device, launch, op)."""
+    interesting = [
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") not in (None, "Trace", "overhead")
+    ]
+    pool = interesting if interesting and rng.random() < 0.85 else list(range(len(events)))
+    return [rng.choice(pool) for _ in range(count)] if pool else []
+
+
+def _picked_events(doc: dict, rng: random.Random):
+    """(index, event) of one to three events to damage (elements that are not objects are skipped)."""
+    events = _events(doc)
+    for i in _pick_events(events, rng, rng.randint(1, 3)):
+        if isinstance(events[i], dict):
+            yield i, events[i]
+
+
+def drop_field(doc: dict, rng: random.Random) -> str:
+    notes = []
+    for i, event in _picked_events(doc, rng):
+        args = event.get("args")
+        if isinstance(args, dict) and args and rng.random() < 0.4:
+            key = rng.choice([k for k in ARG_FIELDS if k in args] or list(args))
+            args.pop(key)
+            notes.append(f"{i}.args.{key}")
+        elif event:
+            key = rng.choice([k for k in EVENT_FIELDS if k in event] or list(event))
+            event.pop(key)
+            notes.append(f"{i}.{key}")
+    return "drop " + ",".join(notes)
+
+
+def change_type(doc: dict, rng: random.Random) -> str:
+    notes = []
+    for i, event in _picked_events(doc, rng):
+        value = rng.choice(ILL_TYPED)
+        if rng.random() < 0.35 and isinstance(event.get("args"), dict):
+            key = rng.choice(ARG_FIELDS)
+            event["args"][key] = value
+            notes.append(f"{i}.args.{key}={value!r}")
+        else:
+            key = rng.choice(EVENT_FIELDS)
+            event[key] = value
+            notes.append(f"{i}.{key}={value!r}")
+    return "retype " + ",".join(notes)
+
+
+def duplicate(doc: dict, rng: random.Random) -> str:
+    events = _events(doc)
+    picked = _pick_events(events, rng, rng.randint(1, 5))
+    for i in picked:
+        events.insert(rng.randrange(len(events) + 1), json.loads(json.dumps(events[i])))
+    return f"duplicate {picked}"
+
+
+def delete_events(doc: dict, rng: random.Random) -> str:
+    events = _events(doc)
+    share = rng.uniform(0.001, 0.1)
+    kept = [e for e in events if rng.random() >= share]
+    removed = len(events) - len(kept)
+    events[:] = kept
+    return f"delete {removed}"
+
+
+def shuffle(doc: dict, rng: random.Random) -> str:
+    rng.shuffle(_events(doc))
+    return "shuffle"
+
+
+def shuffle_keys(doc: dict, rng: random.Random) -> str:
+    """Reorder the keys of every event and args, and of the trace object (traceEvents first, last, between)."""
+
+    def reorder(value):
+        if isinstance(value, dict):
+            items = list(value.items())
+            rng.shuffle(items)
+            return {k: reorder(v) for k, v in items}
+        return value
+
+    events = [reorder(e) for e in _events(doc)]
+    keys = [k for k in doc if k != "traceEvents"]
+    rng.shuffle(keys)
+    position = rng.randint(0, len(keys))
+    header = {k: doc[k] for k in keys}
+    doc.clear()
+    for k in keys[:position]:
+        doc[k] = header[k]
+    doc["traceEvents"] = events
+    for k in keys[position:]:
+        doc[k] = header[k]
+    return f"shuffle keys (traceEvents at {position} of {len(keys)})"
+
+
+def header(doc: dict, rng: random.Random) -> str:
+    """Damage the trace object around the events: a missing or ill-typed traceEvents, odd header keys."""
+    choice = rng.randrange(4)
+    if choice == 0:
+        doc.pop("traceEvents")
+        return "no traceEvents"
+    if choice == 1:
+        doc["traceEvents"] = rng.choice(ILL_TYPED[:-2])
+        return f"traceEvents={doc['traceEvents']!r}"
+    key = rng.choice([k for k in doc if k != "traceEvents"] or ["traceName"])
+    if choice == 2:
+        doc[key] = rng.choice(ILL_TYPED[:-2])
+        return f"header {key}={doc[key]!r}"
+    doc[key] = {"traceEvents": [{"ph": "X"}], "noise": "]" * rng.randint(1, 5000)}
+    return f"header {key} holds a decoy traceEvents"
+
+
+MUTATORS = {
+    "drop_field": drop_field,
+    "change_type": change_type,
+    "duplicate": duplicate,
+    "delete_events": delete_events,
+    "shuffle": shuffle,
+    "shuffle_keys": shuffle_keys,
+    "header": header,
+}
+
+
+def _dumps(doc: dict, pretty: bool = False) -> bytes:
+    return json.dumps(doc, indent=2 if pretty else None, separators=None if pretty else (",", ":")).encode()
+
+
+def _write_trace(data: bytes, path_stem: Path, rng: random.Random) -> Path:
+    if rng.random() < 0.5:
+        path = path_stem.with_suffix(".json.gz")
+        path.write_bytes(gzip.compress(data, compresslevel=1, mtime=0))
+    else:
+        path = path_stem.with_suffix(".json")
+        path.write_bytes(data)
+    return path
+
+
+def make_case(source: Source, kind: str, rng: random.Random, workdir: Path) -> Case:
+    """Write the mutated input for one case into ``workdir`` (a fresh directory)."""
+    doc = json.loads(json.dumps(source.doc))
+    stem = workdir / "trace"
+    if kind == "truncate":
+        data = _dumps(doc)
+        if rng.random() < 0.5:
+            cut = rng.randrange(len(data))
+            return Case(kind, source, _write_trace(data[:cut], stem, rng), False, [f"cut JSON at {cut}/{len(data)}"])
+        packed = gzip.compress(data, compresslevel=1, mtime=0)
+        cut = rng.randrange(len(packed))
+        path = stem.with_suffix(".json.gz")
+        path.write_bytes(packed[:cut])
+        return Case(kind, source, path, False, [f"cut gzip at {cut}/{len(packed)}"])
+    if kind == "corrupt_bytes":
+        data = bytearray(_dumps(doc))
+        spots = [rng.randrange(len(data)) for _ in range(rng.randint(1, 8))]
+        for spot in spots:
+            data[spot] = rng.randrange(256)
+        return Case(kind, source, _write_trace(bytes(data), stem, rng), False, [f"bytes at {spots}"])
+    if kind == "reformat":
+        return Case(kind, source, _write_trace(_dumps(doc, pretty=True), stem, rng), True, ["indent 2"])
+    if kind == "run_dir":
+        return _run_dir_case(source, doc, rng, workdir)
+    if kind == "combo":
+        steps = [
+            MUTATORS[name](doc, rng)
+            for name in rng.sample(["drop_field", "change_type", "duplicate", "delete_events", "shuffle"], 2)
+        ]
+        return Case(kind, source, _write_trace(_dumps(doc), stem, rng), False, steps)
+    step = MUTATORS[kind](doc, rng)
+    return Case(kind, source, _write_trace(_dumps(doc), stem, rng), kind in VALID_KINDS, [step])
+
+
+def _json_paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _json_paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _json_paths(v, (*prefix, i))
+
+
+def _damage_json(path: Path, rng: random.Random) -> str:
+    doc = json.loads(path.read_text())
+    target = rng.choice([p for p in _json_paths(doc) if p])
+    parent = doc
+    for key in target[:-1]:
+        parent = parent[key]
+    if rng.random() < 0.5:
+        parent.pop(target[-1])
+        what = "drop"
+    else:
+        parent[target[-1]] = rng.choice(ILL_TYPED)
+        what = f"= {parent[target[-1]]!r}"
+    path.write_text(json.dumps(doc))
+    return f"{path.name}:{'/'.join(map(str, target))} {what}"
+
+
+def _run_dir_case(source: Source, doc: dict, rng: random.Random, workdir: Path) -> Case:
+    """A damaged copy of a run directory (a plain source gets a trace mutation instead)."""
+    if source.run_dir is None:
+        return make_case(source, rng.choice(["drop_field", "change_type", "shuffle"]), rng, workdir)
+    run = workdir / "run"
+    shutil.copytree(source.run_dir, run, ignore=shutil.ignore_patterns("samples.pt"))
+    choice = rng.randrange(5)
+    if choice == 0:
+        step = _damage_json(run / "manifest.json", rng)
+    elif choice == 1:
+        step = _damage_json(run / "samples.json", rng)
+    elif choice == 2:
+        name = rng.choice(["manifest.json", "samples.json", "trace.json.gz"])
+        (run / name).unlink()
+        step = f"remove {name}"
+    elif choice == 3:  # shuffled trace inside an intact run directory: valid
+        step = shuffle(doc, rng)
+        (run / "trace.json.gz").write_bytes(gzip.compress(_dumps(doc), compresslevel=1, mtime=0))
+        return Case("run_dir", source, run, True, [step])
+    else:
+        step = MUTATORS[rng.choice(["drop_field", "change_type", "duplicate"])](doc, rng)
+        (run / "trace.json.gz").write_bytes(gzip.compress(_dumps(doc), compresslevel=1, mtime=0))
+    return Case("run_dir", source, run, False, [step])

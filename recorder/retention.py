@@ -1,0 +1,106 @@
+"""A cap on the memory that input samples keep alive during and after a recording.
+
+A SampleBook keeps a reference to the inputs of every distinct signature, so an intermediate
+activation that would be freed right after its call stays alive until the next ``profile()``. Here each
+new signature is kept only if the storages its tensors hold, counted once across all kept samples, fit
+in what is left of the cap; otherwise its inputs are replaced at once by their metadata (TensorMeta:
+shape, dtype, strides, device, bytes), so the signature is still counted, described in samples.json and
+attributed, but its tensors are neither kept in ``function_data`` nor saved in samples.pt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from kernelscope.analyzer.samples import TensorMeta
+
+from .samples import SampleBook, tensor_meta
+
+
+class CappedSampleBook(SampleBook):
+    """A SampleBook whose kept inputs hold at most ``limit_bytes`` of tensor storage (None = no cap)."""
+
+    def __init__(self, limit_bytes: int | None) -> None:
+        super().__init__()
+        self.limit_bytes = limit_bytes
+        self.clear()
+
+    def record(self, function_name: str, args: tuple, kwargs: dict) -> int:
+        sample_id = super().record(function_name, args, kwargs)
+        if self.limit_bytes is not None and sample_id == self._next_id.get(function_name, 0):  # a new signature
+            self._next_id[function_name] = sample_id + 1
+            self._keep_or_describe(function_name, sample_id, args, kwargs)
+        return sample_id
+
+    def _keep_or_describe(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
+        new = {}
+        for tensor in _tensors((args, kwargs)):
+            key, nbytes = _storage(tensor)
+            if key not in self._kept_storages:
+                new[key] = nbytes
+        size = sum(new.values())
+        if self.kept_bytes + size <= self.limit_bytes:
+            self.kept_bytes += size
+            self._kept_storages.update(new)
+            return
+        self.samples[function_name][sample_id] = (metadata_only(args), metadata_only(kwargs))
+        self.not_kept.setdefault(function_name, set()).add(sample_id)
+
+    def is_kept(self, function_name: str, sample_id: int) -> bool:
+        """Whether the live inputs of this signature are kept (else only their metadata)."""
+        return sample_id not in self.not_kept.get(function_name, ())
+
+    def report(self) -> dict:
+        """The manifest's ``sample_memory`` field."""
+        return {
+            "limit_bytes": self.limit_bytes,
+            "kept_bytes": self.kept_bytes,
+            "signatures": sum(len(samples) for samples in self.samples.values()),
+            "signatures_not_kept": sum(len(ids) for ids in self.not_kept.values()),
+        }
+
+    def clear(self) -> None:
+        super().clear()
+        self._next_id: dict[str, int] = {}
+        self._kept_storages: set = set()
+        self.kept_bytes = 0
+        self.not_kept: dict[str, set[int]] = {}
+
+
+def metadata_only(value: Any) -> Any:
+    """``value`` with every tensor replaced by its TensorMeta (containers rebuilt, other values kept)."""
+    if isinstance(value, torch.Tensor):
+        return TensorMeta.from_json(tensor_meta(value))
+    if isinstance(value, (tuple, list)):
+        items = [metadata_only(v) for v in value]
+        if type(value) in (tuple, list):
+            return type(value)(items)
+        if all(a is b for a, b in zip(items, value, strict=True)):  # torch.Size and other tensor-free tuples
+            return value
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # named tuples keep their type
+    if isinstance(value, dict):
+        return {k: metadata_only(v) for k, v in value.items()}
+    return value
+
+
+def _tensors(value: Any):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+def _storage(tensor: torch.Tensor) -> tuple[Any, int]:
+    """A key of the memory ``tensor`` keeps alive, and its bytes (the whole storage of a view)."""
+    if tensor.device.type == "meta":  # no memory behind it
+        return id(tensor), 0
+    try:
+        storage = tensor.untyped_storage()
+        return (str(tensor.device), storage.data_ptr()), storage.nbytes()
+    except (RuntimeError, NotImplementedError):  # sparse, nested, functional tensors: no plain storage
+        return id(tensor), tensor.numel() * tensor.element_size()

@@ -1,0 +1,343 @@
+"""Bad input beyond what test_cli.py covers (docs/errors.md): ill-typed and inconsistent events, run
+directories with a missing or malformed file. Each is one line on stderr naming the file and the fault,
+exit code 2, no traceback; the messages name the offending event by its index in traceEvents."""
+
+import gzip
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+from kernelscope.analyzer import BadInputError, load_run
+
+RUN = REPO / "sample_traces" / "mlp"  # a real H200 run: 6 kernels, 8 launches, 2 linear samples
+EVENTS = json.loads(gzip.decompress((RUN / "trace.json.gz").read_bytes()))
+
+
+def _index(cat, nth=0):
+    return [i for i, e in enumerate(EVENTS["traceEvents"]) if e.get("cat") == cat and e.get("ph") == "X"][nth]
+
+
+def _trace(tmp_path, change):
+    doc = json.loads(json.dumps(EVENTS))
+    change(doc["traceEvents"])
+    path = tmp_path / f"bad-{next(_names)}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _set(index, key, value):
+    def change(events):
+        events[index][key] = value
+
+    return change
+
+
+def _set_arg(index, key, value):
+    def change(events):
+        events[index]["args"][key] = value
+
+    return change
+
+
+def _drop(index, key, in_args=False):
+    def change(events):
+        (events[index]["args"] if in_args else events[index]).pop(key)
+
+    return change
+
+
+_names = itertools.count()
+K, L = _index("kernel"), _index("cuda_runtime")
+KERNEL = f"traceEvents[{K}] (kernel 'nvjet"
+
+
+def _copy_of_run(tmp_path, change):
+    run = tmp_path / f"run-{next(_names)}"
+    shutil.copytree(RUN, run)
+    change(run)
+    return run
+
+
+def _edit_json(name, change):
+    def edit(run):
+        doc = json.loads((run / name).read_text())
+        change(doc)
+        (run / name).write_text(json.dumps(doc))
+
+    return edit
+
+
+def _set_in(path, value):
+    def change(doc):
+        *parents, last = path
+        for key in parents:
+            doc = doc[key]
+        doc[last] = value
+
+    return change
+
+
+def _trace_cases(tmp_path):
+    def duplicate(index):
+        return lambda events: events.append(dict(events[index]))
+
+    return {
+        "string ts": (_trace(tmp_path, _set(K, "ts", "soon")), f"{KERNEL}", 'has ts "soon", not a number'),
+        "list ts": (_trace(tmp_path, _set(K, "ts", [1])), KERNEL, "has ts [1], not a number"),
+        "missing ts": (_trace(tmp_path, _drop(K, "ts")), KERNEL, "has no numeric ts"),
+        "negative dur": (_trace(tmp_path, _set(K, "dur", -5.248)), KERNEL, "has a negative dur (-5.248 µs)"),
+        "missing dur": (_trace(tmp_path, _drop(K, "dur")), KERNEL, "has no numeric dur"),
+        "missing correlation": (_trace(tmp_path, _drop(K, "correlation", True)), KERNEL, "has no args.correlation"),
+        "string correlation": (
+            _trace(tmp_path, _set_arg(K, "correlation", "x1")),
+            KERNEL,
+            'has args.correlation "x1", not an integer',
+        ),
+        "launch without correlation": (
+            _trace(tmp_path, _drop(L, "correlation", True)),
+            f"traceEvents[{L}] (cuda_runtime 'cudaLaunchKernel')",
+            "has no args.correlation",
+        ),
+        "device event not complete": (_trace(tmp_path, _set(K, "ph", "B")), KERNEL, 'whose ph is "B", not "X"'),
+        "launch on a string thread": (
+            _trace(tmp_path, _set(L, "tid", "main")),
+            f"traceEvents[{L}] (cuda_runtime",
+            "has a pid or tid that is not an integer",
+        ),
+        "kernel without name": (_trace(tmp_path, _drop(K, "name")), f"traceEvents[{K}] (kernel) has no name", ""),
+        "event not an object": (_trace(tmp_path, _set_list(3, 7)), "traceEvents[3]", "is a JSON number, not an event"),
+        "duplicated launch correlation": (
+            _trace(tmp_path, duplicate(L)),
+            f"traceEvents[{len(EVENTS['traceEvents'])}] (cuda_runtime 'cudaLaunchKernel')",
+            f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch, "
+            f"traceEvents[{L}]",
+        ),
+        "duplicated device event": (
+            _trace(tmp_path, duplicate(K)),
+            f"traceEvents[{len(EVENTS['traceEvents'])}] (kernel",
+            f"repeats device event traceEvents[{K}]",
+        ),
+        "launch correlation reused by another launch": (
+            _trace(
+                tmp_path,
+                _set_arg(_index("cuda_runtime", 1), "correlation", EVENTS["traceEvents"][L]["args"]["correlation"]),
+            ),
+            f"traceEvents[{max(L, _index('cuda_runtime', 1))}]",
+            "with another launch",
+        ),
+    }
+
+
+def _set_list(index, value):
+    def change(events):
+        events[index] = value
+
+    return change
+
+
+def _run_cases(tmp_path):
+    gone = lambda name: lambda run: (run / name).unlink()  # noqa: E731
+    return {
+        "run without samples.json": (_copy_of_run(tmp_path, gone("samples.json")), "run-", "missing its samples.json"),
+        "run without manifest": (_copy_of_run(tmp_path, gone("manifest.json")), "run-", "no manifest.json"),
+        "run with a corrupt manifest": (
+            _copy_of_run(tmp_path, lambda run: (run / "manifest.json").write_text('{"format_version": 1,')),
+            "manifest.json",
+            "is not valid JSON",
+        ),
+        "manifest without version": (
+            _copy_of_run(tmp_path, _edit_json("manifest.json", lambda doc: doc.pop("format_version"))),
+            "manifest.json",
+            "no integer format_version",
+        ),
+        "manifest naming a file outside the run": (
+            _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "trace"], "../../etc/passwd"))),
+            "manifest.json",
+            "names files.trace '../../etc/passwd', which is not a file name inside the run directory",
+        ),
+        "manifest with a malformed annotation": (
+            _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["annotation"], ["ks.module:"]))),
+            "manifest.json",
+            "has a field 'annotation' that is not a JSON object",
+        ),
+        "manifest with an empty prefix": (
+            _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["annotation", "function_prefix"], ""))),
+            "manifest.json",
+            "has annotation.function_prefix '', not a non-empty string",
+        ),
+        "newer sample store": (
+            _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["format_version"], 7))),
+            "samples.json",
+            "has format version 7, newer than this kernelscope reads",
+        ),
+        "sample store with a malformed tensor": (
+            _copy_of_run(
+                tmp_path,
+                _edit_json(
+                    "samples.json", lambda doc: doc["functions"]["linear"][0]["args"]["tuple"][0]["tensor"].pop("shape")
+                ),
+            ),
+            "samples.json",
+            "has a malformed sample 0 of function 'linear' (no 'shape')",
+        ),
+        "sample store with an unknown tag": (
+            _copy_of_run(
+                tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 1, "kwargs"], {"set": [1]}))
+            ),
+            "samples.json",
+            "has a malformed sample 1 of function 'linear' (unknown sample value tag 'set')",
+        ),
+        "sample store with repeated sample ids": (
+            _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 1, "sample_id"], 0))),
+            "samples.json",
+            "has sample ids of function 'linear' that are not 0, 1, 2",
+        ),
+        "sample store with a string call count": (
+            _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 0, "calls"], "1"))),
+            "samples.json",
+            "has a call count of function 'linear' that is not a positive integer",
+        ),
+        "sample store of another run": (
+            _copy_of_run(
+                tmp_path,
+                _edit_json(
+                    "samples.json", lambda doc: doc["functions"].__setitem__("linear", doc["functions"]["linear"][:1])
+                ),
+            ),
+            "trace.json.gz",
+            "names sample 1 of 'linear', which samples.json does not hold",
+        ),
+        "run with a truncated trace": (
+            _copy_of_run(
+                tmp_path,
+                lambda run: (run / "trace.json.gz").write_bytes((RUN / "trace.json.gz").read_bytes()[:1500]),
+            ),
+            "trace.json.gz",
+            "cannot be decompressed or read",
+        ),
+    }
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "kernelscope.cli", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+TRACE_CASES = [
+    "string ts",
+    "list ts",
+    "missing ts",
+    "negative dur",
+    "missing dur",
+    "missing correlation",
+    "string correlation",
+    "launch without correlation",
+    "device event not complete",
+    "launch on a string thread",
+    "kernel without name",
+    "event not an object",
+    "duplicated launch correlation",
+    "duplicated device event",
+    "launch correlation reused by another launch",
+]
+RUN_CASES = [
+    "run without samples.json",
+    "run without manifest",
+    "run with a corrupt manifest",
+    "manifest without version",
+    "manifest naming a file outside the run",
+    "manifest with a malformed annotation",
+    "manifest with an empty prefix",
+    "newer sample store",
+    "sample store with a malformed tensor",
+    "sample store with an unknown tag",
+    "sample store with repeated sample ids",
+    "sample store with a string call count",
+    "sample store of another run",
+    "run with a truncated trace",
+]
+
+
+@pytest.mark.parametrize("case", TRACE_CASES + RUN_CASES)
+def test_bad_input_is_one_line_naming_the_file_and_the_fault(case, tmp_path):
+    cases = _trace_cases(tmp_path) if case in TRACE_CASES else _run_cases(tmp_path)
+    path, where, problem = cases[case]
+    done = _cli("analyze", path)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"kernelscope: error: {path}")
+    assert where in line and problem in line, line
+
+
+def test_sql_command_reports_bad_input_the_same_way(tmp_path):
+    path = _trace(tmp_path, _set(K, "dur", -1))
+    done = _cli("sql", path, "SELECT count(*) FROM kernels")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == f"kernelscope: error: {path}: {KERNEL}" + (
+        f"{EVENTS['traceEvents'][K]['name'][len('nvjet') :]}') has a negative dur (-1.0 µs)"
+    )
+
+
+def test_every_bad_event_is_counted_in_the_message(tmp_path):
+    def no_dur(events):
+        for e in events:
+            if e.get("cat") == "kernel":
+                e.pop("dur")
+
+    with pytest.raises(BadInputError, match=r"has no numeric dur \(duration\), and 5 other events the same way$"):
+        load_run(_trace(tmp_path, no_dur))
+
+
+def test_a_numeric_string_ts_is_read_as_its_number(tmp_path):
+    """The documented leniency: DuckDB casts "123.5" to 123.5; nothing is lost or misplaced."""
+    path = _trace(tmp_path, _set(K, "ts", str(EVENTS["traceEvents"][K]["ts"])))
+    with load_run(path) as bent, load_run(RUN / "trace.json.gz") as straight:
+        assert bent.profiling_df().equals(straight.profiling_df())
+
+
+def test_the_real_traces_break_no_rule():
+    """The rules reject nothing that torch.profiler writes (every real trace of the repository)."""
+    from kernelscope.analyzer.sql import sql_text
+
+    paths = sorted(REPO.glob("sample_traces/*/trace.json.gz")) + sorted(REPO.glob("sample_traces/plain_kineto/*.gz"))
+    assert len(paths) >= 16
+    for path in paths:
+        with load_run(path, allow_empty=True) as run:
+            assert run.con.execute(sql_text("validate.sql")).fetchone() is None, path
+
+
+def test_a_trace_with_no_device_events_is_refused_by_the_cli_and_empty_with_allow_empty(tmp_path):
+    def cpu_only(events):
+        events[:] = [e for e in events if e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset", "cpu_op")]
+
+    path = _trace(tmp_path, cpu_only)
+    done = _cli("analyze", path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        f"kernelscope: error: {path}: holds no device events (kernel, memcpy, memset) and no CPU operators"
+    )
+    with load_run(path, allow_empty=True) as run:
+        assert run.profiling_df().empty and run.describe().empty
+
+
+def test_an_unreadable_file_is_bad_input(monkeypatch):
+    """Permission denied (what a non-root user gets; simulated, since CI runs as root) names the file."""
+    import errno
+
+    from kernelscope.analyzer import run as run_module
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(run_module, "ingest_trace", refuse)
+    with pytest.raises(BadInputError, match=r"mlp/trace\.json\.gz: cannot be read \(Permission denied\)$"):
+        load_run(RUN)
+    monkeypatch.setattr(type(RUN), "read_bytes", refuse)
+    with pytest.raises(BadInputError, match=r"mlp/manifest\.json: cannot be read \(Permission denied\)$"):
+        load_run(RUN)

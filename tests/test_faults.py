@@ -1,0 +1,207 @@
+"""Faults in the recorder: the model raising, Ctrl-C, failures while writing the run (full disk,
+unwritable directory), and profile() entered twice. After each: the original exception, every patch
+undone exactly (object identity of every torch.nn.functional attribute and of each module's __dict__),
+no run directory and no staging left, the previous run intact, the samples released."""
+
+import errno
+import gc
+import threading
+import weakref
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.analyzer import KernelscopeError, RecordingBusyError  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler, run_writer  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class Probe(nn.Module):
+    """Linear + ReLU on an intermediate it can hand out weak references to; may raise on a given call."""
+
+    def __init__(self, error=None, on_call=None):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+        self.error, self.on_call, self.calls, self.intermediates = error, on_call, [0], []
+
+    def forward(self, x):
+        self.calls[0] += 1
+        y = x * 2
+        self.intermediates.append(weakref.ref(y))
+        if self.calls[0] == self.on_call:
+            raise self.error
+        return F.relu(self.linear(y))
+
+
+SAMPLES = [((torch.randn(2, 8),), {}), ((torch.randn(3, 8),), {})]
+
+
+def snapshot(model):
+    return dict(vars(F)), {name: dict(vars(module)) for name, module in model.named_modules()}
+
+
+def assert_restored(model, before):
+    functional, modules = before
+    now_functional, now_modules = snapshot(model)
+    assert now_functional.keys() == functional.keys()
+    assert all(now_functional[k] is v for k, v in functional.items()), "a torch.nn.functional attribute changed"
+    assert now_modules.keys() == modules.keys()
+    for name, attributes in modules.items():
+        assert now_modules[name].keys() == attributes.keys(), f"module {name!r} gained or lost attributes"
+        assert all(now_modules[name][k] is v for k, v in attributes.items()), f"module {name!r} changed"
+
+
+def leftovers(directory):
+    return sorted(p.name for p in directory.iterdir())
+
+
+@pytest.mark.parametrize("error", [ValueError("model failed"), KeyboardInterrupt()], ids=["exception", "ctrl-c"])
+@pytest.mark.parametrize("on_call", [1, 4], ids=["in-warmup", "in-recording"])  # warmup = calls 1-2
+def test_a_failing_model_leaves_nothing_behind(error, on_call, tmp_path):
+    model = Probe(error, on_call)
+    before = snapshot(model)
+    profiler = ModuleFunctionKernelProfiler()
+    with pytest.raises(type(error)) as raised:
+        profiler.profile(model, SAMPLES, warmup_iterations=1, out=tmp_path / "run")
+    assert raised.value is error
+    assert_restored(model, before)
+    assert leftovers(tmp_path) == []
+    error.__traceback__ = None  # its frames hold the failing call's own intermediate
+    del raised
+    gc.collect()
+    assert len(model.intermediates) == on_call
+    assert all(ref() is None for ref in model.intermediates), "the failed pass's samples are released"
+    assert profiler.run is None and profiler.run_dir is None
+
+
+def _fail_at(stage, error, monkeypatch):
+    """Make one step of writing the run raise ``error``, as a full disk or Ctrl-C would there."""
+    if stage == "export":
+
+        def export(self, path):
+            with open(path, "w") as out:
+                out.write('{"traceEvents": [')  # half a file, then the disk is full
+            raise error
+
+        monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", export)
+    elif stage == "compress":
+        monkeypatch.setattr(run_writer.shutil, "copyfileobj", lambda *a, **k: (_ for _ in ()).throw(error))
+    elif stage == "sample tensors":
+        monkeypatch.setattr(run_writer.torch, "save", lambda *a, **k: (_ for _ in ()).throw(error))
+    elif stage == "manifest":
+        write_bytes = run_writer.Path.write_bytes
+
+        def failing(self, data):
+            if self.name == "manifest.json":
+                raise error
+            return write_bytes(self, data)
+
+        monkeypatch.setattr(run_writer.Path, "write_bytes", failing)
+    elif stage == "rename":
+        rename = run_writer.os.rename
+
+        def failing(src, dst):
+            if str(src).endswith(".partial"):
+                raise error
+            return rename(src, dst)
+
+        monkeypatch.setattr(run_writer.os, "rename", failing)
+
+
+STAGES = ["export", "compress", "sample tensors", "manifest", "rename"]
+
+
+@pytest.mark.parametrize("error", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()])
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_failure_while_writing_keeps_the_old_run_and_leaves_no_partial_one(stage, error, tmp_path, monkeypatch):
+    model = Probe()
+    out = tmp_path / "run"
+    ModuleFunctionKernelProfiler().profile(model, SAMPLES, warmup_iterations=0, out=out)
+    old = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = snapshot(model)
+    _fail_at(stage, error, monkeypatch)
+    profiler = ModuleFunctionKernelProfiler()
+    with pytest.raises(type(error)) as raised:
+        profiler.profile(model, SAMPLES, warmup_iterations=0, out=out, overwrite=True)
+    assert raised.value is error, "the original exception propagates"
+    assert_restored(model, before)
+    assert leftovers(tmp_path) == ["run"], "no staging, probe or moved-aside directory is left"
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == old, "the previous run is untouched"
+    assert profiler.run is None and not profiler.book.samples
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_failure_while_writing_a_temporary_run_removes_it(stage, monkeypatch):
+    error = OSError(errno.ENOSPC, "No space left on device")
+    _fail_at(stage, error, monkeypatch)
+    profiler = ModuleFunctionKernelProfiler()
+    created = []
+    mkdtemp = run_writer.tempfile.mkdtemp
+    monkeypatch.setattr(run_writer.tempfile, "mkdtemp", lambda **kw: created.append(mkdtemp(**kw)) or created[-1])
+    with pytest.raises(OSError) as raised:
+        profiler.profile(Probe(), SAMPLES, warmup_iterations=0)
+    assert raised.value is error
+    assert created and not any(run_writer.Path(path).exists() for path in created)
+    assert profiler._scratch is None, "the temporary directory is gone, not waiting for garbage collection"
+
+
+def test_an_unwritable_directory_is_refused_before_the_model_runs(tmp_path, monkeypatch):
+    def refuse(**kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(run_writer.tempfile, "mkdtemp", refuse)  # what a read-only mount does, even to root
+    model = Probe()
+    with pytest.raises(KernelscopeError, match=r"is not writable \(Permission denied\)$"):
+        ModuleFunctionKernelProfiler().profile(model, SAMPLES, out=tmp_path / "run")
+    assert model.calls == [0] and leftovers(tmp_path) == []
+
+
+def test_a_second_thread_gets_a_clear_error_and_nothing_is_patched_twice():
+    inside, release = threading.Event(), threading.Event()
+    original_relu = F.relu
+
+    class Blocking(nn.Module):
+        def forward(self, x):
+            if F.relu is not original_relu:  # the recorded pass: patched; hold it there
+                inside.set()
+                release.wait(30)
+            return F.relu(x)
+
+    model = Blocking()
+    before = snapshot(model)
+    first = threading.Thread(target=ModuleFunctionKernelProfiler().profile, args=(model, [((torch.randn(2),), {})]))
+    first.start()
+    try:
+        assert inside.wait(30)
+        patched = F.relu
+        other = nn.Linear(2, 2)
+        with pytest.raises(RecordingBusyError, match="another kernelscope recording is running in this process"):
+            ModuleFunctionKernelProfiler().profile(other, [((torch.randn(2),), {})])
+        assert F.relu is patched and F.relu.__wrapped__ is original_relu, "wrapped once, not twice"
+        assert "forward" not in vars(other), "the second call patched nothing"
+    finally:
+        release.set()
+        first.join(30)
+    assert_restored(model, before)
+
+
+def test_reentering_profile_from_the_model_is_refused_and_patches_nothing_twice():
+    seen = []
+
+    class Reenter(nn.Module):
+        def forward(self, x):
+            inner = nn.Linear(2, 2)
+            try:
+                ModuleFunctionKernelProfiler().profile(inner, [((x,), {})], warmup_iterations=0)
+            except RecordingBusyError as exc:
+                seen.append((isinstance(exc, RuntimeError), getattr(F.linear, "__wrapped__", F.linear)))
+            assert "forward" not in vars(inner)
+            return x
+
+    model = Reenter()
+    before = snapshot(model)
+    ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2),), {})], warmup_iterations=1)
+    original_linear = before[0]["linear"]
+    assert seen == [(True, original_linear), (True, original_linear)], "refused in warmup and recording alike"
+    assert_restored(model, before)

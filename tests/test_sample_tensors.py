@@ -1,0 +1,148 @@
+"""Sample tensors offline (Run.function_data(tensors=True)) and untrusted sample stores: samples.pt is
+read only with torch.load(weights_only=True), a store whose pickle would run code is refused before the
+code runs, and the analyzer never unpickles anything."""
+
+import ast
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO
+from kernelscope.analyzer import BadInputError, KernelscopeError, TensorMeta, load_run
+
+torch = pytest.importorskip("torch")
+
+
+class CreatesAFile:
+    """Unpickling this runs ``open(path, "w")``: the marker file appears if the payload ever runs."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+@pytest.fixture
+def hostile_run(demo_run, tmp_path):
+    """A copy of the demo run whose samples.pt would create ``marker`` when unpickled."""
+    *_, out = demo_run
+    run = tmp_path / "hostile"
+    shutil.copytree(out, run)
+    marker = tmp_path / "payload-ran"
+    store = torch.load(run / "samples.pt", weights_only=True)
+    store["functions"]["linear"][0][0][0] = CreatesAFile(marker)
+    torch.save(store, run / "samples.pt")
+    return run, marker
+
+
+def test_function_data_with_tensors_gives_the_recorded_inputs(demo_run):
+    _profiler, _model, _samples, _frame, live, out = demo_run
+    with load_run(out) as run:
+        offline = run.function_data(tensors=True)
+        metadata = run.function_data()
+    assert offline.keys() == live.keys()
+    compared = 0
+    for name, entries in live.items():
+        for (calls, (args, kwargs)), (off_calls, (off_args, off_kwargs)) in zip(entries, offline[name], strict=True):
+            assert off_calls == calls and isinstance(off_args, tuple) and off_kwargs.keys() == kwargs.keys()
+            for value, stored in zip(args, off_args, strict=True):
+                if isinstance(value, torch.Tensor):
+                    assert stored.device.type == "cpu" and stored.dtype == value.dtype
+                    assert torch.equal(stored, value.cpu())
+                    compared += 1
+    assert compared > 20
+    assert all(isinstance(a, TensorMeta) for _, (args, _) in metadata["linear"] for a in args[:2]), "default unchanged"
+
+
+def test_a_hostile_sample_store_is_refused_and_its_payload_never_runs(hostile_run):
+    run_dir, marker = hostile_run
+    with load_run(run_dir) as run:  # the metadata path never touches samples.pt
+        assert len(run.profiling_df()) > 0 and "linear" in run.function_data()
+        with pytest.raises(
+            BadInputError, match=r"samples\.pt: was refused by torch\.load\(weights_only=True\): .*open"
+        ):
+            run.function_data(tensors=True)
+    assert not marker.exists(), "the payload ran"
+    # control: the payload is live, so the assertion above could fail
+    torch.load(run_dir / "samples.pt", weights_only=False)
+    assert marker.exists()
+
+
+def test_the_cli_never_reads_the_sample_store(hostile_run):
+    run_dir, marker = hostile_run
+    for command in (["analyze", run_dir, "--kernels"], ["sql", run_dir, "SELECT count(*) FROM samples"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "kernelscope.cli", *map(str, command), "--format", "csv"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+    assert not marker.exists()
+
+
+def test_corrupt_sample_store_is_bad_input(demo_run, tmp_path):
+    *_, out = demo_run
+    run_dir = tmp_path / "corrupt"
+    shutil.copytree(out, run_dir)
+    (run_dir / "samples.pt").write_bytes(b"PK\x03\x04 not really a zip")
+    with load_run(run_dir) as run, pytest.raises(BadInputError, match=r"samples\.pt: was refused by torch\.load"):
+        run.function_data(tensors=True)
+
+
+def test_sample_store_of_another_run_is_bad_input(demo_run, tmp_path):
+    *_, out = demo_run
+    run_dir = tmp_path / "mixed"
+    shutil.copytree(out, run_dir)
+    store = torch.load(run_dir / "samples.pt", weights_only=True)
+    store["functions"]["linear"].pop()
+    torch.save(store, run_dir / "samples.pt")
+    with load_run(run_dir) as run, pytest.raises(BadInputError, match=r"holds \d+ samples of 'linear', samples\.json"):
+        run.function_data(tensors=True)
+
+
+def test_no_sample_tensors_is_a_clear_error(demo_run, tmp_path):
+    with load_run(REPO / "sample_traces" / "mlp") as run:  # saved without tensors: over the limit
+        with pytest.raises(BadInputError, match=r"holds no sample tensors \(samples\.pt was not saved: the distinct"):
+            run.function_data(tensors=True)
+    with load_run(REPO / "sample_traces" / "mlp" / "trace.json.gz") as run:
+        with pytest.raises(BadInputError, match="is a trace, not a run directory"):
+            run.function_data(tensors=True)
+    *_, out = demo_run
+    run_dir = tmp_path / "without-pt"
+    shutil.copytree(out, run_dir)
+    (run_dir / "samples.pt").unlink()
+    with load_run(run_dir) as run, pytest.raises(BadInputError, match=r"missing its samples\.pt"):
+        run.function_data(tensors=True)
+
+
+def test_without_torch_the_error_says_what_to_install(demo_run, monkeypatch):
+    *_, out = demo_run
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    with load_run(out) as run, pytest.raises(KernelscopeError, match=r"needs torch \(pip install"):
+        run.function_data(tensors=True)
+
+
+def _calls(tree):
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+
+
+def test_the_analyzer_never_unpickles():
+    """No analyzer module imports a deserializer of code, and its one torch.load passes weights_only=True."""
+    unsafe = {"pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle", "joblib", "jsonpickle"}
+    loads = []
+    for path in sorted((REPO / "analyzer").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert not {a.name.split(".")[0] for a in node.names} & unsafe, f"{path.name} imports {node.names}"
+            if isinstance(node, ast.ImportFrom):
+                assert (node.module or "").split(".")[0] not in unsafe, f"{path.name} imports {node.module}"
+        for call in _calls(tree):
+            if isinstance(call.func, ast.Attribute) and call.func.attr in {"load", "loads", "Unpickler"}:
+                owner = ast.unparse(call.func.value)
+                if owner not in {"orjson", "json"}:
+                    loads.append((path.name, owner, {k.arg: ast.unparse(k.value) for k in call.keywords}))
+    assert loads == [("sample_tensors.py", "torch", {"weights_only": "True", "map_location": "'cpu'"})]
