@@ -86,7 +86,6 @@ class Run:
 
     def _build_tables(self) -> None:
         con = self.con
-        con.execute("SET prefer_range_joins = true")
         for name, value in (
             ("module_prefix", self.module_prefix),
             ("function_prefix", self.function_prefix),
