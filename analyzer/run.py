@@ -10,7 +10,9 @@ import duckdb
 import pandas as pd
 
 from .errors import BadInputError
+from .event_array import is_gzip
 from .ingest import TraceHeader, ingest_trace
+from .memory import default_memory_limit, json_bytes, limit_memory
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR, SAMPLES, TRACE, read_manifest
 from .samples import function_data_from_store, read_samples, sample_totals_frame, samples_frame
 from .sql import quote, run_sql_file, sql_text
@@ -62,6 +64,7 @@ class Run:
         progress: bool = False,
         database: str = ":memory:",
         allow_empty: bool = False,
+        memory_limit: int | str | None = None,
     ):
         path = Path(path)
         if path.is_dir():
@@ -77,6 +80,9 @@ class Run:
         self.module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         self.function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
         self.con = duckdb.connect(database)
+        if memory_limit is None:
+            memory_limit = default_memory_limit(json_bytes(trace, is_gzip(trace)) if trace.is_file() else 0)
+        limit_memory(self.con, self, memory_limit)
         self.header: TraceHeader = ingest_trace(self.con, trace, progress=progress)
         self._function_data = function_data_from_store(store)
         self._build_tables()
@@ -147,15 +153,22 @@ def load_run(
     *,
     progress: bool = False,
     allow_empty: bool = False,
+    memory_limit: int | str | None = None,
 ) -> Run:
     """Load a run directory or any Kineto trace (``.json``/``.json.gz``) for analysis.
 
     A trace with nothing to attribute (no device events, no CPU operators) is refused as bad input
-    unless ``allow_empty`` (then the tables are empty).
+    unless ``allow_empty`` (then the tables are empty). ``memory_limit`` (bytes, or DuckDB's "4GB") caps
+    DuckDB's memory, beyond which it spills to a scratch directory; default 1.25x the trace's JSON.
     """
     for name, prefix in (("module_prefix", module_prefix), ("function_prefix", function_prefix)):
         if prefix is not None and not prefix:
             raise ValueError(f"{name} must not be empty")
     return Run(
-        path, module_prefix=module_prefix, function_prefix=function_prefix, progress=progress, allow_empty=allow_empty
+        path,
+        module_prefix=module_prefix,
+        function_prefix=function_prefix,
+        progress=progress,
+        allow_empty=allow_empty,
+        memory_limit=memory_limit,
     )
