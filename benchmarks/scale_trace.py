@@ -14,6 +14,7 @@ a time; a 1 GB trace never exists as Python objects.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import os
@@ -178,27 +179,30 @@ def write_scaled(
     size: int | None = None,
     gzip_copy: bool = False,
 ) -> dict:
-    """Write the scaled trace to ``out`` (``.json``) and, with ``gzip_copy``, ``out + '.gz'`` too."""
+    """Write the scaled trace to ``out`` and, with ``gzip_copy``, ``out + '.gz'`` too.
+
+    ``out`` ending in ``.gz`` writes the gzip file only (``size`` is then the size of its JSON)."""
     scaled = ScaledTrace(load_trace(source))
     if copies is None:
         copies = scaled.copies_for(size or 0)
     out = Path(out)
-    zipped = gzip.open(str(out) + ".gz", "wb", compresslevel=GZIP_LEVEL) if gzip_copy else None
-    try:
-        with open(out, "wb") as plain:
-            for text in scaled.chunks(copies):
-                data = text.encode()
-                plain.write(data)
-                if zipped is not None:
-                    zipped.write(data)
-    finally:
-        if zipped is not None:
-            zipped.close()
+    gz_only = out.suffix == ".gz"
+    gz_path = out if gz_only else Path(f"{out}.gz")
+    json_bytes = 0
+    with contextlib.ExitStack() as files:
+        sinks = [] if gz_only else [files.enter_context(open(out, "wb"))]
+        if gz_only or gzip_copy:
+            sinks.append(files.enter_context(gzip.open(gz_path, "wb", compresslevel=GZIP_LEVEL)))
+        for text in scaled.chunks(copies):
+            data = text.encode()
+            json_bytes += len(data)
+            for sink in sinks:
+                sink.write(data)
     events = copies * len(scaled.pass_events) + len(scaled.other_events)
-    result = {"path": str(out), "copies": copies, "events": events, "bytes": out.stat().st_size}
-    if gzip_copy:
-        result["gz_path"] = str(out) + ".gz"
-        result["gz_bytes"] = os.path.getsize(result["gz_path"])
+    result = {"path": str(out), "copies": copies, "events": events, "bytes": json_bytes}
+    if gz_only or gzip_copy:
+        result["gz_path"] = str(gz_path)
+        result["gz_bytes"] = gz_path.stat().st_size
     return result
 
 
@@ -214,7 +218,7 @@ def parse_size(text: str) -> int:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("source", help="a run directory or a Kineto trace (.json / .json.gz)")
-    parser.add_argument("out", help="the scaled trace to write (.json)")
+    parser.add_argument("out", help="the scaled trace to write (.json; .json.gz for the gzip file only)")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--copies", type=int, help="how many times to repeat the recorded pass")
     group.add_argument("--size", type=parse_size, help="target size of the .json, e.g. 100MB, 1GB")
