@@ -37,14 +37,11 @@ device_events AS (
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 ),
 launches AS (
-    SELECT correlation, launch.*
-    FROM (
-        SELECT correlation, arg_min({pid: pid, tid: tid, ts_ns: ts_ns, external_id: external_id}, (ts_ns, event_id)) AS launch
-        FROM events
-        WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
-          AND correlation IN (SELECT correlation FROM device_events)
-        GROUP BY correlation
-    )
+    SELECT correlation, pid, tid, ts_ns, external_id
+    FROM events
+    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
+      AND correlation IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY correlation ORDER BY ts_ns, event_id) = 1
 ),
 leaf_ops AS (
     SELECT * EXCLUDE (next_start)
