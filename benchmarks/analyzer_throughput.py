@@ -73,8 +73,10 @@ def step_orjson(path: str):
 def step_kernelscope(path: str):
     from kernelscope.analyzer import load_run
 
+    limit = os.environ.get("KS_BENCH_MEMORY_LIMIT")
+
     def analyze() -> dict:
-        run = load_run(path)
+        run = load_run(path, memory_limit=limit) if limit else load_run(path)
         return {"rows": run.con.execute("SELECT count(*) FROM kernels").fetchone()[0]}
 
     return analyze
@@ -208,11 +210,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per step (best wall time kept); HTA runs once")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a step is killed")
     parser.add_argument("--analyzer-path", help="PYTHONPATH for the kernelscope step (e.g. an older checkout)")
+    parser.add_argument("--memory-limit", help="load_run's memory_limit for the kernelscope step (e.g. 2GB)")
     parser.add_argument("--out", help="write every measurement to this JSON file")
     args = parser.parse_args(argv)
     if args.step:
         child(*args.step)
         return
+    if args.memory_limit:
+        os.environ["KS_BENCH_MEMORY_LIMIT"] = args.memory_limit
     steps = args.steps.split(",")
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
