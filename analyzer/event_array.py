@@ -142,7 +142,7 @@ def _copy_parts(
     cut, tail_keys = _find_array_end(path, os.pread(fd, size - tail_start, tail_start))
     end = tail_start + cut
     ranges, start = [], array_start  # part i is bytes [first, last) of the file, each a whole number of events
-    count = max(1, (end - array_start) // max(part_bytes, 1))
+    count = max(1, round((end - array_start) / max(part_bytes, 1)))
     for i in range(1, count):
         target = max(start, array_start + i * (end - array_start) // count)
         match = BOUNDARY.search(os.pread(fd, SEARCH_WINDOW, target))

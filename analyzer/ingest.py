@@ -25,6 +25,7 @@ from .sql import run_sql_file
 
 PART_ID_BITS = 40  # a part's provisional ids are its index << PART_ID_BITS + the position in the part
 MIN_PART_BYTES = 32 << 20  # below this one part: a thread is not worth it
+MAX_PART_BYTES = 128 << 20  # a plain file is cut into a multiple of the workers of parts at most this size
 STREAM_PART_BYTES = 64 << 20  # part size while decompressing, when the total size is not known
 PROGRESS_MIN_BYTES = 64 << 20
 
@@ -52,7 +53,8 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
     if header.compressed:
         part_bytes = STREAM_PART_BYTES
     else:
-        part_bytes = max(MIN_PART_BYTES, size // (2 * workers))
+        parts = 1 if size < MIN_PART_BYTES else workers * -(-size // (workers * MAX_PART_BYTES))
+        part_bytes = -(-size // parts)
     try:
         header.keys = _load(con, path, header, part_bytes, workers, progress)
     except _PartsFailed:  # a cut fell inside an event: read the array again as one part

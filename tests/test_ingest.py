@@ -15,6 +15,7 @@ LOAD_PART = ingest._load_part
 def _events(path, monkeypatch, part_bytes: int) -> tuple[duckdb.DuckDBPyConnection, list[int]]:
     """Load ``path`` with parts of about ``part_bytes``; return the connection and the parts loaded."""
     monkeypatch.setattr(ingest, "MIN_PART_BYTES", part_bytes)
+    monkeypatch.setattr(ingest, "MAX_PART_BYTES", part_bytes)
     monkeypatch.setattr(ingest, "STREAM_PART_BYTES", part_bytes)
     loads = []
     monkeypatch.setattr(ingest, "_load_part", lambda *a: loads.append(a[1]) or LOAD_PART(*a))
