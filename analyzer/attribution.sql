@@ -5,120 +5,174 @@
 -- Steps: device event -> its launch (same `correlation`; a CUDA graph replay's kernels all share the
 -- cudaGraphLaunch's) -> the scopes and operators whose span holds the launch on the launching thread
 -- (module scope, functional scope, innermost and outermost operator) -> one row.
+-- Each step is a temporary table, so the planner sees real sizes and picks the IEJoin for the
+-- containment join (in one statement it planned a hash join on the thread alone with the time range as a
+-- filter: quadratic in the trace's length, 31 s on a 100 MB trace). DuckDB 2.0 plans small range joins
+-- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
+-- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
 -- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator.
-CREATE OR REPLACE TABLE kernels AS
+SET prefer_range_joins = true;
+SET merge_join_threshold = 0;
+
+-- Scopes (kind 0 module, 1 function) and operators (2) that can hold a launch: spans of positive length.
+CREATE OR REPLACE TEMP TABLE ks_enclosers AS
+SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns,
+       CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
+                 WHEN starts_with(name, getvariable('function_prefix')) THEN 1
+                 ELSE 2 END AS UTINYINT) AS kind
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid IS NOT NULL AND name IS NOT NULL
+  AND (cat = 'cpu_op'
+       OR (cat = 'user_annotation'
+           AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))));
+
+-- One row per result row, with where (thread, time) it was launched from: device events through the first
+-- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
+-- next operator to start on the thread, in (start, longest first) order, starts at or after its end).
+CREATE OR REPLACE TEMP TABLE ks_items AS
 WITH
-spans AS (
-    SELECT event_id, cat, name, pid, tid, ts_ns, dur_ns, ts_ns + dur_ns AS end_ns,
-           correlation, external_id, device, stream
-    FROM events
-    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns IS NOT NULL AND dur_ns >= 0
-),
-scopes AS (
-    SELECT event_id, pid, tid, ts_ns, end_ns,
-           CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 'module' ELSE 'function' END AS kind,
-           CASE WHEN starts_with(name, getvariable('module_prefix'))
-                THEN name[length(getvariable('module_prefix')) + 1:]
-                ELSE name[length(getvariable('function_prefix')) + 1:] END AS label
-    FROM spans
-    WHERE cat IN ('cpu_op', 'user_annotation')
-      AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))
-),
-ops AS (
-    SELECT event_id, pid, tid, ts_ns, dur_ns, end_ns, name, external_id
-    FROM spans
-    WHERE cat = 'cpu_op'
-      AND NOT starts_with(name, getvariable('module_prefix'))
-      AND NOT starts_with(name, getvariable('function_prefix'))
-),
 device_events AS (
-    SELECT * FROM spans WHERE cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
-),
--- Operators properly nest on a thread, so an operator is a leaf when the next one to start (in
--- (start, longest first) order) starts at or after its end.
-leaf_ops AS (
-    SELECT * EXCLUDE (next_start)
-    FROM (
-        SELECT *, lead(ts_ns) OVER (PARTITION BY pid, tid ORDER BY ts_ns, end_ns DESC, event_id) AS next_start
-        FROM ops
-    )
-    WHERE (next_start IS NULL OR next_start >= end_ns)
-      AND NOT EXISTS (SELECT 1 FROM device_events)
+    SELECT event_id, cat, ts_ns, dur_ns, correlation, external_id, device, stream
+    FROM events
+    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 ),
 launches AS (
     SELECT correlation, pid, tid, ts_ns, external_id
-    FROM spans
-    WHERE cat IN ('cuda_runtime', 'cuda_driver') AND correlation IS NOT NULL
+    FROM events
+    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
+      AND correlation IS NOT NULL
     QUALIFY row_number() OVER (PARTITION BY correlation ORDER BY ts_ns, event_id) = 1
 ),
-items AS (
-    SELECT d.event_id, d.name AS kernel,
-           CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
-           d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
-           COALESCE(d.external_id, l.external_id) AS external_id,
-           l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, CAST(NULL AS VARCHAR) AS leaf_op
-    FROM device_events d LEFT JOIN launches l USING (correlation)
-    UNION ALL
-    SELECT event_id, name, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, external_id, pid, tid, ts_ns, name
-    FROM leaf_ops
-),
-anchors AS (
-    SELECT DISTINCT at_pid AS pid, at_tid AS tid, at_ns FROM items WHERE at_ns IS NOT NULL
-),
-enclosers AS (
-    SELECT event_id, pid, tid, ts_ns, end_ns, kind, label FROM scopes
-    UNION ALL
-    SELECT event_id, pid, tid, ts_ns, end_ns, 'op', name FROM ops
-),
-enclosing AS (
-    SELECT a.pid, a.tid, a.at_ns, e.kind, e.label, e.ts_ns, e.end_ns, e.event_id
-    FROM anchors a JOIN enclosers e
-      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_ns < e.end_ns
-),
-innermost AS (
-    SELECT pid, tid, at_ns,
-           arg_max(label, {s: ts_ns, e: -end_ns, id: event_id}) FILTER (WHERE kind = 'module')   AS module_name,
-           arg_max(label, {s: ts_ns, e: -end_ns, id: event_id}) FILTER (WHERE kind = 'function') AS function_label,
-           max(ts_ns) FILTER (WHERE kind = 'function')                                          AS function_start,
-           arg_max(label, {s: ts_ns, e: -end_ns, id: event_id}) FILTER (WHERE kind = 'op')       AS inner_op
-    FROM enclosing
-    GROUP BY ALL
-),
--- The outermost operator under the functional call (aten::linear for F.linear), or the outermost one.
-call_ops AS (
-    SELECT e.pid, e.tid, e.at_ns, arg_min(e.label, {s: e.ts_ns, e: -e.end_ns, id: e.event_id}) AS call_op
-    FROM enclosing e JOIN innermost i USING (pid, tid, at_ns)
-    WHERE e.kind = 'op' AND (i.function_start IS NULL OR e.ts_ns >= i.function_start)
-    GROUP BY ALL
-),
-ops_by_id AS (
-    SELECT external_id, name FROM ops WHERE external_id IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY external_id ORDER BY event_id) = 1
-),
-first_event AS (
-    SELECT min(ts_ns) AS t0 FROM spans
+leaf_ops AS (
+    SELECT * EXCLUDE (next_start)
+    FROM (
+        SELECT event_id, pid, tid, ts_ns, dur_ns, external_id,
+               lead(ts_ns) OVER (PARTITION BY pid, tid ORDER BY ts_ns, ts_ns + dur_ns DESC, event_id) AS next_start
+        FROM events
+        WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+          AND NOT starts_with(name, getvariable('module_prefix'))
+          AND NOT starts_with(name, getvariable('function_prefix'))
+          AND NOT EXISTS (SELECT 1 FROM device_events)
+    )
+    WHERE next_start IS NULL OR next_start >= ts_ns + dur_ns
 )
+SELECT d.event_id,
+       CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
+       d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
+       COALESCE(d.external_id, l.external_id) AS external_id,
+       l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, false AS is_leaf_op
+FROM device_events d LEFT JOIN launches l USING (correlation)
+UNION ALL
+SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, external_id, pid, tid, ts_ns, true
+FROM leaf_ops;
+
+CREATE OR REPLACE TEMP TABLE ks_anchors AS
+SELECT row_number() OVER () AS anchor, pid, tid, at_ns
+FROM (SELECT DISTINCT at_pid AS pid, at_tid AS tid, at_ns FROM ks_items
+      WHERE at_pid IS NOT NULL AND at_tid IS NOT NULL AND at_ns IS NOT NULL);
+
+-- Per launch point, the innermost module, function and operator holding it (latest start, then
+-- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the
+-- points with the spans of their thread.
+CREATE OR REPLACE TEMP TABLE ks_innermost AS
+SELECT a.anchor,
+       max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 0) AS module,
+       max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 1) AS function,
+       max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 2) AS inner_op,
+       min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 2) AS outer_op
+FROM ks_anchors a JOIN ks_enclosers e
+  ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_ns < e.end_ns
+GROUP BY a.anchor;
+
+-- The call's operator: the outermost operator holding the launch that starts inside the innermost
+-- functional call (aten::linear for F.linear), or the outermost one when there is no call. Usually the
+-- outermost operator of all; a second join only for the points where that one starts before the call.
+CREATE OR REPLACE TEMP TABLE ks_call_ops AS
+SELECT anchor, outer_op.id AS call_op_id
+FROM ks_innermost
+WHERE function IS NULL OR outer_op.s >= function.s
+UNION ALL
+SELECT a.anchor, min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}).id
+FROM (SELECT a.*, i.function.s AS function_start
+      FROM ks_anchors a JOIN ks_innermost i USING (anchor)
+      WHERE i.outer_op.s < i.function.s) a
+JOIN ks_enclosers e
+  ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_ns < e.end_ns
+WHERE e.kind = 2 AND e.ts_ns >= a.function_start
+GROUP BY a.anchor;
+
+DROP TABLE ks_enclosers;
+
+-- Per result row, the event ids of its scopes and operators.
+CREATE OR REPLACE TEMP TABLE ks_rows AS
+SELECT it.*, i.module.id AS module_id, i.function.id AS function_id, i.inner_op.id AS inner_op_id, c.call_op_id
+FROM ks_items it
+LEFT JOIN ks_anchors a ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.at_ns
+LEFT JOIN ks_innermost i USING (anchor)
+LEFT JOIN ks_call_ops c USING (anchor);
+DROP TABLE ks_items;
+DROP TABLE ks_anchors;
+DROP TABLE ks_innermost;
+DROP TABLE ks_call_ops;
+
+-- The names of the scopes and operators rows point to, and of the operator each External id names (the
+-- first one with it).
+CREATE OR REPLACE TEMP TABLE ks_names AS
+SELECT event_id, name FROM events
+WHERE event_id IN (SELECT module_id FROM ks_rows UNION SELECT function_id FROM ks_rows
+                   UNION SELECT inner_op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows);
+
+CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
+SELECT external_id, arg_min(name, event_id) AS name
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+  AND NOT starts_with(name, getvariable('module_prefix'))
+  AND NOT starts_with(name, getvariable('function_prefix'))
+  AND external_id IN (SELECT external_id FROM ks_rows)
+GROUP BY external_id;
+
+-- Function scope labels "name#sample" split once per distinct label.
+CREATE OR REPLACE TEMP TABLE ks_functions AS
+SELECT event_id, name[length(getvariable('function_prefix')) + 1:] AS label
+FROM ks_names WHERE event_id IN (SELECT function_id FROM ks_rows);
+
+CREATE OR REPLACE TEMP TABLE ks_labels AS
+SELECT label,
+       CASE WHEN regexp_matches(label, getvariable('sample_separator') || '[0-9]+$')
+            THEN regexp_extract(label, '^(.*)' || getvariable('sample_separator') || '[0-9]+$', 1)
+            ELSE label END AS function_name,
+       TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
+FROM (SELECT DISTINCT label FROM ks_functions);
+
+CREATE OR REPLACE TABLE kernels AS
 SELECT
-    i.module_name,
-    CASE WHEN regexp_matches(i.function_label, getvariable('sample_separator') || '[0-9]+$')
-         THEN regexp_extract(i.function_label, '^(.*)' || getvariable('sample_separator') || '[0-9]+$', 1)
-         ELSE i.function_label END                                           AS function_name,
-    COALESCE(it.leaf_op, o.name, i.inner_op)                                AS op,
-    it.kernel,
-    it.dur_ns / 1000.0                                                      AS kernel_us,
-    c.call_op,
-    it.kind,
-    it.device,
-    it.stream,
-    TRY_CAST(regexp_extract(i.function_label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT)
-                                                                            AS sample_id,
-    (it.ts_ns - f.t0) / 1000.0                                              AS start_us,
-    it.at_tid                                                               AS thread,
-    it.correlation,
-    it.event_id
-FROM items it
-CROSS JOIN first_event f
-LEFT JOIN innermost i ON i.pid = it.at_pid AND i.tid = it.at_tid AND i.at_ns = it.at_ns
-LEFT JOIN call_ops c ON c.pid = it.at_pid AND c.tid = it.at_tid AND c.at_ns = it.at_ns
-LEFT JOIN ops_by_id o ON o.external_id = it.external_id
-ORDER BY it.ts_ns, it.event_id;
+    m.name[length(getvariable('module_prefix')) + 1:]                      AS module_name,
+    lb.function_name,
+    CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
+    k.name                                                                  AS kernel,
+    r.dur_ns / 1000.0                                                       AS kernel_us,
+    co.name                                                                 AS call_op,
+    r.kind,
+    r.device,
+    r.stream,
+    lb.sample_id,
+    (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
+                                                                            AS start_us,
+    r.at_tid                                                                AS thread,
+    r.correlation,
+    r.event_id
+FROM ks_rows r
+JOIN events k ON k.event_id = r.event_id
+LEFT JOIN ks_names m ON m.event_id = r.module_id
+LEFT JOIN ks_functions f ON f.event_id = r.function_id
+LEFT JOIN ks_labels lb ON lb.label = f.label
+LEFT JOIN ks_names io ON io.event_id = r.inner_op_id
+LEFT JOIN ks_names co ON co.event_id = r.call_op_id
+LEFT JOIN ks_ops_by_id o ON o.external_id = r.external_id
+ORDER BY r.ts_ns, r.event_id;
+
+DROP TABLE ks_rows;
+DROP TABLE ks_names;
+DROP TABLE ks_ops_by_id;
+DROP TABLE ks_functions;
+DROP TABLE ks_labels;

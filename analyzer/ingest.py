@@ -1,37 +1,35 @@
 """Load a Kineto/Chrome trace (``.json`` or ``.json.gz``) into the DuckDB table ``events``.
 
-The trace is one JSON object whose ``traceEvents`` array holds nearly all bytes. Parsing the whole
-object (orjson, or DuckDB's ``read_json`` of one huge object) needs several times the file in memory,
-so the array's bytes are streamed, chunk by chunk, into a scratch file that DuckDB reads as a JSON
-array with fixed columns (PACKAGING.md measured this at ~7x faster and ~4x leaner). The few header
-keys around the array are parsed with orjson.
+The ``traceEvents`` array is cut into part files (event_array.py) and each part is loaded by DuckDB's
+JSON reader with fixed columns (ingest.sql). One part's read runs on one thread, so parts load in
+parallel, one per DuckDB thread, while the rest of the trace is still being decompressed. Parts are
+loaded with provisional ids and renumbered at the end, so ``event_id`` is the position in the array.
 """
 
 from __future__ import annotations
 
-import gzip
 import os
 import sys
 import tempfile
-import zlib
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import duckdb
-import orjson
 
 from .errors import BadInputError
+from .event_array import CutFailed, is_gzip, open_trace, parse_whole, part_file, split_event_array
 from .sql import run_sql_file
 from .validate import describe_unreadable_events
 
-CHUNK = 8 << 20
-HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
-TAIL_KEEP = 1 << 20
-WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not cut is parsed whole up to this many bytes of events
+PART_ID_BITS = 40  # a part's provisional ids are its index << PART_ID_BITS + the position in the part
+MIN_PART_BYTES = 32 << 20  # below this one part: a thread is not worth it
+MAX_PART_BYTES = 128 << 20  # a plain file is cut into a multiple of the workers of parts at most this size
+STREAM_PART_BYTES = 64 << 20  # part size while decompressing, when the total size is not known
 PROGRESS_MIN_BYTES = 64 << 20
-GZIP_MAGIC = b"\x1f\x8b"
+WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
 
 
 @dataclass
@@ -45,166 +43,109 @@ class TraceHeader:
 
 
 def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False) -> TraceHeader:
-    """Create table ``events`` (see ingest.sql) from the trace at ``path`` and return its header keys."""
+    """Create table ``events`` (see events.sql) from the trace at ``path`` and return its header keys."""
     path = Path(path)
     if not path.is_file():
         raise BadInputError(path, "no such trace file" if not path.exists() else "is not a file")
     size = path.stat().st_size
     if size == 0:
         raise BadInputError(path, "the file is empty")
-    with open(path, "rb") as raw:
-        compressed = raw.read(2) == GZIP_MAGIC
-    header = TraceHeader(str(path), compressed, size)
+    header = TraceHeader(str(path), is_gzip(path), size)
+    workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchone()[0]))
+    if header.compressed:
+        part_bytes = STREAM_PART_BYTES
+    else:
+        parts = 1 if size < MIN_PART_BYTES else workers * -(-size // (workers * MAX_PART_BYTES))
+        part_bytes = -(-size // parts)
+    try:
+        header.keys = _load(con, path, header, part_bytes, workers, progress)
+    except _PartsFailed:  # a cut fell inside an event: read the array again as one part
+        try:
+            header.keys = _load(con, path, header, 1 << 62, 1, progress)
+        except _WholeParseNeeded:
+            header.keys = _load_whole(con, path, header)
+    except _WholeParseNeeded:
+        header.keys = _load_whole(con, path, header)
+    return header
+
+
+class _PartsFailed(Exception):
+    pass
+
+
+class _WholeParseNeeded(Exception):
+    """The streamed array is not JSON: corrupt, or cut at the wrong ']' (keys after traceEvents that hold
+    arrays). A whole-document parse settles which, for inputs of bounded size."""
+
+
+def _load_whole(con, path: Path, header: TraceHeader) -> dict:
+    run_sql_file(con, "events.sql")
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
-        array_file = os.path.join(scratch, "traceEvents.json")
-        header.keys = _extract_event_array(path, compressed, size, array_file, progress)
-        error, problem = _load_events(con, array_file)
-        if error and problem is None and os.path.getsize(array_file) <= WHOLE_PARSE_LIMIT:
-            # The streamed array is not JSON: corrupt, or cut at the wrong ']' (keys after traceEvents
-            # holding arrays). A whole-document parse settles which, for inputs of bounded size.
-            header.keys = _reparse_whole(path, compressed, array_file)
-            error, problem = _load_events(con, array_file)
-        if error is None:
-            return header
-        detail = _first_line(error).replace(array_file, "traceEvents")
-        raise BadInputError(path, problem or f"traceEvents is not a valid array of events ({detail})")
-
-
-def _load_events(con: duckdb.DuckDBPyConnection, array_file: str) -> tuple[duckdb.Error | None, str | None]:
-    """Run ingest.sql; on failure, DuckDB's error and the first unreadable event (if one is)."""
-    try:
-        run_sql_file(con, "ingest.sql", events_file=array_file)
-    except duckdb.Error as exc:
-        return exc, describe_unreadable_events(con, array_file)
-    return None, None
-
-
-def _reparse_whole(path: Path, compressed: bool, out_path: str) -> dict:
-    try:
-        with _open_stream(path, compressed) as stream:
-            return _slow_path(path, b"", stream, out_path)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
-
-
-@contextmanager
-def _open_stream(path: Path, compressed: bool):
-    with open(path, "rb") as raw:
-        yield gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
-
-
-def _extract_event_array(path: Path, compressed: bool, size: int, out_path: str, progress: bool) -> dict:
-    """Stream the bytes of ``traceEvents`` to ``out_path``; return the other top-level keys."""
-    try:
-        with _progress(path, size, progress) as advance, _open_stream(path, compressed) as stream:
-            head = _read_head(stream)
-            start = _find_events_key(head)
-            if start is None:
-                return _slow_path(path, head, stream, out_path)
-            key_end, array_start = start
-            prefix = head[:key_end]
-            with open(out_path, "wb") as out:
-                out.write(head[array_start:])
-                advance(len(head), stream)
-                tail = _copy_rest(stream, out, head[array_start:], advance)
-                cut, tail_keys = _find_array_end(path, tail)
-                out.truncate(out.tell() - (len(tail) - cut))
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
-    keys = _parse_object(path, prefix.rstrip().rstrip(b",") + b"}", "the header before traceEvents")
-    keys.update(tail_keys)
+        try:
+            with open_trace(path, header.compressed) as stream:
+                keys = parse_whole(path, stream, scratch)
+        except (OSError, EOFError) as exc:
+            raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
+        file = part_file(scratch, 0)
+        try:
+            _load_part(con, 0, file)
+        except duckdb.Error as exc:
+            problem = describe_unreadable_events(con, file)
+            raise BadInputError(
+                path, problem or f"traceEvents is not a valid array of trace events ({_first_line(exc)})"
+            ) from None
     return keys
 
 
-def _read_head(stream: BinaryIO) -> bytes:
-    head = b""
-    while len(head) < HEAD_LIMIT:
-        chunk = stream.read(CHUNK if head else 1 << 16)
-        if not chunk:
-            break
-        head += chunk
-        if b'"traceEvents"' in head:
-            break
-    return head
+def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, progress: bool) -> dict:
+    run_sql_file(con, "events.sql")
+    loads: list[Future] = []
+    with (
+        tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch,
+        ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") as pool,
+        _progress(path, header.size_bytes, progress) as advance,
+    ):
 
+        def on_part(index: int, file: str) -> None:
+            loads.append(pool.submit(_load_part, con, index, file))
 
-def _find_events_key(head: bytes) -> tuple[int, int] | None:
-    """(offset of the key, offset of its array's ``[``) when ``"traceEvents"`` is a top-level key."""
-    pos = head.find(b'"traceEvents"')
-    while pos != -1:
-        before = head[:pos].rstrip()
-        after = head[pos + len(b'"traceEvents"') :]
-        stripped = after.lstrip()
-        if (before.endswith(b"{") or before.endswith(b",")) and stripped.startswith(b":"):
-            rest = stripped[1:].lstrip()
-            if rest.startswith(b"["):
-                try:
-                    orjson.loads(before.rstrip(b",") + b"}")
-                except orjson.JSONDecodeError:
-                    pass
-                else:
-                    return pos, len(head) - len(rest)
-        pos = head.find(b'"traceEvents"', pos + 1)
-    return None
-
-
-def _copy_rest(stream: BinaryIO, out: BinaryIO, first: bytes, advance) -> bytes:
-    """Copy the rest of the stream to ``out``; return its last TAIL_KEEP bytes (where the array closes)."""
-    tail = first[-TAIL_KEEP:]
-    while True:
-        chunk = stream.read(CHUNK)
-        if not chunk:
-            return tail
-        out.write(chunk)
-        tail = (tail + chunk)[-TAIL_KEEP:]
-        advance(len(chunk), stream)
-
-
-def _find_array_end(path: Path, tail: bytes) -> tuple[int, dict]:
-    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it."""
-    pos = tail.rfind(b"]")
-    while pos != -1:
         try:
-            keys = orjson.loads(b'{"traceEvents":[]' + tail[pos + 1 :])
-        except orjson.JSONDecodeError:
-            pos = tail.rfind(b"]", 0, pos)
-            continue
-        if isinstance(keys, dict):
-            keys.pop("traceEvents", None)
-            return pos + 1, keys
-        break
-    raise BadInputError(path, "the JSON ends before the trace object is complete (truncated or corrupt)")
+            keys = split_event_array(
+                path, scratch, compressed=header.compressed, part_bytes=part_bytes, on_part=on_part, advance=advance
+            )
+        except CutFailed:
+            raise _PartsFailed from None
+        failures = [f.exception() for f in loads if f.exception() is not None]
+        if failures and len(loads) == 1:
+            problem = describe_unreadable_events(con, part_file(scratch, 0))
+            if problem is None and os.path.getsize(part_file(scratch, 0)) <= WHOLE_PARSE_LIMIT:
+                raise _WholeParseNeeded
+    if failures:
+        if len(loads) > 1:
+            raise _PartsFailed
+        detail = f"traceEvents is not a valid array of trace events ({_first_line(failures[0])})"
+        raise BadInputError(path, problem or detail)
+    counts = [f.result() for f in loads]
+    if len(counts) > 1:
+        firsts = [sum(counts[:i]) for i in range(len(counts))]
+        shifts = [first - (i << PART_ID_BITS) for i, first in enumerate(firsts)]
+        run_sql_file(con, "event_ids.sql", shifts=str(shifts), part_id_bits=str(PART_ID_BITS))
+    return keys
 
 
-def _slow_path(path: Path, head: bytes, stream: BinaryIO, out_path: str) -> dict:
-    """Whole-document parse, for JSON whose ``traceEvents`` is not where Kineto puts it."""
-    data = head + stream.read()
+def _load_part(con: duckdb.DuckDBPyConnection, index: int, file: str) -> int:
+    """Append one part to ``events`` on a connection of its own; return how many events it held."""
+    cursor = con.cursor()
     try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise BadInputError(path, f"is not valid JSON ({exc})") from None
-    if isinstance(doc, list):  # the Chrome trace format also allows a bare array of events
-        doc = {"traceEvents": doc}
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise BadInputError(path, "is JSON but not a Kineto/Chrome trace (no traceEvents array)")
-    with open(out_path, "wb") as out:
-        out.write(orjson.dumps(doc.pop("traceEvents")))
-    return doc
+        result = run_sql_file(cursor, "ingest.sql", events_file=file, first_id=str(index << PART_ID_BITS))
+        return result.fetchone()[0]
+    finally:
+        cursor.close()
 
 
-def _parse_object(path: Path, text: bytes, what: str) -> dict:
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise BadInputError(path, f"{what} is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise BadInputError(path, f"{what} is not a JSON object")
-    return value
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 @contextmanager
@@ -224,8 +165,11 @@ def _progress(path: Path, size: int, enabled: bool):
     ) as bar:
         task = bar.add_task(f"reading {path.name}", total=size)
 
-        def advance(_n: int, stream: BinaryIO) -> None:
-            raw = getattr(stream, "fileobj", stream)  # compressed bytes consumed, comparable to the file size
-            bar.update(task, completed=raw.tell())
+        def advance(n: int, stream: BinaryIO) -> None:
+            raw = getattr(stream, "fileobj", None)  # compressed bytes consumed, comparable to the file size
+            if raw is not None:
+                bar.update(task, completed=raw.tell())
+            else:
+                bar.advance(task, n)
 
         yield advance

@@ -11,7 +11,9 @@ import duckdb
 import pandas as pd
 
 from .errors import BadInputError
+from .event_array import is_gzip
 from .ingest import TraceHeader, ingest_trace
+from .memory import default_memory_limit, json_bytes, limit_memory
 from .ranks import find_ranks, header_rank, merge_function_data
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR, SAMPLES
 from .sample_tensors import load_sample_tensors
@@ -84,6 +86,7 @@ class Run:
         progress: bool = False,
         database: str = ":memory:",
         allow_empty: bool = False,
+        memory_limit: int | str | None = None,
     ):
         path = Path(path)
         sources = find_ranks(path)
@@ -91,6 +94,9 @@ class Run:
         module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
         con = duckdb.connect(database)
+        if memory_limit is None:
+            memory_limit = default_memory_limit(sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources))
+        limit_memory(con, self, memory_limit)
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress)
         except BaseException:
@@ -292,15 +298,22 @@ def load_run(
     *,
     progress: bool = False,
     allow_empty: bool = False,
+    memory_limit: int | str | None = None,
 ) -> Run:
     """Load a run directory or any Kineto trace (``.json``/``.json.gz``) for analysis.
 
     A trace with nothing to attribute (no device events, no CPU operators) is refused as bad input
-    unless ``allow_empty`` (then the tables are empty).
+    unless ``allow_empty`` (then the tables are empty). ``memory_limit`` (bytes, or DuckDB's "4GB") caps
+    DuckDB's memory, beyond which it spills to a scratch directory; default 1.25x the traces' JSON.
     """
     for name, prefix in (("module_prefix", module_prefix), ("function_prefix", function_prefix)):
         if prefix is not None and not prefix:
             raise ValueError(f"{name} must not be empty")
     return Run(
-        path, module_prefix=module_prefix, function_prefix=function_prefix, progress=progress, allow_empty=allow_empty
+        path,
+        module_prefix=module_prefix,
+        function_prefix=function_prefix,
+        progress=progress,
+        allow_empty=allow_empty,
+        memory_limit=memory_limit,
     )

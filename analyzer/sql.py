@@ -19,7 +19,9 @@ def quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> None:
-    """Execute every statement of ``name``; ``${key}`` placeholders become quoted string literals."""
+def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:
+    """Execute every statement of ``name``; ``${key}`` placeholders become quoted string literals.
+
+    Returns ``con``, holding the result of the last statement."""
     text = Template(sql_text(name)).safe_substitute({k: quote(v) for k, v in literals.items()})
-    con.execute(text)
+    return con.execute(text)

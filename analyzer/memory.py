@@ -1,0 +1,59 @@
+"""How much memory DuckDB may use for one trace, and where it spills the rest.
+
+The events table takes about 0.8x the trace's JSON in memory, and the attribution's joins and
+aggregations need a few hundred MB more on a 1 GB trace. Left alone, DuckDB would take up to 80% of
+RAM; a run is instead given 1.25x its JSON (at least MIN_LIMIT, at most DuckDB's 80% of RAM), beyond
+which DuckDB spills table blocks and operator state to a scratch directory: a trace larger than the
+memory it is given still loads, a little slower.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+
+import duckdb
+
+from .sql import quote
+
+MIN_LIMIT = 512 << 20
+LIMIT_PER_JSON_BYTE = 1.25
+RAM_SHARE = 0.8  # DuckDB's own default limit
+# Kineto JSON compresses 10-20x at gzip level 3: ISIZE wraps past 4 GiB of JSON, which a gzip file of more
+# than 4 GiB / GZIP_RATIO_MAX may have; then the wraps are added back until the ratio is GZIP_RATIO_FLOOR.
+GZIP_RATIO_FLOOR, GZIP_RATIO_MAX = 8, 64
+
+
+def json_bytes(path: Path, compressed: bool) -> int:
+    """The size of the trace's JSON: the file's, or for gzip the trailer's ISIZE (the size mod 2**32)."""
+    size = path.stat().st_size
+    if not compressed or size < 18:
+        return size
+    with open(path, "rb") as raw:
+        raw.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(raw.read(4), "little")
+    while GZIP_RATIO_MAX * size >= 1 << 32 and isize < GZIP_RATIO_FLOOR * size:
+        isize += 1 << 32
+    return isize
+
+
+def default_memory_limit(json_size: int) -> int:
+    """Bytes DuckDB may hold for a trace of ``json_size`` bytes of JSON."""
+    limit = max(MIN_LIMIT, int(LIMIT_PER_JSON_BYTE * json_size))
+    try:
+        ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):  # not POSIX: DuckDB's default applies above this
+        return limit
+    return min(limit, int(RAM_SHARE * ram))
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection, owner: object, limit: int | str) -> str:
+    """Set ``con``'s memory limit (bytes, or DuckDB's '4GB') and a spill directory removed with ``owner``."""
+    spill = tempfile.mkdtemp(prefix="kernelscope-spill-")
+    weakref.finalize(owner, shutil.rmtree, spill, True)
+    con.execute(f"SET temp_directory = {quote(spill)}")
+    con.execute(f"SET memory_limit = {quote(f'{limit}B' if isinstance(limit, int) else limit)}")
+    return spill

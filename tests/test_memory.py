@@ -1,0 +1,36 @@
+"""The memory a run's DuckDB may use, and its scratch spill directory."""
+
+import gc
+import gzip
+import os
+
+import pandas as pd
+from conftest import REPO
+from kernelscope.analyzer import load_run
+from kernelscope.analyzer.memory import MIN_LIMIT, default_memory_limit, json_bytes
+
+BERT = REPO / "sample_traces" / "bert"
+
+
+def test_json_bytes_of_a_gzip_trace_is_its_decompressed_size():
+    trace = BERT / "trace.json.gz"
+    assert json_bytes(trace, compressed=True) == len(gzip.decompress(trace.read_bytes()))
+
+
+def test_default_limit_grows_with_the_trace_from_a_floor():
+    assert default_memory_limit(0) == MIN_LIMIT
+    assert default_memory_limit(4 << 30) == int(1.25 * (4 << 30))
+
+
+def test_a_tight_limit_gives_the_same_rows_and_the_spill_directory_goes_with_the_run():
+    with load_run(BERT) as run:
+        expected = run.profiling_df()
+    run = load_run(BERT, memory_limit="64MB")
+    settings = "SELECT current_setting('memory_limit'), current_setting('temp_directory')"
+    limit, spill = run.con.execute(settings).fetchone()
+    assert limit == "61.0 MiB" and os.path.basename(spill).startswith("kernelscope-spill-")
+    pd.testing.assert_frame_equal(run.profiling_df(), expected)
+    run.close()
+    del run
+    gc.collect()
+    assert not os.path.exists(spill)
