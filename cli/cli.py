@@ -29,6 +29,10 @@ class KernelscopeGroup(click.Group):
         except KernelscopeError as exc:
             click.echo(f"kernelscope: error: {exc}", err=True)
             sys.exit(exc.exit_code)
+        except OSError as exc:  # a full disk or a vanished directory while writing: the machine, not a bug
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"kernelscope: error: {where}{exc.strerror or exc}", err=True)
+            sys.exit(2)
 
 
 @click.group(cls=KernelscopeGroup, context_settings={"help_option_names": ["-h", "--help"]})

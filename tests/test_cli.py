@@ -163,3 +163,17 @@ def test_time_by_module_adds_up_to_the_whole_run():
     assert result.output.splitlines()[0] == "module_name,kernels,time_spent_us,time_spent_pct"
     with pytest.raises(ValueError):
         run.time_by("kernel_us; DROP TABLE kernels")
+
+
+def test_an_os_error_while_working_is_one_line(monkeypatch):
+    import errno
+
+    import kernelscope.cli as command
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", "/scratch/run")
+
+    monkeypatch.setattr(command, "load_run_of", full_disk)
+    result = CliRunner().invoke(main, ["analyze", str(MISC)])
+    assert result.exit_code == 2
+    assert result.output.strip() == "kernelscope: error: /scratch/run: No space left on device"
