@@ -109,16 +109,7 @@ def encode(value: Any, tensor: Callable[[Any], dict | None]) -> Any:
 
 def tensor_meta_dict(value: Any) -> dict | None:
     """``encode``'s tensor callback for decoded samples: a TensorMeta as the store writes tensors."""
-    if not isinstance(value, TensorMeta):
-        return None
-    stride = None if value.stride is None else list(value.stride)
-    return {
-        "shape": list(value.shape),
-        "dtype": value.dtype,
-        "stride": stride,
-        "device": value.device,
-        "nbytes": value.nbytes,
-    }
+    return value.to_json() if isinstance(value, TensorMeta) else None
 
 
 def decode(value: Any) -> Any:
