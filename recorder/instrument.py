@@ -78,9 +78,19 @@ def _wraps(wrapper: Any, function: Any, name: str) -> Any:
     return wrapper
 
 
-def _functional(function: Any, name: str, book: SampleBook | None):
-    """A functional's wrapper: always scoped, since functionals nest and the innermost owns kernels."""
+def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: bool):
+    """A functional's wrapper: always scoped, since functionals nest and the innermost owns kernels.
+
+    ``torch_calls``: torch-level calls are scoped too, so this call must mark itself open for them.
+    """
     scope_name = _scope_namer(name, book)
+    if not torch_calls:
+
+        def call_in_scope(*args, **kwargs):
+            with _Scope(scope_name(args, kwargs)):
+                return function(*args, **kwargs)
+
+        return _wraps(call_in_scope, function, name)
     state = STATE
 
     def call_in_scope(*args, **kwargs):
@@ -220,7 +230,7 @@ def instrumented(
         originals: dict[int, Any] = {}
         for name in functional_names():
             function = getattr(F, name)
-            wrapper = wrappers.get(id(function)) or _functional(function, name, sampled(name))
+            wrapper = wrappers.get(id(function)) or _functional(function, name, sampled(name), calls == "all")
             wrappers[id(function)], originals[id(function)] = wrapper, function
             patches.set_item(vars(F), name, wrapper)
         if calls == "all":
