@@ -21,6 +21,7 @@ import duckdb
 import orjson
 import pandas as pd
 
+from .atomic import write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .ranks import find_ranks
 from .run import LaunchCheck, RankPart, Run
@@ -71,7 +72,7 @@ class Archive:
         if not self.path.parent.is_dir():
             raise KernelscopeError(self.path.parent, "is not an existing directory to create the archive in")
         self.path.mkdir(exist_ok=True)
-        _write_atomically(self.path / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
+        write_bytes_atomically(self.path / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
 
     def run_ids(self) -> list[str]:
         """The ids of the complete runs, sorted."""
@@ -275,17 +276,6 @@ def _samples_with_arguments(run: Run, rank: int) -> pd.DataFrame:
 
 def _check_values(check: LaunchCheck) -> tuple[int, ...]:
     return tuple(getattr(check, name) for name in LaunchCheck.__dataclass_fields__)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _remove_if_empty(folder: Path) -> None:

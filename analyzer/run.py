@@ -125,7 +125,6 @@ class Run:
     @staticmethod
     def _ingest(con, sources, module_prefix: str, function_prefix: str, progress: bool) -> list[RankPart]:
         """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank."""
-        con.execute("SET prefer_range_joins = true")
         for name, value in (
             ("module_prefix", module_prefix),
             ("function_prefix", function_prefix),

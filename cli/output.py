@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 import pandas as pd
+from kernelscope.analyzer.atomic import replace_atomically
 
 FORMATS = ("table", "csv", "json", "parquet")
 SUFFIXES = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet", ".duckdb": "duckdb"}
@@ -117,7 +116,7 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file."""
-    _replace_with(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
@@ -133,18 +132,7 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
         finally:
             con.close()
 
-    _replace_with(path, write)
-
-
-def _replace_with(path: Path, write: Callable[[str], object]) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    os.close(handle)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_atomically(path, write)
 
 
 def print_table(frame: pd.DataFrame, title: str | None = None) -> None:

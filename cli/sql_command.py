@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 import duckdb
 import pandas as pd
+from kernelscope.analyzer.sql import quote
 
 from .loading import load, prefix_options, run_option
 from .output import Output, emit, output_options, print_table
@@ -64,7 +65,7 @@ def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     os.unlink(tmp)  # DuckDB creates the file itself
     try:
         source = con.execute("SELECT current_database()").fetchone()[0]
-        con.execute(f"ATTACH '{_escape(tmp)}' AS ks_saved")
+        con.execute(f"ATTACH {quote(tmp)} AS ks_saved")
         try:
             con.execute(f"COPY FROM DATABASE {source} TO ks_saved")
         finally:
@@ -141,7 +142,3 @@ def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
 def _first_line(exc: Exception) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
-
-
-def _escape(path: str) -> str:
-    return path.replace("'", "''")
