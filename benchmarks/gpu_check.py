@@ -1,4 +1,4 @@
-"""Every GPU check in one process: record sample_traces/, check them, time the recorder.
+"""Every GPU check in one process: record sample_traces/, check them, time profile() end to end.
 
 Per workload of benchmarks/workloads.py:
   1. profile() (warmup 3 + record + export + analysis) into a run directory, timed end to end;
@@ -6,7 +6,7 @@ Per workload of benchmarks/workloads.py:
   3. model outputs of the recorded pass are bit-identical to an unprofiled pass;
   4. kernel count and total kernel time against a plain torch.profiler run of the same pass;
   5. coverage: % of device time in rows, % with a named functional call;
-  6. overhead: median wall time of one pass plain, under plain torch.profiler, recorded by kernelscope.
+(the recorder's overhead is measured by recorder_overhead.py, which interleaves its variants.)
 
 Usage (on a CUDA machine): python benchmarks/gpu_check.py OUTDIR [workload ...]
 Writes OUTDIR/sample_traces/<workload>/ (run directories) and OUTDIR/gpu_check.json; prints a table.
@@ -17,7 +17,6 @@ from __future__ import annotations
 import gzip
 import json
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,12 +32,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
-from kernelscope.recorder.instrument import instrumented  # noqa: E402
-from kernelscope.recorder.profiler import experimental_config  # noqa: E402
-from kernelscope.recorder.samples import SampleBook  # noqa: E402
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
-TIMED_PASSES = 10
 
 
 def one_pass(w, capture=None):
@@ -66,60 +61,8 @@ def flatten(out):
     return []
 
 
-def timed_passes(w, context_factory, n=TIMED_PASSES):
-    times = []
-    with context_factory():
-        for _ in range(n):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            one_pass(w)
-            torch.cuda.synchronize()
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def plain_profiler():
     return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-
-
-class KernelscopeRecording:
-    """What profile() wraps around the recorded pass: the scopes plus the profiler."""
-
-    def __init__(self, w, calls="all"):
-        self.w = w
-        self.calls = calls
-
-    def __enter__(self):
-        self.prof = profile(
-            activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], experimental_config=experimental_config()
-        )
-        self.book = SampleBook()
-        self.scopes = instrumented(list(self.w.module.named_modules()), self.book, None, self.calls)
-        self.prof.__enter__()
-        self.scopes.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        self.scopes.__exit__(*exc)
-        self.prof.__exit__(*exc)
-        return False
-
-
-def count_calls(w):
-    """Intercepted calls (module forwards + functional calls) in one pass."""
-    with KernelscopeRecording(w) as rec:
-        one_pass(w)
-        torch.cuda.synchronize()
-    functional = sum(sum(c) for c in rec.book.counts.values())
-    return functional, rec.prof
 
 
 def trace_device_events(path: Path):
@@ -222,19 +165,6 @@ def check(w, out_root: Path) -> dict:
             result["sample_tensors_MB"] = (Path(tmp) / "r" / "samples.pt").stat().st_size / 2**20
             keeping.release()
 
-    # 6. overhead
-    result["pass_plain_ms"] = 1e3 * timed_passes(w, _Nothing)
-    result["pass_profiler_ms"] = 1e3 * timed_passes(w, plain_profiler)
-    result["pass_kernelscope_ms"] = 1e3 * timed_passes(w, lambda: KernelscopeRecording(w))
-    result["pass_kernelscope_functional_ms"] = 1e3 * timed_passes(w, lambda: KernelscopeRecording(w, "functional"))
-    calls, _ = count_calls(w)
-    result["functional_calls_per_pass"] = calls
-    result["modules"] = len(list(w.module.named_modules()))
-    extra = result["pass_kernelscope_ms"] - result["pass_profiler_ms"]
-    scopes = calls + result["modules"] * max(1, len(w.samples or [None]))
-    result["us_per_intercepted_call"] = 1e3 * extra / scopes if scopes else float("nan")
-    result["ratio_ks_over_profiler"] = result["pass_kernelscope_ms"] / result["pass_profiler_ms"]
-    result["ratio_functional_over_profiler"] = result["pass_kernelscope_functional_ms"] / result["pass_profiler_ms"]
     profiler.release()
     return result
 
@@ -293,13 +223,6 @@ def main() -> None:
         "in_process_equals_offline",
         "outputs_bit_identical",
         "launch_check_ok",
-        "pass_plain_ms",
-        "pass_profiler_ms",
-        "pass_kernelscope_ms",
-        "pass_kernelscope_functional_ms",
-        "ratio_ks_over_profiler",
-        "ratio_functional_over_profiler",
-        "us_per_intercepted_call",
         "profile_e2e_s",
         "profile_e2e_with_tensors_s",
         "sample_tensors_MB",

@@ -1,44 +1,58 @@
-"""Where the recorder's overhead goes: one pass of each workload timed under variants, side by side.
+"""The recorder's overhead: one pass of each workload timed plain, under torch.profiler, and recorded.
 
-Variants, interleaved over ROUNDS rounds so that drifts of the host's speed hit all of them alike
-(median over rounds of the median wall time of one pass over PASSES passes, CUDA synchronized):
-  plain            no profiler
-  profiler         torch.profiler (CPU+CUDA), the baseline
-  profiler+cfg     the same with kernelscope's experimental config (profile_all_threads, trace_only)
-  mode-only        the baseline plus an empty TorchFunctionMode (the cost of dispatching to Python)
-  ks-functional    kernelscope's recorded pass, calls="functional" (module + F namespace scopes)
-  ks-all           kernelscope's recorded pass, calls="all" (the default: plus torch-level calls, stored
-                   references, graph replays)
+The host's speed drifts by tens of percent over seconds, so the variants that matter are timed in pairs
+inside one profiler session (kernelscope's profiler options): each iteration times, in rotating order,
+  profiler*        one pass under the profiler alone (the baseline of the pairs)
+  modules-only     one pass with kernelscope's module scopes alone
+  ks-unsampled     one recorded pass, calls="all", no samples collected (function_names=set())
+  ks-functional    one recorded pass, calls="functional" (module + F namespace scopes, samples)
+  ks-all           one recorded pass as profile() makes it (calls="all", every sample collected)
+Every recorded pass gets a fresh CappedSampleBook and its own instrumented() block, and follows one
+untimed pass with the scopes in place, as in profile(): its signatures are all new, its samples kept.
+The profiler* pass also follows an untimed pass (Python's first pass after the functions are patched or
+put back runs up to twice as slow: its call sites re-specialize).
+The ratio of a variant is the median over ITERATIONS of its
+time over the profiler* time of the same iteration. For reference, ROUNDS interleaved sessions of PASSES
+passes also time `plain` (no profiler) and `profiler` (torch.profiler with its default options, CPU+CUDA).
 
-Usage: python benchmarks/recorder_overhead.py [workload ...]   (CUDA machine; see workloads.py)
+Per workload it also prints
+  calls            intercepted calls of one pass: module forwards + scoped calls (counted by the book)
+  no-scope         module forwards that get no scope (instrument.launches_no_kernel)
+  us/call          (ks-all - profiler*) / calls, medians: the instrumentation's cost per intercepted call
+  kernel ratio     median over kernels of (duration recorded by kernelscope / duration under the plain
+                   profiler), kernels matched by name and launch order in one pass of each
+
+Usage: python benchmarks/recorder_overhead.py [--json OUT] [workload ...]   (CUDA machine; see workloads.py)
 """
 
 from __future__ import annotations
 
+import argparse
+import gc
+import json
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from unittest import mock
 
+import orjson
 import torch
-from torch.overrides import TorchFunctionMode
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
+from kernelscope.recorder import instrument  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
-from kernelscope.recorder.profiler import experimental_config  # noqa: E402
-from kernelscope.recorder.samples import SampleBook  # noqa: E402
+from kernelscope.recorder.profiler import DEFAULT_SAMPLE_MEMORY_LIMIT_MB, profiler_options  # noqa: E402
+from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
 
 PASSES = 10
-ROUNDS = 5
+ROUNDS = 3
+ITERATIONS = 30
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
-
-
-class EmptyMode(TorchFunctionMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        return func(*args, **(kwargs or {}))
 
 
 def one_pass(w):
@@ -49,76 +63,166 @@ def one_pass(w):
         w.fn(*args, **kwargs)
 
 
-def variants(w):
+def new_book() -> CappedSampleBook:
+    return CappedSampleBook(int(DEFAULT_SAMPLE_MEMORY_LIMIT_MB * 2**20))
+
+
+def timed_pass(w) -> float:
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    one_pass(w)
+    torch.cuda.synchronize()
+    return 1e3 * (time.perf_counter() - start)
+
+
+def session_medians(w) -> dict:
+    """plain and torch.profiler (default options): median pass time over ROUNDS interleaved sessions."""
+    factories = {"plain": ExitStack, "profiler": lambda: profile(activities=ACTIVITIES)}
+    runs = {name: [] for name in factories}
+    for _ in range(ROUNDS):
+        for name, factory in factories.items():
+            with torch.no_grad(), factory():
+                runs[name].append(statistics.median(timed_pass(w) for _ in range(PASSES)))
+    return {name: statistics.median(times) for name, times in runs.items()}
+
+
+def paired_variants(w) -> dict:
     modules = list(w.module.named_modules())
 
-    def plain(stack):
-        pass
+    def recorded(calls, collect=None, modules_only=False):
+        def time_one() -> float:
+            book = new_book()
+            with ExitStack() as stack:
+                if modules_only:
+                    stack.enter_context(mock.patch.object(instrument, "functional_names", list))
+                stack.enter_context(instrumented(modules, book, collect, calls))
+                one_pass(w)  # profile()'s last warm-up pass, with the scopes in place
+                book.reset()
+                elapsed = timed_pass(w)
+            book.clear()  # as profile() does before the next recording
+            return elapsed
 
-    def profiler(stack):
-        stack.enter_context(profile(activities=ACTIVITIES))
+        return time_one
 
-    def profiler_cfg(stack):
-        stack.enter_context(profile(activities=ACTIVITIES, experimental_config=experimental_config()))
-
-    def mode_only(stack):
-        stack.enter_context(profile(activities=ACTIVITIES))
-        stack.enter_context(EmptyMode())
-
-    def ks(calls, config):
-        def enter(stack):
-            stack.enter_context(profile(activities=ACTIVITIES, experimental_config=config()))
-            stack.enter_context(instrumented(modules, SampleBook(), None, calls))
-
-        return enter
+    def profiled() -> float:
+        one_pass(w)  # the same warm-up: the pass before the timed one runs in the same patch state
+        return timed_pass(w)
 
     return {
-        "plain": plain,
-        "profiler": profiler,
-        "profiler+cfg": profiler_cfg,
-        "mode-only": mode_only,
-        "ks-functional": ks("functional", experimental_config),
-        "ks-all": ks("all", experimental_config),
+        "profiler*": profiled,
+        "modules-only": recorded("functional", set(), modules_only=True),
+        "ks-unsampled": recorded("all", set()),
+        "ks-functional": recorded("functional"),
+        "ks-all": recorded("all"),
     }
 
 
-def median_pass_ms(w, enter) -> float:
-    times = []
-    with torch.no_grad(), ExitStack() as stack:
-        enter(stack)
-        for _ in range(PASSES):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
+def paired_ratios(w) -> dict:
+    variants = paired_variants(w)
+    names = list(variants)
+    times = {name: [] for name in names}
+    # A collection of the objects one variant leaves behind must not land in another's pass: collect between
+    # passes, after freezing the process's existing objects so that each collection is short.
+    gc.collect()
+    gc.freeze()
+    try:
+        with torch.no_grad(), profile(activities=ACTIVITIES, **profiler_options()):
+            for iteration in range(ITERATIONS):
+                shift = iteration % len(names)
+                for name in names[shift:] + names[:shift]:
+                    gc.collect()
+                    times[name].append(variants[name]())
+    finally:
+        gc.unfreeze()
+    row = {name: statistics.median(values) for name, values in times.items()}
+    base = times["profiler*"]
+    for name in names[1:]:
+        ratios = sorted(t / b for t, b in zip(times[name], base, strict=True))
+        row[f"{name}/profiler*"] = statistics.median(ratios)
+        row[f"{name}/profiler* p25-p75"] = (ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4])
+    return row
+
+
+def intercepted_calls(w) -> tuple[int, int]:
+    """(module forwards plus scoped calls, forwards without a scope) of one recorded pass (calls="all")."""
+    forwards = [0]
+    unscoped = [0]
+
+    def count(module, args):
+        forwards[0] += 1
+        unscoped[0] += instrument.launches_no_kernel(module)
+
+    book = new_book()
+    handles = [m.register_forward_pre_hook(count) for _, m in w.module.named_modules()]
+    try:
+        with torch.no_grad(), instrumented(list(w.module.named_modules()), book, None, "all"):
+            one_pass(w)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return forwards[0] + sum(sum(counts) for counts in book.counts.values()), unscoped[0]
+
+
+def kernel_durations(w, recorded: bool) -> list[tuple[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp, torch.no_grad():
+        path = Path(tmp) / "trace.json"
+        with ExitStack() as stack:
+            prof = stack.enter_context(profile(activities=ACTIVITIES, **(profiler_options() if recorded else {})))
+            if recorded:
+                stack.enter_context(instrumented(list(w.module.named_modules()), new_book(), None, "all"))
             one_pass(w)
             torch.cuda.synchronize()
-            times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+        prof.export_chrome_trace(str(path))
+        events = orjson.loads(path.read_bytes())["traceEvents"]
+    kernels = sorted((e["ts"], e["name"], e["dur"]) for e in events if e.get("cat") == "kernel" and e.get("ph") == "X")
+    return [(name, dur) for _, name, dur in kernels]
+
+
+def kernel_ratio(w) -> dict:
+    base, recorded = kernel_durations(w, False), kernel_durations(w, True)
+    pairs = [(b, r) for (bn, b), (rn, r) in zip(base, recorded, strict=False) if bn == rn and b > 0]
+    same_order = len(base) == len(recorded) and len(pairs) == len(base)
+    ratios = [r / b for b, r in pairs]
+    return {
+        "kernels": len(base),
+        "kernels_matched": len(pairs),
+        "same_kernels_in_order": same_order,
+        "kernel_ratio_median": statistics.median(ratios) if ratios else None,
+    }
 
 
 def main() -> None:
-    wanted = set(sys.argv[1:])
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("workloads", nargs="*")
+    options = parser.parse_args()
     rows = []
     for factory in workloads.ALL:
-        if wanted and factory.__name__ not in wanted:
+        if options.workloads and factory.__name__ not in options.workloads:
             continue
         w = factory()
         with torch.no_grad():
             for _ in range(3):
                 one_pass(w)
-        row = {"workload": w.name}
-        runs = {name: [] for name in variants(w)}
-        for _ in range(ROUNDS):
-            for name, enter in variants(w).items():
-                runs[name].append(median_pass_ms(w, enter))
-        row.update({name: statistics.median(times) for name, times in runs.items()})
-        base = row["profiler"]
-        row.update({f"{k}/profiler": row[k] / base for k in list(row) if k not in ("workload", "profiler")})
+        row = {"workload": w.name, **session_medians(w), **paired_ratios(w)}
+        row["calls"], row["no-scope"] = intercepted_calls(w)
+        row["us/call"] = 1e3 * (row["ks-all"] - row["profiler*"]) / row["calls"]
+        row.update(kernel_ratio(w))
         rows.append(row)
-        print(row, flush=True)
+        print(json.dumps(row), flush=True)
+    if options.json:
+        options.json.write_text(json.dumps(rows, indent=1))
     import pandas as pd
 
+    frame = pd.DataFrame(rows)
+    shown = ["workload", "plain", "profiler", "profiler*"]
+    for name in ("modules-only", "ks-unsampled", "ks-functional", "ks-all"):
+        frame[name] = [f"{v:.3f} ({r:.2f}x)" for v, r in zip(frame[name], frame[f"{name}/profiler*"], strict=True)]
+        shown.append(name)
+    frame["ks-all p25-p75"] = [f"{a:.2f}-{b:.2f}" for a, b in frame["ks-all/profiler* p25-p75"]]
+    shown += ["ks-all p25-p75", "calls", "no-scope", "us/call", "kernel_ratio_median", "same_kernels_in_order"]
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.precision", 3):
-        print(pd.DataFrame(rows).to_string(index=False))
+        print(frame[shown].to_string(index=False))
 
 
 if __name__ == "__main__":

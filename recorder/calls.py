@@ -20,8 +20,8 @@ measured on the H200 host, an empty mode alone slowed the profiled pass by 1.17-
 
 from __future__ import annotations
 
+import contextvars
 import inspect
-import threading
 import types
 from typing import Any
 
@@ -52,13 +52,10 @@ _NAMESPACES = (
 )
 
 
-class ThreadState(threading.local):
-    """Per thread: how many functional / torch-level scopes are open (calls inside one are its own)."""
-
-    depth = 0
-
-
-STATE = ThreadState()
+# True while a functional, torch-level or compiled call is open: the torch-level calls it makes are its own.
+# A ContextVar is per thread (a thread starts in a fresh context) and its get/set/reset cost a third of a
+# threading.local counter's update, on the per-call path.
+INSIDE_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("kernelscope_inside_call", default=False)
 _ABSENT = object()
 
 

@@ -19,6 +19,7 @@ and a module that had no instance attribute ``forward`` has none):
 
 from __future__ import annotations
 
+import gc
 import inspect
 import sys
 from collections.abc import Iterable, Iterator
@@ -30,7 +31,7 @@ import torch.nn.functional as F  # noqa: N812
 from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR
 from torch import nn
 
-from .calls import STATE, stored_reference_sites, torch_call_targets
+from .calls import INSIDE_CALL, stored_reference_sites, torch_call_targets
 from .samples import SampleBook
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -52,22 +53,31 @@ def functional_names() -> list[str]:
     return names
 
 
-def _scope_namer(name: str, book: SampleBook | None):
-    """A function (args, kwargs) -> scope name; it records the call's sample when ``book`` is given."""
+class _Labels(dict):
+    """Sample id -> scope name, built on first use: ``ks.fn:<call>#<id>``."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, sample_id: int) -> str:
+        label = self[sample_id] = f"{self.prefix}{sample_id}"
+        return label
+
+
+def _sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
+    """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
+    call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
     plain = FUNCTION_PREFIX + name
     if book is None:
-        return lambda args, kwargs: plain
-    names: list[str] = []
-    prefix = plain + SAMPLE_SEPARATOR
-    record = book.record
+        return (lambda args, kwargs: 0), {0: plain}
+    return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
 
-    def scope_name(args, kwargs):
-        sample_id = record(name, args, kwargs)
-        if sample_id == len(names):
-            names.append(f"{prefix}{sample_id}")
-        return names[sample_id]
 
-    return scope_name
+def _scope_namer(name: str, book: SampleBook | None):
+    """A function (args, kwargs) -> scope name, for the calls off the per-call path."""
+    record, labels = _sample_scopes(name, book)
+    return lambda args, kwargs: labels[record(args, kwargs)]
 
 
 def _wraps(wrapper: Any, function: Any, name: str) -> Any:
@@ -83,24 +93,23 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
 
     ``torch_calls``: torch-level calls are scoped too, so this call must mark itself open for them.
     """
-    scope_name = _scope_namer(name, book)
+    record, labels = _sample_scopes(name, book)
     if not torch_calls:
 
         def call_in_scope(*args, **kwargs):
-            with _Scope(scope_name(args, kwargs)):
+            with _Scope(labels[record(args, kwargs)]):
                 return function(*args, **kwargs)
 
         return _wraps(call_in_scope, function, name)
-    state = STATE
+    enter_call, leave_call = INSIDE_CALL.set, INSIDE_CALL.reset
 
     def call_in_scope(*args, **kwargs):
-        scope = scope_name(args, kwargs)
-        state.depth += 1
+        token = enter_call(True)
         try:
-            with _Scope(scope):
+            with _Scope(labels[record(args, kwargs)]):
                 return function(*args, **kwargs)
         finally:
-            state.depth -= 1
+            leave_call(token)
 
     return _wraps(call_in_scope, function, name)
 
@@ -108,19 +117,18 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
 def _torch_call(function: Any, name: str, book: SampleBook | None):
     """A torch-level call's wrapper: scoped only outside any other scoped call (inside a functional,
     ``torch.bmm`` or ``x.view`` are that functional's business)."""
-    scope_name = _scope_namer(name, book)
-    state = STATE
+    record, labels = _sample_scopes(name, book)
+    inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
 
     def call_in_scope(*args, **kwargs):
-        if state.depth:
+        if inside_call():
             return function(*args, **kwargs)
-        scope = scope_name(args, kwargs)
-        state.depth = 1
+        token = enter_call(True)
         try:
-            with _Scope(scope):
+            with _Scope(labels[record(args, kwargs)]):
                 return function(*args, **kwargs)
         finally:
-            state.depth = 0
+            leave_call(token)
 
     return _wraps(call_in_scope, function, name)
 
@@ -134,15 +142,13 @@ def _module_forward(forward: Any, scope_name: str):
 
 
 def _compiled_forward(forward: Any, scope_name: str, call: Any):
-    state = STATE
-
     def compiled_in_scope(*args, **kwargs):
         with _Scope(scope_name), _Scope(call(args, kwargs)):
-            state.depth += 1
+            token = INSIDE_CALL.set(True)
             try:
                 return forward(*args, **kwargs)
             finally:
-                state.depth -= 1
+                INSIDE_CALL.reset(token)
 
     return compiled_in_scope
 
@@ -153,6 +159,16 @@ def _graph_replay(replay: Any, call: Any):
             return replay(self, *args, **kwargs)
 
     return replay_in_scope
+
+
+_DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
+
+
+def launches_no_kernel(module: nn.Module) -> bool:
+    """Modules whose forward cannot launch a kernel get no scope (it would cost a scope per call and
+    own no row): ``nn.Identity``, and dropout modules in eval mode, whose functional returns its input."""
+    kind = type(module)
+    return kind is nn.Identity or (kind in _DROPOUTS and not module.training)
 
 
 def _optimized_module_type():
@@ -208,44 +224,66 @@ def instrumented(
     def sampled(name: str) -> SampleBook | None:
         return book if collect is None or name in collect else None
 
-    named_modules = list(named_modules)
     patches = _Patches()
-    try:
-        compiled_type = _optimized_module_type()
-        compiled_roots: list[str] = []
-        observed = []
-        for name, module in named_modules:
-            if any(name.startswith(root + ".") for root in compiled_roots):
-                continue
-            observed.append(module)
-            scope = MODULE_PREFIX + name
-            if compiled_type is not None and isinstance(module, compiled_type):
-                compiled_roots.append(name)
-                wrapper = _compiled_forward(module.forward, scope, _scope_namer(COMPILED_CALL, sampled(COMPILED_CALL)))
-            else:
-                wrapper = _module_forward(module.forward, scope)
-            patches.set_item(vars(module), "forward", wrapper)
+    with _gc_paused():
+        try:
+            _install(patches, list(named_modules), book, sampled, calls)
+            yield
+        finally:
+            patches.undo()
+            book.persistent.clear()  # the model's tensors are not kept alive by the profiler
 
-        wrappers: dict[int, Any] = {}  # id(original) -> its wrapper, for stored references
-        originals: dict[int, Any] = {}
-        for name in functional_names():
-            function = getattr(F, name)
-            wrapper = wrappers.get(id(function)) or _functional(function, name, sampled(name), calls == "all")
-            wrappers[id(function)], originals[id(function)] = wrapper, function
-            patches.set_item(vars(F), name, wrapper)
-        if calls == "all":
-            for owner, attribute, name in torch_call_targets():
-                function = getattr(owner, attribute)
-                wrapper = wrappers.get(id(function))  # torch.conv2d is F.conv2d: keep the functional's name
-                if wrapper is None:
-                    wrapper = _torch_call(function, name, sampled(name))
-                    wrappers[id(function)], originals[id(function)] = wrapper, function
-                patches.set_attribute(owner, attribute, wrapper)
-            for owner, key, original in stored_reference_sites(observed, originals):
-                patches.set_item(owner, key, wrappers[id(original)])
-            graph = torch.cuda.CUDAGraph
-            replay = _graph_replay(graph.replay, _scope_namer(GRAPH_REPLAY, sampled(GRAPH_REPLAY)))
-            patches.set_attribute(graph, "replay", replay)
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector is paused while the scopes are in place. The ~1400 wrappers made at
+    once, and the samples kept during the pass, would set off full collections of the process's objects
+    (about 0.1 s each with torch loaded, measured on the CPU) inside the measured pass."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
         yield
     finally:
-        patches.undo()
+        if enabled:
+            gc.enable()
+
+
+def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str) -> None:
+    compiled_type = _optimized_module_type()
+    compiled_roots: list[str] = []
+    observed = []
+    for name, module in named_modules:
+        if any(name.startswith(root + ".") for root in compiled_roots):
+            continue
+        observed.append(module)
+        if launches_no_kernel(module):
+            continue
+        scope = MODULE_PREFIX + name
+        if compiled_type is not None and isinstance(module, compiled_type):
+            compiled_roots.append(name)
+            wrapper = _compiled_forward(module.forward, scope, _scope_namer(COMPILED_CALL, sampled(COMPILED_CALL)))
+        else:
+            wrapper = _module_forward(module.forward, scope)
+        patches.set_item(vars(module), "forward", wrapper)
+    book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
+
+    wrappers: dict[int, Any] = {}  # id(original) -> its wrapper, for stored references
+    originals: dict[int, Any] = {}
+    for name in functional_names():
+        function = getattr(F, name)
+        wrapper = wrappers.get(id(function)) or _functional(function, name, sampled(name), calls == "all")
+        wrappers[id(function)], originals[id(function)] = wrapper, function
+        patches.set_item(vars(F), name, wrapper)
+    if calls == "all":
+        for owner, attribute, name in torch_call_targets():
+            function = getattr(owner, attribute)
+            wrapper = wrappers.get(id(function))  # torch.conv2d is F.conv2d: keep the functional's name
+            if wrapper is None:
+                wrapper = _torch_call(function, name, sampled(name))
+                wrappers[id(function)], originals[id(function)] = wrapper, function
+            patches.set_attribute(owner, attribute, wrapper)
+        for owner, key, original in stored_reference_sites(observed, originals):
+            patches.set_item(owner, key, wrappers[id(original)])
+        graph = torch.cuda.CUDAGraph
+        replay = _graph_replay(graph.replay, _scope_namer(GRAPH_REPLAY, sampled(GRAPH_REPLAY)))
+        patches.set_attribute(graph, "replay", replay)

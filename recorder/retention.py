@@ -26,14 +26,10 @@ class CappedSampleBook(SampleBook):
         self.limit_bytes = limit_bytes
         self.clear()
 
-    def record(self, function_name: str, args: tuple, kwargs: dict) -> int:
-        sample_id = super().record(function_name, args, kwargs)
-        if self.limit_bytes is not None and sample_id == self._next_id.get(function_name, 0):  # a new signature
-            self._next_id[function_name] = sample_id + 1
-            self._keep_or_describe(function_name, sample_id, args, kwargs)
-        return sample_id
-
-    def _keep_or_describe(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
+    def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
+        """Keep the inputs of a new signature if they fit in the cap, else only their metadata."""
+        if self.limit_bytes is None:
+            return
         new = {}
         for tensor in _tensors((args, kwargs)):
             key, nbytes = _storage(tensor)
@@ -60,9 +56,8 @@ class CappedSampleBook(SampleBook):
             "signatures_not_kept": sum(len(ids) for ids in self.not_kept.values()),
         }
 
-    def clear(self) -> None:
-        super().clear()
-        self._next_id: dict[str, int] = {}
+    def reset(self) -> None:
+        super().reset()
         self._kept_storages: set = set()
         self.kept_bytes = 0
         self.not_kept: dict[str, set[int]] = {}

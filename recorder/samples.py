@@ -18,6 +18,8 @@ _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
 _strided = torch.strided
 _PLAIN = frozenset({int, bool, str, type(None), torch.dtype, torch.device})
+_SCALARS = _PLAIN | {torch.layout, torch.memory_format}  # equal exactly when their values are
+_SCALAR_TUPLE = object()
 
 
 def _tensor_key(value: torch.Tensor) -> tuple:
@@ -29,12 +31,15 @@ def _tensor_key(value: torch.Tensor) -> tuple:
 def signature_key(value: Any, parameters: dict | None = None) -> Any:
     """A hashable key that differs exactly when two arguments differ in signature.
 
-    ``parameters`` caches the keys of ``nn.Parameter`` arguments by identity (weights are passed to
-    every call and do not change shape during a recording), which saves most of the key's cost for
-    linear, conv and norm calls.
+    ``parameters``: ``{id(tensor): (tensor, key)}`` of tensors whose keys are known (``SampleBook.remember``);
+    ``nn.Parameter`` arguments not in it are added, as weights do not change shape during a recording.
     """
     kind = type(value)
     if kind is _Tensor:
+        if parameters:
+            hit = parameters.get(id(value))
+            if hit is not None and hit[0] is value:
+                return hit[1]
         return _tensor_key(value)
     if kind in _PLAIN:
         return (kind, value)
@@ -64,6 +69,43 @@ def signature_key(value: Any, parameters: dict | None = None) -> Any:
     return (kind, value)
 
 
+def call_key(args: tuple, kwargs: dict, persistent: dict) -> tuple:
+    """A key of one call's ``(args, kwargs)`` that differs exactly when ``signature_key`` does, built flat
+    and without recursion for the common arguments: this is the recorder's per-call path.
+
+    Each argument adds one tuple, positional ones first, then the values of ``kwargs``; a call with
+    keyword arguments ends in the marker ``dict`` and the tuple of their names, so a key reads back one
+    way only. ``persistent`` maps ``id(tensor)`` to ``(tensor, key)`` for the observed modules' parameters
+    and buffers (``SampleBook.remember``), whose keys are looked up instead of built.
+    """
+    key = []
+    append = key.append
+    for group in (args, kwargs.values()) if kwargs else (args,):
+        for value in group:
+            kind = type(value)
+            if kind is _Tensor or kind is _Parameter:
+                hit = persistent.get(id(value))
+                if hit is not None and hit[0] is value:
+                    append(hit[1])
+                    continue
+                try:
+                    append((value.shape, value.dtype, value.stride(), value.device))
+                except (RuntimeError, NotImplementedError):  # no strides: sparse, nested, mkldnn
+                    append(_tensor_key(value))
+            elif kind in _SCALARS:
+                append((kind, value))
+            elif kind is float:  # dropout's p, norms' eps; every NaN is one value, as in signature_key
+                append((float, value) if value == value else (float, "nan"))
+            elif kind is tuple and _SCALARS.issuperset(types := tuple(map(type, value))):
+                append((_SCALAR_TUPLE, value, types))  # conv's stride, padding, dilation
+            else:
+                append(signature_key(value, persistent))
+    if kwargs:
+        append(dict)
+        append(tuple(kwargs))
+    return tuple(key)
+
+
 class SampleBook:
     """Per function: distinct samples in first-seen order, their call counts, live references."""
 
@@ -71,27 +113,56 @@ class SampleBook:
         self.ids: dict[str, dict[Any, int]] = {}
         self.samples: dict[str, list[Sample]] = {}
         self.counts: dict[str, list[int]] = {}
-        self.parameters: dict[int, tuple] = {}
+        self.persistent: dict[int, tuple] = {}
+        self._recorders: dict[str, Any] = {}
+        self._forgets: list[Any] = []
+
+    def remember(self, tensors: Any) -> None:
+        """Key these tensors once, up front: the parameters and buffers of the observed modules, which keep
+        their shapes during one recording (a buffer replaced by a new tensor is keyed as any other)."""
+        for tensor in tensors:
+            if isinstance(tensor, _Tensor):
+                self.persistent[id(tensor)] = (tensor, _tensor_key(tensor))
+
+    def recorder(self, function_name: str):
+        """The function ``(args, kwargs) -> sample id`` that counts the calls of ``function_name``."""
+        record = self._recorders.get(function_name)
+        if record is not None:
+            return record
+        ids: dict[Any, int] = {}
+        samples: list[Sample] = []
+        counts: list[int] = []
+        persistent = self.persistent
+
+        def record(args: tuple, kwargs: dict) -> int:
+            key = call_key(args, kwargs, persistent)
+            sample_id = ids.get(key)
+            if sample_id is not None:
+                counts[sample_id] += 1
+                return sample_id
+            sample_id = ids[key] = len(samples)
+            if not samples:  # functions that were never called have no entry
+                self.ids[function_name], self.samples[function_name], self.counts[function_name] = ids, samples, counts
+            samples.append((args, kwargs))
+            counts.append(1)
+            self.new_signature(function_name, sample_id, args, kwargs)
+            return sample_id
+
+        def forget() -> None:
+            ids.clear()
+            samples.clear()
+            counts.clear()
+
+        self._recorders[function_name] = record
+        self._forgets.append(forget)
+        return record
 
     def record(self, function_name: str, args: tuple, kwargs: dict) -> int:
         """Count one call; return the sample id of its signature (its index in first-seen order)."""
-        parameters = self.parameters
-        key = signature_key(args, parameters)
-        if kwargs:
-            key = (key, signature_key(kwargs, parameters))
-        ids = self.ids.get(function_name)
-        if ids is None:
-            ids = self.ids[function_name] = {}
-            self.samples[function_name] = []
-            self.counts[function_name] = []
-        sample_id = ids.get(key)
-        if sample_id is None:
-            sample_id = ids[key] = len(ids)
-            self.samples[function_name].append((args, kwargs))
-            self.counts[function_name].append(1)
-        else:
-            self.counts[function_name][sample_id] += 1
-        return sample_id
+        return self.recorder(function_name)(args, kwargs)
+
+    def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
+        """Called once per distinct signature, after its first call is counted."""
 
     def function_data(self) -> dict[str, list[tuple[int, Sample]]]:
         """``{function: [(calls, (args, kwargs)), ...]}`` with the live arguments."""
@@ -116,11 +187,21 @@ class SampleBook:
             for name in self.samples
         }
 
+    def reset(self) -> None:
+        """Forget every call and sample but keep the recorders, which the patched wrappers hold: a warm-up pass
+        made with the scopes in place is not counted."""
+        for forget in self._forgets:
+            forget()
+        self.ids = {}
+        self.samples = {}
+        self.counts = {}
+
     def clear(self) -> None:
-        self.parameters.clear()
-        self.ids.clear()
-        self.samples.clear()
-        self.counts.clear()
+        """Forget everything, recorders and persistent keys included."""
+        self.reset()
+        self.persistent.clear()
+        self._recorders.clear()
+        self._forgets.clear()
 
 
 def tensor_meta(value: Any) -> dict | None:

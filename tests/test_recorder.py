@@ -52,14 +52,19 @@ class Raising(nn.Module):
         return F.relu(self.linear(x))
 
 
-def test_patches_exist_only_during_the_recording_and_are_removed_exactly(demo_run):
+def test_patches_exist_only_in_the_last_warmup_and_the_recorded_pass_and_are_removed_exactly(demo_run):
     _profiler, model, _samples, *_ = demo_run
     fresh, samples = demo_workload()
     before = _snapshot(fresh)
     seen_inside = []
     fresh.register_forward_pre_hook(lambda m, a: seen_inside.append(F.linear is before[0]["linear"]))
-    ModuleFunctionKernelProfiler().profile(fresh, samples, warmup_iterations=1)
-    assert seen_inside == [True, True, False, False], "patched in the recorded pass only"
+    _, data = ModuleFunctionKernelProfiler().profile(fresh, samples, warmup_iterations=2)
+    assert seen_inside == [True, True, False, False, False, False], "patched in the last warm-up and the recording"
+    _, cold_data = ModuleFunctionKernelProfiler().profile(fresh, samples, warmup_iterations=0)
+    counts = {name: [calls for calls, _ in entries] for name, entries in data.items()}
+    assert counts == {name: [calls for calls, _ in entries] for name, entries in cold_data.items()}, (
+        "the patched warm-up pass is not counted"
+    )
     _assert_restored(fresh, before)
     _assert_restored(model, _snapshot(model))
 
@@ -336,3 +341,26 @@ def test_manifest_records_the_git_commit_of_the_working_directory(tmp_path, monk
     assert profiler.run.manifest["git_commit"] == head.strip()
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin-here"))  # git absent: no field, no failure
     assert run_writer.git_commit(repo) is None
+
+
+class _GcWatcher(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+        self.gc_enabled: list[bool] = []
+
+    def forward(self, x):
+        self.gc_enabled.append(gc.isenabled())
+        return self.linear(x)
+
+
+def test_the_garbage_collector_is_paused_while_the_scopes_are_in_place_only():
+    model = _GcWatcher()
+    assert gc.isenabled()
+    ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], warmup_iterations=3)
+    assert model.gc_enabled == [True, True, False, False], "two plain warm-ups, then the patched warm-up and the pass"
+    assert gc.isenabled(), "enabled again afterwards"
+    failing = Raising(Boom("forward failed"), 1)
+    with pytest.raises(Boom):
+        ModuleFunctionKernelProfiler().profile(failing, [((torch.randn(2, 4),), {})], warmup_iterations=1)
+    assert gc.isenabled(), "enabled again after a failure"

@@ -1,0 +1,111 @@
+"""The recorder's per-call pieces timed alone, on this machine's CPU and CUDA tensors, under an active
+torch.profiler (CPU+CUDA where there is CUDA): tensor metadata reads, a call's sample key, a scope, a
+wrapped functional against the bare one. Then cProfile of one recorded pass of the given workloads.
+
+Usage: python benchmarks/recorder_pieces.py [workload factory ...]   (e.g. vit bert)
+"""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import pstats
+import sys
+import timeit
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).parent))
+from kernelscope.recorder.instrument import instrumented  # noqa: E402
+from kernelscope.recorder.profiler import profiler_options  # noqa: E402
+from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
+from kernelscope.recorder.samples import call_key  # noqa: E402
+
+N = 2000
+
+
+def per_call_ns(stmt: str, names: dict) -> float:
+    return min(timeit.repeat(stmt, globals=names, number=N, repeat=3)) / N * 1e9
+
+
+def pieces(device: str) -> None:
+    dtype = torch.float16 if device == "cuda" else torch.float32
+    x = torch.randn(8, 16, 64, device=device, dtype=dtype)
+    linear = torch.nn.Linear(64, 64).to(device, dtype)
+    book = CappedSampleBook(None)
+    record = book.recorder("linear")
+    names = {
+        "x": x,
+        "w": linear.weight,
+        "b": linear.bias,
+        "F": F,
+        "call_key": call_key,
+        "p": book.persistent,
+        "record": record,
+        "Scope": torch._C._profiler._RecordFunctionFast,
+        "slices": (slice(None), 0),
+    }
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch.no_grad(), profile(activities=activities, **profiler_options()):
+        book.remember([*linear.parameters()])
+        statements = [
+            "x.shape",
+            "x.stride()",
+            "x.dtype",
+            "x.device",
+            "x.layout",
+            "(x.shape, x.dtype, x.stride(), x.device)",
+            "call_key((x, w, b), {}, p)",
+            "call_key((x, 0.0, False, False), {}, p)",
+            "call_key((x, slices), {}, p)",
+            "record((x, w, b), {})",
+            "with Scope('ks.fn:linear#0'): pass",
+        ]
+        if device == "cuda":
+            statements.append("F.linear(x, w, b)")
+        for stmt in statements:
+            print(f"{device:5s} {stmt:45s} {per_call_ns(stmt, names):8.0f} ns", flush=True)
+        if device == "cuda":
+            names["linear"] = linear
+            with instrumented([("", linear)], CappedSampleBook(None), None, "all"):
+                for stmt in ("F.linear(x, w, b)", "linear(x)"):
+                    print(f"{device:5s} {stmt + ' recorded':45s} {per_call_ns(stmt, names):8.0f} ns", flush=True)
+            torch.cuda.synchronize()
+
+
+def profile_pass(name: str) -> None:
+    import workloads
+
+    w = {factory.__name__: factory for factory in workloads.ALL}[name]()
+    modules = list(w.module.named_modules())
+
+    def one_pass():
+        for args, kwargs in w.samples:
+            w.fn(*args, **kwargs)
+
+    with torch.no_grad():
+        for _ in range(3):
+            one_pass()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **profiler_options()):
+            with instrumented(modules, CappedSampleBook(2**30), None, "all"):
+                one_pass()
+                profiler = cProfile.Profile()
+                profiler.enable()
+                for _ in range(5):
+                    one_pass()
+                profiler.disable()
+            torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
+    print(f"== cProfile of 5 recorded passes: {name}\n" + out.getvalue()[-6000:])
+
+
+if __name__ == "__main__":
+    pieces("cpu")
+    if torch.cuda.is_available():
+        pieces("cuda")
+        for name in sys.argv[1:]:
+            profile_pass(name)
