@@ -31,7 +31,10 @@ class CappedSampleBook(SampleBook):
         if self.limit_bytes is None:
             return
         new = {}
-        for tensor in _tensors((args, kwargs)):
+        tensors: list[torch.Tensor] = []
+        _collect_tensors(args, tensors)
+        _collect_tensors(kwargs.values(), tensors)
+        for tensor in tensors:
             key, nbytes = _storage(tensor)
             if key not in self._kept_storages:
                 new[key] = nbytes
@@ -79,23 +82,23 @@ def metadata_only(value: Any) -> Any:
     return value
 
 
-def _tensors(value: Any):
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from _tensors(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _tensors(item)
+def _collect_tensors(values: Any, into: list) -> None:
+    """Append the tensors among ``values`` (an iterable; nested lists, tuples and dicts included) to ``into``."""
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            into.append(value)
+        elif isinstance(value, (tuple, list)):
+            _collect_tensors(value, into)
+        elif isinstance(value, dict):
+            _collect_tensors(value.values(), into)
 
 
 def _storage(tensor: torch.Tensor) -> tuple[Any, int]:
     """A key of the memory ``tensor`` keeps alive, and its bytes (the whole storage of a view)."""
-    if tensor.device.type == "meta":  # no memory behind it
+    if tensor.is_meta:  # no memory behind it
         return id(tensor), 0
     try:
         storage = tensor.untyped_storage()
-        return (str(tensor.device), storage.data_ptr()), storage.nbytes()
+        return (tensor.device, storage.data_ptr()), storage.nbytes()
     except (RuntimeError, NotImplementedError):  # sparse, nested, functional tensors: no plain storage
         return id(tensor), tensor.numel() * tensor.element_size()
