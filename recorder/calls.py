@@ -53,7 +53,7 @@ _NAMESPACES = (
 
 
 # True while a functional, torch-level or compiled call is open: the torch-level calls it makes are its own.
-# A ContextVar is per thread (a thread starts in a fresh context) and its get/set/reset cost a third of a
+# A ContextVar is per thread (a thread starts in a fresh context) and its set/reset cost about half of a
 # threading.local counter's update, on the per-call path.
 INSIDE_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("kernelscope_inside_call", default=False)
 _ABSENT = object()
