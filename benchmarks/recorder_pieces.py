@@ -1,6 +1,8 @@
 """The recorder's per-call pieces timed alone, on this machine's CPU and CUDA tensors, under an active
 torch.profiler (CPU+CUDA where there is CUDA): tensor metadata reads, a call's sample key, a scope, a
-wrapped functional against the bare one. Then cProfile of one recorded pass of the given workloads.
+wrapped functional against the bare one, and the path of a new signature (what the first pass of a
+recording takes for every distinct input) with its retention bookkeeping. Then cProfile of one recorded
+pass of the given workloads.
 
 Usage: python benchmarks/recorder_pieces.py [workload factory ...]   (e.g. vit bert)
 """
@@ -11,6 +13,7 @@ import cProfile
 import io
 import pstats
 import sys
+import time
 import timeit
 from pathlib import Path
 
@@ -19,6 +22,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
+from kernelscope.recorder import instrument  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
 from kernelscope.recorder.profiler import profiler_options  # noqa: E402
 from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
@@ -76,6 +80,38 @@ def pieces(device: str) -> None:
             torch.cuda.synchronize()
 
 
+def new_signatures(device: str, count: int = 500) -> None:
+    """The per-signature path: each call has a new signature (a tensor of a new shape, fresh from the
+    allocator, as a recording's first inputs are), with the GC paused as in a recording."""
+    from kernelscope.recorder.retention import _storage
+    from kernelscope.recorder.samples import SampleBook
+
+    def fresh(n: int) -> list:
+        return [torch.randn(4, 8 + i, device=device) for i in range(n)]
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch.no_grad(), profile(activities=activities, **profiler_options()), instrument._gc_paused():
+        for label, make_book in (("SampleBook", SampleBook), ("CappedSampleBook", lambda: CappedSampleBook(2**40))):
+            record = make_book().recorder("relu")
+            tensors = fresh(count)
+            start = time.perf_counter()
+            for tensor in tensors:
+                record((tensor, False), {})
+            print(f"{device:5s} {'new signature, ' + label:45s} {(time.perf_counter() - start) / count * 1e9:8.0f} ns")
+        for label, piece in (
+            ("untyped_storage() of a fresh tensor", lambda t: t.untyped_storage()),
+            ("_storage() of a fresh tensor", _storage),
+            ("device of a fresh tensor", lambda t: t.device),
+        ):
+            tensors = fresh(count)
+            start = time.perf_counter()
+            for tensor in tensors:
+                piece(tensor)
+            print(f"{device:5s} {label:45s} {(time.perf_counter() - start) / count * 1e9:8.0f} ns", flush=True)
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+
 def profile_pass(name: str) -> None:
     import workloads
 
@@ -105,7 +141,9 @@ def profile_pass(name: str) -> None:
 
 if __name__ == "__main__":
     pieces("cpu")
+    new_signatures("cpu")
     if torch.cuda.is_available():
         pieces("cuda")
+        new_signatures("cuda")
         for name in sys.argv[1:]:
             profile_pass(name)
