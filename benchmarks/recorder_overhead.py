@@ -22,7 +22,10 @@ Per workload it also prints
   kernel ratio     median over kernels of (duration recorded by kernelscope / duration under the plain
                    profiler), kernels matched by name and launch order in one pass of each
 
-Usage: python benchmarks/recorder_overhead.py [--json OUT] [workload ...]   (CUDA machine; see workloads.py)
+With --diagnose, also ks-all-keep-none: ks-all with sample_memory_limit_mb=0, whose book keeps no input
+alive (its difference to ks-all is what kept inputs cost, e.g. the caching allocator's growth).
+
+Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [workload ...]   (CUDA; see workloads.py)
 """
 
 from __future__ import annotations
@@ -63,8 +66,8 @@ def one_pass(w):
         w.fn(*args, **kwargs)
 
 
-def new_book() -> CappedSampleBook:
-    return CappedSampleBook(int(DEFAULT_SAMPLE_MEMORY_LIMIT_MB * 2**20))
+def new_book(limit_bytes: int = int(DEFAULT_SAMPLE_MEMORY_LIMIT_MB * 2**20)) -> CappedSampleBook:
+    return CappedSampleBook(limit_bytes)
 
 
 def timed_pass(w) -> float:
@@ -86,12 +89,15 @@ def session_medians(w) -> dict:
     return {name: statistics.median(times) for name, times in runs.items()}
 
 
+DIAGNOSTIC = False  # --diagnose: also ks-all with sample_memory_limit_mb=0 (no input kept alive)
+
+
 def paired_variants(w) -> dict:
     modules = list(w.module.named_modules())
 
-    def recorded(calls, collect=None, modules_only=False):
+    def recorded(calls, collect=None, modules_only=False, limit_bytes=None):
         def time_one() -> float:
-            book = new_book()
+            book = new_book() if limit_bytes is None else new_book(limit_bytes)
             with ExitStack() as stack:
                 if modules_only:
                     stack.enter_context(mock.patch.object(instrument, "functional_names", list))
@@ -114,6 +120,7 @@ def paired_variants(w) -> dict:
         "ks-unsampled": recorded("all", set()),
         "ks-functional": recorded("functional"),
         "ks-all": recorded("all"),
+        **({"ks-all-keep-none": recorded("all", limit_bytes=0)} if DIAGNOSTIC else {}),
     }
 
 
@@ -194,8 +201,11 @@ def kernel_ratio(w) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--diagnose", action="store_true", help="add ks-all-keep-none (no input kept alive)")
     parser.add_argument("workloads", nargs="*")
     options = parser.parse_args()
+    global DIAGNOSTIC
+    DIAGNOSTIC = options.diagnose
     rows = []
     for factory in workloads.ALL:
         if options.workloads and factory.__name__ not in options.workloads:
@@ -216,7 +226,7 @@ def main() -> None:
 
     frame = pd.DataFrame(rows)
     shown = ["workload", "plain", "profiler", "profiler*"]
-    for name in ("modules-only", "ks-unsampled", "ks-functional", "ks-all"):
+    for name in ("modules-only", "ks-unsampled", "ks-functional", "ks-all") + (("ks-all-keep-none",) * DIAGNOSTIC):
         frame[name] = [f"{v:.3f} ({r:.2f}x)" for v, r in zip(frame[name], frame[f"{name}/profiler*"], strict=True)]
         shown.append(name)
     frame["ks-all p25-p75"] = [f"{a:.2f}-{b:.2f}" for a, b in frame["ks-all/profiler* p25-p75"]]
