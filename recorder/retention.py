@@ -3,7 +3,8 @@
 A SampleBook keeps a reference to the inputs of every distinct signature, so an intermediate
 activation that would be freed right after its call stays alive until the next ``profile()``. Here each
 new signature is kept only if the storages its tensors hold, counted once across all kept samples, fit
-in what is left of the cap; otherwise its inputs are replaced at once by their metadata (TensorMeta:
+in what is left of the cap (the observed modules' parameters and buffers are not counted: the model holds
+them anyway); otherwise its inputs are replaced at once by their metadata (TensorMeta:
 shape, dtype, strides, device, bytes), so the signature is still counted, described in samples.json and
 attributed, but its tensors are neither kept in ``function_data`` nor saved in samples.pt.
 """
@@ -34,7 +35,11 @@ class CappedSampleBook(SampleBook):
         tensors: list[torch.Tensor] = []
         _collect_tensors(args, tensors)
         _collect_tensors(kwargs.values(), tensors)
+        persistent = self.persistent
         for tensor in tensors:
+            hit = persistent.get(id(tensor))
+            if hit is not None and hit[0] is tensor:
+                continue  # a parameter or buffer of the observed modules: alive anyway
             key, nbytes = _storage(tensor)
             if key not in self._kept_storages:
                 new[key] = nbytes

@@ -128,3 +128,18 @@ def test_kept_samples_are_released_by_the_next_profile_and_by_release(tmp_path):
 def test_the_cap_must_be_a_size():
     with pytest.raises(ValueError, match="sample_memory_limit_mb"):
         ModuleFunctionKernelProfiler(sample_memory_limit_mb=-1)
+
+
+def test_the_models_own_parameters_and_buffers_do_not_count_against_the_cap():
+    model = nn.Sequential(nn.Linear(256, 256), nn.BatchNorm1d(256).eval())  # 256 KiB of weight, 1 KiB buffers
+    profiler = ModuleFunctionKernelProfiler({"linear", "batch_norm"}, sample_memory_limit_mb=16 / 1024)  # 16 KiB
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no signature may be dropped
+        _, data = profiler.profile(model, [((torch.randn(4, 256),), {})], warmup_iterations=0)
+    ((_, (linear_args, _)),) = data["linear"]
+    assert linear_args[1] is model[0].weight, "the live weight is kept"
+    ((_, (norm_args, _)),) = data["batch_norm"]
+    assert isinstance(norm_args[0], torch.Tensor)
+    report = profiler.book.report()
+    assert report["signatures_not_kept"] == 0
+    assert report["kept_bytes"] == 2 * 4 * 256 * 4, "only the two 4 KiB activations count"
