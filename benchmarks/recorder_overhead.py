@@ -22,8 +22,10 @@ Per workload it also prints
   kernel ratio     median over kernels of (duration recorded by kernelscope / duration under the plain
                    profiler), kernels matched by name and launch order in one pass of each
 
-With --diagnose, also ks-all-keep-none: ks-all with sample_memory_limit_mb=0, whose book keeps no input
-alive (its difference to ks-all is what kept inputs cost, e.g. the caching allocator's growth).
+With --diagnose, two more recorded variants split the cost of the samples:
+  ks-all-no-cap     ks-all without the memory cap (sample_memory_limit_mb=None): no cap bookkeeping
+  ks-all-keep-none  a book that drops every sample's inputs at once (no bookkeeping, no input kept alive):
+                    its difference to ks-all-no-cap is what keeping inputs alive costs (allocator growth)
 
 Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [workload ...]   (CUDA; see workloads.py)
 """
@@ -66,8 +68,18 @@ def one_pass(w):
         w.fn(*args, **kwargs)
 
 
-def new_book(limit_bytes: int = int(DEFAULT_SAMPLE_MEMORY_LIMIT_MB * 2**20)) -> CappedSampleBook:
-    return CappedSampleBook(limit_bytes)
+def new_book() -> CappedSampleBook:
+    return CappedSampleBook(int(DEFAULT_SAMPLE_MEMORY_LIMIT_MB * 2**20))
+
+
+class KeepNothing(CappedSampleBook):
+    """Counts calls and signatures like the recorder's book but keeps no input of any signature."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
+        self.samples[function_name][sample_id] = ((), {})
 
 
 def timed_pass(w) -> float:
@@ -89,15 +101,15 @@ def session_medians(w) -> dict:
     return {name: statistics.median(times) for name, times in runs.items()}
 
 
-DIAGNOSTIC = False  # --diagnose: also ks-all with sample_memory_limit_mb=0 (no input kept alive)
+DIAGNOSTIC = False  # --diagnose: also ks-all-no-cap and ks-all-keep-none
 
 
 def paired_variants(w) -> dict:
     modules = list(w.module.named_modules())
 
-    def recorded(calls, collect=None, modules_only=False, limit_bytes=None):
+    def recorded(calls, collect=None, modules_only=False, make_book=new_book):
         def time_one() -> float:
-            book = new_book() if limit_bytes is None else new_book(limit_bytes)
+            book = make_book()
             with ExitStack() as stack:
                 if modules_only:
                     stack.enter_context(mock.patch.object(instrument, "functional_names", list))
@@ -120,7 +132,14 @@ def paired_variants(w) -> dict:
         "ks-unsampled": recorded("all", set()),
         "ks-functional": recorded("functional"),
         "ks-all": recorded("all"),
-        **({"ks-all-keep-none": recorded("all", limit_bytes=0)} if DIAGNOSTIC else {}),
+        **(
+            {
+                "ks-all-no-cap": recorded("all", make_book=lambda: CappedSampleBook(None)),
+                "ks-all-keep-none": recorded("all", make_book=KeepNothing),
+            }
+            if DIAGNOSTIC
+            else {}
+        ),
     }
 
 
@@ -201,7 +220,7 @@ def kernel_ratio(w) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--diagnose", action="store_true", help="add ks-all-keep-none (no input kept alive)")
+    parser.add_argument("--diagnose", action="store_true", help="add ks-all-no-cap and ks-all-keep-none")
     parser.add_argument("workloads", nargs="*")
     options = parser.parse_args()
     global DIAGNOSTIC
@@ -226,7 +245,8 @@ def main() -> None:
 
     frame = pd.DataFrame(rows)
     shown = ["workload", "plain", "profiler", "profiler*"]
-    for name in ("modules-only", "ks-unsampled", "ks-functional", "ks-all") + (("ks-all-keep-none",) * DIAGNOSTIC):
+    diagnostic = ("ks-all-no-cap", "ks-all-keep-none") if DIAGNOSTIC else ()
+    for name in ("modules-only", "ks-unsampled", "ks-functional", "ks-all", *diagnostic):
         frame[name] = [f"{v:.3f} ({r:.2f}x)" for v, r in zip(frame[name], frame[f"{name}/profiler*"], strict=True)]
         shown.append(name)
     frame["ks-all p25-p75"] = [f"{a:.2f}-{b:.2f}" for a, b in frame["ks-all/profiler* p25-p75"]]
