@@ -93,23 +93,13 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
 
     ``torch_calls``: torch-level calls are scoped too, so this call must mark itself open for them.
     """
+    if torch_calls:
+        return _marked_call(function, name, book, outermost_only=False)
     record, labels = _sample_scopes(name, book)
-    if not torch_calls:
-
-        def call_in_scope(*args, **kwargs):
-            with _Scope(labels[record(args, kwargs)]):
-                return function(*args, **kwargs)
-
-        return _wraps(call_in_scope, function, name)
-    enter_call, leave_call = INSIDE_CALL.set, INSIDE_CALL.reset
 
     def call_in_scope(*args, **kwargs):
-        token = enter_call(True)
-        try:
-            with _Scope(labels[record(args, kwargs)]):
-                return function(*args, **kwargs)
-        finally:
-            leave_call(token)
+        with _Scope(labels[record(args, kwargs)]):
+            return function(*args, **kwargs)
 
     return _wraps(call_in_scope, function, name)
 
@@ -117,11 +107,17 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
 def _torch_call(function: Any, name: str, book: SampleBook | None):
     """A torch-level call's wrapper: scoped only outside any other scoped call (inside a functional,
     ``torch.bmm`` or ``x.view`` are that functional's business)."""
+    return _marked_call(function, name, book, outermost_only=True)
+
+
+def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_only: bool):
+    """A scoped call that marks itself open (INSIDE_CALL) for the torch-level calls it makes; with
+    ``outermost_only`` it is left unscoped inside another open call."""
     record, labels = _sample_scopes(name, book)
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
 
     def call_in_scope(*args, **kwargs):
-        if inside_call():
+        if outermost_only and inside_call():
             return function(*args, **kwargs)
         token = enter_call(True)
         try:

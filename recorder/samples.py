@@ -28,40 +28,30 @@ def _tensor_key(value: torch.Tensor) -> tuple:
     return (value.shape, value.dtype, value.layout, value.device)
 
 
-def signature_key(value: Any, parameters: dict | None = None) -> Any:
+def signature_key(value: Any, known: dict | None = None) -> Any:
     """A hashable key that differs exactly when two arguments differ in signature.
 
-    ``parameters``: ``{id(tensor): (tensor, key)}`` of tensors whose keys are known (``SampleBook.remember``);
-    ``nn.Parameter`` arguments not in it are added, as weights do not change shape during a recording.
+    ``known``: ``{id(tensor): (tensor, key)}`` of tensors whose keys are already built (``SampleBook.remember``).
     """
     kind = type(value)
-    if kind is _Tensor:
-        if parameters:
-            hit = parameters.get(id(value))
+    if kind in _PLAIN:
+        return (kind, value)
+    if isinstance(value, _Tensor):
+        if known:
+            hit = known.get(id(value))
             if hit is not None and hit[0] is value:
                 return hit[1]
         return _tensor_key(value)
-    if kind in _PLAIN:
-        return (kind, value)
-    if kind is _Parameter and parameters is not None:
-        hit = parameters.get(id(value))
-        if hit is not None and hit[0] is value:
-            return hit[1]
-        key = _tensor_key(value)
-        parameters[id(value)] = (value, key)
-        return key
-    if isinstance(value, _Tensor):
-        return _tensor_key(value)
     if kind is tuple or kind is list:
-        return (kind, *[signature_key(v, parameters) for v in value])
+        return (kind, *[signature_key(v, known) for v in value])
     if kind is dict:
-        return (dict, *[(k, signature_key(v, parameters)) for k, v in value.items()])
+        return (dict, *[(k, signature_key(v, known)) for k, v in value.items()])
     if kind is float:
         return (float, "nan") if math.isnan(value) else (float, value)
     if kind is slice:  # x[a:b]; slices are unhashable before Python 3.12
         return (slice, signature_key(value.start), signature_key(value.stop), signature_key(value.step))
     if isinstance(value, (tuple, list)):  # torch.Size, named tuples
-        return (kind, *[signature_key(v, parameters) for v in value])
+        return (kind, *[signature_key(v, known) for v in value])
     try:
         hash(value)
     except TypeError:
@@ -110,7 +100,6 @@ class SampleBook:
     """Per function: distinct samples in first-seen order, their call counts, live references."""
 
     def __init__(self) -> None:
-        self.ids: dict[str, dict[Any, int]] = {}
         self.samples: dict[str, list[Sample]] = {}
         self.counts: dict[str, list[int]] = {}
         self.persistent: dict[int, tuple] = {}
@@ -142,7 +131,7 @@ class SampleBook:
                 return sample_id
             sample_id = ids[key] = len(samples)
             if not samples:  # functions that were never called have no entry
-                self.ids[function_name], self.samples[function_name], self.counts[function_name] = ids, samples, counts
+                self.samples[function_name], self.counts[function_name] = samples, counts
             samples.append((args, kwargs))
             counts.append(1)
             self.new_signature(function_name, sample_id, args, kwargs)
@@ -157,19 +146,12 @@ class SampleBook:
         self._forgets.append(forget)
         return record
 
-    def record(self, function_name: str, args: tuple, kwargs: dict) -> int:
-        """Count one call; return the sample id of its signature (its index in first-seen order)."""
-        return self.recorder(function_name)(args, kwargs)
-
     def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
         """Called once per distinct signature, after its first call is counted."""
 
     def function_data(self) -> dict[str, list[tuple[int, Sample]]]:
         """``{function: [(calls, (args, kwargs)), ...]}`` with the live arguments."""
         return {name: list(zip(self.counts[name], self.samples[name], strict=True)) for name in self.samples}
-
-    def total_bytes(self) -> int:
-        return sum(tensor_bytes(s) for samples in self.samples.values() for s in samples)
 
     def metadata(self) -> dict:
         """The torch-free store (samples.json): counts, tensor signatures, non-tensor values."""
@@ -192,7 +174,6 @@ class SampleBook:
         made with the scopes in place is not counted."""
         for forget in self._forgets:
             forget()
-        self.ids = {}
         self.samples = {}
         self.counts = {}
 
