@@ -16,6 +16,8 @@ from .output import Output, emit, output_options
 from .sql_command import sql
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
+TOP_K = click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
+FORCE_RUN = click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
 
 
 class KernelscopeGroup(click.Group):
@@ -78,8 +80,8 @@ def _import_recorder():
     default=None,
     help="The run directory to write (default: ./kernelscope-demo-<time>).",
 )
-@click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
-@click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
+@TOP_K
+@FORCE_RUN
 def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
     """Profile the bundled demo model and print its per-function summary."""
     recorder = _import_recorder()
@@ -111,9 +113,9 @@ def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
     help="The run directory to write (default: ./kernelscope-<factory>-<time>).",
 )
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
-@click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
+@TOP_K
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag stored in the manifest.")
-@click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
+@FORCE_RUN
 def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[str, ...], force: bool) -> None:
     """Record TARGET, 'pkg.module:factory', whose factory returns (module, samples) or (fn, module)."""
     recorder = _import_recorder()
@@ -167,7 +169,7 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 
 @main.command()
 @click.argument("run", type=click.Path(path_type=str))
-@click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
+@TOP_K
 @click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
 @click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
 @click.option("--by-rank", is_flag=True, help="One summary per rank, with a rank column.")
