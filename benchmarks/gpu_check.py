@@ -22,7 +22,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import torch
@@ -32,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 
@@ -165,6 +168,25 @@ def check(w, out_root: Path) -> dict:
             result["sample_tensors_MB"] = (Path(tmp) / "r" / "samples.pt").stat().st_size / 2**20
             keeping.release()
 
+    # 6. samples keyed after the pass from the warm-up's prediction == keyed as each call is made (a hold limit
+    # of 0 holds no input, so that recording keys per call); threads may order first calls differently
+    result["sample_keys"] = profiler.run.manifest.get("sample_keys")
+    with tempfile.TemporaryDirectory() as tmp:
+        per_call = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=0)
+        with mock.patch.object(recorder_profiler, "hold_limit_bytes", lambda device, book: 0):
+            per_call_frame, _ = per_call.profile(
+                w.fn, w.samples, module=w.module, warmup_iterations=3, out=Path(tmp) / "r"
+            )
+        result["per_call_sample_keys"] = per_call.run.manifest.get("sample_keys")
+        columns = ["module_name", "function_name", "sample_id", "op", "kernel"]
+
+        def rows(f):
+            return Counter(f[columns].astype(str).itertuples(index=False))
+
+        result["predicted_rows_equal_per_call"] = rows(frame) == rows(per_call_frame)
+        result["predicted_samples_equal_per_call"] = profiler.book.metadata() == per_call.book.metadata()
+        per_call.release()
+
     profiler.release()
     return result
 
@@ -226,6 +248,9 @@ def main() -> None:
         "profile_e2e_s",
         "profile_e2e_with_tensors_s",
         "sample_tensors_MB",
+        "sample_keys",
+        "predicted_rows_equal_per_call",
+        "predicted_samples_equal_per_call",
     ]
     table = pd.DataFrame(results).reindex(columns=columns)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 3):

@@ -7,8 +7,10 @@ inside one profiler session (kernelscope's profiler options): each iteration tim
   ks-unsampled     one recorded pass, calls="all", no samples collected (function_names=set())
   ks-functional    one recorded pass, calls="functional" (module + F namespace scopes, samples)
   ks-all           one recorded pass as profile() makes it (calls="all", every sample collected)
-Every recorded pass gets a fresh CappedSampleBook and its own instrumented() block, and follows one
-untimed pass with the scopes in place, as in profile(): its signatures are all new, its samples kept.
+Every recorded pass gets a fresh CappedSampleBook and its own instrumented() block, and is made by
+profile()'s own record_pass: one untimed warm-up pass with the scopes in place, keyed call by call, then
+the timed pass, whose sample ids are predicted from the warm-up and whose held inputs are keyed and
+confirmed after the timer stops (`sample_keys` says how each workload's passes were keyed).
 The profiler* pass also follows an untimed pass (Python's first pass after the functions are patched or
 put back runs up to twice as slow: its call sites re-specialize).
 The ratio of a variant is the median over ITERATIONS of its
@@ -51,7 +53,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
 from kernelscope.recorder import instrument  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
-from kernelscope.recorder.profiler import DEFAULT_SAMPLE_MEMORY_LIMIT_MB, profiler_options  # noqa: E402
+from kernelscope.recorder.profiler import (  # noqa: E402
+    DEFAULT_SAMPLE_MEMORY_LIMIT_MB,
+    hold_limit_bytes,
+    profiler_options,
+    record_pass,
+)
 from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
 
 PASSES = 10
@@ -102,6 +109,7 @@ def session_medians(w) -> dict:
 
 
 DIAGNOSTIC = False  # --diagnose: also ks-all-no-cap and ks-all-keep-none
+sample_keys: set[str] = set()  # how the recorded passes of the current workload were keyed (record_pass)
 
 
 def paired_variants(w) -> dict:
@@ -114,9 +122,11 @@ def paired_variants(w) -> dict:
                 if modules_only:
                     stack.enter_context(mock.patch.object(instrument, "functional_names", list))
                 stack.enter_context(instrumented(modules, book, collect, calls))
-                one_pass(w)  # profile()'s last warm-up pass, with the scopes in place
-                book.reset()
-                elapsed = timed_pass(w)
+                # profile()'s last warm-up pass, with the scopes in place, then the recorded pass keyed as there
+                elapsed, keys = record_pass(
+                    book, lambda: one_pass(w), lambda: timed_pass(w), hold_limit_bytes("cuda", book)
+                )
+                sample_keys.add(keys)
             book.clear()  # as profile() does before the next recording
             return elapsed
 
@@ -234,6 +244,8 @@ def main() -> None:
             for _ in range(3):
                 one_pass(w)
         row = {"workload": w.name, **session_medians(w), **paired_ratios(w)}
+        row["sample_keys"] = "/".join(sorted(sample_keys))
+        sample_keys.clear()
         row["calls"], row["no-scope"] = intercepted_calls(w)
         row["us/call"] = 1e3 * (row["ks-all"] - row["profiler*"]) / row["calls"]
         row.update(kernel_ratio(w))
@@ -250,7 +262,8 @@ def main() -> None:
         frame[name] = [f"{v:.3f} ({r:.2f}x)" for v, r in zip(frame[name], frame[f"{name}/profiler*"], strict=True)]
         shown.append(name)
     frame["ks-all p25-p75"] = [f"{a:.2f}-{b:.2f}" for a, b in frame["ks-all/profiler* p25-p75"]]
-    shown += ["ks-all p25-p75", "calls", "no-scope", "us/call", "kernel_ratio_median", "same_kernels_in_order"]
+    shown += ["ks-all p25-p75", "sample_keys", "calls", "no-scope", "us/call"]
+    shown += ["kernel_ratio_median", "same_kernels_in_order"]
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.precision", 3):
         print(frame[shown].to_string(index=False))
 

@@ -126,13 +126,15 @@ def profile_pass(name: str) -> None:
         for _ in range(3):
             one_pass()
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **profiler_options()):
-            with instrumented(modules, CappedSampleBook(2**30), None, "all"):
+            book = CappedSampleBook(2**30)
+            with instrumented(modules, book, None, "all"):
                 one_pass()
                 profiler = cProfile.Profile()
-                profiler.enable()
                 for _ in range(5):
+                    book.reset()  # as profile() does before its recorded pass: every signature is new
+                    profiler.enable()
                     one_pass()
-                profiler.disable()
+                    profiler.disable()
             torch.cuda.synchronize()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import shutil
 import tempfile
 import threading
@@ -10,6 +11,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pandas as pd
 import torch
@@ -22,10 +24,11 @@ from torch.profiler import ProfilerActivity, profile
 from .instrument import CALLS, instrumented
 from .retention import CappedSampleBook
 from .run_writer import base_manifest, check_destination, run_destination, write_run
-from .samples import Sample
+from .samples import Sample, SampleBook
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
 DEFAULT_SAMPLE_MEMORY_LIMIT_MB = 1024.0
+T = TypeVar("T")
 _active = threading.Lock()  # one recording per process: the patches are global
 
 
@@ -120,17 +123,21 @@ class ModuleFunctionKernelProfiler:
             tags=tags,
         )
         book = self.book
-        with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls):
-            if warmup_iterations > 0:
-                # The last warm-up pass runs with the scopes in place: Python re-specializes the model's call
-                # sites to the patched functions there, not in the recorded pass (measured on the CPU, the
-                # first pass after a patch change took up to twice as long as the next).
-                _run_pass(fn, data)
+
+        def recorded_pass():
             with profile(activities=activities, **profiler_options()) as prof:
-                book.reset()
                 _run_pass(fn, data)
                 if device == "cuda":
                     torch.cuda.synchronize()
+            return prof
+
+        # The last warm-up pass runs with the scopes in place: Python re-specializes the model's call sites to
+        # the patched functions there, not in the recorded pass (measured on the CPU, the first pass after a
+        # patch change took up to twice as long as the next).
+        warm_up = (lambda: _run_pass(fn, data)) if warmup_iterations > 0 else None
+        with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls):
+            held = hold_limit_bytes(device, book)
+            prof, manifest["sample_keys"] = record_pass(book, warm_up, recorded_pass, held)
         _warn_on_samples_not_kept(book, self.sample_memory_limit_mb)
         manifest["sample_memory"] = book.report()
         if out is None:
@@ -176,6 +183,46 @@ class ModuleFunctionKernelProfiler:
     def release(self) -> None:
         """Free what the last recording holds (also done when the profiler is garbage collected)."""
         self._release()
+
+
+def hold_limit_bytes(device: str, book: CappedSampleBook) -> int | None:
+    """How much input storage a recording may hold while its samples are keyed after the recorded pass: half
+    the memory free when the warm-up starts, on the GPU (the model's own needs are in the allocator's cache
+    by then) or in RAM; the sample memory cap where the free RAM is unknown."""
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        return free // 2
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (AttributeError, ValueError, OSError):  # not a POSIX system that reports it
+        return book.limit_bytes
+
+
+def record_pass(
+    book: SampleBook, warm_up: Callable[[], Any] | None, recorded: Callable[[], T], hold_limit: int | None = None
+) -> tuple[T, str]:
+    """Run the patched warm-up pass (if any), then ``recorded()``, with ``book`` keying the calls as
+    ``profile()`` does; returns the recorded result and how its samples were keyed (manifest ``sample_keys``):
+
+    - ``predicted``: the recorded pass named each call's sample id from the warm-up's calls and held its
+      inputs; keyed after the pass, every prediction was right (SampleBook);
+    - ``per_call``: no warm-up, or the warm-up's inputs did not fit in ``hold_limit`` bytes (None = no
+      limit): keyed as each call was made;
+    - ``per_call_after_miss``: a prediction was wrong (the model's calls differ between passes), so the
+      pass was recorded again, keyed per call.
+    """
+    predicted = False
+    if warm_up is not None:
+        book.watch_warm_up(hold_limit)
+        warm_up()
+        predicted = book.predict_next_pass()
+    result = recorded()
+    if not predicted:
+        return result, "per_call"
+    if book.confirm_predictions():
+        return result, "predicted"
+    book.reset()
+    return recorded(), "per_call_after_miss"
 
 
 def profiler_options() -> dict:

@@ -31,18 +31,7 @@ class CappedSampleBook(SampleBook):
         """Keep the inputs of a new signature if they fit in the cap, else only their metadata."""
         if self.limit_bytes is None:
             return
-        new = {}
-        tensors: list[torch.Tensor] = []
-        _collect_tensors(args, tensors)
-        _collect_tensors(kwargs.values(), tensors)
-        persistent = self.persistent
-        for tensor in tensors:
-            hit = persistent.get(id(tensor))
-            if hit is not None and hit[0] is tensor:
-                continue  # a parameter or buffer of the observed modules: alive anyway
-            key, nbytes = _storage(tensor)
-            if key not in self._kept_storages:
-                new[key] = nbytes
+        new = self._new_storages(args, kwargs, self._kept_storages)
         size = sum(new.values())
         if self.kept_bytes + size <= self.limit_bytes:
             self.kept_bytes += size
@@ -50,6 +39,35 @@ class CappedSampleBook(SampleBook):
             return
         self.samples[function_name][sample_id] = (metadata_only(args), metadata_only(kwargs))
         self.not_kept.setdefault(function_name, set()).add(sample_id)
+
+    def hold(self, args: tuple, kwargs: dict) -> None:
+        """A warm-up call's inputs are held while all the warm-up's calls' inputs fit in ``hold_limit_bytes``;
+        once they do not, none are held and the recorded pass is keyed per call."""
+        if self.hold_limit_bytes is not None:
+            new = self._new_storages(args, kwargs, self._held_storages)
+            self._held_storages.update(new)
+            self.held_bytes += sum(new.values())
+            if self.held_bytes > self.hold_limit_bytes:
+                self.holding, self.held, self._held_storages = False, [], {}
+                return
+        self.held.append((args, kwargs))
+
+    def _new_storages(self, args: tuple, kwargs: dict, seen: dict) -> dict:
+        """``{storage key: bytes}`` of the storages the inputs hold that are not in ``seen`` (the observed
+        modules' parameters and buffers left out: the model keeps them alive anyway)."""
+        tensors: list[torch.Tensor] = []
+        _collect_tensors(args, tensors)
+        _collect_tensors(kwargs.values(), tensors)
+        persistent = self.persistent
+        new = {}
+        for tensor in tensors:
+            hit = persistent.get(id(tensor))
+            if hit is not None and hit[0] is tensor:
+                continue
+            key, nbytes = _storage(tensor)
+            if key not in seen:
+                new[key] = nbytes
+        return new
 
     def is_kept(self, function_name: str, sample_id: int) -> bool:
         """Whether the live inputs of this signature are kept (else only their metadata)."""
@@ -66,8 +84,10 @@ class CappedSampleBook(SampleBook):
 
     def reset(self) -> None:
         super().reset()
-        self._kept_storages: set = set()
+        self._kept_storages: dict = {}
         self.kept_bytes = 0
+        self._held_storages: dict = {}
+        self.held_bytes = 0
         self.not_kept: dict[str, set[int]] = {}
 
 

@@ -1,0 +1,200 @@
+"""Sample ids predicted from the warm-up and keyed after the recorded pass (SampleBook, profiler.record_pass)
+give exactly what keying each call as it is made gives; a model whose calls differ between passes is
+caught and recorded again, keyed per call."""
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.demo import demo_workload  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
+from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
+from kernelscope.recorder.samples import SampleBook  # noqa: E402
+from torch import nn  # noqa: E402
+
+ATTRIBUTION = ["module_name", "function_name", "op", "sample_id"]
+
+
+def _profile(model, samples, tmp_path, name, hold_limit=None, **options):
+    """profile() with two warm-up passes; ``hold_limit``: the bytes of inputs the recording may hold (0: none,
+    so the recorded pass is keyed as each call is made)."""
+    profiler = ModuleFunctionKernelProfiler(**options)
+    original = recorder_profiler.hold_limit_bytes
+    if hold_limit is not None:
+        recorder_profiler.hold_limit_bytes = lambda device, book: hold_limit
+    try:
+        frame, data = profiler.profile(model, samples, warmup_iterations=2, out=tmp_path / name)
+    finally:
+        recorder_profiler.hold_limit_bytes = original
+    return profiler, frame, data
+
+
+def _same_recording(a, b):
+    (profiler_a, frame_a, data_a), (profiler_b, frame_b, data_b) = a, b
+    assert frame_a[ATTRIBUTION].astype(str).values.tolist() == frame_b[ATTRIBUTION].astype(str).values.tolist()
+    assert profiler_a.book.metadata() == profiler_b.book.metadata()
+    assert profiler_a.book.report() == profiler_b.book.report()
+    assert {name: [calls for calls, _ in entries] for name, entries in data_a.items()} == {
+        name: [calls for calls, _ in entries] for name, entries in data_b.items()
+    }
+
+
+@pytest.mark.parametrize("cap_mb", [None, 0.05])
+def test_predicted_sample_ids_give_what_per_call_keys_give(tmp_path, cap_mb):
+    model, samples = demo_workload("cpu")
+    predicted = _profile(model, samples, tmp_path, "predicted", sample_memory_limit_mb=cap_mb)
+    per_call = _profile(model, samples, tmp_path, "per_call", hold_limit=0, sample_memory_limit_mb=cap_mb)
+    assert predicted[0].run.manifest["sample_keys"] == "predicted"
+    assert per_call[0].run.manifest["sample_keys"] == "per_call"
+    assert predicted[1]["sample_id"].notna().any()
+    if cap_mb is not None:  # the cap's choices are made in the same order: the same signatures are not kept
+        assert predicted[0].book.report()["signatures_not_kept"] > 0
+    _same_recording(predicted, per_call)
+
+
+class CountsPasses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.passes = 0
+
+
+class ChangesShapes(CountsPasses):
+    """Each pass slices one more row: the recorded pass's inputs have other shapes than the warm-up's."""
+
+    def forward(self, x):
+        self.passes += 1
+        return F.relu(x[: self.passes])
+
+
+class ChangesOrder(CountsPasses):
+    """Odd passes call relu twice with one signature, even passes with two: the sample ids differ."""
+
+    def forward(self, x):
+        self.passes += 1
+        return F.relu(x) + F.relu(x if self.passes % 2 else x[:1])
+
+
+class CallsLater(CountsPasses):
+    """gelu is called from the third pass on: the warm-up (second pass) never called it."""
+
+    def forward(self, x):
+        self.passes += 1
+        return F.gelu(x) if self.passes >= 3 else F.relu(x)
+
+
+class ReshapesInPlace(nn.Module):
+    """relu's input is transposed in place after the call: keyed after the pass, it would show other strides."""
+
+    def forward(self, x):
+        h = x.clone()
+        y = F.relu(h)
+        h.t_()
+        return y
+
+
+@pytest.mark.parametrize("model_type", [ChangesShapes, ChangesOrder, CallsLater, ReshapesInPlace])
+def test_a_model_whose_calls_differ_between_passes_is_recorded_again_per_call(tmp_path, model_type):
+    model = model_type()
+    profiler, frame, data = _profile(model, [((torch.randn(6, 6),), {})], tmp_path, "run")
+    assert profiler.run.manifest["sample_keys"] == "per_call_after_miss"
+    if model_type is ChangesShapes:  # plain pass, patched warm-up, predicted pass, then the pass recorded again
+        assert model.passes == 4
+        [(calls, ((sample,), _))] = data["relu"]
+        assert calls == 1 and sample.shape == (4, 6)
+    if model_type is ChangesOrder:  # the fourth pass: two signatures, each named by its own id in the trace
+        assert [calls for calls, _ in data["relu"]] == [1, 1]
+        assert sorted(frame.loc[frame["function_name"] == "relu", "sample_id"].unique()) == [0, 1]
+    if model_type is CallsLater:
+        assert list(data) == ["gelu"]
+
+
+def test_the_recorded_pass_is_keyed_per_call_without_a_warm_up_or_past_the_hold_limit(tmp_path):
+    model, samples = demo_workload("cpu")
+    profiler = ModuleFunctionKernelProfiler()
+    profiler.profile(model, samples, warmup_iterations=0, out=tmp_path / "cold")
+    assert profiler.run.manifest["sample_keys"] == "per_call"
+    small, _, _ = _profile(model, samples, tmp_path, "small", hold_limit=4096)  # the first inputs fit, not all
+    assert small.run.manifest["sample_keys"] == "per_call"
+    assert _profile(model, samples, tmp_path, "big", hold_limit=2**30)[0].run.manifest["sample_keys"] == "predicted"
+
+
+def test_the_hold_limit_is_half_the_free_memory_and_not_the_sample_cap():
+    limit = recorder_profiler.hold_limit_bytes("cpu", CappedSampleBook(0))
+    assert limit is not None and limit > 0
+
+
+def _calls():
+    x, y = torch.randn(4, 6), torch.randn(6, 4)
+    return [("f", (x,)), ("g", (y, 1)), ("f", (x.t(),)), ("f", (torch.randn(4, 6),)), ("g", (y, 2)), ("f", (x,))]
+
+
+def _book_pass(book, calls):
+    return [book.recorder(name)(args, {}) for name, args in calls]
+
+
+@pytest.mark.parametrize("book_type", [SampleBook, lambda: CappedSampleBook(100)])
+def test_the_book_predicts_ids_and_confirms_them_after_the_pass(book_type):
+    per_call = book_type()
+    per_call_ids = _book_pass(per_call, _calls())
+    book = book_type()
+    book.watch_warm_up()
+    assert _book_pass(book, _calls()) == per_call_ids
+    assert book.predict_next_pass()
+    assert book.samples == {}, "the warm-up is not counted"
+    assert _book_pass(book, _calls()) == per_call_ids
+    assert book.samples == {}, "nothing is keyed during the predicted pass"
+    assert book.confirm_predictions()
+    assert book.metadata() == per_call.metadata()
+    assert book.function_data().keys() == per_call.function_data().keys()
+    if isinstance(book, CappedSampleBook):
+        assert book.not_kept == per_call.not_kept and book.not_kept, "the 100-byte cap drops some signatures"
+
+
+def test_the_book_reports_a_wrong_prediction_and_a_call_it_never_predicted():
+    book = SampleBook()
+    book.watch_warm_up()
+    _book_pass(book, _calls())
+    book.predict_next_pass()
+    swapped = _calls()
+    swapped[0], swapped[2] = swapped[2], swapped[0]  # f's first two calls swap signatures: ids unchanged
+    _book_pass(book, swapped)
+    assert not book.confirm_predictions(), "same ids, other keys"
+
+    book.watch_warm_up()
+    _book_pass(book, _calls())
+    book.predict_next_pass()
+    _book_pass(book, [*_calls(), ("h", (torch.randn(2),))])
+    assert not book.confirm_predictions(), "h was never called in the warm-up"
+
+
+def test_the_warm_up_stops_holding_past_its_limit():
+    book = CappedSampleBook(None)
+    book.watch_warm_up(hold_limit_bytes=100)  # f's 96-byte inputs fit, g's add 96 more
+    _book_pass(book, _calls()[:1])
+    assert len(book.held) == 1
+    _book_pass(book, _calls()[1:])
+    assert book.held == [] and not book.predict_next_pass()
+
+
+class TwoThreads(nn.Module):
+    """relu on the calling thread and gelu on a second one, in the same pass."""
+
+    def forward(self, x):
+        out = {}
+        worker = threading.Thread(target=lambda: out.update(g=F.gelu(x * 2)))
+        worker.start()
+        r = F.relu(x[:2])
+        worker.join()
+        return r, out["g"]
+
+
+def test_calls_from_other_threads_are_predicted_and_confirmed(tmp_path):
+    samples = [((torch.randn(4, 4),), {}), ((torch.randn(8, 4),), {})]
+    predicted = _profile(TwoThreads(), samples, tmp_path, "predicted")
+    per_call = _profile(TwoThreads(), samples, tmp_path, "per_call", hold_limit=0)
+    assert predicted[0].run.manifest["sample_keys"] == "predicted"
+    assert {"gelu", "relu"} <= set(predicted[2]), "the second thread's call is sampled"
+    assert predicted[0].book.metadata() == per_call[0].book.metadata()
