@@ -138,6 +138,14 @@ class ModuleFunctionKernelProfiler:
         with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls):
             held = hold_limit_bytes(device, book)
             prof, manifest["sample_keys"] = record_pass(book, warm_up, recorded_pass, held)
+        if manifest["sample_keys"] == "per_call_after_miss":
+            warnings.warn(
+                "kernelscope: the model's calls differed between the last warm-up pass and the recorded pass (other "
+                "calls, or inputs of other shapes), so the pass was recorded once more with each call keyed as it "
+                f"was made: the model ran {warmup_iterations + 2} passes, not {warmup_iterations + 1}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
         _warn_on_samples_not_kept(book, self.sample_memory_limit_mb)
         manifest["sample_memory"] = book.report()
         if out is None:
