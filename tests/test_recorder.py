@@ -364,3 +364,34 @@ def test_the_garbage_collector_is_paused_while_the_scopes_are_in_place_only():
     with pytest.raises(Boom):
         ModuleFunctionKernelProfiler().profile(failing, [((torch.randn(2, 4),), {})], warmup_iterations=1)
     assert gc.isenabled(), "enabled again after a failure"
+
+
+class _NoTraceOnly:
+    """An experimental config of a torch without ``trace_only`` (torch 2.11)."""
+
+
+def test_acc_events_only_where_torch_can_skip_building_its_event_objects(monkeypatch):
+    from kernelscope.recorder import profiler
+
+    monkeypatch.setattr(profiler, "experimental_config", _NoTraceOnly)
+    assert "acc_events" not in profiler.profiler_options(), "it would make torch build its events at stop"
+    with_trace_only = type("Config", (), {"trace_only": True})
+    monkeypatch.setattr(profiler, "experimental_config", with_trace_only)
+    if "acc_events" in profiler.inspect.signature(profiler.profile.__init__).parameters:
+        assert profiler.profiler_options()["acc_events"] is True
+
+
+def test_the_profiler_cycle_warning_is_hidden_and_no_other(recwarn):
+    import warnings
+
+    from kernelscope.recorder.profiler import quiet_cycle_warning
+
+    with quiet_cycle_warning():  # torch 2.11's text, warned when acc_events is not passed
+        warnings.warn(
+            "Warning: Profiler clears events at the end of each cycle.Only events from the current cycle will be "
+            "reported.To keep events across cycles, set acc_events=True.",
+            UserWarning,
+            stacklevel=1,
+        )
+        warnings.warn("another warning", UserWarning, stacklevel=1)
+    assert [str(w.message) for w in recwarn] == ["another warning"]
