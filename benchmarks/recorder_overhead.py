@@ -24,10 +24,10 @@ Per workload it also prints
   kernel ratio     median over kernels of (duration recorded by kernelscope / duration under the plain
                    profiler), kernels matched by name and launch order in one pass of each
 
-With --diagnose, two more recorded variants split the cost of the samples:
-  ks-all-no-cap     ks-all without the memory cap (sample_memory_limit_mb=None): no cap bookkeeping
-  ks-all-keep-none  a book that drops every sample's inputs at once (no bookkeeping, no input kept alive):
-                    its difference to ks-all-no-cap is what keeping inputs alive costs (allocator growth)
+With --diagnose, two more recorded variants:
+  ks-all-per-call   ks-all with a hold limit of 0: each call keyed as it is made, inside the timed pass (the
+                    path of a recording without a warm-up, or whose inputs do not fit in the hold limit)
+  ks-all-no-cap     ks-all without the memory cap (sample_memory_limit_mb=None)
 
 Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [workload ...]   (CUDA; see workloads.py)
 """
@@ -79,16 +79,6 @@ def new_book() -> CappedSampleBook:
     return CappedSampleBook(int(DEFAULT_SAMPLE_MEMORY_LIMIT_MB * 2**20))
 
 
-class KeepNothing(CappedSampleBook):
-    """Counts calls and signatures like the recorder's book but keeps no input of any signature."""
-
-    def __init__(self) -> None:
-        super().__init__(None)
-
-    def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
-        self.samples[function_name][sample_id] = ((), {})
-
-
 def timed_pass(w) -> float:
     torch.cuda.synchronize()
     start = time.perf_counter()
@@ -108,14 +98,14 @@ def session_medians(w) -> dict:
     return {name: statistics.median(times) for name, times in runs.items()}
 
 
-DIAGNOSTIC = False  # --diagnose: also ks-all-no-cap and ks-all-keep-none
-sample_keys: set[str] = set()  # how the recorded passes of the current workload were keyed (record_pass)
+DIAGNOSTIC = False  # --diagnose: also ks-all-per-call and ks-all-no-cap
+sample_keys: set[str] = set()  # how the ks-all passes of the current workload were keyed (record_pass)
 
 
 def paired_variants(w) -> dict:
     modules = list(w.module.named_modules())
 
-    def recorded(calls, collect=None, modules_only=False, make_book=new_book):
+    def recorded(calls, collect=None, modules_only=False, make_book=new_book, hold_limit=None, watched=False):
         def time_one() -> float:
             book = make_book()
             with ExitStack() as stack:
@@ -123,10 +113,10 @@ def paired_variants(w) -> dict:
                     stack.enter_context(mock.patch.object(instrument, "functional_names", list))
                 stack.enter_context(instrumented(modules, book, collect, calls))
                 # profile()'s last warm-up pass, with the scopes in place, then the recorded pass keyed as there
-                elapsed, keys = record_pass(
-                    book, lambda: one_pass(w), lambda: timed_pass(w), hold_limit_bytes("cuda", book)
-                )
-                sample_keys.add(keys)
+                limit = hold_limit_bytes("cuda", book) if hold_limit is None else hold_limit
+                elapsed, keys = record_pass(book, lambda: one_pass(w), lambda: timed_pass(w), limit)
+                if watched:
+                    sample_keys.add(keys)
             book.clear()  # as profile() does before the next recording
             return elapsed
 
@@ -141,11 +131,11 @@ def paired_variants(w) -> dict:
         "modules-only": recorded("functional", set(), modules_only=True),
         "ks-unsampled": recorded("all", set()),
         "ks-functional": recorded("functional"),
-        "ks-all": recorded("all"),
+        "ks-all": recorded("all", watched=True),
         **(
             {
+                "ks-all-per-call": recorded("all", hold_limit=0),
                 "ks-all-no-cap": recorded("all", make_book=lambda: CappedSampleBook(None)),
-                "ks-all-keep-none": recorded("all", make_book=KeepNothing),
             }
             if DIAGNOSTIC
             else {}
@@ -230,7 +220,7 @@ def kernel_ratio(w) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--diagnose", action="store_true", help="add ks-all-no-cap and ks-all-keep-none")
+    parser.add_argument("--diagnose", action="store_true", help="add ks-all-per-call and ks-all-no-cap")
     parser.add_argument("workloads", nargs="*")
     options = parser.parse_args()
     global DIAGNOSTIC
@@ -257,7 +247,7 @@ def main() -> None:
 
     frame = pd.DataFrame(rows)
     shown = ["workload", "plain", "profiler", "profiler*"]
-    diagnostic = ("ks-all-no-cap", "ks-all-keep-none") if DIAGNOSTIC else ()
+    diagnostic = ("ks-all-per-call", "ks-all-no-cap") if DIAGNOSTIC else ()
     for name in ("modules-only", "ks-unsampled", "ks-functional", "ks-all", *diagnostic):
         frame[name] = [f"{v:.3f} ({r:.2f}x)" for v, r in zip(frame[name], frame[f"{name}/profiler*"], strict=True)]
         shown.append(name)

@@ -1,8 +1,10 @@
 """The recorder's per-call pieces timed alone, on this machine's CPU and CUDA tensors, under an active
 torch.profiler (CPU+CUDA where there is CUDA): tensor metadata reads, a call's sample key, a scope, a
-wrapped functional against the bare one, and the path of a new signature (what the first pass of a
-recording takes for every distinct input) with its retention bookkeeping. Then cProfile of one recorded
-pass of the given workloads.
+wrapped functional against the bare one, and the path of a new signature with its retention bookkeeping
+(taken for every distinct input by the keyed warm-up pass and after the recorded pass, or inside the
+recorded pass when it is keyed per call). Then cProfile of recorded passes of the given workloads, each
+made as profile() makes it (recorder.profiler.record_pass: keyed warm-up, predicted pass), the profile
+taken of the predicted pass alone.
 
 Usage: python benchmarks/recorder_pieces.py [workload factory ...]   (e.g. vit bert)
 """
@@ -24,7 +26,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).parent))
 from kernelscope.recorder import instrument  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
-from kernelscope.recorder.profiler import profiler_options  # noqa: E402
+from kernelscope.recorder.profiler import hold_limit_bytes, profiler_options, record_pass  # noqa: E402
 from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
 from kernelscope.recorder.samples import call_key  # noqa: E402
 
@@ -128,17 +130,20 @@ def profile_pass(name: str) -> None:
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **profiler_options()):
             book = CappedSampleBook(2**30)
             with instrumented(modules, book, None, "all"):
-                one_pass()
                 profiler = cProfile.Profile()
-                for _ in range(5):
-                    book.reset()  # as profile() does before its recorded pass: every signature is new
+
+                def profiled_pass():
                     profiler.enable()
                     one_pass()
                     profiler.disable()
+
+                for _ in range(5):
+                    _, keys = record_pass(book, one_pass, profiled_pass, hold_limit_bytes("cuda", book))
+                    assert keys == "predicted", keys
             torch.cuda.synchronize()
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
-    print(f"== cProfile of 5 recorded passes: {name}\n" + out.getvalue()[-6000:])
+    print(f"== cProfile of 5 predicted passes: {name}\n" + out.getvalue()[-6000:])
 
 
 if __name__ == "__main__":
