@@ -44,6 +44,9 @@ class ModuleFunctionKernelProfiler:
         sample_memory_limit_mb: the live inputs kept for ``function_data`` hold at most this many MiB of
             tensor storage (None = no cap). A signature past the cap is still counted and described, but
             holds TensorMeta in place of its tensors (and is left out of samples.pt); a warning says so.
+            Apart from it, while recording, the inputs of every call of the last warm-up and the recorded
+            pass are held until the pass is keyed, up to half the free GPU memory (RAM on the CPU), and let
+            go before ``profile()`` returns (docs/format.md).
         calls: ``"all"`` (default) scopes every call that launches kernels: functionals however they are
             reached, torch-level calls outside functionals (``torch.addmm``, ``Tensor.add``…), CUDA graph
             replays, compiled regions. ``"functional"`` scopes only the ``torch.nn.functional`` namespace,
