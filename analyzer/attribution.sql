@@ -11,6 +11,7 @@
 -- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
 -- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
 -- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator.
+-- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
 
@@ -26,7 +27,7 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid 
        OR (cat = 'user_annotation'
            AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))));
 
--- One row per result row, with where (thread, time) it was launched from: device events through the first
+-- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
 -- next operator to start on the thread, in (start, longest first) order, starts at or after its end).
 CREATE OR REPLACE TEMP TABLE ks_items AS
@@ -40,8 +41,7 @@ launches AS (
     SELECT correlation, pid, tid, ts_ns, external_id
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
-      AND correlation IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY correlation ORDER BY ts_ns, event_id) = 1
+      AND correlation IS NOT NULL  -- one launch per correlation: validate.sql refuses a trace with two
 ),
 leaf_ops AS (
     SELECT * EXCLUDE (next_start)
