@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 import pandas as pd
-from kernelscope.analyzer.atomic import replace_atomically
 
 FORMATS = ("table", "csv", "json", "parquet")
 SUFFIXES = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet", ".duckdb": "duckdb"}
@@ -116,12 +115,14 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
 
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file."""
+    from kernelscope.analyzer.atomic import replace_atomically
     replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     """``frame`` as a Parquet file, written by DuckDB (no pyarrow needed), atomically."""
     import duckdb
+    from kernelscope.analyzer.atomic import replace_atomically
     from kernelscope.analyzer.sql import quote
 
     def write(tmp: str) -> None:

@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 import duckdb
 import pandas as pd
-from kernelscope.analyzer.sql import quote
 
 from .loading import load, prefix_options, run_option
 from .output import Output, emit, output_options, print_table
@@ -60,6 +59,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
 
 def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling."""
+    from kernelscope.analyzer.sql import quote
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".duckdb", dir=path.parent)
     os.close(handle)
     os.unlink(tmp)  # DuckDB creates the file itself
