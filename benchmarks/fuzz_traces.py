@@ -99,8 +99,9 @@ def run_case(case: Case, expected: tuple | None) -> tuple[str, str]:
     except KernelscopeError as exc:
         if case.valid:
             return "refused", str(exc)
-        if exc.problem.startswith("holds no device events") and _device_events(case.path):
-            return "dropped", f"{exc}, but it holds {_device_events(case.path)}"
+        held = _device_events(case.path) if exc.problem.startswith("holds no device events") else 0
+        if held:
+            return "dropped", f"{exc}, but it holds {held}"
         return "error", _category(exc.problem)
     except Exception:  # the fuzzer's whole point: anything else is a bug
         return "crash", traceback.format_exc(limit=6)

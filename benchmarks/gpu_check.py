@@ -39,17 +39,21 @@ from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 
 
+def capturing(w, into: list):
+    """``w.fn``, appending every call's output to ``into``."""
+
+    def fn(*args, **kwargs):
+        out = w.fn(*args, **kwargs)
+        into.append(out)
+        return out
+
+    return fn
+
+
 def one_pass(w, capture=None):
+    """One pass without grad; ``capture``: a list that gets every call's output."""
     with torch.no_grad():
-        if w.samples is None:
-            out = w.fn()
-            if capture is not None:
-                capture.append(out)
-            return
-        for args, kwargs in w.samples:
-            out = w.fn(*args, **kwargs)
-            if capture is not None:
-                capture.append(out)
+        w.one_pass(None if capture is None else capturing(w, capture))
 
 
 def flatten(out):
@@ -86,18 +90,11 @@ def check(w, out_root: Path) -> dict:
 
     # 1. profile() end to end, capturing the recorded pass's outputs
     captured = []
-    real_fn = w.fn
-
-    def capturing(*args, **kwargs):
-        out = real_fn(*args, **kwargs)
-        captured.append(out)
-        return out
-
     run_dir = out_root / w.name
     profiler = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=w.sample_tensor_limit_mb)
     torch.cuda.synchronize()
     start = time.perf_counter()
-    frame, data = profiler.profile(capturing, w.samples, module=w.module, warmup_iterations=3, out=run_dir)
+    frame, data = profiler.profile(capturing(w, captured), w.samples, module=w.module, warmup_iterations=3, out=run_dir)
     result["profile_e2e_s"] = time.perf_counter() - start
     recorded = [t for o in captured[-(len(w.samples or [None])) :] for t in flatten(o)]
     result["outputs_bit_identical"] = len(recorded) == len(reference) and all(

@@ -5,7 +5,9 @@ profile() (warmup 3) is timed whole and by step, by timers put around the record
   passes       the warm-up and recorded passes (the model's work, what the other steps are compared to)
   scopes       instrumented(): patching and unpatching
   write        write_run(): the profiler's trace export, gzip, samples.json/.pt, manifest
-  analysis     load_run() of the written run directory, and the in-process profiling_df
+  analysis     load_run() of the written run directory
+  other        the rest: the profiler's start and stop, keying the samples held in the recorded pass,
+               the in-process profiling_df
 Each step is printed in ms and in µs per trace event; flat µs per event means linear growth.
 Best of REPEAT runs per size.
 

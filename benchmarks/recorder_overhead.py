@@ -67,14 +67,6 @@ ITERATIONS = 30
 ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
 
 
-def one_pass(w):
-    if w.samples is None:
-        w.fn()
-        return
-    for args, kwargs in w.samples:
-        w.fn(*args, **kwargs)
-
-
 def new_book() -> CappedSampleBook:
     return CappedSampleBook(int(DEFAULT_SAMPLE_MEMORY_LIMIT_MB * 2**20))
 
@@ -82,7 +74,7 @@ def new_book() -> CappedSampleBook:
 def timed_pass(w) -> float:
     torch.cuda.synchronize()
     start = time.perf_counter()
-    one_pass(w)
+    w.one_pass()
     torch.cuda.synchronize()
     return 1e3 * (time.perf_counter() - start)
 
@@ -98,11 +90,9 @@ def session_medians(w) -> dict:
     return {name: statistics.median(times) for name, times in runs.items()}
 
 
-DIAGNOSTIC = False  # --diagnose: also ks-all-per-call and ks-all-no-cap
-sample_keys: set[str] = set()  # how the ks-all passes of the current workload were keyed (record_pass)
-
-
-def paired_variants(w) -> dict:
+def paired_variants(w, diagnose: bool, sample_keys: set[str]) -> dict:
+    """The timed variants; ``diagnose`` adds ks-all-per-call and ks-all-no-cap; ``sample_keys`` gets how each
+    ks-all pass was keyed (record_pass)."""
     modules = list(w.module.named_modules())
 
     def recorded(calls, collect=None, modules_only=False, make_book=new_book, hold_limit=None, watched=False):
@@ -114,7 +104,7 @@ def paired_variants(w) -> dict:
                 stack.enter_context(instrumented(modules, book, collect, calls))
                 # profile()'s last warm-up pass, with the scopes in place, then the recorded pass keyed as there
                 limit = hold_limit_bytes("cuda", book) if hold_limit is None else hold_limit
-                elapsed, keys = record_pass(book, lambda: one_pass(w), lambda: timed_pass(w), limit)
+                elapsed, keys = record_pass(book, lambda: w.one_pass(), lambda: timed_pass(w), limit)
                 if watched:
                     sample_keys.add(keys)
             book.clear()  # as profile() does before the next recording
@@ -123,7 +113,7 @@ def paired_variants(w) -> dict:
         return time_one
 
     def profiled() -> float:
-        one_pass(w)  # the same warm-up: the pass before the timed one runs in the same patch state
+        w.one_pass()  # the same warm-up: the pass before the timed one runs in the same patch state
         return timed_pass(w)
 
     return {
@@ -137,14 +127,15 @@ def paired_variants(w) -> dict:
                 "ks-all-per-call": recorded("all", hold_limit=0),
                 "ks-all-no-cap": recorded("all", make_book=lambda: CappedSampleBook(None)),
             }
-            if DIAGNOSTIC
+            if diagnose
             else {}
         ),
     }
 
 
-def paired_ratios(w) -> dict:
-    variants = paired_variants(w)
+def paired_ratios(w, diagnose: bool) -> dict:
+    sample_keys: set[str] = set()
+    variants = paired_variants(w, diagnose, sample_keys)
     names = list(variants)
     times = {name: [] for name in names}
     # A collection of the objects one variant leaves behind must not land in another's pass: collect between
@@ -166,6 +157,7 @@ def paired_ratios(w) -> dict:
         ratios = sorted(t / b for t, b in zip(times[name], base, strict=True))
         row[f"{name}/profiler*"] = statistics.median(ratios)
         row[f"{name}/profiler* p25-p75"] = (ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4])
+    row["sample_keys"] = "/".join(sorted(sample_keys))
     return row
 
 
@@ -182,7 +174,7 @@ def intercepted_calls(w) -> tuple[int, int]:
     handles = [m.register_forward_pre_hook(count) for _, m in w.module.named_modules()]
     try:
         with torch.no_grad(), instrumented(list(w.module.named_modules()), book, None, "all"):
-            one_pass(w)
+            w.one_pass()
     finally:
         for handle in handles:
             handle.remove()
@@ -196,7 +188,7 @@ def kernel_durations(w, recorded: bool) -> list[tuple[str, float]]:
             prof = stack.enter_context(profile(activities=ACTIVITIES, **(profiler_options() if recorded else {})))
             if recorded:
                 stack.enter_context(instrumented(list(w.module.named_modules()), new_book(), None, "all"))
-            one_pass(w)
+            w.one_pass()
             torch.cuda.synchronize()
         prof.export_chrome_trace(str(path))
         events = orjson.loads(path.read_bytes())["traceEvents"]
@@ -223,8 +215,6 @@ def main() -> None:
     parser.add_argument("--diagnose", action="store_true", help="add ks-all-per-call and ks-all-no-cap")
     parser.add_argument("workloads", nargs="*")
     options = parser.parse_args()
-    global DIAGNOSTIC
-    DIAGNOSTIC = options.diagnose
     rows = []
     for factory in workloads.ALL:
         if options.workloads and factory.__name__ not in options.workloads:
@@ -232,10 +222,8 @@ def main() -> None:
         w = factory()
         with torch.no_grad():
             for _ in range(3):
-                one_pass(w)
-        row = {"workload": w.name, **session_medians(w), **paired_ratios(w)}
-        row["sample_keys"] = "/".join(sorted(sample_keys))
-        sample_keys.clear()
+                w.one_pass()
+        row = {"workload": w.name, **session_medians(w), **paired_ratios(w, options.diagnose)}
         row["calls"], row["no-scope"] = intercepted_calls(w)
         row["us/call"] = 1e3 * (row["ks-all"] - row["profiler*"]) / row["calls"]
         row.update(kernel_ratio(w))
@@ -247,7 +235,7 @@ def main() -> None:
 
     frame = pd.DataFrame(rows)
     shown = ["workload", "plain", "profiler", "profiler*"]
-    diagnostic = ("ks-all-per-call", "ks-all-no-cap") if DIAGNOSTIC else ()
+    diagnostic = ("ks-all-per-call", "ks-all-no-cap") if options.diagnose else ()
     for name in ("modules-only", "ks-unsampled", "ks-functional", "ks-all", *diagnostic):
         frame[name] = [f"{v:.3f} ({r:.2f}x)" for v, r in zip(frame[name], frame[f"{name}/profiler*"], strict=True)]
         shown.append(name)

@@ -120,9 +120,7 @@ def profile_pass(name: str) -> None:
     w = {factory.__name__: factory for factory in workloads.ALL}[name]()
     modules = list(w.module.named_modules())
 
-    def one_pass():
-        for args, kwargs in w.samples:
-            w.fn(*args, **kwargs)
+    one_pass = w.one_pass
 
     with torch.no_grad():
         for _ in range(3):

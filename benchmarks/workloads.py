@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
+from kernelscope.recorder.profiler import _run_pass
 from torch import nn
 
 
@@ -23,6 +24,10 @@ class Workload:
     description: str
     sample_tensor_limit_mb: float = 4.0
     notes: dict = field(default_factory=dict)
+
+    def one_pass(self, fn: Any = None) -> None:
+        """One pass over ``samples`` as profile() runs it, calling ``fn`` (default: the workload's)."""
+        _run_pass(fn or self.fn, self.samples)
 
 
 def resnet50() -> Workload:
