@@ -25,8 +25,8 @@ from .atomic import write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .ranks import find_ranks
 from .run import LaunchCheck, RankPart, Run
-from .rundir import MANIFEST, SAMPLES
-from .samples import decode, encode, tensor_meta_dict
+from .rundir import MANIFEST
+from .samples import decode, encode
 from .sql import quote, sql_text
 
 MARKER = "kernelscope-archive.json"
@@ -46,7 +46,7 @@ def run_id_of(path: str | os.PathLike) -> str:
     digest = hashlib.sha256()
     for source in find_ranks(path):
         files = [source.trace] if source.manifest is None else [source.trace.parent / MANIFEST]
-        files += [] if source.manifest is None else [source.trace.parent / SAMPLES, source.trace]
+        files += [] if source.manifest is None else [source.samples, source.trace]
         for file in files:
             digest.update(f"{source.rank}:{file.name}:{file.stat().st_size}:".encode())
             with open(file, "rb") as stream:
@@ -265,7 +265,7 @@ def _samples_with_arguments(run: Run, rank: int) -> pd.DataFrame:
     """The rank's ``samples`` rows with their arguments as the sample store's JSON (``args``, ``kwargs``)."""
     frame = run.con.execute(f"SELECT * EXCLUDE (rank) FROM samples WHERE rank = {int(rank)} ORDER BY rowid").df()
     encoded = [
-        (orjson.dumps(encode(args, tensor_meta_dict)).decode(), orjson.dumps(encode(kwargs, tensor_meta_dict)).decode())
+        (orjson.dumps(encode(args)).decode(), orjson.dumps(encode(kwargs)).decode())
         for entries in run.function_data(rank).values()
         for _calls, (args, kwargs) in entries
     ]

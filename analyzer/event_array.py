@@ -61,21 +61,17 @@ def split_event_array(
 
     ``on_part(index, file)`` is called once per part, in order, as soon as the part is complete.
     """
-    try:
-        with open(path, "rb") as raw:
-            stream = _GzipReader(fileobj=raw, mode="rb") if compressed else raw
-            head = _read_head(stream)
-            found = _find_events_key(head)
-            if found is None:
-                return _slow_path(path, head, stream, scratch, on_part)
-            key_start, array_start = found
-            if compressed:
-                advance(len(head), stream)
-                tail_keys = _stream_parts(path, stream, head[array_start:], scratch, part_bytes, on_part, advance)
-            else:
-                tail_keys = _copy_parts(path, raw, array_start, scratch, part_bytes, on_part, advance)
-    except (OSError, EOFError, zlib.error, _IsalError) as exc:
-        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
+    with open_trace(path, compressed) as stream:
+        head = _read_head(stream)
+        found = _find_events_key(head)
+        if found is None:
+            return _slow_path(path, head, stream, scratch, on_part)
+        key_start, array_start = found
+        if compressed:
+            advance(len(head), stream)
+            tail_keys = _stream_parts(path, stream, head[array_start:], scratch, part_bytes, on_part, advance)
+        else:
+            tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance)
     keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", "the header before traceEvents")
     keys.update(tail_keys)
     return keys
@@ -217,21 +213,23 @@ def _stream_parts(
 
 @contextmanager
 def open_trace(path: Path, compressed: bool):
-    """The trace's bytes, decompressed when it is gzip."""
-    with open(path, "rb") as raw:
-        if not compressed:
-            yield raw
-            return
-        with _GzipReader(fileobj=raw, mode="rb") as stream:
-            yield stream
+    """The trace's bytes, decompressed when it is gzip; a failure to open, read or decompress them (in the
+    ``with`` block too) is BadInputError."""
+    try:
+        with open(path, "rb") as raw:
+            if not compressed:
+                yield raw
+                return
+            with _GzipReader(fileobj=raw, mode="rb") as stream:
+                yield stream
+    except (OSError, EOFError, zlib.error, _IsalError) as exc:
+        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
 
 
 def parse_whole(path: Path, stream: BinaryIO, scratch: str) -> dict:
-    """Parse the whole document; write its traceEvents as part 0 in ``scratch``; return the other keys."""
-    try:
-        return _slow_path(path, b"", stream, scratch, lambda index, file: None)
-    except (zlib.error, _IsalError) as exc:
-        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
+    """Parse the whole document (``stream`` from open_trace); write its traceEvents as part 0 in
+    ``scratch``; return the other keys."""
+    return _slow_path(path, b"", stream, scratch, lambda index, file: None)
 
 
 def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part: OnPart) -> dict:

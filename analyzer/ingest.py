@@ -58,12 +58,10 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
         parts = 1 if size < MIN_PART_BYTES else workers * -(-size // (workers * MAX_PART_BYTES))
         part_bytes = -(-size // parts)
     try:
-        header.keys = _load(con, path, header, part_bytes, workers, progress)
-    except _PartsFailed:  # a cut fell inside an event: read the array again as one part
         try:
+            header.keys = _load(con, path, header, part_bytes, workers, progress)
+        except _PartsFailed:  # a cut fell inside an event: read the array again as one part
             header.keys = _load(con, path, header, 1 << 62, 1, progress)
-        except _WholeParseNeeded:
-            header.keys = _load_whole(con, path, header)
     except _WholeParseNeeded:
         header.keys = _load_whole(con, path, header)
     return header
@@ -81,11 +79,8 @@ class _WholeParseNeeded(Exception):
 def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     run_sql_file(con, "events.sql")
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
-        try:
-            with open_trace(path, header.compressed) as stream:
-                keys = parse_whole(path, stream, scratch)
-        except (OSError, EOFError) as exc:
-            raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
+        with open_trace(path, header.compressed) as stream:
+            keys = parse_whole(path, stream, scratch)
         file = part_file(scratch, 0)
         try:
             _load_part(con, 0, file)

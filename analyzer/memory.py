@@ -50,10 +50,9 @@ def default_memory_limit(json_size: int) -> int:
     return min(limit, int(RAM_SHARE * ram))
 
 
-def limit_memory(con: duckdb.DuckDBPyConnection, owner: object, limit: int | str) -> str:
+def limit_memory(con: duckdb.DuckDBPyConnection, owner: object, limit: int | str) -> None:
     """Set ``con``'s memory limit (bytes, or DuckDB's '4GB') and a spill directory removed with ``owner``."""
     spill = tempfile.mkdtemp(prefix="kernelscope-spill-")
     weakref.finalize(owner, shutil.rmtree, spill, True)
     con.execute(f"SET temp_directory = {quote(spill)}")
     con.execute(f"SET memory_limit = {quote(f'{limit}B' if isinstance(limit, int) else limit)}")
-    return spill

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BadInputError
-from .rundir import MANIFEST, SAMPLES, TRACE, read_manifest
+from .rundir import MANIFEST, read_manifest
 from .samples import read_samples, render_call
 
 RANK_DIR = "rank-{rank}"
@@ -24,6 +24,7 @@ class RankSource:
     trace: Path
     manifest: dict | None
     store: dict
+    samples: Path | None  # the sample store the manifest names (None for a bare trace)
 
 
 def rank_directories(path: Path) -> dict[int, Path]:
@@ -52,7 +53,7 @@ def find_ranks(path: Path) -> list[RankSource]:
             return _job(path)
         return [_run_directory(path, None)]
     if path.exists():
-        return [RankSource(None, path, None, {})]
+        return [RankSource(None, path, None, {}, None)]
     raise BadInputError(path, "no such run directory or trace file")
 
 
@@ -63,8 +64,8 @@ def _run_directory(path: Path, expected_rank: int | None) -> RankSource:
         raise BadInputError(path / MANIFEST, f"has a rank that is not an integer ({rank!r})")
     if expected_rank is not None and rank != expected_rank:
         raise BadInputError(path, f"holds the run of rank {rank}, not of rank {expected_rank} as its name says")
-    trace = path / manifest.get("files", {}).get("trace", TRACE)
-    return RankSource(rank, trace, manifest, read_samples(path / SAMPLES))
+    trace, samples = path / manifest["files"]["trace"], path / manifest["files"]["samples"]
+    return RankSource(rank, trace, manifest, read_samples(samples), samples)
 
 
 def _job(path: Path) -> list[RankSource]:

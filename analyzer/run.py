@@ -15,7 +15,7 @@ from .event_array import is_gzip
 from .ingest import TraceHeader, ingest_trace
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .ranks import find_ranks, header_rank, merge_function_data
-from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR, SAMPLES
+from .rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR
 from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import quote, run_sql_file, sql_text
@@ -142,10 +142,9 @@ class Run:
             run_sql_file(con, "attribution.sql")
             check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
             directory = source.trace.parent if source.manifest is not None else None
-            samples_path = None if directory is None else directory / SAMPLES
-            function_data = function_data_from_store(source.store, samples_path)
-            if samples_path is not None:
-                _check_sample_ids(con, source.trace, samples_path, function_data)
+            function_data = function_data_from_store(source.store, source.samples)
+            if source.samples is not None:
+                _check_sample_ids(con, source.trace, source.samples, function_data)
             for table in ("events", "kernels"):
                 if position == 0:
                     con.execute(f"ALTER TABLE {table} ADD COLUMN rank INTEGER DEFAULT {int(rank)}")
@@ -220,7 +219,7 @@ class Run:
             if rank is None and len(self.parts) > 1:
                 raise ValueError("this run has several ranks: pass rank= to read sample tensors")
             part = self.parts[self._rank(rank) if rank is not None else self.ranks[0]]
-            if part.directory is None or part.manifest is None:
+            if part.directory is None:
                 raise BadInputError(self.path, "is a trace, not a run directory: it has no sample tensors")
             return load_sample_tensors(part.directory, part.manifest, part.function_data)
         if rank is not None:

@@ -81,8 +81,9 @@ def contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(stride))
 
 
-def encode(value: Any, tensor: Callable[[Any], dict | None]) -> Any:
-    """JSON-ready form of an argument; ``tensor(v)`` returns the tensor dict for tensors, else None."""
+def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None) -> Any:
+    """JSON-ready form of an argument; ``tensor(v)`` returns the tensor dict for tensors, else None (the
+    default, for decoded samples, whose tensors are TensorMeta)."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -105,11 +106,6 @@ def encode(value: Any, tensor: Callable[[Any], dict | None]) -> Any:
         return {"object": {"type": value.type, "repr": value.repr}}
     kind = type(value)
     return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": repr(value)}}
-
-
-def tensor_meta_dict(value: Any) -> dict | None:
-    """``encode``'s tensor callback for decoded samples: a TensorMeta as the store writes tensors."""
-    return value.to_json() if isinstance(value, TensorMeta) else None
 
 
 def decode(value: Any) -> Any:

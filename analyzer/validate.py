@@ -28,7 +28,7 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> 
     if row is None:
         return
     _rule, event_id, cat, name, problem, count = row
-    what = " ".join(part for part in (cat, _short(repr(name), NAME_CHARS) if name is not None else None) if part)
+    what = _label(cat, name)
     more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
     raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
 
@@ -57,12 +57,17 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
     index, kind, cat, name, ts, dur, bad_ts, bad_dur = row
     if kind != "OBJECT":
         return f"traceEvents[{index}] is a JSON {JSON_TYPES.get(kind, kind.lower())}, not an event object"
-    what = " ".join(part for part in (cat, _short(repr(name), NAME_CHARS) if name is not None else None) if part)
+    what = _label(cat, name)
     field, value = ("ts", ts) if bad_ts else ("dur", dur)
     return (
         f"traceEvents[{index}]{f' ({what})' if what else ''} has {field} {_short(value, VALUE_CHARS)}, "
         "not a number of microseconds"
     )
+
+
+def _label(cat: str | None, name: str | None) -> str:
+    """An event's category and (shortened, quoted) name, as far as it has them."""
+    return " ".join(part for part in (cat, _short(repr(name), NAME_CHARS) if name is not None else None) if part)
 
 
 def _short(text: str, limit: int) -> str:

@@ -2,7 +2,8 @@
 -- Each rule is a fault that would otherwise drop a row or attribute it wrongly without a word: a
 -- complete event without a readable start or duration, a negative duration, a device event that is
 -- not a complete event or has no correlation, a launch that shares its correlation with another
--- launch, a device event listed twice. Real Kineto traces pass every rule (tests/test_validate.py).
+-- launch, a device event listed twice. Real Kineto traces pass every rule (tests/test_sample_traces.py);
+-- tests/test_bad_input.py checks each rule's message.
 -- Returns: rule, event_id, cat, name, problem, count (events that break this rule).
 WITH
 device AS (
