@@ -116,6 +116,7 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
 def write_atomically(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file."""
     from kernelscope.analyzer.atomic import replace_atomically
+
     replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 

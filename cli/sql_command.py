@@ -60,6 +60,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
 def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling."""
     from kernelscope.analyzer.sql import quote
+
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".duckdb", dir=path.parent)
     os.close(handle)
     os.unlink(tmp)  # DuckDB creates the file itself
