@@ -185,3 +185,22 @@ def test_cli_archive_runs_sql_and_analyze(tmp_path, sources):
     assert whole.exit_code == 2 and "pick one of its runs with --run" in whole.output
     not_archive = invoke("analyze", sources["run"], "--run", "x")
     assert not_archive.exit_code == 2 and "is not one" in not_archive.output
+
+
+def test_the_sample_store_the_manifest_names_is_the_one_read_and_archived(tmp_path):
+    source = REPO / "sample_traces" / "mlp"
+    renamed = tmp_path / "renamed"
+    shutil.copytree(source, renamed)
+    (renamed / "samples.json").rename(renamed / "other.json")
+    manifest = json.loads((renamed / "manifest.json").read_text())
+    manifest["files"]["samples"] = "other.json"
+    (renamed / "manifest.json").write_text(json.dumps(manifest))
+    with load_run(source) as original, load_run(renamed) as run:
+        assert run.function_data() == original.function_data() != {}
+        pd.testing.assert_frame_equal(run.profiling_df(), original.profiling_df())
+    assert archive_module.run_id_of(renamed) != archive_module.run_id_of(source), "it hashes other.json by name"
+    [(run_id, added)] = archive_runs([renamed], tmp_path / "archive")
+    assert added and run_id == archive_module.run_id_of(renamed)
+    with Archive(tmp_path / "archive").run(run_id) as back, load_run(source) as original:
+        assert back.function_data() == original.function_data()
+        pd.testing.assert_frame_equal(back.sql("SELECT * FROM samples"), original.sql("SELECT * FROM samples"))
