@@ -38,3 +38,27 @@ def make_job(directory: Path, runs: dict, world_size: int | None = None) -> Path
         manifest.update(rank=rank, world_size=world_size or len(runs), backend="nccl")
         (target / "manifest.json").write_text(json.dumps(manifest))
     return directory
+
+
+def snapshot_patch_targets(model) -> tuple[dict, dict]:
+    """What the recorder patches: every torch.nn.functional attribute, and each module's ``__dict__``."""
+    import torch.nn.functional as F  # noqa: N812
+
+    return dict(vars(F)), {name: dict(vars(module)) for name, module in model.named_modules()}
+
+
+def assert_patches_undone(model, before: tuple[dict, dict]) -> None:
+    """Every patch undone exactly: the same torch.nn.functional attributes and module attributes, each
+    the identical object it was, and no instance ``forward`` left on any module."""
+    from kernelscope.recorder.instrument import functional_names
+
+    functional, modules = before
+    now_functional, now_modules = snapshot_patch_targets(model)
+    assert set(functional_names()) <= functional.keys(), "every F.<name> the recorder patches is compared"
+    assert now_functional.keys() == functional.keys(), "torch.nn.functional gained or lost attributes"
+    assert all(now_functional[k] is v for k, v in functional.items()), "a torch.nn.functional attribute changed"
+    assert now_modules.keys() == modules.keys()
+    for name, attributes in modules.items():
+        assert now_modules[name].keys() == attributes.keys(), f"module {name!r} gained or lost attributes"
+        assert all(now_modules[name][k] is v for k, v in attributes.items()), f"module {name!r} changed"
+        assert "forward" not in now_modules[name], f"module {name!r} keeps an instance forward"

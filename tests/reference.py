@@ -12,6 +12,8 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
+import pandas as pd
+
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
@@ -135,3 +137,26 @@ def reference_attribution(path: Path, module_prefix: str = "ks.module:", functio
 def total_device_ns(path: Path) -> int:
     """Σ dur of the trace's device events (or of its leaf operators when it has none)."""
     return sum(r["dur_ns"] for r in reference_attribution(path).values())
+
+
+def assert_matches_reference(run, trace_path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:"):
+    """The analyzer's rows of ``run`` against reference_attribution of ``trace_path``, row by row."""
+    frame = run.profiling_df()
+    reference = reference_attribution(trace_path, module_prefix, function_prefix)
+    assert len(frame) == len(reference), "every device event appears exactly once"
+    assert frame["event_id"].is_unique
+    assert set(frame["event_id"]) == set(reference)
+    for row in frame.itertuples():
+        expected = reference[row.event_id]
+        assert row.sample_id is pd.NA or row.function_name is not None, f"event {row.event_id}: a sample, no function"
+        label = row.function_name if row.sample_id is pd.NA else f"{row.function_name}#{row.sample_id}"
+        assert (row.module_name, label, row.op, row.call_op, row.kernel, row.kind) == (
+            expected["module_name"],
+            expected["function_label"],
+            expected["op"],
+            expected["call_op"],
+            expected["kernel"],
+            expected["kind"],
+        ), f"event {row.event_id}"
+    total_ns = sum(r["dur_ns"] for r in reference.values())
+    assert round(frame["kernel_us"].sum() * 1000) == total_ns, "Σ kernel_us is the trace's device time"

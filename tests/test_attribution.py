@@ -1,54 +1,30 @@
 """The SQL attribution against the independent stack-walk reference, on every trace we have."""
 
-import pandas as pd
 import pytest
 from conftest import SAMPLE_RUNS, SHARED_TRACES
 from kernelscope.analyzer import load_run
-from reference import reference_attribution
-
-
-def _compare(run, trace_path, module_prefix, function_prefix):
-    frame = run.profiling_df()
-    reference = reference_attribution(trace_path, module_prefix, function_prefix)
-    assert len(frame) == len(reference), "every device event appears exactly once"
-    assert frame["event_id"].is_unique
-    assert set(frame["event_id"]) == set(reference)
-    for row in frame.itertuples():
-        expected = reference[row.event_id]
-        label = row.function_name
-        if label is not None and row.sample_id is not pd.NA:
-            label = f"{label}#{row.sample_id}"
-        assert (row.module_name, label, row.op, row.call_op, row.kernel, row.kind) == (
-            expected["module_name"],
-            expected["function_label"],
-            expected["op"],
-            expected["call_op"],
-            expected["kernel"],
-            expected["kind"],
-        ), f"event {row.event_id}"
-    total_ns = sum(r["dur_ns"] for r in reference.values())
-    assert round(frame["kernel_us"].sum() * 1000) == total_ns, "Σ kernel_us is the trace's device time"
+from reference import assert_matches_reference
 
 
 @pytest.mark.parametrize("trace", SHARED_TRACES, ids=lambda p: p.name)
 def test_plain_kineto_traces_match_reference(trace):
     # The probes' record_function scopes stand in for modules, so containment is exercised.
     with load_run(trace, module_prefix="probe:", function_prefix="nofn:") as run:
-        _compare(run, trace, "probe:", "nofn:")
+        assert_matches_reference(run, trace, "probe:", "nofn:")
 
 
 @pytest.mark.parametrize("run_dir", SAMPLE_RUNS, ids=lambda p: p.name)
 def test_recorded_gpu_runs_match_reference(run_dir):
     with load_run(run_dir) as run:
         assert run.device == "cuda"
-        _compare(run, run_dir / "trace.json.gz", "ks.module:", "ks.fn:")
+        assert_matches_reference(run, run_dir / "trace.json.gz", "ks.module:", "ks.fn:")
 
 
 def test_cpu_recording_matches_reference(demo_run):
     *_, out = demo_run
     with load_run(out) as run:
         assert run.device == "cpu"
-        _compare(run, out / "trace.json.gz", "ks.module:", "ks.fn:")
+        assert_matches_reference(run, out / "trace.json.gz", "ks.module:", "ks.fn:")
 
 
 def test_cuda_graph_replay_belongs_to_the_scope_around_its_launch():

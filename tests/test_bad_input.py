@@ -81,57 +81,6 @@ def _set_in(path, value):
     return change
 
 
-def _trace_cases(tmp_path):
-    def duplicate(index):
-        return lambda events: events.append(dict(events[index]))
-
-    return {
-        "string ts": (_trace(tmp_path, _set(K, "ts", "soon")), f"{KERNEL}", 'has ts "soon", not a number'),
-        "list ts": (_trace(tmp_path, _set(K, "ts", [1])), KERNEL, "has ts [1], not a number"),
-        "missing ts": (_trace(tmp_path, _drop(K, "ts")), KERNEL, "has no numeric ts"),
-        "negative dur": (_trace(tmp_path, _set(K, "dur", -5.248)), KERNEL, "has a negative dur (-5.248 µs)"),
-        "missing dur": (_trace(tmp_path, _drop(K, "dur")), KERNEL, "has no numeric dur"),
-        "missing correlation": (_trace(tmp_path, _drop(K, "correlation", True)), KERNEL, "has no args.correlation"),
-        "string correlation": (
-            _trace(tmp_path, _set_arg(K, "correlation", "x1")),
-            KERNEL,
-            'has args.correlation "x1", not an integer',
-        ),
-        "launch without correlation": (
-            _trace(tmp_path, _drop(L, "correlation", True)),
-            f"traceEvents[{L}] (cuda_runtime 'cudaLaunchKernel')",
-            "has no args.correlation",
-        ),
-        "device event not complete": (_trace(tmp_path, _set(K, "ph", "B")), KERNEL, 'whose ph is "B", not "X"'),
-        "launch on a string thread": (
-            _trace(tmp_path, _set(L, "tid", "main")),
-            f"traceEvents[{L}] (cuda_runtime",
-            "has a pid or tid that is not an integer",
-        ),
-        "kernel without name": (_trace(tmp_path, _drop(K, "name")), f"traceEvents[{K}] (kernel) has no name", ""),
-        "event not an object": (_trace(tmp_path, _set_list(3, 7)), "traceEvents[3]", "is a JSON number, not an event"),
-        "duplicated launch correlation": (
-            _trace(tmp_path, duplicate(L)),
-            f"traceEvents[{len(EVENTS['traceEvents'])}] (cuda_runtime 'cudaLaunchKernel')",
-            f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch, "
-            f"traceEvents[{L}]",
-        ),
-        "duplicated device event": (
-            _trace(tmp_path, duplicate(K)),
-            f"traceEvents[{len(EVENTS['traceEvents'])}] (kernel",
-            f"repeats device event traceEvents[{K}]",
-        ),
-        "launch correlation reused by another launch": (
-            _trace(
-                tmp_path,
-                _set_arg(_index("cuda_runtime", 1), "correlation", EVENTS["traceEvents"][L]["args"]["correlation"]),
-            ),
-            f"traceEvents[{max(L, _index('cuda_runtime', 1))}]",
-            "with another launch",
-        ),
-    }
-
-
 def _set_list(index, value):
     def change(events):
         events[index] = value
@@ -139,87 +88,164 @@ def _set_list(index, value):
     return change
 
 
-def _run_cases(tmp_path):
-    gone = lambda name: lambda run: (run / name).unlink()  # noqa: E731
-    return {
-        "run without samples.json": (_copy_of_run(tmp_path, gone("samples.json")), "run-", "missing its samples.json"),
-        "run without manifest": (_copy_of_run(tmp_path, gone("manifest.json")), "run-", "no manifest.json"),
-        "run with a corrupt manifest": (
-            _copy_of_run(tmp_path, lambda run: (run / "manifest.json").write_text('{"format_version": 1,')),
-            "manifest.json",
-            "is not valid JSON",
+def _duplicate(index):
+    return lambda events: events.append(dict(events[index]))
+
+
+def _gone(name):
+    return lambda run: (run / name).unlink()
+
+
+# name -> builder(tmp_path) of (bad input, where its message points, the fault it names)
+TRACE_CASES = {
+    "string ts": lambda tmp_path: (_trace(tmp_path, _set(K, "ts", "soon")), KERNEL, 'has ts "soon", not a number'),
+    "list ts": lambda tmp_path: (_trace(tmp_path, _set(K, "ts", [1])), KERNEL, "has ts [1], not a number"),
+    "missing ts": lambda tmp_path: (_trace(tmp_path, _drop(K, "ts")), KERNEL, "has no numeric ts"),
+    "negative dur": lambda tmp_path: (
+        _trace(tmp_path, _set(K, "dur", -5.248)),
+        KERNEL,
+        "has a negative dur (-5.248 µs)",
+    ),
+    "missing dur": lambda tmp_path: (_trace(tmp_path, _drop(K, "dur")), KERNEL, "has no numeric dur"),
+    "missing correlation": lambda tmp_path: (
+        _trace(tmp_path, _drop(K, "correlation", True)),
+        KERNEL,
+        "has no args.correlation",
+    ),
+    "string correlation": lambda tmp_path: (
+        _trace(tmp_path, _set_arg(K, "correlation", "x1")),
+        KERNEL,
+        'has args.correlation "x1", not an integer',
+    ),
+    "launch without correlation": lambda tmp_path: (
+        _trace(tmp_path, _drop(L, "correlation", True)),
+        f"traceEvents[{L}] (cuda_runtime 'cudaLaunchKernel')",
+        "has no args.correlation",
+    ),
+    "device event not complete": lambda tmp_path: (
+        _trace(tmp_path, _set(K, "ph", "B")),
+        KERNEL,
+        'whose ph is "B", not "X"',
+    ),
+    "launch on a string thread": lambda tmp_path: (
+        _trace(tmp_path, _set(L, "tid", "main")),
+        f"traceEvents[{L}] (cuda_runtime",
+        "has a pid or tid that is not an integer",
+    ),
+    "kernel without name": lambda tmp_path: (
+        _trace(tmp_path, _drop(K, "name")),
+        f"traceEvents[{K}] (kernel) has no name",
+        "",
+    ),
+    "event not an object": lambda tmp_path: (
+        _trace(tmp_path, _set_list(3, 7)),
+        "traceEvents[3]",
+        "is a JSON number, not an event",
+    ),
+    "duplicated launch correlation": lambda tmp_path: (
+        _trace(tmp_path, _duplicate(L)),
+        f"traceEvents[{len(EVENTS['traceEvents'])}] (cuda_runtime 'cudaLaunchKernel')",
+        f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch, traceEvents[{L}]",
+    ),
+    "duplicated device event": lambda tmp_path: (
+        _trace(tmp_path, _duplicate(K)),
+        f"traceEvents[{len(EVENTS['traceEvents'])}] (kernel",
+        f"repeats device event traceEvents[{K}]",
+    ),
+    "launch correlation reused by another launch": lambda tmp_path: (
+        _trace(
+            tmp_path,
+            _set_arg(_index("cuda_runtime", 1), "correlation", EVENTS["traceEvents"][L]["args"]["correlation"]),
         ),
-        "manifest without version": (
-            _copy_of_run(tmp_path, _edit_json("manifest.json", lambda doc: doc.pop("format_version"))),
-            "manifest.json",
-            "no integer format_version",
-        ),
-        "manifest naming a file outside the run": (
-            _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "trace"], "../../etc/passwd"))),
-            "manifest.json",
-            "names files.trace '../../etc/passwd', which is not a file name inside the run directory",
-        ),
-        "manifest with a malformed annotation": (
-            _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["annotation"], ["ks.module:"]))),
-            "manifest.json",
-            "has a field 'annotation' that is not a JSON object",
-        ),
-        "manifest with an empty prefix": (
-            _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["annotation", "function_prefix"], ""))),
-            "manifest.json",
-            "has annotation.function_prefix '', not a non-empty string",
-        ),
-        "newer sample store": (
-            _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["format_version"], 7))),
-            "samples.json",
-            "has format version 7, newer than this kernelscope reads",
-        ),
-        "sample store with a malformed tensor": (
-            _copy_of_run(
-                tmp_path,
-                _edit_json(
-                    "samples.json", lambda doc: doc["functions"]["linear"][0]["args"]["tuple"][0]["tensor"].pop("shape")
-                ),
+        f"traceEvents[{max(L, _index('cuda_runtime', 1))}]",
+        "with another launch",
+    ),
+}
+RUN_CASES = {
+    "run without samples.json": lambda tmp_path: (
+        _copy_of_run(tmp_path, _gone("samples.json")),
+        "run-",
+        "missing its samples.json",
+    ),
+    "run without manifest": lambda tmp_path: (
+        _copy_of_run(tmp_path, _gone("manifest.json")),
+        "run-",
+        "no manifest.json",
+    ),
+    "run with a corrupt manifest": lambda tmp_path: (
+        _copy_of_run(tmp_path, lambda run: (run / "manifest.json").write_text('{"format_version": 1,')),
+        "manifest.json",
+        "is not valid JSON",
+    ),
+    "manifest without version": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", lambda doc: doc.pop("format_version"))),
+        "manifest.json",
+        "no integer format_version",
+    ),
+    "manifest naming a file outside the run": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "trace"], "../../etc/passwd"))),
+        "manifest.json",
+        "names files.trace '../../etc/passwd', which is not a file name inside the run directory",
+    ),
+    "manifest with a malformed annotation": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["annotation"], ["ks.module:"]))),
+        "manifest.json",
+        "has a field 'annotation' that is not a JSON object",
+    ),
+    "manifest with an empty prefix": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["annotation", "function_prefix"], ""))),
+        "manifest.json",
+        "has annotation.function_prefix '', not a non-empty string",
+    ),
+    "newer sample store": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["format_version"], 7))),
+        "samples.json",
+        "has format version 7, newer than this kernelscope reads",
+    ),
+    "sample store with a malformed tensor": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json(
+                "samples.json", lambda doc: doc["functions"]["linear"][0]["args"]["tuple"][0]["tensor"].pop("shape")
             ),
-            "samples.json",
-            "has a malformed sample 0 of function 'linear' (no 'shape')",
         ),
-        "sample store with an unknown tag": (
-            _copy_of_run(
-                tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 1, "kwargs"], {"set": [1]}))
+        "samples.json",
+        "has a malformed sample 0 of function 'linear' (no 'shape')",
+    ),
+    "sample store with an unknown tag": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 1, "kwargs"], {"set": [1]}))),
+        "samples.json",
+        "has a malformed sample 1 of function 'linear' (unknown sample value tag 'set')",
+    ),
+    "sample store with repeated sample ids": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 1, "sample_id"], 0))),
+        "samples.json",
+        "has sample ids of function 'linear' that are not 0, 1, 2",
+    ),
+    "sample store with a string call count": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 0, "calls"], "1"))),
+        "samples.json",
+        "has a call count of function 'linear' that is not a positive integer",
+    ),
+    "sample store of another run": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json(
+                "samples.json", lambda doc: doc["functions"].__setitem__("linear", doc["functions"]["linear"][:1])
             ),
-            "samples.json",
-            "has a malformed sample 1 of function 'linear' (unknown sample value tag 'set')",
         ),
-        "sample store with repeated sample ids": (
-            _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 1, "sample_id"], 0))),
-            "samples.json",
-            "has sample ids of function 'linear' that are not 0, 1, 2",
+        "trace.json.gz",
+        "names sample 1 of 'linear', which samples.json does not hold",
+    ),
+    "run with a truncated trace": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            lambda run: (run / "trace.json.gz").write_bytes((RUN / "trace.json.gz").read_bytes()[:1500]),
         ),
-        "sample store with a string call count": (
-            _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 0, "calls"], "1"))),
-            "samples.json",
-            "has a call count of function 'linear' that is not a positive integer",
-        ),
-        "sample store of another run": (
-            _copy_of_run(
-                tmp_path,
-                _edit_json(
-                    "samples.json", lambda doc: doc["functions"].__setitem__("linear", doc["functions"]["linear"][:1])
-                ),
-            ),
-            "trace.json.gz",
-            "names sample 1 of 'linear', which samples.json does not hold",
-        ),
-        "run with a truncated trace": (
-            _copy_of_run(
-                tmp_path,
-                lambda run: (run / "trace.json.gz").write_bytes((RUN / "trace.json.gz").read_bytes()[:1500]),
-            ),
-            "trace.json.gz",
-            "cannot be decompressed or read",
-        ),
-    }
+        "trace.json.gz",
+        "cannot be decompressed or read",
+    ),
+}
 
 
 def _cli(*args):
@@ -228,45 +254,9 @@ def _cli(*args):
     )
 
 
-TRACE_CASES = [
-    "string ts",
-    "list ts",
-    "missing ts",
-    "negative dur",
-    "missing dur",
-    "missing correlation",
-    "string correlation",
-    "launch without correlation",
-    "device event not complete",
-    "launch on a string thread",
-    "kernel without name",
-    "event not an object",
-    "duplicated launch correlation",
-    "duplicated device event",
-    "launch correlation reused by another launch",
-]
-RUN_CASES = [
-    "run without samples.json",
-    "run without manifest",
-    "run with a corrupt manifest",
-    "manifest without version",
-    "manifest naming a file outside the run",
-    "manifest with a malformed annotation",
-    "manifest with an empty prefix",
-    "newer sample store",
-    "sample store with a malformed tensor",
-    "sample store with an unknown tag",
-    "sample store with repeated sample ids",
-    "sample store with a string call count",
-    "sample store of another run",
-    "run with a truncated trace",
-]
-
-
-@pytest.mark.parametrize("case", TRACE_CASES + RUN_CASES)
+@pytest.mark.parametrize("case", [*TRACE_CASES, *RUN_CASES])
 def test_bad_input_is_one_line_naming_the_file_and_the_fault(case, tmp_path):
-    cases = _trace_cases(tmp_path) if case in TRACE_CASES else _run_cases(tmp_path)
-    path, where, problem = cases[case]
+    path, where, problem = (TRACE_CASES | RUN_CASES)[case](tmp_path)
     done = _cli("analyze", path)
     assert done.returncode == 2, done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr

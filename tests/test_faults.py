@@ -9,6 +9,7 @@ import threading
 import weakref
 
 import pytest
+from conftest import assert_patches_undone, snapshot_patch_targets
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
@@ -37,36 +38,39 @@ class Probe(nn.Module):
 SAMPLES = [((torch.randn(2, 8),), {}), ((torch.randn(3, 8),), {})]
 
 
-def snapshot(model):
-    return dict(vars(F)), {name: dict(vars(module)) for name, module in model.named_modules()}
-
-
-def assert_restored(model, before):
-    functional, modules = before
-    now_functional, now_modules = snapshot(model)
-    assert now_functional.keys() == functional.keys()
-    assert all(now_functional[k] is v for k, v in functional.items()), "a torch.nn.functional attribute changed"
-    assert now_modules.keys() == modules.keys()
-    for name, attributes in modules.items():
-        assert now_modules[name].keys() == attributes.keys(), f"module {name!r} gained or lost attributes"
-        assert all(now_modules[name][k] is v for k, v in attributes.items()), f"module {name!r} changed"
-
-
 def leftovers(directory):
     return sorted(p.name for p in directory.iterdir())
 
 
-@pytest.mark.parametrize("error", [ValueError("model failed"), KeyboardInterrupt()], ids=["exception", "ctrl-c"])
-@pytest.mark.parametrize("on_call", [1, 4], ids=["in-warmup", "in-recording"])  # warmup = calls 1-2
-def test_a_failing_model_leaves_nothing_behind(error, on_call, tmp_path):
+class Boom(Exception):
+    """An exception type of the model's own."""
+
+
+# (warm-up iterations, samples, the call that raises): which pass of profile() the model fails in
+FAILING_CALLS = {
+    "in-plain-warmup": (2, 1, 1),  # warm-up 1 is plain, 2 patched, then the recording
+    "in-patched-warmup": (1, 2, 1),  # the only warm-up is the patched one: calls 1-2
+    "in-recording": (2, 1, 3),  # the recording's first call
+    "in-recording-later-sample": (1, 2, 4),  # the recording's second sample
+}
+
+
+@pytest.mark.parametrize(
+    "error",
+    [ValueError("model failed"), Boom("forward failed"), KeyboardInterrupt()],
+    ids=["exception", "own-exception", "ctrl-c"],
+)
+@pytest.mark.parametrize("where", FAILING_CALLS)
+def test_a_failing_model_leaves_nothing_behind(error, where, tmp_path):
+    warmup_iterations, samples, on_call = FAILING_CALLS[where]
     model = Probe(error, on_call)
-    before = snapshot(model)
+    before = snapshot_patch_targets(model)
     profiler = ModuleFunctionKernelProfiler()
     with pytest.raises(type(error)) as raised:
-        profiler.profile(model, SAMPLES, warmup_iterations=1, out=tmp_path / "run")
+        profiler.profile(model, SAMPLES[:samples], warmup_iterations=warmup_iterations, out=tmp_path / "run")
     assert raised.value is error
-    assert_restored(model, before)
-    assert leftovers(tmp_path) == []
+    assert_patches_undone(model, before)
+    assert leftovers(tmp_path) == [], "no run directory, not even a partial one"
     error.__traceback__ = None  # its frames hold the failing call's own intermediate
     del raised
     gc.collect()
@@ -119,13 +123,13 @@ def test_a_failure_while_writing_keeps_the_old_run_and_leaves_no_partial_one(sta
     out = tmp_path / "run"
     ModuleFunctionKernelProfiler().profile(model, SAMPLES, warmup_iterations=0, out=out)
     old = {p.name: p.read_bytes() for p in out.iterdir()}
-    before = snapshot(model)
+    before = snapshot_patch_targets(model)
     _fail_at(stage, error, monkeypatch)
     profiler = ModuleFunctionKernelProfiler()
     with pytest.raises(type(error)) as raised:
         profiler.profile(model, SAMPLES, warmup_iterations=0, out=out, overwrite=True)
     assert raised.value is error, "the original exception propagates"
-    assert_restored(model, before)
+    assert_patches_undone(model, before)
     assert leftovers(tmp_path) == ["run"], "no staging, probe or moved-aside directory is left"
     assert {p.name: p.read_bytes() for p in out.iterdir()} == old, "the previous run is untouched"
     assert profiler.run is None and not profiler.book.samples
@@ -169,7 +173,7 @@ def test_a_second_thread_gets_a_clear_error_and_nothing_is_patched_twice():
             return F.relu(x)
 
     model = Blocking()
-    before = snapshot(model)
+    before = snapshot_patch_targets(model)
     first = threading.Thread(target=ModuleFunctionKernelProfiler().profile, args=(model, [((torch.randn(2),), {})]))
     first.start()
     try:
@@ -183,25 +187,29 @@ def test_a_second_thread_gets_a_clear_error_and_nothing_is_patched_twice():
     finally:
         release.set()
         first.join(30)
-    assert_restored(model, before)
+    assert_patches_undone(model, before)
 
 
-def test_reentering_profile_from_the_model_is_refused_and_patches_nothing_twice():
+@pytest.mark.parametrize("inner_model", [nn.Identity, lambda: nn.Linear(2, 2)], ids=["identity", "linear"])
+def test_reentering_profile_from_the_model_is_refused_and_patches_nothing_twice(inner_model):
     seen = []
 
     class Reenter(nn.Module):
         def forward(self, x):
-            inner = nn.Linear(2, 2)
+            inner = inner_model()
             try:
                 ModuleFunctionKernelProfiler().profile(inner, [((x,), {})], warmup_iterations=0)
             except RecordingBusyError as exc:
-                seen.append((isinstance(exc, RuntimeError), getattr(F.linear, "__wrapped__", F.linear)))
+                seen.append((isinstance(exc, RuntimeError), getattr(F.linear, "__wrapped__", F.linear), str(exc)))
             assert "forward" not in vars(inner)
             return x
 
     model = Reenter()
-    before = snapshot(model)
+    before = snapshot_patch_targets(model)
     ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2),), {})], warmup_iterations=1)
     original_linear = before[0]["linear"]
-    assert seen == [(True, original_linear), (True, original_linear)], "refused in warmup and recording alike"
-    assert_restored(model, before)
+    assert [(is_runtime, linear) for is_runtime, linear, _ in seen] == [(True, original_linear)] * 2, (
+        "refused in warmup and recording alike"
+    )
+    assert all("not re-entrant" in message for *_, message in seen)
+    assert_patches_undone(model, before)

@@ -1,4 +1,5 @@
-"""The recorder on the CPU: patches and their exact removal, samples, NaN rules, the run it writes."""
+"""The recorder on the CPU: patches and their exact removal (when the model fails: test_faults.py), samples, NaN
+rules, the run it writes."""
 
 import gc
 import math
@@ -7,32 +8,15 @@ import weakref
 
 import pandas as pd
 import pytest
+from conftest import assert_patches_undone, snapshot_patch_targets
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.analyzer import RunExistsError, TensorMeta, load_run  # noqa: E402
 from kernelscope.demo import demo_workload  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
-from kernelscope.recorder.instrument import functional_names  # noqa: E402
 from kernelscope.recorder.samples import signature_key  # noqa: E402
 from torch import nn  # noqa: E402
-
-
-def _snapshot(model):
-    return (
-        {name: getattr(F, name) for name in functional_names()},
-        {name: dict(vars(module)) for name, module in model.named_modules()},
-    )
-
-
-def _assert_restored(model, before):
-    functions, modules = before
-    after_functions, after_modules = _snapshot(model)
-    assert all(after_functions[n] is f for n, f in functions.items()), "F.<name> is the identical object"
-    for name, attributes in modules.items():
-        assert after_modules[name].keys() == attributes.keys(), f"module {name!r} gained or lost attributes"
-        assert all(after_modules[name][k] is v for k, v in attributes.items())
-        assert "forward" not in after_modules[name]
 
 
 class Boom(Exception):
@@ -55,7 +39,7 @@ class Raising(nn.Module):
 def test_patches_exist_only_in_the_last_warmup_and_the_recorded_pass_and_are_removed_exactly(demo_run):
     _profiler, model, _samples, *_ = demo_run
     fresh, samples = demo_workload()
-    before = _snapshot(fresh)
+    before = snapshot_patch_targets(fresh)
     seen_inside = []
     fresh.register_forward_pre_hook(lambda m, a: seen_inside.append(F.linear is before[0]["linear"]))
     _, data = ModuleFunctionKernelProfiler().profile(fresh, samples, warmup_iterations=2)
@@ -65,21 +49,8 @@ def test_patches_exist_only_in_the_last_warmup_and_the_recorded_pass_and_are_rem
     assert counts == {name: [calls for calls, _ in entries] for name, entries in cold_data.items()}, (
         "the patched warm-up pass is not counted"
     )
-    _assert_restored(fresh, before)
-    _assert_restored(model, _snapshot(model))
-
-
-@pytest.mark.parametrize("error", [Boom("forward failed"), KeyboardInterrupt()], ids=["exception", "interrupt"])
-@pytest.mark.parametrize("after_calls", [0, 2], ids=["in-warmup", "in-recording"])
-def test_patches_are_removed_when_inference_raises(error, after_calls, tmp_path):
-    model = Raising(error, after_calls)
-    before = _snapshot(model)
-    with pytest.raises(type(error)):
-        ModuleFunctionKernelProfiler().profile(
-            model, [((torch.randn(2, 4),), {})], warmup_iterations=2, out=tmp_path / "run"
-        )
-    _assert_restored(model, before)
-    assert list(tmp_path.iterdir()) == [], "no run directory, not even a partial one"
+    assert_patches_undone(fresh, before)
+    assert_patches_undone(model, snapshot_patch_targets(model))
 
 
 def test_an_instance_forward_is_put_back_as_the_same_object():
@@ -270,22 +241,6 @@ def test_temporary_run_and_samples_are_released():
     del profiler
     gc.collect()
     assert not current.exists()
-
-
-def test_profile_is_not_reentrant():
-    profiler = ModuleFunctionKernelProfiler()
-    inner_error = []
-
-    class Reenter(nn.Module):
-        def forward(self, x):
-            try:
-                ModuleFunctionKernelProfiler().profile(nn.Identity(), [((x,), {})], warmup_iterations=0)
-            except RuntimeError as exc:
-                inner_error.append(str(exc))
-            return x
-
-    profiler.profile(Reenter(), [((torch.randn(2),), {})], warmup_iterations=1)
-    assert len(inner_error) == 2 and "not re-entrant" in inner_error[0]
 
 
 def test_a_pass_without_operators_gives_empty_frames():

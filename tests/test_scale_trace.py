@@ -5,11 +5,10 @@ import json
 import re
 import sys
 
-import pandas as pd
 import pytest
 from conftest import REPO
 from kernelscope.analyzer import load_run
-from reference import reference_attribution
+from reference import assert_matches_reference
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import scale_trace  # noqa: E402
@@ -51,19 +50,7 @@ def test_three_copies_are_three_times_the_rows_with_the_same_attribution(scaled,
 def test_every_copy_matches_the_reference_attribution(scaled):
     _, out, _ = scaled
     with load_run(out) as run:
-        frame = run.profiling_df()
-    reference = reference_attribution(out)
-    assert set(frame["event_id"]) == set(reference)
-    for row in frame.itertuples():
-        expected = reference[row.event_id]
-        label = row.function_name if row.sample_id is pd.NA else f"{row.function_name}#{row.sample_id}"
-        assert (row.module_name, label, row.op, row.call_op, row.kernel) == (
-            expected["module_name"],
-            expected["function_label"],
-            expected["op"],
-            expected["call_op"],
-            expected["kernel"],
-        )
+        assert_matches_reference(run, out)
 
 
 def test_copies_follow_each_other_with_fresh_ids(scaled):
