@@ -10,22 +10,30 @@
 -- filter: quadratic in the trace's length, 31 s on a 100 MB trace). DuckDB 2.0 plans small range joins
 -- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
 -- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
--- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator.
+-- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, module_separator.
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
 
 -- Scopes (kind 0 module, 1 function) and operators (2) that can hold a launch: spans of positive length.
+-- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too.
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
-SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns,
-       CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
-                 WHEN starts_with(name, getvariable('function_prefix')) THEN 1
-                 ELSE 2 END AS UTINYINT) AS kind
-FROM events
-WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid IS NOT NULL AND name IS NOT NULL
-  AND (cat = 'cpu_op'
-       OR (cat = 'user_annotation'
-           AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))));
+WITH spans AS (
+    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns,
+           CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
+                     WHEN starts_with(name, getvariable('function_prefix')) THEN 1
+                     ELSE 2 END AS UTINYINT) AS kind,
+           name
+    FROM events
+    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid IS NOT NULL AND name IS NOT NULL
+      AND (cat = 'cpu_op'
+           OR (cat = 'user_annotation'
+               AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))))
+)
+SELECT event_id, pid, tid, ts_ns, end_ns, kind FROM spans
+UNION ALL
+SELECT event_id, pid, tid, ts_ns, end_ns, CAST(0 AS UTINYINT) FROM spans
+WHERE kind = 1 AND contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'));
 
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
@@ -131,9 +139,10 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND external_id IN (SELECT external_id FROM ks_rows)
 GROUP BY external_id;
 
--- Function scope labels "name#sample" split once per distinct label.
+-- Function scope labels "name#sample" (a folded module's "@module" cut off) split once per distinct label.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
-SELECT event_id, name[length(getvariable('function_prefix')) + 1:] AS label
+SELECT event_id,
+       split_part(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'), 1) AS label
 FROM ks_names WHERE event_id IN (SELECT function_id FROM ks_rows);
 
 CREATE OR REPLACE TEMP TABLE ks_labels AS
@@ -146,7 +155,11 @@ FROM (SELECT DISTINCT label FROM ks_functions);
 
 CREATE OR REPLACE TABLE kernels AS
 SELECT
-    m.name[length(getvariable('module_prefix')) + 1:]                      AS module_name,
+    CASE WHEN starts_with(m.name, getvariable('module_prefix'))
+         THEN m.name[length(getvariable('module_prefix')) + 1:]
+         ELSE m.name[strpos(m.name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
+                     + length(getvariable('function_prefix')) + length(getvariable('module_separator')):]
+         END                                                                AS module_name,
     lb.function_name,
     CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
     k.name                                                                  AS kernel,

@@ -8,8 +8,7 @@ import duckdb
 import pandas as pd
 
 from .run import Run, load_run
-from .rundir import SAMPLE_SEPARATOR
-from .sql import quote, sql_text
+from .sql import set_scope_variables, sql_text
 
 LEVELS = ("total", "function", "module", "kernel")
 
@@ -47,10 +46,5 @@ def _totals(run: Run | str | os.PathLike) -> pd.DataFrame:
 
 def _side(run: Run) -> pd.DataFrame:
     con = run.con
-    for name, value in (
-        ("module_prefix", run.module_prefix),
-        ("function_prefix", run.function_prefix),
-        ("sample_separator", SAMPLE_SEPARATOR),
-    ):
-        con.execute(f"SET VARIABLE {name} = {quote(value)}")
+    set_scope_variables(con, run.module_prefix, run.function_prefix)
     return con.execute(sql_text("diff_side.sql")).df()

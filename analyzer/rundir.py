@@ -9,7 +9,7 @@ import orjson
 
 from .errors import BadInputError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: call scopes may carry their module (MODULE_SEPARATOR)
 MANIFEST = "manifest.json"
 TRACE = "trace.json.gz"
 SAMPLES = "samples.json"
@@ -18,6 +18,7 @@ SAMPLE_TENSORS = "samples.pt"
 MODULE_PREFIX = "ks.module:"
 FUNCTION_PREFIX = "ks.fn:"
 SAMPLE_SEPARATOR = "#"
+MODULE_SEPARATOR = "@"  # a call scope with its module folded in: ks.fn:linear#3@encoder.fc
 
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:

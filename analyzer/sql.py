@@ -8,6 +8,8 @@ from string import Template
 
 import duckdb
 
+from .rundir import MODULE_SEPARATOR, SAMPLE_SEPARATOR
+
 
 @cache
 def sql_text(name: str) -> str:
@@ -25,3 +27,14 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> 
     Returns ``con``, holding the result of the last statement."""
     text = Template(sql_text(name)).safe_substitute({k: quote(v) for k, v in literals.items()})
     return con.execute(text)
+
+
+def set_scope_variables(con: duckdb.DuckDBPyConnection, module_prefix: str, function_prefix: str) -> None:
+    """The variables by which the SQL files tell scopes apart and read their names."""
+    for name, value in (
+        ("module_prefix", module_prefix),
+        ("function_prefix", function_prefix),
+        ("sample_separator", SAMPLE_SEPARATOR),
+        ("module_separator", MODULE_SEPARATOR),
+    ):
+        con.execute(f"SET VARIABLE {name} = {quote(value)}")

@@ -6,6 +6,8 @@ Per workload of benchmarks/workloads.py:
   3. model outputs of the recorded pass are bit-identical to an unprofiled pass;
   4. kernel count and total kernel time against a plain torch.profiler run of the same pass;
   5. coverage: % of device time in rows, % with a named functional call;
+  6. the same rows and samples as a reference recording without the recorder's shortcuts (each call keyed
+     as it is made, a scope on every module: none folded into its call), and how many scopes each made;
 (the recorder's overhead is measured by recorder_overhead.py, which interleaves its variants.)
 
 Usage (on a CUDA machine): python benchmarks/gpu_check.py OUTDIR [workload ...]
@@ -23,6 +25,8 @@ import tempfile
 import time
 import traceback
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from unittest import mock
 
@@ -33,7 +37,10 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
 from kernelscope.analyzer import load_run  # noqa: E402
-from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder import (
+    ModuleFunctionKernelProfiler,  # noqa: E402
+    instrument,  # noqa: E402
+)
 from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -165,27 +172,50 @@ def check(w, out_root: Path) -> dict:
             result["sample_tensors_MB"] = (Path(tmp) / "r" / "samples.pt").stat().st_size / 2**20
             keeping.release()
 
-    # 6. samples keyed after the pass from the warm-up's prediction == keyed as each call is made (a hold limit
-    # of 0 holds no input, so that recording keys per call); threads may order first calls differently
+    # 6. the recording as profile() makes it (samples keyed after the pass from the warm-up's prediction; module
+    # scopes folded into their single call; no scope on nn.Sequential) == a reference recording keyed as each call
+    # is made (a hold limit of 0 holds no input), with a scope on every module; threads may order first calls
+    # differently
     result["sample_keys"] = profiler.run.manifest.get("sample_keys")
     with tempfile.TemporaryDirectory() as tmp:
-        per_call = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=0)
-        with mock.patch.object(recorder_profiler, "hold_limit_bytes", lambda device, book: 0):
-            per_call_frame, _ = per_call.profile(
+        reference = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=0)
+        with every_module_scoped_and_keyed_per_call():
+            reference_frame, _ = reference.profile(
                 w.fn, w.samples, module=w.module, warmup_iterations=3, out=Path(tmp) / "r"
             )
-        result["per_call_sample_keys"] = per_call.run.manifest.get("sample_keys")
+        result["reference_sample_keys"] = reference.run.manifest.get("sample_keys")
         columns = ["module_name", "function_name", "sample_id", "op", "kernel"]
 
         def rows(f):
             return Counter(f[columns].astype(str).itertuples(index=False))
 
-        result["predicted_rows_equal_per_call"] = rows(frame) == rows(per_call_frame)
-        result["predicted_samples_equal_per_call"] = profiler.book.metadata() == per_call.book.metadata()
-        per_call.release()
+        def scopes(run):
+            return run.sql("SELECT count(*) AS n FROM events WHERE name LIKE 'ks.%'")["n"].iloc[0]
+
+        result["rows_equal_reference"] = rows(frame) == rows(reference_frame)
+        result["samples_equal_reference"] = profiler.book.metadata() == reference.book.metadata()
+        result["scopes"], result["reference_scopes"] = int(scopes(profiler.run)), int(scopes(reference.run))
+        reference.release()
 
     profiler.release()
     return result
+
+
+@contextmanager
+def every_module_scoped_and_keyed_per_call() -> Iterator[None]:
+    """Recordings without the recorder's shortcuts: each call keyed as it is made (a hold limit of 0 holds no
+    input), a scope on every module (none folded into its call, nn.Sequential scoped)."""
+    launches_no_kernel = instrument.launches_no_kernel
+    with (
+        mock.patch.object(recorder_profiler, "hold_limit_bytes", lambda device, book: 0),
+        mock.patch.object(instrument, "folds_into_its_call", lambda module: False),
+        mock.patch.object(
+            instrument,
+            "launches_no_kernel",
+            lambda module: type(module) is not torch.nn.Sequential and launches_no_kernel(module),
+        ),
+    ):
+        yield
 
 
 def environment() -> dict:
@@ -246,8 +276,10 @@ def main() -> None:
         "profile_e2e_with_tensors_s",
         "sample_tensors_MB",
         "sample_keys",
-        "predicted_rows_equal_per_call",
-        "predicted_samples_equal_per_call",
+        "rows_equal_reference",
+        "samples_equal_reference",
+        "scopes",
+        "reference_scopes",
     ]
     table = pd.DataFrame(results).reindex(columns=columns)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 3):

@@ -20,6 +20,7 @@ passes also time `plain` (no profiler) and `profiler` (torch.profiler with its d
 Per workload it also prints
   calls            intercepted calls of one pass: module forwards + scoped calls (counted by the book)
   no-scope         module forwards that get no scope (instrument.launches_no_kernel)
+  folded           module forwards whose scope is folded into their one call's (instrument.folds_into_its_call)
   us/call          (ks-all - profiler*) / calls, medians: the instrumentation's cost per intercepted call
   kernel ratio     median over kernels of (duration recorded by kernelscope / duration under the plain
                    profiler), kernels matched by name and launch order in one pass of each
@@ -161,14 +162,18 @@ def paired_ratios(w, diagnose: bool) -> dict:
     return row
 
 
-def intercepted_calls(w) -> tuple[int, int]:
-    """(module forwards plus scoped calls, forwards without a scope) of one recorded pass (calls="all")."""
+def intercepted_calls(w) -> tuple[int, int, int]:
+    """(module forwards plus scoped calls, forwards without a scope, forwards folded into their call's scope) of
+    one recorded pass (calls="all")."""
     forwards = [0]
     unscoped = [0]
+    folded = [0]
+    folding = {id(m) for _, m in w.module.named_modules() if instrument.folds_into_its_call(m)}
 
     def count(module, args):
         forwards[0] += 1
         unscoped[0] += instrument.launches_no_kernel(module)
+        folded[0] += id(module) in folding
 
     book = new_book()
     handles = [m.register_forward_pre_hook(count) for _, m in w.module.named_modules()]
@@ -178,7 +183,7 @@ def intercepted_calls(w) -> tuple[int, int]:
     finally:
         for handle in handles:
             handle.remove()
-    return forwards[0] + sum(sum(counts) for counts in book.counts.values()), unscoped[0]
+    return forwards[0] + sum(sum(counts) for counts in book.counts.values()), unscoped[0], folded[0]
 
 
 def kernel_durations(w, recorded: bool) -> list[tuple[str, float]]:
@@ -224,7 +229,7 @@ def main() -> None:
             for _ in range(3):
                 w.one_pass()
         row = {"workload": w.name, **session_medians(w), **paired_ratios(w, options.diagnose)}
-        row["calls"], row["no-scope"] = intercepted_calls(w)
+        row["calls"], row["no-scope"], row["folded"] = intercepted_calls(w)
         row["us/call"] = 1e3 * (row["ks-all"] - row["profiler*"]) / row["calls"]
         row.update(kernel_ratio(w))
         rows.append(row)
@@ -240,7 +245,7 @@ def main() -> None:
         frame[name] = [f"{v:.3f} ({r:.2f}x)" for v, r in zip(frame[name], frame[f"{name}/profiler*"], strict=True)]
         shown.append(name)
     frame["ks-all p25-p75"] = [f"{a:.2f}-{b:.2f}" for a, b in frame["ks-all/profiler* p25-p75"]]
-    shown += ["ks-all p25-p75", "sample_keys", "calls", "no-scope", "us/call"]
+    shown += ["ks-all p25-p75", "sample_keys", "calls", "no-scope", "folded", "us/call"]
     shown += ["kernel_ratio_median", "same_kernels_in_order"]
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.precision", 3):
         print(frame[shown].to_string(index=False))

@@ -53,9 +53,10 @@ _NAMESPACES = (
 
 
 # True while a functional, torch-level or compiled call is open: the torch-level calls it makes are its own.
-# A ContextVar is per thread (a thread starts in a fresh context) and its set/reset cost about half of a
-# threading.local counter's update, on the per-call path.
-INSIDE_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar("kernelscope_inside_call", default=False)
+# Inside the forward of a module folded into its call (instrument.folds_into_its_call), before that call: the
+# suffix "@<module name>" that the call's scope name takes. A ContextVar is per thread (a thread starts in a
+# fresh context) and its set/reset cost about half of a threading.local counter's update, on the per-call path.
+INSIDE_CALL: contextvars.ContextVar[bool | str] = contextvars.ContextVar("kernelscope_inside_call", default=False)
 _ABSENT = object()
 
 

@@ -3,7 +3,9 @@
 Scopes use ``torch._C._profiler._RecordFunctionFast`` (about 1 µs per scope against ~7 µs for
 ``torch.profiler.record_function``, measured on the CPU with torch 2.13); it appears in the trace as a
 ``cpu_op`` named exactly like the scope. Names: ``ks.module:<dotted name>`` and
-``ks.fn:<call>#<sample id>`` (``ks.fn:<call>`` when samples of that call are not collected).
+``ks.fn:<call>#<sample id>`` (``ks.fn:<call>`` when samples of that call are not collected). The scope of
+a torch.nn module whose forward is one functional call (``nn.Linear``, ``nn.ReLU``…) is folded into that
+call's: ``ks.fn:linear#3@encoder.fc``, one scope instead of two (``folds_into_its_call``).
 
 What is patched, all of it put back exactly afterwards (``F.<name>`` is the identical object again,
 and a module that had no instance attribute ``forward`` has none):
@@ -28,7 +30,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, SAMPLE_SEPARATOR
+from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, MODULE_SEPARATOR, SAMPLE_SEPARATOR
 from torch import nn
 
 from .calls import INSIDE_CALL, stored_reference_sites, torch_call_targets
@@ -65,12 +67,16 @@ class _Labels(dict):
         return label
 
 
+def _unsampled(args: tuple, kwargs: dict) -> int:
+    return 0
+
+
 def _sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
     """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
     call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
     plain = FUNCTION_PREFIX + name
     if book is None:
-        return (lambda args, kwargs: 0), {0: plain}
+        return _unsampled, {0: plain}
     return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
 
 
@@ -95,11 +101,24 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
     """
     if torch_calls:
         return _marked_call(function, name, book, outermost_only=False)
-    record, labels = _sample_scopes(name, book)
+    record = labels = None  # made at the first call: most of the ~1400 patched functions are never called
+    inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
 
     def call_in_scope(*args, **kwargs):
-        with _Scope(labels[record(args, kwargs)]):
-            return function(*args, **kwargs)
+        nonlocal record, labels
+        if record is None:
+            record, labels = _sample_scopes(name, book)
+        scope = labels[record(args, kwargs)]
+        folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
+        if not folded:
+            with _Scope(scope):
+                return function(*args, **kwargs)
+        token = enter_call(False)  # the functionals this call makes are its own, not the module's calls
+        try:
+            with _Scope(scope + folded):
+                return function(*args, **kwargs)
+        finally:
+            leave_call(token)
 
     return _wraps(call_in_scope, function, name)
 
@@ -112,16 +131,28 @@ def _torch_call(function: Any, name: str, book: SampleBook | None):
 
 def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_only: bool):
     """A scoped call that marks itself open (INSIDE_CALL) for the torch-level calls it makes; with
-    ``outermost_only`` it is left unscoped inside another open call."""
-    record, labels = _sample_scopes(name, book)
+    ``outermost_only`` it is left unscoped inside another open call.
+
+    The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
+    wrapper of a name): making one for each of the ~1400 patched functions up front cost about 8 ms per
+    recording and, measured on the CPU, slowed the recorded pass itself by up to 1 µs per sampled call.
+    """
+    record = labels = None
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
 
     def call_in_scope(*args, **kwargs):
-        if outermost_only and inside_call():
+        nonlocal record, labels
+        state = inside_call()
+        if state is True and outermost_only:
             return function(*args, **kwargs)
+        if record is None:
+            record, labels = _sample_scopes(name, book)
+        scope = labels[record(args, kwargs)]
+        if state.__class__ is str:  # a folded module's call: its scope is the module's too
+            scope += state
         token = enter_call(True)
         try:
-            with _Scope(labels[record(args, kwargs)]):
+            with _Scope(scope):
                 return function(*args, **kwargs)
         finally:
             leave_call(token)
@@ -135,6 +166,21 @@ def _module_forward(forward: Any, scope_name: str):
             return forward(*args, **kwargs)
 
     return forward_in_scope
+
+
+def _folded_forward(forward: Any, module_suffix: str):
+    """The forward of a module whose scope is folded into its call's (``folds_into_its_call``): no scope of
+    its own; the call made inside names the module after its own name (``ks.fn:linear#3@encoder.fc``)."""
+    enter_call, leave_call = INSIDE_CALL.set, INSIDE_CALL.reset
+
+    def forward_in_call_scope(*args, **kwargs):
+        token = enter_call(module_suffix)
+        try:
+            return forward(*args, **kwargs)
+        finally:
+            leave_call(token)
+
+    return forward_in_call_scope
 
 
 def _compiled_forward(forward: Any, scope_name: str, call: Any):
@@ -161,10 +207,51 @@ _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropo
 
 
 def launches_no_kernel(module: nn.Module) -> bool:
-    """Modules whose forward cannot launch a kernel get no scope (it would cost a scope per call and
-    own no row): ``nn.Identity``, and dropout modules in eval mode, whose functional returns its input."""
+    """Modules whose forward launches no kernel of its own get no scope (it would cost a scope per call and
+    own no row): ``nn.Identity``; dropout modules in eval mode, whose functional returns its input; and
+    ``nn.Sequential``, whose forward only calls its children (each scoped), unless a hook on a child could
+    launch kernels inside it."""
     kind = type(module)
+    if kind is nn.Sequential:
+        return not (_global_forward_hooks() or any(_has_forward_hooks(child) for child in module.children()))
     return kind is nn.Identity or (kind in _DROPOUTS and not module.training)
+
+
+def _has_forward_hooks(module: nn.Module) -> bool:
+    return bool(module._forward_hooks or module._forward_pre_hooks)
+
+
+def _global_forward_hooks() -> bool:
+    hooks = sys.modules["torch.nn.modules.module"]
+    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+
+
+# torch.nn classes whose forward is exactly one functional call and nothing that launches a kernel besides
+# (torch's own code: the exact class, not a subclass): a functional is scoped in every mode, so the module's
+# scope folds into its call's, one scope instead of two. Conv: only with padding_mode "zeros" (else F.pad
+# first); batch norm: only in eval mode (in training it also counts its batches with Tensor.add_).
+_SINGLE_CALL = {
+    nn.Linear, nn.Bilinear, nn.Embedding, nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.LocalResponseNorm,
+    nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU, nn.Mish, nn.ELU, nn.LeakyReLU, nn.Hardtanh, nn.Hardswish,
+    nn.Hardsigmoid, nn.GLU, nn.Softplus, nn.Softmax, nn.LogSoftmax,
+    nn.MaxPool1d, nn.MaxPool2d, nn.MaxPool3d, nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d,
+    nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.Upsample, nn.PixelShuffle,
+    *_DROPOUTS,
+}  # fmt: skip
+_CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+def folds_into_its_call(module: nn.Module) -> bool:
+    """Whether the module's scope is folded into the scope of the one functional call its forward makes."""
+    kind = type(module)
+    if "forward" in vars(module) or module._modules:  # a forward set on the instance is not torch's
+        return False
+    if kind in _CONVS:
+        return module.padding_mode == "zeros"
+    if kind in _BATCH_NORMS:
+        return not module.training
+    return kind in _SINGLE_CALL
 
 
 def _optimized_module_type():
@@ -258,6 +345,8 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         if compiled_type is not None and isinstance(module, compiled_type):
             compiled_roots.append(name)
             wrapper = _compiled_forward(module.forward, scope, _scope_namer(COMPILED_CALL, sampled(COMPILED_CALL)))
+        elif folds_into_its_call(module):
+            wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + name)
         else:
             wrapper = _module_forward(module.forward, scope)
         patches.set_item(vars(module), "forward", wrapper)

@@ -198,9 +198,10 @@ class SampleBook:
             prediction = None
 
         control = _RecorderControl(forget, calls, predict, stop_predicting)
-        self._recorders[function_name] = record
-        self._controls.append(control)
-        return record
+        first = self._recorders.setdefault(function_name, record)  # atomic: threads' first calls race here
+        if first is record:
+            self._controls.append(control)
+        return first
 
     def watch_warm_up(self, hold_limit_bytes: int | None = None) -> None:
         """The next pass is a warm-up keyed per call whose calls' inputs are held (``hold``), while their tensor

@@ -48,6 +48,17 @@ def reference_attribution(path: Path, module_prefix: str = "ks.module:", functio
             return "op"
         return None
 
+    def module_of(e: dict) -> str | None:
+        """The module a scope names: its own (ks.module:name) or the one folded into a call (ks.fn:call@name)."""
+        if role(e) == "module":
+            return e["name"][len(module_prefix) :]
+        if role(e) == "function" and "@" in e["name"][len(function_prefix) :]:
+            return e["name"][len(function_prefix) :].split("@", 1)[1]
+        return None
+
+    def call_of(e: dict) -> str:
+        return e["name"][len(function_prefix) :].split("@", 1)[0]
+
     device = [(i, e, s, end) for i, e, s, end in spans if e.get("cat") in DEVICE_CATS]
     cpu_mode = not device
 
@@ -83,14 +94,14 @@ def reference_attribution(path: Path, module_prefix: str = "ks.module:", functio
 
         def read(t: int) -> None:
             live = [x for x in stack if x[1] > t]
-            modules = [x for x in live if role(x[2]) == "module"]
+            modules = [x for x in live if module_of(x[2]) is not None]
             functions = [x for x in live if role(x[2]) == "function"]
             ops = [x for x in live if role(x[2]) == "op"]
             fn_pos = max((n for n, x in enumerate(live) if role(x[2]) == "function"), default=-1)
             below_fn = [x for n, x in enumerate(live) if n > fn_pos and role(x[2]) == "op"]
             contexts[(key[0], key[1], t)] = {
-                "module_name": modules[-1][2]["name"][len(module_prefix) :] if modules else None,
-                "function_label": functions[-1][2]["name"][len(function_prefix) :] if functions else None,
+                "module_name": module_of(modules[-1][2]) if modules else None,
+                "function_label": call_of(functions[-1][2]) if functions else None,
                 "inner_op": ops[-1][2]["name"] if ops else None,
                 "call_op": below_fn[0][2]["name"] if below_fn else None,
             }

@@ -1,0 +1,167 @@
+"""A torch.nn module whose forward is one functional call shares that call's scope (ks.fn:linear#0@fc), and
+nn.Sequential gets no scope: fewer scopes, the same rows. Checked on the CPU against recordings with every
+module scoped, and against the installed torch's own module code."""
+
+from unittest import mock
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from kernelscope.analyzer import diff  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler, instrument  # noqa: E402
+from torch import nn  # noqa: E402
+
+ROW_COLUMNS = ["module_name", "function_name", "op", "call_op", "kernel", "kind", "sample_id"]
+
+
+class Mixed(nn.Module):
+    """Folded leaves, leaves that must keep their scope, and a Sequential, in one model."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(50, 8)
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)  # folds
+        self.reflect = nn.Conv2d(4, 4, 3, padding=1, padding_mode="reflect")  # F.pad, then F.conv2d: keeps it
+        self.norm = nn.BatchNorm2d(4)
+        self.pool = nn.AdaptiveAvgPool2d(2)
+        self.head = nn.Sequential(nn.Linear(24, 16), nn.GELU(), nn.LayerNorm(16), nn.Linear(16, 4), nn.Softmax(-1))
+        self.gate = nn.Sigmoid()  # torch.sigmoid, not a functional: keeps its scope
+
+    def forward(self, tokens, image):
+        x = self.pool(self.norm(self.reflect(self.conv(image)))).flatten(1)
+        x = torch.cat([x, self.embed(tokens).mean(1)], dim=1)
+        return self.gate(self.head(x))
+
+
+def _inputs():
+    generator = torch.Generator().manual_seed(0)
+    return [((torch.randint(0, 50, (2, 5), generator=generator), torch.randn(2, 1, 6, 6, generator=generator)), {})]
+
+
+def _record(model, calls="all", folding=True, tmp_path=None, name="run"):
+    profiler = ModuleFunctionKernelProfiler(calls=calls)
+    with mock.patch.object(
+        instrument, "folds_into_its_call", instrument.folds_into_its_call if folding else lambda module: False
+    ):
+        with mock.patch.object(instrument, "launches_no_kernel", _no_sequential_skip(folding)):
+            frame, data = profiler.profile(model, _inputs(), warmup_iterations=1, out=tmp_path / name)
+    scopes = list(profiler.run.sql("SELECT name FROM events WHERE name LIKE 'ks.%' ORDER BY event_id")["name"])
+    return profiler, frame, scopes
+
+
+def _no_sequential_skip(folding):
+    original = instrument.launches_no_kernel
+    if folding:
+        return original
+    return lambda module: type(module) is not nn.Sequential and original(module)
+
+
+@pytest.mark.parametrize("calls", ["all", "functional"])
+def test_folded_scopes_give_the_rows_of_scopes_on_every_module(tmp_path, calls):
+    model = Mixed().eval()
+    _, folded, folded_scopes = _record(model, calls, True, tmp_path, "folded")
+    _, plain, plain_scopes = _record(model, calls, False, tmp_path, "plain")
+    assert len(folded_scopes) < len(plain_scopes)
+    assert folded[ROW_COLUMNS].equals(plain[ROW_COLUMNS])
+    assert {"conv", "norm", "embed", "head.0", "head.4"} <= set(folded["module_name"])
+
+
+def test_which_modules_fold_and_how_their_scope_is_named(tmp_path):
+    model = Mixed().eval()
+    _, _, scopes = _record(model, "all", True, tmp_path)
+    modules = {name.removeprefix("ks.module:") for name in scopes if name.startswith("ks.module:")}
+    assert modules == {"", "reflect", "gate"}, "Sequential: no scope; folded leaves: no scope of their own"
+    assert "ks.fn:conv2d#0@conv" in scopes and "ks.fn:embedding#0@embed" in scopes
+    assert "ks.fn:batch_norm#0@norm" in scopes and "ks.fn:softmax#0@head.4" in scopes
+    assert "ks.fn:pad#0" in scopes and "ks.fn:torch.sigmoid#0" in scopes, "calls of unfolded modules keep plain names"
+
+
+def test_training_batch_norm_and_hooked_sequential_children_keep_their_scopes(tmp_path):
+    model = Mixed().eval()
+    model.norm.train()  # counts its batches with Tensor.add_ besides F.batch_norm
+    model.head[1].register_forward_hook(lambda module, args, output: output.clone())  # a kernel inside head
+    _, frame, scopes = _record(model, "all", True, tmp_path)
+    assert "ks.module:norm" in scopes and "ks.module:head" in scopes
+    hooked = frame[frame["function_name"] == "Tensor.clone"]
+    assert len(hooked) and set(hooked["module_name"]) == {"head"}
+
+
+def test_diff_counts_a_folded_scope_as_a_call_of_its_module_and_its_function(tmp_path):
+    model = Mixed().eval()
+    folded, _, _ = _record(model, "all", True, tmp_path, "folded")
+    plain, _, _ = _record(model, "all", False, tmp_path, "plain")
+    table = diff(plain.run_dir, folded.run_dir)
+    rows = table[table["level"].isin(["module", "function"])]
+    assert len(rows) and (rows["calls_a"] == rows["calls_b"]).all(), rows
+
+
+# Every class the recorder folds, with an input: its forward must launch all of its work inside the one
+# functional call, under the installed torch. A class torch changed would show here, not in a wrong row.
+FOLDED_CASES = [
+    (nn.Linear(8, 4), [(2, 8)]),
+    (nn.Bilinear(8, 8, 4), [(2, 8), (2, 8)]),
+    (nn.Embedding(10, 4), "tokens"),
+    (nn.LayerNorm(8), [(2, 8)]),
+    (nn.RMSNorm(8), [(2, 8)]),
+    (nn.GroupNorm(2, 4), [(2, 4, 3)]),
+    (nn.LocalResponseNorm(2), [(2, 4, 3)]),  # F.local_response_norm calls F.pad and F.avg_pool2d inside
+    (nn.Conv1d(4, 4, 3), [(2, 4, 6)]),
+    (nn.Conv2d(4, 4, 3), [(2, 4, 6, 6)]),
+    (nn.Conv3d(4, 4, 3), [(2, 4, 4, 4, 4)]),
+    (nn.BatchNorm1d(4).eval(), [(2, 4)]),
+    (nn.BatchNorm2d(4).eval(), [(2, 4, 3, 3)]),
+    (nn.BatchNorm3d(4).eval(), [(2, 4, 2, 2, 2)]),
+    *[(kind(), [(2, 8)]) for kind in (nn.ReLU, nn.ReLU6, nn.GELU, nn.SiLU, nn.Mish, nn.ELU, nn.LeakyReLU)],
+    *[(kind(), [(2, 8)]) for kind in (nn.Hardtanh, nn.Hardswish, nn.Hardsigmoid, nn.GLU, nn.Softplus)],
+    (nn.Softmax(-1), [(2, 8)]),
+    (nn.LogSoftmax(-1), [(2, 8)]),
+    (nn.MaxPool1d(2), [(2, 4, 6)]),
+    (nn.MaxPool2d(2), [(2, 4, 6, 6)]),
+    (nn.MaxPool3d(2), [(2, 4, 4, 4, 4)]),
+    (nn.AvgPool1d(2), [(2, 4, 6)]),
+    (nn.AvgPool2d(2), [(2, 4, 6, 6)]),
+    (nn.AvgPool3d(2), [(2, 4, 4, 4, 4)]),
+    (nn.AdaptiveAvgPool1d(2), [(2, 4, 6)]),
+    (nn.AdaptiveAvgPool2d(2), [(2, 4, 6, 6)]),
+    (nn.AdaptiveAvgPool3d(2), [(2, 4, 4, 4, 4)]),
+    (nn.Upsample(scale_factor=2), [(2, 4, 3, 3)]),
+    (nn.PixelShuffle(2), [(2, 4, 3, 3)]),
+    (nn.Dropout(0.5).train(), [(2, 8)]),
+    (nn.Dropout1d(0.5).train(), [(2, 4, 6)]),
+    (nn.Dropout2d(0.5).train(), [(2, 4, 3, 3)]),
+    (nn.Dropout3d(0.5).train(), [(2, 4, 2, 2, 2)]),
+    (nn.AlphaDropout(0.5).train(), [(2, 8)]),
+    (nn.FeatureAlphaDropout(0.5).train(), [(2, 4, 3, 3)]),
+]
+
+
+class Root(nn.Module):
+    def __init__(self, leaf):
+        super().__init__()
+        self.leaf = leaf
+
+    def forward(self, *inputs):
+        return self.leaf(*inputs)
+
+
+def test_the_folded_classes_are_exactly_the_cases_below():
+    folded = {type(module) for module, _ in FOLDED_CASES}
+    assert folded == instrument._SINGLE_CALL | set(instrument._CONVS) | set(instrument._BATCH_NORMS)
+
+
+@pytest.mark.parametrize("module, shapes", FOLDED_CASES, ids=lambda case: type(case).__name__)
+def test_a_folded_module_makes_one_call_holding_all_its_work(module, shapes, tmp_path):
+    assert instrument.folds_into_its_call(module)
+    generator = torch.Generator().manual_seed(0)
+    if shapes == "tokens":
+        inputs = (torch.randint(0, 10, (2, 3), generator=generator),)
+    else:
+        inputs = tuple(torch.randn(*shape, generator=generator) for shape in shapes)
+    profiler = ModuleFunctionKernelProfiler(calls="functional")  # the mode that scopes the fewest calls
+    frame, _ = profiler.profile(Root(module), [(inputs, {})], warmup_iterations=1, out=tmp_path / "run")
+    scopes = list(profiler.run.sql("SELECT name FROM events WHERE name LIKE 'ks.%' ORDER BY ts_ns")["name"])
+    assert scopes[0] == "ks.module:" and scopes[1].endswith("#0@leaf"), scopes
+    assert not [name for name in scopes[2:] if "@" in name or name.startswith("ks.module:")], "one folded call"
+    leaf_rows = frame[frame["module_name"] == "leaf"]
+    assert len(frame) and len(leaf_rows) == len(frame), "all its work inside the leaf"
+    assert frame["function_name"].notna().all(), "all its work inside its call"
