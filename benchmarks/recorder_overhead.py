@@ -13,7 +13,7 @@ the timed pass, whose sample ids are predicted from the warm-up and whose held i
 confirmed after the timer stops (`sample_keys` says how each workload's passes were keyed).
 The profiler* pass also follows an untimed pass (Python's first pass after the functions are patched or
 put back runs up to twice as slow: its call sites re-specialize).
-The ratio of a variant is the median over ITERATIONS of its
+The ratio of a variant is the median over ITERATIONS (--iterations) of its
 time over the profiler* time of the same iteration. For reference, ROUNDS interleaved sessions of PASSES
 passes also time `plain` (no profiler) and `profiler` (torch.profiler with its default options, CPU+CUDA).
 
@@ -30,7 +30,7 @@ With --diagnose, two more recorded variants:
                     path of a recording without a warm-up, or whose inputs do not fit in the hold limit)
   ks-all-no-cap     ks-all without the memory cap (sample_memory_limit_mb=None)
 
-Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [workload ...]   (CUDA; see workloads.py)
+Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [--iterations N] [workload ...]   (CUDA; see workloads.py)
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def paired_variants(w, diagnose: bool, sample_keys: set[str]) -> dict:
     }
 
 
-def paired_ratios(w, diagnose: bool) -> dict:
+def paired_ratios(w, diagnose: bool, iterations: int = ITERATIONS) -> dict:
     sample_keys: set[str] = set()
     variants = paired_variants(w, diagnose, sample_keys)
     names = list(variants)
@@ -145,7 +145,7 @@ def paired_ratios(w, diagnose: bool) -> dict:
     gc.freeze()
     try:
         with torch.no_grad(), profile(activities=ACTIVITIES, **profiler_options()):
-            for iteration in range(ITERATIONS):
+            for iteration in range(iterations):
                 shift = iteration % len(names)
                 for name in names[shift:] + names[:shift]:
                     gc.collect()
@@ -218,6 +218,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", type=Path)
     parser.add_argument("--diagnose", action="store_true", help="add ks-all-per-call and ks-all-no-cap")
+    parser.add_argument("--iterations", type=int, default=ITERATIONS, help="paired iterations per workload")
     parser.add_argument("workloads", nargs="*")
     options = parser.parse_args()
     rows = []
@@ -228,7 +229,7 @@ def main() -> None:
         with torch.no_grad():
             for _ in range(3):
                 w.one_pass()
-        row = {"workload": w.name, **session_medians(w), **paired_ratios(w, options.diagnose)}
+        row = {"workload": w.name, **session_medians(w), **paired_ratios(w, options.diagnose, options.iterations)}
         row["calls"], row["no-scope"], row["folded"] = intercepted_calls(w)
         row["us/call"] = 1e3 * (row["ks-all"] - row["profiler*"]) / row["calls"]
         row.update(kernel_ratio(w))
