@@ -30,7 +30,8 @@ With --diagnose, two more recorded variants:
                     path of a recording without a warm-up, or whose inputs do not fit in the hold limit)
   ks-all-no-cap     ks-all without the memory cap (sample_memory_limit_mb=None)
 
-Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [--iterations N] [workload ...]   (CUDA; see workloads.py)
+Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [--iterations N] [workload ...]
+(CUDA; see workloads.py)
 """
 
 from __future__ import annotations
