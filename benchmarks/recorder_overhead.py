@@ -8,11 +8,12 @@ inside one profiler session (kernelscope's profiler options): each iteration tim
   ks-functional    one recorded pass, calls="functional" (module + F namespace scopes, samples)
   ks-all           one recorded pass as profile() makes it (calls="all", every sample collected)
 Every recorded pass gets a fresh CappedSampleBook and its own instrumented() block, and is made by
-profile()'s own record_pass: one untimed warm-up pass with the scopes in place, keyed call by call, then
-the timed pass, whose sample ids are predicted from the warm-up and whose held inputs are keyed and
-confirmed after the timer stops (`sample_keys` says how each workload's passes were keyed).
-The profiler* pass also follows an untimed pass (Python's first pass after the functions are patched or
-put back runs up to twice as slow: its call sites re-specialize).
+profile()'s own record_pass with profile()'s default warm-ups: two untimed passes with the scopes in place
+(one keyed call by call, then a rehearsal of the recorded pass), then the timed pass, whose sample ids are
+predicted from the keyed pass and whose held inputs are keyed and confirmed after the timer stops
+(`sample_keys` says how each workload's passes were keyed). The profiler* pass also follows two untimed
+passes (Python's first passes after the functions are patched or put back run slower: its call sites
+re-specialize).
 The ratio of a variant is the median over ITERATIONS (--iterations) of its
 time over the profiler* time of the same iteration. For reference, ROUNDS interleaved sessions of PASSES
 passes also time `plain` (no profiler) and `profiler` (torch.profiler with its default options, CPU+CUDA).
@@ -92,7 +93,7 @@ def session_medians(w) -> dict:
     return {name: statistics.median(times) for name, times in runs.items()}
 
 
-def paired_variants(w, diagnose: bool, sample_keys: set[str]) -> dict:
+def paired_variants(w, diagnose: bool, sample_keys: set[str], baseline_warm_ups: int = 2) -> dict:
     """The timed variants; ``diagnose`` adds ks-all-per-call and ks-all-no-cap; ``sample_keys`` gets how each
     ks-all pass was keyed (record_pass)."""
     modules = list(w.module.named_modules())
@@ -106,7 +107,7 @@ def paired_variants(w, diagnose: bool, sample_keys: set[str]) -> dict:
                 stack.enter_context(instrumented(modules, book, collect, calls))
                 # profile()'s last warm-up pass, with the scopes in place, then the recorded pass keyed as there
                 limit = hold_limit_bytes("cuda", book) if hold_limit is None else hold_limit
-                elapsed, keys = record_pass(book, lambda: w.one_pass(), lambda: timed_pass(w), limit)
+                elapsed, keys, _ = record_pass(book, w.one_pass, lambda: timed_pass(w), limit, rehearsal=w.one_pass)
                 if watched:
                     sample_keys.add(keys)
             book.clear()  # as profile() does before the next recording
@@ -115,7 +116,8 @@ def paired_variants(w, diagnose: bool, sample_keys: set[str]) -> dict:
         return time_one
 
     def profiled() -> float:
-        w.one_pass()  # the same warm-up: the pass before the timed one runs in the same patch state
+        for _ in range(baseline_warm_ups):  # default 2: the passes before the timed one, as for the recorded pass
+            w.one_pass()
         return timed_pass(w)
 
     return {
@@ -135,9 +137,9 @@ def paired_variants(w, diagnose: bool, sample_keys: set[str]) -> dict:
     }
 
 
-def paired_ratios(w, diagnose: bool, iterations: int = ITERATIONS) -> dict:
+def paired_ratios(w, diagnose: bool, iterations: int = ITERATIONS, baseline_warm_ups: int = 2) -> dict:
     sample_keys: set[str] = set()
-    variants = paired_variants(w, diagnose, sample_keys)
+    variants = paired_variants(w, diagnose, sample_keys, baseline_warm_ups)
     names = list(variants)
     times = {name: [] for name in names}
     # A collection of the objects one variant leaves behind must not land in another's pass: collect between
@@ -220,6 +222,9 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--diagnose", action="store_true", help="add ks-all-per-call and ks-all-no-cap")
     parser.add_argument("--iterations", type=int, default=ITERATIONS, help="paired iterations per workload")
+    parser.add_argument(
+        "--baseline-warm-ups", type=int, default=2, help="untimed passes before each profiler* pass (default 2)"
+    )
     parser.add_argument("workloads", nargs="*")
     options = parser.parse_args()
     rows = []
@@ -230,7 +235,11 @@ def main() -> None:
         with torch.no_grad():
             for _ in range(3):
                 w.one_pass()
-        row = {"workload": w.name, **session_medians(w), **paired_ratios(w, options.diagnose, options.iterations)}
+        row = {
+            "workload": w.name,
+            **session_medians(w),
+            **paired_ratios(w, options.diagnose, options.iterations, options.baseline_warm_ups),
+        }
         row["calls"], row["no-scope"], row["folded"] = intercepted_calls(w)
         row["us/call"] = 1e3 * (row["ks-all"] - row["profiler*"]) / row["calls"]
         row.update(kernel_ratio(w))

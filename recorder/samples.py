@@ -126,7 +126,7 @@ class SampleBook:
         self._recorders: dict[str, Any] = {}
         self._controls: list[_RecorderControl] = []
         self._used: list[_RecorderControl] = []  # the recorders keyed per call since the last reset
-        self._predicted: list[tuple[_RecorderControl, list]] = []  # (recorder, the warm-up's keys)
+        self._predicted: list[tuple[_RecorderControl, list, list]] = []  # (recorder, the warm-up's ids, its keys)
 
     def remember(self, tensors: Any) -> None:
         """Key these tensors once, up front: the parameters and buffers of the observed modules, which keep
@@ -224,12 +224,26 @@ class SampleBook:
         self.reset()  # the warm-up's inputs are let go: their memory stays in the allocator's cache
         if not fits:
             return False
-        hold = self.held.append
-        for control, (order, _) in warm_up:
-            control.predict(order, hold)
-        self._predicted = [(control, keys) for control, (_, keys) in warm_up]
-        self.predicting = True
+        self._predicted = [(control, order, keys) for control, (order, keys) in warm_up]
+        self._start_predicting()
         return True
+
+    def predict_again(self) -> bool:
+        """After a rehearsal of the predicted pass (its inputs held, nothing keyed), predict the next pass afresh:
+        its calls get their ids from the warm-up again (True). False if the rehearsal called a function the
+        warm-up never called: the book is reset and the next pass is keyed per call."""
+        if self._unpredicted:
+            self.reset()
+            return False
+        self._start_predicting()
+        return True
+
+    def _start_predicting(self) -> None:
+        self.held = []
+        hold = self.held.append
+        for control, order, _ in self._predicted:
+            control.predict(order, hold)
+        self.predicting = True
 
     def confirm_predictions(self) -> bool:
         """After the predicted pass: key its held calls in call order (counts, samples, new signatures: what
@@ -238,13 +252,13 @@ class SampleBook:
         predicted, self._predicted = self._predicted, []
         right = not self._unpredicted
         self.predicting = self._unpredicted = False
-        for control, _ in predicted:
+        for control, _, _ in predicted:
             control.stop_predicting()
         for key_call, sample_id, args, kwargs in held:
             if key_call(args, kwargs) != sample_id:
                 right = False
         # Equal ids need equal keys too: a call's inputs reshaped in place after it would show other keys.
-        for control, warm_up_keys in predicted:
+        for control, _, warm_up_keys in predicted:
             _, found = control.calls()
             right = right and found == warm_up_keys[: len(found)]
         return right
@@ -277,7 +291,7 @@ class SampleBook:
         made with the scopes in place is not counted."""
         for control in self._used:
             control.forget()
-        for control, _ in self._predicted:
+        for control, _, _ in self._predicted:
             control.forget()
         self._used, self._predicted = [], []
         self.samples, self.counts = {}, {}

@@ -20,14 +20,14 @@ from torch import nn  # noqa: E402
 ATTRIBUTION = ["module_name", "function_name", "op", "sample_id"]
 
 
-def _profile(model, samples, tmp_path, name, hold_limit=None, **options):
-    """profile() with two warm-up passes; ``hold_limit``: the bytes of inputs the recording may hold (0: none,
-    so the recorded pass is keyed as each call is made)."""
+def _profile(model, samples, tmp_path, name, hold_limit=None, warmup_iterations=2, **options):
+    """profile() with two warm-up passes (the keyed one, no rehearsal) unless told; ``hold_limit``: the bytes of
+    inputs the recording may hold (0: none, so the recorded pass is keyed as each call is made)."""
     profiler = ModuleFunctionKernelProfiler(**options)
     with contextlib.ExitStack() as stack:
         if hold_limit is not None:
             stack.enter_context(mock.patch.object(recorder_profiler, "hold_limit_bytes", lambda *_: hold_limit))
-        frame, data = profiler.profile(model, samples, warmup_iterations=2, out=tmp_path / name)
+        frame, data = profiler.profile(model, samples, warmup_iterations=warmup_iterations, out=tmp_path / name)
     return profiler, frame, data
 
 
@@ -42,9 +42,12 @@ def _same_recording(a, b):
 
 
 @pytest.mark.parametrize("cap_mb", [None, 0.05])
-def test_predicted_sample_ids_give_what_per_call_keys_give(tmp_path, cap_mb):
+@pytest.mark.parametrize("warmups", [2, 3], ids=["keyed-warm-up", "and-rehearsal"])
+def test_predicted_sample_ids_give_what_per_call_keys_give(tmp_path, cap_mb, warmups):
     model, samples = demo_workload("cpu")
-    predicted = _profile(model, samples, tmp_path, "predicted", sample_memory_limit_mb=cap_mb)
+    predicted = _profile(
+        model, samples, tmp_path, "predicted", warmup_iterations=warmups, sample_memory_limit_mb=cap_mb
+    )
     per_call = _profile(model, samples, tmp_path, "per_call", hold_limit=0, sample_memory_limit_mb=cap_mb)
     assert predicted[0].run.manifest["sample_keys"] == "predicted"
     assert per_call[0].run.manifest["sample_keys"] == "per_call"
@@ -111,6 +114,43 @@ def test_a_model_whose_calls_differ_between_passes_is_recorded_again_per_call(tm
         assert list(data) == ["gelu"]
 
 
+class WatchesItsPasses(CountsPasses):
+    """Whether F.relu was patched in each pass, and the shape each pass got."""
+
+    def __init__(self):
+        super().__init__()
+        self.patched = []
+
+    def forward(self, x):
+        self.patched.append(hasattr(F.relu, "__wrapped__"))
+        return F.relu(x)
+
+
+def test_with_three_warm_ups_the_last_two_are_patched_and_the_first_is_not(tmp_path):
+    model = WatchesItsPasses()
+    profiler, _, data = _profile(model, [((torch.randn(3, 3),), {})], tmp_path, "run", warmup_iterations=3)
+    assert model.patched == [False, True, True, True], "plain, keyed, rehearsal, recorded: torch.compile sees F"
+    assert profiler.run.manifest["sample_keys"] == "predicted"
+    assert [calls for calls, _ in data["relu"]] == [1], "neither warm-up is counted"
+
+
+def test_a_rehearsal_that_calls_an_unpredicted_function_keys_the_recorded_pass_per_call(tmp_path):
+    model = CallsLater()  # gelu from the third pass: the rehearsal
+    with pytest.warns(RuntimeWarning, match="keyed as each call was made$"):
+        profiler, _, data = _profile(model, [((torch.randn(6, 6),), {})], tmp_path, "run", warmup_iterations=3)
+    assert model.passes == 4, "caught before the recorded pass: no pass recorded twice"
+    assert profiler.run.manifest["sample_keys"] == "per_call_after_miss"
+    assert list(data) == ["gelu"] and [calls for calls, _ in data["gelu"]] == [1], "the rehearsal is not counted"
+
+
+def test_a_miss_after_a_rehearsal_records_the_pass_again(tmp_path):
+    model = ChangesShapes()
+    with pytest.warns(RuntimeWarning, match="the model ran 5 passes, not 4"):
+        profiler, _, data = _profile(model, [((torch.randn(6, 6),), {})], tmp_path, "run", warmup_iterations=3)
+    [(calls, ((sample,), _))] = data["relu"]
+    assert model.passes == 5 and calls == 1 and sample.shape == (5, 6)
+
+
 def test_the_recorded_pass_is_keyed_per_call_without_a_warm_up_or_past_the_hold_limit(tmp_path):
     model, samples = demo_workload("cpu")
     profiler = ModuleFunctionKernelProfiler()
@@ -151,6 +191,25 @@ def test_the_book_predicts_ids_and_confirms_them_after_the_pass(book_type):
     assert book.function_data().keys() == per_call.function_data().keys()
     if isinstance(book, CappedSampleBook):
         assert book.not_kept == per_call.not_kept and book.not_kept, "the 100-byte cap drops some signatures"
+
+
+def test_a_rehearsed_prediction_starts_afresh():
+    per_call = SampleBook()
+    per_call_ids = _book_pass(per_call, _calls())
+    book = SampleBook()
+    book.watch_warm_up()
+    _book_pass(book, _calls())
+    assert book.predict_next_pass()
+    assert _book_pass(book, _calls()) == per_call_ids  # the rehearsal
+    assert book.predict_again() and book.held == [], "the rehearsal's inputs are let go"
+    assert _book_pass(book, _calls()) == per_call_ids, "positions count from the start again"
+    assert book.confirm_predictions() and book.metadata() == per_call.metadata()
+
+    book.watch_warm_up()
+    _book_pass(book, _calls())
+    book.predict_next_pass()
+    _book_pass(book, [*_calls(), ("h", (torch.randn(2),))])
+    assert not book.predict_again() and book.samples == {} and not book.predicting, "h: keyed per call next"
 
 
 def test_the_book_reports_a_wrong_prediction_and_a_call_it_never_predicted():
