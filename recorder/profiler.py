@@ -238,8 +238,8 @@ def record_pass(
     The rehearsal is one more warm-up pass made exactly like the recorded one (sample ids predicted, inputs
     held, nothing keyed). Python re-specializes the code a pass runs over its first passes after a change
     of the patched functions, and the keyed warm-up runs other code: on the H200 host, the recorded pass of
-    6-call and 11-call models (benchmarks/workloads.py cuda_graph, mlp) cost 1.27x and 1.25x the profiler's
-    right after the keyed warm-up, 0.96x and 1.13x after a rehearsal.
+    6-call and 11-call models (benchmarks/workloads.py cuda_graph, mlp) cost 1.19x and 1.22x the profiler's
+    right after the keyed warm-up, 0.93x and 1.15x after a rehearsal (benchmarks/warm_up_variants.py).
     """
     predicted = False
     if warm_up is not None:

@@ -1,0 +1,131 @@
+"""What the recorded pass costs depending on the passes before it, and whether holding inputs costs.
+
+Paired like recorder_overhead.py (one profiler session, rotating order, median of per-iteration ratios), each
+recorded variant with calls="all" and a fresh CappedSampleBook:
+  profiler*      the profiler alone, after one untimed pass
+  unsampled      no samples (function_names=set()), after the keyed warm-up (record_pass)
+  all            every sample, after the keyed warm-up: record_pass without a rehearsal
+  all-nohold     as `all`, but the predicted pass holds no input (so nothing is confirmed: timing only)
+  all-extra      one more patched pass (keyed per call, then reset) before the keyed warm-up
+  all-rehearsed  record_pass with a rehearsal: keyed warm-up, a predicted pass not keyed, then the timed one
+
+Usage: python benchmarks/warm_up_variants.py [--iterations N] workload ...   (CUDA; see workloads.py)
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from unittest import mock
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).parent))
+import workloads  # noqa: E402
+from kernelscope.recorder import samples as samples_module  # noqa: E402
+from kernelscope.recorder.instrument import instrumented  # noqa: E402
+from kernelscope.recorder.profiler import profiler_options, record_pass  # noqa: E402
+from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
+
+ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+
+
+def predict_holding_nothing(book: samples_module.SampleBook) -> bool:
+    fits = book.holding
+    warm_up = [(control, control.calls()) for control in book._used]
+    book.reset()
+    if not fits:
+        return False
+    book._predicted = [(control, order, keys) for control, (order, keys) in warm_up]
+    for control, order, _ in book._predicted:
+        control.predict(order, lambda call: None)
+    book.predicting = True
+    return True
+
+
+def timed_pass(w) -> float:
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    w.one_pass()
+    torch.cuda.synchronize()
+    return 1e3 * (time.perf_counter() - start)
+
+
+def variants(w) -> dict:
+    modules = list(w.module.named_modules())
+
+    def recorded(collect=None, hold=True, extra=False, rehearse=False):
+        def time_one() -> float:
+            book = CappedSampleBook(256 * 2**20)
+            with ExitStack() as stack:
+                if not hold:
+                    stack.enter_context(
+                        mock.patch.object(samples_module.SampleBook, "predict_next_pass", predict_holding_nothing)
+                    )
+                stack.enter_context(instrumented(modules, book, collect, "all"))
+                if extra:
+                    w.one_pass()
+                rehearsal = w.one_pass if rehearse else None
+                elapsed, _, _ = record_pass(book, w.one_pass, lambda: timed_pass(w), None, rehearsal)
+            book.clear()
+            return elapsed
+
+        return time_one
+
+    def profiled() -> float:
+        w.one_pass()
+        return timed_pass(w)
+
+    return {
+        "profiler*": profiled,
+        "unsampled": recorded(set()),
+        "all": recorded(),
+        "all-nohold": recorded(hold=False),
+        "all-extra": recorded(extra=True),
+        "all-rehearsed": recorded(rehearse=True),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, default=150)
+    parser.add_argument("workloads", nargs="+")
+    options = parser.parse_args()
+    for name in options.workloads:
+        w = getattr(workloads, name)()
+        with torch.no_grad():
+            for _ in range(3):
+                w.one_pass()
+        timed = variants(w)
+        names = list(timed)
+        times = {variant: [] for variant in names}
+        gc.collect()
+        gc.freeze()
+        try:
+            with torch.no_grad(), profile(activities=ACTIVITIES, **profiler_options()):
+                for iteration in range(options.iterations):
+                    shift = iteration % len(names)
+                    for variant in names[shift:] + names[:shift]:
+                        gc.collect()
+                        times[variant].append(timed[variant]())
+        finally:
+            gc.unfreeze()
+        base = times["profiler*"]
+        for variant in names:
+            ratios = sorted(t / b for t, b in zip(times[variant], base, strict=True))
+            low, high = ratios[len(ratios) // 4], ratios[3 * len(ratios) // 4]
+            print(
+                f"{name} {variant:14s} {statistics.median(times[variant]):.4f} ms "
+                f"{statistics.median(ratios):.3f}x ({low:.2f}-{high:.2f})",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
