@@ -137,9 +137,10 @@ def paired_variants(w, diagnose: bool, sample_keys: set[str], baseline_warm_ups:
     }
 
 
-def paired_ratios(w, diagnose: bool, iterations: int = ITERATIONS, baseline_warm_ups: int = 2) -> dict:
-    sample_keys: set[str] = set()
-    variants = paired_variants(w, diagnose, sample_keys, baseline_warm_ups)
+def time_in_pairs(variants: dict, iterations: int) -> dict:
+    """``{name: [ms, ...]}``: every variant timed once per iteration, in rotating order, inside one profiler
+    session with kernelscope's options; then per variant after the first (the baseline) the median of its
+    time over the baseline's in the same iteration (``<name>/<baseline>``) and that ratio's p25-p75."""
     names = list(variants)
     times = {name: [] for name in names}
     # A collection of the objects one variant leaves behind must not land in another's pass: collect between
@@ -156,11 +157,17 @@ def paired_ratios(w, diagnose: bool, iterations: int = ITERATIONS, baseline_warm
     finally:
         gc.unfreeze()
     row = {name: statistics.median(values) for name, values in times.items()}
-    base = times["profiler*"]
+    base = times[names[0]]
     for name in names[1:]:
         ratios = sorted(t / b for t, b in zip(times[name], base, strict=True))
-        row[f"{name}/profiler*"] = statistics.median(ratios)
-        row[f"{name}/profiler* p25-p75"] = (ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4])
+        row[f"{name}/{names[0]}"] = statistics.median(ratios)
+        row[f"{name}/{names[0]} p25-p75"] = (ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4])
+    return row
+
+
+def paired_ratios(w, diagnose: bool, iterations: int = ITERATIONS, baseline_warm_ups: int = 2) -> dict:
+    sample_keys: set[str] = set()
+    row = time_in_pairs(paired_variants(w, diagnose, sample_keys, baseline_warm_ups), iterations)
     row["sample_keys"] = "/".join(sorted(sample_keys))
     return row
 

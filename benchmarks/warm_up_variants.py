@@ -15,25 +15,20 @@ Usage: python benchmarks/warm_up_variants.py [--iterations N] workload ...   (CU
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
 import sys
-import time
 from contextlib import ExitStack
 from pathlib import Path
 from unittest import mock
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
 from kernelscope.recorder import samples as samples_module  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
-from kernelscope.recorder.profiler import profiler_options, record_pass  # noqa: E402
+from kernelscope.recorder.profiler import record_pass  # noqa: E402
 from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
-
-ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+from recorder_overhead import time_in_pairs, timed_pass  # noqa: E402
 
 
 def predict_holding_nothing(book: samples_module.SampleBook) -> bool:
@@ -47,14 +42,6 @@ def predict_holding_nothing(book: samples_module.SampleBook) -> bool:
         control.predict(order, lambda call: None)
     book.predicting = True
     return True
-
-
-def timed_pass(w) -> float:
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    w.one_pass()
-    torch.cuda.synchronize()
-    return 1e3 * (time.perf_counter() - start)
 
 
 def variants(w) -> dict:
@@ -103,26 +90,12 @@ def main() -> None:
             for _ in range(3):
                 w.one_pass()
         timed = variants(w)
-        names = list(timed)
-        times = {variant: [] for variant in names}
-        gc.collect()
-        gc.freeze()
-        try:
-            with torch.no_grad(), profile(activities=ACTIVITIES, **profiler_options()):
-                for iteration in range(options.iterations):
-                    shift = iteration % len(names)
-                    for variant in names[shift:] + names[:shift]:
-                        gc.collect()
-                        times[variant].append(timed[variant]())
-        finally:
-            gc.unfreeze()
-        base = times["profiler*"]
-        for variant in names:
-            ratios = sorted(t / b for t, b in zip(times[variant], base, strict=True))
-            low, high = ratios[len(ratios) // 4], ratios[3 * len(ratios) // 4]
+        row = time_in_pairs(timed, options.iterations)
+        row["profiler*/profiler*"], row["profiler*/profiler* p25-p75"] = 1.0, (1.0, 1.0)
+        for variant in timed:
+            low, high = row[f"{variant}/profiler* p25-p75"]
             print(
-                f"{name} {variant:14s} {statistics.median(times[variant]):.4f} ms "
-                f"{statistics.median(ratios):.3f}x ({low:.2f}-{high:.2f})",
+                f"{name} {variant:14s} {row[variant]:.4f} ms {row[f'{variant}/profiler*']:.3f}x ({low:.2f}-{high:.2f})",
                 flush=True,
             )
 
