@@ -7,7 +7,7 @@ from unittest import mock
 import pytest
 
 torch = pytest.importorskip("torch")
-from kernelscope.analyzer import diff  # noqa: E402
+from kernelscope.analyzer import diff, load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler, instrument  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -68,7 +68,9 @@ def test_folded_scopes_give_the_rows_of_scopes_on_every_module(tmp_path, calls):
 
 def test_which_modules_fold_and_how_their_scope_is_named(tmp_path):
     model = Mixed().eval()
-    _, _, scopes = _record(model, "all", True, tmp_path)
+    profiler, frame, scopes = _record(model, "all", True, tmp_path)
+    with load_run(profiler.run_dir / "trace.json.gz") as bare:  # no manifest: the default annotation
+        assert bare.profiling_df()[ROW_COLUMNS].equals(frame[ROW_COLUMNS])
     modules = {name.removeprefix("ks.module:") for name in scopes if name.startswith("ks.module:")}
     assert modules == {"", "reflect", "gate"}, "Sequential: no scope; folded leaves: no scope of their own"
     assert "ks.fn:conv2d#0@conv" in scopes and "ks.fn:embedding#0@embed" in scopes
