@@ -10,7 +10,7 @@
 -- filter: quadratic in the trace's length, 31 s on a 100 MB trace). DuckDB 2.0 plans small range joins
 -- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
 -- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
--- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, module_separator.
+-- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator; macros of scope_names.sql.
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
@@ -33,7 +33,7 @@ WITH spans AS (
 SELECT event_id, pid, tid, ts_ns, end_ns, kind FROM spans
 UNION ALL
 SELECT event_id, pid, tid, ts_ns, end_ns, CAST(0 AS UTINYINT) FROM spans
-WHERE kind = 1 AND contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'));
+WHERE kind = 1 AND ks_scope_module(name) IS NOT NULL;
 
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
@@ -141,8 +141,7 @@ GROUP BY external_id;
 
 -- Function scope labels "name#sample" (a folded module's "@module" cut off) split once per distinct label.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
-SELECT event_id,
-       split_part(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'), 1) AS label
+SELECT event_id, ks_scope_call(name) AS label
 FROM ks_names WHERE event_id IN (SELECT function_id FROM ks_rows);
 
 CREATE OR REPLACE TEMP TABLE ks_labels AS
@@ -155,11 +154,7 @@ FROM (SELECT DISTINCT label FROM ks_functions);
 
 CREATE OR REPLACE TABLE kernels AS
 SELECT
-    CASE WHEN starts_with(m.name, getvariable('module_prefix'))
-         THEN m.name[length(getvariable('module_prefix')) + 1:]
-         ELSE m.name[strpos(m.name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
-                     + length(getvariable('function_prefix')) + length(getvariable('module_separator')):]
-         END                                                                AS module_name,
+    ks_scope_module(m.name)                                                AS module_name,
     lb.function_name,
     CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
     k.name                                                                  AS kernel,

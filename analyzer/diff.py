@@ -8,7 +8,7 @@ import duckdb
 import pandas as pd
 
 from .run import Run, load_run
-from .sql import set_scope_variables, sql_text
+from .sql import define_scope_names, sql_text
 
 LEVELS = ("total", "function", "module", "kernel")
 
@@ -46,5 +46,5 @@ def _totals(run: Run | str | os.PathLike) -> pd.DataFrame:
 
 def _side(run: Run) -> pd.DataFrame:
     con = run.con
-    set_scope_variables(con, run.module_prefix, run.function_prefix)
+    define_scope_names(con, run.module_prefix, run.function_prefix)
     return con.execute(sql_text("diff_side.sql")).df()

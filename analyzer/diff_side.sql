@@ -3,29 +3,19 @@
 --   'kernel' (kernel name); name NULL at function/module level = outside any.
 --   time_us: kernel time (what summary calls time_spent_us, for functions); share_pct: of the run's total;
 --   calls: functional calls / module forward calls (their scope events), launches for kernels and the total.
--- Variables: module_prefix, function_prefix, sample_separator, module_separator.
+-- Variables: module_prefix, function_prefix, sample_separator; macros of scope_names.sql.
 WITH
 scopes AS (
-    SELECT starts_with(name, getvariable('module_prefix')) AS is_module,
-           CASE WHEN starts_with(name, getvariable('module_prefix'))
-                THEN name[length(getvariable('module_prefix')) + 1:]
-                ELSE name[length(getvariable('function_prefix')) + 1:] END AS label
+    SELECT ks_scope_module(name) AS module, ks_scope_call(name) AS call  -- a folded call scope has both
     FROM events
     WHERE ph = 'X' AND cat IN ('cpu_op', 'user_annotation')
       AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))
 ),
 scope_calls AS (
-    SELECT 'module' AS level, label AS name, count(*) AS calls FROM scopes WHERE is_module GROUP BY ALL
-    UNION ALL  -- a call scope with its module folded in (linear#3@encoder.fc) is also a call of that module
-    SELECT 'module', label[strpos(label, getvariable('module_separator')) + length(getvariable('module_separator')):],
-           count(*)
-    FROM scopes WHERE NOT is_module AND contains(label, getvariable('module_separator')) GROUP BY ALL
+    SELECT 'module' AS level, module AS name, count(*) AS calls FROM scopes WHERE module IS NOT NULL GROUP BY ALL
     UNION ALL
-    SELECT 'function',
-           regexp_replace(split_part(label, getvariable('module_separator'), 1),
-                          getvariable('sample_separator') || '[0-9]+$', ''),
-           count(*)
-    FROM scopes WHERE NOT is_module GROUP BY ALL
+    SELECT 'function', regexp_replace(call, getvariable('sample_separator') || '[0-9]+$', ''), count(*)
+    FROM scopes WHERE call IS NOT NULL GROUP BY ALL
 ),
 times AS (
     SELECT 'total' AS level, CAST(NULL AS VARCHAR) AS name, sum(kernel_us) AS time_us, count(*) AS launches

@@ -18,7 +18,7 @@ from .ranks import find_ranks, header_rank, merge_function_data
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
 from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
-from .sql import run_sql_file, set_scope_variables, sql_text
+from .sql import define_scope_names, run_sql_file, sql_text
 from .summary import describe_results, summarize
 from .validate import validate_events
 
@@ -125,7 +125,7 @@ class Run:
     @staticmethod
     def _ingest(con, sources, module_prefix: str, function_prefix: str, progress: bool) -> list[RankPart]:
         """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank."""
-        set_scope_variables(con, module_prefix, function_prefix)
+        define_scope_names(con, module_prefix, function_prefix)
         parts = []
         for position, source in enumerate(sources):
             try:

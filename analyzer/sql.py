@@ -29,8 +29,8 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> 
     return con.execute(text)
 
 
-def set_scope_variables(con: duckdb.DuckDBPyConnection, module_prefix: str, function_prefix: str) -> None:
-    """The variables by which the SQL files tell scopes apart and read their names."""
+def define_scope_names(con: duckdb.DuckDBPyConnection, module_prefix: str, function_prefix: str) -> None:
+    """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read their names."""
     for name, value in (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),
@@ -38,3 +38,4 @@ def set_scope_variables(con: duckdb.DuckDBPyConnection, module_prefix: str, func
         ("module_separator", MODULE_SEPARATOR),
     ):
         con.execute(f"SET VARIABLE {name} = {quote(value)}")
+    run_sql_file(con, "scope_names.sql")

@@ -1,0 +1,20 @@
+-- scope_names.sql: how a scope's name reads (docs/format.md, "Scope annotations"), for the SQL files that
+-- need it. Variables: module_prefix, function_prefix, module_separator.
+--   ks_scope_module(name): the module a scope names: its own (ks.module:<module>), or the one folded into a
+--     call's scope (ks.fn:<call>@<module>, after the first separator: call names have none); else NULL.
+--   ks_scope_call(name): the call a call scope names, "<function>" or "<function>#<sample id>", without a
+--     folded module; else NULL.
+CREATE OR REPLACE TEMP MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
+
+CREATE OR REPLACE TEMP MACRO ks_scope_module(name) AS
+    CASE WHEN starts_with(name, getvariable('module_prefix'))
+         THEN name[length(getvariable('module_prefix')) + 1:]
+         WHEN starts_with(name, getvariable('function_prefix'))
+              AND contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
+         THEN ks_after_first(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
+    END;
+
+CREATE OR REPLACE TEMP MACRO ks_scope_call(name) AS
+    CASE WHEN starts_with(name, getvariable('function_prefix')) AND NOT starts_with(name, getvariable('module_prefix'))
+         THEN split_part(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'), 1)
+    END;
