@@ -205,15 +205,10 @@ def check(w, out_root: Path) -> dict:
 def every_module_scoped_and_keyed_per_call() -> Iterator[None]:
     """Recordings without the recorder's shortcuts: each call keyed as it is made (a hold limit of 0 holds no
     input), a scope on every module (none folded into its call, nn.Sequential scoped)."""
-    launches_no_kernel = instrument.launches_no_kernel
     with (
         mock.patch.object(recorder_profiler, "hold_limit_bytes", lambda device, book: 0),
         mock.patch.object(instrument, "folds_into_its_call", lambda module: False),
-        mock.patch.object(
-            instrument,
-            "launches_no_kernel",
-            lambda module: type(module) is not torch.nn.Sequential and launches_no_kernel(module),
-        ),
+        mock.patch.object(instrument, "only_calls_its_children", lambda module: False),
     ):
         yield
 

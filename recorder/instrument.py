@@ -208,13 +208,18 @@ _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropo
 
 def launches_no_kernel(module: nn.Module) -> bool:
     """Modules whose forward launches no kernel of its own get no scope (it would cost a scope per call and
-    own no row): ``nn.Identity``; dropout modules in eval mode, whose functional returns its input; and
-    ``nn.Sequential``, whose forward only calls its children (each scoped), unless a hook on a child could
-    launch kernels inside it."""
+    own no row): ``nn.Identity``; dropout modules in eval mode, whose functional returns its input; and the
+    modules that only call their children (``only_calls_its_children``)."""
     kind = type(module)
-    if kind is nn.Sequential:
-        return not (_global_forward_hooks() or any(_has_forward_hooks(child) for child in module.children()))
-    return kind is nn.Identity or (kind in _DROPOUTS and not module.training)
+    return kind is nn.Identity or (kind in _DROPOUTS and not module.training) or only_calls_its_children(module)
+
+
+def only_calls_its_children(module: nn.Module) -> bool:
+    """``nn.Sequential``, whose forward only calls its children (each scoped), unless a hook on a child
+    could launch kernels inside it."""
+    if type(module) is not nn.Sequential:
+        return False
+    return not (_global_forward_hooks() or any(_has_forward_hooks(child) for child in module.children()))
 
 
 def _has_forward_hooks(module: nn.Module) -> bool:

@@ -2,6 +2,7 @@
 nn.Sequential gets no scope: fewer scopes, the same rows. Checked on the CPU against recordings with every
 module scoped, and against the installed torch's own module code."""
 
+import contextlib
 from unittest import mock
 
 import pytest
@@ -39,21 +40,15 @@ def _inputs():
 
 
 def _record(model, calls="all", folding=True, tmp_path=None, name="run"):
+    """A recording; without ``folding``, every module scoped (none folded into its call, Sequential too)."""
     profiler = ModuleFunctionKernelProfiler(calls=calls)
-    with mock.patch.object(
-        instrument, "folds_into_its_call", instrument.folds_into_its_call if folding else lambda module: False
-    ):
-        with mock.patch.object(instrument, "launches_no_kernel", _no_sequential_skip(folding)):
-            frame, data = profiler.profile(model, _inputs(), warmup_iterations=1, out=tmp_path / name)
+    with contextlib.ExitStack() as stack:
+        if not folding:
+            for shortcut in ("folds_into_its_call", "only_calls_its_children"):
+                stack.enter_context(mock.patch.object(instrument, shortcut, lambda module: False))
+        frame, data = profiler.profile(model, _inputs(), warmup_iterations=1, out=tmp_path / name)
     scopes = list(profiler.run.sql("SELECT name FROM events WHERE name LIKE 'ks.%' ORDER BY event_id")["name"])
     return profiler, frame, scopes
-
-
-def _no_sequential_skip(folding):
-    original = instrument.launches_no_kernel
-    if folding:
-        return original
-    return lambda module: type(module) is not nn.Sequential and original(module)
 
 
 @pytest.mark.parametrize("calls", ["all", "functional"])
