@@ -10,7 +10,8 @@
 -- filter: quadratic in the trace's length, 31 s on a 100 MB trace). DuckDB 2.0 plans small range joins
 -- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
 -- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
--- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator; macros of scope_names.sql.
+-- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call (NULL
+-- but in recordings that name graph replays by their launch); macros of scope_names.sql.
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
@@ -38,6 +39,9 @@ WHERE kind = 1 AND ks_scope_module(name) IS NOT NULL;
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
 -- next operator to start on the thread, in (start, longest first) order, starts at or after its end).
+-- named_replay: the kernels of a CUDA graph launch, in a recording that names them by their launch
+-- (variable graph_replay_call, from the manifest: the recorder opens no scope around a replay), whatever
+-- scope holds the launch, as the innermost scope around a replay did in recordings that opened one.
 CREATE OR REPLACE TEMP TABLE ks_items AS
 WITH
 device_events AS (
@@ -46,7 +50,8 @@ device_events AS (
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 ),
 launches AS (
-    SELECT correlation, pid, tid, ts_ns, external_id
+    SELECT correlation, pid, tid, ts_ns, external_id,
+           starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') AS graph_launch
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
       AND correlation IS NOT NULL  -- one launch per correlation: validate.sql refuses a trace with two
@@ -68,10 +73,11 @@ SELECT d.event_id,
        CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
        d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
        COALESCE(d.external_id, l.external_id) AS external_id,
-       l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, false AS is_leaf_op
+       l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, false AS is_leaf_op,
+       coalesce(l.graph_launch, false) AND getvariable('graph_replay_call') IS NOT NULL AS named_replay
 FROM device_events d LEFT JOIN launches l USING (correlation)
 UNION ALL
-SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, external_id, pid, tid, ts_ns, true
+SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, external_id, pid, tid, ts_ns, true, false
 FROM leaf_ops;
 
 CREATE OR REPLACE TEMP TABLE ks_anchors AS
@@ -155,7 +161,7 @@ FROM (SELECT DISTINCT label FROM ks_functions);
 CREATE OR REPLACE TABLE kernels AS
 SELECT
     ks_scope_module(m.name)                                                AS module_name,
-    lb.function_name,
+    CASE WHEN r.named_replay THEN getvariable('graph_replay_call') ELSE lb.function_name END AS function_name,
     CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
     k.name                                                                  AS kernel,
     r.dur_ns / 1000.0                                                       AS kernel_us,
@@ -163,7 +169,7 @@ SELECT
     r.kind,
     r.device,
     r.stream,
-    lb.sample_id,
+    CASE WHEN r.named_replay THEN NULL ELSE lb.sample_id END              AS sample_id,
     (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
                                                                             AS start_us,
     r.at_tid                                                                AS thread,

@@ -2,8 +2,9 @@
 --   level 'total' (name NULL), 'function' (innermost functional call), 'module' (innermost module),
 --   'kernel' (kernel name); name NULL at function/module level = outside any.
 --   time_us: kernel time (what summary calls time_spent_us, for functions); share_pct: of the run's total;
---   calls: functional calls / module forward calls (their scope events), launches for kernels and the total.
--- Variables: module_prefix, function_prefix, sample_separator; macros of scope_names.sql.
+--   calls: functional calls / module forward calls (their scope events; graph replays named by their launch:
+--   their launches), launches for kernels and the total.
+-- Variables: module_prefix, function_prefix, sample_separator, graph_replay_call; macros of scope_names.sql.
 WITH
 scopes AS (
     SELECT ks_scope_module(name) AS module, ks_scope_call(name) AS call  -- a folded call scope has both
@@ -16,6 +17,12 @@ scope_calls AS (
     UNION ALL
     SELECT 'function', regexp_replace(call, getvariable('sample_separator') || '[0-9]+$', ''), count(*)
     FROM scopes WHERE call IS NOT NULL GROUP BY ALL
+    UNION ALL  -- graph replays named by their launch (attribution.sql): one launch per replay
+    SELECT 'function', getvariable('graph_replay_call'), count(*)
+    FROM events
+    WHERE getvariable('graph_replay_call') IS NOT NULL AND ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver')
+      AND (starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch'))
+    HAVING count(*) > 0
 ),
 times AS (
     SELECT 'total' AS level, CAST(NULL AS VARCHAR) AS name, sum(kernel_us) AS time_us, count(*) AS launches

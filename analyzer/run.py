@@ -19,7 +19,7 @@ from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
 from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import define_scope_names, run_sql_file, sql_text
-from .summary import describe_results, summarize
+from .summary import describe_results, summarize, summary_query
 from .validate import validate_events
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
@@ -125,9 +125,9 @@ class Run:
     @staticmethod
     def _ingest(con, sources, module_prefix: str, function_prefix: str, progress: bool) -> list[RankPart]:
         """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank."""
-        define_scope_names(con, module_prefix, function_prefix)
         parts = []
         for position, source in enumerate(sources):
+            define_scope_names(con, module_prefix, function_prefix, graph_replay_call(source.manifest))
             try:
                 header = ingest_trace(con, source.trace, progress=progress)
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
@@ -161,6 +161,7 @@ class Run:
         self.module_prefix, self.function_prefix = module_prefix, function_prefix
         self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
         self.manifest: dict | None = next(iter(self.parts.values())).manifest
+        self.graph_replay_call = graph_replay_call(self.manifest)
         samples = pd.concat(  # noqa: F841 (read by name below)
             [samples_frame(part.function_data).assign(rank=rank) for rank, part in self.parts.items()],
             ignore_index=True,
@@ -168,8 +169,7 @@ class Run:
         sample_totals = sample_totals_frame(self.function_data())  # noqa: F841
         con.execute("CREATE OR REPLACE TABLE samples AS SELECT * FROM samples")
         con.execute("CREATE OR REPLACE TABLE sample_totals AS SELECT * FROM sample_totals")
-        everything = sql_text("summary.sql").replace("getvariable('top_k')", "9223372036854775807")
-        con.execute(f"CREATE OR REPLACE VIEW summary AS {everything}")
+        con.execute(f"CREATE OR REPLACE VIEW summary AS {summary_query()}")
 
     @property
     def header(self) -> TraceHeader | None:
@@ -310,3 +310,9 @@ def load_run(
         allow_empty=allow_empty,
         memory_limit=memory_limit,
     )
+
+
+def graph_replay_call(manifest: dict | None) -> str | None:
+    """The call name a recording gives the kernels of CUDA graph launches, which it opens no scope around
+    (format 3, ``calls="all"``); None for older recordings (a scope names them) and bare traces."""
+    return (manifest or {}).get("annotation", {}).get("graph_replay_call")

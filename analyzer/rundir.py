@@ -9,7 +9,9 @@ import orjson
 
 from .errors import BadInputError
 
-FORMAT_VERSION = 2  # 2: call scopes may carry their module (MODULE_SEPARATOR)
+# 2: call scopes may carry their module (MODULE_SEPARATOR); 3: no scope around CUDA graph replays, whose
+# kernels the analyzer names GRAPH_REPLAY_CALL from their launch (manifest annotation.graph_replay_call)
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 TRACE = "trace.json.gz"
 SAMPLES = "samples.json"
@@ -19,6 +21,8 @@ MODULE_PREFIX = "ks.module:"
 FUNCTION_PREFIX = "ks.fn:"
 SAMPLE_SEPARATOR = "#"
 MODULE_SEPARATOR = "@"  # a call scope with its module folded in: ks.fn:linear#3@encoder.fc
+GRAPH_REPLAY_CALL = "torch.cuda.CUDAGraph.replay"
+NAMING_ANNOTATIONS = ("module_prefix", "function_prefix", "sample_separator", "graph_replay_call")
 
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:
@@ -44,7 +48,7 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         if not isinstance(manifest.setdefault(key, {}), dict):
             raise BadInputError(path, f"has a field {key!r} that is not a JSON object")
     for key, value in manifest["annotation"].items():
-        if key in ("module_prefix", "function_prefix", "sample_separator") and not (isinstance(value, str) and value):
+        if key in NAMING_ANNOTATIONS and not (isinstance(value, str) and value):
             raise BadInputError(path, f"has annotation.{key} {value!r}, not a non-empty string")
     for key, default in (("trace", TRACE), ("samples", SAMPLES), ("sample_tensors", None)):
         name = manifest["files"].setdefault(key, default)

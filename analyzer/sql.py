@@ -29,8 +29,15 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> 
     return con.execute(text)
 
 
-def define_scope_names(con: duckdb.DuckDBPyConnection, module_prefix: str, function_prefix: str) -> None:
-    """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read their names."""
+def define_scope_names(
+    con: duckdb.DuckDBPyConnection, module_prefix: str, function_prefix: str, graph_replay_call: str | None = None
+) -> None:
+    """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read their names.
+
+    ``graph_replay_call``: the call name of the kernels a CUDA graph launch ran, in a recording that opens no
+    scope around graph replays (manifest ``annotation.graph_replay_call``); None (SQL NULL) elsewhere."""
+    replay = "CAST(NULL AS VARCHAR)" if graph_replay_call is None else quote(graph_replay_call)
+    con.execute(f"SET VARIABLE graph_replay_call = {replay}")
     for name, value in (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),

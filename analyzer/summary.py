@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from string import Template
+
 import duckdb
 import pandas as pd
 
+from .rundir import GRAPH_REPLAY_CALL
 from .samples import sample_totals_frame
-from .sql import sql_text
+from .sql import quote, sql_text
 
 SUMMARY_COLUMNS = [
     "function_name",
@@ -19,12 +22,17 @@ SUMMARY_COLUMNS = [
 ]
 
 
+def summary_query(top_k: int | None = None) -> str:
+    """summary.sql's text: the ``top_k`` first functions (None: all of them)."""
+    text = Template(sql_text("summary.sql")).substitute(graph_replay_call=quote(GRAPH_REPLAY_CALL))
+    return text.replace("getvariable('top_k')", str(2**63 - 1 if top_k is None else int(top_k)))
+
+
 def summarize(con: duckdb.DuckDBPyConnection, top_k: int) -> pd.DataFrame:
-    """Run summary.sql on ``con``'s ``kernels`` and ``sample_totals`` relations."""
+    """Run summary.sql on ``con``'s ``kernels`` (with ``rank`` and ``correlation``) and ``sample_totals``."""
     if top_k < 0:
         raise ValueError("top_k must be >= 0")
-    con.execute(f"SET VARIABLE top_k = {int(top_k)}")
-    frame = con.execute(sql_text("summary.sql")).df()
+    frame = con.execute(summary_query(top_k)).df()
     return frame.astype({"function_name": object, "num_modules": "int64"})
 
 
@@ -32,7 +40,10 @@ def describe_results(profiling_df: pd.DataFrame, function_data: dict, top_k: int
     """describe_results of SPEC §1 for any profiling_df (in-process, offline, or filtered by the user)."""
     con = duckdb.connect()
     try:
-        kernels = profiling_df[["module_name", "function_name", "kernel_us"]]
+        kernels = profiling_df[["module_name", "function_name", "kernel_us"]].assign(
+            rank=profiling_df["rank"] if "rank" in profiling_df else 0,
+            correlation=profiling_df["correlation"] if "correlation" in profiling_df else None,
+        )
         sample_totals = sample_totals_frame(function_data)
         con.register("kernels", kernels)
         con.register("sample_totals", sample_totals)

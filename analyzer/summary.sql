@@ -2,11 +2,13 @@
 -- Reads `kernels` (rows with a function_name count) and `sample_totals` (function_name, calls,
 -- num_distinct_samples, tensor_bytes: only functions whose samples were collected; the others get NULL,
 -- which pandas shows as NaN). time_spent_pct is the share of all functions' time, top_k cut or not.
+-- CUDA graph replays named by their launch (${graph_replay_call}, run format 3) have no samples: their
+-- calls are their launches, one correlation per launch (per rank) shared by the kernels it ran.
 SELECT function_name, calls, num_distinct_samples, num_modules, time_spent_us, time_spent_pct, tensor_size_MB
 FROM (
     SELECT
         k.function_name,
-        CAST(s.calls AS DOUBLE)                                 AS calls,
+        CAST(coalesce(s.calls, nullif(k.replays, 0)) AS DOUBLE) AS calls,
         CAST(s.num_distinct_samples AS DOUBLE)                  AS num_distinct_samples,
         k.num_modules,
         k.time_spent_us,
@@ -17,7 +19,9 @@ FROM (
     FROM (
         SELECT function_name,
                CAST(count(DISTINCT module_name) AS BIGINT) AS num_modules,
-               CAST(sum(kernel_us) AS DOUBLE)             AS time_spent_us
+               CAST(sum(kernel_us) AS DOUBLE)             AS time_spent_us,
+               count(DISTINCT (rank, correlation)) FILTER (WHERE function_name = ${graph_replay_call}
+                                                           AND correlation IS NOT NULL) AS replays
         FROM kernels
         WHERE function_name IS NOT NULL
         GROUP BY function_name

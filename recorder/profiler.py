@@ -129,6 +129,7 @@ class ModuleFunctionKernelProfiler:
             warmup_iterations=warmup_iterations,
             samples_per_pass=1 if data is None else len(data),
             tags=tags,
+            calls=self.calls,
         )
         book = self.book
 

@@ -24,6 +24,7 @@ from kernelscope.analyzer.ranks import RANK_DIR, is_rank_directory_name
 from kernelscope.analyzer.rundir import (
     FORMAT_VERSION,
     FUNCTION_PREFIX,
+    GRAPH_REPLAY_CALL,
     MANIFEST,
     MODULE_PREFIX,
     MODULE_SEPARATOR,
@@ -172,8 +173,11 @@ def _compact(value: Any) -> Any:
     return repr(value)
 
 
-def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int, tags: dict | None) -> dict:
-    """The manifest's fields known before the recording (SPEC §2)."""
+def base_manifest(
+    *, device: str, warmup_iterations: int, samples_per_pass: int, tags: dict | None, calls: str = "all"
+) -> dict:
+    """The manifest's fields known before the recording (SPEC §2). With ``calls="all"``, the kernels of CUDA
+    graph launches are named ``GRAPH_REPLAY_CALL`` by the analyzer (annotation ``graph_replay_call``)."""
     from kernelscope import __version__
 
     rank, world_size, backend = distributed_coordinates()
@@ -199,6 +203,7 @@ def base_manifest(*, device: str, warmup_iterations: int, samples_per_pass: int,
             "sample_separator": SAMPLE_SEPARATOR,
             "module_separator": MODULE_SEPARATOR,
             "scope": "torch._C._profiler._RecordFunctionFast (cat cpu_op)",
+            **({"graph_replay_call": GRAPH_REPLAY_CALL} if calls == "all" else {}),
         },
         "warmup_iterations": warmup_iterations,
         "samples_per_pass": samples_per_pass,

@@ -7,7 +7,6 @@ is built on the recorder's per-call path, so it is a plain tuple, cheap to hash.
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Any, NamedTuple
 
@@ -146,13 +145,12 @@ class SampleBook:
         order: list[int] = []  # the sample id of each call, in call order
         persistent = self.persistent
         book = self
-        prediction = None  # (call index counter, the warm-up's order, hold) while the book predicts
+        prediction = None  # (an iterator over the warm-up's order, hold) while the book predicts
 
         def record(args: tuple, kwargs: dict) -> int:
             if prediction is not None:
-                index, predicted, hold = prediction
-                position = next(index)  # atomic: calls from several threads each get their own position
-                sample_id = predicted[position] if position < len(predicted) else -1
+                predicted, hold = prediction
+                sample_id = next(predicted, -1)  # atomic: calls from several threads each get their own id
                 hold((key_call, sample_id, args, kwargs))
                 return sample_id
             return key_call(args, kwargs)
@@ -188,7 +186,7 @@ class SampleBook:
 
         def predict(predicted: list[int], hold: Any) -> None:
             nonlocal prediction
-            prediction = (itertools.count(), predicted, hold)
+            prediction = (iter(predicted), hold)
 
         def calls() -> tuple[list[int], list]:
             return order[:], list(ids)

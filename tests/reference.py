@@ -28,8 +28,16 @@ def _ns(value) -> int:
     return int(Decimal(value) * 1000)
 
 
-def reference_attribution(path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:") -> dict:
-    """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns)} for every row."""
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
+
+
+def reference_attribution(
+    path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:", graph_replay_call: str | None = None
+) -> dict:
+    """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns)} for every row.
+
+    ``graph_replay_call``: the call that the kernels of a graph launch belong to, in a recording that opens no
+    scope around replays (its manifest's annotation)."""
     events = load_events(path)
     spans = []
     for index, e in enumerate(events):
@@ -63,10 +71,13 @@ def reference_attribution(path: Path, module_prefix: str = "ks.module:", functio
     cpu_mode = not device
 
     launch_by_corr: dict = {}
+    graph_launches: set = set()
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = e.get("args", {}).get("correlation")
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and corr is not None:
             launch_by_corr.setdefault(corr, (e["pid"], e["tid"], s))
+            if e.get("name", "").startswith(GRAPH_LAUNCHES):
+                graph_launches.add(corr)
 
     # Points at which to read the stack: launches (GPU) or leaf operators' starts (CPU).
     by_thread: dict = {}
@@ -141,6 +152,8 @@ def reference_attribution(path: Path, module_prefix: str = "ks.module:", functio
         ctx = contexts.get(launch) if launch else None
         ctx = ctx or {"module_name": None, "function_label": None, "inner_op": None, "call_op": None}
         op = ops_by_external.get(args.get("External id")) or ctx["inner_op"]
+        if graph_replay_call is not None and args.get("correlation") in graph_launches:
+            ctx = {**ctx, "function_label": graph_replay_call}
         rows[i] = {**ctx, "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
     return rows
 
@@ -153,7 +166,9 @@ def total_device_ns(path: Path) -> int:
 def assert_matches_reference(run, trace_path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:"):
     """The analyzer's rows of ``run`` against reference_attribution of ``trace_path``, row by row."""
     frame = run.profiling_df()
-    reference = reference_attribution(trace_path, module_prefix, function_prefix)
+    manifest = Path(trace_path).parent / "manifest.json"
+    annotation = json.loads(manifest.read_text()).get("annotation", {}) if manifest.is_file() else {}
+    reference = reference_attribution(trace_path, module_prefix, function_prefix, annotation.get("graph_replay_call"))
     assert len(frame) == len(reference), "every device event appears exactly once"
     assert frame["event_id"].is_unique
     assert set(frame["event_id"]) == set(reference)

@@ -1,0 +1,125 @@
+"""CUDA graph replays named by their launch (run format 3): the recorder opens no scope around a replay, and the
+analyzer names the kernels of a ``cudaGraphLaunch`` ``torch.cuda.CUDAGraph.replay``.
+
+The format-3 run here is made from the real H200 recording ``sample_traces/cuda_graph`` (format 1, with a scope
+around the replay) by taking that scope out of its trace, as a format-3 recording leaves it out: the rows must stay
+the same, but for the replay's sample id, which a scope no longer carries."""
+
+import gzip
+import json
+import shutil
+
+import pandas as pd
+import pytest
+from conftest import REPO, SHARED_TRACES
+from kernelscope.analyzer import describe_results, diff, load_run
+from kernelscope.analyzer.rundir import GRAPH_REPLAY_CALL
+from reference import assert_matches_reference
+
+SCOPED = REPO / "sample_traces" / "cuda_graph"
+
+
+def _without_replay_scope(target):
+    """A copy of the format-1 cuda_graph run as format 3 writes it: no replay scope, no replay samples."""
+    shutil.copytree(SCOPED, target)
+    doc = json.loads(gzip.decompress((target / "trace.json.gz").read_bytes()))
+    scope = f"ks.fn:{GRAPH_REPLAY_CALL}"
+    kept = [e for e in doc["traceEvents"] if not e.get("name", "").startswith(scope)]
+    assert len(doc["traceEvents"]) - len(kept) == 1, "the format-1 run has one replay scope"
+    doc["traceEvents"] = kept
+    (target / "trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    samples = json.loads((target / "samples.json").read_text())
+    del samples["functions"][GRAPH_REPLAY_CALL]
+    (target / "samples.json").write_text(json.dumps(samples))
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["format_version"] = 3
+    manifest["annotation"].update(module_separator="@", graph_replay_call=GRAPH_REPLAY_CALL)
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    return target
+
+
+@pytest.fixture(scope="module")
+def unscoped(tmp_path_factory):
+    return _without_replay_scope(tmp_path_factory.mktemp("graph") / "run")
+
+
+def test_replay_named_by_its_launch_gives_the_scoped_rows(unscoped):
+    with load_run(SCOPED) as run:
+        scoped = run.profiling_df()
+    with load_run(unscoped) as run:
+        named = run.profiling_df()
+        assert_matches_reference(run, unscoped / "trace.json.gz")
+    replay = named["function_name"] == GRAPH_REPLAY_CALL
+    assert replay.sum() == 3 and named.loc[replay, "sample_id"].isna().all(), "three kernels, no sample"
+    assert (scoped.loc[replay, "sample_id"] == 0).all()
+    columns = [c for c in scoped.columns if c not in ("sample_id", "event_id")]  # one event fewer before them
+    pd.testing.assert_frame_equal(named[columns], scoped[columns])
+    pd.testing.assert_series_equal(named.loc[~replay, "sample_id"], scoped.loc[~replay, "sample_id"])
+
+
+def test_a_graph_launch_names_its_kernels_even_inside_another_call(tmp_path):
+    """As the innermost replay scope did: here the launch is moved inside Tensor.clone's scope."""
+    target = _without_replay_scope(tmp_path / "run")
+    doc = json.loads(gzip.decompress((target / "trace.json.gz").read_bytes()))
+    events = doc["traceEvents"]
+    launch = next(e for e in events if e.get("name") == "cudaGraphLaunch")
+    clone = next(e for e in events if e.get("name", "").startswith("ks.fn:Tensor.clone"))
+    launch["ts"] = clone["ts"] + clone["dur"] / 2
+    launch["dur"] = 0
+    (target / "trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with load_run(target) as run:
+        frame = run.profiling_df()
+        assert_matches_reference(run, target / "trace.json.gz")
+    graph = frame[frame["correlation"] == launch["args"]["correlation"]]
+    assert len(graph) == 3 and set(graph["function_name"]) == {GRAPH_REPLAY_CALL}
+    assert set(frame.loc[frame["function_name"] == "Tensor.clone", "kernel"]) == {"Memcpy DtoD (Device -> Device)"}
+
+
+def test_diff_counts_a_named_replay_by_its_launches(unscoped):
+    frame = diff(SCOPED, unscoped)
+    replay = frame[(frame["level"] == "function") & (frame["name"] == GRAPH_REPLAY_CALL)].iloc[0]
+    assert (replay["calls_a"], replay["calls_b"]) == (1, 1)
+    assert replay["time_a_us"] == replay["time_b_us"] > 0
+
+
+def test_summary_counts_a_named_replay_by_its_launches_without_samples(unscoped):
+    with load_run(SCOPED) as run:
+        scoped = run.describe()
+        scoped = scoped.set_index(scoped.pop("function_name").astype(object))
+    with load_run(unscoped) as run:
+        assert GRAPH_REPLAY_CALL not in run.function_data()
+        summaries = [run.describe(), run.describe(rank=0), describe_results(run.profiling_df(), run.function_data())]
+        summaries.append(run.sql("SELECT * FROM summary"))
+    for summary in summaries:
+        summary = summary.set_index(summary.pop("function_name").astype(object))
+        assert summary.loc[GRAPH_REPLAY_CALL, "calls"] == 1, "one cudaGraphLaunch ran its three kernels"
+        assert pd.isna(summary.loc[GRAPH_REPLAY_CALL, "num_distinct_samples"])
+        assert pd.isna(summary.loc[GRAPH_REPLAY_CALL, "tensor_size_MB"])
+        pd.testing.assert_frame_equal(summary.drop(index=GRAPH_REPLAY_CALL), scoped.drop(index=GRAPH_REPLAY_CALL))
+
+
+def test_bare_traces_and_older_runs_do_not_name_graph_launches():
+    trace = next(p for p in SHARED_TRACES if p.name == "cuda_graph.json.gz")
+    with load_run(trace, module_prefix="probe:", function_prefix="nofn:") as run:
+        frame = run.profiling_df()
+    assert frame["function_name"].isna().all(), "a trace without kernelscope's manifest names no call"
+
+
+def test_a_recording_opens_no_scope_around_graph_replays_and_says_so(tmp_path):
+    torch = pytest.importorskip("torch")
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    replay = torch.cuda.CUDAGraph.replay
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    seen = []
+    model.register_forward_pre_hook(lambda *_: seen.append(torch.cuda.CUDAGraph.replay))
+    for calls in ("all", "functional"):
+        profiler = ModuleFunctionKernelProfiler(calls=calls)
+        seen.clear()
+        profiler.profile(model, [((torch.randn(2, 4),), {})], warmup_iterations=1, out=tmp_path / calls)
+        assert seen and all(r is replay for r in seen), "CUDAGraph.replay is never patched"
+        annotation = profiler.run.manifest["annotation"]
+        assert annotation.get("graph_replay_call") == (GRAPH_REPLAY_CALL if calls == "all" else None)
+        assert profiler.run.graph_replay_call == annotation.get("graph_replay_call")
+        assert profiler.run.manifest["format_version"] == 3
+        profiler.release()
