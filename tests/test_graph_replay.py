@@ -123,3 +123,15 @@ def test_a_recording_opens_no_scope_around_graph_replays_and_says_so(tmp_path):
         assert profiler.run.graph_replay_call == annotation.get("graph_replay_call")
         assert profiler.run.manifest["format_version"] == 3
         profiler.release()
+
+
+def test_an_archived_format_3_run_keeps_its_replay_calls(tmp_path):
+    from kernelscope.analyzer.archive import Archive, archive_runs
+
+    run_dir = REPO / "sample_traces" / "cuda_graph_format3"
+    [(run_id, added)] = archive_runs([run_dir], tmp_path / "archive")
+    with Archive(tmp_path / "archive").run(run_id) as back, load_run(run_dir) as original:
+        assert added and back.graph_replay_call == original.graph_replay_call == GRAPH_REPLAY_CALL
+        pd.testing.assert_frame_equal(back.describe(top_k=1000), original.describe(top_k=1000))
+        replay = diff(original, back).query("level == 'function' and name == @GRAPH_REPLAY_CALL").iloc[0]
+    assert (replay["calls_a"], replay["calls_b"]) == (1, 1)
