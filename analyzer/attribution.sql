@@ -39,9 +39,9 @@ WHERE kind = 1 AND ks_scope_module(name) IS NOT NULL;
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
 -- next operator to start on the thread, in (start, longest first) order, starts at or after its end).
--- named_replay: the kernels of a CUDA graph launch, in a recording that names them by their launch
--- (variable graph_replay_call, from the manifest: the recorder opens no scope around a replay), whatever
--- scope holds the launch, as the innermost scope around a replay did in recordings that opened one.
+-- graph_launch: the kernels of a CUDA graph launch. In a recording that opens no scope around a replay
+-- (variable graph_replay_call, from the manifest) they are the replay's call when no call scope holds the
+-- launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
 CREATE OR REPLACE TEMP TABLE ks_items AS
 WITH
 device_events AS (
@@ -74,7 +74,7 @@ SELECT d.event_id,
        d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
        COALESCE(d.external_id, l.external_id) AS external_id,
        l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, false AS is_leaf_op,
-       coalesce(l.graph_launch, false) AND getvariable('graph_replay_call') IS NOT NULL AS named_replay
+       coalesce(l.graph_launch, false) AS graph_launch
 FROM device_events d LEFT JOIN launches l USING (correlation)
 UNION ALL
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, external_id, pid, tid, ts_ns, true, false
@@ -161,7 +161,7 @@ FROM (SELECT DISTINCT label FROM ks_functions);
 CREATE OR REPLACE TABLE kernels AS
 SELECT
     ks_scope_module(m.name)                                                AS module_name,
-    CASE WHEN r.named_replay THEN getvariable('graph_replay_call') ELSE lb.function_name END AS function_name,
+    coalesce(lb.function_name, CASE WHEN r.graph_launch THEN getvariable('graph_replay_call') END) AS function_name,
     CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
     k.name                                                                  AS kernel,
     r.dur_ns / 1000.0                                                       AS kernel_us,
@@ -169,7 +169,7 @@ SELECT
     r.kind,
     r.device,
     r.stream,
-    CASE WHEN r.named_replay THEN NULL ELSE lb.sample_id END              AS sample_id,
+    lb.sample_id,
     (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
                                                                             AS start_us,
     r.at_tid                                                                AS thread,

@@ -17,12 +17,11 @@ scope_calls AS (
     UNION ALL
     SELECT 'function', regexp_replace(call, getvariable('sample_separator') || '[0-9]+$', ''), count(*)
     FROM scopes WHERE call IS NOT NULL GROUP BY ALL
-    UNION ALL  -- graph replays named by their launch (attribution.sql): one launch per replay
-    SELECT 'function', getvariable('graph_replay_call'), count(*)
-    FROM events
-    WHERE getvariable('graph_replay_call') IS NOT NULL AND ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver')
-      AND (starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch'))
-    HAVING count(*) > 0
+    UNION ALL  -- graph replays named by their launch (attribution.sql): one correlation per launch and rank
+    SELECT 'function', function_name, count(DISTINCT (rank, correlation))
+    FROM kernels
+    WHERE function_name = getvariable('graph_replay_call') AND sample_id IS NULL AND correlation IS NOT NULL
+    GROUP BY ALL
 ),
 times AS (
     SELECT 'total' AS level, CAST(NULL AS VARCHAR) AS name, sum(kernel_us) AS time_us, count(*) AS launches

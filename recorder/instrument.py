@@ -19,7 +19,8 @@ and a module that had no instance attribute ``forward`` has none):
   stored references.
 
 A CUDA graph replay gets no scope: the analyzer names its kernels ``torch.cuda.CUDAGraph.replay`` from their
-launch (``cudaGraphLaunch``), which the trace holds anyway, and the enclosing scopes give its module.
+launch (``cudaGraphLaunch``), which the trace holds anyway, when no call scope holds the launch; the enclosing
+scopes give its module.
 """
 
 from __future__ import annotations

@@ -36,8 +36,8 @@ def reference_attribution(
 ) -> dict:
     """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns)} for every row.
 
-    ``graph_replay_call``: the call that the kernels of a graph launch belong to, in a recording that opens no
-    scope around replays (its manifest's annotation)."""
+    ``graph_replay_call``: the call that the kernels of a graph launch outside any call belong to, in a recording
+    that opens no scope around replays (its manifest's annotation)."""
     events = load_events(path)
     spans = []
     for index, e in enumerate(events):
@@ -152,7 +152,7 @@ def reference_attribution(
         ctx = contexts.get(launch) if launch else None
         ctx = ctx or {"module_name": None, "function_label": None, "inner_op": None, "call_op": None}
         op = ops_by_external.get(args.get("External id")) or ctx["inner_op"]
-        if graph_replay_call is not None and args.get("correlation") in graph_launches:
+        if graph_replay_call is not None and args.get("correlation") in graph_launches and not ctx["function_label"]:
             ctx = {**ctx, "function_label": graph_replay_call}
         rows[i] = {**ctx, "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
     return rows
