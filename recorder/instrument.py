@@ -30,7 +30,7 @@ import inspect
 import sys
 import types
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import torch
@@ -42,6 +42,10 @@ from .calls import INSIDE_CALL, stored_reference_sites, torch_call_targets
 from .samples import SampleBook
 
 _Scope = torch._C._profiler._RecordFunctionFast
+# Every wrapper steps aside while dynamo traces it: torch.compile then sees the patched function itself, and compiles
+# what the model compiles without the recorder (tracing a wrapper's ContextVar and sample bookkeeping broke graphs
+# and mis-traced the ContextVar). A plain Python function: about 25 ns a call.
+compiling = torch.compiler.is_dynamo_compiling
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _MISSING = object()
 _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
@@ -111,6 +115,8 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
+        if compiling():
+            return function(*args, **kwargs)
         if record is None:
             record, labels = _sample_scopes(name, book)
         scope = labels[record(args, kwargs)]
@@ -153,6 +159,8 @@ def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_on
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
+        if compiling():
+            return function(*args, **kwargs)
         state = inside_call()
         if state is True and outermost_only:
             return function(*args, **kwargs)
@@ -176,6 +184,8 @@ def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_on
 
 def _module_forward(forward: Any, scope_name: str):
     def forward_in_scope(*args, **kwargs):
+        if compiling():
+            return forward(*args, **kwargs)
         with _Scope(scope_name):
             return forward(*args, **kwargs)
 
@@ -188,6 +198,8 @@ def _folded_forward(forward: Any, module_suffix: str):
     enter_call, leave_call = INSIDE_CALL.set, INSIDE_CALL.reset
 
     def forward_in_call_scope(*args, **kwargs):
+        if compiling():
+            return forward(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
             return forward(*args, **kwargs)
@@ -199,6 +211,8 @@ def _folded_forward(forward: Any, module_suffix: str):
 
 def _compiled_forward(forward: Any, scope_name: str, call: Any):
     def compiled_in_scope(*args, **kwargs):
+        if compiling():
+            return forward(*args, **kwargs)
         with _Scope(scope_name), _Scope(call(args, kwargs)):
             token = INSIDE_CALL.set(True)
             try:
@@ -306,11 +320,13 @@ def instrumented(
     book: SampleBook,
     collect: set[str] | None,
     calls: str = "all",
+    keep_compiled: bool = True,
 ) -> Iterator[None]:
     """Scopes on every module forward and call for the duration of the block.
 
     ``collect``: names whose samples go to ``book`` (None = all). ``calls``: ``"all"`` or ``"functional"``
-    (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it).
+    (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it). ``keep_compiled``: the model ran
+    unpatched on the same inputs before, so torch.compile'd code runs what it compiled then (``_compiled_code_kept``).
     """
     if calls not in CALLS:
         raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
@@ -319,13 +335,35 @@ def instrumented(
         return book if collect is None or name in collect else None
 
     patches = _Patches()
-    with _gc_paused():
+    with _gc_paused(), _compiled_code_kept() if keep_compiled else nullcontext():
         try:
             _install(patches, list(named_modules), book, sampled, calls)
             yield
         finally:
             patches.undo()
             book.persistent.clear()  # the model's tensors are not kept alive by the profiler
+
+
+def _compiled_code_kept():
+    """While the functions are patched, torch.compile runs the code it compiled before, unguarded.
+
+    Compiled code guards the identity of the functions it traced (``F.linear``…): patched, they fail the guards, and
+    dynamo would compile the model again inside the recorded passes, through the wrappers, with graph breaks at each
+    (measured on the CPU: "Torch-Compiled Region: 0/1", and kernels of the compiled block owned by eager ``linear``
+    and ``gelu`` calls). profile()'s first warm-up passes run unpatched, so the model's frames are compiled for the
+    inputs the recorded pass will see; ``set_stance(skip_guard_eval_unsafe=True)`` then runs only the guards that
+    tell a frame's compiled entries apart (shapes), not those the patches fail; the user's backend is kept. Where the
+    model has not run unpatched first (``keep_compiled=False``), the user set another stance, or torch lacks the
+    option, dynamo compiles the model again, through wrappers that step aside while it traces them."""
+    if "torch._dynamo" not in sys.modules:  # nothing was compiled: torch.compile imports it
+        return nullcontext()
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    if set_stance is None or "skip_guard_eval_unsafe" not in inspect.signature(set_stance).parameters:
+        return nullcontext()
+    current = getattr(sys.modules.get("torch._dynamo.eval_frame"), "_stance", None)
+    if getattr(current, "stance", None) != "default":  # the user's own stance (eager_then_compile…) is left alone
+        return nullcontext()
+    return set_stance("default", skip_guard_eval_unsafe=True, force_backend=current.backend)
 
 
 @contextmanager

@@ -142,7 +142,9 @@ class ModuleFunctionKernelProfiler:
 
         warm_up = (lambda: _run_pass(fn, data)) if warmup_iterations > 0 else None
         rehearsal = warm_up if patched_warm_ups == 2 else None
-        with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls):
+        compiled_before = warmup_iterations > patched_warm_ups  # torch.compile'd code was compiled unpatched
+        patched = instrumented(named_modules, book, self.function_names, self.calls, keep_compiled=compiled_before)
+        with torch.no_grad(), patched:
             held = hold_limit_bytes(device, book)
             prof, manifest["sample_keys"], recordings = record_pass(book, warm_up, recorded_pass, held, rehearsal)
         if manifest["sample_keys"] == "per_call_after_miss":
