@@ -205,6 +205,31 @@ def compiled() -> Workload:
     )
 
 
+class CompiledGraphs(nn.Module):
+    """A block compiled with mode="reduce-overhead": inductor replays it as CUDA graphs (cudagraph trees)."""
+
+    def __init__(self):
+        super().__init__()
+        body = nn.Sequential(nn.Linear(512, 2048), nn.GELU(), nn.Linear(2048, 512))
+        self.block = torch.compile(body, mode="reduce-overhead")
+        self.head = nn.Linear(512, 512)
+
+    def forward(self, x):
+        return self.head(self.block(x))
+
+
+def compiled_graphs() -> Workload:
+    model = CompiledGraphs().cuda().half().eval()
+    x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    return Workload(
+        "compiled_graphs",
+        model,
+        [((x,), {})],
+        model,
+        "torch.compile(mode='reduce-overhead') Linear-GELU-Linear (CUDA graphs) inside an eager host module, fp16",
+    )
+
+
 class TwoThreads(nn.Module):
     """forward launches kernels from the calling thread and from a second Python thread."""
 
@@ -238,4 +263,17 @@ def threads() -> Workload:
     )
 
 
-ALL = [resnet50, bert, gpt2, vit, transformer_encoder, unet_block, mlp, demo, cuda_graph, compiled, threads]
+ALL = [
+    resnet50,
+    bert,
+    gpt2,
+    vit,
+    transformer_encoder,
+    unet_block,
+    mlp,
+    demo,
+    cuda_graph,
+    compiled,
+    threads,
+    compiled_graphs,
+]
