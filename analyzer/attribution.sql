@@ -10,8 +10,8 @@
 -- filter: quadratic in the trace's length, 31 s on a 100 MB trace). DuckDB 2.0 plans small range joins
 -- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
 -- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
--- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call (NULL
--- but in recordings that name graph replays by their launch); macros of scope_names.sql.
+-- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call and
+-- compiled_region_call (NULL but in recordings that name those calls from the trace); macros of scope_names.sql.
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
@@ -158,10 +158,15 @@ SELECT label,
        TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
 FROM (SELECT DISTINCT label FROM ks_functions);
 
+-- function_name: the innermost call scope's; else, in recordings that name calls from the trace (format 3, the
+-- variables), a compiled region's (its outermost operator is "Torch-Compiled Region: …": a torch.compile'd function,
+-- which has no scope of its own), then a graph launch's.
 CREATE OR REPLACE TABLE kernels AS
 SELECT
     ks_scope_module(m.name)                                                AS module_name,
-    coalesce(lb.function_name, CASE WHEN r.graph_launch THEN getvariable('graph_replay_call') END) AS function_name,
+    coalesce(lb.function_name,
+             CASE WHEN starts_with(co.name, 'Torch-Compiled Region') THEN getvariable('compiled_region_call') END,
+             CASE WHEN r.graph_launch THEN getvariable('graph_replay_call') END)  AS function_name,
     CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
     k.name                                                                  AS kernel,
     r.dur_ns / 1000.0                                                       AS kernel_us,

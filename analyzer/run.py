@@ -127,7 +127,7 @@ class Run:
         """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank."""
         parts = []
         for position, source in enumerate(sources):
-            define_scope_names(con, module_prefix, function_prefix, graph_replay_call(source.manifest))
+            define_scope_names(con, module_prefix, function_prefix, *calls_named_from_the_trace(source.manifest))
             try:
                 header = ingest_trace(con, source.trace, progress=progress)
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
@@ -161,7 +161,7 @@ class Run:
         self.module_prefix, self.function_prefix = module_prefix, function_prefix
         self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
         self.manifest: dict | None = next(iter(self.parts.values())).manifest
-        self.graph_replay_call = graph_replay_call(self.manifest)
+        self.graph_replay_call, self.compiled_region_call = calls_named_from_the_trace(self.manifest)
         samples = pd.concat(  # noqa: F841 (read by name below)
             [samples_frame(part.function_data).assign(rank=rank) for rank, part in self.parts.items()],
             ignore_index=True,
@@ -312,7 +312,9 @@ def load_run(
     )
 
 
-def graph_replay_call(manifest: dict | None) -> str | None:
-    """The call name a recording gives the kernels of CUDA graph launches, which it opens no scope around
-    (format 3, ``calls="all"``); None for older recordings (a scope names them) and bare traces."""
-    return (manifest or {}).get("annotation", {}).get("graph_replay_call")
+def calls_named_from_the_trace(manifest: dict | None) -> tuple[str | None, str | None]:
+    """The call names a recording gives the kernels of CUDA graph launches and of compiled regions that no call
+    scope holds (format 3, ``calls="all"``): ``(graph_replay_call, compiled_region_call)``; None for older
+    recordings (a scope named replays) and bare traces."""
+    annotation = (manifest or {}).get("annotation", {})
+    return annotation.get("graph_replay_call"), annotation.get("compiled_region_call")

@@ -10,7 +10,8 @@ import orjson
 from .errors import BadInputError
 
 # 2: call scopes may carry their module (MODULE_SEPARATOR); 3: no scope around CUDA graph replays, whose
-# kernels the analyzer names GRAPH_REPLAY_CALL from their launch (manifest annotation.graph_replay_call)
+# kernels the analyzer names GRAPH_REPLAY_CALL from their launch (manifest annotation.graph_replay_call), and
+# kernels of a compiled region outside any call named COMPILED_REGION_CALL (annotation.compiled_region_call)
 FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 TRACE = "trace.json.gz"
@@ -22,7 +23,10 @@ FUNCTION_PREFIX = "ks.fn:"
 SAMPLE_SEPARATOR = "#"
 MODULE_SEPARATOR = "@"  # a call scope with its module folded in: ks.fn:linear#3@encoder.fc
 GRAPH_REPLAY_CALL = "torch.cuda.CUDAGraph.replay"
-NAMING_ANNOTATIONS = ("module_prefix", "function_prefix", "sample_separator", "graph_replay_call")
+COMPILED_REGION_CALL = "torch.compile"
+NAMING_ANNOTATIONS = (
+    "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call"
+)  # fmt: skip
 
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:

@@ -30,14 +30,19 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> 
 
 
 def define_scope_names(
-    con: duckdb.DuckDBPyConnection, module_prefix: str, function_prefix: str, graph_replay_call: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    module_prefix: str,
+    function_prefix: str,
+    graph_replay_call: str | None = None,
+    compiled_region_call: str | None = None,
 ) -> None:
     """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read their names.
 
-    ``graph_replay_call``: the call name of the kernels a CUDA graph launch ran, in a recording that opens no
-    scope around graph replays (manifest ``annotation.graph_replay_call``); None (SQL NULL) elsewhere."""
-    replay = "CAST(NULL AS VARCHAR)" if graph_replay_call is None else quote(graph_replay_call)
-    con.execute(f"SET VARIABLE graph_replay_call = {replay}")
+    ``graph_replay_call``, ``compiled_region_call``: the call names of the kernels of a CUDA graph launch and of a
+    compiled region that no call scope holds, in recordings that name them from the trace (manifest annotation,
+    format 3); None (SQL NULL) elsewhere."""
+    for name, value in (("graph_replay_call", graph_replay_call), ("compiled_region_call", compiled_region_call)):
+        con.execute(f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)}")
     for name, value in (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),

@@ -35,7 +35,13 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, MODULE_SEPARATOR, SAMPLE_SEPARATOR
+from kernelscope.analyzer.rundir import (
+    COMPILED_REGION_CALL,
+    FUNCTION_PREFIX,
+    MODULE_PREFIX,
+    MODULE_SEPARATOR,
+    SAMPLE_SEPARATOR,
+)
 from torch import nn
 
 from .calls import INSIDE_CALL, stored_reference_sites, torch_call_targets
@@ -50,7 +56,6 @@ _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _MISSING = object()
 _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
 CALLS = ("all", "functional")
-COMPILED_CALL = "torch.compile"
 
 
 def functional_names() -> list[str]:
@@ -334,6 +339,7 @@ def instrumented(
     def sampled(name: str) -> SampleBook | None:
         return book if collect is None or name in collect else None
 
+    _import_what_the_profiler_imports()
     patches = _Patches()
     with _gc_paused(), _compiled_code_kept() if keep_compiled else nullcontext():
         try:
@@ -342,6 +348,14 @@ def instrumented(
         finally:
             patches.undo()
             book.persistent.clear()  # the model's tensors are not kept alive by the profiler
+
+
+def _import_what_the_profiler_imports() -> None:
+    """torch.profiler's first start in a process runs ``hasattr(torch, "_inductor")`` (torch 2.11–2.13), which imports
+    inductor, dynamo and sympy (about 4 s on the H200 host, paid by plain torch.profiler as well). Done before the
+    patches: module code run while they are in place would keep the wrappers in its tables of torch functions (dynamo's
+    constant-folded functions, for one) for the rest of the process."""
+    hasattr(torch, "_inductor")
 
 
 def _compiled_code_kept():
@@ -393,7 +407,9 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         scope = MODULE_PREFIX + name
         if compiled_type is not None and isinstance(module, compiled_type):
             compiled_roots.append(name)
-            wrapper = _compiled_forward(module.forward, scope, _scope_namer(COMPILED_CALL, sampled(COMPILED_CALL)))
+            wrapper = _compiled_forward(
+                module.forward, scope, _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
+            )
         elif folds_into_its_call(module):
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + name)
         else:

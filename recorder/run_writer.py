@@ -22,6 +22,7 @@ import torch
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
 from kernelscope.analyzer.ranks import RANK_DIR, is_rank_directory_name
 from kernelscope.analyzer.rundir import (
+    COMPILED_REGION_CALL,
     FORMAT_VERSION,
     FUNCTION_PREFIX,
     GRAPH_REPLAY_CALL,
@@ -177,7 +178,8 @@ def base_manifest(
     *, device: str, warmup_iterations: int, samples_per_pass: int, tags: dict | None, calls: str = "all"
 ) -> dict:
     """The manifest's fields known before the recording (SPEC §2). With ``calls="all"``, the kernels of CUDA
-    graph launches are named ``GRAPH_REPLAY_CALL`` by the analyzer (annotation ``graph_replay_call``)."""
+    graph launches and of compiled regions outside any call are named ``GRAPH_REPLAY_CALL`` and
+    ``COMPILED_REGION_CALL`` by the analyzer (annotation ``graph_replay_call``, ``compiled_region_call``)."""
     from kernelscope import __version__
 
     rank, world_size, backend = distributed_coordinates()
@@ -203,7 +205,11 @@ def base_manifest(
             "sample_separator": SAMPLE_SEPARATOR,
             "module_separator": MODULE_SEPARATOR,
             "scope": "torch._C._profiler._RecordFunctionFast (cat cpu_op)",
-            **({"graph_replay_call": GRAPH_REPLAY_CALL} if calls == "all" else {}),
+            **(
+                {"graph_replay_call": GRAPH_REPLAY_CALL, "compiled_region_call": COMPILED_REGION_CALL}
+                if calls == "all"
+                else {}
+            ),
         },
         "warmup_iterations": warmup_iterations,
         "samples_per_pass": samples_per_pass,

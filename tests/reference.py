@@ -32,12 +32,17 @@ GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
 
 
 def reference_attribution(
-    path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:", graph_replay_call: str | None = None
+    path: Path,
+    module_prefix: str = "ks.module:",
+    function_prefix: str = "ks.fn:",
+    graph_replay_call: str | None = None,
+    compiled_region_call: str | None = None,
 ) -> dict:
     """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns)} for every row.
 
-    ``graph_replay_call``: the call that the kernels of a graph launch outside any call belong to, in a recording
-    that opens no scope around replays (its manifest's annotation)."""
+    ``graph_replay_call``, ``compiled_region_call``: the calls that the kernels of a graph launch, and of a compiled
+    region ("Torch-Compiled Region" outermost operator), outside any call belong to, in a recording that names them
+    from the trace (its manifest's annotation); the compiled region first."""
     events = load_events(path)
     spans = []
     for index, e in enumerate(events):
@@ -139,11 +144,20 @@ def reference_attribution(
         if role(e) == "op" and ext is not None:
             ops_by_external.setdefault(ext, e["name"])
 
+    def named_from_the_trace(ctx: dict, graph_launch: bool) -> dict:
+        if ctx["function_label"]:
+            return ctx
+        if compiled_region_call and (ctx["call_op"] or "").startswith("Torch-Compiled Region"):
+            return {**ctx, "function_label": compiled_region_call}
+        if graph_replay_call and graph_launch:
+            return {**ctx, "function_label": graph_replay_call}
+        return ctx
+
     rows = {}
     if cpu_mode:
         for i, e, s, end in spans:
             if role(e) == "op" and is_leaf.get(i):
-                ctx = contexts[(e["pid"], e["tid"], s)]
+                ctx = named_from_the_trace(contexts[(e["pid"], e["tid"], s)], False)
                 rows[i] = {**ctx, "op": e["name"], "kernel": e["name"], "kind": "cpu", "dur_ns": end - s}
         return rows
     for i, e, s, end in device:
@@ -152,8 +166,7 @@ def reference_attribution(
         ctx = contexts.get(launch) if launch else None
         ctx = ctx or {"module_name": None, "function_label": None, "inner_op": None, "call_op": None}
         op = ops_by_external.get(args.get("External id")) or ctx["inner_op"]
-        if graph_replay_call is not None and args.get("correlation") in graph_launches and not ctx["function_label"]:
-            ctx = {**ctx, "function_label": graph_replay_call}
+        ctx = named_from_the_trace(ctx, args.get("correlation") in graph_launches)
         rows[i] = {**ctx, "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
     return rows
 
@@ -168,7 +181,13 @@ def assert_matches_reference(run, trace_path: Path, module_prefix: str = "ks.mod
     frame = run.profiling_df()
     manifest = Path(trace_path).parent / "manifest.json"
     annotation = json.loads(manifest.read_text()).get("annotation", {}) if manifest.is_file() else {}
-    reference = reference_attribution(trace_path, module_prefix, function_prefix, annotation.get("graph_replay_call"))
+    reference = reference_attribution(
+        trace_path,
+        module_prefix,
+        function_prefix,
+        annotation.get("graph_replay_call"),
+        annotation.get("compiled_region_call"),
+    )
     assert len(frame) == len(reference), "every device event appears exactly once"
     assert frame["event_id"].is_unique
     assert set(frame["event_id"]) == set(reference)

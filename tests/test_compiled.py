@@ -84,3 +84,44 @@ def test_the_users_own_stance_is_left_alone(host, tmp_path):
         frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], out=tmp_path / "run")
         assert torch._dynamo.eval_frame._stance.stance == "force_eager"
     assert len(frame) > 0
+
+
+def _compiled_function(x, w):
+    return nn.functional.gelu(nn.functional.linear(x, w))
+
+
+class CallsACompiledFunction(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(16, 16))
+        self.head = nn.Linear(16, 16)
+        self.compiled = torch.compile(_compiled_function, backend="eager")
+
+    def forward(self, x):
+        return self.head(self.compiled(x, self.w))
+
+
+@pytest.mark.parametrize("calls", ["all", "functional"])
+def test_a_compiled_function_is_named_from_its_region(calls, tmp_path):
+    """A torch.compile'd function has no scope of its own: its region's rows get the call torch.compile from the
+    trace ("Torch-Compiled Region" around them) with calls="all"; with calls="functional" they stay unnamed."""
+    from kernelscope.analyzer import load_run
+    from reference import assert_matches_reference
+
+    torch._dynamo.reset()
+    model = CallsACompiledFunction().eval()
+    x = torch.randn(4, 16)
+    with torch.no_grad():
+        model(x)
+    frame, _ = ModuleFunctionKernelProfiler(calls=calls).profile(model, [((x,), {})], out=tmp_path / "run")
+    region = frame[frame["call_op"].fillna("").str.startswith("Torch-Compiled Region")]
+    assert len(region) > 0 and set(region["module_name"]) == {""}
+    assert set(region["function_name"]) == ({"torch.compile"} if calls == "all" else {None})
+    assert region["sample_id"].isna().all()
+    assert set(frame.loc[frame["module_name"] == "head", "function_name"]) == {"linear"}
+    with load_run(tmp_path / "run") as run:
+        assert_matches_reference(run, tmp_path / "run" / "trace.json.gz")
+        summary = run.describe().set_index("function_name")
+    if calls == "all":
+        assert summary.loc["torch.compile", "time_spent_us"] == pytest.approx(region["kernel_us"].sum())
+    torch._dynamo.reset()
