@@ -230,6 +230,35 @@ def compiled_graphs() -> Workload:
     )
 
 
+def _gelu_linear(x, w, b):
+    return F.gelu(F.linear(x, w, b), approximate="tanh") * 0.5
+
+
+class CallsCompiledFunction(nn.Module):
+    """An eager module whose forward calls a torch.compile'd function (no compiled module, so no scope of its own)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(512, 2048)
+        self.out = nn.Linear(2048, 512)
+        self.fused = torch.compile(_gelu_linear)
+
+    def forward(self, x):
+        return self.out(self.fused(x, self.proj.weight, self.proj.bias))
+
+
+def compiled_function() -> Workload:
+    model = CallsCompiledFunction().cuda().half().eval()
+    x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    return Workload(
+        "compiled_function",
+        model,
+        [((x,), {})],
+        model,
+        "a torch.compile'd function (linear + tanh-GELU, inductor) called from an eager module's forward, fp16",
+    )
+
+
 class TwoThreads(nn.Module):
     """forward launches kernels from the calling thread and from a second Python thread."""
 
@@ -276,4 +305,5 @@ ALL = [
     compiled,
     threads,
     compiled_graphs,
+    compiled_function,
 ]

@@ -135,6 +135,18 @@ def test_a_reduce_overhead_region_owns_the_kernels_of_its_graph_launch():
     assert set(frame.loc[frame["module_name"] == "head", "function_name"]) == {"linear"}
 
 
+def test_a_compiled_function_is_named_from_its_region():
+    """A torch.compile'd function has no scope: its kernels (a Triton one among them, whose op is its own) are the
+    call torch.compile from the "Torch-Compiled Region" around their launch (format 3), without a sample."""
+    frame = _frame("compiled_function")
+    region = frame[frame["call_op"].fillna("").str.startswith("Torch-Compiled Region")]
+    assert len(region) == 2 and set(region["function_name"]) == {"torch.compile"} and region["sample_id"].isna().all()
+    triton = region[region["kernel"].str.startswith("triton_")]
+    assert len(triton) == 1 and (triton["op"] == triton["kernel"]).all()
+    assert set(region["module_name"]) == {""}, "called from the root module's forward"
+    assert list(frame.loc[frame["module_name"] == "out", "function_name"]) == ["linear"]
+
+
 def test_second_thread_kernels_are_named_on_their_thread():
     frame = _frame("threads")
     side = frame[frame["module_name"].isna()]
