@@ -51,7 +51,7 @@ _Scope = torch._C._profiler._RecordFunctionFast
 # Every wrapper steps aside while dynamo traces it: torch.compile then sees the patched function itself, and compiles
 # what the model compiles without the recorder (tracing a wrapper's ContextVar and sample bookkeeping broke graphs
 # and mis-traced the ContextVar). A plain Python function: about 25 ns a call.
-compiling = torch.compiler.is_dynamo_compiling
+_dynamo_tracing = torch.compiler.is_dynamo_compiling
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _MISSING = object()
 _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
@@ -120,7 +120,7 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
-        if compiling():
+        if _dynamo_tracing():
             return function(*args, **kwargs)
         if record is None:
             record, labels = _sample_scopes(name, book)
@@ -164,7 +164,7 @@ def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_on
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
-        if compiling():
+        if _dynamo_tracing():
             return function(*args, **kwargs)
         state = inside_call()
         if state is True and outermost_only:
@@ -189,7 +189,7 @@ def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_on
 
 def _module_forward(forward: Any, scope_name: str):
     def forward_in_scope(*args, **kwargs):
-        if compiling():
+        if _dynamo_tracing():
             return forward(*args, **kwargs)
         with _Scope(scope_name):
             return forward(*args, **kwargs)
@@ -203,7 +203,7 @@ def _folded_forward(forward: Any, module_suffix: str):
     enter_call, leave_call = INSIDE_CALL.set, INSIDE_CALL.reset
 
     def forward_in_call_scope(*args, **kwargs):
-        if compiling():
+        if _dynamo_tracing():
             return forward(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
@@ -216,7 +216,7 @@ def _folded_forward(forward: Any, module_suffix: str):
 
 def _compiled_forward(forward: Any, scope_name: str, call: Any):
     def compiled_in_scope(*args, **kwargs):
-        if compiling():
+        if _dynamo_tracing():
             return forward(*args, **kwargs)
         with _Scope(scope_name), _Scope(call(args, kwargs)):
             token = INSIDE_CALL.set(True)
@@ -368,9 +368,8 @@ def _compiled_code_kept():
     inputs the recorded pass will see; ``set_stance(skip_guard_eval_unsafe=True)`` then runs only the guards that
     tell a frame's compiled entries apart (shapes), not those the patches fail; the user's backend is kept. Where the
     model has not run unpatched first (``keep_compiled=False``), the user set another stance, or torch lacks the
-    option, dynamo compiles the model again, through wrappers that step aside while it traces them."""
-    if "torch._dynamo" not in sys.modules:  # nothing was compiled: torch.compile imports it
-        return nullcontext()
+    option, dynamo compiles the model again, through wrappers that step aside while it traces them. A frame first
+    compiled in a patched pass (one the unpatched passes never ran) is refused by torch under this stance, loudly."""
     set_stance = getattr(torch.compiler, "set_stance", None)
     if set_stance is None or "skip_guard_eval_unsafe" not in inspect.signature(set_stance).parameters:
         return nullcontext()
