@@ -45,13 +45,16 @@ from kernelscope.analyzer.rundir import (
 from torch import nn
 
 from .calls import INSIDE_CALL, stored_reference_sites, torch_call_targets
+from .compiled import (
+    compiled_code_kept,
+    compiled_forward,
+    dynamo_tracing,
+    import_what_the_profiler_imports,
+    optimized_module_type,
+)
 from .samples import SampleBook
 
 _Scope = torch._C._profiler._RecordFunctionFast
-# Every wrapper steps aside while dynamo traces it: torch.compile then sees the patched function itself, and compiles
-# what the model compiles without the recorder (tracing a wrapper's ContextVar and sample bookkeeping broke graphs
-# and mis-traced the ContextVar). A plain Python function: about 25 ns a call.
-_dynamo_tracing = torch.compiler.is_dynamo_compiling
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _MISSING = object()
 _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
@@ -120,7 +123,7 @@ def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: 
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
-        if _dynamo_tracing():
+        if dynamo_tracing():
             return function(*args, **kwargs)
         if record is None:
             record, labels = _sample_scopes(name, book)
@@ -164,7 +167,7 @@ def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_on
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
-        if _dynamo_tracing():
+        if dynamo_tracing():
             return function(*args, **kwargs)
         state = inside_call()
         if state is True and outermost_only:
@@ -189,7 +192,7 @@ def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_on
 
 def _module_forward(forward: Any, scope_name: str):
     def forward_in_scope(*args, **kwargs):
-        if _dynamo_tracing():
+        if dynamo_tracing():
             return forward(*args, **kwargs)
         with _Scope(scope_name):
             return forward(*args, **kwargs)
@@ -203,7 +206,7 @@ def _folded_forward(forward: Any, module_suffix: str):
     enter_call, leave_call = INSIDE_CALL.set, INSIDE_CALL.reset
 
     def forward_in_call_scope(*args, **kwargs):
-        if _dynamo_tracing():
+        if dynamo_tracing():
             return forward(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
@@ -212,20 +215,6 @@ def _folded_forward(forward: Any, module_suffix: str):
             leave_call(token)
 
     return forward_in_call_scope
-
-
-def _compiled_forward(forward: Any, scope_name: str, call: Any):
-    def compiled_in_scope(*args, **kwargs):
-        if _dynamo_tracing():
-            return forward(*args, **kwargs)
-        with _Scope(scope_name), _Scope(call(args, kwargs)):
-            token = INSIDE_CALL.set(True)
-            try:
-                return forward(*args, **kwargs)
-            finally:
-                INSIDE_CALL.reset(token)
-
-    return compiled_in_scope
 
 
 _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
@@ -284,11 +273,6 @@ def folds_into_its_call(module: nn.Module) -> bool:
     return kind in _SINGLE_CALL
 
 
-def _optimized_module_type():
-    eval_frame = sys.modules.get("torch._dynamo.eval_frame")  # not imported: nothing was compiled
-    return getattr(eval_frame, "OptimizedModule", None)
-
-
 class _Patches:
     """Attribute replacements on dicts and classes, undone in reverse order, exactly."""
 
@@ -331,7 +315,8 @@ def instrumented(
 
     ``collect``: names whose samples go to ``book`` (None = all). ``calls``: ``"all"`` or ``"functional"``
     (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it). ``keep_compiled``: the model ran
-    unpatched on the same inputs before, so torch.compile'd code runs what it compiled then (``_compiled_code_kept``).
+    unpatched on the same inputs before, so torch.compile'd code runs what it compiled then
+    (``compiled.compiled_code_kept``).
     """
     if calls not in CALLS:
         raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
@@ -339,44 +324,15 @@ def instrumented(
     def sampled(name: str) -> SampleBook | None:
         return book if collect is None or name in collect else None
 
-    _import_what_the_profiler_imports()
+    import_what_the_profiler_imports()
     patches = _Patches()
-    with _gc_paused(), _compiled_code_kept() if keep_compiled else nullcontext():
+    with _gc_paused(), compiled_code_kept() if keep_compiled else nullcontext():
         try:
             _install(patches, list(named_modules), book, sampled, calls)
             yield
         finally:
             patches.undo()
             book.persistent.clear()  # the model's tensors are not kept alive by the profiler
-
-
-def _import_what_the_profiler_imports() -> None:
-    """torch.profiler's first start in a process runs ``hasattr(torch, "_inductor")`` (torch 2.11–2.13), which imports
-    inductor, dynamo and sympy (about 4 s on the H200 host, paid by plain torch.profiler as well). Done before the
-    patches: module code run while they are in place would keep the wrappers in its tables of torch functions (dynamo's
-    constant-folded functions, for one) for the rest of the process."""
-    hasattr(torch, "_inductor")
-
-
-def _compiled_code_kept():
-    """While the functions are patched, torch.compile runs the code it compiled before, unguarded.
-
-    Compiled code guards the identity of the functions it traced (``F.linear``…): patched, they fail the guards, and
-    dynamo would compile the model again inside the recorded passes, through the wrappers, with graph breaks at each
-    (measured on the CPU: "Torch-Compiled Region: 0/1", and kernels of the compiled block owned by eager ``linear``
-    and ``gelu`` calls). profile()'s first warm-up passes run unpatched, so the model's frames are compiled for the
-    inputs the recorded pass will see; ``set_stance(skip_guard_eval_unsafe=True)`` then runs only the guards that
-    tell a frame's compiled entries apart (shapes), not those the patches fail; the user's backend is kept. Where the
-    model has not run unpatched first (``keep_compiled=False``), the user set another stance, or torch lacks the
-    option, dynamo compiles the model again, through wrappers that step aside while it traces them. A frame first
-    compiled in a patched pass (one the unpatched passes never ran) is refused by torch under this stance, loudly."""
-    set_stance = getattr(torch.compiler, "set_stance", None)
-    if set_stance is None or "skip_guard_eval_unsafe" not in inspect.signature(set_stance).parameters:
-        return nullcontext()
-    current = getattr(sys.modules.get("torch._dynamo.eval_frame"), "_stance", None)
-    if getattr(current, "stance", None) != "default":  # the user's own stance (eager_then_compile…) is left alone
-        return nullcontext()
-    return set_stance("default", skip_guard_eval_unsafe=True, force_backend=current.backend)
 
 
 @contextmanager
@@ -394,7 +350,7 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str) -> None:
-    compiled_type = _optimized_module_type()
+    compiled_type = optimized_module_type()
     compiled_roots: list[str] = []
     observed = []
     for name, module in named_modules:
@@ -406,7 +362,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         scope = MODULE_PREFIX + name
         if compiled_type is not None and isinstance(module, compiled_type):
             compiled_roots.append(name)
-            wrapper = _compiled_forward(
+            wrapper = compiled_forward(
                 module.forward, scope, _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
             )
         elif folds_into_its_call(module):
