@@ -51,7 +51,7 @@ device_events AS (
 ),
 launches AS (
     SELECT correlation, pid, tid, ts_ns, external_id,
-           starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') AS graph_launch
+           ks_graph_launch(name) AS graph_launch
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
       AND correlation IS NOT NULL  -- one launch per correlation: validate.sql refuses a trace with two

@@ -4,6 +4,8 @@
 --     call's scope (ks.fn:<call>@<module>, after the first separator: call names have none); else NULL.
 --   ks_scope_call(name): the call a call scope names, "<function>" or "<function>#<sample id>", without a
 --     folded module; else NULL.
+-- And the one runtime call the attribution and the launch check read by name:
+--   ks_graph_launch(name): a runtime or driver call that launches a CUDA graph (cudaGraphLaunch, cuGraphLaunch…).
 CREATE OR REPLACE TEMP MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
 
 CREATE OR REPLACE TEMP MACRO ks_scope_module(name) AS
@@ -18,3 +20,5 @@ CREATE OR REPLACE TEMP MACRO ks_scope_call(name) AS
     CASE WHEN starts_with(name, getvariable('function_prefix')) AND NOT starts_with(name, getvariable('module_prefix'))
          THEN split_part(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'), 1)
     END;
+
+CREATE OR REPLACE TEMP MACRO ks_graph_launch(name) AS regexp_matches(name, '^cu(da)?GraphLaunch');

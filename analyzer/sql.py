@@ -36,18 +36,18 @@ def define_scope_names(
     graph_replay_call: str | None = None,
     compiled_region_call: str | None = None,
 ) -> None:
-    """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read their names.
+    """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read names.
 
     ``graph_replay_call``, ``compiled_region_call``: the call names of the kernels of a CUDA graph launch and of a
     compiled region that no call scope holds, in recordings that name them from the trace (manifest annotation,
     format 3); None (SQL NULL) elsewhere."""
-    for name, value in (("graph_replay_call", graph_replay_call), ("compiled_region_call", compiled_region_call)):
-        con.execute(f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)}")
     for name, value in (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),
         ("sample_separator", SAMPLE_SEPARATOR),
         ("module_separator", MODULE_SEPARATOR),
+        ("graph_replay_call", graph_replay_call),
+        ("compiled_region_call", compiled_region_call),
     ):
-        con.execute(f"SET VARIABLE {name} = {quote(value)}")
+        con.execute(f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)}")
     run_sql_file(con, "scope_names.sql")

@@ -137,3 +137,20 @@ def test_an_archived_format_3_run_keeps_its_replay_calls(tmp_path):
         pd.testing.assert_frame_equal(back.describe(top_k=1000), original.describe(top_k=1000))
         replay = diff(original, back).query("level == 'function' and name == @GRAPH_REPLAY_CALL").iloc[0]
     assert (replay["calls_a"], replay["calls_b"]) == (1, 1)
+
+
+def test_the_launch_check_counts_a_graph_launch_without_kernels(tmp_path):
+    """A graph launch is a launch that must have device events (launch_check.sql): with its three kernels lost, the
+    check reports it."""
+    target = shutil.copytree(REPO / "sample_traces" / "cuda_graph_format3", tmp_path / "run")
+    with load_run(target) as run:
+        assert run.launch_check().launches == 2, "the linear's cudaLaunchKernel and the cudaGraphLaunch"
+    doc = json.loads(gzip.decompress((target / "trace.json.gz").read_bytes()))
+    correlation = next(e for e in doc["traceEvents"] if e.get("name") == "cudaGraphLaunch")["args"]["correlation"]
+    doc["traceEvents"] = [
+        e for e in doc["traceEvents"] if not (e.get("cat") == "kernel" and e["args"]["correlation"] == correlation)
+    ]
+    (target / "trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with load_run(target) as run:
+        check = run.launch_check()
+    assert (check.launches, check.launches_without_device_event, check.device_events) == (2, 1, 3)
