@@ -1,0 +1,274 @@
+"""The native Kineto reader (_kineto.c) gives exactly the rows of DuckDB's JSON reader (ingest.sql), or leaves
+the part to it: on every real sample trace, and on random traces written to hit the reader's edge cases."""
+
+import json
+import random
+
+import duckdb
+import pytest
+from conftest import REPO
+from kernelscope.analyzer import ingest
+from kernelscope.analyzer.sql import run_sql_file
+
+SAMPLE_TRACES = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + sorted(
+    (REPO.parent / "shared" / "traces").glob("*.json.gz")  # the H200 edge cases, where CI has them
+)
+
+
+def test_the_native_reader_is_built():
+    # The install builds it wherever there is a C compiler (CI has one); without it every part would go through
+    # DuckDB's reader, and the comparisons below would compare that reader with itself.
+    assert ingest.native_reader is not None
+
+
+def _read_with_duckdb(part: bytes, tmp_path) -> list[tuple] | str:
+    """The rows ingest.sql gives for a part, or DuckDB's error."""
+    file = tmp_path / "part.json"
+    file.write_bytes(part)
+    con = duckdb.connect()
+    run_sql_file(con, "events.sql")
+    try:
+        run_sql_file(con, "ingest.sql", events_file=str(file), first_id=str(7 << 40))
+    except duckdb.Error as exc:
+        return f"error: {exc}"
+    return con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
+
+
+def _read_natively(part: bytes) -> list[tuple] | str:
+    """The rows the native reader gives for a part, or why it left the part to DuckDB."""
+    scanned = ingest.native_reader.scan(part, 7 << 40)
+    if scanned[0] is None:
+        return f"left: {scanned[1]}"
+    con = duckdb.connect()
+    run_sql_file(con, "events.sql")
+    con.register("scanned_part", ingest._ArrowStream(scanned[1]))
+    run_sql_file(con, "ingest_scanned.sql")
+    rows = con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
+    assert len(rows) == scanned[0]
+    return rows
+
+
+def _events_both_ways(trace, monkeypatch) -> tuple[list[tuple], list[tuple], ingest.TraceHeader]:
+    query = "SELECT * FROM events ORDER BY event_id"
+    native = duckdb.connect()
+    header = ingest.ingest_trace(native, trace)
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "native_reader", None)
+        plain = duckdb.connect()
+        assert ingest.ingest_trace(plain, trace).native_parts == []
+    return native.execute(query).fetchall(), plain.execute(query).fetchall(), header
+
+
+@pytest.mark.parametrize("trace", SAMPLE_TRACES, ids=lambda p: str(p.relative_to(REPO.parent)))
+def test_real_traces_read_natively_as_duckdb_reads_them(trace, monkeypatch):
+    native, plain, header = _events_both_ways(trace, monkeypatch)
+    assert header.duckdb_parts == [] and header.native_parts == [0]
+    assert native == plain
+
+
+def test_real_sample_runs_load_natively():
+    from kernelscope.analyzer import load_run
+
+    run = load_run(REPO / "sample_traces" / "gpt2")
+    assert run.header.native_parts == [0] and run.header.duckdb_parts == []
+
+
+# Random traces. Each value is written as JSON text, often in forms DuckDB rewrites ("1.50", "\/", "1e3"),
+# so the reader must either reproduce DuckDB's rewrite or leave the part.
+NUMBERS = [
+    "0",
+    "7",
+    "-3",
+    "-0",
+    "12345678901234567890",
+    "-9223372036854775809",
+    "0.5",
+    "1.50",
+    "2.0",
+    "100.0",
+    "-0.0",
+    "0.0",
+    "0.000001",
+    "0.0000001",
+    "1e3",
+    "1E-2",
+    "0.1667",
+    "0.3333333333333333",
+    "0.33333333333333331",
+    "1.7976931348623157e308",
+    "123456789012345.5",
+    "9007199254740993.0",
+    "0.0006373486297004461",
+    "0.00063734862970044610",
+    "5149980606951.343",
+    "1.5e0",
+    "00",
+    "1.",
+    ".5",
+    "+1",
+    "1.2.3",
+    "--1",
+]
+STRINGS = [
+    '""',
+    '"cpu_op"',
+    '"aten::mm"',
+    '"a\\"b"',
+    '"a\\\\b"',
+    '"x\\/y"',
+    '"tab\\there"',
+    '"\\b\\f\\n\\r"',
+    '"\\u00e9"',
+    '"é"',
+    '"\\ud83d\\ude00"',
+    '"12"',
+    '"Spans"',
+    '"-1"',
+    '"bad\\q"',
+    '"ctl\x01"',
+    '"open',
+    '"Name with spaces, commas: {}[]"',
+]
+LITERALS = ["true", "false", "null", "nul", "True"]
+
+
+def _value(rng: random.Random, depth: int = 0) -> str:
+    kind = rng.random()
+    if kind < 0.35:
+        return rng.choice(NUMBERS[:24] if rng.random() < 0.9 else NUMBERS)
+    if kind < 0.65:
+        return rng.choice(STRINGS[:14] if rng.random() < 0.9 else STRINGS)
+    if kind < 0.75:
+        return rng.choice(LITERALS[:3] if rng.random() < 0.95 else LITERALS)
+    if depth > 2:
+        return "1"
+    if kind < 0.88:
+        return "[" + _ws(rng).join(_ws(rng) + _value(rng, depth + 1) + "," for _ in range(rng.randrange(3)))[:-1] + "]"
+    return _object(rng, ["k", "name", "correlation", "x y"], depth + 1)
+
+
+def _ws(rng: random.Random) -> str:
+    return rng.choice(["", "", " ", "\n    ", "\t", "  \r\n"])
+
+
+def _object(rng: random.Random, keys: list[str], depth: int, values=None) -> str:
+    chosen = [rng.choice(keys) for _ in range(rng.randrange(len(keys) + 1))]
+    items = [f'{_ws(rng)}"{k}"{_ws(rng)}:{_ws(rng)}{(values or {}).get(k, _value)(rng, depth)}' for k in chosen]
+    return "{" + ",".join(items) + _ws(rng) + "}"
+
+
+def _join_key(rng: random.Random, depth: int) -> str:
+    return rng.choice(["17", "-4", "0", "null", "2147483648", "3.0", '"5"', "true", "99999999999"])
+
+
+def _time(rng: random.Random, depth: int) -> str:
+    return rng.choice(["5149980606951.343", "12", "0.5", "-1.25", "1.2345", "1e3", "null", '"1"', "0.100"])
+
+
+def _pid(rng: random.Random, depth: int) -> str:
+    return rng.choice(["887", "-1", "0", '"Spans"', '""', '"12"', "null", "1.5", "99999999999999999999", "true"])
+
+
+def _event(rng: random.Random) -> str:
+    if rng.random() < 0.01:
+        return rng.choice(["1", "[]", "null", '"x"'])
+    args = _object(
+        rng,
+        ["External id", "correlation", "device", "stream", "grid", "name", "bytes", "Ev Idx"],
+        1,
+        {"correlation": _join_key, "External id": _join_key, "device": _join_key, "stream": _join_key},
+    )
+    values = {
+        "ph": lambda r, d: r.choice(['"X"', '"f"', '"M"', "null", "3"]),
+        "cat": lambda r, d: r.choice(['"cpu_op"', '"kernel"', '"cuda_runtime"', '"user_annotation"', '"a\\/b"']),
+        "name": lambda r, d: r.choice(STRINGS[:14] if r.random() < 0.95 else STRINGS),
+        "pid": _pid,
+        "tid": _pid,
+        "ts": _time,
+        "dur": _time,
+        "args": lambda r, d: args if r.random() < 0.9 else r.choice(["null", "[]", '"a"']),
+    }
+    keys = list(values) + ["id", "bp", "s", "Ph"]
+    return _object(rng, keys, 0, values)
+
+
+def _random_part(rng: random.Random) -> bytes:
+    events = [_event(rng) for _ in range(rng.randrange(0, 6))]
+    text = "[" + ",".join(_ws(rng) + e for e in events) + _ws(rng) + "]"
+    if rng.random() < 0.05:
+        text = text[: rng.randrange(len(text) + 1)]
+    elif rng.random() < 0.03:
+        text = text.replace("}", "},", 1)
+    return text.encode()
+
+
+def test_random_parts_read_natively_as_duckdb_reads_them_or_are_left_to_it(tmp_path):
+    rng = random.Random(20261130)
+    read = left = 0
+    for _ in range(1500):
+        part = _random_part(rng)
+        native = _read_natively(part)
+        if isinstance(native, str):
+            left += 1
+            continue
+        read += 1
+        assert native == _read_with_duckdb(part, tmp_path), part
+    assert read > 300 and left > 300, (read, left)  # both sides of the rule are exercised
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ('{"ph": "X", "args": {"a": "\\u00e9"}}', "a \\u escape"),
+        ('{"ph": "X", "args": {"a": 1e3}}', "a number with an exponent in args"),
+        ('{"ph": "X", "args": {"a": 0.0000001}}', "a number below 1e-6 in args"),
+        ('{"ph": "X", "args": {"a": 0.33333333333333331}}', "a number that is not in its shortest form in args"),
+        ('{"ph": "X", "ts": 1.2345}', "a ts or dur DuckDB would round"),
+        ('{"ph": "X", "pid": "12"}', "a pid or tid string that may read as a number"),
+        ('{"ph": "X", "ph": "B"}', "a key twice in an event"),
+        ('{"ph": "X", "args": {"correlation": "5"}}', "a join key that is not an integer"),
+        ('{"ph": "X",}', "invalid JSON"),
+        ('{"ph": "é"}', "a byte outside ASCII"),
+    ],
+)
+def test_what_the_native_reader_leaves_to_duckdb(text, reason):
+    scanned = ingest.native_reader.scan(f"[{text}]".encode(), 0)
+    assert scanned[0] is None and scanned[1] == reason
+
+
+def test_the_rewrites_the_native_reader_makes_are_duckdbs(tmp_path):
+    part = (
+        b'[{"ph":"X","cat":"a\\/b","name":"q\\"\\t","pid":"Spans","tid":"","ts":1,"dur":0.5,'
+        b'"args":{ "f" : 1.50, "g": [2.0, 100.0, -0.5, 0.000001, 0.0006373486297004461], "s": "x\\/y\\n",'
+        b' "correlation": 9, "External id": null, "big": 12345678901234567890}}]'
+    )
+    native = _read_natively(part)
+    assert native == _read_with_duckdb(part, tmp_path)
+    assert native[0][1:] == (
+        "X",
+        "a/b",
+        'q"\t',
+        None,
+        None,
+        1000,
+        500,
+        9,
+        None,
+        None,
+        None,
+        '{"f":1.5,"g":[2.0,100.0,-0.5,0.000001,0.0006373486297004461],"s":"x/y\\n","correlation":9,'
+        '"External id":null,"big":12345678901234567890}',
+    )
+
+
+def test_a_part_left_to_duckdb_loads_the_same_and_says_why(tmp_path):
+    events = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1} for i in range(4)]
+    events[2]["args"] = {"note": "caf\u00e9"}
+    path = tmp_path / "trace.json"
+    text = json.dumps({"traceEvents": events})  # json.dumps writes \u00e9
+    path.write_text(text)
+    con = duckdb.connect()
+    header = ingest.ingest_trace(con, path)
+    at = text.index("\\u00e9") - text.index("[")  # the part is the array's bytes
+    assert header.native_parts == [] and header.duckdb_parts == [f"a \\u escape at byte {at} of the part"]
+    assert con.execute("SELECT args FROM events WHERE event_id = 2").fetchone() == ('{"note":"café"}',)
