@@ -14,11 +14,13 @@ parsed with orjson.
 from __future__ import annotations
 
 import gzip
+import mmap
 import os
 import re
 import zlib
 from collections.abc import Callable
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -41,8 +43,28 @@ GZIP_MAGIC = b"\x1f\x8b"
 BOUNDARY = re.compile(rb'\}\s*,\s*(?=\{\s*")')
 SEARCH_WINDOW = 4 << 20
 
+
+@dataclass
+class Part:
+    """One part of the ``traceEvents`` array: a part file holding a JSON array of consecutive events, or, for a
+    plain trace read in place, the bare bytes of those events (``{…},{…}``) in the mapped trace, written to the
+    part file only when a reader needs a file."""
+
+    index: int
+    file: str
+    events: memoryview | None = None
+
+    def as_file(self) -> str:
+        if self.events is not None and not os.path.exists(self.file):
+            with open(self.file, "wb") as out:
+                out.write(b"[")
+                out.write(self.events)
+                out.write(b"]")
+        return self.file
+
+
 Advance = Callable[[int, BinaryIO], None]
-OnPart = Callable[[int, str], None]
+OnPart = Callable[[int, Part], None]
 
 
 class CutFailed(Exception):
@@ -55,11 +77,19 @@ def is_gzip(path: Path) -> bool:
 
 
 def split_event_array(
-    path: Path, scratch: str, *, compressed: bool, part_bytes: int, on_part: OnPart, advance: Advance
+    path: Path,
+    scratch: str,
+    *,
+    compressed: bool,
+    part_bytes: int,
+    on_part: OnPart,
+    advance: Advance,
+    in_place: bool = False,
 ) -> dict:
     """Write the bytes of ``traceEvents`` to part files in ``scratch``; return the other top-level keys.
 
-    ``on_part(index, file)`` is called once per part, in order, as soon as the part is complete.
+    ``on_part(index, part)`` is called once per part, in order, as soon as the part is complete. ``in_place``:
+    a plain trace's parts are ranges of the mapped file (Part.events), not copied until a reader asks.
     """
     with open_trace(path, compressed) as stream:
         head = _read_head(stream)
@@ -71,7 +101,7 @@ def split_event_array(
             advance(len(head), stream)
             tail_keys = _stream_parts(path, stream, head[array_start:], scratch, part_bytes, on_part, advance)
         else:
-            tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance)
+            tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance, in_place)
     keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", "the header before traceEvents")
     keys.update(tail_keys)
     return keys
@@ -130,9 +160,17 @@ def _find_array_end(path: Path, tail: bytes) -> tuple[int, dict]:
 
 
 def _copy_parts(
-    path: Path, raw: BinaryIO, array_start: int, scratch: str, part_bytes: int, on_part: OnPart, advance: Advance
+    path: Path,
+    raw: BinaryIO,
+    array_start: int,
+    scratch: str,
+    part_bytes: int,
+    on_part: OnPart,
+    advance: Advance,
+    in_place: bool,
 ) -> dict:
-    """A plain file: find the array's end and evenly spaced cuts, then copy each part's byte range."""
+    """A plain file: find the array's end and evenly spaced cuts, then copy each part's byte range (or, in
+    place, hand out the range of the mapped file between the array's brackets)."""
     fd = raw.fileno()
     size = os.fstat(fd).st_size
     tail_start = max(array_start, size - TAIL_KEEP)
@@ -148,6 +186,13 @@ def _copy_parts(
         ranges.append((start, target + match.start() + 1))
         start = target + match.end()
     ranges.append((start, end))
+    if in_place:
+        mapped = memoryview(mmap.mmap(fd, end, access=mmap.ACCESS_READ))
+        inner = [(max(first, array_start + 1), min(last, end - 1)) for first, last in ranges]  # without [ ]
+        for index, (first, last) in enumerate(inner):
+            advance(last - first, raw)
+            on_part(index, Part(index, part_file(scratch, index), mapped[first:last]))
+        return tail_keys
     for index, (first, last) in enumerate(ranges):
         out_path = part_file(scratch, index)
         with open(out_path, "wb", buffering=0) as out:
@@ -157,7 +202,7 @@ def _copy_parts(
             if index < len(ranges) - 1:
                 out.write(b"]")
         advance(last - first, raw)
-        on_part(index, out_path)
+        on_part(index, Part(index, out_path))
     return tail_keys
 
 
@@ -190,7 +235,7 @@ def _stream_parts(
                 out.write(chunk[: match.start() + 1])
                 out.write(b"]")
                 out.close()
-                on_part(index, part_file(scratch, index))
+                on_part(index, Part(index, part_file(scratch, index)))
                 index += 1
                 out = open(part_file(scratch, index), "wb")
                 out.write(b"[")
@@ -207,7 +252,7 @@ def _stream_parts(
         out.truncate(out.tell() - after)
     finally:
         out.close()
-    on_part(index, part_file(scratch, index))
+    on_part(index, Part(index, part_file(scratch, index)))
     return tail_keys
 
 
@@ -245,7 +290,7 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
         raise BadInputError(path, "is JSON but not a Kineto/Chrome trace (no traceEvents array)")
     with open(part_file(scratch, 0), "wb") as out:
         out.write(orjson.dumps(doc.pop("traceEvents")))
-    on_part(0, part_file(scratch, 0))
+    on_part(0, Part(0, part_file(scratch, 0)))
     return doc
 
 

@@ -23,7 +23,7 @@ from typing import BinaryIO
 import duckdb
 
 from .errors import BadInputError
-from .event_array import CutFailed, is_gzip, open_trace, parse_whole, part_file, split_event_array
+from .event_array import CutFailed, Part, is_gzip, open_trace, parse_whole, part_file, split_event_array
 from .sql import run_sql_file
 from .validate import describe_unreadable_events
 
@@ -93,7 +93,7 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
             keys = parse_whole(path, stream, scratch)
         file = part_file(scratch, 0)
         try:
-            _load_part(con, 0, file, header)
+            _load_part(con, 0, Part(0, file), header)
         except duckdb.Error as exc:
             problem = describe_unreadable_events(con, file)
             raise BadInputError(
@@ -110,21 +110,30 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
         ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") as pool,
         _progress(path, header.size_bytes, progress) as advance,
     ):
+        parts: list[Part] = []
 
-        def on_part(index: int, file: str) -> None:
-            loads.append(pool.submit(_load_part, con, index, file, header))
+        def on_part(index: int, part: Part) -> None:
+            parts.append(part)
+            loads.append(pool.submit(_load_part, con, index, part, header))
 
         try:
             keys = split_event_array(
-                path, scratch, compressed=header.compressed, part_bytes=part_bytes, on_part=on_part, advance=advance
+                path,
+                scratch,
+                compressed=header.compressed,
+                part_bytes=part_bytes,
+                on_part=on_part,
+                advance=advance,
+                in_place=native_reader is not None,
             )
         except CutFailed:
             raise _PartsFailed from None
         failures = [f.exception() for f in loads if f.exception() is not None]
         if failures and len(loads) == 1:
-            problem = describe_unreadable_events(con, part_file(scratch, 0))
-            if problem is None and os.path.getsize(part_file(scratch, 0)) <= WHOLE_PARSE_LIMIT:
+            problem = describe_unreadable_events(con, parts[0].as_file())
+            if problem is None and os.path.getsize(parts[0].file) <= WHOLE_PARSE_LIMIT:
                 raise _WholeParseNeeded
+        parts.clear()  # the mapped trace is unmapped once no part holds it
     if failures:
         if len(loads) > 1:
             raise _PartsFailed
@@ -138,16 +147,16 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
     return keys
 
 
-def _load_part(con: duckdb.DuckDBPyConnection, index: int, file: str, header: TraceHeader) -> int:
+def _load_part(con: duckdb.DuckDBPyConnection, index: int, part: Part, header: TraceHeader) -> int:
     """Append one part to ``events`` on a connection of its own; return how many events it held."""
     cursor = con.cursor()
     first_id = index << PART_ID_BITS
     try:
         if native_reader is not None:
-            rows = _insert_natively(cursor, file, first_id, header)
+            rows = _insert_natively(cursor, part, first_id, header)
             if rows is not None:
                 return rows
-        result = run_sql_file(cursor, "ingest.sql", events_file=file, first_id=str(first_id))
+        result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=str(first_id))
         return result.fetchone()[0]
     finally:
         cursor.close()
@@ -163,12 +172,15 @@ class _ArrowStream:
         return self.capsule
 
 
-def _insert_natively(cursor: duckdb.DuckDBPyConnection, file: str, first_id: int, header: TraceHeader) -> int | None:
+def _insert_natively(cursor: duckdb.DuckDBPyConnection, part: Part, first_id: int, header: TraceHeader) -> int | None:
     """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
-    with open(file, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else nullcontext(b"") as data:
-            scanned = native_reader.scan(data, first_id)
+    if part.events is not None:
+        scanned = native_reader.scan(part.events, first_id, True)
+    else:
+        with open(part.file, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else nullcontext(b"") as data:
+                scanned = native_reader.scan(data, first_id, False)
     rows, stream = scanned[0], scanned[1]
     if rows is None:
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")

@@ -269,6 +269,6 @@ def test_a_part_left_to_duckdb_loads_the_same_and_says_why(tmp_path):
     path.write_text(text)
     con = duckdb.connect()
     header = ingest.ingest_trace(con, path)
-    at = text.index("\\u00e9") - text.index("[")  # the part is the array's bytes
+    at = text.index("\\u00e9") - text.index("[") - 1  # a plain trace's part: the bytes inside the brackets
     assert header.native_parts == [] and header.duckdb_parts == [f"a \\u escape at byte {at} of the part"]
     assert con.execute("SELECT args FROM events WHERE event_id = 2").fetchone() == ('{"note":"café"}',)
