@@ -133,8 +133,11 @@ DROP TABLE ks_call_ops;
 -- first one with it).
 CREATE OR REPLACE TEMP TABLE ks_names AS
 SELECT event_id, name FROM events
-WHERE event_id IN (SELECT module_id FROM ks_rows UNION SELECT function_id FROM ks_rows
-                   UNION SELECT inner_op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows);
+WHERE event_id IN (SELECT inner_op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows);
+
+CREATE OR REPLACE TEMP TABLE ks_modules AS
+SELECT event_id, ks_scope_module(name) AS module_name FROM events
+WHERE event_id IN (SELECT module_id FROM ks_rows);
 
 CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
 SELECT external_id, arg_min(name, event_id) AS name
@@ -145,26 +148,29 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND external_id IN (SELECT external_id FROM ks_rows)
 GROUP BY external_id;
 
--- Function scope labels "name#sample" (a folded module's "@module" cut off) split once per distinct label.
+-- Function scope labels "name#sample" (a folded module's "@module" cut off), split once per distinct label.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
-SELECT event_id, ks_scope_call(name) AS label
-FROM ks_names WHERE event_id IN (SELECT function_id FROM ks_rows);
-
-CREATE OR REPLACE TEMP TABLE ks_labels AS
-SELECT label,
-       CASE WHEN regexp_matches(label, getvariable('sample_separator') || '[0-9]+$')
-            THEN regexp_extract(label, '^(.*)' || getvariable('sample_separator') || '[0-9]+$', 1)
-            ELSE label END AS function_name,
-       TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
-FROM (SELECT DISTINCT label FROM ks_functions);
+WITH labels AS (
+    SELECT event_id, ks_scope_call(name) AS label FROM events
+    WHERE event_id IN (SELECT function_id FROM ks_rows)
+),
+split AS (
+    SELECT label,
+           CASE WHEN regexp_matches(label, getvariable('sample_separator') || '[0-9]+$')
+                THEN regexp_extract(label, '^(.*)' || getvariable('sample_separator') || '[0-9]+$', 1)
+                ELSE label END AS function_name,
+           TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
+    FROM (SELECT DISTINCT label FROM labels)
+)
+SELECT event_id, function_name, sample_id FROM labels JOIN split USING (label);
 
 -- function_name: the innermost call scope's; else, in recordings that name calls from the trace (format 3, the
 -- variables), a compiled region's (its outermost operator is "Torch-Compiled Region: …": a torch.compile'd function,
 -- which has no scope of its own), then a graph launch's.
 CREATE OR REPLACE TABLE kernels AS
 SELECT
-    ks_scope_module(m.name)                                                AS module_name,
-    coalesce(lb.function_name,
+    m.module_name,
+    coalesce(f.function_name,
              CASE WHEN starts_with(co.name, 'Torch-Compiled Region') THEN getvariable('compiled_region_call') END,
              CASE WHEN r.graph_launch THEN getvariable('graph_replay_call') END)  AS function_name,
     CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
@@ -174,7 +180,7 @@ SELECT
     r.kind,
     r.device,
     r.stream,
-    lb.sample_id,
+    f.sample_id,
     (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
                                                                             AS start_us,
     r.at_tid                                                                AS thread,
@@ -182,9 +188,8 @@ SELECT
     r.event_id
 FROM ks_rows r
 JOIN events k ON k.event_id = r.event_id
-LEFT JOIN ks_names m ON m.event_id = r.module_id
+LEFT JOIN ks_modules m ON m.event_id = r.module_id
 LEFT JOIN ks_functions f ON f.event_id = r.function_id
-LEFT JOIN ks_labels lb ON lb.label = f.label
 LEFT JOIN ks_names io ON io.event_id = r.inner_op_id
 LEFT JOIN ks_names co ON co.event_id = r.call_op_id
 LEFT JOIN ks_ops_by_id o ON o.external_id = r.external_id
@@ -192,6 +197,6 @@ ORDER BY r.ts_ns, r.event_id;
 
 DROP TABLE ks_rows;
 DROP TABLE ks_names;
+DROP TABLE ks_modules;
 DROP TABLE ks_ops_by_id;
 DROP TABLE ks_functions;
-DROP TABLE ks_labels;
