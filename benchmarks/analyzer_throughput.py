@@ -5,6 +5,8 @@ child process of its own, so that its peak RSS (os.wait4's ru_maxrss) is its own
   read         the bytes, 8 MB at a time (gzip: decompressed with isal, as the analyzer does): the floor
   orjson       orjson.loads of the whole file (gzip: decompressed first), GC off: parsing alone
   kernelscope  load_run(path), through the kernels table (attribution done)
+  ks_duckdb    the same with the native reader turned off: every part read by DuckDB's JSON reader (the
+               analyzer where no C compiler built it, and the analyzer before it)
   hta          HolisticTraceAnalysis's TraceAnalysis(trace_dir=...) on the same file (its load)
 Wall time is measured inside the child around the step only (imports excluded); CPU is the child's
 user+sys time over the same span, all threads; each step is run --repeat times, best wall time kept.
@@ -32,7 +34,7 @@ HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 import scale_trace  # noqa: E402
 
-STEPS = ("read", "orjson", "kernelscope", "hta")
+STEPS = ("read", "orjson", "kernelscope", "ks_duckdb", "hta")
 MB = 1e6
 
 
@@ -77,9 +79,21 @@ def step_kernelscope(path: str):
 
     def analyze() -> dict:
         run = load_run(path, memory_limit=limit) if limit else load_run(path)
-        return {"rows": run.con.execute("SELECT count(*) FROM kernels").fetchone()[0]}
+        header = run.header
+        return {
+            "rows": run.con.execute("SELECT count(*) FROM kernels").fetchone()[0],
+            "native_parts": len(getattr(header, "native_parts", [])),  # older analyzers lack the field
+            "duckdb_parts": getattr(header, "duckdb_parts", None),
+        }
 
     return analyze
+
+
+def step_ks_duckdb(path: str):
+    from kernelscope.analyzer import ingest
+
+    ingest.native_reader = None
+    return step_kernelscope(path)
 
 
 def step_hta(path: str):
@@ -168,11 +182,12 @@ def fmt(value, spec=".2f", missing="—"):
 def print_tables(results: list[dict]) -> None:
     print(
         "\n| JSON MB | file | events | read s | orjson s | orjson peak RSS MB | kernelscope s | CPU s | MB/s of JSON "
-        "| peak RSS MB | RSS / JSON | HTA s | HTA peak RSS MB | orjson / ks | HTA / ks |"
+        "| peak RSS MB | RSS / JSON | HTA s | HTA peak RSS MB | orjson / ks | HTA / ks | ks (DuckDB reader) s "
+        "| DuckDB reader / ks |"
     )
-    print("|" + "---|" * 15)
+    print("|" + "---|" * 17)
     for r in results:
-        ks, oj, hta, rd = (r.get(step, {}) for step in ("kernelscope", "orjson", "hta", "read"))
+        ks, oj, hta, rd, kd = (r.get(step, {}) for step in ("kernelscope", "orjson", "hta", "read", "ks_duckdb"))
         json_mb = r["json_bytes"] / MB
         ok = "wall" in ks
         print(
@@ -183,7 +198,8 @@ def print_tables(results: list[dict]) -> None:
             f"| {fmt(hta.get('wall')) if 'error' not in hta else hta['error'][:60]} "
             f"| {fmt(hta.get('peak_rss', 0) / MB, '.0f') if hta else '—'} "
             f"| {fmt(oj['wall'] / ks['wall'] if ok and 'wall' in oj else None)} "
-            f"| {fmt(hta['wall'] / ks['wall'] if ok and 'wall' in hta else None, '.1f')} |"
+            f"| {fmt(hta['wall'] / ks['wall'] if ok and 'wall' in hta else None, '.1f')} "
+            f"| {fmt(kd.get('wall'))} | {fmt(kd['wall'] / ks['wall'] if ok and 'wall' in kd else None)} |"
         )
     print("\nScaling (kernelscope): per 100 MB of JSON, time and peak RSS should stay flat if growth is linear.")
     print("| file | JSON MB | s per 100 MB | CPU s per 100 MB | peak RSS MB | (peak RSS − baseline) / JSON |")

@@ -6,13 +6,11 @@ import random
 
 import duckdb
 import pytest
-from conftest import REPO
+from conftest import REPO, SHARED_TRACES
 from kernelscope.analyzer import ingest
 from kernelscope.analyzer.sql import run_sql_file
 
-SAMPLE_TRACES = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + sorted(
-    (REPO.parent / "shared" / "traces").glob("*.json.gz")  # the H200 edge cases, where CI has them
-)
+SAMPLE_TRACES = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + SHARED_TRACES  # + the H200 edge cases
 
 
 def test_the_native_reader_is_built():
@@ -59,7 +57,7 @@ def _events_both_ways(trace, monkeypatch) -> tuple[list[tuple], list[tuple], ing
     return native.execute(query).fetchall(), plain.execute(query).fetchall(), header
 
 
-@pytest.mark.parametrize("trace", SAMPLE_TRACES, ids=lambda p: str(p.relative_to(REPO.parent)))
+@pytest.mark.parametrize("trace", SAMPLE_TRACES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_real_traces_read_natively_as_duckdb_reads_them(trace, monkeypatch):
     native, plain, header = _events_both_ways(trace, monkeypatch)
     assert header.duckdb_parts == [] and header.native_parts == [0]
