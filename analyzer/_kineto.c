@@ -61,8 +61,9 @@ struct ArrowArrayStream {
 
 #define ARROW_FLAG_NULLABLE 2
 
-/* ------------------------------------------------------------------ growing buffers */
+/* ------------------------------------------------------------------ buffers */
 
+/* A growing buffer, for what is rare or small: the dictionaries' strings and a decoded string. */
 typedef struct {
     char *data;
     size_t size, capacity;
@@ -96,27 +97,59 @@ static inline int bytes_put(Bytes *b, char c) {
     return 1;
 }
 
-/* A nullable column of fixed-width values: values and a validity bitmap, growing together. */
+/* A nullable column of fixed-width values and its validity bitmap. Every column has room for the same number
+ * of rows (Scan.row_capacity), checked once an event, so setting a row is a plain store; the bitmap is zeroed
+ * as it grows, so a row only sets its bit (the nulls are counted once, at the end). */
 typedef struct {
-    Bytes values;
-    Bytes valid;
-    int64_t nulls;
+    void *values; /* width bytes a row; none when width is 0 (a bitmap alone) */
+    uint8_t *valid;
     int width;
 } Column;
 
-static int column_push(Column *c, int64_t row, int64_t value, int present) {
-    if ((row & 7) == 0 && !bytes_put(&c->valid, 0)) return 0;
-    if (present) {
-        c->valid.data[row >> 3] |= (char)(1 << (row & 7));
-    } else {
-        c->nulls++;
-        value = 0;
+static int column_grow(Column *c, int64_t old_rows, int64_t rows) {
+    if (c->width) {
+        void *values = realloc(c->values, (size_t)rows * (size_t)c->width);
+        if (!values) return 0;
+        c->values = values;
     }
-    if (c->width == 8) {
-        return bytes_append(&c->values, &value, 8);
+    size_t old_bytes = (size_t)(old_rows + 7) / 8, bytes = (size_t)(rows + 7) / 8;
+    uint8_t *valid = realloc(c->valid, bytes);
+    if (!valid) return 0;
+    memset(valid + old_bytes, 0, bytes - old_bytes);
+    c->valid = valid;
+    return 1;
+}
+
+/* present is 0 or 1; an absent row's value is 0. */
+static inline void column_set_valid(Column *c, int64_t row, int present) {
+    c->valid[row >> 3] |= (uint8_t)(present << (row & 7));
+}
+
+/* The rows of the first rows that are null (the bits past them are 0). */
+static int64_t column_nulls(const Column *c, int64_t rows) {
+    int64_t valid = 0;
+    size_t bytes = (size_t)(rows + 7) / 8, i = 0;
+#if defined(__GNUC__)
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t word;
+        memcpy(&word, c->valid + i, 8);
+        valid += __builtin_popcountll(word);
     }
-    int32_t narrow = (int32_t)value;
-    return bytes_append(&c->values, &narrow, 4);
+#endif
+    for (; i < bytes; i++) {
+        for (unsigned byte = c->valid[i]; byte; byte &= byte - 1) valid++;
+    }
+    return rows - valid;
+}
+
+static inline void column_set64(Column *c, int64_t row, int64_t value, int present) {
+    column_set_valid(c, row, present);
+    ((int64_t *)c->values)[row] = present ? value : 0;
+}
+
+static inline void column_set32(Column *c, int64_t row, int64_t value, int present) {
+    column_set_valid(c, row, present);
+    ((int32_t *)c->values)[row] = present ? (int32_t)value : 0;
 }
 
 /* A dictionary of distinct strings (open addressing) and a column of int32 indices into it. */
@@ -201,17 +234,29 @@ static int32_t dictionary_index(Dictionary *d, const char *s, size_t n) {
 enum { PH, CAT, NAME, N_DICTIONARIES };
 enum { EVENT_ID, PID, TID, TS_NS, DUR_NS, CORRELATION, EXTERNAL_ID, DEVICE, STREAM, N_COLUMNS };
 
+/* args go into one buffer with room for the whole input, because args written compact are never longer than
+ * their text: each byte written stands for a byte read before it (whitespace is dropped, "\/" becomes "/",
+ * a fraction's trailing zeros are dropped). So the write position never passes the read position (relative to
+ * each buffer's start), and writes need no room check. Some copies store a whole word (up to ARGS_OVERRUN
+ * bytes) past what they keep, but only where the input has as many bytes left, so they stay inside too; the
+ * slack is there for safety all the same. */
+#define ARGS_OVERRUN 16
+
 typedef struct {
     const char *p, *end, *start;
+    /* A run of digits or of whitespace that starts before these stops before the end (at the last byte that
+     * is not a digit, or not whitespace), so its loop needs no end check. */
+    const char *digits_stop, *space_stop;
     const char *problem; /* why the part is left to DuckDB's reader; NULL while all is well */
     const char *problem_at;
-    int64_t rows;
+    int64_t rows, row_capacity;
     Dictionary dictionaries[N_DICTIONARIES];
     Column columns[N_COLUMNS];
-    Bytes args_text;
-    Bytes args_offsets; /* int64 */
-    Column args_valid;  /* its values are unused: only the bitmap */
-    Bytes scratch;      /* a decoded string */
+    char *args_text;        /* room for the whole input (see ARGS_OVERRUN) */
+    char *args_end;         /* where the next args go */
+    int64_t *args_offsets;  /* row_capacity + 1 */
+    Column args_valid;      /* a bitmap alone */
+    Bytes scratch;          /* a decoded string */
 } Scan;
 
 #define FAIL(s, why)            \
@@ -223,80 +268,247 @@ typedef struct {
         return 0;               \
     } while (0)
 
+/* Room for twice the rows (at first, for a guess from the input's length: Kineto events take 100 to 300
+ * bytes, so that one rarely grows). */
+static int grow_rows(Scan *s) {
+    int64_t old_rows = s->row_capacity;
+    int64_t rows = old_rows ? old_rows * 2 : (int64_t)((s->end - s->start) / 128) + 64;
+    for (int c = 0; c < N_COLUMNS; c++) {
+        if (!column_grow(&s->columns[c], old_rows, rows)) return 0;
+    }
+    for (int d = 0; d < N_DICTIONARIES; d++) {
+        if (!column_grow(&s->dictionaries[d].indices, old_rows, rows)) return 0;
+    }
+    if (!column_grow(&s->args_valid, old_rows, rows)) return 0;
+    int64_t *offsets = realloc(s->args_offsets, (size_t)(rows + 1) * sizeof(int64_t));
+    if (!offsets) return 0;
+    s->args_offsets = offsets;
+    s->row_capacity = rows;
+    return 1;
+}
+
 /* Bytes that stand for themselves inside a string: printable ASCII but '"' and '\\'. */
 static unsigned char PLAIN[256];
+/* JSON's whitespace: ' ', '\n', '\r', '\t'. */
+static unsigned char SPACE[256];
 
-/* The first byte at or after p (before end) that does not stand for itself in a string, 8 bytes at a time. */
-static inline const char *plain_run(const char *p, const char *end) {
+/* The bytes of a word (8 bytes) that do not stand for themselves in a string ('"', '\\', below 0x20, from
+ * 0x80), each flagged by its high bit. Flags past the first flagged byte may be false (a borrow runs up from
+ * it), so only the first one counts. */
+static inline uint64_t special_bytes(uint64_t w) {
     const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
+    return (((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | ((w - ones * 0x20) & ~w) | w) & highs;
+}
+
+/* Where the first flagged byte of special_bytes is, where the machine's words are little-endian and GCC's
+ * count of trailing zeros is there; elsewhere the bytes are looked at one by one. */
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define FIRST_FLAGGED_BYTE(flags) ((size_t)__builtin_ctzll(flags) >> 3)
+#endif
+
+/* Where SSE2 is there (every x86-64), strings are scanned 16 bytes at a time: a mask with a bit for each byte
+ * that ends the run. */
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+#define SCAN16 1
+
+static inline unsigned special_mask16(const char *p) {
+    __m128i x = _mm_loadu_si128((const __m128i *)p);
+    __m128i quote = _mm_cmpeq_epi8(x, _mm_set1_epi8('"'));
+    __m128i backslash = _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'));
+    __m128i control_or_high = _mm_cmplt_epi8(x, _mm_set1_epi8(0x20)); /* signed: below 0x20, or from 0x80 */
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, backslash), control_or_high));
+}
+#endif
+
+/* The first byte at or after p (before end) that does not stand for itself in a string, many bytes at a time. */
+static inline const char *plain_run(const char *p, const char *end) {
+#ifdef SCAN16
+    for (; end - p >= 16; p += 16) {
+        unsigned special = special_mask16(p);
+        if (special) return p + __builtin_ctz(special);
+    }
+#endif
     while (end - p >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        uint64_t quote = w ^ (ones * '"'), backslash = w ^ (ones * '\\');
-        uint64_t special = ((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | ((w - ones * 0x20) & ~w) | w;
-        if (special & highs) break;
+        uint64_t special = special_bytes(w);
+        if (special) {
+#ifdef FIRST_FLAGGED_BYTE
+            return p + FIRST_FLAGGED_BYTE(special);
+#else
+            break;
+#endif
+        }
         p += 8;
     }
     while (p < end && PLAIN[(unsigned char)*p]) p++;
     return p;
 }
 
+/* plain_run that also copies the run to *out (args_text): each block is stored whole as it is read, and *out
+ * moves by what of it is the run (what is past it gets overwritten; see ARGS_OVERRUN). */
+static inline const char *copy_plain_run(const char *p, const char *end, char **out) {
+    char *o = *out;
+#ifdef SCAN16
+    for (; end - p >= 16; p += 16, o += 16) {
+        memcpy(o, p, 16);
+        unsigned special = special_mask16(p);
+        if (special) {
+            size_t n = (size_t)__builtin_ctz(special);
+            *out = o + n;
+            return p + n;
+        }
+    }
+#endif
+    while (end - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        memcpy(o, &w, 8);
+        uint64_t special = special_bytes(w);
+        if (special) {
+#ifdef FIRST_FLAGGED_BYTE
+            size_t n = FIRST_FLAGGED_BYTE(special);
+            *out = o + n;
+            return p + n;
+#else
+            break;
+#endif
+        }
+        p += 8;
+        o += 8;
+    }
+    while (p < end && PLAIN[(unsigned char)*p]) *o++ = *p++;
+    *out = o;
+    return p;
+}
+
+/* n bytes from src to o (args_text), for a few bytes: one fixed 16-byte copy (no call) where the input has 16
+ * bytes from src (what is past n gets overwritten; see ARGS_OVERRUN). The position after them. */
+static inline char *put_text(char *o, const char *src, size_t n, const char *src_end) {
+    if (n <= 16 && src_end - src >= 16) {
+        memcpy(o, src, 16);
+    } else {
+        memcpy(o, src, n);
+    }
+    return o + n;
+}
+
+static inline int is_space(char c) { return (unsigned char)c <= ' ' && SPACE[(unsigned char)c]; }
+
+/* Past whitespace, byte by byte: the runs are short, and a loop's exit is predicted where a mask computed from
+ * a block of bytes (16 at a time, say) would hold up the rest of the scan, which waits for s->p. */
 static inline void skip_space(Scan *s) {
-    while (s->p < s->end && (unsigned char)*s->p <= ' ' &&
-           (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
-        s->p++;
+    const char *p = s->p;
+    if (p < s->space_stop) {
+        if (*p == ' ') p++; /* the one space after ':' or ',' */
+        while (is_space(*p)) p++;
+    } else {
+        while (p < s->end && is_space(*p)) p++;
+    }
+    s->p = p;
+}
+
+/* Whether the next byte but whitespace is c; s->p at that byte. */
+static inline int next_is(Scan *s, char c) {
+    if (s->p < s->end && *s->p == c) return 1; /* most often no whitespace comes first */
+    skip_space(s);
+    return s->p < s->end && *s->p == c;
 }
 
 static inline int is_digit(char c) { return c >= '0' && c <= '9'; }
 
-/* A string at s->p (at its '"'). out: the decoded bytes (or NULL to only check); compact: the bytes as
- * DuckDB writes the string back (or NULL). Escapes other than \u are kept; \u is left to DuckDB. */
-static int read_string(Scan *s, Bytes *decoded, Bytes *compact) {
+/* Where the digits from p end, and with value, their value (wrapping past 19 digits). */
+static inline const char *digits_end(const Scan *s, const char *p, uint64_t *value) {
+    uint64_t v = 0;
+    if (p < s->digits_stop) {
+        for (; is_digit(*p); p++) v = v * 10 + (uint64_t)(*p - '0');
+    } else {
+        for (; p < s->end && is_digit(*p); p++) v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (value) *value = v;
+    return p;
+}
+
+/* The byte a JSON escape \c stands for; 0 for an escape this reader leaves to DuckDB (\u) or invalid JSON. */
+static inline char escape_value(char c) {
+    switch (c) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '/': return '/';
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    default: return 0;
+    }
+}
+
+/* After a plain run at p: the part is left to DuckDB unless p is at an escape this reader decodes (s->p is
+ * then at it). The escape's byte. */
+static int string_escape(Scan *s, const char *p, char *value) {
+    if (p >= s->end) {
+        s->p = p;
+        FAIL(s, "a string runs past the end");
+    }
+    if (*p != '\\') {
+        s->p = p;
+        FAIL(s, (unsigned char)*p >= 0x80 ? "a byte outside ASCII" : "a control character in a string");
+    }
+    if (p + 1 >= s->end) {
+        s->p = p;
+        FAIL(s, "a string runs past the end");
+    }
+    *value = escape_value(p[1]);
+    if (!*value) {
+        s->p = p;
+        FAIL(s, p[1] == 'u' ? "a \\u escape" : "an invalid escape");
+    }
+    return 1;
+}
+
+/* A string at s->p (at its '"'), checked; its decoded bytes appended to decoded unless that is NULL. Escapes
+ * other than \u are decoded; \u is left to DuckDB. */
+static int read_string(Scan *s, Bytes *decoded) {
     const char *p = s->p + 1;
-    if (compact && !bytes_put(compact, '"')) FAIL(s, "out of memory");
     for (;;) {
         const char *run = p;
         p = plain_run(p, s->end);
         if (decoded && !bytes_append(decoded, run, (size_t)(p - run))) FAIL(s, "out of memory");
-        if (compact && !bytes_append(compact, run, (size_t)(p - run))) FAIL(s, "out of memory");
-        if (p >= s->end) {
-            s->p = p;
-            FAIL(s, "a string runs past the end");
-        }
-        if (*p == '"') break;
-        if (*p != '\\') {
-            s->p = p;
-            FAIL(s, (unsigned char)*p >= 0x80 ? "a byte outside ASCII" : "a control character in a string");
-        }
-        if (p + 1 >= s->end) {
-            s->p = p;
-            FAIL(s, "a string runs past the end");
-        }
-        char c = p[1], value;
-        switch (c) {
-        case '"': value = '"'; break;
-        case '\\': value = '\\'; break;
-        case '/': value = '/'; break;
-        case 'b': value = '\b'; break;
-        case 'f': value = '\f'; break;
-        case 'n': value = '\n'; break;
-        case 'r': value = '\r'; break;
-        case 't': value = '\t'; break;
-        default:
-            s->p = p;
-            FAIL(s, c == 'u' ? "a \\u escape" : "an invalid escape");
-        }
+        if (p < s->end && *p == '"') break;
+        char value;
+        if (!string_escape(s, p, &value)) return 0;
         if (decoded && !bytes_put(decoded, value)) FAIL(s, "out of memory");
-        if (compact) {
-            if (c == '/') {
-                if (!bytes_put(compact, '/')) FAIL(s, "out of memory");
-            } else if (!bytes_append(compact, p, 2)) {
-                FAIL(s, "out of memory");
-            }
+        p += 2;
+    }
+    s->p = p + 1;
+    return 1;
+}
+
+/* A string at s->p written to *out (args_text) as DuckDB writes it back: escapes kept as they are but "\/",
+ * written "/". */
+static int copy_string(Scan *s, char **out) {
+    const char *p = s->p + 1;
+    char *o = *out;
+    *o++ = '"';
+    for (;;) {
+        p = copy_plain_run(p, s->end, &o);
+        if (p < s->end && *p == '"') break;
+        char value;
+        if (!string_escape(s, p, &value)) return 0;
+        if (value == '/') {
+            *o++ = '/';
+        } else {
+            o[0] = '\\';
+            o[1] = p[1];
+            o += 2;
         }
         p += 2;
     }
-    if (compact && !bytes_put(compact, '"')) FAIL(s, "out of memory");
+    *o++ = '"';
+    *out = o;
     s->p = p + 1;
     return 1;
 }
@@ -305,29 +517,31 @@ typedef struct {
     const char *start;
     size_t int_digits, frac_digits; /* frac_digits without trailing zeros */
     size_t raw_frac_digits;
+    uint64_t int_value; /* the value of the integer digits (meaningless past 19 of them) */
     int negative, has_fraction, has_exponent;
 } Number;
 
-/* A JSON number at s->p, checked against the grammar. */
-static int read_number(Scan *s, Number *n) {
-    const char *p = s->p;
-    memset(n, 0, sizeof *n);
+/* A JSON number at s->p, checked against the grammar. Inline, so that n stays in registers. */
+static inline int read_number(Scan *s, Number *n) {
+    const char *p = s->p, *end = s->end;
     n->start = p;
-    if (p < s->end && *p == '-') {
-        n->negative = 1;
-        p++;
-    }
+    n->negative = p < end && *p == '-';
+    p += n->negative;
     const char *digits = p;
-    if (p < s->end && *p == '0') {
+    uint64_t value = 0;
+    if (p < end && *p == '0') {
         p++;
     } else {
-        while (p < s->end && is_digit(*p)) p++;
+        p = digits_end(s, p, &value);
     }
     n->int_digits = (size_t)(p - digits);
+    n->int_value = value;
     if (n->int_digits == 0) FAIL(s, "invalid JSON");
-    if (p < s->end && *p == '.') {
+    n->has_fraction = n->has_exponent = 0;
+    n->frac_digits = n->raw_frac_digits = 0;
+    if (p < end && *p == '.') {
         const char *frac = ++p;
-        while (p < s->end && is_digit(*p)) p++;
+        p = digits_end(s, p, NULL);
         n->raw_frac_digits = (size_t)(p - frac);
         if (n->raw_frac_digits == 0) FAIL(s, "invalid JSON");
         n->has_fraction = 1;
@@ -335,11 +549,11 @@ static int read_number(Scan *s, Number *n) {
         while (kept > 0 && frac[kept - 1] == '0') kept--;
         n->frac_digits = kept;
     }
-    if (p < s->end && (*p == 'e' || *p == 'E')) {
+    if (p < end && (*p == 'e' || *p == 'E')) {
         p++;
-        if (p < s->end && (*p == '+' || *p == '-')) p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
         const char *exp = p;
-        while (p < s->end && is_digit(*p)) p++;
+        p = digits_end(s, p, NULL);
         if (p == exp) FAIL(s, "invalid JSON");
         n->has_exponent = 1;
     }
@@ -350,9 +564,7 @@ static int read_number(Scan *s, Number *n) {
 /* The value of an integer Number that fits int64; 0 if it does not fit or is not an integer. */
 static int integer_value(const Number *n, int64_t *out) {
     if (n->has_fraction || n->has_exponent || n->int_digits > 18) return 0;
-    const char *p = n->start + n->negative;
-    int64_t v = 0;
-    for (size_t i = 0; i < n->int_digits; i++) v = v * 10 + (p[i] - '0');
+    int64_t v = (int64_t)n->int_value;
     *out = n->negative ? -v : v;
     return 1;
 }
@@ -390,12 +602,12 @@ static int shortest_form(Scan *s, const Number *n) {
     return 1;
 }
 
-/* Copy a number into args as DuckDB writes it back, or say it cannot be copied exactly. */
-static int copy_number(Scan *s, const Number *n, Bytes *out) {
+/* Copy a number into *out (args_text) as DuckDB writes it back, or say it cannot be copied exactly. */
+static int copy_number(Scan *s, const Number *n, char **out) {
     if (n->has_exponent) FAIL(s, "a number with an exponent in args");
     if (!n->has_fraction) {
         if (n->negative && n->int_digits == 1 && n->start[1] == '0') FAIL(s, "-0 in args");
-        if (!bytes_append(out, n->start, (size_t)(s->p - n->start))) FAIL(s, "out of memory");
+        *out = put_text(*out, n->start, (size_t)(s->p - n->start), s->end);
         return 1;
     }
     /* DuckDB reads a decimal as a double and writes its shortest form, in fixed notation from 1e-6 up: the
@@ -416,7 +628,7 @@ static int copy_number(Scan *s, const Number *n, Bytes *out) {
     }
     if (significant > 15 && !shortest_form(s, n)) FAIL(s, "a number that is not in its shortest form in args");
     size_t kept = n->frac_digits ? n->frac_digits : 1;
-    if (!bytes_append(out, n->start, (size_t)(frac - n->start) + kept)) FAIL(s, "out of memory");
+    *out = put_text(*out, n->start, (size_t)(frac - n->start) + kept, s->end);
     return 1;
 }
 
@@ -426,43 +638,45 @@ static int expect_literal(Scan *s, const char *word, size_t n) {
     return 1;
 }
 
-/* Any JSON value at s->p (after whitespace); written compact into out when out is not NULL. */
-static int copy_value(Scan *s, Bytes *out, int depth) {
+static inline void put_char(char **out, char c) {
+    if (out) *(*out)++ = c;
+}
+
+/* Any JSON value at s->p (after whitespace); written compact to *out (args_text) when out is not NULL. */
+static int copy_value(Scan *s, char **out, int depth) {
     if (depth > 64) FAIL(s, "nesting deeper than 64");
     if (s->p >= s->end) FAIL(s, "invalid JSON");
     char c = *s->p;
-    if (c == '"') return read_string(s, NULL, out);
+    if (c == '"') return out ? copy_string(s, out) : read_string(s, NULL);
     if (c == '{' || c == '[') {
         char close = c == '{' ? '}' : ']';
         s->p++;
-        if (out && !bytes_put(out, c)) FAIL(s, "out of memory");
+        put_char(out, c);
         skip_space(s);
         if (s->p < s->end && *s->p == close) {
             s->p++;
-            if (out && !bytes_put(out, close)) FAIL(s, "out of memory");
+            put_char(out, close);
             return 1;
         }
         for (;;) {
             if (c == '{') {
                 if (s->p >= s->end || *s->p != '"') FAIL(s, "invalid JSON");
-                if (!read_string(s, NULL, out)) return 0;
-                skip_space(s);
-                if (s->p >= s->end || *s->p != ':') FAIL(s, "invalid JSON");
+                if (!(out ? copy_string(s, out) : read_string(s, NULL))) return 0;
+                if (!next_is(s, ':')) FAIL(s, "invalid JSON");
                 s->p++;
-                if (out && !bytes_put(out, ':')) FAIL(s, "out of memory");
+                put_char(out, ':');
                 skip_space(s);
             }
             if (!copy_value(s, out, depth + 1)) return 0;
-            skip_space(s);
-            if (s->p < s->end && *s->p == ',') {
+            if (next_is(s, ',')) {
                 s->p++;
-                if (out && !bytes_put(out, ',')) FAIL(s, "out of memory");
+                put_char(out, ',');
                 skip_space(s);
                 continue;
             }
             if (s->p < s->end && *s->p == close) {
                 s->p++;
-                if (out && !bytes_put(out, close)) FAIL(s, "out of memory");
+                put_char(out, close);
                 return 1;
             }
             FAIL(s, "invalid JSON");
@@ -474,60 +688,153 @@ static int copy_value(Scan *s, Bytes *out, int depth) {
         return out ? copy_number(s, &n, out) : 1;
     }
     const char *word = c == 't' ? "true" : c == 'f' ? "false" : "null";
-    size_t len = strlen(word);
+    size_t len = c == 'f' ? 5 : 4;
     if (!expect_literal(s, word, len)) return 0;
-    if (out && !bytes_append(out, word, len)) FAIL(s, "out of memory");
+    if (out) {
+        memcpy(*out, word, len);
+        *out += len;
+    }
     return 1;
+}
+
+static inline int at_number(Scan *s) {
+    return s->p < s->end && (*s->p == '-' || is_digit(*s->p));
 }
 
 static inline int at_null(Scan *s) {
     return (size_t)(s->end - s->p) >= 4 && memcmp(s->p, "null", 4) == 0;
 }
 
-/* The key at s->p, undecoded; keys with escapes are left to DuckDB. */
-static int read_key(Scan *s, const char **key, size_t *len) {
-    if (s->p >= s->end || *s->p != '"') FAIL(s, "invalid JSON");
-    const char *start = ++s->p;
-    s->p = plain_run(s->p, s->end);
-    if (s->p >= s->end || *s->p != '"') FAIL(s, "a key with an escape or a byte outside ASCII");
-    *key = start;
-    *len = (size_t)(s->p - start);
-    s->p++;
-    skip_space(s);
-    if (s->p >= s->end || *s->p != ':') FAIL(s, "invalid JSON");
+/* After a key (s->p past its closing '"'): past the ':' and the space after it. */
+static inline int after_key(Scan *s) {
+    if (!next_is(s, ':')) FAIL(s, "invalid JSON");
     s->p++;
     skip_space(s);
     return 1;
 }
 
-#define KEY_IS(key, len, word) ((len) == sizeof(word) - 1 && memcmp((key), (word), sizeof(word) - 1) == 0)
-
-/* args: copied compact, and the four join keys read from its top level. */
-static int read_args(Scan *s, int64_t keys[4], int found[4]) {
-    Bytes *out = &s->args_text;
+/* After a key's text (s->p at its closing '"' or what stopped it): past the ':' and the space after it. */
+static inline int end_key(Scan *s) {
+    if (s->p >= s->end || *s->p != '"') FAIL(s, "a key with an escape or a byte outside ASCII");
     s->p++;
-    if (!bytes_put(out, '{')) FAIL(s, "out of memory");
+    return after_key(s);
+}
+
+/* The key at s->p, undecoded; keys with escapes are left to DuckDB. */
+static inline int read_key(Scan *s, const char **key, size_t *len) {
+    if (s->p >= s->end || *s->p != '"') FAIL(s, "invalid JSON");
+    const char *start = ++s->p;
+    s->p = plain_run(s->p, s->end);
+    *key = start;
+    *len = (size_t)(s->p - start);
+    return end_key(s);
+}
+
+/* The keys of an event this reader reads; the others are skipped. Kineto writes them in this order. */
+enum { KEY_PH, KEY_CAT, KEY_NAME, KEY_PID, KEY_TID, KEY_TS, KEY_DUR, KEY_ARGS, N_EVENT_KEYS, KEY_OTHER = N_EVENT_KEYS };
+
+static inline int event_key(const char *key, size_t len) {
+    switch (len) {
+    case 2:
+        if (key[0] == 'p' && key[1] == 'h') return KEY_PH;
+        if (key[0] == 't' && key[1] == 's') return KEY_TS;
+        break;
+    case 3:
+        if (memcmp(key, "cat", 3) == 0) return KEY_CAT;
+        if (memcmp(key, "pid", 3) == 0) return KEY_PID;
+        if (memcmp(key, "tid", 3) == 0) return KEY_TID;
+        if (memcmp(key, "dur", 3) == 0) return KEY_DUR;
+        break;
+    case 4:
+        if (memcmp(key, "name", 4) == 0) return KEY_NAME;
+        if (memcmp(key, "args", 4) == 0) return KEY_ARGS;
+        break;
+    }
+    return KEY_OTHER;
+}
+
+/* An event key as it stands in the text, quotes included (at most 8 bytes): those bytes as a word, a mask of
+ * them in the word, and their count. */
+typedef struct {
+    uint64_t word, mask;
+    size_t length;
+} QuotedKey;
+
+static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"};
+static QuotedKey QUOTED_EVENT_KEYS[N_EVENT_KEYS];
+
+static void init_quoted_event_keys(void) {
+    for (int k = 0; k < N_EVENT_KEYS; k++) {
+        char text[8] = {0}, mask[8] = {0};
+        size_t length = strlen(EVENT_KEYS[k]) + 2;
+        text[0] = text[length - 1] = '"';
+        memcpy(text + 1, EVENT_KEYS[k], length - 2);
+        memset(mask, 0xFF, length);
+        memcpy(&QUOTED_EVENT_KEYS[k].word, text, 8);
+        memcpy(&QUOTED_EVENT_KEYS[k].mask, mask, 8);
+        QUOTED_EVENT_KEYS[k].length = length;
+    }
+}
+
+/* The event key at s->p (KEY_OTHER for one this reader skips), read past its ':'; -1 on a problem. The key
+ * expected (the next in Kineto's order) is tried first, by one word compare: where it matches, the scan goes
+ * on at a known length, without waiting for a search for the closing quote. */
+static inline int read_event_key(Scan *s, int expected) {
+    if (expected < N_EVENT_KEYS && s->end - s->p >= 8) {
+        const QuotedKey *quoted = &QUOTED_EVENT_KEYS[expected];
+        uint64_t w;
+        memcpy(&w, s->p, 8);
+        if ((w & quoted->mask) == quoted->word) {
+            s->p += quoted->length;
+            return after_key(s) ? expected : -1;
+        }
+    }
+    const char *key;
+    size_t len;
+    if (!read_key(s, &key, &len)) return -1;
+    return event_key(key, len);
+}
+
+/* The join keys read from the top of args: 0 correlation, 1 "External id", 2 device, 3 stream; else -1. */
+static inline int join_key(const char *key, size_t len) {
+    if (len == 11) {
+        if (memcmp(key, "correlation", 11) == 0) return 0;
+        if (memcmp(key, "External id", 11) == 0) return 1;
+    } else if (len == 6) {
+        if (memcmp(key, "device", 6) == 0) return 2;
+        if (memcmp(key, "stream", 6) == 0) return 3;
+    }
+    return -1;
+}
+
+/* args: copied compact to args_text, and the four join keys read from its top level. */
+static int read_args(Scan *s, int64_t keys[4], int found[4]) {
+    char *o = s->args_end;
+    s->p++;
+    *o++ = '{';
     skip_space(s);
     if (s->p < s->end && *s->p == '}') {
         s->p++;
-        if (!bytes_put(out, '}')) FAIL(s, "out of memory");
+        *o++ = '}';
+        s->args_end = o;
         return 1;
     }
     for (;;) {
-        const char *key;
-        size_t len;
-        const char *key_start = s->p;
-        if (!read_key(s, &key, &len)) return 0;
-        if (!bytes_append(out, key_start, len + 2) || !bytes_put(out, ':')) FAIL(s, "out of memory");
-        int which = KEY_IS(key, len, "correlation")   ? 0
-                    : KEY_IS(key, len, "External id") ? 1
-                    : KEY_IS(key, len, "device")      ? 2
-                    : KEY_IS(key, len, "stream")      ? 3
-                                                      : -1;
+        /* the key, copied as it is read */
+        if (s->p >= s->end || *s->p != '"') FAIL(s, "invalid JSON");
+        *o++ = '"';
+        const char *key = ++s->p;
+        s->p = copy_plain_run(s->p, s->end, &o);
+        size_t len = (size_t)(s->p - key);
+        if (!end_key(s)) return 0;
+        o[0] = '"';
+        o[1] = ':';
+        o += 2;
+        int which = join_key(key, len);
         if (which >= 0) {
             if (found[which]) FAIL(s, "a join key twice in args");
             found[which] = 1;
-            if (s->p < s->end && (*s->p == '-' || is_digit(*s->p))) {
+            if (at_number(s)) {
                 const char *value_start = s->p;
                 Number n;
                 if (!read_number(s, &n)) return 0;
@@ -536,27 +843,28 @@ static int read_args(Scan *s, int64_t keys[4], int found[4]) {
                 if (which >= 2 && (value > INT32_MAX || value < INT32_MIN)) FAIL(s, "a device or stream past int32");
                 if (n.negative && value == 0) FAIL(s, "-0 in args");
                 keys[which] = value;
-                if (!bytes_append(out, value_start, (size_t)(s->p - value_start))) FAIL(s, "out of memory");
+                o = put_text(o, value_start, (size_t)(s->p - value_start), s->end);
             } else if (at_null(s)) {
                 found[which] = 2; /* null: NULL */
                 s->p += 4;
-                if (!bytes_append(out, "null", 4)) FAIL(s, "out of memory");
+                memcpy(o, "null", 4);
+                o += 4;
             } else {
                 FAIL(s, "a join key that is not an integer");
             }
-        } else if (!copy_value(s, out, 1)) {
+        } else if (!copy_value(s, &o, 1)) {
             return 0;
         }
-        skip_space(s);
-        if (s->p < s->end && *s->p == ',') {
+        if (next_is(s, ',')) {
             s->p++;
-            if (!bytes_put(out, ',')) FAIL(s, "out of memory");
+            *o++ = ',';
             skip_space(s);
             continue;
         }
         if (s->p < s->end && *s->p == '}') {
             s->p++;
-            if (!bytes_put(out, '}')) FAIL(s, "out of memory");
+            *o++ = '}';
+            s->args_end = o;
             return 1;
         }
         FAIL(s, "invalid JSON");
@@ -565,22 +873,19 @@ static int read_args(Scan *s, int64_t keys[4], int found[4]) {
 
 /* ts or dur: integer nanoseconds of a decimal with at most 3 fraction digits. */
 static int read_time(Scan *s, int64_t *ns, int *present) {
-    if (at_null(s)) {
+    if (!at_number(s)) {
+        if (!at_null(s)) FAIL(s, "a ts or dur that is not a number");
         s->p += 4;
         *present = 0;
         return 1;
     }
-    if (s->p >= s->end || !(*s->p == '-' || is_digit(*s->p))) FAIL(s, "a ts or dur that is not a number");
     Number n;
     if (!read_number(s, &n)) return 0;
     if (n.has_exponent || n.raw_frac_digits > 3 || n.int_digits > 15) FAIL(s, "a ts or dur DuckDB would round");
-    const char *p = n.start + n.negative;
-    int64_t v = 0;
-    for (size_t i = 0; i < n.int_digits; i++) v = v * 10 + (p[i] - '0');
+    const char *f = n.start + n.negative + n.int_digits + 1;
     int64_t frac = 0;
-    const char *f = p + n.int_digits + 1;
     for (size_t i = 0; i < 3; i++) frac = frac * 10 + (i < n.raw_frac_digits ? f[i] - '0' : 0);
-    v = v * 1000 + frac;
+    int64_t v = (int64_t)n.int_value * 1000 + frac;
     *ns = n.negative ? -v : v;
     *present = 1;
     return 1;
@@ -589,17 +894,19 @@ static int read_time(Scan *s, int64_t *ns, int *present) {
 /* pid or tid: an integer, or a string that TRY_CAST makes NULL. */
 static int read_id(Scan *s, int64_t *value, int *present) {
     *present = 0;
-    if (at_null(s)) {
-        s->p += 4;
-        return 1;
+    if (!at_number(s)) {
+        if (at_null(s)) {
+            s->p += 4;
+            return 1;
+        }
+        if (s->p < s->end && *s->p == '"') {
+            char first = s->p + 1 < s->end ? s->p[1] : 0;
+            if (!((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') || first == '"'))
+                FAIL(s, "a pid or tid string that may read as a number");
+            return read_string(s, NULL);
+        }
+        FAIL(s, "a pid or tid of another type");
     }
-    if (s->p < s->end && *s->p == '"') {
-        char first = s->p + 1 < s->end ? s->p[1] : 0;
-        if (!((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') || first == '"'))
-            FAIL(s, "a pid or tid string that may read as a number");
-        return read_string(s, NULL, NULL);
-    }
-    if (s->p >= s->end || !(*s->p == '-' || is_digit(*s->p))) FAIL(s, "a pid or tid of another type");
     Number n;
     if (!read_number(s, &n)) return 0;
     if (!integer_value(&n, value)) FAIL(s, "a pid or tid that is not an int64");
@@ -607,15 +914,14 @@ static int read_id(Scan *s, int64_t *value, int *present) {
     return 1;
 }
 
-static int read_text(Scan *s, Dictionary *d, int64_t row, int *seen) {
-    if (*seen) FAIL(s, "a key twice in an event");
-    *seen = 1;
-    if (at_null(s)) {
+/* ph, cat or name: its index in d, or not present (null). */
+static int read_text(Scan *s, Dictionary *d, int32_t *index, int *present) {
+    if (s->p >= s->end || *s->p != '"') {
+        if (!at_null(s)) FAIL(s, "a ph, cat or name that is not a string");
         s->p += 4;
-        if (!column_push(&d->indices, row, 0, 0)) FAIL(s, "out of memory");
+        *present = 0;
         return 1;
     }
-    if (s->p >= s->end || *s->p != '"') FAIL(s, "a ph, cat or name that is not a string");
     const char *text = s->p + 1, *p = text;
     p = plain_run(p, s->end);
     size_t length = (size_t)(p - text);
@@ -623,66 +929,62 @@ static int read_text(Scan *s, Dictionary *d, int64_t row, int *seen) {
         s->p = p + 1;
     } else {
         s->scratch.size = 0;
-        if (!read_string(s, &s->scratch, NULL)) return 0;
+        if (!read_string(s, &s->scratch)) return 0;
         text = s->scratch.data ? s->scratch.data : "";
         length = s->scratch.size;
     }
-    int32_t index = dictionary_index(d, text, length);
-    if (index < 0) FAIL(s, "out of memory");
-    if (!column_push(&d->indices, row, index, 1)) FAIL(s, "out of memory");
+    *index = dictionary_index(d, text, length);
+    if (*index < 0) FAIL(s, "out of memory");
+    *present = 1;
     return 1;
 }
 
 static int read_event(Scan *s, int64_t row, int64_t first_id) {
     if (s->p >= s->end || *s->p != '{') FAIL(s, "an element of traceEvents that is not an object");
+    if (row == s->row_capacity && !grow_rows(s)) FAIL(s, "out of memory");
     s->p++;
     skip_space(s);
-    int seen[8] = {0}; /* ph cat name pid tid ts dur args */
+    int seen[N_EVENT_KEYS] = {0};
+    int32_t text[N_DICTIONARIES] = {0};
     int64_t pid = 0, tid = 0, ts = 0, dur = 0;
-    int has_pid = 0, has_tid = 0, has_ts = 0, has_dur = 0, has_args = 0;
+    int has_text[N_DICTIONARIES] = {0}, has_pid = 0, has_tid = 0, has_ts = 0, has_dur = 0, has_args = 0;
     int64_t keys[4] = {0};
     int found[4] = {0};
-    size_t args_start = s->args_text.size;
     if (s->p < s->end && *s->p == '}') {
         s->p++;
     } else {
-        for (;;) {
-            const char *key;
-            size_t len;
-            if (!read_key(s, &key, &len)) return 0;
-            int ok = 1;
-            if (KEY_IS(key, len, "ph")) {
-                ok = read_text(s, &s->dictionaries[PH], row, &seen[0]);
-            } else if (KEY_IS(key, len, "cat")) {
-                ok = read_text(s, &s->dictionaries[CAT], row, &seen[1]);
-            } else if (KEY_IS(key, len, "name")) {
-                ok = read_text(s, &s->dictionaries[NAME], row, &seen[2]);
-            } else if (KEY_IS(key, len, "pid") || KEY_IS(key, len, "tid") || KEY_IS(key, len, "ts") ||
-                       KEY_IS(key, len, "dur")) {
-                int which = key[0] == 'p' ? 3 : key[0] == 't' && key[1] == 'i' ? 4 : key[0] == 't' ? 5 : 6;
+        for (int expected = KEY_PH;;) {
+            int which = read_event_key(s, expected);
+            if (which < 0) return 0;
+            if (which != KEY_OTHER) {
+                expected = which + 1;
                 if (seen[which]) FAIL(s, "a key twice in an event");
                 seen[which] = 1;
-                ok = which == 3   ? read_id(s, &pid, &has_pid)
-                     : which == 4 ? read_id(s, &tid, &has_tid)
-                     : which == 5 ? read_time(s, &ts, &has_ts)
-                                  : read_time(s, &dur, &has_dur);
-            } else if (KEY_IS(key, len, "args")) {
-                if (seen[7]) FAIL(s, "a key twice in an event");
-                seen[7] = 1;
+            }
+            int ok;
+            switch (which) {
+            case KEY_PH: ok = read_text(s, &s->dictionaries[PH], &text[PH], &has_text[PH]); break;
+            case KEY_CAT: ok = read_text(s, &s->dictionaries[CAT], &text[CAT], &has_text[CAT]); break;
+            case KEY_NAME: ok = read_text(s, &s->dictionaries[NAME], &text[NAME], &has_text[NAME]); break;
+            case KEY_PID: ok = read_id(s, &pid, &has_pid); break;
+            case KEY_TID: ok = read_id(s, &tid, &has_tid); break;
+            case KEY_TS: ok = read_time(s, &ts, &has_ts); break;
+            case KEY_DUR: ok = read_time(s, &dur, &has_dur); break;
+            case KEY_ARGS:
                 if (at_null(s)) {
                     s->p += 4;
+                    ok = 1;
                 } else if (s->p < s->end && *s->p == '{') {
                     ok = read_args(s, keys, found);
                     has_args = 1;
                 } else {
                     FAIL(s, "args that is not an object");
                 }
-            } else {
-                ok = copy_value(s, NULL, 1);
+                break;
+            default: ok = copy_value(s, NULL, 1); break;
             }
             if (!ok) return 0;
-            skip_space(s);
-            if (s->p < s->end && *s->p == ',') {
+            if (next_is(s, ',')) {
                 s->p++;
                 skip_space(s);
                 continue;
@@ -694,27 +996,32 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
             FAIL(s, "invalid JSON");
         }
     }
-    for (int d = 0; d < N_DICTIONARIES; d++) {
-        if (!seen[d] && !column_push(&s->dictionaries[d].indices, row, 0, 0)) FAIL(s, "out of memory");
-    }
+    for (int d = 0; d < N_DICTIONARIES; d++) column_set32(&s->dictionaries[d].indices, row, text[d], has_text[d]);
     Column *c = s->columns;
-    int pushed = column_push(&c[EVENT_ID], row, first_id + row, 1) && column_push(&c[PID], row, pid, has_pid) &&
-                 column_push(&c[TID], row, tid, has_tid) && column_push(&c[TS_NS], row, ts, has_ts) &&
-                 column_push(&c[DUR_NS], row, dur, has_dur);
-    for (int k = 0; k < 4 && pushed; k++) {
-        pushed = column_push(&c[CORRELATION + k], row, keys[k], found[k] == 1);
-    }
-    if (!has_args) s->args_text.size = args_start;
-    int64_t args_end = (int64_t)s->args_text.size;
-    pushed = pushed && column_push(&s->args_valid, row, 0, has_args) && bytes_append(&s->args_offsets, &args_end, 8);
-    if (!pushed) FAIL(s, "out of memory");
+    ((int64_t *)c[EVENT_ID].values)[row] = first_id + row; /* never null: its bitmap is not exported */
+    column_set64(&c[PID], row, pid, has_pid);
+    column_set64(&c[TID], row, tid, has_tid);
+    column_set64(&c[TS_NS], row, ts, has_ts);
+    column_set64(&c[DUR_NS], row, dur, has_dur);
+    column_set64(&c[CORRELATION], row, keys[0], found[0] == 1);
+    column_set64(&c[EXTERNAL_ID], row, keys[1], found[1] == 1);
+    column_set32(&c[DEVICE], row, keys[2], found[2] == 1);
+    column_set32(&c[STREAM], row, keys[3], found[3] == 1);
+    column_set_valid(&s->args_valid, row, has_args);
+    s->args_offsets[row + 1] = (int64_t)(s->args_end - s->args_text);
     return 1;
 }
 
 /* A JSON array of events, or with bare, the events alone: {…}, {…} (an empty or blank buffer: none). */
 static int scan_array(Scan *s, int64_t first_id, int bare) {
-    int64_t zero = 0;
-    if (!bytes_append(&s->args_offsets, &zero, 8)) FAIL(s, "out of memory");
+    const char *p = s->end;
+    while (p > s->start && is_digit(p[-1])) p--;
+    s->digits_stop = p;
+    for (p = s->end; p > s->start && SPACE[(unsigned char)p[-1]];) p--;
+    s->space_stop = p;
+    s->args_text = s->args_end = malloc((size_t)(s->end - s->start) + ARGS_OVERRUN);
+    if (!s->args_text || !grow_rows(s)) FAIL(s, "out of memory");
+    s->args_offsets[0] = 0;
     skip_space(s);
     if (!bare) {
         if (s->p >= s->end || *s->p != '[') FAIL(s, "not a JSON array");
@@ -723,13 +1030,12 @@ static int scan_array(Scan *s, int64_t first_id, int bare) {
     }
     const char close = bare ? 0 : ']';
     if (bare ? s->p == s->end : (s->p < s->end && *s->p == ']')) {
-        s->p++;
+        s->p += !bare;
     } else {
         for (;;) {
             if (!read_event(s, s->rows, first_id)) return 0;
             s->rows++;
-            skip_space(s);
-            if (s->p < s->end && *s->p == ',') {
+            if (next_is(s, ',')) {
                 s->p++;
                 skip_space(s);
                 continue;
@@ -902,23 +1208,40 @@ static void *take(Bytes *b) {
     return data ? data : malloc(1);
 }
 
+/* A buffer handed over, with what is past its first size bytes given back (the buffers have room for more
+ * rows and args than there are; shrinking in place is cheap). */
+static void *shrunk(void *data, size_t size) {
+    void *smaller = realloc(data, size ? size : 1);
+    return smaller ? smaller : data;
+}
+
+static void free_column(Column *c) {
+    free(c->values);
+    free(c->valid);
+}
+
 static void free_scan(Scan *s) {
     for (int d = 0; d < N_DICTIONARIES; d++) {
         free(s->dictionaries[d].text.data);
         free(s->dictionaries[d].offsets.data);
         free(s->dictionaries[d].slots);
-        free(s->dictionaries[d].indices.values.data);
-        free(s->dictionaries[d].indices.valid.data);
+        free_column(&s->dictionaries[d].indices);
     }
-    for (int c = 0; c < N_COLUMNS; c++) {
-        free(s->columns[c].values.data);
-        free(s->columns[c].valid.data);
-    }
-    free(s->args_text.data);
-    free(s->args_offsets.data);
-    free(s->args_valid.values.data);
-    free(s->args_valid.valid.data);
+    for (int c = 0; c < N_COLUMNS; c++) free_column(&s->columns[c]);
+    free(s->args_text);
+    free(s->args_offsets);
+    free_column(&s->args_valid);
     free(s->scratch.data);
+}
+
+/* A column's values and, when it has nulls, its bitmap, for rows rows (taken from c); nulls: -1 to count them. */
+static struct ArrowArray *column_array(Column *c, int64_t rows, int64_t nulls) {
+    if (nulls < 0) nulls = column_nulls(c, rows);
+    void *valid = nulls ? shrunk(c->valid, (size_t)(rows + 7) / 8) : NULL;
+    void *values = shrunk(c->values, (size_t)rows * (size_t)c->width);
+    if (valid) c->valid = NULL;
+    c->values = NULL;
+    return new_array(NULL, rows, nulls, 2, valid, values, NULL);
 }
 
 /* The scanned columns as one struct batch; NULL when out of memory (s keeps what was not taken). */
@@ -939,9 +1262,7 @@ static struct ArrowArrayStream *export_stream(Scan *s) {
             }
             struct ArrowArray *values = new_array(NULL, d->count, 0, 3, NULL, take(&d->offsets), take(&d->text));
             if (!values) goto fail;
-            int64_t nulls = d->indices.nulls;
-            child = new_array(NULL, rows, nulls, 2, nulls ? take(&d->indices.valid) : NULL,
-                              take(&d->indices.values), NULL);
+            child = column_array(&d->indices, rows, -1);
             if (!child) {
                 release_array(values);
                 free(values);
@@ -949,13 +1270,18 @@ static struct ArrowArrayStream *export_stream(Scan *s) {
             }
             child->dictionary = values;
         } else if (i == 12) {
-            int64_t nulls = s->args_valid.nulls;
-            child = new_array(NULL, rows, nulls, 3, nulls ? take(&s->args_valid.valid) : NULL,
-                              take(&s->args_offsets), take(&s->args_text));
+            Column *valid = &s->args_valid;
+            int64_t nulls = column_nulls(valid, rows);
+            void *bitmap = nulls ? shrunk(valid->valid, (size_t)(rows + 7) / 8) : NULL;
+            void *offsets = shrunk(s->args_offsets, (size_t)(rows + 1) * sizeof(int64_t));
+            void *text = shrunk(s->args_text, (size_t)(s->args_end - s->args_text));
+            if (bitmap) valid->valid = NULL;
+            s->args_offsets = NULL;
+            s->args_text = s->args_end = NULL;
+            child = new_array(NULL, rows, nulls, 3, bitmap, offsets, text);
         } else {
-            Column *c = &s->columns[i == 0 ? EVENT_ID : i - 3];
-            int64_t nulls = c->nulls;
-            child = new_array(NULL, rows, nulls, 2, nulls ? take(&c->valid) : NULL, take(&c->values), NULL);
+            /* event_id is never null: its bitmap is left unset */
+            child = column_array(&s->columns[i == 0 ? EVENT_ID : i - 3], rows, i == 0 ? 0 : -1);
         }
         if (!child) goto fail;
         children[i] = child;
@@ -1001,7 +1327,6 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     s->end = s->p + view.len;
     for (int c = 0; c < N_COLUMNS; c++) s->columns[c].width = (c == DEVICE || c == STREAM) ? 4 : 8;
     for (int d = 0; d < N_DICTIONARIES; d++) s->dictionaries[d].indices.width = 4;
-    s->args_valid.width = 4;
     int ok;
     Py_BEGIN_ALLOW_THREADS
     ok = scan_array(s, first_id, bare);
@@ -1042,5 +1367,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kineto", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__kineto(void) {
     for (int c = 0x20; c < 0x80; c++) PLAIN[c] = c != '"' && c != '\\';
+    SPACE[' '] = SPACE['\n'] = SPACE['\r'] = SPACE['\t'] = 1;
+    init_quoted_event_keys();
     return PyModule_Create(&module);
 }

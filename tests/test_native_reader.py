@@ -270,3 +270,16 @@ def test_a_part_left_to_duckdb_loads_the_same_and_says_why(tmp_path):
     at = text.index("\\u00e9") - text.index("[") - 1  # a plain trace's part: the bytes inside the brackets
     assert header.native_parts == [] and header.duckdb_parts == [f"a \\u escape at byte {at} of the part"]
     assert con.execute("SELECT args FROM events WHERE event_id = 2").fetchone() == ('{"note":"café"}',)
+
+
+@pytest.mark.parametrize("bare", [b"", b" \n\t ", b'{"ph": "X"}', b' {"ph": "X"},\n {"ph": "B"} '])
+def test_bare_parts_read_as_the_array_they_are_cut_from(bare, tmp_path):
+    scanned = ingest.native_reader.scan(bare, 7 << 40, True)
+    assert scanned[0] is not None, scanned
+    con = duckdb.connect()
+    run_sql_file(con, "events.sql")
+    con.register("scanned_part", ingest._ArrowStream(scanned[1]))
+    run_sql_file(con, "ingest_scanned.sql")
+    assert con.execute("SELECT * FROM events ORDER BY event_id").fetchall() == _read_with_duckdb(
+        b"[" + bare + b"]", tmp_path
+    )
