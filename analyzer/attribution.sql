@@ -17,24 +17,21 @@ SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
 
 -- Scopes (kind 0 module, 1 function) and operators (2) that can hold a launch: spans of positive length.
--- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too.
+-- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too: two rows.
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
-WITH spans AS (
-    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns,
-           CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
-                     WHEN starts_with(name, getvariable('function_prefix')) THEN 1
-                     ELSE 2 END AS UTINYINT) AS kind,
-           name
+SELECT event_id, pid, tid, ts_ns, end_ns,
+       unnest(CASE WHEN kind = 1 AND ks_scope_module(name) IS NOT NULL THEN [1, 0] ELSE [kind] END)::UTINYINT AS kind
+FROM (
+    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name,
+           CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
+                WHEN starts_with(name, getvariable('function_prefix')) THEN 1
+                ELSE 2 END AS kind
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid IS NOT NULL AND name IS NOT NULL
       AND (cat = 'cpu_op'
            OR (cat = 'user_annotation'
                AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))))
-)
-SELECT event_id, pid, tid, ts_ns, end_ns, kind FROM spans
-UNION ALL
-SELECT event_id, pid, tid, ts_ns, end_ns, CAST(0 AS UTINYINT) FROM spans
-WHERE kind = 1 AND ks_scope_module(name) IS NOT NULL;
+);
 
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
