@@ -47,18 +47,36 @@ SEARCH_WINDOW = 4 << 20
 @dataclass
 class Part:
     """One part of the ``traceEvents`` array: a part file holding a JSON array of consecutive events, or, for a
-    plain trace read in place, the bare bytes of those events (``{…},{…}``) in the mapped trace, written to the
-    part file only when a reader needs a file."""
+    plain trace read in place, bytes ``[first, last)`` of the trace: those events alone (``{…},{…}``), mapped
+    only while a reader reads them (so they leave memory with it) and copied to the part file only when a
+    reader needs a file."""
 
     index: int
     file: str
-    events: memoryview | None = None
+    source: Path | None = None
+    first: int = 0
+    last: int = 0
+
+    @contextmanager
+    def bare_events(self):
+        """The bytes of a part read in place, mapped for the ``with`` block."""
+        if self.last <= self.first:
+            yield b""
+            return
+        with open(self.source, "rb") as raw:
+            start = self.first - self.first % mmap.ALLOCATIONGRANULARITY
+            with mmap.mmap(raw.fileno(), self.last - start, access=mmap.ACCESS_READ, offset=start) as mapped:
+                view = memoryview(mapped)[self.first - start :]
+                try:
+                    yield view
+                finally:
+                    view.release()
 
     def as_file(self) -> str:
-        if self.events is not None and not os.path.exists(self.file):
-            with open(self.file, "wb") as out:
+        if self.source is not None and not os.path.exists(self.file):
+            with open(self.source, "rb") as raw, open(self.file, "wb", buffering=0) as out:
                 out.write(b"[")
-                out.write(self.events)
+                _copy_range(raw.fileno(), out, self.first, self.last - self.first)
                 out.write(b"]")
         return self.file
 
@@ -89,7 +107,7 @@ def split_event_array(
     """Write the bytes of ``traceEvents`` to part files in ``scratch``; return the other top-level keys.
 
     ``on_part(index, part)`` is called once per part, in order, as soon as the part is complete. ``in_place``:
-    a plain trace's parts are ranges of the mapped file (Part.events), not copied until a reader asks.
+    a plain trace's parts are ranges of the file (Part.source), not copied until a reader asks.
     """
     with open_trace(path, compressed) as stream:
         head = _read_head(stream)
@@ -170,7 +188,7 @@ def _copy_parts(
     in_place: bool,
 ) -> dict:
     """A plain file: find the array's end and evenly spaced cuts, then copy each part's byte range (or, in
-    place, hand out the range of the mapped file between the array's brackets)."""
+    place, hand out each range of the file, between the array's brackets)."""
     fd = raw.fileno()
     size = os.fstat(fd).st_size
     tail_start = max(array_start, size - TAIL_KEEP)
@@ -187,11 +205,10 @@ def _copy_parts(
         start = target + match.end()
     ranges.append((start, end))
     if in_place:
-        mapped = memoryview(mmap.mmap(fd, end, access=mmap.ACCESS_READ))
         inner = [(max(first, array_start + 1), min(last, end - 1)) for first, last in ranges]  # without [ ]
         for index, (first, last) in enumerate(inner):
             advance(last - first, raw)
-            on_part(index, Part(index, part_file(scratch, index), mapped[first:last]))
+            on_part(index, Part(index, part_file(scratch, index), path, first, last))
         return tail_keys
     for index, (first, last) in enumerate(ranges):
         out_path = part_file(scratch, index)

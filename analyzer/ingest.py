@@ -14,6 +14,7 @@ import mmap
 import os
 import sys
 import tempfile
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -88,12 +89,14 @@ class _WholeParseNeeded(Exception):
 
 def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     run_sql_file(con, "events.sql")
+    header.native_parts.clear()
+    header.duckdb_parts.clear()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         with open_trace(path, header.compressed) as stream:
             keys = parse_whole(path, stream, scratch)
         file = part_file(scratch, 0)
         try:
-            _load_part(con, 0, Part(0, file), header)
+            _load_part(con, 0, Part(0, file), header, _PartCounts())
         except duckdb.Error as exc:
             problem = describe_unreadable_events(con, file)
             raise BadInputError(
@@ -104,6 +107,8 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
 
 def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, progress: bool) -> dict:
     run_sql_file(con, "events.sql")
+    header.native_parts.clear()  # this may be the second try, as one part
+    header.duckdb_parts.clear()
     loads: list[Future] = []
     with (
         tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch,
@@ -111,10 +116,11 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
         _progress(path, header.size_bytes, progress) as advance,
     ):
         parts: list[Part] = []
+        counts = _PartCounts()
 
         def on_part(index: int, part: Part) -> None:
             parts.append(part)
-            loads.append(pool.submit(_load_part, con, index, part, header))
+            loads.append(pool.submit(_load_part, con, index, part, header, counts))
 
         try:
             keys = split_event_array(
@@ -133,32 +139,59 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
             problem = describe_unreadable_events(con, parts[0].as_file())
             if problem is None and os.path.getsize(parts[0].file) <= WHOLE_PARSE_LIMIT:
                 raise _WholeParseNeeded
-        parts.clear()  # the mapped trace is unmapped once no part holds it
     if failures:
         if len(loads) > 1:
             raise _PartsFailed
         detail = f"traceEvents is not a valid array of trace events ({_first_line(failures[0])})"
         raise BadInputError(path, problem or detail)
     counts = [f.result() for f in loads]
-    if len(counts) > 1:
+    if len(counts) > 1 and len(header.native_parts) < len(counts):  # parts DuckDB read have provisional ids
         firsts = [sum(counts[:i]) for i in range(len(counts))]
         shifts = [first - (i << PART_ID_BITS) for i, first in enumerate(firsts)]
         run_sql_file(con, "event_ids.sql", shifts=str(shifts), part_id_bits=str(PART_ID_BITS))
     return keys
 
 
-def _load_part(con: duckdb.DuckDBPyConnection, index: int, part: Part, header: TraceHeader) -> int:
-    """Append one part to ``events`` on a connection of its own; return how many events it held."""
+class _PartCounts:
+    """The events of each part, published as each part learns its own (the native reader before inserting),
+    so that a part read natively can insert with final ids as soon as every part before it is counted."""
+
+    def __init__(self) -> None:
+        self._known = threading.Condition()
+        self._counts: dict[int, int | None] = {}
+
+    def publish(self, index: int, count: int | None) -> None:
+        """``count`` None: the part failed, and the parts after it stop waiting."""
+        with self._known:
+            self._counts.setdefault(index, count)
+            self._known.notify_all()
+
+    def first_id(self, index: int) -> int:
+        """The id of the part's first event: the events of the parts before it (waits until they are counted)."""
+        with self._known:
+            self._known.wait_for(lambda: all(i in self._counts for i in range(index)))
+            before = [self._counts[i] for i in range(index)]
+        if None in before:
+            raise _PartsFailed
+        return sum(before)
+
+
+def _load_part(con: duckdb.DuckDBPyConnection, index: int, part: Part, header: TraceHeader, counts: _PartCounts) -> int:
+    """Append one part to ``events`` on a connection of its own; return how many events it held.
+
+    A part the native reader reads gets its final ids; one DuckDB's reader reads gets provisional ones,
+    ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them)."""
     cursor = con.cursor()
-    first_id = index << PART_ID_BITS
+    count = None
     try:
         if native_reader is not None:
-            rows = _insert_natively(cursor, part, first_id, header)
-            if rows is not None:
-                return rows
-        result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=str(first_id))
-        return result.fetchone()[0]
+            count = _insert_natively(cursor, part, index, counts, header)
+        if count is None:
+            result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=str(index << PART_ID_BITS))
+            count = result.fetchone()[0]
+        return count
     finally:
+        counts.publish(index, count)
         cursor.close()
 
 
@@ -172,22 +205,26 @@ class _ArrowStream:
         return self.capsule
 
 
-def _insert_natively(cursor: duckdb.DuckDBPyConnection, part: Part, first_id: int, header: TraceHeader) -> int | None:
+def _insert_natively(
+    cursor: duckdb.DuckDBPyConnection, part: Part, index: int, counts: _PartCounts, header: TraceHeader
+) -> int | None:
     """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
-    if part.events is not None:
-        scanned = native_reader.scan(part.events, first_id, True)
+    if part.source is not None:
+        with part.bare_events() as events:
+            scanned = native_reader.scan(events, 0, True)
     else:
         with open(part.file, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else nullcontext(b"") as data:
-                scanned = native_reader.scan(data, first_id, False)
+                scanned = native_reader.scan(data, 0, False)
     rows, stream = scanned[0], scanned[1]
     if rows is None:
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
         return None
+    counts.publish(index, rows)  # the parts after this one need not wait for its insert
     cursor.register("scanned_part", _ArrowStream(stream))
-    run_sql_file(cursor, "ingest_scanned.sql")
-    header.native_parts.append(first_id >> PART_ID_BITS)
+    run_sql_file(cursor, "ingest_scanned.sql", first_id=str(counts.first_id(index)))
+    header.native_parts.append(index)
     return rows
 
 

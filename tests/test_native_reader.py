@@ -1,6 +1,7 @@
 """The native Kineto reader (_kineto.c) gives exactly the rows of DuckDB's JSON reader (ingest.sql), or leaves
 the part to it: on every real sample trace, and on random traces written to hit the reader's edge cases."""
 
+import gzip
 import json
 import random
 
@@ -40,7 +41,7 @@ def _read_natively(part: bytes) -> list[tuple] | str:
     con = duckdb.connect()
     run_sql_file(con, "events.sql")
     con.register("scanned_part", ingest._ArrowStream(scanned[1]))
-    run_sql_file(con, "ingest_scanned.sql")
+    run_sql_file(con, "ingest_scanned.sql", first_id="0")
     rows = con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
     assert len(rows) == scanned[0]
     return rows
@@ -279,7 +280,39 @@ def test_bare_parts_read_as_the_array_they_are_cut_from(bare, tmp_path):
     con = duckdb.connect()
     run_sql_file(con, "events.sql")
     con.register("scanned_part", ingest._ArrowStream(scanned[1]))
-    run_sql_file(con, "ingest_scanned.sql")
+    run_sql_file(con, "ingest_scanned.sql", first_id="0")
     assert con.execute("SELECT * FROM events ORDER BY event_id").fetchall() == _read_with_duckdb(
         b"[" + bare + b"]", tmp_path
     )
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["json", "gz"])
+def test_parts_read_by_either_reader_load_as_one_part_read_by_duckdb(compressed, tmp_path, monkeypatch):
+    events = [
+        {
+            "ph": "X",
+            "cat": "cpu_op",
+            "name": f"op{i}",
+            "pid": 1,
+            "tid": 1,
+            "ts": i,
+            "dur": 1,
+            "args": {"External id": i},
+        }
+        for i in range(3000)
+    ]
+    events[1700]["args"]["note"] = "caf\u00e9"  # the part holding it goes to DuckDB's reader, the others do not
+    text = json.dumps({"traceEvents": events}, indent=1).encode()
+    path = tmp_path / ("trace.json.gz" if compressed else "trace.json")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    query = "SELECT * FROM events ORDER BY event_id"
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "native_reader", None)
+        whole = duckdb.connect()
+        assert ingest.ingest_trace(whole, path).native_parts == []
+    for name in ("MIN_PART_BYTES", "MAX_PART_BYTES", "STREAM_PART_BYTES"):
+        monkeypatch.setattr(ingest, name, 32 << 10)
+    parts = duckdb.connect()
+    header = ingest.ingest_trace(parts, path)
+    assert len(header.native_parts) >= 4 and len(header.duckdb_parts) == 1
+    assert parts.execute(query).fetchall() == whole.execute(query).fetchall()
