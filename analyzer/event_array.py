@@ -46,9 +46,10 @@ SEARCH_WINDOW = 4 << 20
 
 @dataclass
 class Part:
-    """One part of the ``traceEvents`` array: a part file holding a JSON array of consecutive events, or, for a
+    """One part of the ``traceEvents`` array: a part file holding a JSON array of consecutive events; or, for a
     plain trace read in place, bytes ``[first, last)`` of the trace: those events alone (``{…},{…}``), mapped
-    only while a reader reads them (so they leave memory with it) and copied to the part file only when a
+    only while a reader reads them (so they leave memory with it); or, for a decompressed stream read in
+    place, the array in memory (``data``). Either of the last two is written to the part file only when a
     reader needs a file."""
 
     index: int
@@ -56,6 +57,7 @@ class Part:
     source: Path | None = None
     first: int = 0
     last: int = 0
+    data: bytes | None = None  # a streamed part kept in memory: its JSON array, until read
 
     @contextmanager
     def bare_events(self):
@@ -73,6 +75,9 @@ class Part:
                     view.release()
 
     def as_file(self) -> str:
+        if self.data is not None and not os.path.exists(self.file):
+            with open(self.file, "wb") as out:
+                out.write(self.data)
         if self.source is not None and not os.path.exists(self.file):
             with open(self.source, "rb") as raw, open(self.file, "wb", buffering=0) as out:
                 out.write(b"[")
@@ -107,7 +112,8 @@ def split_event_array(
     """Write the bytes of ``traceEvents`` to part files in ``scratch``; return the other top-level keys.
 
     ``on_part(index, part)`` is called once per part, in order, as soon as the part is complete. ``in_place``:
-    a plain trace's parts are ranges of the file (Part.source), not copied until a reader asks.
+    a plain trace's parts are ranges of the file (Part.source), and a compressed one's are kept in memory
+    (Part.data), neither written to a part file until a reader asks.
     """
     with open_trace(path, compressed) as stream:
         head = _read_head(stream)
@@ -117,7 +123,7 @@ def split_event_array(
         key_start, array_start = found
         if compressed:
             advance(len(head), stream)
-            tail_keys = _stream_parts(path, stream, head[array_start:], scratch, part_bytes, on_part, advance)
+            tail_keys = _stream_parts(path, stream, head[array_start:], scratch, part_bytes, on_part, advance, in_place)
         else:
             tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance, in_place)
     keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", "the header before traceEvents")
@@ -237,10 +243,18 @@ def _copy_range(fd: int, out: BinaryIO, offset: int, count: int) -> None:
 
 
 def _stream_parts(
-    path: Path, stream: BinaryIO, first: bytes, scratch: str, part_bytes: int, on_part: OnPart, advance: Advance
+    path: Path,
+    stream: BinaryIO,
+    first: bytes,
+    scratch: str,
+    part_bytes: int,
+    on_part: OnPart,
+    advance: Advance,
+    in_memory: bool,
 ) -> dict:
-    """A compressed stream: write parts of about ``part_bytes``, cut at the first boundary past that size."""
-    index, out = 0, open(part_file(scratch, 0), "wb")
+    """A compressed stream: write parts of about ``part_bytes``, cut at the first boundary past that size (in
+    memory, each part is handed out as bytes instead of a file)."""
+    index, out = 0, _PartWriter(part_file(scratch, 0), in_memory)
     written, tail, chunk = 0, b"", first
     try:
         while chunk:
@@ -251,10 +265,9 @@ def _stream_parts(
                     break
                 out.write(chunk[: match.start() + 1])
                 out.write(b"]")
-                out.close()
-                on_part(index, Part(index, part_file(scratch, index)))
+                on_part(index, out.part(index))
                 index += 1
-                out = open(part_file(scratch, index), "wb")
+                out = _PartWriter(part_file(scratch, index), in_memory)
                 out.write(b"[")
                 chunk = chunk[match.end() :]
                 written = 1
@@ -266,11 +279,46 @@ def _stream_parts(
         after = len(tail) - cut  # bytes after the array: they must all be in the last part
         if after >= written:
             raise CutFailed
-        out.truncate(out.tell() - after)
+        out.drop_last(after)
     finally:
         out.close()
-    on_part(index, Part(index, part_file(scratch, index)))
+    on_part(index, out.part(index))
     return tail_keys
+
+
+class _PartWriter:
+    """Where a streamed part's bytes go: its part file, or memory (chunks joined once the part is complete).
+    Memory spares the writes to disk and their writeback, 1.5 s of a 1 GB trace's 2.3 s ingest here."""
+
+    def __init__(self, file: str, in_memory: bool) -> None:
+        self.file = file
+        self.chunks: list[bytes] | None = [] if in_memory else None
+        self.out = None if in_memory else open(file, "wb")  # noqa: SIM115 (closed by close())
+        self.dropped = 0
+
+    def write(self, data: bytes) -> None:
+        if self.chunks is None:
+            self.out.write(data)
+        elif data:
+            self.chunks.append(data)
+
+    def drop_last(self, count: int) -> None:
+        if self.chunks is None:
+            self.out.truncate(self.out.tell() - count)
+        else:
+            self.dropped = count
+
+    def close(self) -> None:
+        if self.out is not None:
+            self.out.close()
+
+    def part(self, index: int) -> Part:
+        self.close()
+        if self.chunks is None:
+            return Part(index, self.file)
+        data = b"".join(self.chunks)
+        self.chunks = []
+        return Part(index, self.file, data=data[: len(data) - self.dropped] if self.dropped else data)
 
 
 @contextmanager

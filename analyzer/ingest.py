@@ -117,10 +117,15 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
     ):
         parts: list[Part] = []
         counts = _PartCounts()
+        # parts handed out but not loaded yet: a part kept in memory waits for a free slot, so a stream that
+        # decompresses faster than its parts load holds at most this many in memory
+        slots = threading.BoundedSemaphore(workers + 1)
 
         def on_part(index: int, part: Part) -> None:
             parts.append(part)
+            slots.acquire()
             loads.append(pool.submit(_load_part, con, index, part, header, counts))
+            loads[-1].add_done_callback(lambda _: slots.release())
 
         try:
             keys = split_event_array(
@@ -193,6 +198,8 @@ def _load_part(con: duckdb.DuckDBPyConnection, index: int, part: Part, header: T
     finally:
         counts.publish(index, count)
         cursor.close()
+        if count is not None or os.path.exists(part.file):
+            part.data = None  # loaded, or on file for a second look: the memory can go
 
 
 class _ArrowStream:
@@ -212,6 +219,8 @@ def _insert_natively(
     if part.source is not None:
         with part.bare_events() as events:
             scanned = native_reader.scan(events, 0, True)
+    elif part.data is not None:
+        scanned = native_reader.scan(part.data, 0, False)
     else:
         with open(part.file, "rb") as f:
             size = os.fstat(f.fileno()).st_size
