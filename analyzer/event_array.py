@@ -1,11 +1,13 @@
-"""The trace's ``traceEvents`` array, streamed into part files that DuckDB can load in parallel.
+"""The trace's ``traceEvents`` array, cut into parts that load in parallel.
 
 A Kineto trace is one JSON object whose ``traceEvents`` array holds nearly all bytes. Parsing the whole
-object needs several times the file in memory, so the array's bytes are copied, never parsed here, into
-part files: each a JSON array of consecutive events, cut between two events (``}`` ``,`` ``{``). A plain
-``.json`` is cut at evenly spaced offsets and copied by the kernel (``os.copy_file_range``); a ``.json.gz``
-is decompressed as a stream (ISA-L's igzip where installed, 3x faster than zlib) and cut every
-``part_bytes``. Each part is handed to ``on_part`` as soon as it is complete, so loading overlaps
+object needs several times the file in memory, so the array's bytes are cut, never parsed here, into parts
+of consecutive events, cut between two events (``}`` ``,`` ``{``). A plain ``.json`` is cut at evenly
+spaced offsets; a ``.json.gz`` is decompressed as a stream (ISA-L's igzip where installed, 3x faster than
+zlib) and cut every ``part_bytes``. With the native reader (``in_place``), a plain file's parts are ranges
+of the file, mapped while read, and a stream's are kept in memory; for DuckDB's reader, or when a part is
+left to it, a part is a file holding a JSON array (a plain file's range copied by the kernel,
+``os.copy_file_range``). Each part is handed to ``on_part`` as soon as it is complete, so loading overlaps
 decompression. A cut in the wrong place (inside a string or a nested object) leaves a part that is not
 valid JSON; the loader then reads the array again as one part. The few header keys around the array are
 parsed with orjson.

@@ -1,11 +1,12 @@
 """Load a Kineto/Chrome trace (``.json`` or ``.json.gz``) into the DuckDB table ``events``.
 
-The ``traceEvents`` array is cut into part files (event_array.py) and each part is read by the native
-reader (_kineto.c, three times cheaper) and inserted as an Arrow stream, or, where that reader leaves
-the part to it (input it cannot reproduce exactly) or was not built, by DuckDB's JSON reader with fixed
-columns (ingest.sql); both give the same rows. One part's read runs on one thread, so parts load in
-parallel, one per DuckDB thread, while the rest of the trace is still being decompressed. Parts are
-loaded with provisional ids and renumbered at the end, so ``event_id`` is the position in the array.
+The ``traceEvents`` array is cut into parts (event_array.py: ranges of a plain file, decompressed parts in
+memory, or part files) and the parts load in parallel, one per DuckDB thread, while the rest of the trace
+is still being decompressed. Each part is read by the native reader (_kineto.c, about three times cheaper)
+and inserted as an Arrow stream, with its final ids as soon as the parts before it are counted; or, where
+that reader leaves the part (input it cannot reproduce exactly) or was not built, by DuckDB's JSON reader
+with fixed columns (ingest.sql), with provisional ids renumbered at the end. Both give the same rows, and
+``event_id`` is the position in the array.
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
-from kernelscope.analyzer import load_run  # noqa: E402
+from kernelscope.analyzer import ingest, load_run  # noqa: E402
 from kernelscope.recorder import (
     ModuleFunctionKernelProfiler,  # noqa: E402
     instrument,  # noqa: E402
@@ -113,6 +113,19 @@ def check(w, out_root: Path) -> dict:
         offline = run.profiling_df()
         offline_data = run.function_data()
         lc = run.launch_check()
+        result["native_parts"] = len(run.header.native_parts)
+        result["duckdb_parts"] = run.header.duckdb_parts
+        native_events = run.sql("SELECT * FROM events ORDER BY event_id")
+    # the native reader against DuckDB's, on this fresh trace: the same events and rows
+    reader, ingest.native_reader = ingest.native_reader, None
+    try:
+        with load_run(run_dir) as run:
+            result["readers_agree"] = bool(
+                native_events.equals(run.sql("SELECT * FROM events ORDER BY event_id"))
+                and offline.equals(run.profiling_df())
+            )
+    finally:
+        ingest.native_reader = reader
     try:
         pd.testing.assert_frame_equal(frame.drop(columns=["module"]), offline)
         same_counts = {k: [c for c, _ in v] for k, v in data.items()} == {
@@ -227,6 +240,7 @@ def environment() -> dict:
         "driver": driver,
         "gpu": torch.cuda.get_device_name(),
         "python": platform.python_version(),
+        "native_reader": ingest.native_reader is not None,
     }
 
 
