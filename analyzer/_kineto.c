@@ -16,6 +16,9 @@
  *  - args: the object written compact, as DuckDB's JSON writer does (no whitespace, "\/" as "/", the
  *    fraction's trailing zeros dropped); missing or null: NULL.
  *  - correlation, "External id", device, stream: an integer's value at the top of args; else NULL.
+ *
+ * One file, longer than the project's modules: the scan's hot path is small inline functions that the
+ * compiler must see together, and the Arrow export below it is the scan's only output.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
