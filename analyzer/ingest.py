@@ -200,7 +200,7 @@ def _load_part(con: duckdb.DuckDBPyConnection, index: int, part: Part, header: T
         counts.publish(index, count)
         cursor.close()
         if count is not None or os.path.exists(part.file):
-            part.data = None  # loaded, or on file for a second look: the memory can go
+            part.drop_data()  # loaded, or on file for a second look: the memory can go
 
 
 class _ArrowStream:
