@@ -27,6 +27,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 /* The Arrow C data interface (https://arrow.apache.org/docs/format/CDataInterface.html). */
 struct ArrowSchema {
@@ -109,11 +112,25 @@ typedef struct {
     int width;
 } Column;
 
+/* Ask for transparent huge pages on a large buffer: its first touch then faults once per 2 MB, not once per
+ * 4 KB (a GB of trace writes about as much to these buffers; the faults took a fifth of the ingest's time). */
+static void advise_huge(void *data, size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size < (8u << 20)) return;
+    uintptr_t start = ((uintptr_t)data + 4095) & ~(uintptr_t)4095, end = ((uintptr_t)data + size) & ~(uintptr_t)4095;
+    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)size;
+#endif
+}
+
 static int column_grow(Column *c, int64_t old_rows, int64_t rows) {
     if (c->width) {
         void *values = realloc(c->values, (size_t)rows * (size_t)c->width);
         if (!values) return 0;
         c->values = values;
+        advise_huge(values, (size_t)rows * (size_t)c->width);
     }
     size_t old_bytes = (size_t)(old_rows + 7) / 8, bytes = (size_t)(rows + 7) / 8;
     uint8_t *valid = realloc(c->valid, bytes);
@@ -286,6 +303,7 @@ static int grow_rows(Scan *s) {
     int64_t *offsets = realloc(s->args_offsets, (size_t)(rows + 1) * sizeof(int64_t));
     if (!offsets) return 0;
     s->args_offsets = offsets;
+    advise_huge(offsets, (size_t)(rows + 1) * sizeof(int64_t));
     s->row_capacity = rows;
     return 1;
 }
@@ -1023,6 +1041,7 @@ static int scan_array(Scan *s, int64_t first_id, int bare) {
     for (p = s->end; p > s->start && SPACE[(unsigned char)p[-1]];) p--;
     s->space_stop = p;
     s->args_text = s->args_end = malloc((size_t)(s->end - s->start) + ARGS_OVERRUN);
+    if (s->args_text) advise_huge(s->args_text, (size_t)(s->end - s->start));
     if (!s->args_text || !grow_rows(s)) FAIL(s, "out of memory");
     s->args_offsets[0] = 0;
     skip_space(s);
