@@ -284,6 +284,32 @@ def test_every_bad_event_is_counted_in_the_message(tmp_path):
         load_run(_trace(tmp_path, no_dur))
 
 
+def test_an_event_breaking_several_rules_counts_for_each(tmp_path):
+    """Rules are checked in one pass, an event getting the first rule it breaks; the lowest rule broken is
+    reported with every event that breaks it, also those that break a lower rule: here rule 2 (no dur) for
+    the kernels, with rule 3 (a negative dur) on a runtime call and rule 1 (no ts) on none."""
+
+    def breaks(events):
+        kernels = [e for e in events if e.get("cat") == "kernel"]
+        for e in kernels[:3]:
+            e.pop("dur")
+        launch = next(e for e in events if e.get("cat") == "cuda_runtime")
+        launch["dur"] = -1
+
+    with pytest.raises(BadInputError, match=r"has no numeric dur \(duration\), and 2 other events the same way$"):
+        load_run(_trace(tmp_path, breaks))
+
+    def no_ts_and_no_dur(events):
+        kernels = [e for e in events if e.get("cat") == "kernel"]
+        for e in kernels[:4]:
+            e.pop("dur")
+        for e in kernels[2:6]:
+            e.pop("ts")
+
+    with pytest.raises(BadInputError, match=r"has no numeric ts \(start\), and 3 other events the same way$"):
+        load_run(_trace(tmp_path, no_ts_and_no_dur))
+
+
 def test_a_numeric_string_ts_is_read_as_its_number(tmp_path):
     """The documented leniency: DuckDB casts "123.5" to 123.5; nothing is lost or misplaced."""
     path = _trace(tmp_path, _set(K, "ts", str(EVENTS["traceEvents"][K]["ts"])))
