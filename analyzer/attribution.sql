@@ -17,15 +17,14 @@ SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
 
 -- Scopes (kind 0 module, 1 function) and operators (2) that can hold a launch: spans of positive length.
--- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too: two rows.
+-- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too (folded).
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
-SELECT event_id, pid, tid, ts_ns, end_ns,
-       unnest(CASE WHEN kind = 1 AND ks_scope_module(name) IS NOT NULL THEN [1, 0] ELSE [kind] END)::UTINYINT AS kind
+SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_module(name) IS NOT NULL AS folded
 FROM (
     SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name,
-           CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
-                WHEN starts_with(name, getvariable('function_prefix')) THEN 1
-                ELSE 2 END AS kind
+           CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
+                     WHEN starts_with(name, getvariable('function_prefix')) THEN 1
+                     ELSE 2 END AS UTINYINT) AS kind
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid IS NOT NULL AND name IS NOT NULL
       AND (cat = 'cpu_op'
@@ -87,7 +86,7 @@ FROM (SELECT DISTINCT at_pid AS pid, at_tid AS tid, at_ns FROM ks_items
 -- points with the spans of their thread.
 CREATE OR REPLACE TEMP TABLE ks_innermost AS
 SELECT a.anchor,
-       max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 0) AS module,
+       max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
        max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 1) AS function,
        max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 2) AS inner_op,
        min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 2) AS outer_op
