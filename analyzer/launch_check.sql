@@ -4,20 +4,19 @@
 -- bytes legitimately has none (seen on the H200: cuBLAS's memsets inside aten::addmm).
 -- Macro ks_graph_launch of scope_names.sql.
 WITH
-launches AS (
-    SELECT DISTINCT correlation FROM events
+runtime AS MATERIALIZED (
+    SELECT correlation,
+           bool_or(regexp_matches(name, '^cu(da)?(LaunchKernel|LaunchCooperativeKernel)') OR ks_graph_launch(name))
+               AS must_launch
+    FROM events
     WHERE ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver') AND correlation IS NOT NULL
-      AND (regexp_matches(name, '^cu(da)?(LaunchKernel|LaunchCooperativeKernel)') OR ks_graph_launch(name))
+    GROUP BY correlation
 ),
-runtime AS (
-    SELECT DISTINCT correlation FROM events
-    WHERE ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver') AND correlation IS NOT NULL
-),
-device_events AS (
+device_events AS MATERIALIZED (
     SELECT correlation FROM events WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 )
 SELECT
-    (SELECT count(*) FROM launches),
+    (SELECT count(*) FROM runtime WHERE must_launch),
     (SELECT count(*) FROM device_events),
-    (SELECT count(*) FROM launches l ANTI JOIN device_events d USING (correlation)),
+    (SELECT count(*) FROM runtime r ANTI JOIN device_events d USING (correlation) WHERE r.must_launch),
     (SELECT count(*) FROM device_events d ANTI JOIN runtime r USING (correlation))
