@@ -121,7 +121,7 @@ def split_event_array(
     advance: Advance,
     in_place: bool = False,
 ) -> dict:
-    """Write the bytes of ``traceEvents`` to part files in ``scratch``; return the other top-level keys.
+    """Cut the bytes of ``traceEvents`` into parts (part files in ``scratch``); return the other top-level keys.
 
     ``on_part(index, part)`` is called once per part, in order, as soon as the part is complete. ``in_place``:
     a plain trace's parts are ranges of the file (Part.source), and a compressed one's are kept in memory
