@@ -1,5 +1,7 @@
 """The SQL attribution against the independent stack-walk reference, on every trace we have."""
 
+import json
+
 import pytest
 from conftest import SAMPLE_RUNS, SHARED_TRACES
 from kernelscope.analyzer import load_run
@@ -65,3 +67,46 @@ def test_memcpy_and_memset_are_rows_with_their_kind():
     linear = frame[frame["op"] == "aten::addmm"]
     assert list(linear["module_name"]) == ["inner"] and list(linear["call_op"]) == ["aten::linear"]
     assert list(frame[frame["op"] == "aten::mm"]["module_name"]) == ["outer"]
+
+
+def _twin_spans_trace(path, far_apart: bool):
+    """One launch inside twin call scopes and twin operators (identical start and end): the one later in the
+    trace is the inner one. ``far_apart``: two events on another thread 2e18 ns apart, so that start, duration
+    and event id no longer fit the attribution's 128-bit key and it compares structs instead."""
+
+    def span(name, cat, ts, dur, tid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    events = [
+        span("ks.module:block", "user_annotation", 0, 100),
+        span("ks.fn:linear#0", "user_annotation", 10, 80),
+        span("ks.fn:relu#1", "user_annotation", 10, 80),
+        span("aten::outer", "cpu_op", 20, 60),
+        span("aten::twin_a", "cpu_op", 25, 40),
+        span("aten::twin_b", "cpu_op", 25, 40),
+        span("cudaLaunchKernel", "cuda_runtime", 30, 5, correlation=7),
+        {**span("kernel_k", "kernel", 50, 3, correlation=7, device=0, stream=7), "pid": 0, "tid": 7},
+    ]
+    if far_apart:
+        events += [
+            span("aten::early", "cpu_op", -999999999999999, 1, tid=2),
+            span("aten::late", "cpu_op", 999999999999999, 999999999999999, tid=2),
+        ]
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+@pytest.mark.parametrize("far_apart", [False, True], ids=["integer key", "struct key"])
+def test_identical_spans_are_told_apart_by_their_order_in_the_trace(tmp_path, far_apart):
+    path = _twin_spans_trace(tmp_path / "trace.json", far_apart)
+    with load_run(path) as run:
+        assert run.con.execute("SELECT getvariable('ks_packed')").fetchone()[0] is (not far_apart)
+        assert_matches_reference(run, path, "ks.module:", "ks.fn:")
+        row = run.profiling_df().iloc[0]
+        assert (row.module_name, row.function_name, row.sample_id, row.op, row.call_op) == (
+            "block",
+            "relu",
+            1,
+            "aten::twin_b",
+            "aten::outer",
+        )
