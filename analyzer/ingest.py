@@ -97,7 +97,8 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
             keys = parse_whole(path, stream, scratch)
         file = part_file(scratch, 0)
         try:
-            _load_part(con, 0, Part(0, file), header, _PartCounts())
+            with _NativeInserts(con) as inserts:
+                _load_part(con, 0, Part(0, file), header, _PartCounts(), inserts)
         except duckdb.Error as exc:
             problem = describe_unreadable_events(con, file)
             raise BadInputError(
@@ -113,6 +114,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
     loads: list[Future] = []
     with (
         tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch,
+        _NativeInserts(con) as inserts,
         ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") as pool,
         _progress(path, header.size_bytes, progress) as advance,
     ):
@@ -125,7 +127,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
         def on_part(index: int, part: Part) -> None:
             parts.append(part)
             slots.acquire()
-            loads.append(pool.submit(_load_part, con, index, part, header, counts))
+            loads.append(pool.submit(_load_part, con, index, part, header, counts, inserts))
             loads[-1].add_done_callback(lambda _: slots.release())
 
         try:
@@ -141,6 +143,8 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
         except CutFailed:
             raise _PartsFailed from None
         failures = [f.exception() for f in loads if f.exception() is not None]
+        if failures:
+            inserts.abandon()
         if failures and len(loads) == 1:
             problem = describe_unreadable_events(con, parts[0].as_file())
             if problem is None and os.path.getsize(parts[0].file) <= WHOLE_PARSE_LIMIT:
@@ -182,7 +186,14 @@ class _PartCounts:
         return sum(before)
 
 
-def _load_part(con: duckdb.DuckDBPyConnection, index: int, part: Part, header: TraceHeader, counts: _PartCounts) -> int:
+def _load_part(
+    con: duckdb.DuckDBPyConnection,
+    index: int,
+    part: Part,
+    header: TraceHeader,
+    counts: _PartCounts,
+    inserts: _NativeInserts,
+) -> int:
     """Append one part to ``events`` on a connection of its own; return how many events it held.
 
     A part the native reader reads gets its final ids; one DuckDB's reader reads gets provisional ones,
@@ -191,7 +202,7 @@ def _load_part(con: duckdb.DuckDBPyConnection, index: int, part: Part, header: T
     count = None
     try:
         if native_reader is not None:
-            count = _insert_natively(cursor, part, index, counts, header)
+            count = _insert_natively(part, index, counts, inserts, header)
         if count is None:
             result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=str(index << PART_ID_BITS))
             count = result.fetchone()[0]
@@ -213,8 +224,50 @@ class _ArrowStream:
         return self.capsule
 
 
+class _NativeInserts:
+    """The natively read parts' inserts: each loading thread inserts on a connection of its own, in one
+    transaction committed when all parts have loaded. Each insert committed on its own cost up to 0.3 s more
+    (DuckDB merging it into the table), which made a trace cut into 66 parts ingest 4x slower than one cut
+    into 10."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.local = threading.local()
+        self.cursors: list[duckdb.DuckDBPyConnection] = []
+        self.lock = threading.Lock()
+
+    def insert(self, stream, first_id: int) -> None:
+        cursor = getattr(self.local, "cursor", None)
+        if cursor is None:
+            cursor = self.local.cursor = self.con.cursor()
+            cursor.execute("BEGIN TRANSACTION")
+            with self.lock:
+                self.cursors.append(cursor)
+        cursor.register("scanned_part", _ArrowStream(stream))
+        run_sql_file(cursor, "ingest_scanned.sql", first_id=str(first_id))
+        cursor.unregister("scanned_part")
+
+    def abandon(self) -> None:
+        self._end("ROLLBACK")
+
+    def _end(self, how: str) -> None:
+        with self.lock:
+            cursors, self.cursors = self.cursors, []
+        for cursor in cursors:
+            try:
+                cursor.execute(how)
+            finally:
+                cursor.close()
+
+    def __enter__(self) -> _NativeInserts:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        self._end("COMMIT" if kind is None else "ROLLBACK")
+
+
 def _insert_natively(
-    cursor: duckdb.DuckDBPyConnection, part: Part, index: int, counts: _PartCounts, header: TraceHeader
+    part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader
 ) -> int | None:
     """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
     if part.source is not None:
@@ -232,8 +285,7 @@ def _insert_natively(
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
         return None
     counts.publish(index, rows)  # the parts after this one need not wait for its insert
-    cursor.register("scanned_part", _ArrowStream(stream))
-    run_sql_file(cursor, "ingest_scanned.sql", first_id=str(counts.first_id(index)))
+    inserts.insert(stream, counts.first_id(index))
     header.native_parts.append(index)
     return rows
 
