@@ -663,6 +663,23 @@ static inline void put_char(char **out, char c) {
     if (out) *(*out)++ = c;
 }
 
+/* After a member of an object or an element of an array: 1 past a ',' (another follows), 0 past the closing
+ * byte, -1 at anything else. The byte passed is copied to *out, when out is not NULL. */
+static inline int after_member(Scan *s, char close, char **out) {
+    if (next_is(s, ',')) {
+        s->p++;
+        put_char(out, ',');
+        skip_space(s);
+        return 1;
+    }
+    if (s->p < s->end && *s->p == close) {
+        s->p++;
+        put_char(out, close);
+        return 0;
+    }
+    return -1;
+}
+
 /* Any JSON value at s->p (after whitespace); written compact to *out (args_text) when out is not NULL. */
 static int copy_value(Scan *s, char **out, int depth) {
     if (depth > 64) FAIL(s, "nesting deeper than 64");
@@ -689,18 +706,9 @@ static int copy_value(Scan *s, char **out, int depth) {
                 skip_space(s);
             }
             if (!copy_value(s, out, depth + 1)) return 0;
-            if (next_is(s, ',')) {
-                s->p++;
-                put_char(out, ',');
-                skip_space(s);
-                continue;
-            }
-            if (s->p < s->end && *s->p == close) {
-                s->p++;
-                put_char(out, close);
-                return 1;
-            }
-            FAIL(s, "invalid JSON");
+            int more = after_member(s, close, out);
+            if (more < 0) FAIL(s, "invalid JSON");
+            if (!more) return 1;
         }
     }
     if (c == '-' || is_digit(c)) {
@@ -876,19 +884,12 @@ static int read_args(Scan *s, int64_t keys[4], int found[4]) {
         } else if (!copy_value(s, &o, 1)) {
             return 0;
         }
-        if (next_is(s, ',')) {
-            s->p++;
-            *o++ = ',';
-            skip_space(s);
-            continue;
-        }
-        if (s->p < s->end && *s->p == '}') {
-            s->p++;
-            *o++ = '}';
+        int more = after_member(s, '}', &o);
+        if (more < 0) FAIL(s, "invalid JSON");
+        if (!more) {
             s->args_end = o;
             return 1;
         }
-        FAIL(s, "invalid JSON");
     }
 }
 
@@ -1005,16 +1006,9 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
             default: ok = copy_value(s, NULL, 1); break;
             }
             if (!ok) return 0;
-            if (next_is(s, ',')) {
-                s->p++;
-                skip_space(s);
-                continue;
-            }
-            if (s->p < s->end && *s->p == '}') {
-                s->p++;
-                break;
-            }
-            FAIL(s, "invalid JSON");
+            int more = after_member(s, '}', NULL);
+            if (more < 0) FAIL(s, "invalid JSON");
+            if (!more) break;
         }
     }
     for (int d = 0; d < N_DICTIONARIES; d++) column_set32(&s->dictionaries[d].indices, row, text[d], has_text[d]);
