@@ -72,17 +72,23 @@ class Part:
             self.buffer.give(source)
 
     @contextmanager
-    def bare_events(self):
-        """The bytes of a part read in place, mapped for the ``with`` block."""
-        if self.last <= self.first:
-            yield b""
+    def contents(self):
+        """``(buffer, bare)`` for the ``with`` block: the part's bytes (a file or a range of the trace mapped
+        for the block, or the data in memory), and whether they are the events alone rather than an array."""
+        if self.data is not None:
+            yield self.data, False
             return
-        with open(self.source, "rb") as raw:
-            start = self.first - self.first % mmap.ALLOCATIONGRANULARITY
-            with mmap.mmap(raw.fileno(), self.last - start, access=mmap.ACCESS_READ, offset=start) as mapped:
-                view = memoryview(mapped)[self.first - start :]
+        path, first, last = (self.source, self.first, self.last) if self.source is not None else (self.file, 0, None)
+        with open(path, "rb") as raw:
+            last = os.fstat(raw.fileno()).st_size if last is None else last
+            if last <= first:
+                yield b"", self.source is not None
+                return
+            start = first - first % mmap.ALLOCATIONGRANULARITY
+            with mmap.mmap(raw.fileno(), last - start, access=mmap.ACCESS_READ, offset=start) as mapped:
+                view = memoryview(mapped)[first - start :]
                 try:
-                    yield view
+                    yield view, self.source is not None
                 finally:
                     view.release()
 

@@ -11,13 +11,12 @@ with fixed columns (ingest.sql), with provisional ids renumbered at the end. Bot
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -270,16 +269,8 @@ def _insert_natively(
     part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader
 ) -> int | None:
     """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
-    if part.source is not None:
-        with part.bare_events() as events:
-            scanned = native_reader.scan(events, 0, True)
-    elif part.data is not None:
-        scanned = native_reader.scan(part.data, 0, False)
-    else:
-        with open(part.file, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else nullcontext(b"") as data:
-                scanned = native_reader.scan(data, 0, False)
+    with part.contents() as (data, bare):
+        scanned = native_reader.scan(data, 0, bare)
     rows, stream = scanned[0], scanned[1]
     if rows is None:
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
