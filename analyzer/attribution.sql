@@ -19,9 +19,9 @@ SET merge_join_threshold = 0;
 -- Scopes (kind 0 module, 1 function) and operators (2) that can hold a launch: spans of positive length.
 -- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too (folded).
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
-SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_module(name) IS NOT NULL AS folded
+SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_folded(name) AS folded, external_id
 FROM (
-    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name,
+    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name, external_id,
            CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
                      WHEN starts_with(name, getvariable('function_prefix')) THEN 1
                      ELSE 2 END AS UTINYINT) AS kind
@@ -161,8 +161,6 @@ JOIN ks_enclosers e
 WHERE e.kind = 2 AND e.ts_ns >= a.function_start
 GROUP BY a.anchor;
 
-DROP TABLE ks_enclosers;
-
 -- Per result row, the event ids of its scopes and operators.
 CREATE OR REPLACE TEMP TABLE ks_rows AS
 SELECT it.*, i.module.id AS module_id, i.function.id AS function_id, i.inner_op.id AS inner_op_id, c.call_op_id
@@ -175,24 +173,29 @@ DROP TABLE ks_anchors;
 DROP TABLE ks_innermost;
 DROP TABLE ks_call_ops;
 
--- The names of the scopes and operators rows point to, and of the operator each External id names (the
--- first one with it).
+-- The operator each External id names: the first one with it. The operators that can hold a launch are in
+-- ks_enclosers already (and validate.sql guarantees their columns); the zero-length ones are read again.
+CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
+SELECT external_id, min(event_id) AS op_id
+FROM (SELECT external_id, event_id FROM ks_enclosers WHERE kind = 2
+      UNION ALL
+      SELECT external_id, event_id FROM events
+      WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns = 0 AND cat = 'cpu_op'
+        AND NOT starts_with(name, getvariable('module_prefix'))
+        AND NOT starts_with(name, getvariable('function_prefix')))
+WHERE external_id IN (SELECT external_id FROM ks_rows)
+GROUP BY external_id;
+DROP TABLE ks_enclosers;
+
+-- The names of the operators rows point to, and the modules of their module scopes.
 CREATE OR REPLACE TEMP TABLE ks_names AS
 SELECT event_id, name FROM events
-WHERE event_id IN (SELECT inner_op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows);
+WHERE event_id IN (SELECT inner_op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
+                   UNION SELECT op_id FROM ks_ops_by_id);
 
 CREATE OR REPLACE TEMP TABLE ks_modules AS
 SELECT event_id, ks_scope_module(name) AS module_name FROM events
 WHERE event_id IN (SELECT module_id FROM ks_rows);
-
-CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
-SELECT external_id, arg_min(name, event_id) AS name
-FROM events
-WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
-  AND NOT starts_with(name, getvariable('module_prefix'))
-  AND NOT starts_with(name, getvariable('function_prefix'))
-  AND external_id IN (SELECT external_id FROM ks_rows)
-GROUP BY external_id;
 
 -- Function scope labels "name#sample" (a folded module's "@module" cut off), split once per distinct label.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
@@ -238,7 +241,8 @@ LEFT JOIN ks_modules m ON m.event_id = r.module_id
 LEFT JOIN ks_functions f ON f.event_id = r.function_id
 LEFT JOIN ks_names io ON io.event_id = r.inner_op_id
 LEFT JOIN ks_names co ON co.event_id = r.call_op_id
-LEFT JOIN ks_ops_by_id o ON o.external_id = r.external_id
+LEFT JOIN ks_ops_by_id obi ON obi.external_id = r.external_id
+LEFT JOIN ks_names o ON o.event_id = obi.op_id
 ORDER BY r.ts_ns, r.event_id;
 
 DROP TABLE ks_rows;

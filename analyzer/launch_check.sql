@@ -2,11 +2,11 @@
 -- event, its launch? Returns one row: launches, device_events, and the two counts of orphans.
 -- Only kernel and graph launches must have device events: a cudaMemsetAsync/cudaMemcpyAsync of zero
 -- bytes legitimately has none (seen on the H200: cuBLAS's memsets inside aten::addmm).
--- Macro ks_graph_launch of scope_names.sql.
+-- Macros ks_kernel_launch and ks_graph_launch of scope_names.sql.
 WITH
 runtime AS MATERIALIZED (
     SELECT correlation,
-           bool_or(regexp_matches(name, '^cu(da)?(LaunchKernel|LaunchCooperativeKernel)') OR ks_graph_launch(name))
+           bool_or(ks_kernel_launch(name) OR ks_graph_launch(name))
                AS must_launch
     FROM events
     WHERE ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver') AND correlation IS NOT NULL

@@ -6,7 +6,7 @@ import duckdb
 import orjson
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import ingest
+from kernelscope.analyzer import event_array, ingest
 
 GPT2 = REPO / "sample_traces" / "gpt2" / "trace.json.gz"
 LOAD_PART = ingest._load_part
@@ -48,6 +48,19 @@ def test_many_parts_load_like_one(plain_gpt2, compressed, monkeypatch):
     names = [row[0] for row in parts.execute("SELECT name FROM events ORDER BY event_id").fetchall()]
     assert names == [e.get("name") for e in events], "event_id is the position in traceEvents"
     assert parts.execute("SELECT min(event_id), max(event_id) FROM events").fetchone() == (0, len(events) - 1)
+
+
+@pytest.mark.parametrize("in_memory", [True, False], ids=["memory", "files"])
+def test_streamed_parts_outgrow_their_buffers(plain_gpt2, monkeypatch, in_memory):
+    """Parts far larger than their buffers' first size, decompressed in small reads: the buffers grow, and
+    the parts still hold every byte of the array exactly once."""
+    monkeypatch.setattr(event_array, "CHUNK", 4096)
+    monkeypatch.setattr(event_array, "MAX_BUFFER_BYTES", 1024)
+    monkeypatch.setattr(ingest, "native_reader", ingest.native_reader if in_memory else None)
+    whole, _ = _events(GPT2, monkeypatch, 1 << 40)
+    parts, loads = _events(GPT2, monkeypatch, 256 << 10)
+    assert len(loads) >= 3 and sorted(loads) == list(range(len(loads))), "one pass, no part read again"
+    _same_events(whole, parts)
 
 
 def _awkward_trace(path) -> None:
