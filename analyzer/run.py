@@ -136,6 +136,7 @@ class Run:
             rank = source.rank if source.rank is not None else header_rank(header.keys)
             run_sql_file(con, "attribution.sql")
             check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
+            con.execute("DROP TABLE ks_launch_check")
             directory = source.trace.parent if source.manifest is not None else None
             function_data = function_data_from_store(source.store, source.samples)
             if source.samples is not None:

@@ -8,8 +8,10 @@ child process of its own, so that its peak RSS (os.wait4's ru_maxrss) is its own
   ks_duckdb    the same with the native reader turned off: every part read by DuckDB's JSON reader (the
                analyzer where no C compiler built it, and the analyzer before it)
   hta          HolisticTraceAnalysis's TraceAnalysis(trace_dir=...) on the same file (its load)
-Wall time is measured inside the child around the step only (imports excluded); CPU is the child's
-user+sys time over the same span, all threads; each step is run --repeat times, best wall time kept.
+Wall time is measured inside the child around the step only (imports excluded), up to the moment its result
+is there: what it built (the Run, orjson's document, HTA's TraceAnalysis) is freed after the clock stops, and that
+teardown is reported on its own. CPU is the child's user+sys time over the measured span, all threads; each step
+is run --repeat times, best wall time kept.
 
     python benchmarks/analyzer_throughput.py --sizes 10MB,100MB,300MB,1GB --workdir /tmp/ks-bench \\
         --out benchmarks/analyzer_throughput.json
@@ -48,12 +50,12 @@ def _open_gz(path: str):
 
 
 def step_read(path: str):
-    def read() -> dict:
+    def read() -> tuple[dict, object]:
         total = 0
         with _open_gz(path) if path.endswith(".gz") else open(path, "rb") as f:
             while chunk := f.read(8 << 20):
                 total += len(chunk)
-        return {"bytes": total}
+        return {"bytes": total}, None
 
     return read
 
@@ -63,11 +65,12 @@ def step_orjson(path: str):
 
     import orjson
 
-    def parse() -> dict:
+    def parse() -> tuple[dict, object]:
         with _open_gz(path) if path.endswith(".gz") else open(path, "rb") as f:
             data = f.read()
         gc.disable()
-        return {"events": len(orjson.loads(data)["traceEvents"])}
+        document = orjson.loads(data)
+        return {"events": len(document["traceEvents"])}, document
 
     return parse
 
@@ -77,14 +80,14 @@ def step_kernelscope(path: str):
 
     limit = os.environ.get("KS_BENCH_MEMORY_LIMIT")
 
-    def analyze() -> dict:
+    def analyze() -> tuple[dict, object]:
         run = load_run(path, memory_limit=limit) if limit else load_run(path)
         header = run.header
         return {
             "rows": run.con.execute("SELECT count(*) FROM kernels").fetchone()[0],
             "native_parts": len(getattr(header, "native_parts", [])),  # older analyzers lack the field
             "duckdb_parts": getattr(header, "duckdb_parts", None),
-        }
+        }, run
 
     return analyze
 
@@ -103,11 +106,11 @@ def step_hta(path: str):
 
     logging.disable(logging.CRITICAL)
 
-    def load() -> dict:
+    def load() -> tuple[dict, object]:
         with tempfile.TemporaryDirectory(prefix="hta-") as folder:
             os.symlink(os.path.abspath(path), os.path.join(folder, os.path.basename(path)))
             analysis = TraceAnalysis(trace_dir=folder)
-            return {"rows": len(analysis.t.get_trace(0))}
+            return {"rows": len(analysis.t.get_trace(0))}, analysis
 
     return load
 
@@ -117,11 +120,17 @@ def child(step: str, path: str) -> None:
     baseline = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     usage = resource.getrusage(resource.RUSAGE_SELF)
     start = time.perf_counter()
-    result = work()
+    result, built = work()
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
-    print("RESULT " + json.dumps({"wall": wall, "cpu": cpu, "baseline_rss": baseline, **result}), flush=True)
+    start = time.perf_counter()
+    del built
+    teardown = time.perf_counter() - start
+    print(
+        "RESULT " + json.dumps({"wall": wall, "cpu": cpu, "teardown": teardown, "baseline_rss": baseline, **result}),
+        flush=True,
+    )
 
 
 # ---- parent side ---------------------------------------------------------------------------------------
@@ -183,9 +192,9 @@ def print_tables(results: list[dict]) -> None:
     print(
         "\n| JSON MB | file | events | read s | orjson s | orjson peak RSS MB | kernelscope s | CPU s | MB/s of JSON "
         "| peak RSS MB | RSS / JSON | HTA s | HTA peak RSS MB | orjson / ks | HTA / ks | ks (DuckDB reader) s "
-        "| DuckDB reader / ks |"
+        "| DuckDB reader / ks | ks teardown s |"
     )
-    print("|" + "---|" * 17)
+    print("|" + "---|" * 18)
     for r in results:
         ks, oj, hta, rd, kd = (r.get(step, {}) for step in ("kernelscope", "orjson", "hta", "read", "ks_duckdb"))
         json_mb = r["json_bytes"] / MB
@@ -199,7 +208,8 @@ def print_tables(results: list[dict]) -> None:
             f"| {fmt(hta.get('peak_rss', 0) / MB, '.0f') if hta else '—'} "
             f"| {fmt(oj['wall'] / ks['wall'] if ok and 'wall' in oj else None)} "
             f"| {fmt(hta['wall'] / ks['wall'] if ok and 'wall' in hta else None, '.1f')} "
-            f"| {fmt(kd.get('wall'))} | {fmt(kd['wall'] / ks['wall'] if ok and 'wall' in kd else None)} |"
+            f"| {fmt(kd.get('wall'))} | {fmt(kd['wall'] / ks['wall'] if ok and 'wall' in kd else None)} "
+            f"| {fmt(ks.get('teardown'))} |"
         )
     print("\nScaling (kernelscope): per 100 MB of JSON, time and peak RSS should stay flat if growth is linear.")
     print("| file | JSON MB | s per 100 MB | CPU s per 100 MB | peak RSS MB | (peak RSS − baseline) / JSON |")
