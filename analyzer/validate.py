@@ -22,8 +22,12 @@ JSON_TYPES = {"VARCHAR": "string", "BOOLEAN": "boolean", "ARRAY": "array"} | dic
 )
 
 
-def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> None:
-    """Raise BadInputError naming ``path`` and the first unusable event of table ``events``."""
+def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, rows_checked: bool = False) -> None:
+    """Raise BadInputError naming ``path`` and the first unusable event of table ``events``.
+
+    ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
+    only the repeats (rules 8, 9) are looked for."""
+    con.execute(f"SET VARIABLE ks_rows_checked = {'true' if rows_checked else 'false'}")
     row = con.execute(sql_text("validate.sql")).fetchone()
     if row is None:
         return

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from conftest import REPO, SHARED_TRACES
 from kernelscope.analyzer import ingest
-from kernelscope.analyzer.sql import run_sql_file
+from kernelscope.analyzer.sql import define_scope_names, run_sql_file, sql_text
 
 SAMPLE_TRACES = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + SHARED_TRACES  # + the H200 edge cases
 
@@ -71,6 +71,7 @@ def test_real_sample_runs_load_natively():
 
     run = load_run(REPO / "sample_traces" / "gpt2")
     assert run.header.native_parts == [0] and run.header.duckdb_parts == []
+    assert run.header.rows_checked == [0] and run.header.all_rows_checked  # validate.sql skips rules 1-7
 
 
 # Random traces. Each value is written as JSON text, often in forms DuckDB rewrites ("1.50", "\/", "1e3"),
@@ -214,6 +215,67 @@ def test_random_parts_read_natively_as_duckdb_reads_them_or_are_left_to_it(tmp_p
         read += 1
         assert native == _read_with_duckdb(part, tmp_path), part
     assert read > 300 and left > 300, (read, left)  # both sides of the rule are exercised
+
+
+DEVICE = {"kernel", "gpu_memcpy", "gpu_memset"}
+RUNTIME = {"cuda_runtime", "cuda_driver"}
+OPERATOR = {"cpu_op", "user_annotation"}
+
+
+def _rules_broken(rows: list[tuple]) -> int:
+    """The events that break validate.sql's rules 1-7, counted from the rows (a reference apart from both)."""
+    count = 0
+    for _event_id, ph, cat, name, pid, tid, ts, dur, correlation, *_ in rows:
+        if ph != "X":
+            count += cat in DEVICE
+            continue
+        count += (
+            ts is None
+            or dur is None
+            or dur < 0
+            or (cat in DEVICE | RUNTIME and correlation is None)
+            or (cat in DEVICE | RUNTIME | OPERATOR and name is None)
+            or (cat in RUNTIME | OPERATOR and (pid is None or tid is None))
+        )
+    return count
+
+
+def _rule_event(rng: random.Random) -> str:
+    """An event the native reader reads, with each field the rules look at present, null or missing."""
+    fields = {
+        "ph": ['"X"', '"X"', '"i"', "null"],
+        "cat": ['"kernel"', '"gpu_memset"', '"cuda_runtime"', '"cuda_driver"', '"cpu_op"', '"user_annotation"', '"x"'],
+        "name": ['"n"', "null"],
+        "pid": ["1", "null", '"Spans"'],
+        "tid": ["2", "null"],
+        "ts": ["1.5", "null"],
+        "dur": ["2", "-1", "null"],
+        "args": ['{"correlation": 5}', "{}", '{"correlation": null}'],
+    }
+    chosen = [f'"{key}": {rng.choice(values)}' for key, values in fields.items() if rng.random() < 0.93]
+    return "{" + ", ".join(chosen) + "}"
+
+
+def test_the_native_reader_counts_the_events_validate_sql_refuses():
+    """Its count of events breaking rules 1-7 is what lets validate.sql skip them: it must be exact."""
+    rng = random.Random(1130)
+    clean = broken = 0
+    for _ in range(600):
+        part = ("[" + ", ".join(_rule_event(rng) for _ in range(rng.randrange(1, 4))) + "]").encode()
+        scanned = ingest.native_reader.scan(part, 0)
+        assert scanned[0] is not None, part
+        con = duckdb.connect()
+        define_scope_names(con, "ks.module:", "ks.fn:")
+        run_sql_file(con, "events.sql")
+        con.register("scanned_part", ingest._ArrowStream(scanned[1]))
+        run_sql_file(con, "ingest_scanned.sql", first_id="0")
+        rows = con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
+        assert scanned[2] == _rules_broken(rows), part
+        con.execute("SET VARIABLE ks_rows_checked = false")
+        refused = con.execute(sql_text("validate.sql")).fetchone()
+        assert (refused is not None and refused[0] <= 7) == (scanned[2] > 0), part
+        clean, broken = clean + (scanned[2] == 0), broken + (scanned[2] > 0)
+    assert clean > 50 and broken > 200, (clean, broken)
 
 
 @pytest.mark.parametrize(
