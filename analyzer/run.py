@@ -94,9 +94,8 @@ class Run:
         module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
         con = duckdb.connect(database)
-        if memory_limit is None:
-            memory_limit = default_memory_limit(sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources))
-        limit_memory(con, self, memory_limit)
+        json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
+        limit_memory(con, self, default_memory_limit(json_size) if memory_limit is None else memory_limit, json_size)
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress)
         except BaseException:

@@ -7,7 +7,7 @@ import os
 import pandas as pd
 from conftest import REPO
 from kernelscope.analyzer import load_run
-from kernelscope.analyzer.memory import MIN_LIMIT, default_memory_limit, json_bytes
+from kernelscope.analyzer.memory import BLOCK_REUSE_MIN_JSON, MIN_LIMIT, default_memory_limit, json_bytes, limit_memory
 
 BERT = REPO / "sample_traces" / "bert"
 
@@ -34,3 +34,19 @@ def test_a_tight_limit_gives_the_same_rows_and_the_spill_directory_goes_with_the
     del run
     gc.collect()
     assert not os.path.exists(spill)
+
+
+def test_freed_blocks_are_kept_for_reuse_only_for_large_traces():
+    """DuckDB's block allocator keeps freed blocks (fewer page faults on large traces) but costs small ones
+    time and memory: it is turned on from BLOCK_REUSE_MIN_JSON, up to the run's limit."""
+    import duckdb
+
+    class Owner:
+        pass
+
+    held = []
+    for json_size in (BLOCK_REUSE_MIN_JSON - 1, BLOCK_REUSE_MIN_JSON):
+        con = duckdb.connect()
+        limit_memory(con, Owner(), 2 << 30, json_size)
+        held.append(con.execute("SELECT current_setting('block_allocator_memory')").fetchone()[0])
+    assert held == ["0 bytes", "2.0 GiB"]
