@@ -16,6 +16,7 @@ parsed with orjson.
 from __future__ import annotations
 
 import gzip
+import io
 import mmap
 import os
 import re
@@ -314,6 +315,14 @@ def _stream_parts(
     return tail_keys
 
 
+def _direct_reader(stream: BinaryIO) -> BinaryIO:
+    """What reads ``stream``'s bytes into a buffer without a copy: a gzip file's own buffered reader (GzipFile and
+    isal's IGzipFile read into an intermediate bytes object, then copy; their buffered reader decompresses large
+    reads straight into the target), else the stream."""
+    inner = getattr(stream, "_buffer", None)
+    return inner if isinstance(inner, io.BufferedReader) else stream
+
+
 def _last_bytes(before: bytes, view: memoryview) -> bytes:
     """The last TAIL_KEEP bytes of ``before`` followed by ``view``."""
     with view:
@@ -375,7 +384,7 @@ class _PartWriter:
         """Read up to ``count`` more bytes of ``stream`` into the buffer; how many (0 at its end)."""
         self._reserve(self.size + count)
         with memoryview(self.buffer) as view, view[self.size : self.size + count] as target:
-            read = stream.readinto(target)
+            read = _direct_reader(stream).readinto(target)
         self.size += read
         return read
 
