@@ -117,7 +117,7 @@ typedef struct {
  * 4 KB (a GB of trace writes about as much to these buffers; the faults took a fifth of the ingest's time). */
 static void advise_huge(void *data, size_t size) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (size < (2u << 20)) return;
+    if (size < (8u << 20)) return;
     uintptr_t start = ((uintptr_t)data + 4095) & ~(uintptr_t)4095, end = ((uintptr_t)data + size) & ~(uintptr_t)4095;
     if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
 #else

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from decimal import Decimal
 from pathlib import Path
 
@@ -176,6 +177,24 @@ def total_device_ns(path: Path) -> int:
     return sum(r["dur_ns"] for r in reference_attribution(path).values())
 
 
+def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
+    """(launches that must have device events, device events, such launches without one, device events
+    without a launch), counted over the trace's complete events: the kernel and graph launches must."""
+    events = [e for e in load_events(path) if e.get("ph") == "X"]
+    runtime = {
+        e["args"]["correlation"]: e["name"]
+        for e in events
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and isinstance((e.get("args") or {}).get("correlation"), int)
+    }
+    must = {
+        corr
+        for corr, name in runtime.items()
+        if re.match(r"cu(da)?(LaunchKernel|LaunchCooperativeKernel|GraphLaunch)", name)
+    }
+    device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
+    return len(must), len(device), len(must - set(device)), sum(corr not in runtime for corr in device)
+
+
 def assert_matches_reference(run, trace_path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:"):
     """The analyzer's rows of ``run`` against reference_attribution of ``trace_path``, row by row."""
     frame = run.profiling_df()
@@ -205,3 +224,6 @@ def assert_matches_reference(run, trace_path: Path, module_prefix: str = "ks.mod
         ), f"event {row.event_id}"
     total_ns = sum(r["dur_ns"] for r in reference.values())
     assert round(frame["kernel_us"].sum() * 1000) == total_ns, "Σ kernel_us is the trace's device time"
+    check = run.launch_check()
+    counted = (check.launches, check.device_events, check.launches_without_device_event)
+    assert (*counted, check.device_events_without_launch) == reference_launch_check(trace_path)

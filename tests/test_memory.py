@@ -7,7 +7,14 @@ import os
 import pandas as pd
 from conftest import REPO
 from kernelscope.analyzer import load_run
-from kernelscope.analyzer.memory import BLOCK_REUSE_MIN_JSON, MIN_LIMIT, default_memory_limit, json_bytes, limit_memory
+from kernelscope.analyzer.memory import (
+    BLOCK_REUSE_MIN_JSON,
+    MIN_LIMIT,
+    default_memory_limit,
+    json_bytes,
+    limit_memory,
+    memory_bytes,
+)
 
 BERT = REPO / "sample_traces" / "bert"
 
@@ -49,4 +56,14 @@ def test_freed_blocks_are_kept_for_reuse_only_for_large_traces():
         con = duckdb.connect()
         limit_memory(con, Owner(), 2 << 30, json_size)
         held.append(con.execute("SELECT current_setting('block_allocator_memory')").fetchone()[0])
-    assert held == ["0 bytes", "2.0 GiB"]
+    assert held == ["0 bytes", "1.0 GiB"]  # half the limit
+
+
+def test_memory_amounts_read_as_duckdb_reads_them():
+    assert [memory_bytes(v) for v in (3000, "4GB", "1.5GiB", " 512 mb ", "80%")] == [
+        3000,
+        4 * 10**9,
+        3 << 29,
+        512 * 10**6,
+        None,
+    ]
