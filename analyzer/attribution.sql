@@ -202,21 +202,25 @@ CREATE OR REPLACE TEMP TABLE ks_modules AS
 SELECT event_id, ks_scope_module(name) AS module_name FROM events
 WHERE event_id IN (SELECT module_id FROM ks_rows);
 
--- Function scope labels "name#sample" (a folded module's "@module" cut off), split once per distinct label.
+-- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
+-- once and joined back by name: cutting 400 k names one by one cost twice the whole statement (1 GB trace: 0.10 ->
+-- 0.055 s), as every call with the same signature repeats its scope's name.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
-WITH labels AS (
-    SELECT event_id, ks_scope_call(name) AS label FROM events
-    WHERE event_id IN (SELECT function_id FROM ks_rows)
+WITH scopes AS (
+    SELECT event_id, name FROM events WHERE event_id IN (SELECT function_id FROM ks_rows)
+),
+labels AS (
+    SELECT name, ks_scope_call(name) AS label FROM (SELECT DISTINCT name FROM scopes)
 ),
 split AS (
-    SELECT label,
+    SELECT name,
            CASE WHEN regexp_matches(label, getvariable('sample_separator') || '[0-9]+$')
                 THEN regexp_extract(label, '^(.*)' || getvariable('sample_separator') || '[0-9]+$', 1)
                 ELSE label END AS function_name,
            TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
-    FROM (SELECT DISTINCT label FROM labels)
+    FROM labels
 )
-SELECT event_id, function_name, sample_id FROM labels JOIN split USING (label);
+SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
 
 -- function_name: the innermost call scope's; else, in recordings that name calls from the trace (format 3, the
 -- variables), a compiled region's (its outermost operator is "Torch-Compiled Region: …": a torch.compile'd function,
