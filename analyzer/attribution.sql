@@ -34,12 +34,6 @@ FROM (
                AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))))
 );
 
--- One row per result row, with where (thread, time) it was launched from: device events through the
--- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
--- next operator to start on the thread, in (start, longest first) order, starts at or after its end).
--- graph_launch: the kernels of a CUDA graph launch. In a recording that opens no scope around a replay
--- (variable graph_replay_call, from the manifest) they are the replay's call when no call scope holds the
--- launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
 -- The runtime and driver calls that launch device work, one per correlation (validate.sql refuses a trace
 -- with two): where each was made, and whether it must have device events (a kernel or graph launch: a
 -- cudaMemsetAsync of zero bytes legitimately has none; seen on the H200, cuBLAS's memsets inside aten::addmm).
@@ -50,6 +44,12 @@ FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
   AND correlation IS NOT NULL;
 
+-- One row per result row, with where (thread, time) it was launched from: device events through the
+-- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
+-- next operator to start on the thread, in (start, longest first) order, starts at or after its end).
+-- graph_launch: the kernels of a CUDA graph launch. In a recording that opens no scope around a replay
+-- (variable graph_replay_call, from the manifest) they are the replay's call when no call scope holds the
+-- launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
 CREATE OR REPLACE TEMP TABLE ks_items AS
 WITH
 device_events AS (
@@ -192,7 +192,7 @@ WHERE external_id IN (SELECT external_id FROM ks_rows)
 GROUP BY external_id;
 DROP TABLE ks_enclosers;
 
--- The names of the operators rows point to, and the modules of their module scopes.
+-- The names of the operators rows point to: the innermost, the call's, and the one their External id names.
 CREATE OR REPLACE TEMP TABLE ks_names AS
 SELECT event_id, name FROM events
 WHERE event_id IN (SELECT inner_op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
