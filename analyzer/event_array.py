@@ -64,7 +64,7 @@ class Part:
     first: int = 0
     last: int = 0
     data: memoryview | None = None  # a streamed part kept in memory: its JSON array, until read
-    buffer: _Buffers | None = None  # where data's memory goes back once read
+    buffers: _Buffers | None = None  # where data's memory goes back once read
 
     def drop_data(self) -> None:
         """Give a part kept in memory back to its buffers (its data must be on file if still needed)."""
@@ -72,7 +72,7 @@ class Part:
             view, self.data = self.data, None
             source = view.obj
             view.release()
-            self.buffer.give(source)
+            self.buffers.give(source)
 
     @contextmanager
     def contents(self):
@@ -405,7 +405,7 @@ class _PartWriter:
         """The part, which then holds the buffer (in memory) or its bytes on file (and the buffer is reused)."""
         buffer, self.buffer = self.buffer, None
         if self.in_memory:
-            return Part(index, self.file, data=memoryview(buffer)[: self.size], buffer=self.buffers)
+            return Part(index, self.file, data=memoryview(buffer)[: self.size], buffers=self.buffers)
         with open(self.file, "wb") as out, memoryview(buffer) as view:
             out.write(view[: self.size])
         self.buffers.give(buffer)

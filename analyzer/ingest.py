@@ -202,22 +202,23 @@ def _load_part(
     counts: _PartCounts,
     inserts: _NativeInserts,
 ) -> int:
-    """Append one part to ``events`` on a connection of its own; return how many events it held.
+    """Append one part to ``events``; return how many events it held.
 
     A part the native reader reads gets its final ids; one DuckDB's reader reads gets provisional ones,
     ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them)."""
-    cursor = con.cursor()
     count = None
     try:
         if native_reader is not None:
             count = _insert_natively(part, index, counts, inserts, header)
         if count is None:
-            result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=str(index << PART_ID_BITS))
-            count = result.fetchone()[0]
+            with con.cursor() as cursor:
+                result = run_sql_file(
+                    cursor, "ingest.sql", events_file=part.as_file(), first_id=str(index << PART_ID_BITS)
+                )
+                count = result.fetchone()[0]
         return count
     finally:
         counts.publish(index, count)
-        cursor.close()
         if count is not None or os.path.exists(part.file):
             part.drop_data()  # loaded, or on file for a second look: the memory can go
 

@@ -4,9 +4,9 @@
 --     call's scope (ks.fn:<call>@<module>, after the first separator: call names have none); else NULL.
 --   ks_scope_call(name): the call a call scope names, "<function>" or "<function>#<sample id>", without a
 --     folded module; else NULL.
---   ks_scope_folded(name): a call scope with a module folded in (ks.fn:<call>@<module>): for a call scope, the
---     same as ks_scope_module(name) IS NOT NULL, without cutting the name where the prefix holds no separator
---     (kernelscope's never does): a third of the cost of ks_enclosers in attribution.sql.
+--   ks_scope_folded(name): a call scope with a module folded in (ks.fn:<call>@<module>), which ks_scope_module
+--     reads too; the name is cut only where the prefix holds the separator (kernelscope's never does): cutting
+--     every call scope's name was a third of the cost of ks_enclosers in attribution.sql.
 -- And the runtime calls the attribution and the launch check read by name (prefix tests: a regular expression
 -- per runtime call cost 60 ms on a 1 GB trace):
 --   ks_graph_launch(name): a runtime or driver call that launches a CUDA graph (cudaGraphLaunch, cuGraphLaunch…);
@@ -14,11 +14,15 @@
 --     variants, with any suffix: cudaLaunchKernelExC…).
 CREATE OR REPLACE TEMP MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
 
+CREATE OR REPLACE TEMP MACRO ks_scope_folded(name) AS
+    starts_with(name, getvariable('function_prefix')) AND contains(name, getvariable('module_separator'))
+    AND (NOT contains(getvariable('function_prefix'), getvariable('module_separator'))
+         OR contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator')));
+
 CREATE OR REPLACE TEMP MACRO ks_scope_module(name) AS
     CASE WHEN starts_with(name, getvariable('module_prefix'))
          THEN name[length(getvariable('module_prefix')) + 1:]
-         WHEN starts_with(name, getvariable('function_prefix'))
-              AND contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
+         WHEN ks_scope_folded(name)
          THEN ks_after_first(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
     END;
 
@@ -26,11 +30,6 @@ CREATE OR REPLACE TEMP MACRO ks_scope_call(name) AS
     CASE WHEN starts_with(name, getvariable('function_prefix')) AND NOT starts_with(name, getvariable('module_prefix'))
          THEN split_part(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'), 1)
     END;
-
-CREATE OR REPLACE TEMP MACRO ks_scope_folded(name) AS
-    starts_with(name, getvariable('function_prefix')) AND contains(name, getvariable('module_separator'))
-    AND (NOT contains(getvariable('function_prefix'), getvariable('module_separator'))
-         OR contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator')));
 
 CREATE OR REPLACE TEMP MACRO ks_graph_launch(name) AS
     starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch');

@@ -162,3 +162,18 @@ def test_a_folded_module_makes_one_call_holding_all_its_work(module, shapes, tmp
     leaf_rows = frame[frame["module_name"] == "leaf"]
     assert len(frame) and len(leaf_rows) == len(frame), "all its work inside the leaf"
     assert frame["function_name"].notna().all(), "all its work inside its call"
+
+
+def test_a_prefix_holding_the_separator_still_reads_folded_scopes():
+    """ks_scope_folded skips cutting the name unless the function prefix holds the module separator; with a
+    prefix that does ("f@:"), a folded scope is still told from a plain one, and ks_scope_module reads it."""
+    import duckdb
+    from kernelscope.analyzer.sql import define_scope_names
+
+    con = duckdb.connect()
+    define_scope_names(con, "m@:", "f@:")
+    names = ["f@:linear#1@enc.fc", "f@:linear#1", "m@:enc", "aten::mm"]
+    rows = con.execute(
+        "SELECT ks_scope_folded(n), ks_scope_module(n), ks_scope_call(n) FROM unnest(?) AS t(n)", [names]
+    ).fetchall()
+    assert rows == [(True, "enc.fc", "linear#1"), (False, None, "linear#1"), (False, "enc", None), (False, None, None)]

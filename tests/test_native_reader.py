@@ -9,7 +9,7 @@ import duckdb
 import pytest
 from conftest import REPO, SHARED_TRACES
 from kernelscope.analyzer import ingest
-from kernelscope.analyzer.sql import define_scope_names, run_sql_file, sql_text
+from kernelscope.analyzer.sql import run_sql_file, sql_text
 
 SAMPLE_TRACES = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + SHARED_TRACES  # + the H200 edge cases
 
@@ -39,13 +39,18 @@ def _read_natively(part: bytes, bare: bool = False) -> list[tuple] | str:
     scanned = ingest.native_reader.scan(part, 7 << 40, bare)
     if scanned[0] is None:
         return f"left: {scanned[1]}"
-    con = duckdb.connect()
-    run_sql_file(con, "events.sql")
-    con.register("scanned_part", ingest._ArrowStream(scanned[1]))
-    run_sql_file(con, "ingest_scanned.sql", first_id="0")
-    rows = con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
+    rows = _inserted(scanned[1]).execute("SELECT * FROM events ORDER BY event_id").fetchall()
     assert len(rows) == scanned[0]
     return rows
+
+
+def _inserted(stream) -> duckdb.DuckDBPyConnection:
+    """A connection whose ``events`` holds a scanned part (its Arrow stream), inserted as ingest.py does."""
+    con = duckdb.connect()
+    run_sql_file(con, "events.sql")
+    con.register("scanned_part", ingest._ArrowStream(stream))
+    run_sql_file(con, "ingest_scanned.sql", first_id="0")
+    return con
 
 
 def _events_both_ways(trace, monkeypatch) -> tuple[list[tuple], list[tuple], ingest.TraceHeader]:
@@ -264,11 +269,7 @@ def test_the_native_reader_counts_the_events_validate_sql_refuses():
         part = ("[" + ", ".join(_rule_event(rng) for _ in range(rng.randrange(1, 4))) + "]").encode()
         scanned = ingest.native_reader.scan(part, 0)
         assert scanned[0] is not None, part
-        con = duckdb.connect()
-        define_scope_names(con, "ks.module:", "ks.fn:")
-        run_sql_file(con, "events.sql")
-        con.register("scanned_part", ingest._ArrowStream(scanned[1]))
-        run_sql_file(con, "ingest_scanned.sql", first_id="0")
+        con = _inserted(scanned[1])
         rows = con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
         assert scanned[2] == _rules_broken(rows), part
         con.execute("SET VARIABLE ks_rows_checked = false")
