@@ -149,21 +149,23 @@ FROM packed
 UNION ALL
 SELECT * FROM general;
 
--- The call's operator: the outermost operator holding the launch that starts inside the innermost
--- functional call (aten::linear for F.linear), or the outermost one when there is no call. Usually the
--- outermost operator of all; a second join only for the points where that one starts before the call.
+-- The call's operator: the outermost operator holding the launch that lies inside the innermost functional call
+-- (aten::linear for F.linear), or the outermost one when there is no call. Inside by the nesting order of
+-- ks_innermost (a later start; the same start and shorter; the same span and later in the trace), so an operator
+-- that starts with the call but outlasts it, or comes before it in the trace, is outside it. Usually the
+-- outermost operator of all; a second join only for the points where that one is outside the call.
 CREATE OR REPLACE TEMP TABLE ks_call_ops AS
 SELECT anchor, outer_op.id AS call_op_id
 FROM ks_innermost
-WHERE function IS NULL OR outer_op.s >= function.s
+WHERE function IS NULL OR outer_op > function
 UNION ALL
 SELECT a.anchor, min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}).id
-FROM (SELECT a.*, i.function.s AS function_start
+FROM (SELECT a.*, i.function
       FROM ks_anchors a JOIN ks_innermost i USING (anchor)
-      WHERE i.outer_op.s < i.function.s) a
+      WHERE i.outer_op < i.function) a
 JOIN ks_enclosers e
   ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_ns < e.end_ns
-WHERE e.kind = 2 AND e.ts_ns >= a.function_start
+WHERE e.kind = 2 AND {s: e.ts_ns, e: -e.end_ns, id: e.event_id} > a.function
 GROUP BY a.anchor;
 
 -- Per result row, the event ids of its scopes and operators.

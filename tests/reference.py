@@ -77,11 +77,13 @@ def reference_attribution(
     cpu_mode = not device
 
     launch_by_corr: dict = {}
+    launch_external: dict = {}  # a kernel that carries no External id has its launch's
     graph_launches: set = set()
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = e.get("args", {}).get("correlation")
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and corr is not None:
             launch_by_corr.setdefault(corr, (e["pid"], e["tid"], s))
+            launch_external.setdefault(corr, e.get("args", {}).get("External id"))
             if e.get("name", "").startswith(GRAPH_LAUNCHES):
                 graph_launches.add(corr)
 
@@ -166,7 +168,8 @@ def reference_attribution(
         launch = launch_by_corr.get(args.get("correlation"))
         ctx = contexts.get(launch) if launch else None
         ctx = ctx or {"module_name": None, "function_label": None, "inner_op": None, "call_op": None}
-        op = ops_by_external.get(args.get("External id")) or ctx["inner_op"]
+        external = args.get("External id", launch_external.get(args.get("correlation")))
+        op = ops_by_external.get(external) or ctx["inner_op"]
         ctx = named_from_the_trace(ctx, args.get("correlation") in graph_launches)
         rows[i] = {**ctx, "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
     return rows
