@@ -208,23 +208,26 @@ WHERE e.kind = 2 AND {s: e.ts_ns, e: -e.end_ns, id: e.event_id} > a.function
 GROUP BY a.anchor;
 DROP TABLE ks_enclosers;
 
--- Per result row, the event ids of its scopes and operators.
+-- Per result row, the event ids of its scopes and operators. Its operator (op_id): the one its External id
+-- names, else the innermost one holding its launch.
 CREATE OR REPLACE TEMP TABLE ks_rows AS
-SELECT it.*, i.module.id AS module_id, i.function.id AS function_id, i.inner_op.id AS inner_op_id, c.call_op_id
+SELECT it.*, i.module.id AS module_id, i.function.id AS function_id,
+       coalesce(obi.op_id, i.inner_op.id) AS op_id, c.call_op_id
 FROM ks_items it
 LEFT JOIN ks_anchors a ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.at_ns
 LEFT JOIN ks_innermost i USING (anchor)
-LEFT JOIN ks_call_ops c USING (anchor);
+LEFT JOIN ks_call_ops c USING (anchor)
+LEFT JOIN ks_ops_by_id obi ON obi.external_id = it.external_id;
 DROP TABLE ks_items;
 DROP TABLE ks_anchors;
 DROP TABLE ks_innermost;
 DROP TABLE ks_call_ops;
+DROP TABLE ks_ops_by_id;
 
--- The names of the operators rows point to: the innermost, the call's, and the one their External id names.
+-- The names of the operators rows point to: their own and their call's.
 CREATE OR REPLACE TEMP TABLE ks_names AS
 SELECT event_id, name FROM events
-WHERE event_id IN (SELECT inner_op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
-                   UNION SELECT op_id FROM ks_ops_by_id);
+WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows);
 
 CREATE OR REPLACE TEMP TABLE ks_modules AS
 SELECT event_id, ks_scope_module(name) AS module_name FROM events
@@ -259,7 +262,7 @@ SELECT
     coalesce(f.function_name,
              CASE WHEN starts_with(co.name, 'Torch-Compiled Region') THEN getvariable('compiled_region_call') END,
              CASE WHEN r.graph_launch THEN getvariable('graph_replay_call') END)  AS function_name,
-    CASE WHEN r.is_leaf_op THEN k.name ELSE COALESCE(o.name, io.name) END   AS op,
+    CASE WHEN r.is_leaf_op THEN k.name ELSE o.name END                      AS op,
     k.name                                                                  AS kernel,
     r.dur_ns / 1000.0                                                       AS kernel_us,
     co.name                                                                 AS call_op,
@@ -276,13 +279,10 @@ FROM ks_rows r
 JOIN events k ON k.event_id = r.event_id
 LEFT JOIN ks_modules m ON m.event_id = r.module_id
 LEFT JOIN ks_functions f ON f.event_id = r.function_id
-LEFT JOIN ks_names io ON io.event_id = r.inner_op_id
-LEFT JOIN ks_names co ON co.event_id = r.call_op_id
-LEFT JOIN ks_ops_by_id obi ON obi.external_id = r.external_id
-LEFT JOIN ks_names o ON o.event_id = obi.op_id;
+LEFT JOIN ks_names o ON o.event_id = r.op_id
+LEFT JOIN ks_names co ON co.event_id = r.call_op_id;
 
 DROP TABLE ks_rows;
 DROP TABLE ks_names;
 DROP TABLE ks_modules;
-DROP TABLE ks_ops_by_id;
 DROP TABLE ks_functions;
