@@ -1327,8 +1327,6 @@ fail:
     return NULL;
 }
 
-/* ------------------------------------------------------------------ Python */
-
 /* ------------------------------------------------------------------ validate.sql's rules 1-7 */
 
 enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR }; /* CAT_OPERATOR: cpu_op and user_annotation */
@@ -1381,6 +1379,8 @@ static int64_t rows_breaking_rules(const Scan *s) {
     free(kind);
     return broken;
 }
+
+/* ------------------------------------------------------------------ Python */
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;

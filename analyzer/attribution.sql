@@ -89,25 +89,26 @@ SELECT external_id, min(event_id) AS op_id
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
-  AND (dur_ns = 0 OR (pid IS NOT NULL AND tid IS NOT NULL))
   AND external_id IN (SELECT external_id FROM ks_items)
 GROUP BY external_id;
 
--- Scopes (kind 0 module, 1 function) and operators (2) that may hold a launch point: spans of positive length,
--- less those that cannot, found by time bucket (2^shift ns): a span inside one bucket holds no point unless a
--- point of its thread falls in that bucket. Half of a trace's operators are leaves (aten::view, aten::empty…)
--- that hold no launch; dropping most of them first makes the range join below cheaper in time and memory. On the
--- 1 GB scaled trace: 2.53 M spans -> 1.62 M, of which 1.16 M hold a point; ks_innermost 0.85 -> 0.58 s, spilling
--- 64 MB instead of 200 under the run's memory limit (0.63 -> 0.43 s without a limit). The bucket is an eighth of
--- the mean time between launch points, rounded up to a power of two: on the sample traces and the scaled one it
--- kept about the fewest spans. Whatever the bucket, the join's result is the same: only spans that hold no point
--- are dropped.
--- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too (folded).
+-- The time bucket (2^shift ns) by which ks_enclosers drops spans: a span inside one bucket holds no launch point
+-- unless a point of its thread falls in that bucket. Half of a trace's operators are leaves (aten::view,
+-- aten::empty…) that hold no launch; dropping most of them first makes the range join below cheaper in time and
+-- memory. On the 1 GB scaled trace: 2.53 M spans -> 1.62 M, of which 1.16 M hold a point; ks_innermost 0.85 ->
+-- 0.58 s, spilling 64 MB instead of 200 under the run's memory limit (0.63 -> 0.43 s without a limit). The bucket
+-- is an eighth of the mean time between launch points, rounded up to a power of two: on the sample traces and
+-- the scaled one it kept about the fewest spans. Whatever the bucket, the join's result is the same: only spans
+-- that hold no point are dropped.
 SET VARIABLE ks_bucket_shift = (
-    SELECT CAST(greatest(0, ceil(log2(greatest(CAST(max(at_ns) AS DOUBLE) - min(at_ns), 1) / greatest(count(*), 1))) - 3)
-                AS UTINYINT)
+    SELECT CAST(greatest(0, ceil(log2(greatest(CAST(max(at_ns) AS DOUBLE) - min(at_ns), 1) / greatest(count(*), 1)))
+                            - 3) AS UTINYINT)
     FROM ks_anchors
 );
+
+-- Scopes (kind 0 module, 1 function) and operators (2) that may hold a launch point: spans of positive length,
+-- less those inside a bucket that holds no point of their thread.
+-- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too (folded).
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
 SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_folded(name) AS folded
 FROM (

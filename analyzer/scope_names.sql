@@ -7,7 +7,7 @@
 --   ks_scope_folded(name): a call scope with a module folded in (ks.fn:<call>@<module>), which ks_scope_module
 --     reads too; the name is cut only where the prefix holds the separator (kernelscope's never does): cutting
 --     every call scope's name was a third of the cost of ks_enclosers in attribution.sql.
--- And the runtime calls the attribution and the launch check read by name (prefix tests: a regular expression
+-- And the runtime calls the attribution reads by name (its launch check too) (prefix tests: a regular expression
 -- per runtime call cost 60 ms on a 1 GB trace):
 --   ks_graph_launch(name): a runtime or driver call that launches a CUDA graph (cudaGraphLaunch, cuGraphLaunch…);
 --   ks_kernel_launch(name): one that launches a kernel (cudaLaunchKernel, cuLaunchKernel, and their Cooperative
