@@ -66,7 +66,8 @@ def _run_samples(run: Run, rank: int | None, where: str) -> Samples:
         raise ValueError(f"{where} has no rank {rank} (ranks: {', '.join(map(str, run.ranks))})")
     part = run.parts[rank]
     if part.directory is None:
-        raise BadInputError(where, "is a trace, not a run directory: it has no samples to replay")
+        problem = "is a bare trace or an archived run, not a run directory: it has no samples to replay"
+        raise BadInputError(where, problem)
     manifest = part.manifest
     if manifest["files"].get("sample_tensors") is None:
         saved = manifest.get("sample_tensors") or {}

@@ -192,6 +192,8 @@ def test_calls_without_inputs_to_replay_are_refused_with_the_reason():
 def test_a_run_without_samples_pt_is_refused_naming_the_option_that_keeps_it():
     with pytest.raises(KernelscopeError, match=r"samples\.pt was not saved.*sample_tensor_limit_mb=None"):
         bench(REPO / "sample_traces" / "mlp", device="cpu")
+    with pytest.raises(KernelscopeError, match="not a run directory: it has no samples to replay"):
+        bench(REPO / "sample_traces" / "plain_kineto" / "misc.json.gz", device="cpu")
 
 
 def test_bad_arguments_are_refused_before_any_replay(layouts):

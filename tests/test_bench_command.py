@@ -99,3 +99,16 @@ def test_written_scripts_run_standalone_and_keep_the_recorded_layouts(layouts_ru
     assert "float32[16,8]{32,1}@cpu" in lines[1] and "note:" not in ran.stdout
     again = invoke("bench", out, "--function", "gelu", "--repeat", 1, "--warmup", 0, "--scripts", scripts)
     assert again.exit_code == 2 and "already exists" in again.output
+
+
+def test_every_column_and_option_is_documented():
+    from kernelscope.bench_command import bench as command
+    from kernelscope.recorder.bench import COLUMNS
+
+    text = (REPO / "docs" / "bench.md").read_text()
+    for column in COLUMNS:
+        assert f"`{column}`" in text, f"docs/bench.md does not document the column {column!r}"
+    for option in command.params:
+        for flag in option.opts:
+            if flag.startswith("--"):
+                assert f"`{flag}" in text, f"docs/bench.md does not document {flag}"
