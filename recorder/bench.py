@@ -63,6 +63,11 @@ def bench(
     with open_samples(source, rank) as samples, torch.no_grad():
         target = replay_device(device, samples)
         replayed_on = replay_device_name(target)
+        chosen = chosen_functions(samples, functions, top_k)
+        if alternatives and len(chosen) != 1:
+            raise ValueError(f"an alternative (against) replaces one call: name it (functions), not {len(chosen)}")
+        if scripts is not None:
+            check_script_destination(Path(scripts), chosen, overwrite)
         comparable = samples.recorded_on == replayed_on
         if samples.recorded_on is not None and not comparable:
             warnings.warn(
@@ -71,11 +76,6 @@ def bench(
                 RuntimeWarning,
                 stacklevel=3,
             )
-        chosen = chosen_functions(samples, functions, top_k)
-        if alternatives and len(chosen) != 1:
-            raise ValueError(f"an alternative (against) replaces one call: name it (functions), not {len(chosen)}")
-        if scripts is not None:
-            check_script_destination(Path(scripts), chosen, overwrite)
         context = _Context(samples, target, replayed_on, comparable, repeat, warmup, flush_l2, rtol, atol)
         rows = []
         try:
