@@ -13,6 +13,7 @@ from .archive_commands import archive, runs
 from .diff_command import diff
 from .loading import load_run_of, prefix_options, run_option
 from .output import Output, emit, output_options
+from .report_command import report
 from .sql_command import sql
 from .tree_command import tree
 
@@ -251,6 +252,7 @@ main.add_command(archive)
 main.add_command(runs)
 main.add_command(diff)
 main.add_command(tree)
+main.add_command(report)
 
 if __name__ == "__main__":
     main()
