@@ -10,11 +10,12 @@ SELECT CASE WHEN t.kind = 'more' THEN 'more-' || t.parent_id ELSE CAST(t.node_id
        t.kind,
        CASE WHEN t.kind = 'more' THEN '… ' || t.folded || ' more' WHEN t.parent_id IS NULL THEN 'whole run'
             ELSE t.label END AS label,
-       CASE t.kind WHEN 'module' THEN CASE WHEN t.module = '' THEN 'the root module and what ran outside any module'
-                                      ELSE t.module END
-                   WHEN 'call' THEN coalesce(t.function_name, '(no call)') || ' in ' ||
-                   CASE WHEN t.module = '' THEN 'the root' ELSE t.module END
-                   WHEN 'kernel' THEN t.kernel ELSE t.folded || ' nodes under the threshold' END AS detail,
+       CASE WHEN t.kind = 'module' AND t.module = '' THEN 'the root module, and what ran outside any module'
+            WHEN t.kind = 'module' THEN t.module
+            WHEN t.kind = 'call' THEN coalesce(t.function_name, '(no call)') || ' in '
+                                      || CASE WHEN t.module = '' THEN 'the root module' ELSE t.module END
+            WHEN t.kind = 'kernel' THEN t.kernel
+            ELSE t.folded || ' nodes under the threshold' END AS detail,
        CASE WHEN EXISTS (SELECT 1 FROM ks_report_tree c WHERE c.parent_id = t.node_id) THEN 0.0 ELSE t.time_us END
            AS value_us,
        t.time_us,

@@ -59,7 +59,7 @@ def run_views(run: Run, name: str) -> RunViews:
     header = run_header(run, name)
     define_kernel_short(con)
     tree = shown_tree_query(run, None, min_pct=ICICLE_MIN_PCT, show_calls=True)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW ks_report_tree AS {tree}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ks_report_tree AS {tree}")  # read twice by ks_report_icicle
     run_sql_file(con, "report/report.sql")
     return RunViews(
         header=header,
