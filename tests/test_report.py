@@ -211,6 +211,9 @@ def test_hostile_names_stay_text_in_chromium(browser, pages):
     assert browser.console_errors() == []
     assert browser.evaluate("window.injected") is None, "no name ran as a script"
     assert HOSTILE in browser.evaluate("document.body.innerText"), "shown as the text it is"
+    labels = browser.evaluate("document.getElementById('icicle').data[0].labels")
+    escaped = HOSTILE.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert escaped in labels, "handed to plotly as entities, which it shows as text, not as its <b>, <br>… tags"
     assert browser.evaluate(CHART_TEXT.format("top-calls")), "the operators' chart is drawn"
 
 
