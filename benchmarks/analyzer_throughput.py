@@ -6,15 +6,21 @@ child process of its own, so that its peak RSS (os.wait4's ru_maxrss) is its own
   orjson       orjson.loads of the whole file (gzip: decompressed first), GC off: parsing alone
   kernelscope  load_run(path), through the kernels table (attribution done)
   ks_duckdb    the same with the native reader turned off: every part read by DuckDB's JSON reader (the
-               analyzer where no C compiler built it, and the analyzer before it)
+               analyzer where no C compiler built it)
   hta          HolisticTraceAnalysis's TraceAnalysis(trace_dir=...) on the same file (its load)
 Wall time is measured inside the child around the step only (imports excluded), up to the moment its result
 is there: what it built (the Run, orjson's document, HTA's TraceAnalysis) is freed after the clock stops, and that
 teardown is reported on its own. CPU is the child's user+sys time over the measured span, all threads; each step
 is run --repeat times, best wall time kept.
 
-    python benchmarks/analyzer_throughput.py --sizes 10MB,100MB,300MB,1GB --workdir /tmp/ks-bench \\
-        --out benchmarks/analyzer_throughput.json
+    pip install HolisticTraceAnalysis   # into the venv, for the hta step only
+    python benchmarks/analyzer_throughput.py --sizes 10MB,100MB,300MB,1GB --repeat 3 --workdir /tmp/ks-bench \\
+        --out benchmarks/results/analyzer_throughput_<machine>_<date>.json
+
+Prints each step's result as a JSON line as it comes, then two markdown tables: per size and file kind (wall, CPU,
+MB/s, peak RSS and its ratio to the JSON, HTA's and orjson's time over kernelscope's, the DuckDB reader's), and the
+scaling table (per 100 MB of JSON: flat means linear growth). --out keeps every measurement with the machine's
+versions; benchmarks/RESULTS.md says how its numbers were read.
 """
 
 from __future__ import annotations

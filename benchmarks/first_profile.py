@@ -3,6 +3,8 @@
 The mlp workload's model is run twice before, so the model's own first-call costs are not in it.
 
 Usage (on a CUDA machine): python benchmarks/first_profile.py [OUTDIR]   (default: a temporary directory)
+
+Prints the first profile()'s seconds, its cProfile sorted by cumulative time, then the second profile()'s seconds.
 """
 
 from __future__ import annotations

@@ -15,6 +15,12 @@ valid input (``changed``), a valid input refused (``refused``), a case over the 
 worker that died. Cases run in worker processes, each with a wall-clock limit per case.
 
 Usage: python benchmarks/fuzz_traces.py [--cases 10000] [--jobs 2] [--seed 0] [--timeout 60] [--out FILE]
+    python benchmarks/fuzz_traces.py --cases 6000 --seed 9 2> benchmarks/results/fuzz_traces_<machine>_<date>.txt
+
+Prints to stderr a progress line every 500 cases and each failure as it happens (its case number, mutation,
+source and steps, enough to replay it from the seed); at the end, to stdout, the totals (cases, seed, time, the
+slowest case, failures), a markdown table of outcomes per mutation and the 25 most frequent error messages.
+Exits 1 if any case failed. --out writes every case's outcome as JSON lines.
 The mutations are in trace_mutations.py; tests/test_fuzz.py runs them, fewer, under hypothesis.
 """
 

@@ -31,8 +31,13 @@ With --diagnose, two more recorded variants:
                     path of a recording without a warm-up, or whose inputs do not fit in the hold limit)
   ks-all-no-cap     ks-all without the memory cap (sample_memory_limit_mb=None)
 
-Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [--iterations N] [workload ...]
-(CUDA; see workloads.py)
+Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [--iterations N] [--baseline-warm-ups N]
+    [workload ...]   (CUDA; see workloads.py)
+    python benchmarks/recorder_overhead.py --json benchmarks/results/recorder_overhead_<machine>_<date>.json \\
+        > benchmarks/results/recorder_overhead_<machine>_<date>.txt 2>&1
+
+Prints each workload's measurements as a JSON line as it is done, then one table of all of them (ms of one pass,
+ratios to profiler* in brackets, ks-all's p25-p75, the counts above); --json writes the same rows as a JSON list.
 """
 
 from __future__ import annotations

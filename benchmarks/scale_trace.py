@@ -9,6 +9,8 @@ does, in Kineto's own layout (so bytes per event match a real trace). The output
 a time; a 1 GB trace never exists as Python objects.
 
     python benchmarks/scale_trace.py sample_traces/gpt2 /tmp/gpt2-1g.json --size 1GB --gzip
+
+Prints one JSON line: the path written, the copies, the events and the bytes of the .json (and of the .gz with --gzip).
 """
 
 from __future__ import annotations

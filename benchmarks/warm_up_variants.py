@@ -10,6 +10,8 @@ recorded variant with calls="all" and a fresh CappedSampleBook:
   all-rehearsed  record_pass with a rehearsal: keyed warm-up, a predicted pass not keyed, then the timed one
 
 Usage: python benchmarks/warm_up_variants.py [--iterations N] workload ...   (CUDA; see workloads.py)
+
+Prints one line per workload and variant: median ms of one pass, the median ratio to profiler* and its p25-p75.
 """
 
 from __future__ import annotations
