@@ -287,7 +287,7 @@ def test_the_native_reader_counts_the_events_validate_sql_refuses():
         ('{"ph": "X", "args": {"a": 0.0000001}}', "a number below 1e-6 in args"),
         ('{"ph": "X", "args": {"a": 0.33333333333333331}}', "a number that is not in its shortest form in args"),
         ('{"ph": "X", "ts": 1.2345}', "a ts or dur DuckDB would round"),
-        ('{"ph": "X", "pid": "12"}', "a pid or tid string that may read as a number"),
+        ('{"ph": "X", "pid": "012"}', "a pid or tid string that may read as a number"),
         ('{"ph": "X", "ph": "B"}', "a key twice in an event"),
         ('{"ph": "X", "args": {"correlation": "5"}}', "a join key that is not an integer"),
         ('{"ph": "X",}', "invalid JSON"),
