@@ -254,7 +254,7 @@ def _rule_event(rng: random.Random) -> str:
         "pid": ["1", "null", '"Spans"'],
         "tid": ["2", "null"],
         "ts": ["1.5", "null"],
-        "dur": ["2", "-1", "null"],
+        "dur": ["2", "0", "-1", "null"],
         "args": ['{"correlation": 5}', "{}", '{"correlation": null}'],
     }
     chosen = [f'"{key}": {rng.choice(values)}' for key, values in fields.items() if rng.random() < 0.93]
@@ -426,3 +426,61 @@ def test_the_reader_under_address_and_undefined_behaviour_sanitizers(tmp_path):
     assert done.returncode == 0, report
     assert "guarded parts" in done.stdout, report  # and pytest's run of this file passed (the return code)
     assert "AddressSanitizer" not in done.stderr and "runtime error" not in done.stderr, report
+
+
+ESCAPES = ['\\"', "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"]
+
+
+@pytest.mark.parametrize("escape", ESCAPES)
+def test_each_escape_reads_natively_as_duckdb_reads_it(escape, tmp_path):
+    """In the decoded strings (ph, cat, name) and in args (kept as written but "\\/"), alone, first, last and twice,
+    in values and nested keys; a key of args itself with one is left to DuckDB."""
+    text = f"{escape}a{escape}{escape}b{escape}"
+    part = (
+        f'[{{"ph": "{escape}", "cat": "{text}", "name": "{escape}x", "pid": 1, "tid": 2, "ts": 1, "dur": 2,'
+        f' "args": {{"s": "{text}", "k": ["{escape}", {{"{text}": "{escape}"}}], "correlation": 3}}}}]'
+    ).encode()
+    native = _read_natively(part)
+    assert not isinstance(native, str), native
+    assert native == _read_with_duckdb(part, tmp_path)
+    assert _read_natively(part.replace(b'"s"', f'"{escape}"'.encode())) == "left: a key with an escape or a byte outside ASCII"
+
+
+# integers of 19 and more digits, and leading zeros: each where the reader reads a number (ts, dur, pid, tid, the
+# join keys, any args value); each read as DuckDB reads it, or left to it
+LONG_OR_ZERO_PADDED = [
+    "1234567890123456789",
+    "-1234567890123456789",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775808",
+    "18446744073709551615",
+    "18446744073709551616",
+    "00",
+    "012",
+    "-012",
+    "00.5",
+    "0012.5",
+    "9999999999999999.999",
+    "9223372036854775.807",
+    "9223372036854775.808",
+    '"012"',
+    '"00"',
+    '"1234567890123456789"',
+    '"9223372036854775808"',
+    '"-9223372036854775809"',
+    '"-0"',
+]
+
+
+@pytest.mark.parametrize("number", LONG_OR_ZERO_PADDED)
+@pytest.mark.parametrize("field", ["ts", "dur", "pid", "tid", "correlation", "External id", "stream", "value"])
+def test_long_integers_and_leading_zeros_read_as_duckdb_reads_them_or_are_left(number, field, tmp_path):
+    event = {"ph": '"X"', "cat": '"kernel"', "name": '"k"', "pid": "1", "tid": "2", "ts": "5", "dur": "1"}
+    args = {"correlation": "7", "External id": "8", "stream": "9", "value": "1"}
+    (event if field in event else args)[field] = number
+    event["args"] = "{" + ", ".join(f'"{k}": {v}' for k, v in args.items()) + "}"
+    part = ("[{" + ", ".join(f'"{k}": {v}' for k, v in event.items()) + "}]").encode()
+    native = _read_natively(part)
+    if not isinstance(native, str):
+        assert native == _read_with_duckdb(part, tmp_path)
