@@ -1,6 +1,8 @@
 """Ingest: a trace cut into parts loads exactly as in one piece, whatever the cuts hit."""
 
+import functools
 import gzip
+from decimal import Decimal
 
 import duckdb
 import orjson
@@ -94,3 +96,63 @@ def test_cuts_inside_strings_or_nested_objects_fall_back_to_one_part(tmp_path, c
     assert len(loads) > 2 and loads.count(0) == 2 and loads[-1] == 0, "cut, failed, then loaded whole"
     _same_events(whole, parts)
     assert parts.execute("SELECT count(*), count(external_id) FROM events").fetchone() == (3000, 3000)
+
+
+EXTERNAL = REPO / "sample_traces" / "external"
+EPOCH_AND_2021 = [
+    "hta_backward_thread.json",  # epoch ts, integer microseconds
+    "hta_event_sync_multi_stream.json.gz",  # epoch ts, 3 streams
+    "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz",  # the 2021 format, epoch ts, 10133 device events
+]
+DEVICE = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+@functools.cache
+def _reference_events(name: str) -> list[dict]:
+    from reference import load_events
+
+    return load_events(EXTERNAL / name)
+
+
+@pytest.mark.parametrize("name", EPOCH_AND_2021)
+def test_epoch_and_2021_traces_load_exactly(name):
+    """Epoch-microsecond timestamps (16 integer digits) and the 2021 format's names, read natively: every event's
+    ts exact to the nanosecond, every device event one row attributed as the reference attributes it, the sums
+    equal, start_us from the trace's first event."""
+    from kernelscope.analyzer import load_run
+    from reference import assert_matches_reference
+
+    path = EXTERNAL / name
+    events = _reference_events(name)
+    with load_run(path) as run:
+        assert run.header.native_parts == [0] and run.header.duckdb_parts == []
+        assert_matches_reference(run, path)
+        ts = [row[0] for row in run.con.execute("SELECT ts_ns FROM events ORDER BY event_id").fetchall()]
+        assert ts == [None if "ts" not in e else int(Decimal(e["ts"]) * 1000) for e in events]
+        assert min(ts) > 10**18  # epoch: after 2001, in nanoseconds
+        complete = [e for e in events if e.get("ph") == "X" and "ts" in e and Decimal(e.get("dur", -1)) >= 0]
+        first = min(Decimal(e["ts"]) for e in complete)
+        device = {(e["args"]["correlation"], Decimal(e["ts"]) - first) for e in complete if e["cat"] in DEVICE}
+        frame = run.profiling_df()
+        assert {(r.correlation, Decimal(str(r.start_us))) for r in frame.itertuples()} == device
+
+
+def test_the_2021_format_reads_as_the_later_one():
+    """Its categories by their later names; its launches' and device events' "external id" as external_id, which
+    names their operators; its kernels' time all in the kernels table."""
+    from kernelscope.analyzer import load_run
+
+    name = "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz"
+    raw = orjson.loads(gzip.decompress((EXTERNAL / name).read_bytes()))["traceEvents"]
+    legacy = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime"}
+    legacy["Operator"] = "cpu_op"
+    with load_run(EXTERNAL / name) as run:
+        counts = dict(run.con.execute("SELECT cat, count(*) FROM events WHERE cat IS NOT NULL GROUP BY cat").fetchall())
+        for old, new in legacy.items():
+            assert counts[new] == sum(e.get("cat") == old for e in raw), old
+        missing = "SELECT count(*) FROM events WHERE cat IN ('kernel', 'cuda_runtime') AND external_id IS NULL"
+        assert run.con.execute(missing).fetchone()[0] == 0
+        kernel_ns = sum(round(e["dur"] * 1000) for e in raw if e.get("cat") == "Kernel")
+        frame = run.profiling_df()
+        assert round(frame.loc[frame.kind == "kernel", "kernel_us"].sum() * 1000) == kernel_ns
+        assert frame["op"].notna().mean() > 0.98  # the ops reached through "external id"

@@ -12,6 +12,7 @@ from kernelscope.analyzer import ingest
 from kernelscope.analyzer.sql import run_sql_file, sql_text
 
 SAMPLE_TRACES = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + SHARED_TRACES  # + the H200 edge cases
+SAMPLE_TRACES += sorted((REPO / "sample_traces" / "external").glob("*.json*"))  # other writers, 2021 to 2026
 
 
 def test_the_native_reader_is_built():
@@ -411,8 +412,8 @@ def test_the_reader_under_address_and_undefined_behaviour_sanitizers(tmp_path):
         unavailable("libasan")
     module = tmp_path / f"_kineto{sysconfig.get_config_var('EXT_SUFFIX')}"
     build = [compiler, "-shared", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
-    build += ["-fno-sanitize-recover=all", f"-I{sysconfig.get_paths()['include']}", str(REPO / "analyzer" / "_kineto.c")]
-    subprocess.run([*build, "-o", str(module)], check=True)
+    build += ["-fno-sanitize-recover=all", f"-I{sysconfig.get_paths()['include']}"]
+    subprocess.run([*build, str(REPO / "analyzer" / "_kineto.c"), "-o", str(module)], check=True)
     env = dict(
         os.environ,
         LD_PRELOAD=":".join(libraries),
@@ -443,7 +444,8 @@ def test_each_escape_reads_natively_as_duckdb_reads_it(escape, tmp_path):
     native = _read_natively(part)
     assert not isinstance(native, str), native
     assert native == _read_with_duckdb(part, tmp_path)
-    assert _read_natively(part.replace(b'"s"', f'"{escape}"'.encode())) == "left: a key with an escape or a byte outside ASCII"
+    escaped_key = part.replace(b'"s"', f'"{escape}"'.encode())
+    assert _read_natively(escaped_key) == "left: a key with an escape or a byte outside ASCII"
 
 
 # integers of 19 and more digits, and leading zeros: each where the reader reads a number (ts, dur, pid, tid, the
