@@ -27,6 +27,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -1511,6 +1513,48 @@ static int64_t rows_breaking_rules(const Scan *s) {
     return broken;
 }
 
+/* ------------------------------------------------------------------ a mapped file that shrinks */
+
+/* A part of a plain trace is a range of the file mapped into memory (ingest.py reads it in place: no copy). Should the
+ * file be truncated while it is read, touching a page past its new end raises SIGBUS, which would kill the process
+ * without a word: the scan of a part catches it (the signal goes to the thread that faults, so the thread's own
+ * jump), and scan() raises OSError instead. A SIGBUS outside a scan goes where it went before. */
+static __thread sigjmp_buf *bus_jump;
+static struct sigaction previous_bus;
+
+static void on_bus(int signal, siginfo_t *info, void *context) {
+    if (bus_jump) siglongjmp(*bus_jump, 1);
+    if ((previous_bus.sa_flags & SA_SIGINFO) && previous_bus.sa_sigaction) {
+        previous_bus.sa_sigaction(signal, info, context);
+    } else if (!(previous_bus.sa_flags & SA_SIGINFO) && previous_bus.sa_handler != SIG_DFL &&
+               previous_bus.sa_handler != SIG_IGN) {
+        previous_bus.sa_handler(signal);
+    } else {
+        sigaction(SIGBUS, &previous_bus, NULL); /* the fault recurs on return, with the action it had */
+    }
+}
+
+static void catch_bus_errors(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = on_bus;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &previous_bus);
+}
+
+/* scan_array, or -1 when the buffer's pages went away under it (SIGBUS). */
+static int scan_array_guarded(Scan *s, int64_t first_id, int bare) {
+    sigjmp_buf jump;
+    volatile int ok = -1;
+    if (sigsetjmp(jump, 1) == 0) {
+        bus_jump = &jump;
+        ok = scan_array(s, first_id, bare);
+    }
+    bus_jump = NULL;
+    return ok;
+}
+
 /* ------------------------------------------------------------------ Python */
 
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -1531,11 +1575,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int ok;
     int64_t broken = -1; /* -1: out of memory */
     Py_BEGIN_ALLOW_THREADS
-    ok = scan_array(s, first_id, bare);
-    if (ok && modernize_categories(s)) broken = rows_breaking_rules(s);
+    ok = scan_array_guarded(s, first_id, bare);
+    if (ok == 1 && modernize_categories(s)) broken = rows_breaking_rules(s);
     Py_END_ALLOW_THREADS
     PyObject *result;
-    if (!ok) {
+    if (ok < 0) {
+        result = PyErr_Format(PyExc_OSError, "the buffer's pages went away while it was read (a mapped file truncated)");
+    } else if (!ok) {
         if (!s->problem) s->problem = "invalid JSON", s->problem_at = s->p;
         int out_of_memory = strcmp(s->problem, "out of memory") == 0;
         result = out_of_memory ? PyErr_NoMemory()
@@ -1576,5 +1622,6 @@ PyMODINIT_FUNC PyInit__kineto(void) {
     for (int c = 0x20; c < 0x80; c++) PLAIN[c] = c != '"' && c != '\\';
     SPACE[' '] = SPACE['\n'] = SPACE['\r'] = SPACE['\t'] = 1;
     init_quoted_event_keys();
+    catch_bus_errors();
     return PyModule_Create(&module);
 }

@@ -8,7 +8,7 @@ import duckdb
 import orjson
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import event_array, ingest
+from kernelscope.analyzer import ingest, streamed_parts
 
 GPT2 = REPO / "sample_traces" / "gpt2" / "trace.json.gz"
 LOAD_PART = ingest._load_part
@@ -56,8 +56,8 @@ def test_many_parts_load_like_one(plain_gpt2, compressed, monkeypatch):
 def test_streamed_parts_outgrow_their_buffers(plain_gpt2, monkeypatch, in_memory):
     """Parts far larger than their buffers' first size, decompressed in small reads: the buffers grow, and
     the parts still hold every byte of the array exactly once."""
-    monkeypatch.setattr(event_array, "CHUNK", 4096)
-    monkeypatch.setattr(event_array, "MAX_BUFFER_BYTES", 1024)
+    monkeypatch.setattr(streamed_parts, "CHUNK", 4096)
+    monkeypatch.setattr(streamed_parts, "MAX_BUFFER_BYTES", 1024)
     monkeypatch.setattr(ingest, "native_reader", ingest.native_reader if in_memory else None)
     whole, _ = _events(GPT2, monkeypatch, 1 << 40)
     parts, loads = _events(GPT2, monkeypatch, 256 << 10)
@@ -156,3 +156,27 @@ def test_the_2021_format_reads_as_the_later_one():
         frame = run.profiling_df()
         assert round(frame.loc[frame.kind == "kernel", "kernel_us"].sum() * 1000) == kernel_ns
         assert frame["op"].notna().mean() > 0.98  # the ops reached through "external id"
+
+
+def test_a_trace_truncated_while_it_is_read_is_one_line(plain_gpt2, tmp_path, monkeypatch):
+    """A plain trace's parts are read where the file is mapped: truncated under the reader, the pages past its new
+    end fault (SIGBUS), which the reader turns into one line instead of a killed process."""
+    import os
+    import shutil
+
+    from kernelscope.analyzer import BadInputError
+
+    path = tmp_path / "trace.json"
+    shutil.copy(plain_gpt2, path)
+    scan = ingest.native_reader.scan
+
+    class TruncatingReader:
+        @staticmethod
+        def scan(data, first_id, bare):
+            os.truncate(path, 4096)  # the part is mapped already: only its first page is left
+            return scan(data, first_id, bare)
+
+    monkeypatch.setattr(ingest, "native_reader", TruncatingReader)
+    with pytest.raises(BadInputError, match=r"trace\.json: was truncated while it was read \(is it still being"):
+        ingest.ingest_trace(duckdb.connect(), path)
+    assert scan(b'[{"ph": "X"}]', 0)[0] == 1, "the reader reads on"
