@@ -6,7 +6,7 @@
 -- pid/tid that are strings in the trace ("Spans", "Traces") become NULL; the full args stay as JSON, and
 -- the join keys the attribution needs come from one parse of them (json_transform: the same values as
 -- TRY_CAST(json_extract(args, path)) of each, in one pass instead of one each; "external id" apart, as a
--- struct's field names ignore case).
+-- struct's field names ignore case, and parsed only from args whose text holds it).
 -- The 2021 format (torch 1.8-1.9) is read as the later one: its categories by their later names, a memory event
 -- without cat as cpu_instant_event, and "external id" (its launches' and device events') as external_id where
 -- "External id" is missing or null. _kineto.c (LEGACY_CATEGORIES) does the same.
@@ -25,7 +25,7 @@ SELECT
     CAST(dur * 1000 AS BIGINT)                                                              AS dur_ns,
     keys.correlation                                                                        AS correlation,
     coalesce(keys."External id",
-             CASE WHEN args IS NOT NULL THEN TRY_CAST(json_extract(args, '$."external id"') AS BIGINT) END)
+             CASE WHEN contains(args, '"external id"') THEN TRY_CAST(json_extract(args, '$."external id"') AS BIGINT) END)
                                                                                             AS external_id,
     keys.device                                                                             AS device,
     keys.stream                                                                             AS stream,

@@ -176,19 +176,23 @@ def _pid(rng: random.Random, depth: int) -> str:
     return rng.choice(["887", "-1", "0", '"Spans"', '""', '"12"', "null", "1.5", "99999999999999999999", "true"])
 
 
+CATEGORIES = ['"cpu_op"', '"kernel"', '"cuda_runtime"', '"user_annotation"', '"a\\/b"']
+CATEGORIES += ['"Kernel"', '"Runtime"', '"User"']  # the 2021 format's, read by their later names
+
+
 def _event(rng: random.Random) -> str:
     if rng.random() < 0.01:
         return rng.choice(["1", "[]", "null", '"x"'])
     args = _object(
         rng,
-        ["External id", "correlation", "device", "stream", "grid", "name", "bytes", "Ev Idx"],
+        ["External id", "correlation", "device", "stream", "grid", "name", "bytes", "Ev Idx", "external id"],
         1,
-        {"correlation": _join_key, "External id": _join_key, "device": _join_key, "stream": _join_key},
+        {k: _join_key for k in ("correlation", "External id", "external id", "device", "stream")},
     )
     values = {
-        "ph": lambda r, d: r.choice(['"X"', '"f"', '"M"', "null", "3"]),
-        "cat": lambda r, d: r.choice(['"cpu_op"', '"kernel"', '"cuda_runtime"', '"user_annotation"', '"a\\/b"']),
-        "name": lambda r, d: r.choice(STRINGS[:14] if r.random() < 0.95 else STRINGS),
+        "ph": lambda r, d: r.choice(['"X"', '"f"', '"M"', '"i"', "null", "3"]),
+        "cat": lambda r, d: r.choice(CATEGORIES),
+        "name": lambda r, d: r.choice(STRINGS[:14] + ['"[memory]"'] if r.random() < 0.95 else STRINGS),
         "pid": _pid,
         "tid": _pid,
         "ts": _time,
