@@ -11,12 +11,15 @@
  *
  * What ingest.sql gives, and so what this file gives (tests/test_native_reader.py compares both):
  *  - ph, cat, name: the string, escapes decoded; missing or null: NULL. Kept as dictionaries.
- *  - pid, tid: an integer's value; an empty string, or one that starts with a letter ("Spans"): NULL;
- *    missing or null: NULL.
- *  - ts, dur: integer nanoseconds of a decimal with at most 3 fraction digits; missing or null: NULL.
+ *  - pid, tid: an integer's value, or a string's of an integer's digits alone ("1441273664"); an empty string,
+ *    or one that starts with a letter ("Spans"): NULL; missing or null: NULL.
+ *  - ts, dur: integer nanoseconds of a decimal with at most 3 fraction digits (epoch microseconds too); missing
+ *    or null: NULL.
  *  - args: the object written compact, as DuckDB's JSON writer does (no whitespace, "\/" as "/", the
  *    fraction's trailing zeros dropped); missing or null: NULL.
- *  - correlation, "External id", device, stream: an integer's value at the top of args; else NULL.
+ *  - correlation, "External id", device, stream: an integer's value at the top of args; else NULL. external_id
+ *    is "external id"'s (the 2021 format's) where "External id" is missing or null.
+ *  - cat: the 2021 format's categories by their later names (modernize_categories).
  *
  * One file, longer than the project's modules: the scan's hot path is small inline functions that the
  * compiler must see together, and the Arrow export below it is the scan's only output.
@@ -24,6 +27,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -92,6 +97,7 @@ static int bytes_reserve(Bytes *b, size_t more) {
 }
 
 static inline int bytes_append(Bytes *b, const void *src, size_t n) {
+    if (n == 0) return 1; /* src may be NULL then, which memcpy must not be given */
     if (!bytes_reserve(b, n)) return 0;
     memcpy(b->data + b->size, src, n);
     b->size += n;
@@ -219,12 +225,13 @@ static int dictionary_grow(Dictionary *d) {
 
 /* Index of the string s[0:n] in d, added if new; -1 when out of memory or past int32 offsets. */
 static int32_t dictionary_index(Dictionary *d, const char *s, size_t n) {
-    if (d->count > 0 && (size_t)d->last_length == n && memcmp(d->text.data + d->last_offset, s, n) == 0)
+    if (d->count > 0 && (size_t)d->last_length == n && (n == 0 || memcmp(d->text.data + d->last_offset, s, n) == 0))
         return d->last; /* the same as the event before: most events of a stretch share ph and cat */
     if ((size_t)(d->count + 1) * 2 > d->n_slots && !dictionary_grow(d)) return -1;
     if (d->count == 0 && d->offsets.size == 0) {
         int32_t zero = 0;
-        if (!bytes_append(&d->offsets, &zero, 4)) return -1;
+        /* text is allocated from the first string on, so that text.data + an offset is never NULL + 0 */
+        if (!bytes_append(&d->offsets, &zero, 4) || !bytes_reserve(&d->text, 1)) return -1;
     }
     uint64_t h = hash_bytes(s, n);
     size_t slot = h & (d->n_slots - 1);
@@ -592,24 +599,37 @@ static int integer_value(const Number *n, int64_t *out) {
 }
 
 /* Whether the decimal text of n (up to s->p) is the shortest form of the double it reads as, and the closest
- * of that length: what a shortest round-trip writer (DuckDB's, Kineto's) prints for that double. */
+ * of that length: what a shortest round-trip writer (DuckDB's, Kineto's) prints for that double. The text is
+ * not NUL-terminated (it may end the buffer), so strtod reads a copy: its significant digits and exponent,
+ * which name the same decimal value. */
 static int shortest_form(Scan *s, const Number *n) {
-    char digits[32], buffer[40];
+    char digits[32], buffer[48];
     size_t k = 0;
     int leading = 1;
+    long exponent = 0; /* of the first significant digit */
+    long position = (long)n->int_digits - 1; /* the power of ten of the digit at p */
     for (const char *p = n->start + n->negative; p < s->p; p++) {
         if (*p == '.') continue;
-        if (leading && *p == '0') continue;
+        if (leading && *p == '0') {
+            position--;
+            continue;
+        }
+        if (leading) exponent = position;
         leading = 0;
         if (k == sizeof digits) return 0;
         digits[k++] = *p;
+        position--;
     }
     while (k > 0 && digits[k - 1] == '0') k--;
     if (k == 0 || k > 17) return 0;
-    char *parsed_end;
-    double value = strtod(n->start, &parsed_end);
-    if (parsed_end != s->p) return 0;
-    snprintf(buffer, sizeof buffer, "%.*e", (int)k - 1, value < 0 ? -value : value);
+    size_t length = 0;
+    buffer[length++] = digits[0];
+    buffer[length++] = '.';
+    memcpy(buffer + length, digits + 1, k - 1);
+    length += k - 1;
+    snprintf(buffer + length, sizeof buffer - length, "e%ld", exponent);
+    double value = strtod(buffer, NULL);
+    snprintf(buffer, sizeof buffer, "%.*e", (int)k - 1, value);
     size_t j = 0;
     for (const char *p = buffer; *p && *p != 'e'; p++) {
         if (*p == '.') continue;
@@ -825,11 +845,16 @@ static inline int read_event_key(Scan *s, int expected) {
     return event_key(key, len);
 }
 
-/* The join keys read from the top of args: 0 correlation, 1 "External id", 2 device, 3 stream; else -1. */
+/* The join keys read from the top of args: 0 correlation, 1 "External id", 2 device, 3 stream, 4 "external id"
+ * (the 2021 format's, on launches and device events: external_id where "External id" is missing or null);
+ * else -1. */
+enum { N_JOIN_KEYS = 5 };
+
 static inline int join_key(const char *key, size_t len) {
     if (len == 11) {
         if (memcmp(key, "correlation", 11) == 0) return 0;
         if (memcmp(key, "External id", 11) == 0) return 1;
+        if (memcmp(key, "external id", 11) == 0) return 4;
     } else if (len == 6) {
         if (memcmp(key, "device", 6) == 0) return 2;
         if (memcmp(key, "stream", 6) == 0) return 3;
@@ -838,7 +863,7 @@ static inline int join_key(const char *key, size_t len) {
 }
 
 /* args: copied compact to args_text, and the four join keys read from its top level. */
-static int read_args(Scan *s, int64_t keys[4], int found[4]) {
+static int read_args(Scan *s, int64_t keys[N_JOIN_KEYS], int found[N_JOIN_KEYS]) {
     char *o = s->args_end;
     s->p++;
     *o++ = '{';
@@ -870,7 +895,8 @@ static int read_args(Scan *s, int64_t keys[4], int found[4]) {
                 if (!read_number(s, &n)) return 0;
                 int64_t value;
                 if (!integer_value(&n, &value)) FAIL(s, "a join key that is not an integer");
-                if (which >= 2 && (value > INT32_MAX || value < INT32_MIN)) FAIL(s, "a device or stream past int32");
+                if ((which == 2 || which == 3) && (value > INT32_MAX || value < INT32_MIN))
+                    FAIL(s, "a device or stream past int32");
                 if (n.negative && value == 0) FAIL(s, "-0 in args");
                 keys[which] = value;
                 o = put_text(o, value_start, (size_t)(s->p - value_start), s->end);
@@ -894,7 +920,9 @@ static int read_args(Scan *s, int64_t keys[4], int found[4]) {
     }
 }
 
-/* ts or dur: integer nanoseconds of a decimal with at most 3 fraction digits. */
+/* ts or dur: integer nanoseconds of a decimal with at most 3 fraction digits. Up to 16 integer digits: epoch
+ * microseconds (1.6e15 in 2021) hold 16, and their nanoseconds fit int64 until 2262; past int64 the part is
+ * left to DuckDB's reader, which refuses it. */
 static int read_time(Scan *s, int64_t *ns, int *present) {
     if (!at_number(s)) {
         if (!at_null(s)) FAIL(s, "a ts or dur that is not a number");
@@ -904,17 +932,34 @@ static int read_time(Scan *s, int64_t *ns, int *present) {
     }
     Number n;
     if (!read_number(s, &n)) return 0;
-    if (n.has_exponent || n.raw_frac_digits > 3 || n.int_digits > 15) FAIL(s, "a ts or dur DuckDB would round");
+    if (n.has_exponent || n.raw_frac_digits > 3) FAIL(s, "a ts or dur DuckDB would round");
+    if (n.int_digits > 16) FAIL(s, "a ts or dur past int64 nanoseconds");
     const char *f = n.start + n.negative + n.int_digits + 1;
-    int64_t frac = 0;
-    for (size_t i = 0; i < 3; i++) frac = frac * 10 + (i < n.raw_frac_digits ? f[i] - '0' : 0);
-    int64_t v = (int64_t)n.int_value * 1000 + frac;
-    *ns = n.negative ? -v : v;
+    uint64_t frac = 0;
+    for (size_t i = 0; i < 3; i++) frac = frac * 10 + (i < n.raw_frac_digits ? (uint64_t)(f[i] - '0') : 0);
+    uint64_t v = n.int_value * 1000 + frac; /* below 10^19: no wrap */
+    if (v > (uint64_t)INT64_MAX) FAIL(s, "a ts or dur past int64 nanoseconds");
+    *ns = n.negative ? -(int64_t)v : (int64_t)v;
     *present = 1;
     return 1;
 }
 
-/* pid or tid: an integer, or a string that TRY_CAST makes NULL. */
+/* A pid or tid string of an integer's digits alone, "-?(0|[1-9][0-9]*)" of at most 18 digits (the 2021 format writes
+ * tid so): its value, as TRY_CAST gives it; s->p past it. 0 for any other string (s->p unmoved). */
+static int read_id_digits(Scan *s, int64_t *value) {
+    const char *p = s->p + 1;
+    int negative = p < s->end && *p == '-';
+    p += negative;
+    uint64_t v;
+    const char *end = digits_end(s, p, &v);
+    size_t n = (size_t)(end - p);
+    if (n == 0 || n > 18 || (n > 1 && *p == '0') || end >= s->end || *end != '"') return 0;
+    *value = negative ? -(int64_t)v : (int64_t)v;
+    s->p = end + 1;
+    return 1;
+}
+
+/* pid or tid: an integer, a string of one (read_id_digits), or a string that TRY_CAST makes NULL. */
 static int read_id(Scan *s, int64_t *value, int *present) {
     *present = 0;
     if (!at_number(s)) {
@@ -924,6 +969,10 @@ static int read_id(Scan *s, int64_t *value, int *present) {
         }
         if (s->p < s->end && *s->p == '"') {
             char first = s->p + 1 < s->end ? s->p[1] : 0;
+            if ((first == '-' || is_digit(first)) && read_id_digits(s, value)) {
+                *present = 1;
+                return 1;
+            }
             if (!((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') || first == '"'))
                 FAIL(s, "a pid or tid string that may read as a number");
             return read_string(s, NULL);
@@ -971,8 +1020,8 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
     int32_t text[N_DICTIONARIES] = {0};
     int64_t pid = 0, tid = 0, ts = 0, dur = 0;
     int has_text[N_DICTIONARIES] = {0}, has_pid = 0, has_tid = 0, has_ts = 0, has_dur = 0, has_args = 0;
-    int64_t keys[4] = {0};
-    int found[4] = {0};
+    int64_t keys[N_JOIN_KEYS] = {0};
+    int found[N_JOIN_KEYS] = {0};
     if (s->p < s->end && *s->p == '}') {
         s->p++;
     } else {
@@ -1020,7 +1069,8 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
     column_set64(&c[TS_NS], row, ts, has_ts);
     column_set64(&c[DUR_NS], row, dur, has_dur);
     column_set64(&c[CORRELATION], row, keys[0], found[0] == 1);
-    column_set64(&c[EXTERNAL_ID], row, keys[1], found[1] == 1);
+    int legacy_external = found[1] != 1 && found[4] == 1;
+    column_set64(&c[EXTERNAL_ID], row, legacy_external ? keys[4] : keys[1], found[1] == 1 || legacy_external);
     column_set32(&c[DEVICE], row, keys[2], found[2] == 1);
     column_set32(&c[STREAM], row, keys[3], found[3] == 1);
     column_set_valid(&s->args_valid, row, has_args);
@@ -1327,9 +1377,15 @@ fail:
     return NULL;
 }
 
-/* ------------------------------------------------------------------ validate.sql's rules 1-7 */
+/* ------------------------------------------------------------------ the 2021 format's names */
 
-enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR }; /* CAT_OPERATOR: cpu_op and user_annotation */
+/* Categories as torch 1.8-1.9 (Kineto of early 2021) named them, read as their later names, as ingest.sql does;
+ * and a memory event of that format ("[memory]", ph "i", no cat) gets the category later versions give it. */
+static const char *const LEGACY_CATEGORIES[][2] = {
+    {"Kernel", "kernel"},        {"Memcpy", "gpu_memcpy"}, {"Memset", "gpu_memset"},
+    {"Runtime", "cuda_runtime"}, {"Operator", "cpu_op"},   {"User", "gpu_user_annotation"},
+};
+#define N_LEGACY_CATEGORIES (sizeof LEGACY_CATEGORIES / sizeof LEGACY_CATEGORIES[0])
 
 static int text_is(const Dictionary *d, int32_t i, const char *text) {
     const int32_t *offsets = (const int32_t *)d->offsets.data;
@@ -1337,7 +1393,84 @@ static int text_is(const Dictionary *d, int32_t i, const char *text) {
     return (size_t)(offsets[i + 1] - offsets[i]) == n && memcmp(d->text.data + offsets[i], text, n) == 0;
 }
 
+/* The index of text in d, or -1. */
+static int32_t dictionary_find(const Dictionary *d, const char *text) {
+    for (int32_t i = 0; i < d->count; i++) {
+        if (text_is(d, i, text)) return i;
+    }
+    return -1;
+}
+
 static inline int is_present(const Column *c, int64_t row) { return (c->valid[row >> 3] >> (row & 7)) & 1; }
+
+/* Rewrite the 2021 format's category names in the cat dictionary (merging any with the later name already there),
+ * and give its memory events their category; 0 when out of memory. Costs nothing on a later trace but a look at
+ * each distinct cat and name. */
+static int modernize_categories(Scan *s) {
+    Dictionary *cat = &s->dictionaries[CAT];
+    const char **renamed = calloc((size_t)cat->count + 1, sizeof(char *));
+    if (!renamed) return 0;
+    int any = 0;
+    for (int32_t i = 0; i < cat->count; i++) {
+        for (size_t j = 0; j < N_LEGACY_CATEGORIES; j++) {
+            if (text_is(cat, i, LEGACY_CATEGORIES[j][0])) {
+                renamed[i] = LEGACY_CATEGORIES[j][1];
+                any = 1;
+            }
+        }
+    }
+    if (any) {
+        Dictionary modern = {0};
+        int32_t *index = malloc(((size_t)cat->count + 1) * sizeof(int32_t));
+        int ok = index != NULL;
+        const int32_t *offsets = (const int32_t *)cat->offsets.data;
+        for (int32_t i = 0; ok && i < cat->count; i++) {
+            const char *text = renamed[i] ? renamed[i] : cat->text.data + offsets[i];
+            size_t n = renamed[i] ? strlen(renamed[i]) : (size_t)(offsets[i + 1] - offsets[i]);
+            index[i] = dictionary_index(&modern, text, n);
+            ok = index[i] >= 0;
+        }
+        if (ok) {
+            int32_t *values = cat->indices.values;
+            for (int64_t row = 0; row < s->rows; row++) {
+                if (is_present(&cat->indices, row)) values[row] = index[values[row]];
+            }
+            free(cat->text.data);
+            free(cat->offsets.data);
+            free(cat->slots);
+            modern.indices = cat->indices;
+            *cat = modern;
+        } else {
+            free(modern.text.data);
+            free(modern.offsets.data);
+            free(modern.slots);
+        }
+        free(index);
+        if (!ok) {
+            free(renamed);
+            return 0;
+        }
+    }
+    free(renamed);
+    int32_t memory = dictionary_find(&s->dictionaries[NAME], "[memory]");
+    int32_t instant = dictionary_find(&s->dictionaries[PH], "i");
+    if (memory < 0 || instant < 0) return 1;
+    const Column *name = &s->dictionaries[NAME].indices, *ph = &s->dictionaries[PH].indices;
+    const int32_t *name_index = name->values, *ph_index = ph->values;
+    int32_t instant_event = -1;
+    for (int64_t row = 0; row < s->rows; row++) {
+        if (is_present(&cat->indices, row) || !is_present(name, row) || name_index[row] != memory ||
+            !is_present(ph, row) || ph_index[row] != instant)
+            continue;
+        if (instant_event < 0 && (instant_event = dictionary_index(cat, "cpu_instant_event", 17)) < 0) return 0;
+        column_set32(&cat->indices, row, instant_event, 1);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ validate.sql's rules 1-7 */
+
+enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR }; /* CAT_OPERATOR: cpu_op and user_annotation */
 
 /* How many rows break one of validate.sql's rules 1-7 (-1: out of memory), read off the columns as DuckDB will
  * hold them: when no part read here has any, and DuckDB's reader read none, validate.sql skips its scan of every
@@ -1380,6 +1513,48 @@ static int64_t rows_breaking_rules(const Scan *s) {
     return broken;
 }
 
+/* ------------------------------------------------------------------ a mapped file that shrinks */
+
+/* A part of a plain trace is a range of the file mapped into memory (ingest.py reads it in place: no copy). Should the
+ * file be truncated while it is read, touching a page past its new end raises SIGBUS, which would kill the process
+ * without a word: the scan of a part catches it (the signal goes to the thread that faults, so the thread's own
+ * jump), and scan() raises OSError instead. A SIGBUS outside a scan goes where it went before. */
+static __thread sigjmp_buf *bus_jump;
+static struct sigaction previous_bus;
+
+static void on_bus(int signal, siginfo_t *info, void *context) {
+    if (bus_jump) siglongjmp(*bus_jump, 1);
+    if ((previous_bus.sa_flags & SA_SIGINFO) && previous_bus.sa_sigaction) {
+        previous_bus.sa_sigaction(signal, info, context);
+    } else if (!(previous_bus.sa_flags & SA_SIGINFO) && previous_bus.sa_handler != SIG_DFL &&
+               previous_bus.sa_handler != SIG_IGN) {
+        previous_bus.sa_handler(signal);
+    } else {
+        sigaction(SIGBUS, &previous_bus, NULL); /* the fault recurs on return, with the action it had */
+    }
+}
+
+static void catch_bus_errors(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = on_bus;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGBUS, &action, &previous_bus);
+}
+
+/* scan_array, or -1 when the buffer's pages went away under it (SIGBUS). */
+static int scan_array_guarded(Scan *s, int64_t first_id, int bare) {
+    sigjmp_buf jump;
+    volatile int ok = -1;
+    if (sigsetjmp(jump, 1) == 0) {
+        bus_jump = &jump;
+        ok = scan_array(s, first_id, bare);
+    }
+    bus_jump = NULL;
+    return ok;
+}
+
 /* ------------------------------------------------------------------ Python */
 
 static PyObject *scan(PyObject *self, PyObject *args) {
@@ -1398,16 +1573,20 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (int c = 0; c < N_COLUMNS; c++) s->columns[c].width = (c == DEVICE || c == STREAM) ? 4 : 8;
     for (int d = 0; d < N_DICTIONARIES; d++) s->dictionaries[d].indices.width = 4;
     int ok;
-    int64_t broken = 0;
+    int64_t broken = -1; /* -1: out of memory */
     Py_BEGIN_ALLOW_THREADS
-    ok = scan_array(s, first_id, bare);
+    ok = scan_array_guarded(s, first_id, bare);
+    if (ok == 1 && modernize_categories(s)) broken = rows_breaking_rules(s);
     Py_END_ALLOW_THREADS
     PyObject *result;
-    if (!ok) {
+    if (ok < 0) {
+        result = PyErr_Format(PyExc_OSError, "the buffer's pages went away while it was read (a mapped file truncated)");
+    } else if (!ok) {
+        if (!s->problem) s->problem = "invalid JSON", s->problem_at = s->p;
         int out_of_memory = strcmp(s->problem, "out of memory") == 0;
         result = out_of_memory ? PyErr_NoMemory()
                                : Py_BuildValue("(Osn)", Py_None, s->problem, (Py_ssize_t)(s->problem_at - s->start));
-    } else if ((broken = rows_breaking_rules(s)) < 0) {
+    } else if (broken < 0) {
         result = PyErr_NoMemory();
     } else {
         struct ArrowArrayStream *stream = export_stream(s);
@@ -1443,5 +1622,6 @@ PyMODINIT_FUNC PyInit__kineto(void) {
     for (int c = 0x20; c < 0x80; c++) PLAIN[c] = c != '"' && c != '\\';
     SPACE[' '] = SPACE['\n'] = SPACE['\r'] = SPACE['\t'] = 1;
     init_quoted_event_keys();
+    catch_bus_errors();
     return PyModule_Create(&module);
 }

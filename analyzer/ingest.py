@@ -1,7 +1,7 @@
 """Load a Kineto/Chrome trace (``.json`` or ``.json.gz``) into the DuckDB table ``events``.
 
-The ``traceEvents`` array is cut into parts (event_array.py: ranges of a plain file, decompressed parts in
-memory, or part files) and the parts load in parallel, one per DuckDB thread, while the rest of the trace
+The ``traceEvents`` array is cut into parts (event_array.py, trace_parts.py: ranges of a plain file, decompressed
+parts in memory, or part files) and the parts load in parallel, one per DuckDB thread, while the rest of the trace
 is still being decompressed. Each part is read by the native reader (_kineto.c, about three times cheaper)
 and inserted as an Arrow stream, with its final ids as soon as the parts before it are counted; or, where
 that reader leaves the part (input it cannot reproduce exactly) or was not built, by DuckDB's JSON reader
@@ -17,15 +17,17 @@ import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 
 import duckdb
 
 from .errors import BadInputError
-from .event_array import CutFailed, Part, is_gzip, open_trace, parse_whole, part_file, split_event_array
+from .event_array import is_gzip, open_trace, parse_whole, split_event_array
+from .memory import PART_ROOM, reading_limits
 from .sql import run_sql_file
+from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file
 from .validate import describe_unreadable_events
 
 try:
@@ -79,7 +81,7 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
         try:
             header.keys = _load(con, path, header, part_bytes, workers, progress)
         except _PartsFailed:  # a cut fell inside an event: read the array again as one part
-            header.keys = _load(con, path, header, 1 << 62, 1, progress)
+            header.keys = _load(con, path, header, UNLIMITED, 1, progress)
     except _WholeParseNeeded:
         header.keys = _load_whole(con, path, header)
     return header
@@ -101,7 +103,7 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     header.rows_checked.clear()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         with open_trace(path, header.compressed) as stream:
-            keys = parse_whole(path, stream, scratch)
+            keys = parse_whole(path, stream, scratch, reading_limits(con, 1))
         file = part_file(scratch, 0)
         try:
             with _NativeInserts(con) as inserts:
@@ -131,6 +133,10 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
         # parts handed out but not loaded yet: a part kept in memory waits for a free slot, so a stream that
         # decompresses faster than its parts load holds at most this many in memory
         slots = threading.BoundedSemaphore(workers + 1)
+        # one part (the second try) may take the whole memory limit; each of several, their share but their size
+        limits = reading_limits(con, 1 if part_bytes >= UNLIMITED else workers + 1)
+        if part_bytes < UNLIMITED:
+            limits = replace(limits, max_part_bytes=max(limits.max_part_bytes, part_bytes + PART_ROOM))
 
         def on_part(index: int, part: Part) -> None:
             parts.append(part)
@@ -147,12 +153,18 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
                 on_part=on_part,
                 advance=advance,
                 in_place=native_reader is not None,
+                limits=limits,
             )
         except CutFailed:
             raise _PartsFailed from None
         failures = [f.exception() for f in loads if f.exception() is not None]
         if failures:
             inserts.abandon()
+        for failure in failures:  # a fault of the file itself, or of its size, not of a part's cut: no second try
+            if isinstance(failure, BadInputError):
+                raise failure
+            if isinstance(failure, duckdb.OutOfMemoryException):
+                raise BadInputError(path, beyond_the_limits(con, failure)) from None
         if failures and len(loads) == 1:
             problem = describe_unreadable_events(con, parts[0].as_file())
             if problem is None and os.path.getsize(parts[0].file) <= WHOLE_PARSE_LIMIT:
@@ -280,7 +292,10 @@ def _insert_natively(
 ) -> int | None:
     """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
     with part.contents() as (data, bare):
-        scanned = native_reader.scan(data, 0, bare)
+        try:
+            scanned = native_reader.scan(data, 0, bare)
+        except OSError:  # the mapped file shrank under the scan (SIGBUS, caught)
+            raise BadInputError(header.path, TRUNCATED_WHILE_READ) from None
     rows, stream = scanned[0], scanned[1]
     if rows is None:
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
@@ -291,6 +306,17 @@ def _insert_natively(
     if scanned[2] == 0:
         header.rows_checked.append(index)
     return rows
+
+
+def beyond_the_limits(con: duckdb.DuckDBPyConnection, exc: duckdb.OutOfMemoryException) -> str:
+    """The sentence for a trace that needs more memory and spill than the run's limits give."""
+    memory, disk = con.execute(
+        "SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')"
+    ).fetchone()
+    return (
+        f"needs more than the memory limit ({memory}) and the disk limit ({disk}) to load: give it more with"
+        f" memory_limit / disk_limit ({_first_line(exc)})"
+    )
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,22 +1,32 @@
 -- ingest.sql: append one part of the trace's traceEvents array (a file holding a JSON array of consecutive
 -- events) to `events`. event_id is ${first_id} + the position in the part (event_ids.sql renumbers).
--- ts/dur are read as exact decimals and stored as integer nanoseconds, so containment tests are exact
--- (whole microseconds and the 3 decimals apart: no 128-bit decimal arithmetic).
+-- ts/dur are read as exact decimals and stored as integer nanoseconds, so containment tests are exact; 38
+-- digits hold epoch microseconds (16 integer digits), whose nanoseconds fit BIGINT until 2262 (past it the
+-- cast fails and validate.py names the event).
 -- pid/tid that are strings in the trace ("Spans", "Traces") become NULL; the full args stay as JSON, and
--- the four args the attribution joins on come from one parse of them (json_transform: the same values as
--- TRY_CAST(json_extract(args, path)) of each, in one pass instead of four).
+-- the join keys the attribution needs come from one parse of them (json_transform: the same values as
+-- TRY_CAST(json_extract(args, path)) of each, in one pass instead of one each; "external id" apart, as a
+-- struct's field names ignore case, and parsed only from args whose text holds it).
+-- The 2021 format (torch 1.8-1.9) is read as the later one: its categories by their later names, a memory event
+-- without cat as cpu_instant_event, and "external id" (its launches' and device events') as external_id where
+-- "External id" is missing or null. _kineto.c (LEGACY_CATEGORIES) does the same.
 INSERT INTO events
 SELECT
     CAST(${first_id} AS BIGINT) + (row_number() OVER ()) - 1                                AS event_id,
     ph,
-    cat,
+    CASE cat WHEN 'Kernel' THEN 'kernel' WHEN 'Memcpy' THEN 'gpu_memcpy' WHEN 'Memset' THEN 'gpu_memset'
+             WHEN 'Runtime' THEN 'cuda_runtime' WHEN 'Operator' THEN 'cpu_op' WHEN 'User' THEN 'gpu_user_annotation'
+             ELSE coalesce(cat, CASE WHEN ph = 'i' AND name = '[memory]' THEN 'cpu_instant_event' END)
+    END                                                                                     AS cat,
     name,
     TRY_CAST(pid AS BIGINT)                                                                 AS pid,
     TRY_CAST(tid AS BIGINT)                                                                 AS tid,
-    CAST(trunc(ts) AS BIGINT) * 1000 + CAST(CAST(ts - trunc(ts) AS DECIMAL(4, 3)) * 1000 AS BIGINT)    AS ts_ns,
-    CAST(trunc(dur) AS BIGINT) * 1000 + CAST(CAST(dur - trunc(dur) AS DECIMAL(4, 3)) * 1000 AS BIGINT) AS dur_ns,
+    CAST(ts * 1000 AS BIGINT)                                                               AS ts_ns,
+    CAST(dur * 1000 AS BIGINT)                                                              AS dur_ns,
     keys.correlation                                                                        AS correlation,
-    keys."External id"                                                                      AS external_id,
+    coalesce(keys."External id",
+             CASE WHEN contains(args, '"external id"') THEN TRY_CAST(json_extract(args, '$."external id"') AS BIGINT) END)
+                                                                                            AS external_id,
     keys.device                                                                             AS device,
     keys.stream                                                                             AS stream,
     args
@@ -26,6 +36,6 @@ FROM (
         ${events_file},
         format = 'array',
         columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
-                   ts: 'DECIMAL(18,3)', dur: 'DECIMAL(18,3)', args: 'JSON'}
+                   ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON'}
     )
 );

@@ -1,10 +1,13 @@
-"""How much memory DuckDB may use for one trace, and where it spills the rest.
+"""How much memory DuckDB may use for one trace, where it spills the rest, and how much it may spill.
 
 The events table takes about 0.8x the trace's JSON in memory, and the attribution's joins and
 aggregations need a few hundred MB more on a 1 GB trace. Left alone, DuckDB would take up to 80% of
 RAM; a run is instead given 1.25x its JSON (at least MIN_LIMIT, at most DuckDB's 80% of RAM), beyond
 which DuckDB spills table blocks and operator state to a scratch directory: a trace larger than the
-memory it is given still loads, a little slower.
+memory it is given still loads, a little slower. The spill is bounded too (the disk limit, DuckDB's
+max_temp_directory_size: by default twice the JSON, at least MIN_DISK_LIMIT), and reading the trace
+holds no more than these limits allow (reading_limits): a gzip bomb is refused, not loaded until the
+machine gives out.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 import duckdb
 
 from .sql import quote
+from .trace_parts import CHUNK, UNLIMITED, Limits
 
 MIN_LIMIT = 512 << 20
 LIMIT_PER_JSON_BYTE = 1.25
@@ -28,6 +32,14 @@ BLOCK_REUSE_MIN_JSON = 512 << 20  # from here DuckDB keeps freed blocks for reus
 # Kineto JSON compresses 10-20x at gzip level 3: ISIZE wraps past 4 GiB of JSON, which a gzip file of more
 # than 4 GiB / GZIP_RATIO_MAX may have; then the wraps are added back until the ratio is GZIP_RATIO_FLOOR.
 GZIP_RATIO_FLOOR, GZIP_RATIO_MAX = 8, 64
+MIN_DISK_LIMIT = 4 << 30
+DISK_LIMIT_PER_JSON_BYTE = 2
+# the most JSON a trace may decompress to, per byte of memory and disk limit (a Kineto trace's events table is
+# 0.8x its JSON: twice the limits is more than a real trace can need, and bounds what a bomb costs)
+JSON_PER_LIMIT_BYTE = 2
+WHOLE_DOCUMENT_SHARE = 8  # a document parsed whole (orjson's objects: several times its bytes) of limit/8 at most
+WHOLE_DOCUMENT_MIN = 64 << 20
+PART_ROOM = 4 * CHUNK  # a streamed part may grow this far past its size before a cut is found
 
 
 def json_bytes(path: Path, compressed: bool) -> int:
@@ -53,14 +65,27 @@ def default_memory_limit(json_size: int) -> int:
     return min(limit, int(RAM_SHARE * ram))
 
 
-def limit_memory(con: duckdb.DuckDBPyConnection, owner: object, limit: int | str, json_size: int = 0) -> None:
-    """Set ``con``'s memory limit (bytes, or DuckDB's '4GB') and a spill directory removed with ``owner``;
-    ``json_size``: the JSON the run will load, in bytes."""
+def default_disk_limit(json_size: int) -> int:
+    """Bytes DuckDB may spill to its scratch directory for a trace of ``json_size`` bytes of JSON."""
+    return max(MIN_DISK_LIMIT, DISK_LIMIT_PER_JSON_BYTE * json_size)
+
+
+def limit_memory(
+    con: duckdb.DuckDBPyConnection,
+    owner: object,
+    limit: int | str,
+    json_size: int = 0,
+    disk_limit: int | str | None = None,
+) -> None:
+    """Set ``con``'s memory limit (bytes, or DuckDB's '4GB'), a spill directory removed with ``owner``, and the most
+    it may spill (``disk_limit``; default_disk_limit); ``json_size``: the JSON the run will load, in bytes."""
     spill = tempfile.mkdtemp(prefix="kernelscope-spill-")
     weakref.finalize(owner, shutil.rmtree, spill, True)
     con.execute(f"SET temp_directory = {quote(spill)}")
     amount = quote(f"{limit}B" if isinstance(limit, int) else limit)
     con.execute(f"SET memory_limit = {amount}")
+    disk = default_disk_limit(json_size) if disk_limit is None else disk_limit
+    con.execute(f"SET max_temp_directory_size = {quote(f'{disk}B' if isinstance(disk, int) else disk)}")
     if json_size >= BLOCK_REUSE_MIN_JSON:
         # Blocks freed by one statement serve the next instead of going back to the system, up to half the limit.
         # On a 1 GB trace, interleaved runs: none 3.76-3.96 s, half 3.51-3.60 s, the whole limit 3.41-3.50 s, with
@@ -83,3 +108,21 @@ def memory_bytes(limit: int | str) -> int | None:
     unit = match.group(2).upper()
     base = 1024 if "I" in unit else 1000
     return int(float(match.group(1)) * base ** "BKMGT".index(unit[0]))
+
+
+def reading_limits(con: duckdb.DuckDBPyConnection, parts_in_memory: int) -> Limits:
+    """What reading a trace into ``con`` may hold (trace_parts.Limits), from its memory and disk limits, with at
+    most ``parts_in_memory`` streamed parts in memory at once."""
+    memory_setting, disk_setting = con.execute(
+        "SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')"
+    ).fetchone()
+    memory, disk = memory_bytes(memory_setting), memory_bytes(disk_setting)
+    if memory is None:
+        return Limits(memory=memory_setting, disk=disk_setting)
+    return Limits(
+        max_part_bytes=max(memory // max(parts_in_memory, 1), PART_ROOM),
+        max_json_bytes=UNLIMITED if disk is None else JSON_PER_LIMIT_BYTE * (memory + disk),
+        whole_document_bytes=max(WHOLE_DOCUMENT_MIN, memory // WHOLE_DOCUMENT_SHARE),
+        memory=memory_setting,
+        disk=disk_setting,
+    )

@@ -12,7 +12,7 @@ import pandas as pd
 
 from .errors import BadInputError
 from .event_array import is_gzip
-from .ingest import TraceHeader, ingest_trace
+from .ingest import TraceHeader, beyond_the_limits, ingest_trace
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .ranks import find_ranks, header_rank, merge_function_data
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
@@ -88,6 +88,7 @@ class Run:
         database: str = ":memory:",
         allow_empty: bool = False,
         memory_limit: int | str | None = None,
+        disk_limit: int | str | None = None,
     ):
         path = Path(path)
         sources = find_ranks(path)
@@ -96,7 +97,8 @@ class Run:
         function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
         con = duckdb.connect(database)
         json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
-        limit_memory(con, self, default_memory_limit(json_size) if memory_limit is None else memory_limit, json_size)
+        memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
+        limit_memory(con, self, memory, json_size, disk_limit)
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress)
         except BaseException:
@@ -134,7 +136,10 @@ class Run:
                 raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
             validate_events(con, source.trace, rows_checked=header.all_rows_checked)
             rank = source.rank if source.rank is not None else header_rank(header.keys)
-            run_sql_file(con, "attribution.sql")
+            try:
+                run_sql_file(con, "attribution.sql")
+            except duckdb.OutOfMemoryException as exc:
+                raise BadInputError(source.trace, beyond_the_limits(con, exc)) from None
             check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
             con.execute("DROP TABLE ks_launch_check")
             directory = source.trace.parent if source.manifest is not None else None
@@ -301,12 +306,14 @@ def load_run(
     progress: bool = False,
     allow_empty: bool = False,
     memory_limit: int | str | None = None,
+    disk_limit: int | str | None = None,
 ) -> Run:
     """Load a run directory or any Kineto trace (``.json``/``.json.gz``) for analysis.
 
     A trace with nothing to attribute (no device events, no CPU operators) is refused as bad input
     unless ``allow_empty`` (then the tables are empty). ``memory_limit`` (bytes, or DuckDB's "4GB") caps
-    DuckDB's memory, beyond which it spills to a scratch directory; default 1.25x the traces' JSON.
+    DuckDB's memory, beyond which it spills to a scratch directory; default 1.25x the traces' JSON. ``disk_limit``
+    (likewise) caps that spill; default twice the JSON, at least 4 GiB. A trace that needs more is refused.
     """
     for name, prefix in (("module_prefix", module_prefix), ("function_prefix", function_prefix)):
         if prefix is not None and not prefix:
@@ -318,6 +325,7 @@ def load_run(
         progress=progress,
         allow_empty=allow_empty,
         memory_limit=memory_limit,
+        disk_limit=disk_limit,
     )
 
 

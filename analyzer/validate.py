@@ -41,9 +41,14 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
     """Why DuckDB could not read the ``traceEvents`` array in ``events_file`` (one JSON array), or None.
 
     Called only after ingest failed: it reads the array again, each element as raw JSON, and finds the
-    first element that is not an object or whose ``ts``/``dur`` is not a number of microseconds.
+    first element that is not an object or whose ``ts``/``dur`` is not a number of microseconds (whose
+    nanoseconds fit 64 bits: until the year 2262 from 1970).
     """
-    number = "TRY_CAST(e->>'{0}' AS DECIMAL(18,3)) IS NULL AND json_type(e->'{0}') NOT IN ('NULL')"
+    # ingest.sql's DECIMAL(38,3) microseconds, whose nanoseconds must fit BIGINT
+    number = (
+        "coalesce(abs(TRY_CAST(e->>'{0}' AS DECIMAL(38,3))) > 9223372036854775.807, true)"
+        " AND json_type(e->'{0}') NOT IN ('NULL')"
+    )
     query = f"""
         SELECT i, json_type(e), e->>'cat', e->>'name', e->'ts', e->'dur',
                {number.format("ts")} AS bad_ts, {number.format("dur")} AS bad_dur

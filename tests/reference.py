@@ -18,11 +18,35 @@ import pandas as pd
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
 
+# torch 1.8-1.9's category names, and the later ones the analyzer reads them as
+LEGACY_CATS = {
+    "Kernel": "kernel",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+    "Runtime": "cuda_runtime",
+    "Operator": "cpu_op",
+    "User": "gpu_user_annotation",
+}
+
+
 def load_events(path: Path) -> list[dict]:
+    """The trace's events, the 2021 format's read as the later one: legacy categories renamed, a memory event
+    without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    return json.loads(raw, parse_float=Decimal)["traceEvents"]
+    events = json.loads(raw, parse_float=Decimal)["traceEvents"]
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        if e.get("cat") in LEGACY_CATS:
+            e["cat"] = LEGACY_CATS[e["cat"]]
+        elif e.get("cat") is None and e.get("ph") == "i" and e.get("name") == "[memory]":
+            e["cat"] = "cpu_instant_event"
+        args = e.get("args")
+        if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
+            args["External id"] = args["external id"]
+    return events
 
 
 def _ns(value) -> int:

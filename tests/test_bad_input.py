@@ -318,14 +318,36 @@ def test_a_numeric_string_ts_is_read_as_its_number(tmp_path):
 
 
 def test_the_real_traces_break_no_rule():
-    """The rules reject nothing that torch.profiler writes (every real trace of the repository)."""
+    """The rules reject nothing that torch.profiler writes (every real trace of the repository, the external ones
+    too): validate.sql's every rule, its pass over every event included (the native reader's pre-check skips that
+    pass when it counted no event breaking rules 1-7), and the pre-check agrees."""
     from kernelscope.analyzer.sql import sql_text
 
     paths = sorted(REPO.glob("sample_traces/*/trace.json.gz")) + sorted(REPO.glob("sample_traces/plain_kineto/*.gz"))
-    assert len(paths) >= 16
+    paths += sorted(REPO.glob("sample_traces/external/*.json*"))
+    assert len(paths) >= 22
+    zero_durations = 0
     for path in paths:
         with load_run(path, allow_empty=True) as run:
+            run.con.execute("SET VARIABLE ks_rows_checked = false")
             assert run.con.execute(sql_text("validate.sql")).fetchone() is None, path
+            assert run.header.all_rows_checked, path
+            zero_durations += run.con.execute("SELECT count(*) FROM events WHERE ph = 'X' AND dur_ns = 0").fetchone()[0]
+    assert zero_durations > 0, "events of dur 0 are among them (rule 3 refuses only a negative dur)"
+
+
+def test_a_device_event_repeats_another_only_on_its_stream(tmp_path):
+    """Rule 9's key is (correlation, device, stream, start): the same kernel on another stream is another event."""
+
+    def on_two_streams(events):
+        copy = json.loads(json.dumps(events[K]))
+        copy["args"]["stream"] = events[K]["args"]["stream"] + 1
+        events.append(copy)
+
+    with load_run(_trace(tmp_path, on_two_streams)) as run:
+        assert len(run.profiling_df()) == len(load_run(RUN).profiling_df()) + 1
+    with pytest.raises(BadInputError, match=rf"repeats device event traceEvents\[{K}\]"):
+        load_run(_trace(tmp_path, _duplicate(K)))
 
 
 def test_a_trace_with_no_device_events_is_refused_by_the_cli_and_empty_with_allow_empty(tmp_path):

@@ -1,12 +1,14 @@
 """Ingest: a trace cut into parts loads exactly as in one piece, whatever the cuts hit."""
 
+import functools
 import gzip
+from decimal import Decimal
 
 import duckdb
 import orjson
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import event_array, ingest
+from kernelscope.analyzer import ingest, streamed_parts
 
 GPT2 = REPO / "sample_traces" / "gpt2" / "trace.json.gz"
 LOAD_PART = ingest._load_part
@@ -54,8 +56,8 @@ def test_many_parts_load_like_one(plain_gpt2, compressed, monkeypatch):
 def test_streamed_parts_outgrow_their_buffers(plain_gpt2, monkeypatch, in_memory):
     """Parts far larger than their buffers' first size, decompressed in small reads: the buffers grow, and
     the parts still hold every byte of the array exactly once."""
-    monkeypatch.setattr(event_array, "CHUNK", 4096)
-    monkeypatch.setattr(event_array, "MAX_BUFFER_BYTES", 1024)
+    monkeypatch.setattr(streamed_parts, "CHUNK", 4096)
+    monkeypatch.setattr(streamed_parts, "MAX_BUFFER_BYTES", 1024)
     monkeypatch.setattr(ingest, "native_reader", ingest.native_reader if in_memory else None)
     whole, _ = _events(GPT2, monkeypatch, 1 << 40)
     parts, loads = _events(GPT2, monkeypatch, 256 << 10)
@@ -94,3 +96,87 @@ def test_cuts_inside_strings_or_nested_objects_fall_back_to_one_part(tmp_path, c
     assert len(loads) > 2 and loads.count(0) == 2 and loads[-1] == 0, "cut, failed, then loaded whole"
     _same_events(whole, parts)
     assert parts.execute("SELECT count(*), count(external_id) FROM events").fetchone() == (3000, 3000)
+
+
+EXTERNAL = REPO / "sample_traces" / "external"
+EPOCH_AND_2021 = [
+    "hta_backward_thread.json",  # epoch ts, integer microseconds
+    "hta_event_sync_multi_stream.json.gz",  # epoch ts, 3 streams
+    "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz",  # the 2021 format, epoch ts, 10133 device events
+]
+DEVICE = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+@functools.cache
+def _reference_events(name: str) -> list[dict]:
+    from reference import load_events
+
+    return load_events(EXTERNAL / name)
+
+
+@pytest.mark.parametrize("name", EPOCH_AND_2021)
+def test_epoch_and_2021_traces_load_exactly(name):
+    """Epoch-microsecond timestamps (16 integer digits) and the 2021 format's names, read natively: every event's
+    ts exact to the nanosecond, every device event one row attributed as the reference attributes it, the sums
+    equal, start_us from the trace's first event."""
+    from kernelscope.analyzer import load_run
+    from reference import assert_matches_reference
+
+    path = EXTERNAL / name
+    events = _reference_events(name)
+    with load_run(path) as run:
+        assert run.header.native_parts == [0] and run.header.duckdb_parts == []
+        assert_matches_reference(run, path)
+        ts = [row[0] for row in run.con.execute("SELECT ts_ns FROM events ORDER BY event_id").fetchall()]
+        assert ts == [None if "ts" not in e else int(Decimal(e["ts"]) * 1000) for e in events]
+        assert min(ts) > 10**18  # epoch: after 2001, in nanoseconds
+        complete = [e for e in events if e.get("ph") == "X" and "ts" in e and Decimal(e.get("dur", -1)) >= 0]
+        first = min(Decimal(e["ts"]) for e in complete)
+        device = {(e["args"]["correlation"], Decimal(e["ts"]) - first) for e in complete if e["cat"] in DEVICE}
+        frame = run.profiling_df()
+        assert {(r.correlation, Decimal(str(r.start_us))) for r in frame.itertuples()} == device
+
+
+def test_the_2021_format_reads_as_the_later_one():
+    """Its categories by their later names; its launches' and device events' "external id" as external_id, which
+    names their operators; its kernels' time all in the kernels table."""
+    from kernelscope.analyzer import load_run
+
+    name = "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz"
+    raw = orjson.loads(gzip.decompress((EXTERNAL / name).read_bytes()))["traceEvents"]
+    legacy = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset", "Runtime": "cuda_runtime"}
+    legacy["Operator"] = "cpu_op"
+    with load_run(EXTERNAL / name) as run:
+        counts = dict(run.con.execute("SELECT cat, count(*) FROM events WHERE cat IS NOT NULL GROUP BY cat").fetchall())
+        for old, new in legacy.items():
+            assert counts[new] == sum(e.get("cat") == old for e in raw), old
+        missing = "SELECT count(*) FROM events WHERE cat IN ('kernel', 'cuda_runtime') AND external_id IS NULL"
+        assert run.con.execute(missing).fetchone()[0] == 0
+        kernel_ns = sum(round(e["dur"] * 1000) for e in raw if e.get("cat") == "Kernel")
+        frame = run.profiling_df()
+        assert round(frame.loc[frame.kind == "kernel", "kernel_us"].sum() * 1000) == kernel_ns
+        assert frame["op"].notna().mean() > 0.98  # the ops reached through "external id"
+
+
+def test_a_trace_truncated_while_it_is_read_is_one_line(plain_gpt2, tmp_path, monkeypatch):
+    """A plain trace's parts are read where the file is mapped: truncated under the reader, the pages past its new
+    end fault (SIGBUS), which the reader turns into one line instead of a killed process."""
+    import os
+    import shutil
+
+    from kernelscope.analyzer import BadInputError
+
+    path = tmp_path / "trace.json"
+    shutil.copy(plain_gpt2, path)
+    scan = ingest.native_reader.scan
+
+    class TruncatingReader:
+        @staticmethod
+        def scan(data, first_id, bare):
+            os.truncate(path, 4096)  # the part is mapped already: only its first page is left
+            return scan(data, first_id, bare)
+
+    monkeypatch.setattr(ingest, "native_reader", TruncatingReader)
+    with pytest.raises(BadInputError, match=r"trace\.json: was truncated while it was read \(is it still being"):
+        ingest.ingest_trace(duckdb.connect(), path)
+    assert scan(b'[{"ph": "X"}]', 0)[0] == 1, "the reader reads on"

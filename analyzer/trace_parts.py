@@ -1,0 +1,172 @@
+"""A part of a trace's ``traceEvents`` array: consecutive events that load together (event_array.py cuts them).
+
+A part is a file holding a JSON array; or a range of a plain trace, its events alone (``{…},{…}``), mapped
+only while a reader reads them; or a decompressed stream's array in memory (streamed_parts.py). Either of the
+last two is written to the part file only when a reader needs a file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+import orjson
+
+from .errors import BadInputError
+
+if TYPE_CHECKING:
+    from .streamed_parts import Buffers
+
+CHUNK = 8 << 20
+TAIL_KEEP = 1 << 20
+SEARCH_OVERLAP = 64  # a boundary the last search could not see whole starts at most this far before its end
+# between two events: the end of one object, a comma, the start of the next one's first key (a match
+# inside a string or a nested value is possible, never silent: the part is then not valid JSON)
+BOUNDARY = re.compile(rb'\}\s*,\s*(?=\{\s*")')
+TRUNCATED_WHILE_READ = "was truncated while it was read (is it still being written?)"
+UNLIMITED = 1 << 62
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What reading one trace may hold, from the run's memory and disk limits (memory.py): a part in memory
+    (``max_part_bytes``: a stretch of traceEvents with no place to cut it, one huge event or blanks, cannot grow
+    past it), the JSON a compressed trace decompresses to (``max_json_bytes``: more would not fit in the memory and
+    the disk given, a gzip bomb), and a document parsed whole (``whole_document_bytes``). ``memory`` and ``disk``:
+    the limits as the messages name them."""
+
+    max_part_bytes: int = UNLIMITED
+    max_json_bytes: int = UNLIMITED
+    whole_document_bytes: int = UNLIMITED
+    memory: str = "none"
+    disk: str = "none"
+
+    def part_refusal(self) -> str:
+        return (
+            f"holds more than {_mib(self.max_part_bytes)} of traceEvents with no place between two events to cut it"
+            f" (one event, or blanks, that large), more than the memory limit ({self.memory}) allows"
+        )
+
+    def json_refusal(self) -> str:
+        return (
+            f"decompresses to more than {_mib(self.max_json_bytes)} of JSON, more than the memory limit ({self.memory})"
+            f" and the disk limit ({self.disk}) can load"
+        )
+
+    def whole_document_refusal(self) -> str:
+        return (
+            f"has no traceEvents where a Kineto trace has it, and is larger than {_mib(self.whole_document_bytes)}"
+            f", too large to parse whole within the memory limit ({self.memory})"
+        )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.0f} MiB"
+
+
+@dataclass
+class Part:
+    """One part of the ``traceEvents`` array: a part file holding a JSON array of consecutive events; or, for a
+    plain trace read in place, bytes ``[first, last)`` of the trace: those events alone (``{…},{…}``), mapped
+    only while a reader reads them (so they leave memory with it); or, for a decompressed stream read in
+    place, the array in memory (``data``). Either of the last two is written to the part file only when a
+    reader needs a file."""
+
+    index: int
+    file: str
+    source: Path | None = None
+    first: int = 0
+    last: int = 0
+    data: memoryview | None = None  # a streamed part kept in memory: its JSON array, until read
+    buffers: Buffers | None = None  # where data's memory goes back once read
+
+    def drop_data(self) -> None:
+        """Give a part kept in memory back to its buffers (its data must be on file if still needed)."""
+        if self.data is not None:
+            view, self.data = self.data, None
+            source = view.obj
+            view.release()
+            self.buffers.give(source)
+
+    @contextmanager
+    def contents(self):
+        """``(buffer, bare)`` for the ``with`` block: the part's bytes (a file or a range of the trace mapped
+        for the block, or the data in memory), and whether they are the events alone rather than an array."""
+        if self.data is not None:
+            yield self.data, False
+            return
+        path, first, last = (self.source, self.first, self.last) if self.source is not None else (self.file, 0, None)
+        with open(path, "rb") as raw:
+            size = os.fstat(raw.fileno()).st_size
+            last = size if last is None else last
+            if last <= first:
+                yield b"", self.source is not None
+                return
+            if last > size:  # shorter than when it was cut
+                raise BadInputError(path, TRUNCATED_WHILE_READ)
+            start = first - first % mmap.ALLOCATIONGRANULARITY
+            with mmap.mmap(raw.fileno(), last - start, access=mmap.ACCESS_READ, offset=start) as mapped:
+                view = memoryview(mapped)[first - start :]
+                try:
+                    yield view, self.source is not None
+                finally:
+                    view.release()
+
+    def as_file(self) -> str:
+        if self.data is not None and not os.path.exists(self.file):
+            with open(self.file, "wb") as out:
+                out.write(self.data)
+        if self.source is not None and not os.path.exists(self.file):
+            with open(self.source, "rb") as raw, open(self.file, "wb", buffering=0) as out:
+                out.write(b"[")
+                copy_range(self.source, raw.fileno(), out, self.first, self.last - self.first)
+                out.write(b"]")
+        return self.file
+
+
+Advance = Callable[[int, BinaryIO], None]
+OnPart = Callable[[int, Part], None]
+
+
+class CutFailed(Exception):
+    """The cuts did not fall between events; read the array again as one part."""
+
+
+def part_file(scratch: str, index: int) -> str:
+    return os.path.join(scratch, f"events-{index:05d}.json")
+
+
+def find_array_end(path: Path, tail: bytes) -> tuple[int, dict]:
+    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it."""
+    pos = tail.rfind(b"]")
+    while pos != -1:
+        try:
+            keys = orjson.loads(b'{"traceEvents":[]' + tail[pos + 1 :])
+        except orjson.JSONDecodeError:
+            pos = tail.rfind(b"]", 0, pos)
+            continue
+        if isinstance(keys, dict):
+            keys.pop("traceEvents", None)
+            return pos + 1, keys
+        break
+    raise BadInputError(path, "the JSON ends before the trace object is complete (truncated or corrupt)")
+
+
+def copy_range(path: Path, fd: int, out: BinaryIO, offset: int, count: int) -> None:
+    """Copy ``count`` bytes at ``offset`` of ``fd`` (the file at ``path``) to ``out``: in the kernel where it can,
+    else by chunks."""
+    while count:
+        try:
+            n = os.copy_file_range(fd, out.fileno(), count, offset)
+        except (AttributeError, OSError):  # not Linux, or a file system that cannot
+            n = out.write(os.pread(fd, min(count, CHUNK), offset))
+        if not n:
+            raise BadInputError(path, TRUNCATED_WHILE_READ)
+        offset += n
+        count -= n
