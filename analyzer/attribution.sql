@@ -24,14 +24,16 @@ SET merge_join_threshold = 0;
 -- with two): where each was made, and whether it must have device events (a kernel or graph launch: a
 -- cudaMemsetAsync of zero bytes legitimately has none; seen on the H200, cuBLAS's memsets inside aten::addmm).
 CREATE OR REPLACE TEMP TABLE ks_launches AS
-SELECT correlation, pid, tid, ts_ns, external_id, CASE WHEN ks_graph_launch(name) THEN event_id END AS graph_launch_id,
+SELECT correlation, pid, tid, ts_ns, external_id,
+       CASE WHEN ks_graph_launch(name) THEN event_id END AS graph_launch_id,
        ks_kernel_launch(name) OR ks_graph_launch(name) AS must_launch
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
   AND correlation IS NOT NULL;
 
 -- One row per result row, with where (thread, time) it was launched from: device events through the
--- runtime/driver call of their correlation; in a trace without device events, its operators (is_cpu_op), at their start.
+-- runtime/driver call of their correlation; in a trace without device events, its operators (is_cpu_op), from
+-- their start.
 -- graph_launch_id: the cudaGraphLaunch of the kernels of a CUDA graph launch. In a recording that opens no scope
 -- around a replay (variable graph_replay_call, from the manifest) they are the replay's call when no call scope
 -- holds the launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
@@ -132,10 +134,11 @@ WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable(
       IN (SELECT (pid, tid, at_ns >> getvariable('ks_bucket_shift')) FROM ks_anchors);
 
 -- Per launch point (or CPU operator), the innermost module, function and operator holding it (latest start, then
--- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the
--- points with the spans of their thread. A CPU operator's innermost holding operator is its parent. That order is one 128-bit key when the trace's spans fit (start
--- past the first, duration and event id in 127 bits, with a bit to spare each): the aggregates then compare
--- integers, not structs (a fifth cheaper); a trace whose spans do not fit takes the structs.
+-- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the points with the
+-- spans of their thread; a CPU operator's innermost holding operator is its parent. That order is one 128-bit key
+-- when the trace's spans fit (start past the first, duration and event id in 127 bits, with a bit to spare each):
+-- the aggregates then compare integers, not structs (a fifth cheaper); a trace whose spans do not fit takes the
+-- structs.
 SET VARIABLE ks_key_bits = (
     SELECT {t: CAST(ceil(log2(max(ts_ns) - min(ts_ns) + 1)) + 1 AS UTINYINT),
             d: CAST(ceil(log2(max(end_ns - ts_ns) + 1)) + 1 AS UTINYINT),
@@ -247,7 +250,8 @@ DROP TABLE ks_ops_by_id;
 -- The names of the operators rows point to: their own, their call's and the one their call is named after.
 CREATE OR REPLACE TEMP TABLE ks_names AS
 SELECT event_id, name FROM events
-WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows UNION SELECT named_op_id FROM ks_rows);
+WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
+                   UNION SELECT named_op_id FROM ks_rows);
 
 -- A CPU row's children: the rows whose parent it is; its time is its duration less theirs.
 CREATE OR REPLACE TEMP TABLE ks_children AS
@@ -288,7 +292,8 @@ WITH named AS (
     SELECT r.*, m.module_name, f.sample_id, o.name AS op, co.name AS call_op,
            coalesce(
                CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
-               CASE WHEN starts_with(co.name, 'Torch-Compiled Region') AND getvariable('compiled_region_call') IS NOT NULL
+               CASE WHEN starts_with(co.name, 'Torch-Compiled Region')
+                     AND getvariable('compiled_region_call') IS NOT NULL
                     THEN {name: getvariable('compiled_region_call'), id: r.call_op_id} END,
                CASE WHEN r.graph_launch_id IS NOT NULL AND getvariable('graph_replay_call') IS NOT NULL
                     THEN {name: getvariable('graph_replay_call'), id: r.graph_launch_id} END,
