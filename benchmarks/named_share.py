@@ -40,7 +40,7 @@ class Operators(nn.Module):
         y = torch.ops.aten.mm.default(fused_op(x[0], self.weight), self.weight)
         w = self.weight
         h = torch._VF.rnn_tanh(
-            x, x.new_zeros(1, x.shape[1], w.shape[0]), [w, w, w[0], w[0]], True, 1, 0.0, False, False, True
+            x, x.new_zeros(1, x.shape[0], w.shape[0]), [w, w, w[0], w[0]], True, 1, 0.0, False, False, True
         )
         return y.sum() + h[0].sum()
 
