@@ -33,7 +33,8 @@ MARKER = "kernelscope-archive.json"
 ARCHIVE_FORMAT = 1
 TABLES = ("events", "kernels", "samples", "runs")  # runs last: it marks a run complete
 PART = "part-0.parquet"
-HIVE = "hive_partitioning = true, hive_types = {'run_id': VARCHAR, 'rank': INTEGER}"
+# union_by_name: runs archived by an older kernelscope lack the newer columns (kernels.call_event_id), NULL there
+HIVE = "hive_partitioning = true, hive_types = {'run_id': VARCHAR, 'rank': INTEGER}, union_by_name = true"
 
 
 def is_archive(path: str | os.PathLike) -> bool:
@@ -213,6 +214,7 @@ class Archive:
             f"CREATE TABLE kernels AS SELECT * EXCLUDE (run_id) FROM read_parquet({files('kernels')}, {HIVE}) "
             "ORDER BY rank, start_us, event_id"
         )
+        con.execute("ALTER TABLE kernels ADD COLUMN IF NOT EXISTS call_event_id BIGINT")  # an older archive's run
         samples = con.execute(
             f"SELECT rank, function_name, calls, CAST(args AS VARCHAR) AS args, CAST(kwargs AS VARCHAR) AS kwargs "
             f"FROM read_parquet({files('samples')}, {HIVE}, file_row_number = true) ORDER BY rank, file_row_number"

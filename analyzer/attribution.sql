@@ -1,19 +1,21 @@
 -- attribution.sql: table `kernels`, one row per device event of the trace (kernel, memcpy, memset).
--- A trace with no device events (a CPU-only recording) gets one row per leaf CPU operator instead,
--- with kind = 'cpu'. No row is dropped: what cannot be attributed keeps NULL scopes. Also the one-row temp
--- table `ks_launch_check` that launch_check.sql reads. `kernels` is in no particular order (`profiling_df` sorts):
--- sorting it here cost 0.13 s on a 1 GB trace.
+-- A trace with no device events (a CPU-only recording) gets one row per CPU operator instead, with kind = 'cpu'
+-- and its self time: its duration less its child operators' (scopes are not operators). No row is dropped: what
+-- cannot be attributed keeps NULL scopes. Also the one-row temp table `ks_launch_check` that launch_check.sql
+-- reads. `kernels` is in no particular order (`profiling_df` sorts): sorting it here cost 0.13 s on a 1 GB trace.
 --
 -- Steps: device event -> its launch (same `correlation`; a CUDA graph replay's kernels all share the
 -- cudaGraphLaunch's) -> the scopes and operators whose span holds the launch on the launching thread
--- (module scope, functional scope, innermost and outermost operator) -> one row.
+-- (module scope, functional scope, innermost and outermost operator) -> one row. A CPU operator is held by
+-- the spans that contain it on its thread, itself excepted, by the same nesting order.
 -- Each step is a temporary table, so the planner sees real sizes and picks the IEJoin for the
 -- containment join (in one statement it planned a hash join on the thread alone with the time range as a
 -- filter: quadratic in the trace's length, 31 s on a 100 MB trace). DuckDB 2.0 plans small range joins
 -- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
 -- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
--- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call and
--- compiled_region_call (NULL but in recordings that name those calls from the trace); macros of scope_names.sql.
+-- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call,
+-- compiled_region_call and other_operator_call (NULL but in recordings and traces that name those calls from the
+-- trace: run.py, calls_named_from_the_trace); macros of scope_names.sql.
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
@@ -22,18 +24,19 @@ SET merge_join_threshold = 0;
 -- with two): where each was made, and whether it must have device events (a kernel or graph launch: a
 -- cudaMemsetAsync of zero bytes legitimately has none; seen on the H200, cuBLAS's memsets inside aten::addmm).
 CREATE OR REPLACE TEMP TABLE ks_launches AS
-SELECT correlation, pid, tid, ts_ns, external_id, ks_graph_launch(name) AS graph_launch,
+SELECT correlation, pid, tid, ts_ns, external_id,
+       CASE WHEN ks_graph_launch(name) THEN event_id END AS graph_launch_id,
        ks_kernel_launch(name) OR ks_graph_launch(name) AS must_launch
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
   AND correlation IS NOT NULL;
 
 -- One row per result row, with where (thread, time) it was launched from: device events through the
--- runtime/driver call of their correlation; in a trace without device events, the leaf operators (the
--- next operator to start on the thread, in (start, longest first) order, starts at or after its end).
--- graph_launch: the kernels of a CUDA graph launch. In a recording that opens no scope around a replay
--- (variable graph_replay_call, from the manifest) they are the replay's call when no call scope holds the
--- launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
+-- runtime/driver call of their correlation; in a trace without device events, its operators (is_cpu_op), from
+-- their start.
+-- graph_launch_id: the cudaGraphLaunch of the kernels of a CUDA graph launch. In a recording that opens no scope
+-- around a replay (variable graph_replay_call, from the manifest) they are the replay's call when no call scope
+-- holds the launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
 CREATE OR REPLACE TEMP TABLE ks_items AS
 WITH
 device_events AS (
@@ -41,46 +44,50 @@ device_events AS (
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 ),
-leaf_ops AS (
-    SELECT * EXCLUDE (next_start)
-    FROM (
-        SELECT event_id, pid, tid, ts_ns, dur_ns, external_id,
-               lead(ts_ns) OVER (PARTITION BY pid, tid ORDER BY ts_ns, ts_ns + dur_ns DESC, event_id) AS next_start
-        FROM events
-        WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
-          AND NOT starts_with(name, getvariable('module_prefix'))
-          AND NOT starts_with(name, getvariable('function_prefix'))
-          AND NOT EXISTS (SELECT 1 FROM device_events)
-    )
-    WHERE next_start IS NULL OR next_start >= ts_ns + dur_ns
+cpu_ops AS (
+    SELECT event_id, pid, tid, ts_ns, dur_ns
+    FROM events
+    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+      AND NOT starts_with(name, getvariable('module_prefix'))
+      AND NOT starts_with(name, getvariable('function_prefix'))
+      AND NOT EXISTS (SELECT 1 FROM device_events)
 )
 SELECT d.event_id,
        CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
        d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
        COALESCE(d.external_id, l.external_id) AS external_id,
-       l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, false AS is_leaf_op,
-       coalesce(l.graph_launch, false) AS graph_launch
+       l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, false AS is_cpu_op, l.graph_launch_id
 FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 UNION ALL
-SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, external_id, pid, tid, ts_ns, true, false
-FROM leaf_ops;
+SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL
+FROM cpu_ops;
 
 -- What launch_check.sql reports: did the profiler keep, for every launch that must have device events, one,
 -- and for every device event, its launch?
 CREATE OR REPLACE TEMP TABLE ks_launch_check AS
 SELECT (SELECT count(*) FROM ks_launches WHERE must_launch) AS launches,
-       (SELECT count(*) FROM ks_items WHERE NOT is_leaf_op) AS device_events,
+       (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op) AS device_events,
        (SELECT count(*) FROM ks_launches l
         WHERE must_launch AND NOT EXISTS (SELECT 1 FROM ks_items r WHERE r.correlation = l.correlation))
            AS launches_without_device_event,
-       (SELECT count(*) FROM ks_items WHERE NOT is_leaf_op AND at_ns IS NULL) AS device_events_without_launch;
+       (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL) AS device_events_without_launch;
 
 DROP TABLE ks_launches;
 
+-- The points and spans whose holders the attribution reads: a launch point is held where the spans of its thread
+-- hold [at_ns, at_ns + 1); a CPU operator (op_id) is held where they hold its own span ([at_ns, at_end_ns), 1 ns
+-- when it lasts 0 ns), by a span that comes before it in nesting order (not itself, nor an identical span later
+-- in the trace, which it holds: see ks_innermost).
 CREATE OR REPLACE TEMP TABLE ks_anchors AS
-SELECT row_number() OVER () AS anchor, pid, tid, at_ns
-FROM (SELECT DISTINCT at_pid AS pid, at_tid AS tid, at_ns FROM ks_items
-      WHERE at_pid IS NOT NULL AND at_tid IS NOT NULL AND at_ns IS NOT NULL);
+SELECT row_number() OVER () AS anchor, *
+FROM (SELECT DISTINCT at_pid AS pid, at_tid AS tid, at_ns, at_ns + 1 AS at_end_ns,
+                      CAST(NULL AS BIGINT) AS op_id, CAST(NULL AS BIGINT) AS op_end_ns
+      FROM ks_items
+      WHERE NOT is_cpu_op AND at_pid IS NOT NULL AND at_tid IS NOT NULL AND at_ns IS NOT NULL
+      UNION ALL
+      SELECT at_pid, at_tid, at_ns, at_ns + greatest(dur_ns, 1), event_id, at_ns + dur_ns
+      FROM ks_items
+      WHERE is_cpu_op);
 
 -- The operator each External id names: the first operator with it (read from events: ks_enclosers keeps only the
 -- operators that may hold a launch).
@@ -126,11 +133,12 @@ WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable(
    OR (pid, tid, ts_ns >> getvariable('ks_bucket_shift'))
       IN (SELECT (pid, tid, at_ns >> getvariable('ks_bucket_shift')) FROM ks_anchors);
 
--- Per launch point, the innermost module, function and operator holding it (latest start, then
--- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the
--- points with the spans of their thread. That order is one 128-bit key when the trace's spans fit (start
--- past the first, duration and event id in 127 bits, with a bit to spare each): the aggregates then compare
--- integers, not structs (a fifth cheaper); a trace whose spans do not fit takes the structs.
+-- Per launch point (or CPU operator), the innermost module, function and operator holding it (latest start, then
+-- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the points with the
+-- spans of their thread; a CPU operator's innermost holding operator is its parent. That order is one 128-bit key
+-- when the trace's spans fit (start past the first, duration and event id in 127 bits, with a bit to spare each):
+-- the aggregates then compare integers, not structs (a fifth cheaper); a trace whose spans do not fit takes the
+-- structs.
 SET VARIABLE ks_key_bits = (
     SELECT {t: CAST(ceil(log2(max(ts_ns) - min(ts_ns) + 1)) + 1 AS UTINYINT),
             d: CAST(ceil(log2(max(end_ns - ts_ns) + 1)) + 1 AS UTINYINT),
@@ -169,7 +177,8 @@ packed AS (
            min(e.k) FILTER (WHERE e.kind = 2) AS outer_op
     FROM ks_anchors a
     JOIN (SELECT *, ks_span_key(ts_ns, end_ns, event_id) AS k FROM ks_enclosers WHERE getvariable('ks_packed')) e
-      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_ns < e.end_ns
+      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
+     AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
     GROUP BY a.anchor
 ),
 general AS (
@@ -180,7 +189,8 @@ general AS (
            min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 2) AS outer_op
     FROM ks_anchors a
     JOIN (SELECT * FROM ks_enclosers WHERE NOT getvariable('ks_packed')) e
-      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_ns < e.end_ns
+      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
+     AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
     GROUP BY a.anchor
 )
 SELECT anchor, ks_span_of_key(module) AS module, ks_span_of_key(function) AS function,
@@ -189,33 +199,45 @@ FROM packed
 UNION ALL
 SELECT * FROM general;
 
--- The call's operator: the outermost operator holding the launch that lies inside the innermost functional call
--- (aten::linear for F.linear), or the outermost one when there is no call. Inside by the nesting order of
--- ks_innermost (a later start; the same start and shorter; the same span and later in the trace), so an operator
--- that starts with the call but outlasts it, or comes before it in the trace, is outside it. Usually the
--- outermost operator of all; a second join only for the points where that one is outside the call.
+-- The outermost operator holding the point inside its innermost call scope, else inside its innermost module
+-- scope, else of all. In a call, that is the call's operator (aten::linear for F.linear); in none, the operator
+-- its call is named after (kernels: function_name). Inside by the nesting order of ks_innermost (a later start;
+-- the same start and shorter; the same span and later in the trace), so an operator that starts with the scope but
+-- outlasts it, or comes before it in the trace, is outside it. Usually the outermost operator of all; a second
+-- join only for the points where that one is outside the scope.
 CREATE OR REPLACE TEMP TABLE ks_call_ops AS
-SELECT anchor, outer_op.id AS call_op_id
+SELECT anchor, outer_op.id AS inside_op_id
 FROM ks_innermost
-WHERE function IS NULL OR outer_op > function
+WHERE coalesce(function, module) IS NULL OR outer_op > coalesce(function, module)
 UNION ALL
 SELECT a.anchor, min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}).id
-FROM (SELECT a.*, i.function
+FROM (SELECT a.*, coalesce(i.function, i.module) AS scope
       FROM ks_anchors a JOIN ks_innermost i USING (anchor)
-      WHERE i.outer_op < i.function) a
+      WHERE i.outer_op < coalesce(i.function, i.module)) a
 JOIN ks_enclosers e
-  ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_ns < e.end_ns
-WHERE e.kind = 2 AND {s: e.ts_ns, e: -e.end_ns, id: e.event_id} > a.function
+  ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
+ AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
+WHERE e.kind = 2 AND {s: e.ts_ns, e: -e.end_ns, id: e.event_id} > a.scope
 GROUP BY a.anchor;
 DROP TABLE ks_enclosers;
 
 -- Per result row, the event ids of its scopes and operators. Its operator (op_id): the one its External id
--- names, else the innermost one holding its launch.
+-- names, else the innermost one holding its launch; a CPU row's is itself, and the innermost one holding it is its
+-- parent (parent_op_id). Its call's operator (call_op_id: the outermost one in its call scope, or of all outside
+-- one) and, outside any call scope, the operator the trace rule names its call after (named_op_id, where the
+-- variable other_operator_call turns that rule on): a CPU row holds itself for both.
 CREATE OR REPLACE TEMP TABLE ks_rows AS
 SELECT it.*, i.module.id AS module_id, i.function.id AS function_id,
-       coalesce(obi.op_id, i.inner_op.id) AS op_id, c.call_op_id
+       CASE WHEN it.is_cpu_op THEN it.event_id ELSE coalesce(obi.op_id, i.inner_op.id) END AS op_id,
+       CASE WHEN it.is_cpu_op THEN i.inner_op.id END AS parent_op_id,
+       coalesce(CASE WHEN i.function IS NULL THEN i.outer_op.id ELSE c.inside_op_id END,
+                CASE WHEN it.is_cpu_op THEN it.event_id END) AS call_op_id,
+       CASE WHEN i.function IS NULL AND getvariable('other_operator_call') IS NOT NULL
+            THEN coalesce(c.inside_op_id, CASE WHEN it.is_cpu_op THEN it.event_id END) END AS named_op_id
 FROM ks_items it
-LEFT JOIN ks_anchors a ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.at_ns
+LEFT JOIN ks_anchors a
+  ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.at_ns
+ AND a.op_id IS NOT DISTINCT FROM CASE WHEN it.is_cpu_op THEN it.event_id END
 LEFT JOIN ks_innermost i USING (anchor)
 LEFT JOIN ks_call_ops c USING (anchor)
 LEFT JOIN ks_ops_by_id obi ON obi.external_id = it.external_id;
@@ -225,10 +247,15 @@ DROP TABLE ks_innermost;
 DROP TABLE ks_call_ops;
 DROP TABLE ks_ops_by_id;
 
--- The names of the operators rows point to: their own and their call's.
+-- The names of the operators rows point to: their own, their call's and the one their call is named after.
 CREATE OR REPLACE TEMP TABLE ks_names AS
 SELECT event_id, name FROM events
-WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows);
+WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
+                   UNION SELECT named_op_id FROM ks_rows);
+
+-- A CPU row's children: the rows whose parent it is; its time is its duration less theirs.
+CREATE OR REPLACE TEMP TABLE ks_children AS
+SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows WHERE parent_op_id IS NOT NULL GROUP BY ALL;
 
 CREATE OR REPLACE TEMP TABLE ks_modules AS
 SELECT event_id, ks_scope_module(name) AS module_name FROM events
@@ -254,36 +281,55 @@ split AS (
 )
 SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
 
--- function_name: the innermost call scope's; else, in recordings that name calls from the trace (format 3, the
--- variables), a compiled region's (its outermost operator is "Torch-Compiled Region: …": a torch.compile'd function,
--- which has no scope of its own), then a graph launch's.
+-- The row's call (function_name, call_event_id: the event that makes it): the innermost call scope's; else, in
+-- recordings and traces that name calls from the trace (the variables), a compiled region's (its outermost operator
+-- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own), then a graph launch's,
+-- then the trace rule's: the operator named_op_id, by its own name where it has a namespace ("aten::lstm",
+-- "torchvision::nms": no functional or dotted torch name holds "::"), else other_operator_call ("Torch-Compiled
+-- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
 CREATE OR REPLACE TABLE kernels AS
+WITH named AS (
+    SELECT r.*, m.module_name, f.sample_id, o.name AS op, co.name AS call_op,
+           coalesce(
+               CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
+               CASE WHEN starts_with(co.name, 'Torch-Compiled Region')
+                     AND getvariable('compiled_region_call') IS NOT NULL
+                    THEN {name: getvariable('compiled_region_call'), id: r.call_op_id} END,
+               CASE WHEN r.graph_launch_id IS NOT NULL AND getvariable('graph_replay_call') IS NOT NULL
+                    THEN {name: getvariable('graph_replay_call'), id: r.graph_launch_id} END,
+               CASE WHEN contains(no.name, '::') THEN {name: no.name, id: r.named_op_id}
+                    WHEN no.name IS NOT NULL THEN {name: getvariable('other_operator_call'), id: r.named_op_id} END
+           ) AS call
+    FROM ks_rows r
+    LEFT JOIN ks_modules m ON m.event_id = r.module_id
+    LEFT JOIN ks_functions f ON f.event_id = r.function_id
+    LEFT JOIN ks_names o ON o.event_id = r.op_id
+    LEFT JOIN ks_names co ON co.event_id = r.call_op_id
+    LEFT JOIN ks_names no ON no.event_id = r.named_op_id
+)
 SELECT
-    m.module_name,
-    coalesce(f.function_name,
-             CASE WHEN starts_with(co.name, 'Torch-Compiled Region') THEN getvariable('compiled_region_call') END,
-             CASE WHEN r.graph_launch THEN getvariable('graph_replay_call') END)  AS function_name,
-    CASE WHEN r.is_leaf_op THEN k.name ELSE o.name END                      AS op,
+    r.module_name,
+    r.call.name                                                             AS function_name,
+    r.op,
     k.name                                                                  AS kernel,
-    r.dur_ns / 1000.0                                                       AS kernel_us,
-    co.name                                                                 AS call_op,
+    (r.dur_ns - coalesce(ch.children_ns, 0)) / 1000.0                       AS kernel_us,
+    r.call_op,
     r.kind,
     r.device,
     r.stream,
-    f.sample_id,
+    r.sample_id,
     (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
                                                                             AS start_us,
     r.at_tid                                                                AS thread,
     r.correlation,
-    r.event_id
-FROM ks_rows r
+    r.event_id,
+    r.call.id                                                               AS call_event_id
+FROM named r
 JOIN events k ON k.event_id = r.event_id
-LEFT JOIN ks_modules m ON m.event_id = r.module_id
-LEFT JOIN ks_functions f ON f.event_id = r.function_id
-LEFT JOIN ks_names o ON o.event_id = r.op_id
-LEFT JOIN ks_names co ON co.event_id = r.call_op_id;
+LEFT JOIN ks_children ch ON ch.event_id = r.event_id;
 
 DROP TABLE ks_rows;
 DROP TABLE ks_names;
+DROP TABLE ks_children;
 DROP TABLE ks_modules;
 DROP TABLE ks_functions;

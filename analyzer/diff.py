@@ -46,5 +46,12 @@ def _totals(run: Run | str | os.PathLike) -> pd.DataFrame:
 
 def _side(run: Run) -> pd.DataFrame:
     con = run.con
-    define_scope_names(con, run.module_prefix, run.function_prefix, run.graph_replay_call, run.compiled_region_call)
+    define_scope_names(
+        con,
+        run.module_prefix,
+        run.function_prefix,
+        run.graph_replay_call,
+        run.compiled_region_call,
+        run.other_operator_call,
+    )
     return con.execute(sql_text("diff_side.sql")).df()

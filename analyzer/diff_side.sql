@@ -3,8 +3,9 @@
 --   'kernel' (kernel name); name NULL at function/module level = outside any.
 --   time_us: kernel time (what summary calls time_spent_us, for functions); share_pct: of the run's total;
 --   calls: functional calls / module forward calls (their scope events; graph replays named by their launch:
---   their launches), launches for kernels and the total.
--- Variables: module_prefix, function_prefix, sample_separator, graph_replay_call; macros of scope_names.sql.
+--   their launches; calls named after an operator: its events), launches for kernels and the total.
+-- Variables: module_prefix, function_prefix, sample_separator, graph_replay_call, other_operator_call; macros of
+-- scope_names.sql.
 WITH
 scopes AS (
     SELECT ks_scope_module(name) AS module, ks_scope_call(name) AS call  -- a folded call scope has both
@@ -21,6 +22,12 @@ scope_calls AS (
     SELECT 'function', function_name, count(DISTINCT (rank, correlation))
     FROM kernels
     WHERE function_name = getvariable('graph_replay_call') AND sample_id IS NULL AND correlation IS NOT NULL
+    GROUP BY ALL
+    UNION ALL  -- calls named after an operator (attribution.sql): the operator events, per rank
+    SELECT 'function', function_name, count(DISTINCT (rank, call_event_id))
+    FROM kernels
+    WHERE (contains(function_name, '::') OR function_name = getvariable('other_operator_call'))
+      AND call_event_id IS NOT NULL
     GROUP BY ALL
 ),
 times AS (

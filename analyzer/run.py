@@ -15,7 +15,7 @@ from .event_array import is_gzip
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .ranks import find_ranks, header_rank, merge_function_data
-from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
+from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
 from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import define_scope_names, run_sql_file, sql_text
@@ -39,10 +39,11 @@ PROFILING_COLUMNS = [
     "thread",
     "correlation",
     "event_id",
+    "call_event_id",
     "rank",
 ]
 TEXT_COLUMNS = ["module_name", "function_name", "op", "kernel", "call_op", "kind"]
-INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation"]  # nullable: Int64
+INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation", "call_event_id"]  # nullable: Int64
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,9 @@ class Run:
         self.module_prefix, self.function_prefix = module_prefix, function_prefix
         self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
         self.manifest: dict | None = next(iter(self.parts.values())).manifest
-        self.graph_replay_call, self.compiled_region_call = calls_named_from_the_trace(self.manifest)
+        self.graph_replay_call, self.compiled_region_call, self.other_operator_call = calls_named_from_the_trace(
+            self.manifest
+        )
         samples = pd.concat(  # noqa: F841 (read by name below)
             [samples_frame(part.function_data).assign(rank=rank) for rank, part in self.parts.items()],
             ignore_index=True,
@@ -194,7 +197,7 @@ class Run:
 
     @property
     def device(self) -> str:
-        """'cuda' when the trace holds device events, else 'cpu' (leaf operators stand in for kernels)."""
+        """'cuda' when the trace holds device events, else 'cpu' (CPU operators, by self time, stand in for kernels)."""
         row = self.con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
         return "cuda" if row[0] else "cpu"
 
@@ -329,9 +332,14 @@ def load_run(
     )
 
 
-def calls_named_from_the_trace(manifest: dict | None) -> tuple[str | None, str | None]:
-    """The call names a recording gives the kernels of CUDA graph launches and of compiled regions that no call
-    scope holds (format 3, ``calls="all"``): ``(graph_replay_call, compiled_region_call)``; None for older
-    recordings (a scope named replays) and bare traces."""
-    annotation = (manifest or {}).get("annotation", {})
-    return annotation.get("graph_replay_call"), annotation.get("compiled_region_call")
+def calls_named_from_the_trace(manifest: dict | None) -> tuple[str | None, str | None, str | None]:
+    """The call names a recording gives the kernels that no call scope holds: of CUDA graph launches, of compiled
+    regions, and of other operators (the trace rule, docs/sql.md): ``(graph_replay_call, compiled_region_call,
+    other_operator_call)``. A ``calls="all"`` recording of format 3 names the first two in its manifest's annotation
+    (``calls="functional"`` names none, keeping aitune's view) and gets the trace rule; a bare trace, which has no
+    call scopes, gets all three; older recordings (a scope named replays) none."""
+    if manifest is None:
+        return GRAPH_REPLAY_CALL, COMPILED_REGION_CALL, OTHER_OPERATOR_CALL
+    annotation = manifest.get("annotation", {})
+    other = OTHER_OPERATOR_CALL if "graph_replay_call" in annotation else None
+    return annotation.get("graph_replay_call"), annotation.get("compiled_region_call"), other

@@ -24,6 +24,8 @@ SAMPLE_SEPARATOR = "#"
 MODULE_SEPARATOR = "@"  # a call scope with its module folded in: ks.fn:linear#3@encoder.fc
 GRAPH_REPLAY_CALL = "torch.cuda.CUDAGraph.replay"
 COMPILED_REGION_CALL = "torch.compile"
+# the call of kernels that no call scope holds, named after an operator without a namespace (docs/sql.md, kernels)
+OTHER_OPERATOR_CALL = "(other operator)"
 NAMING_ANNOTATIONS = (
     "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call"
 )  # fmt: skip

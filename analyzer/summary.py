@@ -7,7 +7,7 @@ from string import Template
 import duckdb
 import pandas as pd
 
-from .rundir import GRAPH_REPLAY_CALL
+from .rundir import GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import sample_totals_frame
 from .sql import quote, sql_text
 
@@ -24,12 +24,15 @@ SUMMARY_COLUMNS = [
 
 def summary_query(top_k: int | None = None) -> str:
     """summary.sql's text: the ``top_k`` first functions (None: all of them)."""
-    text = Template(sql_text("summary.sql")).substitute(graph_replay_call=quote(GRAPH_REPLAY_CALL))
+    text = Template(sql_text("summary.sql")).substitute(
+        graph_replay_call=quote(GRAPH_REPLAY_CALL), other_operator_call=quote(OTHER_OPERATOR_CALL)
+    )
     return text.replace("getvariable('top_k')", str(2**63 - 1 if top_k is None else int(top_k)))
 
 
 def summarize(con: duckdb.DuckDBPyConnection, top_k: int) -> pd.DataFrame:
-    """Run summary.sql on ``con``'s ``kernels`` (with ``rank`` and ``correlation``) and ``sample_totals``."""
+    """Run summary.sql on ``con``'s ``kernels`` (with ``rank``, ``correlation``, ``call_event_id``) and
+    ``sample_totals``."""
     if top_k < 0:
         raise ValueError("top_k must be >= 0")
     frame = con.execute(summary_query(top_k)).df()
@@ -43,6 +46,7 @@ def describe_results(profiling_df: pd.DataFrame, function_data: dict, top_k: int
         kernels = profiling_df[["module_name", "function_name", "kernel_us"]].assign(
             rank=profiling_df["rank"] if "rank" in profiling_df else 0,
             correlation=profiling_df["correlation"] if "correlation" in profiling_df else None,
+            call_event_id=profiling_df["call_event_id"] if "call_event_id" in profiling_df else None,
         )
         sample_totals = sample_totals_frame(function_data)
         con.register("kernels", kernels)

@@ -58,7 +58,7 @@ def baseline(source: Source, as_run_dir: bool) -> tuple:
 
 def fingerprint(run) -> tuple:
     """The attribution, summary and launch check of a loaded run, independent of event order and ids."""
-    frame = run.profiling_df().drop(columns=["event_id"])
+    frame = run.profiling_df().drop(columns=["event_id", "call_event_id"])
     rows = sorted(repr(tuple(None if _missing(v) else _round(v) for v in row)) for row in frame.itertuples(index=False))
     summary = run.describe(top_k=10**9).sort_values("function_name")
     table = [repr(tuple(None if _missing(v) else _round(v) for v in row)) for row in summary.itertuples(index=False)]

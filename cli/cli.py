@@ -234,7 +234,7 @@ def _footer(run) -> None:
         "count(*) FROM kernels"
     ).fetchone()
     share = 100.0 * in_function / total if total else 0.0
-    what = "device" if run.device == "cuda" else "leaf CPU operator"
+    what = "device" if run.device == "cuda" else "CPU operator"
     click.echo(
         f"{rows} {what} rows, {total:,.1f} µs in all; {share:.1f}% inside a named call, "
         f"{100 - share:.1f}% outside any (see --kernels)."

@@ -1,19 +1,23 @@
-"""An independent attribution, written the simplest way, to cross-check the SQL of the analyzer.
+"""An independent attribution and summary, written the simplest way, to cross-check the SQL of the analyzer.
 
 Per thread, scopes and operators are sorted by (start, -end) and walked with a stack (KINETO.md's
-proven parent rule); each launch is placed in that walk and reads its enclosing scopes off the stack.
-Device events reach their launch by correlation. Timestamps are parsed as exact decimals.
+proven parent rule); each launch is placed in that walk and reads its enclosing scopes off the stack, each CPU
+operator (in a trace without device events) the spans of the stack that contain it, its parent among them.
+Device events reach their launch by correlation. Timestamps are parsed as exact decimals. The summary
+(describe_results) is computed from these rows and samples.json in plain Python.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -54,6 +58,12 @@ def _ns(value) -> int:
 
 
 GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
+# The call names of a trace without a manifest, or of a recording that names calls from the trace (docs/sql.md).
+TRACE_CALLS = {
+    "graph_replay_call": "torch.cuda.CUDAGraph.replay",
+    "compiled_region_call": "torch.compile",
+    "other_operator_call": "(other operator)",
+}
 
 
 def reference_attribution(
@@ -62,12 +72,16 @@ def reference_attribution(
     function_prefix: str = "ks.fn:",
     graph_replay_call: str | None = None,
     compiled_region_call: str | None = None,
+    other_operator_call: str | None = None,
 ) -> dict:
-    """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns)} for every row.
+    """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns, call_event)} for every row.
 
     ``graph_replay_call``, ``compiled_region_call``: the calls that the kernels of a graph launch, and of a compiled
     region ("Torch-Compiled Region" outermost operator), outside any call belong to, in a recording that names them
-    from the trace (its manifest's annotation); the compiled region first."""
+    from the trace (its manifest's annotation); the compiled region first. ``other_operator_call``: where given, a
+    row that is in no call after those is named after the outermost operator holding it in its innermost module (its
+    own name when it holds "::", else this). ``call_event``: the event index of the scope or operator (or graph
+    launch) that makes the row's call. A CPU row's ``dur_ns`` is its self time."""
     events = load_events(path)
     spans = []
     for index, e in enumerate(events):
@@ -102,30 +116,50 @@ def reference_attribution(
 
     launch_by_corr: dict = {}
     launch_external: dict = {}  # a kernel that carries no External id has its launch's
-    graph_launches: set = set()
+    graph_launches: dict = {}  # correlation -> the graph launch's event index
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = e.get("args", {}).get("correlation")
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and corr is not None:
             launch_by_corr.setdefault(corr, (e["pid"], e["tid"], s))
             launch_external.setdefault(corr, e.get("args", {}).get("External id"))
             if e.get("name", "").startswith(GRAPH_LAUNCHES):
-                graph_launches.add(corr)
+                graph_launches.setdefault(corr, i)
 
-    # Points at which to read the stack: launches (GPU) or leaf operators' starts (CPU).
     by_thread: dict = {}
     for i, e, s, end in spans:
         if role(e) is not None:
             by_thread.setdefault((e.get("pid"), e.get("tid")), []).append((s, -end, i, e, end))
 
-    contexts: dict = {}  # (pid, tid, t) -> attribution read off the stack at time t
-    is_leaf: dict = {}
+    def read(holders: list, own: tuple | None = None) -> dict:
+        """The attribution of a launch point or a CPU operator (``own``) read off the spans that hold it,
+        outermost first. The call's operator is the first operator after the innermost call scope, the one
+        named after the first after the innermost module scope (either first of all without one); a CPU
+        operator counts as holding itself there, not as its own parent (``inner_op``)."""
+        chain = holders + ([own] if own else [])
+        functions = [n for n, x in enumerate(chain) if role(x[2]) == "function"]
+        modules = [n for n, x in enumerate(chain) if module_of(x[2]) is not None]
+
+        def first_op_after(position: int) -> tuple | None:
+            return next((x for x in chain[position + 1 :] if role(x[2]) == "op"), None)
+
+        ops = [x for x in holders if role(x[2]) == "op"]
+        call_op = first_op_after(functions[-1] if functions else -1)
+        named = first_op_after(modules[-1] if modules else -1)
+        return {
+            "module_name": module_of(chain[modules[-1]][2]) if modules else None,
+            "function_label": call_of(chain[functions[-1]][2]) if functions else None,
+            "function_event": chain[functions[-1]][3] if functions else None,
+            "inner_op": ops[-1][2]["name"] if ops else None,
+            "parent": ops[-1][3] if ops else None,
+            "call_op": call_op[2]["name"] if call_op else None,
+            "call_op_event": call_op[3] if call_op else None,
+            "named_op": named[2]["name"] if named else None,
+            "named_op_event": named[3] if named else None,
+        }
+
+    contexts: dict = {}  # (pid, tid, t) -> attribution of a launch at time t; CPU: event index -> attribution
     wanted: dict = {}
-    if cpu_mode:
-        for key, items in by_thread.items():
-            for s, _neg, i, e, _end in items:
-                if role(e) == "op":
-                    wanted.setdefault(key, set()).add(s)
-    else:
+    if not cpu_mode:
         for pid, tid, t in launch_by_corr.values():
             wanted.setdefault((pid, tid), set()).add(t)
 
@@ -134,35 +168,18 @@ def reference_attribution(
         points = sorted(wanted.get(key, ()))
         stack: list = []
         p = 0
-
-        def read(t: int) -> None:
-            live = [x for x in stack if x[1] > t]
-            modules = [x for x in live if module_of(x[2]) is not None]
-            functions = [x for x in live if role(x[2]) == "function"]
-            ops = [x for x in live if role(x[2]) == "op"]
-            fn_pos = max((n for n, x in enumerate(live) if role(x[2]) == "function"), default=-1)
-            below_fn = [x for n, x in enumerate(live) if n > fn_pos and role(x[2]) == "op"]
-            contexts[(key[0], key[1], t)] = {
-                "module_name": module_of(modules[-1][2]) if modules else None,
-                "function_label": call_of(functions[-1][2]) if functions else None,
-                "inner_op": ops[-1][2]["name"] if ops else None,
-                "call_op": below_fn[0][2]["name"] if below_fn else None,
-            }
-
         for s, _neg, i, e, end in items:
             while p < len(points) and points[p] < s:
-                read(points[p])
+                contexts[(key[0], key[1], points[p])] = read([x for x in stack if x[1] > points[p]])
                 p += 1
             while stack and s >= stack[-1][1]:
                 stack.pop()
-            if role(e) == "op":
-                parent_ops = [x for x in stack if role(x[2]) == "op"]
-                if parent_ops:
-                    is_leaf[parent_ops[-1][3]] = False
-                is_leaf.setdefault(i, True)
-            stack.append((s, end, e, i))
+            entry = (s, end, e, i)
+            if cpu_mode and role(e) == "op":  # held by the spans that contain it and came before it
+                contexts[i] = read([x for x in stack if x[1] >= end and x[1] > s], entry)
+            stack.append(entry)
         while p < len(points):
-            read(points[p])
+            contexts[(key[0], key[1], points[p])] = read([x for x in stack if x[1] > points[p]])
             p += 1
 
     ops_by_external = {}
@@ -171,36 +188,49 @@ def reference_attribution(
         if role(e) == "op" and ext is not None:
             ops_by_external.setdefault(ext, e["name"])
 
-    def named_from_the_trace(ctx: dict, graph_launch: bool) -> dict:
-        if ctx["function_label"]:
-            return ctx
+    def named_from_the_trace(ctx: dict, graph_launch: int | None) -> dict:
+        if ctx["function_label"] is not None:
+            return {**ctx, "call_event": ctx["function_event"]}
         if compiled_region_call and (ctx["call_op"] or "").startswith("Torch-Compiled Region"):
-            return {**ctx, "function_label": compiled_region_call}
-        if graph_replay_call and graph_launch:
-            return {**ctx, "function_label": graph_replay_call}
-        return ctx
+            return {**ctx, "function_label": compiled_region_call, "call_event": ctx["call_op_event"]}
+        if graph_replay_call and graph_launch is not None:
+            return {**ctx, "function_label": graph_replay_call, "call_event": graph_launch}
+        if other_operator_call and ctx["named_op"] is not None:
+            name = ctx["named_op"] if "::" in ctx["named_op"] else other_operator_call
+            return {**ctx, "function_label": name, "call_event": ctx["named_op_event"]}
+        return {**ctx, "call_event": None}
+
+    def row(ctx: dict) -> dict:
+        keys = ("module_name", "function_label", "call_op", "call_event")
+        return {k: ctx[k] for k in keys}
 
     rows = {}
     if cpu_mode:
+        children_ns: dict = {}
         for i, e, s, end in spans:
-            if role(e) == "op" and is_leaf.get(i):
-                ctx = named_from_the_trace(contexts[(e["pid"], e["tid"], s)], False)
-                rows[i] = {**ctx, "op": e["name"], "kernel": e["name"], "kind": "cpu", "dur_ns": end - s}
+            if role(e) == "op" and contexts[i]["parent"] is not None:
+                children_ns[contexts[i]["parent"]] = children_ns.get(contexts[i]["parent"], 0) + end - s
+        for i, e, s, end in spans:
+            if role(e) == "op":
+                ctx = named_from_the_trace(contexts[i], None)
+                self_ns = end - s - children_ns.get(i, 0)
+                rows[i] = {**row(ctx), "op": e["name"], "kernel": e["name"], "kind": "cpu", "dur_ns": self_ns}
         return rows
+    empty = dict.fromkeys(("module_name", "function_label", "function_event", "inner_op", "call_op"))
+    empty |= dict.fromkeys(("call_op_event", "named_op", "named_op_event"))
     for i, e, s, end in device:
         args = e.get("args", {})
         launch = launch_by_corr.get(args.get("correlation"))
-        ctx = contexts.get(launch) if launch else None
-        ctx = ctx or {"module_name": None, "function_label": None, "inner_op": None, "call_op": None}
+        ctx = (contexts.get(launch) if launch else None) or empty
         external = args.get("External id", launch_external.get(args.get("correlation")))
         op = ops_by_external.get(external) or ctx["inner_op"]
-        ctx = named_from_the_trace(ctx, args.get("correlation") in graph_launches)
-        rows[i] = {**ctx, "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
+        ctx = named_from_the_trace(ctx, graph_launches.get(args.get("correlation")))
+        rows[i] = {**row(ctx), "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
     return rows
 
 
 def total_device_ns(path: Path) -> int:
-    """Σ dur of the trace's device events (or of its leaf operators when it has none)."""
+    """Σ dur of the trace's device events (or Σ self time of its operators when it has none)."""
     return sum(r["dur_ns"] for r in reference_attribution(path).values())
 
 
@@ -222,18 +252,26 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     return len(must), len(device), len(must - set(device)), sum(corr not in runtime for corr in device)
 
 
+def _us(ns: int):
+    """``ns`` in µs, to half a nanosecond (or a double's precision, past 2^53 ns)."""
+    return pytest.approx(ns / 1000, rel=1e-12, abs=5e-4)
+
+
+def trace_calls(trace_path: Path) -> dict:
+    """The call names a trace's rows get from the trace: a calls="all" recording of format 3 names graph replays
+    and compiled regions in its manifest (and gets the operator rule); a trace without a manifest gets them all."""
+    manifest = Path(trace_path).parent / "manifest.json"
+    if not manifest.is_file():
+        return dict(TRACE_CALLS)
+    annotation = json.loads(manifest.read_text()).get("annotation", {})
+    calls = {k: annotation.get(k) for k in ("graph_replay_call", "compiled_region_call")}
+    return calls | {"other_operator_call": TRACE_CALLS["other_operator_call"] if calls["graph_replay_call"] else None}
+
+
 def assert_matches_reference(run, trace_path: Path, module_prefix: str = "ks.module:", function_prefix: str = "ks.fn:"):
     """The analyzer's rows of ``run`` against reference_attribution of ``trace_path``, row by row."""
     frame = run.profiling_df()
-    manifest = Path(trace_path).parent / "manifest.json"
-    annotation = json.loads(manifest.read_text()).get("annotation", {}) if manifest.is_file() else {}
-    reference = reference_attribution(
-        trace_path,
-        module_prefix,
-        function_prefix,
-        annotation.get("graph_replay_call"),
-        annotation.get("compiled_region_call"),
-    )
+    reference = reference_attribution(trace_path, module_prefix, function_prefix, **trace_calls(trace_path))
     assert len(frame) == len(reference), "every device event appears exactly once"
     assert frame["event_id"].is_unique
     assert set(frame["event_id"]) == set(reference)
@@ -241,16 +279,78 @@ def assert_matches_reference(run, trace_path: Path, module_prefix: str = "ks.mod
         expected = reference[row.event_id]
         assert row.sample_id is pd.NA or row.function_name is not None, f"event {row.event_id}: a sample, no function"
         label = row.function_name if row.sample_id is pd.NA else f"{row.function_name}#{row.sample_id}"
-        assert (row.module_name, label, row.op, row.call_op, row.kernel, row.kind) == (
+        call_event = None if row.call_event_id is pd.NA else row.call_event_id
+        assert (row.module_name, label, row.op, row.call_op, row.kernel, row.kind, call_event) == (
             expected["module_name"],
             expected["function_label"],
             expected["op"],
             expected["call_op"],
             expected["kernel"],
             expected["kind"],
+            expected["call_event"],
         ), f"event {row.event_id}"
+        assert row.kernel_us == _us(expected["dur_ns"]), f"event {row.event_id}: its time"
     total_ns = sum(r["dur_ns"] for r in reference.values())
-    assert round(frame["kernel_us"].sum() * 1000) == total_ns, "Σ kernel_us is the trace's device time"
+    assert frame["kernel_us"].sum() == _us(total_ns), "Σ kernel_us is the trace's device time"
     check = run.launch_check()
     counted = (check.launches, check.device_events, check.launches_without_device_event)
     assert (*counted, check.device_events_without_launch) == reference_launch_check(trace_path)
+
+
+def reference_sample_totals(samples_json: Path) -> dict:
+    """{function: (calls, distinct signatures, bytes of their tensors)} read straight from a samples.json: the
+    summary's inputs for the functions whose samples were collected."""
+
+    def tensor_bytes(node) -> int:
+        if isinstance(node, dict):
+            if isinstance(node.get("tensor"), dict):
+                return node["tensor"]["nbytes"]
+            return sum(tensor_bytes(v) for v in node.values())
+        if isinstance(node, list):
+            return sum(tensor_bytes(v) for v in node)
+        return 0
+
+    functions = json.loads(Path(samples_json).read_text())["functions"]
+    totals = {}
+    for name, entries in functions.items():
+        size = sum(tensor_bytes([e["args"], e["kwargs"]]) for e in entries)
+        totals[name] = (sum(e["calls"] for e in entries), len(entries), size)
+    return totals
+
+
+def reference_summary(rows: dict, samples: dict, calls_from_the_trace: dict, top_k: int | None = None) -> pd.DataFrame:
+    """describe_results computed in plain Python from reference rows: per call its time (nested calls' rows are
+    their own), share of all calls' time (0 when there is none), modules, and, from ``samples``
+    (reference_sample_totals), calls, signatures and input MB where they were collected. A call named from the
+    trace after a graph launch or an operator (``calls_from_the_trace``: trace_calls) counts the launches or
+    operator events it is named after; most expensive first, ties by name."""
+    calls: dict = {}
+    for r in rows.values():
+        if r["function_label"] is None:
+            continue
+        name = re.sub(r"#[0-9]+$", "", r["function_label"])
+        call = calls.setdefault(name, {"ns": 0, "modules": set(), "events": set()})
+        call["ns"] += r["dur_ns"]
+        call["modules"] |= {r["module_name"]} - {None}
+        call["events"].add(r["call_event"])
+
+    def counted_by_its_events(name: str) -> bool:
+        operator = calls_from_the_trace.get("other_operator_call")
+        return name == calls_from_the_trace.get("graph_replay_call") or (
+            operator is not None and ("::" in name or name == operator)
+        )
+
+    total_ns = sum(call["ns"] for call in calls.values())
+    table = []
+    for name, call in calls.items():
+        collected = samples.get(name)
+        if collected is not None:
+            count, distinct, size = collected[0], collected[1], collected[2] / 2**20
+        else:
+            count = len(call["events"] - {None}) if counted_by_its_events(name) else math.nan
+            distinct = size = math.nan
+        share = 100.0 * call["ns"] / total_ns if total_ns > 0 else 0.0
+        table.append((name, float(count), float(distinct), len(call["modules"]), call["ns"] / 1000, share, size))
+    table.sort(key=lambda row: (-row[4], row[0]))
+    columns = ["function_name", "calls", "num_distinct_samples", "num_modules", "time_spent_us"]
+    return pd.DataFrame(table[:top_k], columns=columns + ["time_spent_pct", "tensor_size_MB"])

@@ -4,6 +4,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import SAMPLE_RUNS, SHARED_TRACES
 from hypothesis import HealthCheck, given, settings
@@ -73,36 +74,43 @@ def test_memcpy_and_memset_are_rows_with_their_kind():
     assert list(frame[frame["op"] == "aten::mm"]["module_name"]) == ["outer"]
 
 
+def _span(name, cat, ts, dur, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def _kernel(correlation, ts):
+    return {**_span(f"kernel_{correlation}", "kernel", ts, 1, correlation=correlation, device=0, stream=7), "pid": 0}
+
+
+# Spans on another thread 2e18 ns apart, each holding a launch (or, in a CPU trace, an operator itself): with event
+# ids of 5 bits, start, duration and event id no longer fit the attribution's 128-bit key, so it compares structs.
+FAR_APART = [
+    _span("aten::early", "cpu_op", -999999999999999, 1, tid=2),
+    _span("cudaLaunchKernel", "cuda_runtime", -999999999999999, 1, tid=2, correlation=8),
+    _span("aten::late", "cpu_op", 999999999999999, 999999999999999, tid=2),
+    _span("cudaLaunchKernel", "cuda_runtime", 999999999999999, 1, tid=2, correlation=9),
+    _kernel(8, 60),
+    _kernel(9, 70),
+]
+
+
 def _twin_spans_trace(path, far_apart: bool):
     """One launch inside twin call scopes and twin operators (identical start and end): the one later in the
     trace is the inner one. ``far_apart``: two operators on another thread 2e18 ns apart, each holding a launch (a
     span that holds none is dropped before the join), so that start, duration and event id no longer fit the
     attribution's 128-bit key and it compares structs instead."""
-
-    def span(name, cat, ts, dur, tid=1, **args):
-        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
-
     events = [
-        span("ks.module:block", "user_annotation", 0, 100),
-        span("ks.fn:linear#0", "user_annotation", 10, 80),
-        span("ks.fn:relu#1", "user_annotation", 10, 80),
-        span("aten::outer", "cpu_op", 20, 60),
-        span("aten::twin_a", "cpu_op", 25, 40),
-        span("aten::twin_b", "cpu_op", 25, 40),
-        span("cudaLaunchKernel", "cuda_runtime", 30, 5, correlation=7),
-        {**span("kernel_k", "kernel", 50, 3, correlation=7, device=0, stream=7), "pid": 0, "tid": 7},
+        _span("ks.module:block", "user_annotation", 0, 100),
+        _span("ks.fn:linear#0", "user_annotation", 10, 80),
+        _span("ks.fn:relu#1", "user_annotation", 10, 80),
+        _span("aten::outer", "cpu_op", 20, 60),
+        _span("aten::twin_a", "cpu_op", 25, 40),
+        _span("aten::twin_b", "cpu_op", 25, 40),
+        _span("cudaLaunchKernel", "cuda_runtime", 30, 5, correlation=7),
+        _kernel(7, 50),
     ]
     if far_apart:
-        events += [
-            span("aten::early", "cpu_op", -999999999999999, 1, tid=2),
-            span("cudaLaunchKernel", "cuda_runtime", -999999999999999, 1, tid=2, correlation=8),
-            span("aten::late", "cpu_op", 999999999999999, 999999999999999, tid=2),
-            span("cudaLaunchKernel", "cuda_runtime", 999999999999999, 1, tid=2, correlation=9),
-        ]
-        events += [
-            {**span(f"kernel_{c}", "kernel", ts, 1, correlation=c, device=0, stream=7), "pid": 0, "tid": 7}
-            for c, ts in ((8, 60), (9, 70))
-        ]
+        events += FAR_APART
     path.write_text(json.dumps({"traceEvents": events}))
     return path
 
@@ -217,3 +225,219 @@ def test_an_operator_that_starts_with_the_call_is_its_operator_only_when_nested_
         assert_matches_reference(run, path)
         row = run.profiling_df().iloc[0]
     assert (row.function_name, row.call_op) == ("linear", "aten::linear" if inside else None)
+
+
+def _load(tmp_path, events, far_apart: bool, device: bool = True):
+    extra = FAR_APART if device else [e for e in FAR_APART if e["cat"] == "cpu_op"]
+    path = tmp_path / "trace.json"
+    metadata = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": n, "args": {"name": "t"}} for n in range(16)]  # ids
+    path.write_text(json.dumps({"traceEvents": (metadata + events + extra) if far_apart else events}))
+    run = load_run(path)
+    assert run.con.execute("SELECT getvariable('ks_packed')").fetchone()[0] is (not far_apart)
+    assert_matches_reference(run, path)
+    return run
+
+
+@pytest.mark.parametrize("far_apart", [False, True], ids=["integer key", "struct key"])
+def test_spans_that_start_together_nest_by_their_end(tmp_path, far_apart):
+    """Module scopes, call scopes and operators that start at the same time: the shorter is the inner one, on both
+    key paths (the struct key orders by -end)."""
+    events = [
+        _span("ks.module:outer", "user_annotation", 0, 100),
+        _span("ks.module:inner", "user_annotation", 0, 60),
+        _span("ks.fn:linear#0", "user_annotation", 10, 45),
+        _span("ks.fn:relu#1", "user_annotation", 10, 40),
+        _span("aten::wide", "cpu_op", 20, 25),
+        _span("aten::narrow", "cpu_op", 20, 15),
+        _span("cudaLaunchKernel", "cuda_runtime", 30, 1, correlation=7),
+        _kernel(7, 50),
+    ]
+    with _load(tmp_path, events, far_apart) as run:
+        row = run.profiling_df().set_index("correlation").loc[7]
+    assert (row.module_name, row.function_name, row.sample_id, row.op, row.call_op) == (
+        "inner",
+        "relu",
+        1,
+        "aten::narrow",
+        "aten::wide",
+    )
+
+
+@pytest.mark.parametrize("far_apart", [False, True], ids=["integer key", "struct key"])
+def test_a_cpu_operator_s_parent_is_the_longer_of_two_that_start_together(tmp_path, far_apart):
+    events = [
+        _span("ks.module:block", "user_annotation", 0, 100),
+        _span("aten::wide", "cpu_op", 20, 25),
+        _span("aten::narrow", "cpu_op", 20, 15),
+        _span("aten::leaf", "cpu_op", 20, 5),
+    ]
+    with _load(tmp_path, events, far_apart, device=False) as run:
+        rows = run.profiling_df().set_index("op")
+    assert rows.loc[["aten::wide", "aten::narrow", "aten::leaf"], "kernel_us"].tolist() == [10.0, 10.0, 5.0]
+    assert set(rows.loc[["aten::wide", "aten::narrow", "aten::leaf"], "function_name"]) == {"aten::wide"}
+
+
+def test_operators_that_abut_are_siblings_not_parent_and_child(tmp_path):
+    """A CPU operator that starts where another ends is not inside it, nor is a 0 ns one at its end (it is inside
+    the one that starts there); one with the same span as another, later in the trace, is inside it."""
+    events = [
+        _span("aten::parent", "cpu_op", 0, 20),
+        _span("aten::first", "cpu_op", 0, 10),
+        _span("aten::second", "cpu_op", 10, 10),
+        _span("aten::instant", "cpu_op", 10, 0),  # at first's end, inside parent
+        _span("aten::at_end", "cpu_op", 20, 0),  # at parent's end: outside it, inside next
+        _span("aten::next", "cpu_op", 20, 10),
+        _span("aten::whole", "cpu_op", 20, 10),  # the same span as next, later in the trace: inside it
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        rows = run.profiling_df().set_index("op")
+    self_us = rows["kernel_us"].to_dict()
+    assert self_us == {
+        "aten::parent": 0.0,
+        "aten::first": 10.0,
+        "aten::second": 10.0,
+        "aten::instant": 0.0,
+        "aten::at_end": 0.0,
+        "aten::next": 0.0,
+        "aten::whole": 10.0,
+    }
+    assert rows["function_name"].to_dict() == {
+        "aten::parent": "aten::parent",
+        "aten::first": "aten::parent",
+        "aten::second": "aten::parent",
+        "aten::instant": "aten::parent",
+        "aten::at_end": "aten::next",
+        "aten::next": "aten::next",
+        "aten::whole": "aten::next",
+    }
+    assert rows["kernel_us"].sum() == 30.0, "the outermost operators' time"
+
+
+@pytest.mark.parametrize("spread", [False, True], ids=["only launch", "bucket edges"])
+def test_a_1_ns_operator_holds_the_launch_at_its_start_at_a_bucket_edge(tmp_path, spread):
+    """The spans inside one time bucket (ks_enclosers) are kept only where a launch point of their thread falls in
+    that bucket: a 1 ns operator holding the only launch, or one on each side of a bucket boundary (with launches
+    far apart, buckets of 2^20 ns), each holds the launch at its start and not the one at its end."""
+    edge = 3 << 20  # ns: a bucket boundary
+    starts = [edge - 1, edge] if spread else [edge]
+    events = []
+    for n, start in enumerate(starts):
+        events += [
+            _span(f"aten::op{n}", "cpu_op", start / 1000, 0.001),
+            _span("cudaLaunchKernel", "cuda_runtime", start / 1000, 0, correlation=n),
+            _kernel(n, 10 + n),
+        ]
+    if spread:  # two more launches, 10 and 20 ms in: a mean gap of 2^22 ns between points, buckets of 2^20 ns
+        events += [_span("cudaLaunchKernel", "cuda_runtime", 10000 * k, 0, correlation=100 + k) for k in (1, 2)]
+        events += [_kernel(100 + k, 20 + k) for k in (1, 2)]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with load_run(path) as run:
+        shift = run.con.execute("SELECT getvariable('ks_bucket_shift')").fetchone()[0]
+        assert_matches_reference(run, path)
+        ops = run.profiling_df().set_index("correlation")["op"].to_dict()
+    assert shift == (20 if spread else 0)
+    assert [ops[n] for n in range(len(starts))] == [f"aten::op{n}" for n in range(len(starts))]
+
+
+def test_start_us_counts_from_the_trace_s_first_complete_event(tmp_path):
+    events = [
+        {"ph": "i", "cat": "cpu_instant_event", "name": "mark", "pid": 1, "tid": 1, "ts": 1, "s": "t"},
+        _span("aten::mm", "cpu_op", 500, 100),
+        _span("cudaLaunchKernel", "cuda_runtime", 510, 5, correlation=1),
+        _kernel(1, 2000),
+        _span("aten::first", "cpu_op", 250, 10, tid=2),
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with load_run(path) as run:
+        assert run.profiling_df()["start_us"].tolist() == [1750.0]
+    cpu = [e for e in events if e["cat"] == "cpu_op"]
+    path.write_text(json.dumps({"traceEvents": cpu}))
+    with load_run(path) as run:
+        assert run.profiling_df()["start_us"].tolist() == [0.0, 250.0]
+
+
+CPU_SPAN_KINDS = [
+    ("cpu_op", "aten::op{}"),
+    ("cpu_op", "triton_op{}"),
+    ("cpu_op", "ks.fn:g{}#{}"),
+    ("user_annotation", "ks.module:m{}"),
+    ("user_annotation", "ks.fn:f{}#{}@m{}"),
+    ("user_annotation", "annotation{}"),
+]
+
+
+@st.composite
+def cpu_spans(draw):
+    """A CPU trace (no device events): operators, scopes and annotations on one or two threads that nest, tie,
+    abut, last 0 ns, repeat another's span, or overlap without nesting."""
+    unit = draw(st.sampled_from([1, 1000]))
+    threads = draw(st.sampled_from([[1], [1, 2]]))
+    spans = []
+    for i in range(draw(st.integers(1, 30))):
+        cat, name = draw(st.sampled_from(CPU_SPAN_KINDS))
+        start, length = draw(st.integers(0, 60)), draw(st.integers(0, 40))
+        spans.append((cat, name.format(i, i, i), draw(st.sampled_from(threads)), start, length))
+    spans += [(cat, f"{name}_twin", *rest) for cat, name, *rest in draw(st.lists(st.sampled_from(spans), max_size=3))]
+    spans.append(("cpu_op", "aten::always", 1, draw(st.integers(0, 60)), draw(st.integers(0, 5))))
+    events = [
+        {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": 1,
+            "tid": tid,
+            "ts": round(start * unit / 1000, 3),
+            "dur": round(length * unit / 1000, 3),
+            "args": {},
+        }
+        for cat, name, tid, start, length in spans
+    ]
+    return draw(st.permutations(events))
+
+
+@settings(deadline=None, derandomize=True, database=None, max_examples=30, suppress_health_check=[HealthCheck.too_slow])
+@given(events=cpu_spans())
+def test_random_cpu_operators_match_the_reference(events):
+    """Each CPU row's self time, scopes, call and call operator against the reference's stack walk."""
+    with tempfile.TemporaryDirectory() as workdir:
+        path = Path(workdir) / "trace.json"
+        path.write_text(json.dumps({"traceEvents": events}))
+        with load_run(path) as run:
+            assert run.device == "cpu"
+            assert_matches_reference(run, path)
+
+
+@pytest.mark.parametrize("far_apart", [False, True], ids=["integer key", "struct key"])
+def test_a_kernel_in_no_call_is_named_after_the_outermost_operator_in_its_module(tmp_path, far_apart):
+    """Kernels that no call scope holds: named after the outermost operator that holds the launch inside the
+    innermost module scope (not one that holds the module scope), by its own name where it has "::", else
+    "(other operator)"; none where no operator lies in the module."""
+    events = [
+        _span("aten::around", "cpu_op", 0, 300),  # holds the module scopes: never a call's name
+        _span("ks.module:block", "user_annotation", 10, 280),
+        _span("aten::lstm", "cpu_op", 20, 80),
+        _span("aten::_cudnn_rnn", "cpu_op", 30, 60),
+        _span("cudaLaunchKernel", "cuda_runtime", 40, 1, correlation=1),
+        _span("triton_poi_fused_add_0", "cpu_op", 120, 20),
+        _span("cudaLaunchKernel", "cuda_runtime", 130, 1, correlation=2),
+        _span("ks.module:block.empty", "user_annotation", 200, 20),
+        _span("cudaLaunchKernel", "cuda_runtime", 210, 1, correlation=3),
+        _span("cudaLaunchKernel", "cuda_runtime", 400, 1, correlation=4),  # outside every span
+    ] + [_kernel(c, 500 + c) for c in (1, 2, 3, 4)]
+    with _load(tmp_path, events, far_apart) as run:
+        rows = run.profiling_df().set_index("correlation")
+        ids = dict(run.sql("SELECT name, event_id FROM events WHERE cat = 'cpu_op'").itertuples(index=False))
+        summary = run.describe().set_index("function_name")
+    got = {c: (rows.loc[c, "function_name"], rows.loc[c, "call_op"], rows.loc[c, "call_event_id"]) for c in range(1, 5)}
+    assert got == {
+        1: ("aten::lstm", "aten::around", ids["aten::lstm"]),
+        2: ("(other operator)", "aten::around", ids["triton_poi_fused_add_0"]),
+        3: (None, "aten::around", pd.NA),
+        4: (None, None, pd.NA),
+    }
+    assert summary.loc["aten::lstm", "calls"] == summary.loc["(other operator)", "calls"] == 1

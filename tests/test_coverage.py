@@ -1,4 +1,4 @@
-"""Calls beyond the torch.nn.functional namespace (calls="all"), on the CPU."""
+"""Calls beyond the torch.nn.functional namespace (calls="all"), and calls named after operators, on the CPU."""
 
 import threading
 
@@ -6,8 +6,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from kernelscope.recorder.calls import torch_call_targets  # noqa: E402
+from reference import assert_matches_reference  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.nn.functional import gelu as imported_gelu  # noqa: E402
 
@@ -121,3 +123,133 @@ def test_kernels_of_another_thread_are_rows_with_their_thread():
     assert set(other["thread"]) - set(main["thread"]), "the side thread's operators are rows of their own thread"
     assert {"aten::mul_", "aten::add_"} <= set(other["call_op"]), "profile_all_threads records its operators"
     assert set(other["function_name"]) == {"Tensor.mul_", "Tensor.add_"}, "threads started in the pass are named"
+
+
+@torch.library.custom_op("kstest::fused_op", mutates_args=())
+def fused_op(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return torch.ops.aten.relu(torch.ops.aten.mm(x, w))  # aten calls: no torch-level call scope inside
+
+
+@fused_op.register_fake
+def _(x, w):
+    return x.new_empty(x.shape[0], w.shape[1])
+
+
+def _nms(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+    """torchvision::nms where torchvision is not installed (the same name and schema, a C++-registered operator
+    as torchvision's is; greedy NMS from aten calls, which open no call scope, like torchvision's C++ kernel)."""
+    aten = torch.ops.aten
+    order, keep = aten.argsort(scores, descending=True), []
+    while aten.numel(order) > 0:
+        first = order[0]
+        keep.append(first)
+        top_left = aten.maximum(boxes[first, :2], boxes[order[1:], :2])
+        bottom_right = aten.minimum(boxes[first, 2:], boxes[order[1:], 2:])
+        inter = aten.prod(aten.clamp(aten.sub(bottom_right, top_left), 0), 1)
+        area = aten.prod(aten.sub(boxes[:, 2:], boxes[:, :2]), 1)
+        iou = aten.div(inter, aten.sub(aten.add(area[first], area[order[1:]]), inter))
+        order = order[1:][aten.le(iou, iou_threshold)]
+    return aten.stack(keep) if keep else boxes.new_empty(0, dtype=torch.long)
+
+
+def _torchvision_nms():
+    """torchvision.ops.nms; where torchvision is not installed (or PyPI's build beside a CPU torch cannot load its
+    operators), the operator ``torchvision::nms`` registered here by the same name and schema."""
+    try:
+        from torchvision.ops import nms
+
+        return nms
+    except (ImportError, RuntimeError):
+        pass
+    try:
+        return torch.ops.torchvision.nms
+    except (AttributeError, RuntimeError):
+        library = torch.library.Library("torchvision", "FRAGMENT")
+        library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+        library.impl("nms", _nms, "CPU")
+        _torchvision_nms.library = library  # registered while the library object lives
+        return torch.ops.torchvision.nms
+
+
+nms = _torchvision_nms()
+
+
+class Unscoped(nn.Module):
+    """Work that no call scope reaches: a stock fast-path TransformerEncoder (aten::_transformer_encoder_layer_fwd),
+    cuDNN-style RNNs (aten::lstm, aten::gru), a torch.library.custom_op, torch.ops.aten called directly, a torch._VF
+    call and a torchvision operator."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.lstm = nn.LSTM(16, 16, batch_first=True)
+        self.gru = nn.GRU(16, 16, batch_first=True)
+        self.weight = nn.Parameter(torch.randn(16, 16))
+
+    def forward(self, x):
+        x = self.gru(self.lstm(self.encoder(x))[0])[0]
+        y = torch.ops.aten.mm.default(fused_op(x[0], self.weight), self.weight)
+        h = torch._VF.rnn_tanh(
+            x, x.new_zeros(1, 4, 16), [self.weight] * 2 + [self.weight[0]] * 2, True, 1, 0.0, False, False, True
+        )
+        boxes = torch.cat([x[0, :, :2].abs(), x[0, :, :2].abs() + 1], dim=1)
+        return y.sum() + h[0].sum() + nms(boxes, x[0, :, 0], 0.5).sum()
+
+
+UNSCOPED_CALLS = {  # module -> the operators its kernels are named after
+    "encoder.layers.0": {"aten::_transformer_encoder_layer_fwd"},
+    "encoder.layers.1": {"aten::_transformer_encoder_layer_fwd"},
+    "lstm": {"aten::lstm"},
+    "gru": {"aten::gru"},
+}
+ROOT_CALLS = {"kstest::fused_op", "aten::mm", "aten::rnn_tanh", "torchvision::nms"}
+
+
+@pytest.fixture(scope="module")
+def unscoped():
+    profiler = ModuleFunctionKernelProfiler()
+    frame, data = profiler.profile(Unscoped().eval(), [((torch.randn(4, 6, 16),), {})], warmup_iterations=1)
+    return frame, profiler.describe_results(frame, data, top_k=100).set_index("function_name")
+
+
+def test_work_no_call_scope_holds_is_named_after_its_operator(unscoped):
+    frame, _ = unscoped
+    named = frame.loc[frame["function_name"].notna(), "kernel_us"].sum()
+    assert named >= 0.999 * frame["kernel_us"].sum() and frame["function_name"].notna().all()
+    for module, calls in UNSCOPED_CALLS.items():  # beside them, torch-level calls: nn.LSTM's torch.zeros
+        names = set(frame.loc[frame["module_name"] == module, "function_name"])
+        assert {name for name in names if "::" in name} == calls and not names & ROOT_CALLS, module
+    assert ROOT_CALLS <= set(frame.loc[frame["module_name"] == "", "function_name"])
+    assert frame.loc[frame["function_name"].isin(ROOT_CALLS | {"aten::lstm"}), "sample_id"].isna().all()
+
+
+def test_the_summary_counts_the_operator_events_a_call_is_named_after(unscoped):
+    _, summary = unscoped
+    calls = summary["calls"].to_dict()
+    assert calls["aten::_transformer_encoder_layer_fwd"] == 2, "one per encoder layer, however many rows each has"
+    assert [calls[name] for name in ("aten::lstm", "aten::gru", "kstest::fused_op", "torchvision::nms")] == [1] * 4
+    assert summary.loc["aten::_transformer_encoder_layer_fwd", "num_modules"] == 2
+    operators = summary[summary.index.str.contains("::")]
+    assert operators["num_distinct_samples"].isna().all() and operators["tensor_size_MB"].isna().all()
+
+
+def test_functional_mode_names_no_call_from_operators():
+    profiler = ModuleFunctionKernelProfiler(calls="functional")
+    frame, data = profiler.profile(Unscoped().eval(), [((torch.randn(4, 6, 16),), {})], warmup_iterations=1)
+    assert data == {} and frame["function_name"].isna().all(), "aitune's view: only torch.nn.functional calls"
+
+
+def test_a_plain_cpu_trace_names_every_operator_s_call(tmp_path):
+    model = Unscoped().eval()
+    with torch.no_grad():
+        model(torch.randn(4, 6, 16))
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            model(torch.randn(4, 6, 16))
+    prof.export_chrome_trace(str(tmp_path / "plain.json"))
+    with load_run(tmp_path / "plain.json") as run:
+        frame = run.profiling_df()
+        assert_matches_reference(run, tmp_path / "plain.json")
+    named = set(frame["function_name"])
+    assert {"aten::_transformer_encoder_layer_fwd", "aten::lstm", "aten::gru"} | ROOT_CALLS <= named
+    assert frame["function_name"].notna().all() and frame["module_name"].isna().all()

@@ -52,9 +52,13 @@ def test_replay_named_by_its_launch_gives_the_scoped_rows(unscoped):
     replay = named["function_name"] == GRAPH_REPLAY_CALL
     assert replay.sum() == 3 and named.loc[replay, "sample_id"].isna().all(), "three kernels, no sample"
     assert (scoped.loc[replay, "sample_id"] == 0).all()
-    columns = [c for c in scoped.columns if c not in ("sample_id", "event_id")]  # one event fewer before them
+    ids = ("sample_id", "event_id", "call_event_id")
+    columns = [c for c in scoped.columns if c not in ids]  # one event fewer before them
     pd.testing.assert_frame_equal(named[columns], scoped[columns])
     pd.testing.assert_series_equal(named.loc[~replay, "sample_id"], scoped.loc[~replay, "sample_id"])
+    with load_run(unscoped) as run:
+        (launch,) = run.sql("SELECT event_id FROM events WHERE name = 'cudaGraphLaunch'")["event_id"]
+    assert (named.loc[replay, "call_event_id"] == launch).all(), "the replay's call is its launch"
 
 
 def test_a_graph_launch_inside_another_call_belongs_to_that_call(tmp_path):
@@ -100,11 +104,20 @@ def test_summary_counts_a_named_replay_by_its_launches_without_samples(unscoped)
         pd.testing.assert_frame_equal(summary.drop(index=GRAPH_REPLAY_CALL), scoped.drop(index=GRAPH_REPLAY_CALL))
 
 
-def test_bare_traces_and_older_runs_do_not_name_graph_launches():
+def test_bare_traces_name_graph_launches_and_older_runs_do_not(tmp_path):
     trace = next(p for p in SHARED_TRACES if p.name == "cuda_graph.json.gz")
     with load_run(trace, module_prefix="probe:", function_prefix="nofn:") as run:
         frame = run.profiling_df()
-    assert frame["function_name"].isna().all(), "a trace without kernelscope's manifest names no call"
+    launched = frame.groupby("correlation")["kernel"].transform("size") > 1
+    assert launched.sum() == 12 and (frame.loc[launched, "function_name"] == GRAPH_REPLAY_CALL).all()
+    assert frame.loc[~launched, "function_name"].str.startswith("aten::").all(), "the eager pass: its operators"
+    older = _without_replay_scope(tmp_path / "run")
+    manifest = json.loads((older / "manifest.json").read_text())
+    del manifest["annotation"]["graph_replay_call"]  # a recording that does not name calls from the trace
+    (older / "manifest.json").write_text(json.dumps(manifest))
+    with load_run(older) as run:
+        frame = run.profiling_df()
+    assert frame["function_name"].isna().sum() == 3, "the replay's kernels are in no call"
 
 
 def test_a_recording_opens_no_scope_around_graph_replays_and_says_so(tmp_path):
