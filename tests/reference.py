@@ -29,7 +29,7 @@ def _ns(value) -> int:
     return int(Decimal(value) * 1000)
 
 
-GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
 
 
 def reference_attribution(
@@ -189,10 +189,8 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
         for e in events
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and isinstance((e.get("args") or {}).get("correlation"), int)
     }
-    must = {
-        corr
-        for corr, name in runtime.items()
-        if re.match(r"cu(da)?(LaunchKernel|LaunchCooperativeKernel|GraphLaunch)", name)
+    must = {  # CUDA's and ROCm's (hip…) kernel launches, Launch…Kernel in any spelling, and graph launches
+        corr for corr, name in runtime.items() if re.match(r"(cu|hip)\w*Launch\w*Kernel|(cuda|cu|hip)GraphLaunch", name)
     }
     device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
     return len(must), len(device), len(must - set(device)), sum(corr not in runtime for corr in device)
