@@ -133,6 +133,9 @@ class Run:
                 raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
             validate_events(con, source.trace, rows_checked=header.all_rows_checked)
             rank = source.rank if source.rank is not None else header_rank(header.keys)
+            if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
+                run_sql_file(con, "frame_names.sql")
+                run_sql_file(con, "frames.sql")
             run_sql_file(con, "attribution.sql")
             check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
             con.execute("DROP TABLE ks_launch_check")

@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
+from reference_frames import frame_scope
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -52,7 +53,20 @@ def reference_attribution(
         start = _ns(e["ts"])
         spans.append((index, e, start, start + _ns(e["dur"])))
 
+    # a trace without kernelscope's scopes takes its modules and calls from its Python frames (reference_frames.py)
+    plain = not any(
+        e.get("cat") in ("cpu_op", "user_annotation") and e.get("name", "").startswith((module_prefix, function_prefix))
+        for _i, e, _s, _end in spans
+    )
+
+    def frame_of(e: dict) -> tuple[str, str] | None:
+        if not plain or e.get("cat") != "python_function" or not isinstance(e.get("name"), str):
+            return None
+        return frame_scope(e["name"])
+
     def role(e: dict) -> str | None:
+        """module, function (a call scope, or a functional's frame), torch_call (a torch-level call's frame: a scope
+        only outside every other call), op, or None."""
         name, cat = e.get("name", ""), e.get("cat")
         if cat in ("cpu_op", "user_annotation") and name.startswith(module_prefix):
             return "module"
@@ -60,10 +74,13 @@ def reference_attribution(
             return "function"
         if cat == "cpu_op":
             return "op"
-        return None
+        frame = frame_of(e)
+        return {"module": "module", "functional": "function", "torch": "torch_call"}[frame[0]] if frame else None
 
     def module_of(e: dict) -> str | None:
         """The module a scope names: its own (ks.module:name) or the one folded into a call (ks.fn:call@name)."""
+        if frame_of(e):
+            return frame_of(e)[1] if role(e) == "module" else None
         if role(e) == "module":
             return e["name"][len(module_prefix) :]
         if role(e) == "function" and "@" in e["name"][len(function_prefix) :]:
@@ -71,7 +88,28 @@ def reference_attribution(
         return None
 
     def call_of(e: dict) -> str:
+        if frame_of(e):
+            return frame_of(e)[1]
         return e["name"][len(function_prefix) :].split("@", 1)[0]
+
+    def scoped_calls(live: list) -> list[int]:
+        """Positions in ``live`` (outermost first) of the call scopes: every call scope and functional frame, a
+        torch-level frame only where no other call holds it (as the recorder scopes them)."""
+        positions, inside_call = [], False
+        for n, x in enumerate(live):
+            kind = role(x[2])
+            if kind == "function" or (kind == "torch_call" and not inside_call):
+                positions.append(n)
+            inside_call = inside_call or kind in ("function", "torch_call")
+        return positions
+
+    def module_label(modules: list) -> str | None:
+        """The innermost module scope's name; for module frames, the dotted chain of all of them."""
+        if not modules:
+            return None
+        if frame_of(modules[-1][2]):
+            return ".".join(module_of(x[2]) for x in modules if frame_of(x[2]))
+        return module_of(modules[-1][2])
 
     device = [(i, e, s, end) for i, e, s, end in spans if e.get("cat") in DEVICE_CATS]
     cpu_mode = not device
@@ -114,13 +152,13 @@ def reference_attribution(
         def read(t: int) -> None:
             live = [x for x in stack if x[1] > t]
             modules = [x for x in live if module_of(x[2]) is not None]
-            functions = [x for x in live if role(x[2]) == "function"]
+            calls = scoped_calls(live)
             ops = [x for x in live if role(x[2]) == "op"]
-            fn_pos = max((n for n, x in enumerate(live) if role(x[2]) == "function"), default=-1)
+            fn_pos = calls[-1] if calls else -1
             below_fn = [x for n, x in enumerate(live) if n > fn_pos and role(x[2]) == "op"]
             contexts[(key[0], key[1], t)] = {
-                "module_name": module_of(modules[-1][2]) if modules else None,
-                "function_label": call_of(functions[-1][2]) if functions else None,
+                "module_name": module_label(modules),
+                "function_label": call_of(live[fn_pos][2]) if calls else None,
                 "inner_op": ops[-1][2]["name"] if ops else None,
                 "call_op": below_fn[0][2]["name"] if below_fn else None,
             }
