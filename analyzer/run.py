@@ -252,6 +252,27 @@ class Run:
         """Any SQL over the run's tables and views."""
         return self.con.execute(query).df()
 
+    def notes(self) -> list[str]:
+        """One sentence per rank whose trace holds device events the attribution does not read (unmodeled.sql:
+        MTIA's mtia_ccp_events, a CUPTI range profiler's cuda_profiler_range…): they are in ``events`` only, and
+        where the rank has no device event kernelscope reads, its rows are its leaf CPU operators."""
+        found: dict[int, list[str]] = {}
+        for rank, cat, events, dur_us in self.con.execute(sql_text("unmodeled.sql")).fetchall():
+            found.setdefault(rank, []).append(f"{events:,} {cat} ({dur_us:,.1f} µs)")
+        device_ranks = {
+            rank for (rank,) in self.con.execute("SELECT DISTINCT rank FROM kernels WHERE kind <> 'cpu'").fetchall()
+        }
+        notes = []
+        for rank, what in found.items():
+            part = self.parts.get(rank)
+            where = part.header.path if part is not None and part.header is not None else self.path
+            rows = "" if rank in device_ranks else ", whose rows are its leaf CPU operators"
+            notes.append(
+                f"{where}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
+                f"they are in table events, not in kernels{rows}"
+            )
+        return notes
+
     def launch_check(self) -> LaunchCheck:
         """Profiler losses, added up over the ranks (each rank's correlation ids are its own)."""
         checks = [part.check for part in self.parts.values()]
