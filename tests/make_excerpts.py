@@ -12,12 +12,15 @@ profiler): see tests/data/excerpts/README.md.
 
 from __future__ import annotations
 
-import gzip
-import json
+import sys
 from decimal import Decimal
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+from scale_trace import _json as exact_json  # noqa: E402 (benchmarks/ is no package; its exact JSON writer)
+from scale_trace import load_trace  # noqa: E402
+
 EXTERNAL = REPO / "sample_traces" / "external"
 OUT = REPO / "tests" / "data" / "excerpts"
 DEVICE = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"}
@@ -25,13 +28,6 @@ RUNTIME = {"cuda_runtime", "cuda_driver", "Runtime"}
 HOLDERS = {"cpu_op", "user_annotation", "python_function", "Operator"}
 ARGS = {"External id", "external id", "correlation", "device", "stream", "Python id", "Python parent id"}
 ARGS |= {"Python module id", "wait_on_stream", "wait_on_cuda_event_record_corr_id"}
-
-
-def load(name: str) -> dict:
-    raw = (EXTERNAL / name).read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    return json.loads(raw, parse_float=Decimal)
 
 
 def _span(event: dict) -> tuple[Decimal, Decimal]:
@@ -119,21 +115,10 @@ def with_profiler_ranges(trace: dict) -> dict:
     return {**trace, "traceEvents": trace["traceEvents"] + ranges}
 
 
-def _json(value) -> str:
-    """JSON with every Decimal written as the source wrote it."""
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {_json(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_json(v) for v in value) + "]"
-    return json.dumps(value)
-
-
 def write(name: str, trace: dict) -> None:
     header = {k: v for k, v in trace.items() if k != "traceEvents"}
-    lines = [f"  {_json(e)}" for e in trace["traceEvents"]]
-    body = _json(header)[:-1] + (", " if header else "") + '"traceEvents": [\n' + ",\n".join(lines) + "\n]}\n"
+    lines = [f"  {exact_json(e)}" for e in trace["traceEvents"]]
+    body = exact_json(header)[:-1] + (", " if header else "") + '"traceEvents": [\n' + ",\n".join(lines) + "\n]}\n"
     (OUT / name).write_text(body, encoding="utf-8")
 
 
@@ -143,19 +128,19 @@ def main() -> None:
                 ("aten::_local_scalar_dense", 0), ("aten::gelu", 0)]  # fmt: skip
     bert = (("tl_h100_bert_small.json.gz", "frames_h100"), ("tl_mi300_bert_small.json.gz", "frames_mi300"))
     for source, name in bert:
-        trace = load(source)
+        trace = load_trace(EXTERNAL / source)
         picked = excerpt(trace, [i for op, nth in bert_ops for i in launches_of_op(trace, op, nth)])
         write(f"{name}.json", picked)
         if name == "frames_h100":
             write("device_mtia.json", as_device_category(picked, "mtia_ccp_events", "mtia_runtime"))
             write("device_profiler_range.json", with_profiler_ranges(picked))
-    sglang = load("tl_sglang_qwen3_decode.json.gz")
+    sglang = load_trace(EXTERNAL / "tl_sglang_qwen3_decode.json.gz")
     launches = launches_named(sglang, "hipGraphLaunch") + launches_named(sglang, "hipModuleLaunchKernel")
     launches += [i for op in ("aten::arange", "aten::neg", "aten::_foreach_copy_") for i in launches_of_op(sglang, op)]
     write("hip_graph_sglang.json", excerpt(sglang, launches, device_events_per_launch=3))
-    sync = load("hta_event_sync_multi_stream.json.gz")
+    sync = load_trace(EXTERNAL / "hta_event_sync_multi_stream.json.gz")
     write("epoch_event_sync.json", excerpt(sync, launches_of_op(sync, "aten::mm", 1)))
-    resnet = load("kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz")
+    resnet = load_trace(EXTERNAL / "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz")
     names = ("cudaLaunchKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
     write("legacy_resnet50.json", excerpt(resnet, [i for name in names for i in launches_named(resnet, name)]))
 
