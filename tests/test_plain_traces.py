@@ -262,3 +262,30 @@ def test_a_trace_with_nothing_to_attribute_is_refused_before_the_attribution(tmp
     monkeypatch.setattr(run_module, "run_sql_file", no_attribution)
     with pytest.raises(BadInputError, match="holds no device events .* and no CPU operators$"):
         load_run(path)
+
+
+def test_a_plain_with_stack_trace_names_the_calls_a_recording_names(demo_run, tmp_path):
+    """The demo model, recorded by kernelscope and traced by a bare torch.profiler(with_stack=True) on the CPU: row by
+    row, the same operators, and the same call wherever a frame names one; the rest are Python operators (x + y),
+    which make no frame. Each chain of module frames is one recorded module (attribute path)."""
+    torch = pytest.importorskip("torch")
+    _, model, samples, recorded, _, _ = demo_run
+    with torch.no_grad():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], with_stack=True) as profiler:
+            for args, kwargs in samples:
+                model(*args, **kwargs)
+    profiler.export_chrome_trace(str(tmp_path / "plain.json"))
+    with load_run(tmp_path / "plain.json") as run:
+        plain = run.profiling_df()
+    assert list(plain["op"]) == list(recorded["op"])
+    pairs = list(zip(recorded["function_name"], plain["function_name"], strict=True))
+    assert all(mine == theirs for theirs, mine in pairs if mine is not None)
+    unnamed = {theirs for theirs, mine in pairs if mine is None}
+    assert unnamed and all(name.startswith("Tensor.__") for name in unnamed), unnamed
+    modules = set(zip(recorded["module_name"], plain["module_name"], strict=True))
+    assert len({chain for _, chain in modules}) == len(modules), "each chain is one recorded module"
+    unscoped = {chain for _, chain in modules} - {min(c for m, c in modules if m == module) for module, _ in modules}
+    assert unscoped and all(chain.rpartition(".")[2].startswith("Dropout_") for chain in unscoped), (
+        "the recorder gives dropout in eval mode no scope: its CPU operator is its parent's there"
+    )
+    assert ("encoder.self_attn", "DemoModel_0.TransformerEncoderLayer_0.MultiheadAttention_0") in modules
