@@ -289,3 +289,32 @@ def test_a_plain_with_stack_trace_names_the_calls_a_recording_names(demo_run, tm
         "the recorder gives dropout in eval mode no scope: its CPU operator is its parent's there"
     )
     assert ("encoder.self_attn", "DemoModel_0.TransformerEncoderLayer_0.MultiheadAttention_0") in modules
+
+
+LAUNCHES = {  # every runtime call of the ROCm traces of sample_traces/external/, CUDA's launches, and near misses
+    "kernel": ["hipLaunchKernel", "hipExtModuleLaunchKernel", "hipModuleLaunchKernel", "hipExtLaunchKernel",
+               "hipLaunchCooperativeKernel", "hipExtLaunchMultiKernelMultiDevice", "cudaLaunchKernel",
+               "cudaLaunchKernelExC", "cudaLaunchKernel_ptsz", "cuLaunchKernel", "cuLaunchKernelEx",
+               "cudaLaunchCooperativeKernel", "cuLaunchCooperativeKernel"],
+    "graph": ["hipGraphLaunch", "cudaGraphLaunch", "cuGraphLaunch", "cudaGraphLaunch_ptsz", "hipGraphLaunch_spt"],
+    "neither": ["hipGetDevicePropertiesR0600", "hipStreamGetDevice", "hipDeviceSynchronize", "hipMemcpyWithStream",
+                "hipPointerGetAttribute", "hipDeviceGetAttribute", "hipMemcpyAsync", "hipStreamWaitEvent",
+                "hipEventDestroy", "hipStreamGetCaptureInfo", "hipStreamIsCapturing", "hipDriverGetVersion",
+                "cudaLaunchHostFunc", "hipLaunchHostFunc", "cudaFuncSetAttribute", "cudaGraphKernelNodeSetParams",
+                "hipKernelNameRef", "cudaMemsetAsync", "hipMemsetAsync", "aten::launch_kernel"],
+}  # fmt: skip
+
+
+def test_launch_rules_read_cuda_and_rocm_names_by_their_shape():
+    import duckdb
+    from kernelscope.analyzer.sql import define_scope_names
+
+    con = duckdb.connect()
+    define_scope_names(con, "ks.module:", "ks.fn:")
+    shapes = {"kernel": (True, False), "graph": (False, True), "neither": (False, False)}
+    for expected, names in LAUNCHES.items():
+        for name in names:
+            assert (
+                con.execute("SELECT ks_kernel_launch(?), ks_graph_launch(?)", [name, name]).fetchone()
+                == shapes[expected]
+            ), name
