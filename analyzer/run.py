@@ -20,6 +20,7 @@ from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import define_scope_names, run_sql_file, sql_text
 from .summary import describe_results, summarize, summary_query
+from .tree import define_tree_views, module_tree
 from .validate import validate_events
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
@@ -178,6 +179,8 @@ class Run:
         con.execute("CREATE OR REPLACE TABLE samples AS SELECT * FROM samples")
         con.execute("CREATE OR REPLACE TABLE sample_totals AS SELECT * FROM sample_totals")
         con.execute(f"CREATE OR REPLACE VIEW summary AS {summary_query()}")
+        con.execute(f"CREATE OR REPLACE VIEW sample_costs AS {sql_text('sample_costs.sql')}")
+        define_tree_views(con)
 
     @property
     def header(self) -> TraceHeader | None:
@@ -256,6 +259,12 @@ class Run:
             [self.time_by(column, top_k, rank).assign(rank=rank) for rank in self.parts], ignore_index=True
         )
         return frame[["rank"] + [c for c in frame.columns if c != "rank"]]
+
+    def tree(self, rank: int | None = None) -> pd.DataFrame:
+        """The module tree (view ``module_tree``): per module, its device time with its submodules
+        (``inclusive_us``) and its own, parents before children, most expensive first; a job's ranks merged
+        (``rank`` NA) unless ``rank`` is given."""
+        return module_tree(self, rank)
 
     def describe_by_rank(self, top_k: int = 10) -> pd.DataFrame:
         """describe_results of each rank, one after the other, with a leading ``rank`` column."""

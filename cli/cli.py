@@ -11,10 +11,13 @@ from pathlib import Path
 import click
 
 from .archive_commands import archive, runs
+from .bench_command import bench
 from .diff_command import diff
 from .loading import load_run_of, prefix_options, run_option
 from .output import Output, emit, output_options
+from .report_command import report
 from .sql_command import sql
+from .tree_command import tree
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 TOP_K = click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
@@ -186,6 +189,7 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
     default=None,
     help="Device time by this column instead of by call (default: by call; by op for a trace without calls).",
 )
+@click.option("--inclusive", is_flag=True, help="With --by module_name: each module's time with its submodules'.")
 @run_option
 @prefix_options
 @output_options
@@ -196,6 +200,7 @@ def analyze(
     rank: int | None,
     by_rank: bool,
     group: str | None,
+    inclusive: bool,
     run_ref: str | None,
     module_prefix,
     function_prefix,
@@ -203,12 +208,18 @@ def analyze(
 ) -> None:
     """Summarize a run directory, a job directory of ranks, any Kineto trace (.json / .json.gz), or one run
     of an archive (--run ID): the same tables as the run it was archived from."""
+    if inclusive and group != "module_name":
+        raise click.UsageError("--inclusive needs --by module_name (the time of a module with its submodules')")
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         if rank is not None and rank not in loaded.ranks:
             raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
         title = "time by call"
         if kernels:
             frame, title = loaded.profiling_df(rank), "kernels"
+        elif inclusive:
+            from kernelscope.analyzer.tree import inclusive_module_time
+
+            frame, title = inclusive_module_time(loaded, top_k), "time by module_name, submodules included"
         elif group not in (None, "function"):
             frame, title = _time_by(loaded, group, top_k, rank, by_rank), f"time by {group}"
         else:
@@ -251,6 +262,9 @@ main.add_command(sql)
 main.add_command(archive)
 main.add_command(runs)
 main.add_command(diff)
+main.add_command(bench)
+main.add_command(tree)
+main.add_command(report)
 
 if __name__ == "__main__":
     main()

@@ -14,6 +14,7 @@ PACKAGES = {
     "kernelscope": REPO / "cli",
     "kernelscope.recorder": REPO / "recorder",
     "kernelscope.analyzer": REPO / "analyzer",
+    "kernelscope.analyzer.report": REPO / "analyzer" / "report",
 }
 
 BLOCK_TORCH = """
@@ -97,8 +98,8 @@ def test_wheel_holds_every_module_and_sql_file(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for package, folder in PACKAGES.items():
         prefix = package.replace(".", "/")
-        for source in list(folder.glob("*.py")) + list(folder.glob("*.sql")):
-            assert f"{prefix}/{source.name}" in names, f"{source} is missing from the wheel"
+        for source in list(folder.glob("*.py")) + list(folder.glob("*.sql")) + list(folder.glob("templates/*")):
+            assert f"{prefix}/{source.relative_to(folder)}" in names, f"{source} is missing from the wheel"
 
 
 def test_installed_wheel_imports_every_module(wheel, tmp_path):

@@ -16,7 +16,7 @@ def test_the_prompt_runs_statements_until_quit():
     assert result.exit_code == 0, result.output
     assert "│ 6 │" in result.output, "a statement over two lines"
     assert "error: Binder Error" in result.output, "a failing statement prints its error and the prompt goes on"
-    assert "events  kernels  sample_totals  samples  summary" in result.output
+    assert "events  kernels  module_calls  module_tree  sample_costs  sample_totals  samples  summary" in result.output
     assert "42" in result.output and "│ 7 │" not in result.output, ".quit stops reading"
 
 

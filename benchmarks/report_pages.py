@@ -1,0 +1,140 @@
+"""The HTML report in headless Chromium: how big a page is, how long it takes to write and to open (until its
+charts are drawn), for the sample BERT run, a comparison, and a recorded run of 100 distinct calls; and the
+screenshots of docs/ (docs/report.png, docs/report-compare.png), taken by the same Chromium.
+
+    python benchmarks/report_pages.py [--screenshots] [--repeat 5]
+
+Needs chromium on PATH, the report extra, and torch (CPU is enough) for the 100-call run."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from browser import Browser  # noqa: E402
+from kernelscope.analyzer import load_run  # noqa: E402
+from kernelscope.analyzer.report import write_comparison, write_report  # noqa: E402
+
+SAMPLES = REPO / "sample_traces"
+UNARY = """abs absolute acos acosh adjoint all amax amin aminmax angle any arccos arccosh arcsin arcsinh arctan
+arctanh argmax argmin argsort argwhere asin asinh atan atanh atleast_1d atleast_2d atleast_3d ceil celu clone conj
+conj_physical corrcoef cos cosh count_nonzero cov cumulative_trapezoid deg2rad det detach detach_copy diag diag_embed
+diagflat diagonal diagonal_copy diff digamma erf erfc erfinv exp exp2 expm1 fix flatten fliplr flipud floor frac
+frexp gradient hardshrink i0 inverse isfinite isinf isnan isneginf isposinf isreal lgamma log log10 log1p log2 logdet
+logical_not logit lu matrix_exp max mean median min mode msort nan_to_num nanmean nanmedian nansum neg negative
+nonzero norm nuclear_norm pdist pinverse positive prod qr rad2deg ravel real reciprocal relu resolve_conj rot90
+round rsqrt selu sgn sigmoid sign signbit sin sinc sinh slogdet sort sqrt square squeeze std std_mean sum svd t tan
+tanh trace trapezoid tril triu trunc unbind unique unique_consecutive var var_mean""".split()
+
+
+def hundred_call_run(out: Path) -> Path:
+    """Record (on the CPU) a module whose forward makes over 100 distinct torch calls, each in a submodule."""
+    import torch
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    sample = torch.rand(64, 64) + 0.1
+
+    def works(name: str) -> bool:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                getattr(torch, name)(sample)
+            return True
+        except Exception:  # noqa: BLE001 (a function this torch lacks or that wants more arguments)
+            return False
+
+    names = [name for name in UNARY if hasattr(torch, name) and works(name)][:110]  # some launch nothing
+
+    class Call(torch.nn.Module):
+        def __init__(self, name: str):
+            super().__init__()
+            self.function = getattr(torch, name)
+
+        def forward(self, x):
+            return self.function(x)
+
+    model = torch.nn.Sequential(*(Call(name) for name in names))
+    model.forward = lambda x: [call(x) for call in model]  # every call sees the input, not its neighbour's output
+    ModuleFunctionKernelProfiler().profile(model, [((sample,), {})], warmup_iterations=1, out=out)
+    return out
+
+
+def chromium_cpu_s(browser: Browser) -> float:
+    """CPU seconds (user + system) used so far by the browser's processes, which a busy machine does not inflate
+    as it does the wall-clock time."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            if browser.profile.encode() not in (proc / "cmdline").read_bytes():
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def measure(browser: Browser, page: Path, repeat: int) -> dict:
+    opens, cpu = [], []
+    for _ in range(repeat):
+        before = chromium_cpu_s(browser)
+        opens.append(browser.open(page))
+        cpu.append(chromium_cpu_s(browser) - before)
+        assert browser.console_errors() == [], browser.console_errors()
+    return {"MB": page.stat().st_size / 2**20, "open_s": statistics.median(opens), "cpu_s": statistics.median(cpu)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--screenshots", action="store_true", help="write docs/report.png and docs/report-compare.png")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        pages, written = {}, {}
+        with load_run(SAMPLES / "bert") as run:
+            start = time.perf_counter()
+            pages["bert"] = write_report(run, tmp / "bert.html", name="sample_traces/bert")
+            written["bert"] = time.perf_counter() - start
+        with load_run(SAMPLES / "resnet50") as a, load_run(SAMPLES / "resnet50_format2") as b:
+            start = time.perf_counter()
+            pages["compare"] = write_comparison(
+                a, b, tmp / "compare.html", names=("sample_traces/resnet50", "sample_traces/resnet50_format2")
+            )
+            written["compare"] = time.perf_counter() - start
+        try:
+            with load_run(hundred_call_run(tmp / "hundred")) as run:
+                calls = len(run.sql("SELECT * FROM summary"))
+                start = time.perf_counter()
+                pages[f"{calls} calls"] = write_report(run, tmp / "hundred.html", name="100 calls")
+                written[f"{calls} calls"] = time.perf_counter() - start
+        except ImportError as exc:
+            print(f"skipped the 100-call run: {exc}", file=sys.stderr)
+        with Browser(timeout=120) as browser:
+            browser.open(pages["bert"])  # a first open warms the browser's caches
+            for key, page in pages.items():
+                result = measure(browser, page, args.repeat)
+                print(
+                    f"{key:>12}: {result['MB']:.2f} MB, written in {written[key]:.2f} s, open (median of "
+                    f"{args.repeat}) {result['open_s']:.2f} s wall, {result['cpu_s']:.2f} s of Chromium's CPU"
+                )
+            if args.screenshots:
+                browser.open(pages["bert"])
+                browser.screenshot(REPO / "docs" / "report.png", width=1400, height=1500)
+                browser.open(pages["compare"])
+                browser.screenshot(REPO / "docs" / "report-compare.png", width=1400, height=1300)
+                print("wrote docs/report.png, docs/report-compare.png")
+
+
+if __name__ == "__main__":
+    main()

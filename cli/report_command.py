@@ -1,0 +1,62 @@
+"""``kernelscope report``: one self-contained HTML page of a run, or of run B against run A."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+
+import click
+
+from .loading import load_run_of, run_option
+from .output import Output
+
+
+@click.command()
+@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run_b", required=False, type=click.Path(path_type=str))
+@click.option(
+    "-o",
+    "--output",
+    "output_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The HTML file to write (default: ./<run>-report.html, ./<run_b>-vs-<run>-report.html).",
+)
+@click.option("--force", is_flag=True, help="Replace the output file if it exists.")
+@click.option(
+    "--archive",
+    "archive_path",
+    type=click.Path(file_okay=False, path_type=str),
+    default=None,
+    help="RUN (and RUN_B) are runs of this archive (ids, unique id prefixes or names).",
+)
+@run_option
+def report(
+    run: str, run_b: str | None, output_path: Path | None, force: bool, archive_path: str | None, run_ref: str | None
+) -> None:
+    """Write the report of RUN (a run, a job of ranks, a trace, or an archived run with --run ID) as one HTML file
+    that opens offline: the module tree as a zoomable icicle, the costliest calls, what each input signature
+    costs, the costliest kernels. With RUN_B, the page comparing RUN_B against RUN (kernelscope diff's rows)."""
+    from kernelscope.analyzer.report import write_comparison, write_report
+
+    if archive_path is not None and run_ref is not None:
+        raise click.UsageError("--run names the run of an ARCHIVE given as RUN; with --archive, RUN is the run")
+    names = [run] if run_b is None else [run, run_b]
+    path = output_path or Path(_default_name(names))
+    Output(path=path, force=force).check_destination()
+    with ExitStack() as stack:
+        if archive_path is None:
+            refs = [(run, run_ref)] + ([(run_b, None)] if run_b else [])
+        else:
+            refs = [(archive_path, name) for name in names]
+        runs = [stack.enter_context(load_run_of(where, None, None, ref)) for where, ref in refs]
+        if run_b is None:
+            write_report(runs[0], path, name=run if run_ref is None else f"{run} --run {run_ref}", progress=True)
+        else:
+            write_comparison(runs[0], runs[1], path, names=(run, run_b), progress=True)
+    click.echo(f"report: {path}")
+
+
+def _default_name(names: list[str]) -> str:
+    stems = [Path(name.rstrip("/")).name.split(".")[0] or "run" for name in names]
+    return f"{stems[0]}-report.html" if len(stems) == 1 else f"{stems[1]}-vs-{stems[0]}-report.html"

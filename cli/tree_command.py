@@ -1,0 +1,88 @@
+"""``kernelscope tree``: the module hierarchy with each module's device time, its submodules' included."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import click
+import pandas as pd
+
+from .loading import load_run_of, prefix_options, run_option
+
+STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
+
+
+@click.command()
+@click.argument("run", type=click.Path(path_type=str))
+@click.option(
+    "--min-pct",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="Fold the children under this share of the total device time into one '… N more' line.",
+)
+@click.option("--depth", type=click.IntRange(min=0), default=None, help="Print this many levels below the root.")
+@click.option("--show-calls", is_flag=True, help="List under each module its calls, and under each call its kernels.")
+@click.option("--full-names", is_flag=True, help="With --show-calls: kernels by their full names, not short ones.")
+@click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
+@run_option
+@prefix_options
+def tree(
+    run: str,
+    min_pct: float,
+    depth: int | None,
+    show_calls: bool,
+    full_names: bool,
+    rank: int | None,
+    run_ref: str | None,
+    module_prefix,
+    function_prefix,
+) -> None:
+    """The module tree of RUN (a run, a job of ranks, a trace, or an archived run with --run ID): each module's
+    device time with its submodules' (and its share of the total), children most expensive first; the root
+    holds the kernels outside any module. The same numbers: view module_tree, Run.tree()."""
+    from kernelscope.analyzer.tree import shown_tree
+
+    with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
+        if rank is not None and rank not in loaded.ranks:
+            raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
+        nodes = shown_tree(loaded, rank, min_pct=min_pct, max_depth=depth, show_calls=show_calls)
+    root_name = run if rank is None else f"{run} (rank {rank})"
+    print_tree(nodes, root_name, min_pct, full_names)
+
+
+def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: bool = False) -> None:
+    """``nodes`` (tree_shown.sql: parents before children, folded children last) as a rich tree on stdout."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.tree import Tree
+
+    branches: dict[int, Tree] = {}
+    root = None
+    for node in nodes.itertuples(index=False):
+        if node.kind == "more":
+            label = f"[dim]{_times(node.time_us, node.share_pct)}  … {node.folded} more under {min_pct:g}%[/dim]"
+            branches[node.parent_id].add(label)
+            continue
+        if node.parent_id is pd.NA:
+            name = root_name
+        else:
+            name = node.kernel if full_names and node.kind == "kernel" else node.label
+        name = escape(name)
+        label = f"{_times(node.time_us, node.share_pct)}  [{STYLES[node.kind]}]{name}[/]"
+        if node.kind == "module" and node.own_us > 0 and node.own_us < node.time_us:
+            label += f"  [dim](own {node.own_us:,.1f} µs)[/dim]"
+        if node.kind == "kernel":
+            label += f"  [dim]×{node.kernels}[/dim]"
+        if node.parent_id is pd.NA:
+            branches[node.node_id] = root = Tree(label)
+        else:
+            branches[node.node_id] = branches[node.parent_id].add(label)
+    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200, highlight=False)
+    console.print(root)
+
+
+def _times(time_us: float, share_pct: float) -> str:
+    share = 0.0 if math.isnan(share_pct) else share_pct
+    return f"{time_us:>9,.1f} µs {share:5.1f}%"

@@ -1,0 +1,261 @@
+"""The HTML report (analyzer/report, `kernelscope report`): a self-contained page laid out from the views, checked
+in the file and in a real headless Chromium (tests/browser.py): the charts are drawn with the run's names, the
+console stays clean, and nothing is fetched from anywhere."""
+
+import gzip
+import json
+import os
+import re
+from html.parser import HTMLParser
+
+import pytest
+from browser import Browser, find_chromium
+from click.testing import CliRunner
+from conftest import REPO, SHARED_TRACES
+from kernelscope.analyzer import archive_runs, load_run
+from kernelscope.analyzer.report import write_comparison, write_report
+from kernelscope.analyzer.report.progress import steps
+from kernelscope.analyzer.report.render import inline_script
+from kernelscope.cli import main
+
+SAMPLES = REPO / "sample_traces"
+PAGE_LIMIT_BYTES = 15 * 2**20
+HOSTILE = "</script><script>window.injected = 1</script><b>x & y</b>"
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory):
+    """The pages of the sample BERT run, of a plain trace, of a trace with hostile names, and of a comparison."""
+    out = tmp_path_factory.mktemp("report")
+    hostile = _hostile_trace(out / "hostile.json")
+    written = {}
+    for key, source in (("bert", SAMPLES / "bert"), ("plain", _trace("misc.json.gz")), ("hostile", hostile)):
+        with load_run(source, module_prefix="probe:" if key != "bert" else None) as run:
+            written[key] = write_report(run, out / f"{key}.html", name=key)
+    with load_run(SAMPLES / "resnet50") as a, load_run(SAMPLES / "resnet50_format2") as b:
+        written["compare"] = write_comparison(a, b, out / "compare.html", names=("resnet50", "resnet50_format2"))
+    return written
+
+
+def _trace(name):
+    return next(p for p in SHARED_TRACES if p.name == name)
+
+
+def _hostile_trace(path):
+    """misc.json.gz with a kernel whose name would end the page's script and inject markup, were it not escaped."""
+    trace = json.loads(gzip.decompress(_trace("misc.json.gz").read_bytes()))
+    kernel = next(e for e in trace["traceEvents"] if e.get("cat") == "kernel")
+    kernel["name"] = HOSTILE
+    path.write_text(json.dumps(trace))
+    return path
+
+
+class Resources(HTMLParser):
+    """Every script, stylesheet, image, frame or link reference and inline-script count of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.references, self.scripts = [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        self.scripts += tag == "script"
+        for key in ("src", "href", "data", "srcset"):
+            if attrs.get(key) and not attrs[key].startswith("#"):
+                self.references.append((tag, attrs[key]))
+
+
+def test_a_page_is_one_file_with_everything_inlined(pages):
+    for key, path in pages.items():
+        text = path.read_text(encoding="utf-8")
+        parser = Resources()
+        parser.feed(text)
+        assert parser.references == [], f"{key}: the page refers to other files or hosts"
+        assert parser.scripts == 2, "plotly.js and the page's own script, both inline"
+        assert not re.search(r"url\(\s*['\"]?(https?:|//)", text), "no stylesheet fetches anything"
+        assert path.stat().st_size < PAGE_LIMIT_BYTES
+        assert oct(path.stat().st_mode & 0o777) != oct(0o600), "readable as any file the user writes"
+
+
+def test_the_page_shows_the_views_numbers(pages):
+    with load_run(SAMPLES / "bert") as run:
+        total = run.sql("SELECT sum(kernel_us) FROM kernels").iloc[0, 0]
+        functions = list(run.sql("SELECT function_name FROM summary")["function_name"])
+        modules = set(run.tree()["module"])
+    data = _page_data(pages["bert"])
+    root = data["icicle"]["parent"].index("")
+    assert data["icicle"]["time_us"][root] == pytest.approx(total), "the icicle's root is the whole run"
+    assert sum(data["icicle"]["value_us"]) == pytest.approx(total), "its leaves hold every row once"
+    details = set(data["icicle"]["detail"])
+    assert {m for m in modules if m} <= details | {None}, "every module of the tree is a node of the icicle"
+    assert data["calls"]["function_name"] == functions[:20]
+    text = pages["bert"].read_text()
+    assert all(f'<td class="name">{name}</td>' in text for name in functions), "every call in the describe table"
+
+
+def _page_data(path):
+    text = path.read_text(encoding="utf-8")
+    return json.loads(re.search(r"const KS = (.*?);\n", text).group(1))
+
+
+def test_names_are_escaped_in_the_markup_and_the_data(pages):
+    text = pages["hostile"].read_text(encoding="utf-8")
+    assert HOSTILE not in text and "&lt;/script&gt;" in text, "escaped in the tables"
+    assert "\\u003c/script\\u003e" in text, "escaped in the data (tojson)"
+    assert inline_script('x = "</SCRIPT>"; y = "<!--"') == 'x = "<\\/SCRIPT>"; y = "<\\!--"'
+
+
+def test_a_trace_without_calls_shows_its_operators(pages):
+    text = pages["plain"].read_text()
+    assert "The costliest operators" in text and "Every call" not in text
+    assert _page_data(pages["plain"])["calls"] is None
+
+
+def test_the_comparison_lists_regressions_first(pages):
+    with load_run(SAMPLES / "resnet50") as a, load_run(SAMPLES / "resnet50_format2") as b:
+        from kernelscope.analyzer import diff
+
+        frame = diff(a, b)
+    text = pages["compare"].read_text()
+    functions = frame[frame["level"] == "function"]
+    shown = re.findall(r'<tr class="(worse|better|same)">\s*<td class="name">([^<]*)</td>', text)
+    names = [name for _, name in shown if name in set(functions["name"].dropna())]
+    expected = functions.dropna(subset=["name"]).sort_values("delta_us", ascending=False)["name"]
+    assert names == list(expected), "functions from the largest growth to the largest drop"
+    kinds = dict((name, change) for change, name in shown)
+    for row in functions.dropna(subset=["name"]).itertuples():
+        assert kinds[row.name] == ("worse" if row.delta_us > 0 else "better" if row.delta_us < 0 else "same")
+
+
+def test_progress_names_each_step_once_the_work_takes_long(capsys):
+    import io
+    import time
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=80)
+    with steps(True, console=console, show_after_s=0.0) as step:
+        step("reading the module tree")
+        time.sleep(0.3)
+    assert "report: reading the module tree" in out.getvalue()
+    quiet = io.StringIO()
+    with steps(True, console=Console(file=quiet, force_terminal=True), show_after_s=5.0) as step:
+        step("quick")
+    assert quiet.getvalue().strip() == "", "a quick report prints nothing"
+
+
+def test_the_command_writes_refuses_to_replace_and_reads_archives(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    demo = str(SAMPLES / "demo")
+    result = CliRunner().invoke(main, ["report", demo], catch_exceptions=False)
+    assert result.exit_code == 0 and result.output == "report: demo-report.html\n"
+    again = CliRunner().invoke(main, ["report", demo])
+    assert again.exit_code == 2 and "already exists" in again.output
+    [(run_id, _)] = archive_runs([SAMPLES / "demo"], tmp_path / "archive")
+    archived = CliRunner().invoke(main, ["report", str(tmp_path / "archive"), "--run", run_id, "-o", "a.html"])
+    assert archived.exit_code == 0, archived.output
+    assert "keeps its tables, not its trace file" in (tmp_path / "a.html").read_text()
+    both = CliRunner().invoke(main, ["report", demo, str(SAMPLES / "mlp"), "--force", "-o", "c.html"])
+    assert both.exit_code == 0 and "mlp</span> (B) against" in (tmp_path / "c.html").read_text()
+    missing = CliRunner().invoke(main, ["report", str(tmp_path / "nope")])
+    assert missing.exit_code == 2 and "no such run directory or trace file" in missing.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.html", "archive", "c.html", "demo-report.html"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = find_chromium()
+    if executable is None:
+        if os.environ.get("KERNELSCOPE_REQUIRE_CHROMIUM"):
+            pytest.fail("KERNELSCOPE_REQUIRE_CHROMIUM is set (.ci/run) but no chromium is on PATH")
+        pytest.skip("no Chromium on PATH (apt-get install chromium; .ci/run installs it)")
+    with Browser(executable, timeout=120) as opened:
+        yield opened
+
+
+CHART_TEXT = "Array.from(document.querySelectorAll('#{} svg text')).map(t => t.textContent)"
+SLICE_LABELS = (  # the first line of each drawn box of the icicle: its name (the second is its share)
+    "Array.from(document.querySelectorAll('#icicle g.slice text'))"
+    ".map(t => (t.querySelector('tspan') || t).textContent)"
+)
+
+
+def test_the_report_draws_in_chromium_and_zooms_on_a_click(browser, pages):
+    browser.open(pages["bert"])
+    assert browser.console_errors() == []
+    assert browser.requested_urls() == [pages["bert"].resolve().as_uri()], "nothing fetched but the page itself"
+    assert {"whole run", "encoder", "layer", "embeddings", "attention"} <= set(browser.evaluate(SLICE_LABELS))
+    bars = browser.evaluate(CHART_TEXT.format("top-calls"))
+    assert {"linear", "layer_norm", "scaled_dot_product_attention", "gelu"} <= set(bars)
+    before = browser.evaluate("document.querySelectorAll('#icicle g.slice').length")
+    assert before > 100
+    clicked = browser.evaluate(
+        """(() => {
+        const slice = Array.from(document.querySelectorAll('#icicle g.slice'))
+            .find(s => (s.querySelector('text tspan') || {}).textContent === 'embeddings');
+        if (!slice) return false;
+        slice.dispatchEvent(new MouseEvent('click', {bubbles: true}));
+        return true; })()"""
+    )
+    assert clicked, "the embeddings node is drawn"
+    browser.evaluate("new Promise(done => setTimeout(done, 1500))")  # plotly animates the zoom
+    after = set(browser.evaluate(SLICE_LABELS))
+    assert {"embeddings", "word_embeddings", "LayerNorm"} <= after and "encoder" not in after, "its subtree fills it"
+    assert browser.evaluate("document.querySelectorAll('#icicle g.slice').length") < before
+    assert browser.console_errors() == []
+
+
+def test_hostile_names_stay_text_in_chromium(browser, pages):
+    browser.open(pages["hostile"])  # a plain trace too: its operators' chart
+    assert browser.console_errors() == []
+    assert browser.evaluate("window.injected") is None, "no name ran as a script"
+    assert HOSTILE in browser.evaluate("document.body.innerText"), "shown as the text it is"
+    labels = browser.evaluate("document.getElementById('icicle').data[0].labels")
+    escaped = HOSTILE.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert escaped in labels, "handed to plotly as entities, which it shows as text, not as its <b>, <br>… tags"
+    assert browser.evaluate(CHART_TEXT.format("top-calls")), "the operators' chart is drawn"
+
+
+def test_the_comparison_draws_in_chromium(browser, pages):
+    browser.open(pages["compare"])
+    assert browser.console_errors() == []
+    assert browser.requested_urls() == [pages["compare"].resolve().as_uri()]
+    bars = set(browser.evaluate(CHART_TEXT.format("deltas")))
+    assert {"conv2d", "batch_norm", "max_pool2d"} <= bars
+    colours = browser.evaluate(
+        "Array.from(document.querySelectorAll('tr.worse td.change, tr.better td.change'))"
+        ".map(td => getComputedStyle(td).color)"
+    )
+    assert {"rgb(207, 34, 46)", "rgb(26, 127, 55)"} <= set(colours), "red for worse, green for better"
+
+
+def test_without_the_report_extra_the_command_says_what_to_install(tmp_path, monkeypatch):
+    import sys
+
+    from kernelscope.analyzer.report import render
+
+    monkeypatch.setitem(sys.modules, "plotly.offline", None)  # import plotly.offline now raises ImportError
+    render.plotly_js.cache_clear()
+    try:
+        result = CliRunner().invoke(main, ["report", str(SAMPLES / "mlp"), "-o", str(tmp_path / "r.html")])
+    finally:
+        render.plotly_js.cache_clear()
+    assert result.exit_code == 2
+    expected = "kernelscope: error: the report needs jinja2 and plotly: pip install 'kernelscope[report]'\n"
+    assert result.output == expected
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_job_is_reported_as_one_run_with_its_ranks(tmp_path):
+    from conftest import make_job
+
+    job = make_job(tmp_path / "job", {0: SAMPLES / "demo", 1: SAMPLES / "mlp"})
+    with load_run(job) as run:
+        total = run.sql("SELECT sum(kernel_us) FROM kernels").iloc[0, 0]
+        page = write_report(run, tmp_path / "job.html")
+    data = _page_data(page)
+    assert data["icicle"]["time_us"][data["icicle"]["parent"].index("")] == pytest.approx(total), "both ranks"
+    text = page.read_text()
+    assert "<dt>ranks</dt><dd>0, 1</dd>" in text
+    assert '<th class="num rank">rank</th>' in text, "signatures are per rank"
