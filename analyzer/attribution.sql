@@ -116,6 +116,7 @@ SET VARIABLE ks_bucket_shift = (
 -- Scopes (kind 0 module, 1 function) and operators (2) that may hold a launch point: spans of positive length,
 -- less those inside a bucket that holds no point of their thread.
 -- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too (folded).
+-- A plain trace's scopes are its Python frames (frames.sql, ks_frame_scopes), named there.
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
 SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_folded(name) AS folded
 FROM (
@@ -128,6 +129,8 @@ FROM (
       AND (cat = 'cpu_op'
            OR (cat = 'user_annotation'
                AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))))
+    UNION ALL
+    SELECT event_id, pid, tid, ts_ns, end_ns, name, kind FROM ks_frame_scopes
 )
 WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable('ks_bucket_shift'))
    OR (pid, tid, ts_ns >> getvariable('ks_bucket_shift'))
@@ -258,7 +261,8 @@ CREATE OR REPLACE TEMP TABLE ks_children AS
 SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows WHERE parent_op_id IS NOT NULL GROUP BY ALL;
 
 CREATE OR REPLACE TEMP TABLE ks_modules AS
-SELECT event_id, ks_scope_module(name) AS module_name FROM events
+SELECT event_id, ks_scope_module(coalesce(f.name, e.name)) AS module_name
+FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
 WHERE event_id IN (SELECT module_id FROM ks_rows);
 
 -- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
@@ -266,7 +270,9 @@ WHERE event_id IN (SELECT module_id FROM ks_rows);
 -- 0.055 s), as every call with the same signature repeats its scope's name.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
 WITH scopes AS (
-    SELECT event_id, name FROM events WHERE event_id IN (SELECT function_id FROM ks_rows)
+    SELECT event_id, coalesce(f.name, e.name) AS name
+    FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
+    WHERE event_id IN (SELECT function_id FROM ks_rows)
 ),
 labels AS (
     SELECT name, ks_scope_call(name) AS label FROM (SELECT DISTINCT name FROM scopes)
@@ -333,3 +339,4 @@ DROP TABLE ks_names;
 DROP TABLE ks_children;
 DROP TABLE ks_modules;
 DROP TABLE ks_functions;
+DROP TABLE ks_frame_scopes;

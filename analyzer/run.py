@@ -42,6 +42,7 @@ PROFILING_COLUMNS = [
     "call_event_id",
     "rank",
 ]
+NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
 TEXT_COLUMNS = ["module_name", "function_name", "op", "kernel", "call_op", "kind"]
 INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation", "call_event_id"]  # nullable: Int64
 
@@ -101,15 +102,14 @@ class Run:
         memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
         limit_memory(con, self, memory, json_size, disk_limit)
         try:
-            parts = self._ingest(con, sources, module_prefix, function_prefix, progress)
+            parts = self._ingest(con, sources, module_prefix, function_prefix, progress, not allow_empty)
         except BaseException:
             con.close()
             raise
         self._assemble(con, path, parts, module_prefix, function_prefix)
         if not allow_empty and self.con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 0:
             self.con.close()
-            where = sources[0].trace if len(sources) == 1 else path
-            raise BadInputError(where, "holds no device events (kernel, memcpy, memset) and no CPU operators")
+            raise BadInputError(sources[0].trace if len(sources) == 1 else path, NOTHING_TO_ATTRIBUTE)
 
     @classmethod
     def from_tables(
@@ -126,8 +126,11 @@ class Run:
         return run
 
     @staticmethod
-    def _ingest(con, sources, module_prefix: str, function_prefix: str, progress: bool) -> list[RankPart]:
-        """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank."""
+    def _ingest(
+        con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool
+    ) -> list[RankPart]:
+        """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
+        trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
         parts = []
         for position, source in enumerate(sources):
             define_scope_names(con, module_prefix, function_prefix, *calls_named_from_the_trace(source.manifest))
@@ -136,7 +139,12 @@ class Run:
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
                 raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
             validate_events(con, source.trace, rows_checked=header.all_rows_checked)
+            if refuse_empty and len(sources) == 1 and not con.execute(sql_text("attributable.sql")).fetchone()[0]:
+                raise BadInputError(source.trace, NOTHING_TO_ATTRIBUTE)
             rank = source.rank if source.rank is not None else header_rank(header.keys)
+            if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
+                run_sql_file(con, "frame_names.sql")
+                run_sql_file(con, "frames.sql")
             try:
                 run_sql_file(con, "attribution.sql")
             except duckdb.OutOfMemoryException as exc:
@@ -238,17 +246,27 @@ class Run:
             return summarize(self.con, top_k)
         return describe_results(self.profiling_df(rank), self.function_data(rank), top_k)
 
-    def time_by(self, column: str, top_k: int = 10) -> pd.DataFrame:
-        """Device time grouped by ``op``, ``module_name``, ``kernel`` or ``call_op`` (all ranks): the view of
-        a plain trace, which has no functional calls to summarize."""
+    def time_by(self, column: str, top_k: int = 10, rank: int | None = None) -> pd.DataFrame:
+        """Device time grouped by ``op``, ``module_name``, ``kernel`` or ``call_op`` (all ranks, or one): the view
+        of a trace that names no call. The count column is ``kernels``, or ``cpu_operators`` where the rows are
+        leaf CPU operators (a trace without device events)."""
         if column not in BREAKDOWN_COLUMNS:
             raise ValueError(f"column must be one of {BREAKDOWN_COLUMNS}, not {column!r}")
         if top_k < 0:
             raise ValueError("top_k must be >= 0")
-        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=int(top_k))
+        where = "true" if rank is None else f"rank = {self._rank(rank)}"
+        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=int(top_k), where=where)
         frame = self.con.execute(query).df()
         frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
-        return frame.astype({"kernels": "int64"})
+        frame = frame.astype({"kernels": "int64"})
+        return frame.rename(columns={"kernels": "cpu_operators"}) if self.device == "cpu" else frame
+
+    def time_by_rank(self, column: str, top_k: int = 10) -> pd.DataFrame:
+        """time_by of each rank, one after the other, with a leading ``rank`` column."""
+        frame = pd.concat(
+            [self.time_by(column, top_k, rank).assign(rank=rank) for rank in self.parts], ignore_index=True
+        )
+        return frame[["rank"] + [c for c in frame.columns if c != "rank"]]
 
     def tree(self, rank: int | None = None) -> pd.DataFrame:
         """The module tree (view ``module_tree``): per module, its device time with its submodules
@@ -265,6 +283,27 @@ class Run:
     def sql(self, query: str) -> pd.DataFrame:
         """Any SQL over the run's tables and views."""
         return self.con.execute(query).df()
+
+    def notes(self) -> list[str]:
+        """One sentence per rank whose trace holds device events the attribution does not read (unmodeled.sql:
+        MTIA's mtia_ccp_events, a CUPTI range profiler's cuda_profiler_range…): they are in ``events`` only, and
+        where the rank has no device event kernelscope reads, its rows are its leaf CPU operators."""
+        found: dict[int, list[str]] = {}
+        for rank, cat, events, dur_us in self.con.execute(sql_text("unmodeled.sql")).fetchall():
+            found.setdefault(rank, []).append(f"{events:,} {cat} ({dur_us:,.1f} µs)")
+        device_ranks = {
+            rank for (rank,) in self.con.execute("SELECT DISTINCT rank FROM kernels WHERE kind <> 'cpu'").fetchall()
+        }
+        notes = []
+        for rank, what in found.items():
+            part = self.parts.get(rank)
+            where = part.header.path if part is not None and part.header is not None else self.path
+            rows = "" if rank in device_ranks else ", whose rows are its leaf CPU operators"
+            notes.append(
+                f"{where}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
+                f"they are in table events, not in kernels{rows}"
+            )
+        return notes
 
     def launch_check(self) -> LaunchCheck:
         """Profiler losses, added up over the ranks (each rank's correlation ids are its own)."""

@@ -7,11 +7,16 @@
 --   ks_scope_folded(name): a call scope with a module folded in (ks.fn:<call>@<module>), which ks_scope_module
 --     reads too; the name is cut only where the prefix holds the separator (kernelscope's never does): cutting
 --     every call scope's name was a third of the cost of ks_enclosers in attribution.sql.
--- And the runtime calls the attribution reads by name (its launch check too) (prefix tests: a regular expression
+-- And the runtime calls the attribution reads by name (its launch check too), CUDA's (runtime cuda…, driver cu…) and
+-- ROCm's (hip…, which Kineto files under the same categories), by prefix and substring tests (a regular expression
 -- per runtime call cost 60 ms on a 1 GB trace):
---   ks_graph_launch(name): a runtime or driver call that launches a CUDA graph (cudaGraphLaunch, cuGraphLaunch…);
---   ks_kernel_launch(name): one that launches a kernel (cudaLaunchKernel, cuLaunchKernel, and their Cooperative
---     variants, with any suffix: cudaLaunchKernelExC…).
+--   ks_graph_launch(name): a runtime or driver call that replays a graph: cudaGraphLaunch, cuGraphLaunch,
+--     hipGraphLaunch, with any suffix (_ptsz, _spt);
+--   ks_kernel_launch(name): one that launches a kernel: a cu…/hip… call whose name holds "Launch" and, after it,
+--     "Kernel": cudaLaunchKernel(ExC), cuLaunchKernel(Ex), their Cooperative variants, hipLaunchKernel,
+--     hipModuleLaunchKernel, hipExtModuleLaunchKernel, hipExtLaunchMultiKernelMultiDevice…, any suffix; not
+--     cudaLaunchHostFunc, which runs no kernel. Memory copies and sets (cudaMemcpyAsync, hipMemcpyWithStream,
+--     hipMemsetAsync…) need no rule: their device events reach them by correlation, whatever their name.
 CREATE OR REPLACE TEMP MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
 
 CREATE OR REPLACE TEMP MACRO ks_scope_folded(name) AS
@@ -32,8 +37,8 @@ CREATE OR REPLACE TEMP MACRO ks_scope_call(name) AS
     END;
 
 CREATE OR REPLACE TEMP MACRO ks_graph_launch(name) AS
-    starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch');
+    starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') OR starts_with(name, 'hipGraphLaunch');
 
 CREATE OR REPLACE TEMP MACRO ks_kernel_launch(name) AS
-    starts_with(name, 'cudaLaunchKernel') OR starts_with(name, 'cuLaunchKernel')
-    OR starts_with(name, 'cudaLaunchCooperativeKernel') OR starts_with(name, 'cuLaunchCooperativeKernel');
+    (starts_with(name, 'cu') OR starts_with(name, 'hip'))
+    AND contains(name, 'Launch') AND contains(name[strpos(name, 'Launch') + 6:], 'Kernel');

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -30,7 +31,12 @@ class KernelscopeGroup(click.Group):
         from kernelscope.analyzer.errors import KernelscopeError
 
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+            return result
+        except BrokenPipeError:  # the reader (head, less) stopped reading: it had what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
+            sys.exit(0)
         except KernelscopeError as exc:
             click.echo(f"kernelscope: error: {exc}", err=True)
             sys.exit(exc.exit_code)
@@ -215,16 +221,20 @@ def analyze(
 
             frame, title = inclusive_module_time(loaded, top_k), "time by module_name, submodules included"
         elif group not in (None, "function"):
-            frame, title = loaded.time_by(group, top_k), f"time by {group}"
-        elif by_rank:
-            frame = loaded.describe_by_rank(top_k)
+            frame, title = _time_by(loaded, group, top_k, rank, by_rank), f"time by {group}"
         else:
-            frame = loaded.describe(top_k, rank)
-            if frame.empty and group is None:  # a plain trace: no calls to summarize, its operators then
-                frame, title = loaded.time_by("op", top_k), "time by op (the trace has no kernelscope calls)"
+            frame = loaded.describe_by_rank(top_k) if by_rank else loaded.describe(top_k, rank)
+            if frame.empty and group is None:  # no call in the trace (no scope, no Python frame): by operator then
+                frame, title = _time_by(loaded, "op", top_k, rank, by_rank), "time by op (the trace names no call)"
         emit(frame, output, title=f"{run}: {title}")
         if output.to_terminal:
             _footer(loaded)
+        for note in loaded.notes():  # on stderr, whatever the format: device events no row holds
+            click.echo(f"kernelscope: note: {note}", err=True)
+
+
+def _time_by(run, column: str, top_k: int, rank: int | None, by_rank: bool):
+    return run.time_by_rank(column, top_k) if by_rank else run.time_by(column, top_k, rank)
 
 
 def _footer(run) -> None:

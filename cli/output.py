@@ -137,17 +137,31 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     replace_atomically(path, write)
 
 
-def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
+def stdout_console(**options):
+    """A rich console on stdout (200 columns when piped) that leaves a closed pipe to the command (cli.py ends
+    quietly), where rich's own exits with status 1."""
     from rich.console import Console
+
+    class PipedConsole(Console):
+        def on_broken_pipe(self) -> None:
+            raise BrokenPipeError
+
+    return PipedConsole(file=sys.stdout, width=None if sys.stdout.isatty() else 200, **options)
+
+
+def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(header_style="bold")
     for column in frame.columns:
         numeric = pd.api.types.is_numeric_dtype(frame[column])
         table.add_column(str(column), justify="right" if numeric else "left", overflow="fold")
     for row in frame.itertuples(index=False):
         table.add_row(*(_cell(v) for v in row))
-    Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200).print(table)
+    console = stdout_console()
+    if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
+        console.print(title, style="table.title", soft_wrap=True, markup=False, highlight=False)
+    console.print(table)
 
 
 def _cell(value) -> str:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import sys
 
 import click
 import pandas as pd
 
 from .loading import load_run_of, prefix_options, run_option
+from .output import stdout_console
 
 STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 
@@ -54,7 +54,6 @@ def tree(
 
 def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: bool = False) -> None:
     """``nodes`` (tree_shown.sql: parents before children, folded children last) as a rich tree on stdout."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.tree import Tree
 
@@ -79,7 +78,7 @@ def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: 
             branches[node.node_id] = root = Tree(label)
         else:
             branches[node.node_id] = branches[node.parent_id].add(label)
-    console = Console(file=sys.stdout, width=None if sys.stdout.isatty() else 200, highlight=False)
+    console = stdout_console(highlight=False)
     console.print(root)
 
 

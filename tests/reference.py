@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from reference_frames import frame_scope
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -57,7 +58,7 @@ def _ns(value) -> int:
     return int(Decimal(value) * 1000)
 
 
-GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch")
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
 # The call names of a trace without a manifest, or of a recording that names calls from the trace (docs/sql.md).
 TRACE_CALLS = {
     "graph_replay_call": "torch.cuda.CUDAGraph.replay",
@@ -90,7 +91,20 @@ def reference_attribution(
         start = _ns(e["ts"])
         spans.append((index, e, start, start + _ns(e["dur"])))
 
+    # a trace without kernelscope's scopes takes its modules and calls from its Python frames (reference_frames.py)
+    plain = not any(
+        e.get("cat") in ("cpu_op", "user_annotation") and e.get("name", "").startswith((module_prefix, function_prefix))
+        for _i, e, _s, _end in spans
+    )
+
+    def frame_of(e: dict) -> tuple[str, str] | None:
+        if not plain or e.get("cat") != "python_function" or not isinstance(e.get("name"), str):
+            return None
+        return frame_scope(e["name"])
+
     def role(e: dict) -> str | None:
+        """module, function (a call scope, or a functional's frame), torch_call (a torch-level call's frame: a scope
+        only outside every other call), op, or None."""
         name, cat = e.get("name", ""), e.get("cat")
         if cat in ("cpu_op", "user_annotation") and name.startswith(module_prefix):
             return "module"
@@ -98,10 +112,13 @@ def reference_attribution(
             return "function"
         if cat == "cpu_op":
             return "op"
-        return None
+        frame = frame_of(e)
+        return {"module": "module", "functional": "function", "torch": "torch_call"}[frame[0]] if frame else None
 
     def module_of(e: dict) -> str | None:
         """The module a scope names: its own (ks.module:name) or the one folded into a call (ks.fn:call@name)."""
+        if frame_of(e):
+            return frame_of(e)[1] if role(e) == "module" else None
         if role(e) == "module":
             return e["name"][len(module_prefix) :]
         if role(e) == "function" and "@" in e["name"][len(function_prefix) :]:
@@ -109,7 +126,28 @@ def reference_attribution(
         return None
 
     def call_of(e: dict) -> str:
+        if frame_of(e):
+            return frame_of(e)[1]
         return e["name"][len(function_prefix) :].split("@", 1)[0]
+
+    def scoped_calls(live: list) -> list[int]:
+        """Positions in ``live`` (outermost first) of the call scopes: every call scope and functional frame, a
+        torch-level frame only where no other call holds it (as the recorder scopes them)."""
+        positions, inside_call = [], False
+        for n, x in enumerate(live):
+            kind = role(x[2])
+            if kind == "function" or (kind == "torch_call" and not inside_call):
+                positions.append(n)
+            inside_call = inside_call or kind in ("function", "torch_call")
+        return positions
+
+    def module_label(modules: list) -> str | None:
+        """The innermost module scope's name; for module frames, the dotted chain of all of them."""
+        if not modules:
+            return None
+        if frame_of(modules[-1][2]):
+            return ".".join(module_of(x[2]) for x in modules if frame_of(x[2]))
+        return module_of(modules[-1][2])
 
     device = [(i, e, s, end) for i, e, s, end in spans if e.get("cat") in DEVICE_CATS]
     cpu_mode = not device
@@ -136,7 +174,7 @@ def reference_attribution(
         named after the first after the innermost module scope (either first of all without one); a CPU
         operator counts as holding itself there, not as its own parent (``inner_op``)."""
         chain = holders + ([own] if own else [])
-        functions = [n for n, x in enumerate(chain) if role(x[2]) == "function"]
+        functions = scoped_calls(chain)
         modules = [n for n, x in enumerate(chain) if module_of(x[2]) is not None]
 
         def first_op_after(position: int) -> tuple | None:
@@ -146,7 +184,7 @@ def reference_attribution(
         call_op = first_op_after(functions[-1] if functions else -1)
         named = first_op_after(modules[-1] if modules else -1)
         return {
-            "module_name": module_of(chain[modules[-1]][2]) if modules else None,
+            "module_name": module_label([chain[n] for n in modules]),
             "function_label": call_of(chain[functions[-1]][2]) if functions else None,
             "function_event": chain[functions[-1]][3] if functions else None,
             "inner_op": ops[-1][2]["name"] if ops else None,
@@ -243,10 +281,8 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
         for e in events
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and isinstance((e.get("args") or {}).get("correlation"), int)
     }
-    must = {
-        corr
-        for corr, name in runtime.items()
-        if re.match(r"cu(da)?(LaunchKernel|LaunchCooperativeKernel|GraphLaunch)", name)
+    must = {  # CUDA's and ROCm's (hip…) kernel launches, Launch…Kernel in any spelling, and graph launches
+        corr for corr, name in runtime.items() if re.match(r"(cu|hip)\w*Launch\w*Kernel|(cuda|cu|hip)GraphLaunch", name)
     }
     device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
     return len(must), len(device), len(must - set(device)), sum(corr not in runtime for corr in device)

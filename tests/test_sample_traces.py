@@ -1,4 +1,5 @@
-"""Every real GPU run of sample_traces/: row accounting, summary invariants, golden summaries.
+"""Every real GPU run of sample_traces/: row accounting, summary invariants, golden summaries; and the traces from
+other projects of sample_traces/external/, end to end against the reference attribution.
 
 Set KERNELSCOPE_UPDATE_GOLDEN=1 to rewrite tests/golden/ after an intended change of results; the diff
 of those files is then the visible record of what changed.
@@ -14,6 +15,7 @@ import pytest
 from conftest import REPO, SAMPLE_RUNS
 from kernelscope.analyzer import describe_results, load_run
 from kernelscope.analyzer.rundir import GRAPH_REPLAY_CALL
+from reference import assert_matches_reference
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("KERNELSCOPE_UPDATE_GOLDEN") == "1"
@@ -161,3 +163,46 @@ def test_gpt2_conv1d_is_torch_addmm():
     addmm = frame[frame["function_name"] == "torch.addmm"]
     assert addmm["module_name"].str.endswith(("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")).all()
     assert addmm["kernel_us"].sum() > 0.4 * frame["kernel_us"].sum()
+
+
+EXTERNAL = REPO / "sample_traces" / "external"
+def _external(name: str):
+    return pytest.param(EXTERNAL / name, id=name)
+
+
+@pytest.fixture(scope="module", params=[_external(p.name) for p in sorted(EXTERNAL.glob("*.json*"))])
+def external(request):
+    with load_run(request.param) as run:
+        yield request.param, run
+
+
+def test_there_are_six_external_traces():
+    assert len(list(EXTERNAL.glob("*.json*"))) == 6
+
+
+def test_external_traces_match_the_reference_attribution(external):
+    path, run = external
+    assert_matches_reference(run, path)
+    assert run.launch_check().ok, "the profiler lost nothing"
+    assert run.notes() == [], "every device event is one kernelscope reads"
+
+
+@pytest.mark.parametrize("name", ["tl_h100_bert_small.json.gz", "tl_mi300_bert_small.json.gz"])
+def test_the_with_stack_bert_traces_name_modules_and_calls_from_their_frames(name):
+    with load_run(EXTERNAL / name) as run:
+        frame = run.profiling_df()
+    total = frame["kernel_us"].sum()
+    assert frame.loc[frame["module_name"].notna(), "kernel_us"].sum() >= 0.99 * total
+    assert frame.loc[frame["function_name"].notna(), "kernel_us"].sum() >= 0.80 * total
+    assert frame["module_name"].str.startswith("BertLMHeadModel_0.").mean() > 0.9
+    assert {"linear", "layer_norm", "scaled_dot_product_attention", "gelu", "embedding"} <= set(frame["function_name"])
+
+
+def test_the_sglang_decode_is_a_hip_graph_replay():
+    """544 of its 558 kernels are one hipGraphLaunch's, from torch/cuda/graphs.py's replay."""
+    with load_run(EXTERNAL / "tl_sglang_qwen3_decode.json.gz") as run:
+        frame = run.profiling_df()
+        launch = run.sql("SELECT correlation FROM events WHERE name = 'hipGraphLaunch'")["correlation"]
+    replay = frame[frame["function_name"] == GRAPH_REPLAY_CALL]
+    assert len(launch) == 1 and len(replay) == 544 and set(replay["correlation"]) == set(launch)
+    assert replay["kernel_us"].sum() > 0.98 * frame["kernel_us"].sum()

@@ -1,0 +1,12 @@
+-- frames_needed.sql: whether frames.sql has scopes to find: the trace holds Python frames and no kernelscope scope
+-- (a kernelscope recording made with with_stack keeps its own). Creates the empty ks_frame_scopes that attribution.sql
+-- reads where it has not: the statements of frame_names.sql and frames.sql cost 40 ms even on an empty trace.
+CREATE OR REPLACE TEMP TABLE ks_frame_scopes (
+    event_id BIGINT, pid BIGINT, tid BIGINT, ts_ns BIGINT, end_ns BIGINT, kind UTINYINT, name VARCHAR
+);
+SELECT EXISTS (SELECT 1 FROM events WHERE cat = 'python_function')
+       AND NOT EXISTS (
+           SELECT 1 FROM events
+           WHERE cat IN ('cpu_op', 'user_annotation')
+             AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))
+       )
