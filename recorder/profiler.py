@@ -25,7 +25,7 @@ from torch.profiler import ProfilerActivity, profile
 from .compiled import record_keeping_compiled_code
 from .instrument import CALLS, instrumented
 from .retention import CappedSampleBook
-from .run_writer import base_manifest, check_destination, run_destination, write_run
+from .run_writer import base_manifest, check_destination, checked_tags, run_destination, write_run
 from .samples import Sample, SampleBook
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
@@ -98,6 +98,7 @@ class ModuleFunctionKernelProfiler:
             raise ValueError("module must be provided when fn is not an nn.Module")
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
+        tags = checked_tags(tags)
         if out is not None:
             out = run_destination(Path(out))  # in a job of several ranks: out/rank-<rank>
             check_destination(out, overwrite)
