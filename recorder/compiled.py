@@ -160,16 +160,23 @@ def compiled_code_kept() -> Iterator[None]:
         _take_back_ambient_guards(given)
 
 
-def _ambient_guards_for_entries_without_any() -> list:
-    """Give every compiled entry without guards to tell it apart (no diff guard manager) the guards of its root, which
-    check only the ambient state; returns the guard managers changed. Nothing where this torch keeps them otherwise."""
+def compiled_entries() -> dict[types.CodeType, list]:
+    """Every frame dynamo compiled in this process (that is still alive), with its compiled entries (dynamo's
+    ``_CacheEntry`` objects; a hit moves an entry to the front); empty where this torch does not keep them so."""
     convert_frame = sys.modules.get("torch._dynamo.convert_frame")
     entries_of = getattr(sys.modules.get("torch._dynamo.eval_frame"), "_debug_get_cache_entry_list", None)
     if entries_of is None or not hasattr(convert_frame, "input_codes"):
-        return []
+        return {}
+    codes = filter(None, (ref() for ref in list(convert_frame.input_codes.seen)))
+    return {code: list(entries_of(code)) for code in codes}
+
+
+def _ambient_guards_for_entries_without_any() -> list:
+    """Give every compiled entry without guards to tell it apart (no diff guard manager) the guards of its root, which
+    check only the ambient state; returns the guard managers changed."""
     given = []
-    for code in filter(None, (ref() for ref in list(convert_frame.input_codes.seen))):
-        for entry in entries_of(code):
+    for entries in compiled_entries().values():
+        for entry in entries:
             manager = getattr(entry, "guard_manager", None)
             if getattr(manager, "diff_guard_root", 0) is None and getattr(manager, "root", None) is not None:
                 if not hasattr(manager, "invalidation_reason"):  # an entry torch invalidated stays a miss

@@ -18,6 +18,7 @@ from conftest import snapshot_patch_targets
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder.compiled import compiled_entries  # noqa: E402
 from torch import nn  # noqa: E402
 
 SHAPES = ((4, 16), (7, 16))  # two samples of two shapes: two compiled entries per frame (one with dynamic=True)
@@ -103,16 +104,12 @@ FORMS = {  # how users compile -> (the model, the module whose rows are torch.co
 }
 
 
-def compiled_entries(collect_first: bool = False) -> dict:
+def entries(collect_first: bool = False) -> dict:
     """Every frame dynamo compiled, with the code of each of its compiled entries. ``collect_first``: collect the
     models of earlier tests first, since dynamo invalidates the entries that guard a dead object."""
-    from torch._dynamo.convert_frame import input_codes
-    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
-
     if collect_first:
         gc.collect()
-    codes = [ref() for ref in input_codes.seen]
-    return {code: [entry.code for entry in _debug_get_cache_entry_list(code)] for code in codes if code is not None}
+    return {code: [entry.code for entry in found] for code, found in compiled_entries().items()}
 
 
 def assert_same_entries(before: dict, after: dict) -> None:
@@ -177,10 +174,10 @@ def assert_every_kernel_named(frame) -> None:
 @pytest.mark.parametrize(("form", "warmup_iterations"), [(f, 3 if i % 2 == 0 else 1) for i, f in enumerate(FORMS)])
 def test_compiled_code_runs_unchanged_while_recorded(compiled_models, form, warmup_iterations, tmp_path):
     model, compiled_module, samples, expected = compiled_models[form]
-    before, patch_targets = compiled_entries(collect_first=True), snapshot_patch_targets(model)
+    before, patch_targets = entries(collect_first=True), snapshot_patch_targets(model)
     profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
     assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
-    assert_same_entries(before, compiled_entries())
+    assert_same_entries(before, entries())
     assert_every_kernel_named(frame)
     if compiled_module is None:
         region = frame[frame["call_op"].fillna("").str.startswith("Torch-Compiled Region")]
@@ -191,18 +188,18 @@ def test_compiled_code_runs_unchanged_while_recorded(compiled_models, form, warm
         assert set(ours["function_name"]) == {"torch.compile"} and set(ours["sample_id"]) == set(range(len(samples)))
         assert set(frame["module_name"]) <= {compiled_module, "", "head"}, "nothing inside it is scoped"
     assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
-    assert_same_entries(before, compiled_entries())
+    assert_same_entries(before, entries())
     assert_patches_undone(model, patch_targets)
 
 
 def test_the_same_compiled_model_profiled_twice_and_without_warm_up(compiled_models, tmp_path):
     model, _, samples, expected = compiled_models["root"]
-    before = compiled_entries(collect_first=True)
+    before = entries(collect_first=True)
     for warmup_iterations in (3, 0):
         profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
         assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
         assert set(frame["function_name"]) == {"torch.compile"}
-    assert_same_entries(before, compiled_entries())
+    assert_same_entries(before, entries())
     assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
 
 
@@ -223,9 +220,9 @@ def test_a_model_compiled_for_the_first_time_in_profile_is_compiled_unpatched(wa
     assert profiler.run.manifest["compiled_code"] == ("compiled_unpatched" if fresh else "kept")
     assert len(warned) == fresh and all("one more pass" in w for w in warned)
     assert set(frame["function_name"]) == {"torch.compile"} and set(frame["sample_id"]) == {0, 1}
-    before = compiled_entries(collect_first=True)
+    before = entries(collect_first=True)
     _run(model, samples)
-    assert_same_entries(before, compiled_entries())  # compiled as the user runs it: no recompile afterwards
+    assert_same_entries(before, entries())  # compiled as the user runs it: no recompile afterwards
 
 
 class NewCodeEveryPass(nn.Module):
@@ -255,7 +252,7 @@ def test_compiled_code_that_cannot_be_kept_is_recorded_with_module_scopes_only(t
 @pytest.mark.parametrize(("stance", "calls"), [("force_eager", "functional"), ("fail_on_recompile", "all")])
 def test_the_users_own_stance_is_kept(compiled_models, stance, calls, tmp_path):
     model, _, samples, _ = compiled_models["child"]
-    before = compiled_entries(collect_first=True)
+    before = entries(collect_first=True)
     with torch.compiler.set_stance(stance):
         profiler, frame, _, warned = _profile(model, samples, tmp_path, calls=calls)
         assert torch._dynamo.eval_frame._stance.stance == stance
@@ -266,7 +263,7 @@ def test_the_users_own_stance_is_kept(compiled_models, stance, calls, tmp_path):
         assert block == {"torch.compile", "linear"}
     else:
         assert block == {"torch.compile"} and profiler.run.manifest["compiled_code"] == "kept"
-    assert_same_entries(before, compiled_entries())
+    assert_same_entries(before, entries())
 
 
 @pytest.mark.parametrize("calls", ["all", "functional"])
@@ -296,11 +293,11 @@ def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_pa
     model = torch.compile(Net().eval())  # inductor: C++ compiled on the CPU (one shape: one compile, seconds)
     samples = _samples()[:1]
     expected = _run(model, samples)
-    before = compiled_entries(collect_first=True)
+    before = entries(collect_first=True)
     for warmup_iterations in (1, 3):
         profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
         assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
         assert set(frame["function_name"]) == {"torch.compile"} and set(frame["sample_id"]) == {0}
-    assert_same_entries(before, compiled_entries())
+    assert_same_entries(before, entries())
     assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
     torch._dynamo.reset()
