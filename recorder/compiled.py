@@ -2,11 +2,11 @@
 
 - A compiled module's call gets the scope of the call ``torch.compile`` (``compiled_forward``); the modules inside it
   are not patched (instrument.py). Compiled modules are found however they were compiled (``compiled_entry``).
-- Every wrapper steps aside while dynamo traces it (``dynamo_tracing``), so a compile made while the functions are
-  patched sees the patched function itself: the graph is the model's own.
 - While patched, compiled code runs the entries compiled before the patches (``compiled_code_kept``); a frame that
-  has none is refused by torch, and profile() then compiles it unpatched or records with fewer scopes
-  (profiler.py, ``recompile_refused``).
+  has none is refused by torch, and profile() then compiles it unpatched or records with module scopes only
+  (``record_keeping_compiled_code``).
+- Every wrapper steps aside while dynamo traces it (``dynamo_tracing``), so what dynamo compiles while they are in
+  place (under a stance of the user's that compiles, or with module scopes only) is the model's own code.
 - What torch.profiler imports at its first start is imported before the patches
   (``import_what_the_profiler_imports``).
 """
@@ -236,8 +236,8 @@ def record_keeping_compiled_code(
     the patches; returns its result and how (manifest ``compiled_code``):
 
     - ``kept``: the model's compiled frames all had entries from before the patches;
-    - ``compiled_unpatched``: torch refused a frame with none (a model compiled for the first time, with fewer than
-      3 warm-ups): one more pass ran unpatched, so dynamo compiled it as the user runs it, then ``record`` again;
+    - ``compiled_unpatched``: torch refused a frame with none (a model run for the first time by a profile() of 0 or
+      1 warm-ups): one more pass ran unpatched, so dynamo compiled it as the user runs it, then ``record`` again;
     - ``module_scopes_only``: refused again (the model compiles new code on every pass): recorded with only the
       modules and the compiled modules scoped, the functions unpatched, so dynamo compiles whatever it needs.
 

@@ -211,8 +211,8 @@ def _net_of_new_code() -> nn.Module:
 
 @pytest.mark.parametrize("warmup_iterations", [0, 1, 3])
 def test_a_model_compiled_for_the_first_time_in_profile_is_compiled_unpatched(warmup_iterations, tmp_path):
-    """With fewer than 3 warm-ups nothing runs unpatched before the patches: torch refuses the frames that have no
-    entry; profile() then runs one pass unpatched, so dynamo compiles the model as the user runs it."""
+    """With 0 or 1 warm-ups nothing runs unpatched before the patches: torch refuses the frames that have no entry;
+    profile() then runs one pass unpatched, so dynamo compiles the model as the user runs it."""
     model = torch.compile(_net_of_new_code().eval(), backend="eager")
     samples = _samples()
     profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
