@@ -11,63 +11,45 @@ from torch import nn
 from workload import BF16, DEVICE, HALF, Workload, on_gpu
 
 
-def _token_samples(vocab: int, batch: int, lengths: tuple) -> list:
-    return [
-        ((), {"input_ids": torch.randint(0, vocab, (batch, n), device=DEVICE), "use_cache": False}) for n in lengths
+def _decoder(name: str, model: nn.Module, lengths: tuple, kind: str) -> Workload:
+    """A causal LM on batches of 4 random token sequences of ``lengths``, bf16, without a KV cache."""
+    model = model.to(DEVICE, BF16).eval()
+    c = model.config
+    samples = [
+        ((), {"input_ids": torch.randint(0, c.vocab_size, (4, n), device=DEVICE), "use_cache": False}) for n in lengths
     ]
+    description = (
+        f"transformers {kind}, {c.num_hidden_layers} layers, d {c.hidden_size}, {c.num_attention_heads} heads / "
+        f"{c.num_key_value_heads} KV heads (GQA), batch 4, seq {lengths}, bf16, use_cache=False"
+    )
+    return Workload(name, model, samples, model, description, 0)
+
+
+def _decoder_sizes(intermediate: int, layers: int) -> dict:
+    return {
+        "vocab_size": on_gpu(32000, 2000),
+        "hidden_size": on_gpu(1024, 128),
+        "intermediate_size": on_gpu(intermediate, intermediate // 8),
+        "num_hidden_layers": on_gpu(layers, 2),
+        "num_attention_heads": on_gpu(16, 4),
+        "num_key_value_heads": on_gpu(4, 2),
+        "max_position_embeddings": 1024,
+    }
 
 
 def llama() -> Workload:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(
-        vocab_size=on_gpu(32000, 2000),
-        hidden_size=on_gpu(1024, 128),
-        intermediate_size=on_gpu(2816, 352),
-        num_hidden_layers=on_gpu(8, 2),
-        num_attention_heads=on_gpu(16, 4),
-        num_key_value_heads=on_gpu(4, 2),
-        max_position_embeddings=1024,
-    )
-    model = LlamaForCausalLM(config).to(DEVICE, BF16).eval()
-    lengths = on_gpu((512, 256), (32, 16))
-    return Workload(
-        "llama",
-        model,
-        _token_samples(config.vocab_size, 4, lengths),
-        model,
-        f"transformers Llama, {config.num_hidden_layers} layers, d {config.hidden_size}, "
-        f"{config.num_attention_heads} heads / {config.num_key_value_heads} KV heads (GQA), RMSNorm, SwiGLU, "
-        f"batch 4, seq {lengths}, bf16, use_cache=False",
-        0,
-    )
+    model = LlamaForCausalLM(LlamaConfig(**_decoder_sizes(2816, 8)))
+    return _decoder("llama", model, on_gpu((512, 256), (32, 16)), "Llama (RMSNorm, SwiGLU)")
 
 
 def mixtral() -> Workload:
     from transformers import MixtralConfig, MixtralForCausalLM
 
-    config = MixtralConfig(
-        vocab_size=on_gpu(32000, 2000),
-        hidden_size=on_gpu(1024, 128),
-        intermediate_size=on_gpu(1792, 224),
-        num_hidden_layers=on_gpu(4, 2),
-        num_attention_heads=on_gpu(16, 4),
-        num_key_value_heads=on_gpu(4, 2),
-        num_local_experts=8,
-        num_experts_per_tok=2,
-        max_position_embeddings=1024,
-    )
-    model = MixtralForCausalLM(config).to(DEVICE, BF16).eval()
+    config = MixtralConfig(**_decoder_sizes(1792, 4), num_local_experts=8, num_experts_per_tok=2)
     lengths = on_gpu((256, 128), (32, 16))
-    return Workload(
-        "mixtral",
-        model,
-        _token_samples(config.vocab_size, 4, lengths),
-        model,
-        f"transformers Mixtral mixture of experts, {config.num_hidden_layers} layers, d {config.hidden_size}, "
-        f"8 experts, top-2 routing, GQA, batch 4, seq {lengths}, bf16, use_cache=False",
-        0,
-    )
+    return _decoder("mixtral", MixtralForCausalLM(config), lengths, "Mixtral MoE (8 experts, top-2)")
 
 
 def t5_generate() -> Workload:
