@@ -146,9 +146,10 @@ def compiled_code_kept() -> Iterator[None]:
     then find their entries."""
     set_stance = _unguarded_stance_setter()
     current = getattr(sys.modules.get("torch._dynamo.eval_frame"), "_stance", None)
-    if set_stance is None or not _mark_recorder_code() or current.stance == "force_eager":
+    if set_stance is None or current is None or current.stance == "force_eager":  # None: nothing was compiled
         yield
         return
+    _mark_recorder_code()
     given = _ambient_guards_for_entries_without_any()
     try:
         if current.skip_guard_eval_unsafe:
@@ -178,12 +179,18 @@ def _ambient_guards_for_entries_without_any() -> list:
     for entries in compiled_entries().values():
         for entry in entries:
             manager = getattr(entry, "guard_manager", None)
-            if getattr(manager, "diff_guard_root", 0) is None and getattr(manager, "root", None) is not None:
-                if not hasattr(manager, "invalidation_reason"):  # an entry torch invalidated stays a miss
-                    manager.diff_guard_sources.add(manager.root.get_source())
-                    manager.populate_diff_guard_manager()
-                    given.append(manager)
+            if getattr(manager, "diff_guard_root", 0) is not None or not _has_diff_guard_parts(manager):
+                continue
+            if not hasattr(manager, "invalidation_reason"):  # an entry torch invalidated stays a miss
+                manager.diff_guard_sources.add(manager.root.get_source())
+                manager.populate_diff_guard_manager()
+                given.append(manager)
     return given
+
+
+def _has_diff_guard_parts(manager: Any) -> bool:
+    """Whether a guard manager has the parts its diff guards are built from (else it is left as it is)."""
+    return all(hasattr(manager, a) for a in ("root", "diff_guard_sources", "populate_diff_guard_manager"))
 
 
 def _take_back_ambient_guards(given: list) -> None:
@@ -205,17 +212,14 @@ def _unguarded_stance_setter() -> Callable | None:
     return set_stance
 
 
-def _mark_recorder_code() -> bool:
+def _mark_recorder_code() -> None:
     """Mark the recorder's code for dynamo to run without compiling it, as dynamo marks torch's own functions once it
-    has seen them; False where dynamo is not loaded (nothing was compiled)."""
+    has seen them (where this torch cannot, such frames are refused and profile() takes its ways out)."""
     skip_code = getattr(sys.modules.get("torch._dynamo.eval_frame"), "skip_code", None)
-    if skip_code is None:
-        return False
-    if not _marked:
+    if skip_code is not None and not _marked:
         for code in recorder_codes():
             skip_code(code)
         _marked.append(True)  # once per process: torch._dynamo.reset() forgets only the code dynamo compiled
-    return True
 
 
 _marked: list[bool] = []
