@@ -8,22 +8,32 @@ Per workload of benchmarks/workloads.py:
   5. coverage: % of device time in rows, % with a named functional call;
   6. the same rows and samples as a reference recording without the recorder's shortcuts (each call keyed
      as it is made, a scope on every module: none folded into its call), and how many scopes each made;
+  7. for torch.compile'd workloads: how compiled code was kept (manifest ``compiled_code``), that the compiled
+     entries are the same objects after every recording, and the named share with 0 and 1 warm-ups too;
 (the recorder's overhead is measured by recorder_overhead.py, which interleaves its variants.)
 
-Usage (on a CUDA machine): python benchmarks/gpu_check.py OUTDIR [workload ...]
-Writes OUTDIR/sample_traces/<workload>/ (run directories) and OUTDIR/gpu_check.json; prints a table.
+Usage: python benchmarks/gpu_check.py OUTDIR [workload ...] [--pack]
+Writes OUTDIR/sample_traces/<workload>/ (run directories) and OUTDIR/gpu_check.json; prints a table. --pack puts
+the run directories into OUTDIR/sample_traces-<n>.tar files of at most 15 MiB (what comes back from a device
+machine: few files, 16 MiB each) and removes the directories. Without CUDA it runs the workloads it can on the
+CPU (CPU operators stand in for kernels; the device-event columns are empty) and skips those marked needs_cuda.
 """
 
 from __future__ import annotations
 
+import argparse
+import gc
 import gzip
 import json
 import platform
+import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import traceback
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,8 +52,16 @@ from kernelscope.recorder import (
     instrument,  # noqa: E402
 )
 from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
+from kernelscope.recorder.compiled import compiled_entries  # noqa: E402
+from workload import DEVICE  # noqa: E402
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+PACK_BYTES = 15 * 2**20
+
+
+def synchronize() -> None:
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
 
 
 def capturing(w, into: list):
@@ -76,7 +94,7 @@ def flatten(out):
 
 
 def plain_profiler():
-    return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    return profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else []))
 
 
 def trace_device_events(path: Path):
@@ -90,7 +108,7 @@ def trace_device_events(path: Path):
 def check(w, out_root: Path) -> dict:
     result = {"workload": w.name, "description": w.description}
     one_pass(w)  # warm the caches of compile / cudnn before the unprofiled reference outputs
-    torch.cuda.synchronize()
+    synchronize()
     reference = []
     one_pass(w, reference)
     reference = [t.clone() for o in reference for t in flatten(o)]
@@ -99,10 +117,17 @@ def check(w, out_root: Path) -> dict:
     captured = []
     run_dir = out_root / w.name
     profiler = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=w.sample_tensor_limit_mb)
-    torch.cuda.synchronize()
+    entries_before = entry_identities(collect_first=True)
+    synchronize()
     start = time.perf_counter()
-    frame, data = profiler.profile(capturing(w, captured), w.samples, module=w.module, warmup_iterations=3, out=run_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame, data = profiler.profile(
+            capturing(w, captured), w.samples, module=w.module, warmup_iterations=3, out=run_dir
+        )
     result["profile_e2e_s"] = time.perf_counter() - start
+    result["warnings"] = [str(c.message)[:300] for c in caught if str(c.message).startswith("kernelscope")]
+    result["compiled_code"] = profiler.run.manifest.get("compiled_code")
     recorded = [t for o in captured[-(len(w.samples or [None])) :] for t in flatten(o)]
     result["outputs_bit_identical"] = len(recorded) == len(reference) and all(
         torch.equal(a, b) for a, b in zip(recorded, reference, strict=True)
@@ -143,7 +168,7 @@ def check(w, out_root: Path) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         with plain_profiler() as prof:
             one_pass(w)
-            torch.cuda.synchronize()
+            synchronize()
         plain_trace = Path(tmp) / "plain.json"
         prof.export_chrome_trace(str(plain_trace))
         plain_kernels, plain_us = trace_device_events(plain_trace)
@@ -160,8 +185,9 @@ def check(w, out_root: Path) -> dict:
     # 5. coverage
     total = float(frame["kernel_us"].sum())
     result["pct_time_in_rows"] = 100.0 * total / ks_trace_us if ks_trace_us else float("nan")
-    named = float(frame.loc[frame["function_name"].notna(), "kernel_us"].sum())
-    result["pct_time_named_function"] = 100.0 * named / total if total else float("nan")
+    result["pct_time_named_function"] = named_share(frame)
+    unnamed = frame[frame["function_name"].isna()]
+    result["unnamed_ops"] = unnamed.groupby("call_op", dropna=False)["kernel_us"].sum().nlargest(5).to_dict()
     with_module = float(frame.loc[frame["module_name"].notna(), "kernel_us"].sum())
     result["pct_time_in_module"] = 100.0 * with_module / total if total else float("nan")
 
@@ -178,7 +204,7 @@ def check(w, out_root: Path) -> dict:
     if w.sample_tensor_limit_mb == 0:
         with tempfile.TemporaryDirectory() as tmp:
             keeping = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=None)
-            torch.cuda.synchronize()
+            synchronize()
             start = time.perf_counter()
             keeping.profile(w.fn, w.samples, module=w.module, warmup_iterations=3, out=Path(tmp) / "r")
             result["profile_e2e_with_tensors_s"] = time.perf_counter() - start
@@ -210,8 +236,37 @@ def check(w, out_root: Path) -> dict:
         result["scopes"], result["reference_scopes"] = int(scopes(profiler.run)), int(scopes(reference.run))
         reference.release()
 
+    # 7. compiled code: recorded again with 0 and 1 warm-ups; the compiled entries never change
+    if w.compiled:
+        for warmup_iterations in (0, 1):
+            with tempfile.TemporaryDirectory() as tmp:
+                again = ModuleFunctionKernelProfiler(sample_tensor_limit_mb=0)
+                again_frame, _ = again.profile(
+                    w.fn, w.samples, module=w.module, warmup_iterations=warmup_iterations, out=Path(tmp) / "r"
+                )
+                result[f"pct_time_named_warmup_{warmup_iterations}"] = named_share(again_frame)
+                result[f"compiled_code_warmup_{warmup_iterations}"] = again.run.manifest.get("compiled_code")
+                again.release()
+        result["compiled_entries_unchanged"] = entry_identities() == entries_before
+
     profiler.release()
     return result
+
+
+def named_share(frame: pd.DataFrame) -> float:
+    """% of the rows' time (device time; CPU operator time on the CPU) with a named call."""
+    total = float(frame["kernel_us"].sum())
+    named = float(frame.loc[frame["function_name"].notna(), "kernel_us"].sum())
+    return 100.0 * named / total if total else float("nan")
+
+
+def entry_identities(collect_first: bool = False) -> dict:
+    """Every compiled frame's entries, as the identities of their compiled code: equal before and after a recording
+    that compiled nothing. ``collect_first``: the models of earlier workloads are collected first (dynamo invalidates
+    the entries that guard a dead object)."""
+    if collect_first:
+        gc.collect()
+    return {id(code): sorted(id(entry.code) for entry in entries) for code, entries in compiled_entries().items()}
 
 
 @contextmanager
@@ -238,15 +293,23 @@ def environment() -> dict:
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "driver": driver,
-        "gpu": torch.cuda.get_device_name(),
+        "gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else None,
+        "device": DEVICE,
         "python": platform.python_version(),
         "native_reader": ingest.native_reader is not None,
     }
 
 
 def main() -> None:
-    out = Path(sys.argv[1])
-    wanted = set(sys.argv[2:])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("workloads", nargs="*", help="factory names of benchmarks/workloads.py (default: all)")
+    parser.add_argument("--pack", action="store_true", help="pack the run directories into tars of <= 15 MiB")
+    args = parser.parse_args()
+    out, wanted = args.out, set(args.workloads)
+    unknown = wanted - {factory.__name__ for factory in workloads.ALL}
+    if unknown:
+        parser.error(f"no such workload: {', '.join(sorted(unknown))}")
     traces = out / "sample_traces"
     traces.mkdir(parents=True, exist_ok=True)
     env = environment()
@@ -254,6 +317,10 @@ def main() -> None:
     results = []
     for factory in workloads.ALL:
         if wanted and factory.__name__ not in wanted:
+            continue
+        if DEVICE != "cuda" and getattr(factory, "needs_cuda", False):
+            results.append({"workload": factory.__name__, "skipped": "needs CUDA"})
+            print(json.dumps(results[-1]), flush=True)
             continue
         start = time.perf_counter()
         try:
@@ -269,8 +336,11 @@ def main() -> None:
             )
         results[-1]["check_s"] = time.perf_counter() - start
         print(json.dumps(results[-1], default=str), flush=True)
-        torch.cuda.empty_cache()
+        if DEVICE == "cuda":
+            torch.cuda.empty_cache()
     (out / "gpu_check.json").write_text(json.dumps({"environment": env, "results": results}, indent=2, default=str))
+    if args.pack:
+        print("packed:", ", ".join(path.name for path in pack(traces, out)), flush=True)
     columns = [
         "workload",
         "rows",
@@ -289,10 +359,37 @@ def main() -> None:
         "samples_equal_reference",
         "scopes",
         "reference_scopes",
+        "compiled_code",
+        "pct_time_named_warmup_0",
+        "pct_time_named_warmup_1",
+        "compiled_entries_unchanged",
     ]
     table = pd.DataFrame(results).reindex(columns=columns)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 3):
         print(table.to_string(index=False))
+
+
+def pack(traces: Path, out: Path) -> list[Path]:
+    """Move the run directories under ``traces`` into ``out/sample_traces-<n>.tar`` files of at most PACK_BYTES each
+    (a run larger than that alone in its tar); the traces are gzip already, so the tars are not compressed."""
+    runs = sorted(path for path in traces.iterdir() if path.is_dir())
+    groups: list[list[Path]] = []
+    size = PACK_BYTES
+    for run in runs:
+        run_bytes = sum(f.stat().st_size for f in run.rglob("*") if f.is_file())
+        if size + run_bytes > PACK_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(run)
+        size += run_bytes
+    tars = []
+    for n, group in enumerate(groups):
+        tars.append(out / f"sample_traces-{n}.tar")
+        with tarfile.open(tars[-1], "w") as tar:
+            for run in group:
+                tar.add(run, arcname=f"sample_traces/{run.name}")
+    shutil.rmtree(traces)
+    return tars
 
 
 if __name__ == "__main__":

@@ -1,50 +1,38 @@
 """The GPU workloads of sample_traces/ and the benchmarks: random-init models, no downloads.
 
-Each factory returns a Workload: ``fn`` called as in ``profile(fn, samples, module=module)``.
+Each factory returns a Workload (workload.py): ``fn`` called as in ``profile(fn, samples, module=module)``. More
+models are in workloads_models.py, the ways of torch.compile'ing one in workloads_compiled.py; ``ALL`` lists them
+all. On a machine without CUDA the models run on the CPU in float32 (smaller where noted), so the GPU check can be
+tried there; the workloads that need CUDA are marked ``needs_cuda``.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from kernelscope.recorder.profiler import _run_pass
 from torch import nn
-
-
-@dataclass
-class Workload:
-    name: str
-    fn: Any
-    samples: list | None
-    module: nn.Module
-    description: str
-    sample_tensor_limit_mb: float = 4.0
-    notes: dict = field(default_factory=dict)
-
-    def one_pass(self, fn: Any = None) -> None:
-        """One pass over ``samples`` as profile() runs it, calling ``fn`` (default: the workload's)."""
-        _run_pass(fn or self.fn, self.samples)
+from workload import BF16, DEVICE, HALF, Workload, needs_cuda
+from workloads_compiled import COMPILE_FORMS
+from workloads_models import MODELS
 
 
 def resnet50() -> Workload:
     import torchvision
 
-    model = torchvision.models.resnet50().cuda().half().eval()
-    x = torch.randn(8, 3, 224, 224, device="cuda", dtype=torch.float16)
+    model = torchvision.models.resnet50().to(DEVICE, HALF).eval()
+    x = torch.randn(8, 3, 224, 224, device=DEVICE, dtype=HALF)
     return Workload("resnet50", model, [((x,), {})], model, "torchvision resnet50, batch 8, fp16, 224x224", 0)
 
 
 def bert() -> Workload:
     from transformers import BertConfig, BertModel
 
-    model = BertModel(BertConfig()).cuda().to(torch.bfloat16).eval()
+    model = BertModel(BertConfig()).to(DEVICE, BF16).eval()
     samples = []
     for seq in (128, 64):
-        ids = torch.randint(0, 30000, (8, seq), device="cuda")
+        ids = torch.randint(0, 30000, (8, seq), device=DEVICE)
         samples.append(((), {"input_ids": ids, "attention_mask": torch.ones_like(ids)}))
     return Workload(
         "bert", model, samples, model, "transformers BERT-base (BertConfig()), batch 8, seq 128 and 64, bf16", 0
@@ -54,9 +42,9 @@ def bert() -> Workload:
 def gpt2() -> Workload:
     from transformers import GPT2Config, GPT2Model
 
-    model = GPT2Model(GPT2Config()).cuda().to(torch.bfloat16).eval()
+    model = GPT2Model(GPT2Config()).to(DEVICE, BF16).eval()
     samples = [
-        ((), {"input_ids": torch.randint(0, 50000, (4, seq), device="cuda"), "use_cache": False}) for seq in (256, 128)
+        ((), {"input_ids": torch.randint(0, 50000, (4, seq), device=DEVICE), "use_cache": False}) for seq in (256, 128)
     ]
     return Workload(
         "gpt2",
@@ -71,15 +59,15 @@ def gpt2() -> Workload:
 def vit() -> Workload:
     import timm
 
-    model = timm.create_model("vit_base_patch16_224", pretrained=False).cuda().to(torch.bfloat16).eval()
-    x = torch.randn(8, 3, 224, 224, device="cuda", dtype=torch.bfloat16)
+    model = timm.create_model("vit_base_patch16_224", pretrained=False).to(DEVICE, BF16).eval()
+    x = torch.randn(8, 3, 224, 224, device=DEVICE, dtype=BF16)
     return Workload("vit_b16", model, [((x,), {})], model, "timm vit_base_patch16_224, batch 8, bf16", 0)
 
 
 def transformer_encoder() -> Workload:
     layer = nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0, activation="gelu", batch_first=False)
-    model = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).cuda().to(torch.bfloat16).eval()
-    x = torch.randn(128, 8, 512, device="cuda", dtype=torch.bfloat16)
+    model = nn.TransformerEncoder(layer, 4, enable_nested_tensor=False).to(DEVICE, BF16).eval()
+    x = torch.randn(128, 8, 512, device=DEVICE, dtype=BF16)
     return Workload(
         "transformer_encoder",
         model,
@@ -114,9 +102,9 @@ class UNetBlock(nn.Module):
 
 
 def unet_block() -> Workload:
-    model = UNetBlock().cuda().half().eval()
-    x = torch.randn(4, 256, 32, 32, device="cuda", dtype=torch.float16)
-    emb = torch.randn(4, 512, device="cuda", dtype=torch.float16)
+    model = UNetBlock().to(DEVICE, HALF).eval()
+    x = torch.randn(4, 256, 32, 32, device=DEVICE, dtype=HALF)
+    emb = torch.randn(4, 512, device=DEVICE, dtype=HALF)
     return Workload(
         "unet_block",
         model,
@@ -129,15 +117,15 @@ def unet_block() -> Workload:
 
 def mlp() -> Workload:
     model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 4096), nn.ReLU(), nn.Linear(4096, 1024))
-    model = model.cuda().half().eval()
-    x = torch.randn(64, 1024, device="cuda", dtype=torch.float16)
+    model = model.to(DEVICE, HALF).eval()
+    x = torch.randn(64, 1024, device=DEVICE, dtype=HALF)
     return Workload("mlp", model, [((x,), {})], model, "MLP 1024-4096-4096-1024 (Linear/ReLU), batch 64, fp16")
 
 
 def demo() -> Workload:
     from kernelscope.demo import demo_workload
 
-    model, samples = demo_workload("cuda", torch.float16)
+    model, samples = demo_workload(DEVICE, HALF)
     return Workload("demo", model, samples, model, "kernelscope's demo model (kernelscope demo --device cuda), fp16")
 
 
@@ -168,9 +156,10 @@ class GraphReplay(nn.Module):
         return self.static_out.clone()
 
 
+@needs_cuda
 def cuda_graph() -> Workload:
-    model = GraphReplay().cuda().half().eval()
-    x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    model = GraphReplay().to(DEVICE, HALF).eval()
+    x = torch.randn(256, 512, device=DEVICE, dtype=HALF)
     model.capture(x)
     return Workload(
         "cuda_graph",
@@ -194,14 +183,15 @@ class CompiledHost(nn.Module):
 
 
 def compiled() -> Workload:
-    model = CompiledHost().cuda().half().eval()
-    x = torch.randn(8, 128, 256, device="cuda", dtype=torch.float16)
+    model = CompiledHost().to(DEVICE, HALF).eval()
+    x = torch.randn(8, 128, 256, device=DEVICE, dtype=HALF)
     return Workload(
         "compiled",
         model,
         [((x,), {})],
         model,
         "torch.compile'd TransformerEncoderLayer (default mode) inside an eager host module, fp16",
+        compiled=True,
     )
 
 
@@ -218,15 +208,17 @@ class CompiledGraphs(nn.Module):
         return self.head(self.block(x))
 
 
+@needs_cuda
 def compiled_graphs() -> Workload:
-    model = CompiledGraphs().cuda().half().eval()
-    x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    model = CompiledGraphs().to(DEVICE, HALF).eval()
+    x = torch.randn(256, 512, device=DEVICE, dtype=HALF)
     return Workload(
         "compiled_graphs",
         model,
         [((x,), {})],
         model,
         "torch.compile(mode='reduce-overhead') Linear-GELU-Linear (CUDA graphs) inside an eager host module, fp16",
+        compiled=True,
     )
 
 
@@ -248,14 +240,15 @@ class CallsCompiledFunction(nn.Module):
 
 
 def compiled_function() -> Workload:
-    model = CallsCompiledFunction().cuda().half().eval()
-    x = torch.randn(256, 512, device="cuda", dtype=torch.float16)
+    model = CallsCompiledFunction().to(DEVICE, HALF).eval()
+    x = torch.randn(256, 512, device=DEVICE, dtype=HALF)
     return Workload(
         "compiled_function",
         model,
         [((x,), {})],
         model,
         "a torch.compile'd function (linear + tanh-GELU, inductor) called from an eager module's forward, fp16",
+        compiled=True,
     )
 
 
@@ -281,8 +274,8 @@ class TwoThreads(nn.Module):
 
 
 def threads() -> Workload:
-    model = TwoThreads().cuda().half().eval()
-    x = torch.randn(256, 1024, device="cuda", dtype=torch.float16)
+    model = TwoThreads().to(DEVICE, HALF).eval()
+    x = torch.randn(256, 1024, device=DEVICE, dtype=HALF)
     return Workload(
         "threads",
         model,
@@ -306,4 +299,6 @@ ALL = [
     threads,
     compiled_graphs,
     compiled_function,
+    *MODELS,
+    *COMPILE_FORMS,
 ]

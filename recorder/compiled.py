@@ -1,20 +1,27 @@
 """torch.compile'd code under the recorder: it must run what it compiled without the recorder.
 
 - A compiled module's call gets the scope of the call ``torch.compile`` (``compiled_forward``); the modules inside it
-  are not patched (instrument.py).
-- Every wrapper steps aside while dynamo traces it (``dynamo_tracing``), so a compile made while the functions are
-  patched sees the patched function itself: the graph is the model's own.
-- While patched, compiled code runs the entries compiled before the patches (``compiled_code_kept``).
+  are not patched (instrument.py). Compiled modules are found however they were compiled (``compiled_entry``).
+- While patched, compiled code runs the entries compiled before the patches (``compiled_code_kept``); a frame that
+  has none is refused by torch, and profile() then compiles it unpatched or records with module scopes only
+  (``record_keeping_compiled_code``).
+- Every wrapper steps aside while dynamo traces it (``dynamo_tracing``), so what dynamo compiles while they are in
+  place (under a stance of the user's that compiles, or with module scopes only) is the model's own code.
 - What torch.profiler imports at its first start is imported before the patches
   (``import_what_the_profiler_imports``).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+import os
 import sys
-from contextlib import nullcontext
-from typing import Any
+import types
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import torch
 
@@ -24,6 +31,8 @@ _Scope = torch._C._profiler._RecordFunctionFast
 # A wrapper's first test: tracing its ContextVar and sample bookkeeping broke dynamo's graphs and mis-traced the
 # ContextVar (a reduce-overhead block crashed on the H200). A plain Python function: about 25 ns a call.
 dynamo_tracing = torch.compiler.is_dynamo_compiling
+T = TypeVar("T")
+_REFUSED = "Recompilation triggered with skip_guard_eval_unsafe stance"
 
 
 def optimized_module_type():
@@ -32,14 +41,38 @@ def optimized_module_type():
     return getattr(eval_frame, "OptimizedModule", None)
 
 
-def compiled_forward(forward: Any, scope_name: str, call: Any):
-    """A compiled module's forward in its module scope and the call scope ``call(args, kwargs)`` names; the torch-level
-    calls its compiled code makes (eager parts between graphs) are its own (INSIDE_CALL)."""
+def is_compiled_callable(value: Any) -> bool:
+    """Whether ``value`` is what ``torch.compile(function)`` returns (dynamo's wrapper of the function)."""
+    return callable(value) and hasattr(value, "_torchdynamo_orig_callable")
+
+
+def compiled_entry(module: torch.nn.Module, optimized_type: Any) -> tuple[str, Any] | None:
+    """``(attribute, compiled callable)`` through which a torch.compile'd module runs its compiled code, or None for
+    a module that is not compiled itself: ``torch.compile(module)`` (the OptimizedModule's ``forward``),
+    ``module.compile()`` (the instance's ``_compiled_call_impl``, which ``nn.Module.__call__`` calls in place of
+    ``_call_impl``), and ``module.forward = torch.compile(module.forward)``. The modules it calls are traced into its
+    graphs: patched, they would fail its guards."""
+    if optimized_type is not None and isinstance(module, optimized_type):
+        return "forward", module.forward
+    own = vars(module)
+    if own.get("_compiled_call_impl") is not None:
+        return "_compiled_call_impl", own["_compiled_call_impl"]
+    if is_compiled_callable(own.get("forward")):
+        return "forward", own["forward"]
+    return None
+
+
+def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: bool = True):
+    """A compiled module's forward in its module scope and the call scope ``call(args, kwargs)`` names. With
+    ``marks_its_calls`` (``calls="all"``) the torch-level calls its compiled code makes (eager parts between graphs)
+    are its own (INSIDE_CALL); a functional called there has a scope of its own either way."""
 
     def compiled_in_scope(*args, **kwargs):
         if dynamo_tracing():
             return forward(*args, **kwargs)
         with _Scope(scope_name), _Scope(call(args, kwargs)):
+            if not marks_its_calls:
+                return forward(*args, **kwargs)
             token = INSIDE_CALL.set(True)
             try:
                 return forward(*args, **kwargs)
@@ -57,22 +90,189 @@ def import_what_the_profiler_imports() -> None:
     hasattr(torch, "_inductor")
 
 
-def compiled_code_kept():
+@functools.cache
+def recorder_codes() -> tuple[types.CodeType, ...]:
+    """The code of every function of this package, nested functions (the wrappers) included, and of the torch
+    function the wrappers call first (``dynamo_tracing``)."""
+    package = __name__.rpartition(".")[0]
+    codes: list[types.CodeType] = []
+    for name, module in list(sys.modules.items()):
+        if name == package or name.startswith(package + "."):
+            for value in vars(module).values():
+                _collect_codes(value, package, codes)
+    folder = os.path.dirname(__file__) + os.sep  # not contextlib's helper behind a @contextmanager, say
+    return (dynamo_tracing.__code__, *(code for code in codes if code.co_filename.startswith(folder)))
+
+
+def _collect_codes(value: Any, package: str, into: list) -> None:
+    if isinstance(value, type) and value.__module__.startswith(package):
+        for member in vars(value).values():
+            for function in (getattr(member, "__func__", member), *(getattr(member, a, None) for a in _ACCESSORS)):
+                _collect_codes(function, package, into)
+    elif inspect.isfunction(value) and value.__module__.startswith(package):
+        pending = [value.__code__]
+        while pending:
+            code = pending.pop()
+            into.append(code)
+            pending.extend(const for const in code.co_consts if isinstance(const, types.CodeType))
+
+
+_ACCESSORS = ("fget", "fset", "fdel")
+
+
+@contextmanager
+def compiled_code_kept() -> Iterator[None]:
     """While the functions are patched, torch.compile runs the code it compiled before, unguarded.
 
     Compiled code guards the identity of the functions it traced (``F.linear``…): patched, they fail the guards, and
-    dynamo would compile the model again inside the recorded passes, through the wrappers, with graph breaks at each
-    (measured on the CPU: "Torch-Compiled Region: 0/1", and kernels of the compiled block owned by eager ``linear``
-    and ``gelu`` calls). profile()'s first warm-up passes run unpatched, so the model's frames are compiled for the
-    inputs the recorded pass will see; ``set_stance(skip_guard_eval_unsafe=True)`` then runs only the guards that
-    tell a frame's compiled entries apart (shapes), not those the patches fail; the user's backend is kept. Where the
-    model has not run unpatched first (``keep_compiled=False``), the user set another stance, or torch lacks the
-    option, dynamo compiles the model again, through wrappers that step aside while it traces them. A frame first
-    compiled in a patched pass (one the unpatched passes never ran) is refused by torch under this stance, loudly."""
+    dynamo would compile the model again inside the recorded passes, through the wrappers: graph breaks, and fake
+    tensors and symbolic sizes from its own tracing counted as samples (torch's Python decompositions call the
+    patched functions). ``set_stance(skip_guard_eval_unsafe=True)`` runs only the guards that tell a frame's compiled
+    entries apart (tensors' shapes, and whatever failed a guard before), not those the patches fail; the user's stance
+    and backend are kept (``force_eager`` runs no compiled code and is left alone).
+
+    Under that stance torch refuses (``recompile_refused``) every frame it finds no entry for, also before dynamo
+    could decide to skip it, and so two kinds of frame that ran compiled before the patches:
+
+    - code dynamo has not seen: the recorder's own, run inside compiled regions wherever compiled code calls a patched
+      function (a Tensor method at a graph break: ``.item()``, ``Tensor.__bool__`` of a data-dependent branch). It is
+      marked for dynamo to run as it is (``_mark_recorder_code``);
+    - a compiled entry that tells itself apart by nothing: one guarding no tensor but parameters (a compiled function
+      of an int, a resume function after a graph break that holds no tensor) has no guards to run under the stance,
+      and torch counts that as a miss. Such entries run their ambient guards (grad mode, default device…) while
+      recording (``_ambient_guards_for_entries_without_any``).
+
+    Frames the model ran compiled before the patches (profile()'s unpatched warm-up passes, or the user's own calls)
+    then find their entries."""
+    set_stance = _unguarded_stance_setter()
+    current = getattr(sys.modules.get("torch._dynamo.eval_frame"), "_stance", None)
+    if set_stance is None or current is None or current.stance == "force_eager":  # None: nothing was compiled
+        yield
+        return
+    _mark_recorder_code()
+    given = _ambient_guards_for_entries_without_any()
+    try:
+        if current.skip_guard_eval_unsafe:
+            yield
+        else:
+            with set_stance(current.stance, skip_guard_eval_unsafe=True, force_backend=current.backend):
+                yield
+    finally:
+        _take_back_ambient_guards(given)
+
+
+def compiled_entries() -> dict[types.CodeType, list]:
+    """Every frame dynamo compiled in this process (that is still alive), with its compiled entries (dynamo's
+    ``_CacheEntry`` objects; a hit moves an entry to the front); empty where this torch does not keep them so."""
+    convert_frame = sys.modules.get("torch._dynamo.convert_frame")
+    entries_of = getattr(sys.modules.get("torch._dynamo.eval_frame"), "_debug_get_cache_entry_list", None)
+    if entries_of is None or not hasattr(convert_frame, "input_codes"):
+        return {}
+    codes = filter(None, (ref() for ref in list(convert_frame.input_codes.seen)))
+    return {code: list(entries_of(code)) for code in codes}
+
+
+def _ambient_guards_for_entries_without_any() -> list:
+    """Give every compiled entry without guards to tell it apart (no diff guard manager) the guards of its root, which
+    check only the ambient state; returns the guard managers changed."""
+    given = []
+    for entries in compiled_entries().values():
+        for entry in entries:
+            manager = getattr(entry, "guard_manager", None)
+            if getattr(manager, "diff_guard_root", 0) is not None or not _has_diff_guard_parts(manager):
+                continue
+            if not hasattr(manager, "invalidation_reason"):  # an entry torch invalidated stays a miss
+                manager.diff_guard_sources.add(manager.root.get_source())
+                manager.populate_diff_guard_manager()
+                given.append(manager)
+    return given
+
+
+def _has_diff_guard_parts(manager: Any) -> bool:
+    """Whether a guard manager has the parts its diff guards are built from (else it is left as it is)."""
+    return all(hasattr(manager, a) for a in ("root", "diff_guard_sources", "populate_diff_guard_manager"))
+
+
+def _take_back_ambient_guards(given: list) -> None:
+    """Undo ``_ambient_guards_for_entries_without_any`` where dynamo did not recompute the sources meanwhile (a new
+    entry of the same frame: then they are dynamo's own again)."""
+    for manager in given:
+        root = manager.root.get_source()
+        if list(manager.diff_guard_sources) == [root]:
+            manager.diff_guard_sources.discard(root)
+            manager.populate_diff_guard_manager()
+
+
+@functools.cache
+def _unguarded_stance_setter() -> Callable | None:
+    """``torch.compiler.set_stance`` where it has ``skip_guard_eval_unsafe`` (torch 2.6 and later), else None."""
     set_stance = getattr(torch.compiler, "set_stance", None)
     if set_stance is None or "skip_guard_eval_unsafe" not in inspect.signature(set_stance).parameters:
-        return nullcontext()
-    current = getattr(sys.modules.get("torch._dynamo.eval_frame"), "_stance", None)
-    if getattr(current, "stance", None) != "default":  # the user's own stance (eager_then_compile…) is left alone
-        return nullcontext()
-    return set_stance("default", skip_guard_eval_unsafe=True, force_backend=current.backend)
+        return None
+    return set_stance
+
+
+def _mark_recorder_code() -> None:
+    """Mark the recorder's code for dynamo to run without compiling it, as dynamo marks torch's own functions once it
+    has seen them (where this torch cannot, such frames are refused and profile() takes its ways out)."""
+    skip_code = getattr(sys.modules.get("torch._dynamo.eval_frame"), "skip_code", None)
+    if skip_code is not None and not _marked:
+        for code in recorder_codes():
+            skip_code(code)
+        _marked.append(True)  # once per process: torch._dynamo.reset() forgets only the code dynamo compiled
+
+
+_marked: list[bool] = []
+
+
+def recompile_refused(error: BaseException) -> bool:
+    """Whether ``error`` is torch refusing to compile a frame under ``compiled_code_kept``'s stance."""
+    return isinstance(error, RuntimeError) and str(error).startswith(_REFUSED)
+
+
+KEPT, COMPILED_UNPATCHED, MODULE_SCOPES_ONLY = "kept", "compiled_unpatched", "module_scopes_only"
+
+
+def record_keeping_compiled_code(
+    record: Callable[[bool], T], unpatched_pass: Callable[[], Any], forget: Callable[[], Any]
+) -> tuple[T, str]:
+    """``record(functions)`` (the patched passes, the functions patched or not) with compiled code that never sees
+    the patches; returns its result and how (manifest ``compiled_code``):
+
+    - ``kept``: the model's compiled frames all had entries from before the patches;
+    - ``compiled_unpatched``: torch refused a frame with none (a model run for the first time by a profile() of 0 or
+      1 warm-ups): one more pass ran unpatched, so dynamo compiled it as the user runs it, then ``record`` again;
+    - ``module_scopes_only``: refused again (the model compiles new code on every pass): recorded with only the
+      modules and the compiled modules scoped, the functions unpatched, so dynamo compiles whatever it needs.
+
+    ``forget`` drops what a refused attempt counted. A warning says which way out was taken.
+    """
+    try:
+        return record(True), KEPT
+    except RuntimeError as error:
+        if not recompile_refused(error):
+            raise
+    forget()
+    unpatched_pass()
+    try:
+        result = record(True)
+        warnings.warn(
+            "kernelscope: the model ran torch.compile'd code that was not compiled yet, so it ran one more pass "
+            "without the scopes first, for dynamo to compile it as you run it, not through the recorder",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        return result, COMPILED_UNPATCHED
+    except RuntimeError as error:
+        if not recompile_refused(error):
+            raise
+    forget()
+    result = record(False)
+    warnings.warn(
+        "kernelscope: the model's torch.compile'd code compiled new code on every pass, which it cannot do with "
+        "the functions patched, so only modules and compiled modules were scoped: calls are not named by "
+        "function (the kernels of a compiled module are torch.compile's)",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+    return result, MODULE_SCOPES_ONLY

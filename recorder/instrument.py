@@ -10,9 +10,9 @@ call's: ``ks.fn:linear#3@encoder.fc``, one scope instead of two (``folds_into_it
 What is patched, all of it put back exactly afterwards (``F.<name>`` is the identical object again,
 and a module that had no instance attribute ``forward`` has none):
 
-- module forwards: an instance ``forward`` that opens the module's scope; the modules inside a
-  ``torch.compile``d module are left alone (patching them would make dynamo recompile), and the
-  compiled module's own call is scoped as the call ``torch.compile``;
+- module forwards: an instance ``forward`` that opens the module's scope; a ``torch.compile``d module (however
+  compiled: ``compiled.compiled_entry``) is scoped as the call ``torch.compile`` and the modules inside it are
+  left alone (they are traced into its graphs: patched, they would fail its guards);
 - the ``torch.nn.functional`` namespace: every public function, so calls between functionals
   (``F.multi_head_attention_forward`` -> ``F.linear``) are each scoped and the innermost owns its kernels;
 - with ``calls="all"`` (recorder/calls.py): torch-level calls outside functionals and functionals held by
@@ -47,6 +47,7 @@ from torch import nn
 from .calls import INSIDE_CALL, stored_reference_sites, torch_call_targets
 from .compiled import (
     compiled_code_kept,
+    compiled_entry,
     compiled_forward,
     dynamo_tracing,
     import_what_the_profiler_imports,
@@ -309,14 +310,15 @@ def instrumented(
     book: SampleBook,
     collect: set[str] | None,
     calls: str = "all",
-    keep_compiled: bool = True,
+    functions: bool = True,
 ) -> Iterator[None]:
     """Scopes on every module forward and call for the duration of the block.
 
     ``collect``: names whose samples go to ``book`` (None = all). ``calls``: ``"all"`` or ``"functional"``
-    (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it). ``keep_compiled``: the model ran
-    unpatched on the same inputs before, so torch.compile'd code runs what it compiled then
-    (``compiled.compiled_code_kept``).
+    (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it). With the functions patched,
+    torch.compile'd code runs what it compiled before (``compiled.compiled_code_kept``). ``functions=False``:
+    only module forwards and compiled modules get scopes, and dynamo compiles freely (nothing it guards is
+    patched): profile()'s way out when compiled code cannot be kept.
     """
     if calls not in CALLS:
         raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
@@ -326,9 +328,9 @@ def instrumented(
 
     import_what_the_profiler_imports()
     patches = _Patches()
-    with _gc_paused(), compiled_code_kept() if keep_compiled else nullcontext():
+    with _gc_paused(), compiled_code_kept() if functions else nullcontext():
         try:
-            _install(patches, list(named_modules), book, sampled, calls)
+            _install(patches, list(named_modules), book, sampled, calls, functions)
             yield
         finally:
             patches.undo()
@@ -349,28 +351,34 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str) -> None:
-    compiled_type = optimized_module_type()
+def _install(
+    patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, functions: bool = True
+) -> None:
+    optimized_type = optimized_module_type()
     compiled_roots: list[str] = []
     observed = []
     for name, module in named_modules:
-        if any(name.startswith(root + ".") for root in compiled_roots):
-            continue
+        if any(root == "" or name.startswith(root + ".") for root in compiled_roots):
+            continue  # traced into a compiled module's graphs: a patch would fail its guards
         observed.append(module)
+        entry = compiled_entry(module, optimized_type)
+        if entry is not None:
+            compiled_roots.append(name)
+            attribute, compiled = entry
+            namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
+            wrapper = compiled_forward(compiled, MODULE_PREFIX + name, namer, marks_its_calls=calls == "all")
+            patches.set_item(vars(module), attribute, wrapper)
+            continue
         if launches_no_kernel(module):
             continue
-        scope = MODULE_PREFIX + name
-        if compiled_type is not None and isinstance(module, compiled_type):
-            compiled_roots.append(name)
-            wrapper = compiled_forward(
-                module.forward, scope, _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-            )
-        elif folds_into_its_call(module):
+        if folds_into_its_call(module) and functions:
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + name)
         else:
-            wrapper = _module_forward(module.forward, scope)
+            wrapper = _module_forward(module.forward, MODULE_PREFIX + name)
         patches.set_item(vars(module), "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
+    if not functions:
+        return
 
     wrappers: dict[int, Any] = {}  # id(original) -> its wrapper, for stored references
     originals: dict[int, Any] = {}

@@ -22,9 +22,10 @@ from kernelscope.analyzer.errors import RecordingBusyError
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
+from .compiled import record_keeping_compiled_code
 from .instrument import CALLS, instrumented
 from .retention import CappedSampleBook
-from .run_writer import base_manifest, check_destination, run_destination, write_run
+from .run_writer import base_manifest, check_destination, checked_tags, run_destination, write_run
 from .samples import Sample, SampleBook
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
@@ -97,6 +98,7 @@ class ModuleFunctionKernelProfiler:
             raise ValueError("module must be provided when fn is not an nn.Module")
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
+        tags = checked_tags(tags)
         if out is not None:
             out = run_destination(Path(out))  # in a job of several ranks: out/rank-<rank>
             check_destination(out, overwrite)
@@ -120,10 +122,6 @@ class ModuleFunctionKernelProfiler:
         # prediction of the recorded pass's sample ids), the last one a rehearsal of the recorded pass (record_pass).
         # The first ones do not, so that torch.compile compiles the model as the user runs it.
         patched_warm_ups = 2 if warmup_iterations >= 3 else min(warmup_iterations, 1)
-        with torch.no_grad():
-            for _ in range(warmup_iterations - patched_warm_ups):
-                _run_pass(fn, data)
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         manifest = base_manifest(
             device=device,
             warmup_iterations=warmup_iterations,
@@ -131,6 +129,10 @@ class ModuleFunctionKernelProfiler:
             tags=tags,
             calls=self.calls,
         )
+        with torch.no_grad():
+            for _ in range(warmup_iterations - patched_warm_ups):
+                _run_pass(fn, data)
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         book = self.book
 
         def recorded_pass():
@@ -142,11 +144,18 @@ class ModuleFunctionKernelProfiler:
 
         warm_up = (lambda: _run_pass(fn, data)) if warmup_iterations > 0 else None
         rehearsal = warm_up if patched_warm_ups == 2 else None
-        compiled_before = warmup_iterations > patched_warm_ups  # torch.compile'd code was compiled unpatched
-        patched = instrumented(named_modules, book, self.function_names, self.calls, keep_compiled=compiled_before)
-        with torch.no_grad(), patched:
-            held = hold_limit_bytes(device, book)
-            prof, manifest["sample_keys"], recordings = record_pass(book, warm_up, recorded_pass, held, rehearsal)
+
+        def patched_passes(functions: bool):
+            with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls, functions):
+                held = hold_limit_bytes(device, book)
+                return record_pass(book, warm_up, recorded_pass, held, rehearsal)
+
+        def unpatched_pass():
+            with torch.no_grad():
+                _run_pass(fn, data)
+
+        recorded, manifest["compiled_code"] = record_keeping_compiled_code(patched_passes, unpatched_pass, book.reset)
+        prof, manifest["sample_keys"], recordings = recorded
         if manifest["sample_keys"] == "per_call_after_miss":
             warnings.warn(
                 "kernelscope: the model's calls differed between the warm-up passes and the recorded pass (other "

@@ -174,6 +174,20 @@ def _compact(value: Any) -> Any:
     return repr(value)
 
 
+def checked_tags(tags: Any) -> dict:
+    """The user's tags as the manifest keeps them; a ValueError, before the model runs, for tags that the manifest
+    cannot hold: not a dict, a key that is not a string, a value that is not JSON, or nested past orjson's limit."""
+    if tags is None:
+        return {}
+    if not isinstance(tags, dict):
+        raise ValueError(f"tags must be a dict of JSON values, not {type(tags).__name__}")
+    try:
+        orjson.dumps(tags)
+    except orjson.JSONEncodeError as exc:
+        raise ValueError(f"tags must be a dict of JSON values with string keys ({exc})") from None
+    return dict(tags)
+
+
 def base_manifest(
     *, device: str, warmup_iterations: int, samples_per_pass: int, tags: dict | None, calls: str = "all"
 ) -> dict:
@@ -213,7 +227,7 @@ def base_manifest(
         },
         "warmup_iterations": warmup_iterations,
         "samples_per_pass": samples_per_pass,
-        "tags": dict(tags or {}),
+        "tags": checked_tags(tags),
     }
 
 

@@ -257,6 +257,69 @@ def test_argument_errors():
         profiler.profile(nn.Identity(), warmup_iterations=-1)
 
 
+class Counting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear, self.calls = nn.Linear(4, 4), 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.linear(x)
+
+
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+BAD_TAGS = {"str": "team=infra", "object": {"when": object()}, "key": {1: "one"}, "deep": {"deep": _nested(300)}}
+
+
+@pytest.mark.parametrize("tags", BAD_TAGS.values(), ids=BAD_TAGS.keys())
+def test_bad_tags_fail_before_the_model_runs(tags, tmp_path):
+    model = Counting()
+    with pytest.raises(ValueError, match="^tags "):
+        ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], out=tmp_path / "run", tags=tags)
+    assert model.calls == 0 and not (tmp_path / "run").exists()
+
+
+NAMESPACES = {"torch.Tensor": torch.Tensor, "torch.nn.functional": F, "torch.linalg": torch.linalg, "torch": torch}
+LAZY = {"__slotnames__"}  # copyreg's cache, set on torch.Tensor the first time a tensor is copied or pickled
+
+
+def _namespaces() -> dict:
+    return {name: {k: v for k, v in vars(ns).items() if k not in LAZY} for name, ns in NAMESPACES.items()}
+
+
+PRISTINE = _namespaces()  # at collection, before any recording of this process
+
+
+@pytest.mark.parametrize(
+    ("error", "after_calls"),
+    [(None, 0), (Boom("model failed"), 3), (KeyboardInterrupt(), 2)],
+    ids=["recorded", "model-raises-in-recording", "ctrl-c-in-patched-warm-up"],
+)
+def test_torch_namespaces_are_exactly_what_they_were(demo_run, error, after_calls):
+    """The same attribute names holding the same objects in torch.Tensor (whose C methods the recorder sets on the
+    class, then deletes again), torch.nn.functional, torch.linalg and torch, however the recording ends: compared
+    with the namespaces before any recording of the process (torch itself, which gains the submodules its first
+    recording imports, with the namespace right before this one)."""
+    before = _namespaces()
+    samples = [((torch.randn(2, 4),), {})]
+    if error is None:
+        ModuleFunctionKernelProfiler().profile(Raising(None, 10**9), samples, warmup_iterations=3)
+    else:
+        with pytest.raises(type(error)):
+            ModuleFunctionKernelProfiler().profile(Raising(error, after_calls), samples, warmup_iterations=3)
+    after = _namespaces()
+    for name, attributes in {**PRISTINE, "torch": before["torch"]}.items():
+        assert after[name].keys() == attributes.keys(), f"{name} gained or lost attributes"
+        changed = sorted(key for key, value in attributes.items() if after[name][key] is not value)
+        assert changed == [], f"{name}: {changed[:5]} are other objects"
+
+
 def test_manifest_describes_the_recording(demo_run):
     profiler, *_ = demo_run
     manifest = profiler.run.manifest
