@@ -245,7 +245,8 @@ def test_compiled_code_that_cannot_be_kept_is_recorded_with_module_scopes_only(t
     assert len(warned) == 1 and "only modules and compiled modules were scoped" in warned[0]
     assert profiler.run.manifest["compiled_code"] == "module_scopes_only"
     assert set(frame["module_name"]) == {"", "fc"} and data == {}
-    assert set(frame["function_name"].dropna()) <= {"torch.compile"}, "no function was patched"
+    scoped = {name for name in frame["function_name"].dropna() if "::" not in name and name != "(other operator)"}
+    assert scoped <= {"torch.compile"}, "no function was patched: the others are named after their operators"
     assert_patches_undone(model, before)
 
 
