@@ -137,8 +137,8 @@ def test_an_interrupted_add_leaves_no_run_and_the_next_add_completes(tmp_path, m
     store = Archive(path, create=True)
     real_stage = archive_module.Archive._stage
 
-    def failing(self, run, source, staging, run_id):
-        real_stage(self, run, source, staging, run_id)
+    def failing(self, run, source, add):
+        real_stage(self, run, source, add)
         raise OSError("disk full")
 
     monkeypatch.setattr(archive_module.Archive, "_stage", failing)
