@@ -95,7 +95,7 @@ class Owner:
         if self.machine != _this_machine():
             return False
         if self.start:
-            return _start_time(self.pid) != self.start  # gone, or its pid now belongs to a later process
+            return _start_time(self.pid) != self.start  # ended, or its pid now belongs to a later process
         try:
             os.kill(self.pid, 0)
         except ProcessLookupError:
@@ -111,14 +111,17 @@ def new_token() -> str:
 
 
 def _start_time(pid: int) -> int:
-    """The process's start time in clock ticks after boot (/proc/PID/stat field 22); 0 without /proc or process."""
+    """The process's start time in clock ticks after boot (/proc/PID/stat field 22); 0 without /proc, for no such
+    process, and for one that has ended and not been waited for (a zombie)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stream:
             text = stream.read()
     except OSError:
         return 0
     fields = text[text.rfind(b")") + 2 :].split()  # after the command name, which may hold spaces and ')'
-    return int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else 0
+    if len(fields) < 20 or fields[0] in (b"Z", b"X") or not fields[19].isdigit():
+        return 0
+    return int(fields[19])
 
 
 @cache
@@ -166,25 +169,28 @@ class Add:
             return
 
     def staged(self, table: str, rank: int) -> Path:
-        """Where this add writes a table's file of one rank (its folders made)."""
-        folder = ensure_dirs(self.staging, table, f"run_id={self.run_id}", f"rank={int(rank)}")
-        return folder / f"part-{self.token}.parquet"
+        """Where this add writes a table's file of one rank: the runs files in the folder the commit renames
+        (``run_id=<id>/rank=<rank>/``), the others beside it."""
+        if table != "runs":
+            return self.staging / f"{table}-{int(rank)}.parquet"
+        return ensure_dirs(self.staging, f"run_id={self.run_id}", f"rank={int(rank)}") / f"part-{self.token}.parquet"
 
     def commit(self, ranks: list[int]) -> bool:
         """Publish the staged files and commit; False when another add committed the run first (then this add's
         files are removed)."""
-        part = [Part(self.run_id, int(rank), self.token) for rank in ranks]
-        for staged_file in (p.path(self.staging, t) for p in part for t in TABLES):
-            fsync_file(staged_file)
+        parts = [Part(self.run_id, int(rank), self.token) for rank in ranks]
+        for part in parts:
+            for table in TABLES:
+                fsync_file(self.staged(table, part.rank))
         for table in DATA_TABLES:
-            for p in part:
-                _rename_into(p.path(self.staging, table), self.root, table, p)
-        staged_run = self.staging / "runs" / f"run_id={self.run_id}"
-        for p in part:
-            fsync_dir(staged_run / f"rank={p.rank}")
+            for part in parts:
+                _rename_into(self.staged(table, part.rank), part.path(self.root, table))
+        staged_run = self.staging / f"run_id={self.run_id}"
+        for part in parts:
+            fsync_dir(staged_run / f"rank={part.rank}")
         fsync_dir(staged_run)
         try:
-            os.rename(staged_run, ensure_dirs(self.root, "runs") / f"run_id={self.run_id}")
+            os.rename(staged_run, ensure_dirs(self.root, "runs") / staged_run.name)
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
@@ -198,13 +204,14 @@ class Add:
         remove_add(self.root, self.run_id, self.token)
 
 
-def _rename_into(staged_file: Path, root: Path, table: str, part: Part) -> None:
-    """Rename a staged file into its partition; its folders may be removed meanwhile by an add cleaning up after a
-    dead one (only when empty), so they are made again."""
+def _rename_into(staged_file: Path, target: Path) -> None:
+    """Rename a staged file into its partition, then flush the partition folder. The folders are made first, and
+    again when an add cleaning up after a dead one removed them meanwhile (it removes only empty ones)."""
+    root, (table, run_dir, rank_dir) = target.parents[3], target.parent.parts[-3:]
     for attempt in range(_RENAME_ATTEMPTS):
-        folder = ensure_dirs(root, table, f"run_id={part.run_id}", f"rank={part.rank}")
+        folder = ensure_dirs(root, table, run_dir, rank_dir)
         try:
-            os.rename(staged_file, folder / staged_file.name)
+            os.rename(staged_file, target)
         except FileNotFoundError:
             if attempt == _RENAME_ATTEMPTS - 1 or not staged_file.exists():
                 raise

@@ -1,0 +1,103 @@
+"""Processes adding to one archive at once, for tests/test_archive.py: imported once, then forked (no DuckDB
+connection is open in this process when it forks), so that many writers start in milliseconds.
+
+    python archive_writers.py writers ARCHIVE SEED KILLS SOURCES...   (the sources split among 16 processes)
+    python archive_writers.py kill-after-renames SOURCE ARCHIVES...   (the Nth archive's add killed after N renames)
+
+Prints one JSON object: what each process said (``started``/``added`` with the source and run id) and which
+processes were killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import sys
+import time
+
+from kernelscope.analyzer import archive_commit
+from kernelscope.analyzer.archive import Archive
+
+PROCESSES = 16
+
+
+def _child(archive: str, sources: list[str], report: int) -> None:
+    try:
+        for source in sources:
+            os.write(report, f"started {source}\n".encode())
+            run_id, added = Archive(archive, create=True).add(source)
+            os.write(report, f"{'added' if added else 'found'} {source} {run_id}\n".encode())
+    except BaseException as exc:  # reported, so that the test fails naming it
+        os.write(report, f"failed {type(exc).__name__}: {exc}\n".replace("\n", " ").encode() + b"\n")
+        os._exit(1)
+    os._exit(0)
+
+
+def _fork(target, *args) -> int:
+    pid = os.fork()
+    if pid == 0:
+        target(*args)
+    return pid
+
+
+def writers(archive: str, seed: int, kills: int, sources: list[str]) -> dict:
+    read, write = os.pipe()
+    rounds = -(-len(sources) // PROCESSES)
+    pids = [_fork(_child, archive, sources[i * rounds : (i + 1) * rounds], write) for i in range(PROCESSES)]
+    os.close(write)
+    rng = random.Random(seed)
+    killed = []
+    for delay, pid in sorted((rng.uniform(0.2, 4.0), rng.choice(pids)) for _ in range(kills)):
+        time.sleep(max(0.0, delay - (time.monotonic() - START)))
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pids.index(pid))
+        except ProcessLookupError:
+            pass
+    lines = _read_all(read)
+    statuses = [os.waitpid(pid, 0)[1] for pid in pids]
+    return {"lines": lines, "killed": sorted(set(killed)), "statuses": statuses}
+
+
+def kill_after_renames(archives: list[str], source: str) -> dict:
+    """The nth archive's add of ``source`` killed right after its nth rename (the first before any)."""
+
+    def child(archive: str, renames: int) -> None:
+        done = [0]
+        rename = os.rename
+
+        def counted(src, dst):
+            if renames == 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+            rename(src, dst)
+            done[0] += 1
+            if done[0] == renames:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        archive_commit.os.rename = counted
+        Archive(archive, create=True).add(source)
+        os._exit(0)
+
+    return {"statuses": [os.waitpid(_fork(child, archive, n), 0)[1] for n, archive in enumerate(archives)]}
+
+
+def _read_all(fd: int) -> list[str]:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks).decode().splitlines()
+
+
+START = time.monotonic()
+
+if __name__ == "__main__":
+    mode, *arguments = sys.argv[1:]
+    if mode == "writers":
+        archive_path, seed, kills, *sources = arguments
+        result = writers(archive_path, int(seed), int(kills), sources)
+    else:
+        source, *archives = arguments
+        result = kill_after_renames(archives, source)
+    print(json.dumps(result))
