@@ -48,10 +48,13 @@ def run_id_of(path: str | os.PathLike) -> str:
         files = [source.trace] if source.manifest is None else [source.trace.parent / MANIFEST]
         files += [] if source.manifest is None else [source.samples, source.trace]
         for file in files:
-            digest.update(f"{source.rank}:{file.name}:{file.stat().st_size}:".encode())
-            with open(file, "rb") as stream:
-                for chunk in iter(lambda s=stream: s.read(1 << 20), b""):
-                    digest.update(chunk)
+            try:
+                digest.update(f"{source.rank}:{file.name}:{file.stat().st_size}:".encode())
+                with open(file, "rb") as stream:
+                    for chunk in iter(lambda s=stream: s.read(1 << 20), b""):
+                        digest.update(chunk)
+            except OSError as exc:
+                raise BadInputError(file, f"cannot be read ({exc.strerror or exc})") from None
     return "run-" + digest.hexdigest()[:12]
 
 

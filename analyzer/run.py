@@ -132,7 +132,7 @@ class Run:
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
                 raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
             validate_events(con, source.trace, rows_checked=header.all_rows_checked)
-            rank = source.rank if source.rank is not None else header_rank(header.keys)
+            rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
             run_sql_file(con, "attribution.sql")
             check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
             con.execute("DROP TABLE ks_launch_check")
