@@ -471,10 +471,10 @@ HOSTILE_CASES = {
         "cannot be read (Input/output error)",
     ),
     "a FIFO": lambda tmp_path: (_fifo(tmp_path), "fifo-", "is not a regular file"),
-    "control characters in an event": lambda tmp_path: (
-        _trace(tmp_path, lambda events: events[K].update(dur=-1, name="nvjet\x1b]0;owned\x07\n2nd line\u202e")),
-        f"traceEvents[{K}] (kernel 'nvjet\\x1b]0;owned\\x07\\n2nd line\\u202e')",
-        "has a negative dur",
+    "control characters in an event's cat": lambda tmp_path: (
+        _trace(tmp_path, lambda events: events[K].update(ts="soon", cat="kernel\x1b]0;owned\x07\n2nd line\u202e")),
+        f"traceEvents[{K}] (kernel\\x1b]0;owned\\x07\\n2nd line\\u202e 'nvjet",
+        'has ts "soon"',
     ),
 }
 
