@@ -46,14 +46,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         sources = copies(args.run, tmp / "sources", 2 * args.repeat)
-        fresh = [timed(lambda s=s, i=i: Archive(tmp / f"fresh-{i}", create=True).add(s)) for i, s in enumerate(sources[: args.repeat])]
+        fresh = [
+            timed(lambda s=s, i=i: Archive(tmp / f"fresh-{i}", create=True).add(s))
+            for i, s in enumerate(sources[: args.repeat])
+        ]
         store = Archive(tmp / "shared", create=True)
         into_one = [timed(lambda s=s: store.add(s)) for s in sources[args.repeat :]]
         listing = [timed(lambda: Archive(tmp / "shared").runs()) for _ in range(args.repeat)]
         ref = sources[-1].name
         one_run = [timed(lambda: Archive(tmp / "shared").run(ref).close()) for _ in range(args.repeat)]
-    for name, times in (("add to a new archive", fresh), ("add to one archive", into_one), ("runs", listing), ("run(ID)", one_run)):
-        print(f"{name:22s} median {statistics.median(times):.3f} s  min {min(times):.3f}  max {max(times):.3f}  (n={len(times)})")
+    for name, times in (
+        ("add to a new archive", fresh),
+        ("add to one archive", into_one),
+        ("runs", listing),
+        ("run(ID)", one_run),
+    ):
+        print(
+            f"{name:22s} median {statistics.median(times):.3f} s  "
+            f"min {min(times):.3f}  max {max(times):.3f}  (n={len(times)})"
+        )
 
 
 if __name__ == "__main__":
