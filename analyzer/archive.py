@@ -91,6 +91,14 @@ class Archive:
         """The ids of the complete runs, sorted."""
         return sorted({part.run_id for part in committed_parts(self.root)})
 
+    def files(self, table: str) -> list[Path]:
+        """The Parquet files of ``table`` (events, kernels, samples, runs) of the complete runs, by run and rank:
+        what another engine should read, since a table's folder may also hold the files of an add in progress
+        or of one that was killed (until the next add removes them)."""
+        if table not in TABLES:
+            raise ValueError(f"table must be one of {TABLES}, not {table!r}")
+        return [part.path(self.root, table) for part in committed_parts(self.root)]
+
     def add(
         self, source: str | os.PathLike, *, module_prefix: str | None = None, function_prefix: str | None = None
     ) -> tuple[str, bool]:

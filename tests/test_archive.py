@@ -132,6 +132,29 @@ def test_pyarrow_reads_the_partitions_without_conversion(archived):
         )
 
 
+def test_other_engines_read_the_files_of_the_complete_runs(archived, tmp_path):
+    """Archive.files() names what the views read; a file an add killed before its commit left in a partition is
+    in the folder (pyarrow reading the folder sees it) but not in that list."""
+    ds = pytest.importorskip("pyarrow.dataset")
+    path, ids = archived
+    copy = tmp_path / "arch"
+    shutil.copytree(path, copy)
+    committed = Archive(copy).files("kernels")
+    leftover = committed[0].with_name("part-1.2.000000000000.0badcafe.parquet")
+    shutil.copy(committed[0], leftover)
+    dataset = ds.dataset(
+        [str(f) for f in Archive(copy).files("kernels")], partitioning="hive", partition_base_dir=str(copy / "kernels")
+    )
+    read = dataset.to_table().to_pandas()
+    with Archive(copy) as store:
+        counts = store.sql("SELECT run_id, rank, count(*) AS n FROM kernels GROUP BY ALL ORDER BY ALL")
+    by_pyarrow = read.groupby(["run_id", "rank"], observed=True).size().sort_index()
+    assert [(str(r), int(k), n) for (r, k), n in by_pyarrow.items()] == [tuple(row) for row in counts.values]
+    assert len(ds.dataset(str(copy / "kernels"), partitioning="hive").to_table()) > len(read), "the folder has more"
+    with pytest.raises(ValueError, match="table must be one of"):
+        Archive(copy).files("summary")
+
+
 def test_an_interrupted_add_leaves_no_run_and_the_next_add_completes(tmp_path, monkeypatch):
     path = tmp_path / "arch"
     store = Archive(path, create=True)
