@@ -168,18 +168,19 @@ class Archive:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = duckdb.connect()
             con.execute("SET TimeZone = 'UTC'")  # times print the same on every machine
-            for table in TABLES:
-                con.execute(f"CREATE VIEW {table} AS {self._read(parts, table)}")
+            try:
+                for table in TABLES:
+                    con.execute(f"CREATE VIEW {table} AS {self._read(parts, table)}")
+            except duckdb.IOException as exc:  # a view reads its first file's schema
+                con.close()
+                raise self._damaged(exc) from None
             self._con = con
         return self._con
 
     def _read(self, parts: list[Part], table: str, options: str = "") -> str:
         """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
-        files = [part.path(self.root, table) for part in parts]
-        missing = next((file for file in files if not file.is_file()), None)
-        if missing is not None:
-            raise BadInputError(missing, "is missing: the archive is damaged (a run's files were removed by hand?)")
-        listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", str(file))) for file in files) + "]"
+        files = (str(part.path(self.root, table)) for part in parts)
+        listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
         return Template(sql_text("archive_view.sql")).substitute(files=listed, options=options)
 
     @property
@@ -187,8 +188,15 @@ class Archive:
         return self.connect()
 
     def sql(self, query: str) -> pd.DataFrame:
-        """Any SQL across the archived runs (docs/sql.md, "Archives")."""
-        return self.connect().execute(query).df()
+        """Any SQL across the archived runs (docs/sql.md, "Archives"); a file of a complete run that is gone (removed
+        by hand) is bad input of the archive."""
+        try:
+            return self.connect().execute(query).df()
+        except duckdb.IOException as exc:
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: duckdb.IOException) -> BadInputError:
+        return BadInputError(self.path, f"is damaged: {str(exc).strip().splitlines()[0]}")
 
     def runs(self) -> pd.DataFrame:
         """One line per archived run, oldest first."""
@@ -198,9 +206,9 @@ class Archive:
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: an id, a unique prefix of one, or a unique run name."""
-        ids = self.run_ids()
-        if ref in ids:
+        if committed_parts(self.root, ref):  # an id: found without listing the archive
             return ref
+        ids = self.run_ids()
         matches = [i for i in ids if i.startswith(ref)] or (
             self.sql(f"SELECT DISTINCT run_id FROM runs WHERE name = {quote(ref)} ORDER BY 1")["run_id"].tolist()
             if ids
@@ -218,8 +226,10 @@ class Archive:
         con = duckdb.connect()
         try:
             parts, prefixes = self._load_run(con, run_id)
-        except BaseException:
+        except BaseException as exc:
             con.close()
+            if isinstance(exc, duckdb.IOException):
+                raise self._damaged(exc) from None
             raise
         return Run.from_tables(con, self.path / "runs" / f"run_id={run_id}", parts, *prefixes)
 

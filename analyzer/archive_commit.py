@@ -52,24 +52,22 @@ class Part:
 def committed_parts(root: Path, run_id: str | None = None) -> list[Part]:
     """The ranks of the committed runs (of ``run_id`` only, when given), by run id and rank. Folders and files
     not named as kernelscope names them are not read."""
-    runs = root / "runs"
-    if run_id is None:
-        run_dirs = [entry for entry in _names(runs) if _RUN.fullmatch(entry)]
-    else:
-        run_dirs = [f"run_id={run_id}"]
+    runs = os.path.join(root, "runs")
+    run_dirs = [f"run_id={run_id}"] if run_id is not None else _names(runs)
     parts = []
-    for run_dir in sorted(run_dirs):
-        for rank_dir in _names(runs / run_dir):
+    for run_dir in filter(_RUN.fullmatch, run_dirs):  # also keeps a given run_id from naming another folder
+        for rank_dir in _names(os.path.join(runs, run_dir)):
             rank = _RANK.fullmatch(rank_dir)
             if rank is None or int(rank.group(1)) > MAX_RANK:
                 continue
-            tokens = sorted(m.group(1) for m in map(_PART.fullmatch, _names(runs / run_dir / rank_dir)) if m)
+            files = _names(os.path.join(runs, run_dir, rank_dir))
+            tokens = sorted(match.group(1) for match in map(_PART.fullmatch, files) if match)
             if tokens:
-                parts.append(Part(run_dir.removeprefix("run_id="), int(rank.group(1)), tokens[0]))
+                parts.append(Part(run_dir[len("run_id=") :], int(rank.group(1)), tokens[0]))
     return sorted(parts, key=lambda p: (p.run_id, p.rank))
 
 
-def _names(folder: Path) -> list[str]:
+def _names(folder: str | Path) -> list[str]:
     try:
         return os.listdir(folder)
     except (FileNotFoundError, NotADirectoryError):

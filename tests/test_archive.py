@@ -287,3 +287,15 @@ def test_an_empty_prefix_is_one_line(command, option, tmp_path):
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr == f"kernelscope: error: {option} must not be empty (leave it out for the run's own prefix)\n"
     assert not (tmp_path / "arch").exists()
+
+
+def test_a_damaged_archive_is_one_line(tmp_path):
+    """A file of a complete run removed by hand: runs, sql and --run say so in one line naming the archive."""
+    path = tmp_path / "arch"
+    [(run_id, _)] = archive_runs([SAMPLES / "mlp"], path)
+    next((path / "kernels").rglob("*.parquet")).unlink()
+    for args in (["runs", path], ["sql", path, "SELECT count(*) FROM kernels"], ["analyze", path, "--run", run_id]):
+        result = CliRunner().invoke(main, [str(a) for a in args])
+        assert result.exit_code == 2 and result.stdout == "", args
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"kernelscope: error: {path}") and "kernels/run_id=" in line, line
