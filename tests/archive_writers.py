@@ -23,14 +23,14 @@ from kernelscope.analyzer.archive import Archive
 PROCESSES = 16
 
 
-def _child(archive: str, sources: list[str], report: int) -> None:
+def _child(index: int, archive: str, sources: list[str], report: int) -> None:
     try:
         for source in sources:
-            os.write(report, f"started {source}\n".encode())
+            os.write(report, f"started {index} {source}\n".encode())
             run_id, added = Archive(archive, create=True).add(source)
-            os.write(report, f"{'added' if added else 'found'} {source} {run_id}\n".encode())
+            os.write(report, f"{'added' if added else 'found'} {index} {source} {run_id}\n".encode())
     except BaseException as exc:  # reported, so that the test fails naming it
-        os.write(report, f"failed {type(exc).__name__}: {exc}\n".replace("\n", " ").encode() + b"\n")
+        os.write(report, f"failed {index} {type(exc).__name__}: {exc}".replace("\n", " ").encode() + b"\n")
         os._exit(1)
     os._exit(0)
 
@@ -43,22 +43,27 @@ def _fork(target, *args) -> int:
 
 
 def writers(archive: str, seed: int, kills: int, sources: list[str]) -> dict:
+    """16 processes add their share of ``sources``; ``kills`` of them, chosen with ``seed``, get SIGKILL a random
+    0-250 ms after they start the add of a random one of their sources (inside the add, or just after it)."""
     read, write = os.pipe()
     rounds = -(-len(sources) // PROCESSES)
-    pids = [_fork(_child, archive, sources[i * rounds : (i + 1) * rounds], write) for i in range(PROCESSES)]
+    shares = [sources[i * rounds : (i + 1) * rounds] for i in range(PROCESSES)]
+    pids = [_fork(_child, i, archive, shares[i], write) for i in range(PROCESSES)]
     os.close(write)
     rng = random.Random(seed)
-    killed = []
-    for delay, pid in sorted((rng.uniform(0.2, 4.0), rng.choice(pids)) for _ in range(kills)):
-        time.sleep(max(0.0, delay - (time.monotonic() - START)))
-        try:
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pids.index(pid))
-        except ProcessLookupError:
-            pass
-    lines = _read_all(read)
+    doomed = {i: (rng.randrange(len(shares[i])), rng.uniform(0.0, 0.25)) for i in rng.sample(range(PROCESSES), kills)}
+    lines = []
+    with os.fdopen(read) as report:
+        for line in report:
+            lines.append(line.rstrip("\n"))
+            word, index, *_ = line.split()
+            if word == "started" and int(index) in doomed:
+                nth, delay = doomed[int(index)]
+                if sum(1 for seen in lines if seen.startswith(f"started {index} ")) == nth + 1:
+                    time.sleep(delay)
+                    os.kill(pids[int(index)], signal.SIGKILL)  # a zombie (exited already) takes it too
     statuses = [os.waitpid(pid, 0)[1] for pid in pids]
-    return {"lines": lines, "killed": sorted(set(killed)), "statuses": statuses}
+    return {"lines": lines, "statuses": statuses}
 
 
 def kill_after_renames(archives: list[str], source: str) -> dict:
@@ -89,8 +94,6 @@ def _read_all(fd: int) -> list[str]:
         chunks.append(chunk)
     return b"".join(chunks).decode().splitlines()
 
-
-START = time.monotonic()
 
 if __name__ == "__main__":
     mode, *arguments = sys.argv[1:]

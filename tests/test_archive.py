@@ -229,13 +229,20 @@ def test_the_sample_store_the_manifest_names_is_the_one_read_and_archived(tmp_pa
         pd.testing.assert_frame_equal(back.sql("SELECT * FROM samples"), original.sql("SELECT * FROM samples"))
 
 
+@pytest.fixture(scope="module")
+def other_archive(tmp_path_factory):
+    path = tmp_path_factory.mktemp("other") / "arch"
+    archive_runs([SAMPLES / "demo"], path)
+    return path
+
+
 @pytest.mark.parametrize("name", ["g[1]", "a*", "q?", "~/arch", "x=1/arch", "it's"])
-def test_an_archive_path_is_never_read_as_a_pattern(name, tmp_path, monkeypatch):
+def test_an_archive_path_is_never_read_as_a_pattern(name, tmp_path, monkeypatch, other_archive):
     """Glob characters, a folder named '~' (relative to the working directory, as Python reads it) and a folder
     named like a partition above the archive: the archive reads its own runs only, with no extra column."""
     monkeypatch.chdir(tmp_path)
     for sibling in ("g1", "ab", "qx", "arch"):  # what the pattern or '~' would match instead
-        archive_runs([SAMPLES / "demo"], sibling)
+        shutil.copytree(other_archive, sibling)
     (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
     listed = invoke("archive", SAMPLES / "mlp", "--to", name)
     assert listed.exit_code == 0, listed.output
