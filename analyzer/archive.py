@@ -1,11 +1,12 @@
 """An archive of runs: hive-partitioned Parquet that DuckDB, Spark, pyarrow or polars read as it is.
 
     ARCHIVE/kernelscope-archive.json        marks the folder as an archive (format version)
-    ARCHIVE/<table>/run_id=<id>/rank=<rank>/part-0.parquet    for table in events, kernels, samples, runs
+    ARCHIVE/<table>/run_id=<id>/rank=<rank>/part-<token>.parquet    for table in events, kernels, samples, runs
 
 A run's id is a hash of the files it was loaded from, so archiving the same run again finds it there and
-changes nothing. A run is added through a staging folder; its ``runs`` partition is moved into place
-last and marks it complete (an interrupted add leaves no run, and the next add of it starts over).
+changes nothing. Many processes may add to one archive at once, without a lock: a run is complete when its
+``runs`` folder is renamed into place, and the views read only the files of complete runs
+(archive_commit.py; docs/format.md, "Archives").
 """
 
 from __future__ import annotations
@@ -13,14 +14,15 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import os
-import shutil
-import tempfile
+import re
 from pathlib import Path
+from string import Template
 
 import duckdb
 import orjson
 import pandas as pd
 
+from .archive_commit import TABLES, Add, Part, committed_parts, remove_dead_adds
 from .atomic import write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .ranks import find_ranks
@@ -31,10 +33,7 @@ from .sql import quote, sql_text
 
 MARKER = "kernelscope-archive.json"
 ARCHIVE_FORMAT = 1
-TABLES = ("events", "kernels", "samples", "runs")  # runs last: it marks a run complete
-PART = "part-0.parquet"
-# union_by_name: runs archived by an older kernelscope lack the newer columns (kernels.call_event_id), NULL there
-HIVE = "hive_partitioning = true, hive_types = {'run_id': VARCHAR, 'rank': INTEGER}, union_by_name = true"
+_GLOB_CHARACTERS = re.compile(r"[\[*?]")
 
 
 def is_archive(path: str | os.PathLike) -> bool:
@@ -49,10 +48,13 @@ def run_id_of(path: str | os.PathLike) -> str:
         files = [source.trace] if source.manifest is None else [source.trace.parent / MANIFEST]
         files += [] if source.manifest is None else [source.samples, source.trace]
         for file in files:
-            digest.update(f"{source.rank}:{file.name}:{file.stat().st_size}:".encode())
-            with open(file, "rb") as stream:
-                for chunk in iter(lambda s=stream: s.read(1 << 20), b""):
-                    digest.update(chunk)
+            try:
+                digest.update(f"{source.rank}:{file.name}:{file.stat().st_size}:".encode())
+                with open(file, "rb") as stream:
+                    for chunk in iter(lambda s=stream: s.read(1 << 20), b""):
+                        digest.update(chunk)
+            except OSError as exc:
+                raise BadInputError(file, f"cannot be read ({exc.strerror or exc})") from None
     return "run-" + digest.hexdigest()[:12]
 
 
@@ -61,6 +63,7 @@ class Archive:
 
     def __init__(self, path: str | os.PathLike, *, create: bool = False):
         self.path = Path(path)
+        self.root = Path(os.path.abspath(self.path))  # what DuckDB is given: no '~' of its own to expand
         if not is_archive(self.path):
             if not create:
                 raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
@@ -68,54 +71,63 @@ class Archive:
         self._con: duckdb.DuckDBPyConnection | None = None
 
     def _create(self) -> None:
-        if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
-            raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
-        if not self.path.parent.is_dir():
+        """Make the folder an archive; safe when other processes create the same archive at the same time (the
+        marker is written before anything else, and whole, so a folder holding more is one already)."""
+        if not self.root.parent.is_dir():
             raise KernelscopeError(self.path.parent, "is not an existing directory to create the archive in")
-        self.path.mkdir(exist_ok=True)
-        write_bytes_atomically(self.path / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
+        try:
+            os.mkdir(self.root, 0o777)
+        except FileExistsError:
+            pass
+        if not self.root.is_dir():
+            raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
+        others = [name for name in os.listdir(self.root) if not name.startswith(f".{MARKER}.")]
+        if others and not is_archive(self.root):  # the marker is checked after the listing, which it precedes
+            raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
+        if not others:
+            write_bytes_atomically(self.root / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
 
     def run_ids(self) -> list[str]:
         """The ids of the complete runs, sorted."""
-        runs = self.path / "runs"
-        return sorted(p.name.removeprefix("run_id=") for p in runs.glob("run_id=*")) if runs.is_dir() else []
+        return sorted({part.run_id for part in committed_parts(self.root)})
+
+    def files(self, table: str) -> list[Path]:
+        """The Parquet files of ``table`` (events, kernels, samples, runs) of the complete runs, by run and rank:
+        what another engine should read, since a table's folder may also hold the files of an add in progress
+        or of one that was killed (until the next add removes them)."""
+        if table not in TABLES:
+            raise ValueError(f"table must be one of {TABLES}, not {table!r}")
+        return [part.path(self.root, table) for part in committed_parts(self.root)]
 
     def add(
         self, source: str | os.PathLike, *, module_prefix: str | None = None, function_prefix: str | None = None
     ) -> tuple[str, bool]:
         """Archive the run (directory, job directory or trace) at ``source``; ``(run_id, added)``, where
-        ``added`` is False when the archive already held it (and nothing was written)."""
+        ``added`` is False when the archive already held it (and nothing was written). What adds killed
+        earlier left is removed first."""
         source = Path(source)
         run_id = run_id_of(source)
-        if run_id in self.run_ids():
+        remove_dead_adds(self.root)
+        if committed_parts(self.root, run_id):
             return run_id, False
-        staging_root = self.path / ".staging"
-        staging_root.mkdir(exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f"{run_id}.", dir=staging_root))
-        try:
-            with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
-                self._stage(run, source, staging, run_id)
-            for table in TABLES:
-                target = self.path / table / f"run_id={run_id}"
-                if target.exists():  # left by an add that was interrupted before its runs partition
-                    shutil.rmtree(target)
-                target.parent.mkdir(exist_ok=True)
-                os.rename(staging / table / f"run_id={run_id}", target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-            _remove_if_empty(staging_root)
+        with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
+            add = Add(self.root, run_id)
+            try:
+                self._stage(run, source, add)
+                added = add.commit(list(run.parts))
+            except BaseException:
+                add.abandon()
+                raise
         self._con = None
-        return run_id, True
+        return run_id, added
 
-    def _stage(self, run: Run, source: Path, staging: Path, run_id: str) -> None:
+    def _stage(self, run: Run, source: Path, add: Add) -> None:
         con = run.con
         archived_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         for rank, part in run.parts.items():
 
             def target(table: str, rank: int = rank) -> str:
-                folder = staging / table / f"run_id={run_id}" / f"rank={rank}"
-                folder.mkdir(parents=True)
-                return quote(str(folder / PART))
+                return quote(str(add.staged(table, rank)))
 
             con.execute(
                 f"COPY (SELECT * EXCLUDE (rank) FROM events WHERE rank = {rank} ORDER BY event_id) "
@@ -148,26 +160,43 @@ class Archive:
             con.execute(f"COPY ({sql_text('archive_row.sql')}) TO {target('runs')} (FORMAT parquet)")
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with the views runs, events, kernels, samples over every archived run."""
+        """An in-memory DuckDB with the views runs, events, kernels, samples over every archived run (the runs
+        complete when it connected)."""
         if self._con is None:
-            if not self.run_ids():
+            parts = committed_parts(self.root)
+            if not parts:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = duckdb.connect()
             con.execute("SET TimeZone = 'UTC'")  # times print the same on every machine
-            for table in TABLES:  # hive partitions read with fixed types, so no engine guesses them
-                files = quote(str(self.path / table / "*" / "*" / "*.parquet"))
-                columns = "run_id, rank, * EXCLUDE (run_id, rank)"
-                con.execute(f"CREATE VIEW {table} AS SELECT {columns} FROM read_parquet({files}, {HIVE})")
+            try:
+                for table in TABLES:
+                    con.execute(f"CREATE VIEW {table} AS {self._read(parts, table)}")
+            except duckdb.IOException as exc:  # a view reads its first file's schema
+                con.close()
+                raise self._damaged(exc) from None
             self._con = con
         return self._con
+
+    def _read(self, parts: list[Part], table: str, options: str = "") -> str:
+        """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
+        files = (str(part.path(self.root, table)) for part in parts)
+        listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
+        return Template(sql_text("archive_view.sql")).substitute(files=listed, options=options)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         return self.connect()
 
     def sql(self, query: str) -> pd.DataFrame:
-        """Any SQL across the archived runs (docs/sql.md, "Archives")."""
-        return self.connect().execute(query).df()
+        """Any SQL across the archived runs (docs/sql.md, "Archives"); a file of a complete run that is gone (removed
+        by hand) is bad input of the archive."""
+        try:
+            return self.connect().execute(query).df()
+        except duckdb.IOException as exc:
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: duckdb.IOException) -> BadInputError:
+        return BadInputError(self.path, f"is damaged: {str(exc).strip().splitlines()[0]}")
 
     def runs(self) -> pd.DataFrame:
         """One line per archived run, oldest first."""
@@ -177,9 +206,9 @@ class Archive:
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: an id, a unique prefix of one, or a unique run name."""
-        ids = self.run_ids()
-        if ref in ids:
+        if committed_parts(self.root, ref):  # an id: found without listing the archive
             return ref
+        ids = self.run_ids()
         matches = [i for i in ids if i.startswith(ref)] or (
             self.sql(f"SELECT DISTINCT run_id FROM runs WHERE name = {quote(ref)} ORDER BY 1")["run_id"].tolist()
             if ids
@@ -197,31 +226,31 @@ class Archive:
         con = duckdb.connect()
         try:
             parts, prefixes = self._load_run(con, run_id)
-        except BaseException:
+        except BaseException as exc:
             con.close()
+            if isinstance(exc, duckdb.IOException):
+                raise self._damaged(exc) from None
             raise
         return Run.from_tables(con, self.path / "runs" / f"run_id={run_id}", parts, *prefixes)
 
     def _load_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[list[RankPart], tuple[str, str]]:
-        def files(table: str) -> str:
-            return quote(str(self.path / table / f"run_id={run_id}" / "*" / "*.parquet"))
-
+        parts = committed_parts(self.root, run_id)
         con.execute(
-            f"CREATE TABLE events AS SELECT * EXCLUDE (run_id) FROM read_parquet({files('events')}, {HIVE}) "
+            f"CREATE TABLE events AS SELECT * EXCLUDE (run_id, rank), rank FROM ({self._read(parts, 'events')}) "
             "ORDER BY rank, event_id"
         )
         con.execute(
-            f"CREATE TABLE kernels AS SELECT * EXCLUDE (run_id) FROM read_parquet({files('kernels')}, {HIVE}) "
+            f"CREATE TABLE kernels AS SELECT * EXCLUDE (run_id, rank), rank FROM ({self._read(parts, 'kernels')}) "
             "ORDER BY rank, start_us, event_id"
         )
         con.execute("ALTER TABLE kernels ADD COLUMN IF NOT EXISTS call_event_id BIGINT")  # an older archive's run
         samples = con.execute(
             f"SELECT rank, function_name, calls, CAST(args AS VARCHAR) AS args, CAST(kwargs AS VARCHAR) AS kwargs "
-            f"FROM read_parquet({files('samples')}, {HIVE}, file_row_number = true) ORDER BY rank, file_row_number"
+            f"FROM ({self._read(parts, 'samples', ', file_row_number = true')}) ORDER BY rank, file_row_number"
         ).fetchall()
         rows = con.execute(
             f"SELECT rank, CAST(manifest AS VARCHAR), module_prefix, function_prefix, "
-            f"{', '.join(LaunchCheck.__dataclass_fields__)} FROM read_parquet({files('runs')}, {HIVE}) ORDER BY rank"
+            f"{', '.join(LaunchCheck.__dataclass_fields__)} FROM ({self._read(parts, 'runs')}) ORDER BY rank"
         ).fetchall()
         function_data: dict[int, dict] = {row[0]: {} for row in rows}
         for rank, name, calls, args, kwargs in samples:
@@ -278,10 +307,3 @@ def _samples_with_arguments(run: Run, rank: int) -> pd.DataFrame:
 
 def _check_values(check: LaunchCheck) -> tuple[int, ...]:
     return tuple(getattr(check, name) for name in LaunchCheck.__dataclass_fields__)
-
-
-def _remove_if_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()
-    except OSError:
-        pass

@@ -1,23 +1,103 @@
-"""Write a file through a temporary sibling and rename it into place: a failure leaves no half file."""
+"""Files and folders made safely: written through a temporary sibling that is flushed to disk and renamed into
+place (a failure leaves no half file, a crash no empty one), created with the user's umask (not tempfile's
+0600/0700, so colleagues can read a shared archive), and never put in place of anything but a regular file."""
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from .errors import KernelscopeError
+
+_ATTEMPTS = 100
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def refuse_unless_regular(path: str | os.PathLike) -> None:
+    """Fail when ``path`` exists and is not a regular file (a link, directory, device, FIFO or socket): replacing it
+    would replace ``/dev/null`` or a link instead of writing where it points."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise KernelscopeError(path, f"is {kind}, not a regular file; kernelscope replaces only regular files")
+
+
+def make_temp_file(folder: str | os.PathLike, prefix: str, suffix: str = "") -> str:
+    """A new empty file ``folder/<prefix><random><suffix>``, with the mode the umask gives (mkstemp's is 0600)."""
+    for _ in range(_ATTEMPTS):
+        path = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o666))
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no free temporary file name", os.fspath(folder))
+
+
+def make_temp_dir(folder: str | os.PathLike, prefix: str, suffix: str = "") -> str:
+    """A new empty folder ``folder/<prefix><random><suffix>``, with the mode the umask gives (mkdtemp's is 0700)."""
+    for _ in range(_ATTEMPTS):
+        path = os.path.join(folder, f"{prefix}{secrets.token_hex(4)}{suffix}")
+        try:
+            os.mkdir(path, 0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no free temporary folder name", os.fspath(folder))
+
+
+def fsync_file(path: str | os.PathLike) -> None:
+    """Flush a written (and closed) file's data to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Flush a folder's entries (the names renamed into it) to disk; a file system that cannot is left as it is."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
 
 def replace_atomically(path: Path, write: Callable[[str], object]) -> None:
-    """Call ``write(tmp)`` on a temporary sibling of ``path``, then rename it to ``path``."""
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    os.close(handle)
+    """Call ``write(tmp)`` on a temporary sibling of ``path``, flush it to disk, then rename it to ``path``."""
+    refuse_unless_regular(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    tmp = make_temp_file(folder, f".{path.name}.")
     try:
         write(tmp)
+        fsync_file(tmp)
+        refuse_unless_regular(path)  # again: the work may have taken long
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(folder)
 
 
 def write_bytes_atomically(path: Path, data: bytes) -> None:

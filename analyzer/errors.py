@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import os
+import re
+
+# C0 and C1 controls, DEL, the line and paragraph separators and the bidirectional overrides and isolates:
+# characters that would move the cursor, set a terminal's title, end the line or reorder what is shown
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character escaped as Python writes it (``\\n``, ``\\x1b``, ``\\u2028``), so that
+    a name from a trace prints as one line of plain characters."""
+    return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], text)
 
 
 class KernelscopeError(Exception):
-    """An expected failure the CLI reports as one line and a non-zero exit, without a traceback."""
+    """An expected failure the CLI reports as one line and a non-zero exit, without a traceback.
+
+    The message is one line: control characters in the path or the problem (names from a trace) are escaped."""
 
     exit_code = 2
 
     def __init__(self, path: str | os.PathLike | None, problem: str):
         self.path = None if path is None else os.fspath(path)
         self.problem = problem
-        super().__init__(f"{self.path}: {problem}" if self.path else problem)
+        super().__init__(printable(f"{self.path}: {problem}" if self.path else problem))
 
 
 class BadInputError(KernelscopeError):

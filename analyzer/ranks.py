@@ -4,12 +4,13 @@ directory per rank of a ``torch.distributed`` job (``rank-<N>/``, as ``profile()
 from __future__ import annotations
 
 import re
+import stat
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BadInputError
-from .rundir import MANIFEST, read_manifest
+from .rundir import MANIFEST, MAX_RANK, is_rank, json_text, read_manifest
 from .samples import read_samples, render_call
 
 RANK_DIR = "rank-{rank}"
@@ -29,12 +30,18 @@ class RankSource:
 
 def rank_directories(path: Path) -> dict[int, Path]:
     """``{rank: run directory}`` of a job directory (empty when ``path`` is not one)."""
-    found = {}
+    found: dict[int, Path] = {}
     if path.is_dir():
-        for child in path.iterdir():
+        for child in sorted(path.iterdir()):
             match = _RANK_DIR.fullmatch(child.name)
-            if match and child.is_dir() and (child / MANIFEST).is_file():
-                found[int(match.group(1))] = child
+            if not (match and child.is_dir() and (child / MANIFEST).is_file()):
+                continue
+            rank = int(match.group(1))
+            if rank > MAX_RANK:
+                raise BadInputError(child, f"is named for rank {rank}, not a rank from 0 to {MAX_RANK}")
+            if rank in found:
+                raise BadInputError(path, f"holds rank {rank} twice ({found[rank].name} and {child.name})")
+            found[rank] = child
     return dict(sorted(found.items()))
 
 
@@ -53,8 +60,22 @@ def find_ranks(path: Path) -> list[RankSource]:
             return _job(path)
         return [_run_directory(path, None)]
     if path.exists():
-        return [RankSource(None, path, None, {}, None)]
+        return [RankSource(None, _readable_trace(path), None, {}, None)]
     raise BadInputError(path, "no such run directory or trace file")
+
+
+def _readable_trace(path: Path) -> Path:
+    """``path``, a non-empty regular file: a FIFO would block the reader, a device or /proc/self/mem (size 0,
+    unreadable) would fail it without naming the file."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInputError(path, "is not a regular file (a device, FIFO or socket is not read as a trace)")
+    if info.st_size == 0:
+        raise BadInputError(path, "the file is empty")
+    return path
 
 
 def _run_directory(path: Path, expected_rank: int | None) -> RankSource:
@@ -64,7 +85,7 @@ def _run_directory(path: Path, expected_rank: int | None) -> RankSource:
         raise BadInputError(path / MANIFEST, f"has a rank that is not an integer ({rank!r})")
     if expected_rank is not None and rank != expected_rank:
         raise BadInputError(path, f"holds the run of rank {rank}, not of rank {expected_rank} as its name says")
-    trace, samples = path / manifest["files"]["trace"], path / manifest["files"]["samples"]
+    trace, samples = _readable_trace(path / manifest["files"]["trace"]), path / manifest["files"]["samples"]
     return RankSource(rank, trace, manifest, read_samples(samples), samples)
 
 
@@ -74,23 +95,26 @@ def _job(path: Path) -> list[RankSource]:
     if len(sizes) > 1:
         raise BadInputError(path, f"holds ranks of different jobs (world sizes {', '.join(map(str, sizes))})")
     world_size = sizes[0]
-    if isinstance(world_size, int):
-        missing = sorted(set(range(world_size)) - {s.rank for s in sources})
-        if missing:
-            warnings.warn(
-                f"{path}: ranks {', '.join(map(str, missing))} of {world_size} were not recorded; "
-                "the run holds the others",
-                RuntimeWarning,
-                stacklevel=4,
-            )
+    if world_size is not None and len(sources) < world_size:  # every rank is below world_size (read_manifest)
+        recorded = {s.rank for s in sources}
+        missing = [rank for rank in range(min(world_size, len(sources) + 10)) if rank not in recorded][:10]
+        count = world_size - len(sources)
+        listed = ", ".join(map(str, missing)) + (f", … ({count} in all)" if count > len(missing) else "")
+        warnings.warn(
+            f"{path}: ranks {listed} of {world_size} were not recorded; the run holds the others",
+            RuntimeWarning,
+            stacklevel=4,
+        )
     return sources
 
 
-def header_rank(keys: dict) -> int:
+def header_rank(keys: dict, trace: Path) -> int:
     """The rank a bare Kineto trace names in its ``distributedInfo`` (0 when it names none)."""
     info = keys.get("distributedInfo")
     rank = info.get("rank") if isinstance(info, dict) else None
-    return rank if isinstance(rank, int) else 0
+    if rank is not None and not is_rank(rank):
+        raise BadInputError(trace, f"has distributedInfo.rank {json_text(rank)}, not an integer from 0 to {MAX_RANK}")
+    return rank or 0
 
 
 def merge_function_data(by_rank: dict[int, dict]) -> dict:

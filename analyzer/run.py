@@ -141,7 +141,7 @@ class Run:
             validate_events(con, source.trace, rows_checked=header.all_rows_checked)
             if refuse_empty and len(sources) == 1 and not con.execute(sql_text("attributable.sql")).fetchone()[0]:
                 raise BadInputError(source.trace, NOTHING_TO_ATTRIBUTE)
-            rank = source.rank if source.rank is not None else header_rank(header.keys)
+            rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
             if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
                 run_sql_file(con, "frame_names.sql")
                 run_sql_file(con, "frames.sql")

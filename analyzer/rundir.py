@@ -26,6 +26,8 @@ GRAPH_REPLAY_CALL = "torch.cuda.CUDAGraph.replay"
 COMPILED_REGION_CALL = "torch.compile"
 # the call of kernels that no call scope holds, named after an operator without a namespace (docs/sql.md, kernels)
 OTHER_OPERATOR_CALL = "(other operator)"
+MAX_RANK = (1 << 31) - 1  # ranks and world sizes are 32-bit integers in every table
+MAX_NESTING = 100  # JSON levels of a manifest, and levels of a sample's arguments: what any engine reads back
 NAMING_ANNOTATIONS = (
     "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call"
 )  # fmt: skip
@@ -40,7 +42,7 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         manifest = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
-    except PermissionError as exc:
+    except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     if not isinstance(manifest, dict) or type(manifest.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope manifest (no integer format_version)")
@@ -50,9 +52,12 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
             f"has format version {manifest['format_version']}, newer than this kernelscope reads "
             f"({FORMAT_VERSION}); upgrade kernelscope",
         )
+    if nested_deeper_than(manifest, MAX_NESTING):
+        raise BadInputError(path, f"is nested deeper than {MAX_NESTING} levels")
     for key in ("files", "annotation"):
         if not isinstance(manifest.setdefault(key, {}), dict):
             raise BadInputError(path, f"has a field {key!r} that is not a JSON object")
+    _check_fields(path, manifest)
     for key, value in manifest["annotation"].items():
         if key in NAMING_ANNOTATIONS and not (isinstance(value, str) and value):
             raise BadInputError(path, f"has annotation.{key} {value!r}, not a non-empty string")
@@ -64,6 +69,50 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         if not (Path(run_dir) / manifest["files"][key]).is_file():
             raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
     return manifest
+
+
+def _check_fields(path: Path, manifest: dict) -> None:
+    """The fields the analyzer and the archive read, of the JSON type they read them as (bool is not int)."""
+    rank, world_size = manifest.get("rank", 0), manifest.get("world_size")
+    if not is_rank(rank):
+        raise BadInputError(path, f"has rank {json_text(rank)}, not an integer from 0 to {MAX_RANK}")
+    if world_size is not None and not (is_rank(world_size) and world_size >= 1):
+        raise BadInputError(path, f"has world_size {json_text(world_size)}, not an integer from 1 to {MAX_RANK}")
+    if world_size is not None and rank >= world_size:
+        raise BadInputError(path, f"has rank {rank}, not below its world_size {world_size}")
+    command_line = manifest.get("command_line")
+    if command_line is not None and not (
+        isinstance(command_line, list) and all(isinstance(word, str) for word in command_line)
+    ):
+        raise BadInputError(path, f"has command_line {json_text(command_line)}, not a list of strings")
+    tags = manifest.get("tags")
+    if tags is not None and not isinstance(tags, dict):
+        raise BadInputError(path, f"has tags {json_text(tags)}, not a JSON object")
+
+
+def is_rank(value: object) -> bool:
+    """An integer that can be a rank: 0 to MAX_RANK, and not a bool (JSON true is not rank 1)."""
+    return type(value) is int and 0 <= value <= MAX_RANK
+
+
+def nested_deeper_than(value: object, levels: int) -> bool:
+    """Whether JSON-like ``value`` (dicts and lists) nests more than ``levels`` deep; without recursion."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        if depth > levels:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def json_text(value: object, limit: int = 40) -> str:
+    """A value as JSON text for a message, cut to ``limit`` characters."""
+    text = orjson.dumps(value, default=repr).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _is_plain_name(name: object) -> bool:

@@ -9,6 +9,10 @@ scalars and refuses everything else. torch is imported on the call, never with t
 from __future__ import annotations
 
 import importlib
+import os
+import pickletools
+import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,14 @@ from .errors import BadInputError, KernelscopeError
 
 TORCH_HINT = "reading sample tensors needs torch (pip install 'kernelscope[record]')"
 _BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "(1)", "(2)")
+RAM_SHARE = 0.5  # of the machine's memory, the most a samples.pt may declare (the reading holds all of it)
+_STORAGE_TYPE = re.compile(r"torch(?:\.storage)? ([A-Za-z0-9]+)Storage")
+# bytes per element of the storage types torch.save names (torch.storage.UntypedStorage: the dtypes without one)
+_ITEM_BYTES = {
+    "Untyped": 1, "Byte": 1, "Char": 1, "Bool": 1, "QInt8": 1, "QUInt8": 1, "QUInt4x2": 1, "QUInt2x4": 1,
+    "Short": 2, "Half": 2, "BFloat16": 2, "Int": 4, "Float": 4, "QInt32": 4, "Long": 8, "Double": 8,
+    "ComplexFloat": 8, "ComplexDouble": 16,
+}  # fmt: skip
 
 
 def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> dict:
@@ -38,6 +50,7 @@ def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> d
         torch = importlib.import_module("torch")
     except ImportError:
         raise KernelscopeError(path, TORCH_HINT) from None
+    check_declared_sizes(path, read_limit_bytes())
     try:
         store = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # any failure to read an untrusted file is bad input, nothing else
@@ -52,6 +65,106 @@ def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> d
             raise BadInputError(path, f"holds {_count(stored)} samples of {function!r}, samples.json {len(entries)}")
         result[function] = [_entry(path, function, meta, value) for meta, value in zip(entries, stored, strict=True)]
     return result
+
+
+def read_limit_bytes() -> int:
+    """The most bytes a samples.pt may declare: RAM_SHARE of the machine's memory (16 GiB where it is unknown)."""
+    try:
+        return int(RAM_SHARE * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return 16 << 30
+
+
+def check_declared_sizes(path: Path, limit: int) -> None:
+    """Refuse, before torch.load reads anything, a samples.pt whose sizes would take more memory than it holds or
+    than ``limit``: a compressed entry (torch.save stores its entries, so a deflated one is a bomb: 35 MB can
+    inflate to 8 GiB), entries that declare more bytes than the file has (overlapping entries), and storages whose
+    declared size is not their entry's. torch.load then allocates no more than the entries' sizes."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            entries = {info.filename: info for info in archive.infolist()}
+            pickles = [name for name in entries if name.endswith("/data.pkl")]
+            compressed = next((i for i in entries.values() if i.compress_type != zipfile.ZIP_STORED), None)
+            if compressed is not None:
+                raise BadInputError(
+                    path, f"holds a compressed entry ({compressed.filename}); torch.save compresses none"
+                )
+            declared = sum(info.file_size for info in entries.values())
+            if declared > os.path.getsize(path) or any(i.file_size != i.compress_size for i in entries.values()):
+                raise BadInputError(path, "declares more bytes than the file holds (entries that overlap)")
+            if declared > limit:
+                problem = f"declares {declared} bytes, more than the {limit} that reading sample tensors may take here"
+                raise BadInputError(path, problem)
+            if len(pickles) != 1:
+                raise BadInputError(path, "is not a file that torch.save writes (no single data.pkl)")
+            storages = _declared_storages(path, archive.read(pickles[0]))
+    except zipfile.BadZipFile as exc:
+        raise BadInputError(path, f"is not a file that torch.save writes (not a zip archive: {exc})") from None
+    folder = pickles[0].removesuffix("data.pkl") + "data/"
+    for key, size in storages.items():
+        entry = entries.get(folder + key)
+        if entry is None or entry.file_size != size:
+            held = "no entry" if entry is None else f"an entry of {entry.file_size} bytes"
+            raise BadInputError(path, f"declares storage {key!r} of {size} bytes, and holds {held} for it")
+
+
+def _declared_storages(path: Path, data: bytes) -> dict[str, int]:
+    """``{key: bytes}`` of every storage the pickle names (its persistent ids: ``('storage', torch.XStorage, key,
+    location, numel)``), found by following the pickle's stack without running it (pickletools' opcode table)."""
+    mark, unknown = object(), object()
+    stack: list = []
+    memo: dict = {}
+    storages: dict[str, int] = {}
+    try:
+        for op, arg, _ in pickletools.genops(data):
+            if op.name == "MARK":
+                stack.append(mark)
+            elif op.name in ("PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE"):
+                memo[len(memo) if op.name == "MEMOIZE" else arg] = stack[-1]
+            elif op.name in ("GET", "BINGET", "LONG_BINGET"):
+                stack.append(memo[arg])
+            elif op.name == "GLOBAL":
+                stack.append(("global", arg))
+            elif op.name == "STACK_GLOBAL":
+                name, module = stack.pop(), stack.pop()
+                stack.append(("global", f"{module} {name}"))
+            elif op.name in ("TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"):
+                count = {"TUPLE1": 1, "TUPLE2": 2, "TUPLE3": 3}.get(op.name)
+                items = _pop_to_mark(stack, mark) if count is None else [stack.pop() for _ in range(count)][::-1]
+                stack.append(tuple(items))
+            elif op.name == "BINPERSID":
+                key, size = _storage(stack.pop())
+                storages[key] = size
+                stack.append(unknown)
+            else:
+                before = op.stack_before
+                if pickletools.markobject in before:
+                    _pop_to_mark(stack, mark)
+                    before = before[: before.index(pickletools.markobject)]
+                for _ in before:
+                    stack.pop()
+                value = arg if isinstance(arg, (int, str)) and not isinstance(arg, bool) else unknown
+                stack.extend([value] if len(op.stack_after) == 1 else [unknown] * len(op.stack_after))
+    except (ValueError, IndexError, KeyError) as exc:
+        raise BadInputError(path, f"holds a data.pkl that is not a pickle torch.save writes ({exc})") from None
+    return storages
+
+
+def _pop_to_mark(stack: list, mark: object) -> list:
+    items = []
+    while (item := stack.pop()) is not mark:
+        items.append(item)
+    return items[::-1]
+
+
+def _storage(pid: Any) -> tuple[str, int]:
+    """The key and bytes of a storage's persistent id; ValueError for anything else."""
+    if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage" and isinstance(pid[1], tuple)):
+        raise ValueError("a persistent id that is not a storage")
+    kind, key, numel = _STORAGE_TYPE.fullmatch(str(pid[1][1])), pid[2], pid[4]
+    if kind is None or kind.group(1) not in _ITEM_BYTES or not isinstance(key, str) or type(numel) is not int:
+        raise ValueError(f"a storage of type {pid[1][1]!r}, key {key!r}, {numel!r} elements")
+    return key, max(numel, 0) * _ITEM_BYTES[kind.group(1)]
 
 
 def _entry(path: Path, function: str, meta: tuple[int, tuple], value: Any) -> tuple[int, tuple]:

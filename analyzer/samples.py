@@ -19,6 +19,8 @@ import pandas as pd
 from .errors import BadInputError
 
 SAMPLES_FORMAT = 1
+# containers nested in a sample's arguments: encoded, a dict is 3 JSON levels, and orjson writes at most 255
+MAX_NESTING = 64
 _INT64 = 1 << 63
 
 
@@ -108,8 +110,9 @@ def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None
     return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": repr(value)}}
 
 
-def decode(value: Any) -> Any:
-    """The inverse of ``encode``, with TensorMeta and ObjectRepr in place of tensors and objects."""
+def decode(value: Any, depth: int = 1) -> Any:
+    """The inverse of ``encode``, with TensorMeta and ObjectRepr in place of tensors and objects; a value nested
+    deeper than MAX_NESTING containers is refused (ValueError), so that nothing after it recurses too deep."""
     if not isinstance(value, dict):
         return value
     if len(value) != 1:
@@ -127,12 +130,14 @@ def decode(value: Any) -> Any:
         ):
             raise ValueError("a tensor needs integer lists shape and stride, strings dtype and device, nbytes >= 0")
         return TensorMeta.from_json(body)
+    if tag in ("tuple", "size", "list", "dict") and depth > MAX_NESTING:
+        raise ValueError(f"nested deeper than {MAX_NESTING} levels")
     if tag in ("tuple", "size"):
-        return tuple(decode(v) for v in body)
+        return tuple(decode(v, depth + 1) for v in body)
     if tag == "list":
-        return [decode(v) for v in body]
+        return [decode(v, depth + 1) for v in body]
     if tag == "dict":
-        return {_hashable(decode(k)): decode(v) for k, v in body}
+        return {_hashable(decode(k, depth + 1)): decode(v, depth + 1) for k, v in body}
     if tag == "float":
         return float(body)
     if tag == "int":
@@ -181,7 +186,7 @@ def read_samples(path: str | os.PathLike) -> dict:
         doc = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
-    except PermissionError as exc:
+    except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     functions = doc.get("functions") if isinstance(doc, dict) else None
     if not isinstance(functions, dict) or type(doc.get("format_version")) is not int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import click
 from .archive_commands import archive, runs
 from .bench_command import bench
 from .diff_command import diff
+from .interrupts import ended_by_signals, exit_code, name
 from .loading import load_run_of, prefix_options, run_option
 from .output import Output, emit, output_options
 from .report_command import report
@@ -28,22 +30,32 @@ class KernelscopeGroup(click.Group):
     """Expected failures become one line on stderr and exit code 2, without a traceback."""
 
     def invoke(self, ctx):
-        from kernelscope.analyzer.errors import KernelscopeError
+        from kernelscope.analyzer.errors import KernelscopeError, printable
 
-        try:
-            result = super().invoke(ctx)
-            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        with ended_by_signals() as received:
+            try:
+                result = super().invoke(ctx)
+                sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+            except BrokenPipeError:  # the reader (head, less) stopped reading: it had what it wanted
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
+                sys.exit(0)
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt) and not received:
+                    received.append(signal.SIGINT)  # Ctrl-C: the cleanup ran on the way here, as for the others
+                if received:  # whatever the signal turned into on its way out
+                    click.echo(f"kernelscope: stopped by {name(received[0])}", err=True)
+                    sys.exit(exit_code(received[0]))
+                if isinstance(exc, KernelscopeError):
+                    click.echo(f"kernelscope: error: {exc}", err=True)
+                    sys.exit(exc.exit_code)
+                if isinstance(exc, OSError):  # a full disk or a vanished directory while writing: not a bug
+                    where = f"{exc.filename}: " if exc.filename else ""
+                    click.echo(printable(f"kernelscope: error: {where}{exc.strerror or exc}"), err=True)
+                    sys.exit(2)
+                raise
+            if received:
+                sys.exit(exit_code(received[0]))
             return result
-        except BrokenPipeError:  # the reader (head, less) stopped reading: it had what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
-            sys.exit(0)
-        except KernelscopeError as exc:
-            click.echo(f"kernelscope: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
-        except OSError as exc:  # a full disk or a vanished directory while writing: the machine, not a bug
-            where = f"{exc.filename}: " if exc.filename else ""
-            click.echo(f"kernelscope: error: {where}{exc.strerror or exc}", err=True)
-            sys.exit(2)
 
 
 @click.group(cls=KernelscopeGroup, context_settings={"help_option_names": ["-h", "--help"]})

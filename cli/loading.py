@@ -6,15 +6,25 @@ from __future__ import annotations
 import click
 
 
+def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not value:
+        from kernelscope.analyzer.errors import KernelscopeError
+
+        raise KernelscopeError(None, f"{param.opts[0]} must not be empty (leave it out for the run's own prefix)")
+    return value
+
+
 def prefix_options(command):
     command = click.option(
         "--function-prefix",
         default=None,
+        callback=_not_empty,
         help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').",
     )(command)
     return click.option(
         "--module-prefix",
         default=None,
+        callback=_not_empty,
         help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
         "for aitune traces use 'ait_nn_module:'.",
     )(command)

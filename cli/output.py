@@ -42,12 +42,14 @@ class Output:
         """Fail before any work when the output would replace a file without --force."""
         if self.path is None:
             return
+        from kernelscope.analyzer.atomic import refuse_unless_regular
         from kernelscope.analyzer.errors import KernelscopeError, OutputExistsError
 
-        if self.path.exists() and not self.force:
-            raise OutputExistsError(self.path, "already exists; choose another name, or replace it with --force")
         if self.path.is_dir():
             raise KernelscopeError(self.path, "is a directory, not a file to write")
+        if (self.path.exists() or self.path.is_symlink()) and not self.force:
+            raise OutputExistsError(self.path, "already exists; choose another name, or replace it with --force")
+        refuse_unless_regular(self.path)  # even with --force: never /dev/null, a FIFO or a link replaced
         if not (self.path.parent if str(self.path.parent) else Path(".")).is_dir():
             raise KernelscopeError(self.path.parent, "is not an existing directory to write the output into")
 
@@ -150,17 +152,21 @@ def stdout_console(**options):
 
 
 def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
+    """A rich table of ``frame``; every text (names from a trace among them) as plain text, never as rich markup,
+    its control characters escaped."""
+    from kernelscope.analyzer.errors import printable
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(header_style="bold")
     for column in frame.columns:
         numeric = pd.api.types.is_numeric_dtype(frame[column])
-        table.add_column(str(column), justify="right" if numeric else "left", overflow="fold")
+        table.add_column(Text(printable(str(column))), justify="right" if numeric else "left", overflow="fold")
     for row in frame.itertuples(index=False):
-        table.add_row(*(_cell(v) for v in row))
+        table.add_row(*(Text(printable(_cell(v))) for v in row))
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
-        console.print(title, style="table.title", soft_wrap=True, markup=False, highlight=False)
+        console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
     console.print(table)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -58,24 +57,25 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
 
 
 def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
-    """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling."""
+    """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling. An archive's
+    views name its files by absolute path, so the file opens from anywhere on this machine."""
+    from kernelscope.analyzer.atomic import replace_atomically
     from kernelscope.analyzer.sql import quote
 
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".duckdb", dir=path.parent)
-    os.close(handle)
-    os.unlink(tmp)  # DuckDB creates the file itself
-    try:
-        source = con.execute("SELECT current_database()").fetchone()[0]
-        con.execute(f"ATTACH {quote(tmp)} AS ks_saved")
+    def write(tmp: str) -> None:
+        os.unlink(tmp)  # DuckDB creates the file itself
         try:
-            con.execute(f"COPY FROM DATABASE {source} TO ks_saved")
-        finally:
-            con.execute("DETACH ks_saved")
-        os.replace(tmp, path)
-    except BaseException:
-        for leftover in (tmp, tmp + ".wal"):
-            Path(leftover).unlink(missing_ok=True)
-        raise
+            source = con.execute("SELECT current_database()").fetchone()[0]
+            con.execute(f"ATTACH {quote(tmp)} AS ks_saved")
+            try:
+                con.execute(f"COPY FROM DATABASE {source} TO ks_saved")
+            finally:
+                con.execute("DETACH ks_saved")
+        except BaseException:
+            Path(tmp + ".wal").unlink(missing_ok=True)
+            raise
+
+    replace_atomically(path, write)
 
 
 def shell(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 import torch
+from kernelscope.analyzer.atomic import make_temp_dir
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
 from kernelscope.analyzer.ranks import RANK_DIR, is_rank_directory_name
 from kernelscope.analyzer.rundir import (
@@ -87,7 +88,7 @@ def write_run(
     """Export the trace, the sample store and the manifest into ``out``; return the manifest written."""
     check_destination(out, overwrite)
     out.parent.mkdir(exist_ok=True)  # a rank's run: the job directory the ranks share
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    staging = Path(make_temp_dir(out.parent, f".{out.name}.", ".partial"))  # the umask's mode, not mkdtemp's 0700
     try:
         raw = staging / "trace.json"
         prof.export_chrome_trace(str(raw))

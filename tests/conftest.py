@@ -10,6 +10,8 @@ SAMPLE_RUNS = sorted(p.parent for p in (REPO / "sample_traces").glob("*/manifest
 
 sys.path.insert(0, str(TESTS))
 
+from torch_required import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401 (hooks)
+
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):

@@ -132,13 +132,36 @@ def test_pyarrow_reads_the_partitions_without_conversion(archived):
         )
 
 
+def test_other_engines_read_the_files_of_the_complete_runs(archived, tmp_path):
+    """Archive.files() names what the views read; a file an add killed before its commit left in a partition is
+    in the folder (pyarrow reading the folder sees it) but not in that list."""
+    ds = pytest.importorskip("pyarrow.dataset")
+    path, ids = archived
+    copy = tmp_path / "arch"
+    shutil.copytree(path, copy)
+    committed = Archive(copy).files("kernels")
+    leftover = committed[0].with_name("part-1.2.000000000000.0badcafe.parquet")
+    shutil.copy(committed[0], leftover)
+    dataset = ds.dataset(
+        [str(f) for f in Archive(copy).files("kernels")], partitioning="hive", partition_base_dir=str(copy / "kernels")
+    )
+    read = dataset.to_table().to_pandas()
+    with Archive(copy) as store:
+        counts = store.sql("SELECT run_id, rank, count(*) AS n FROM kernels GROUP BY ALL ORDER BY ALL")
+    by_pyarrow = read.groupby(["run_id", "rank"], observed=True).size().sort_index()
+    assert [(str(r), int(k), n) for (r, k), n in by_pyarrow.items()] == [tuple(row) for row in counts.values]
+    assert len(ds.dataset(str(copy / "kernels"), partitioning="hive").to_table()) > len(read), "the folder has more"
+    with pytest.raises(ValueError, match="table must be one of"):
+        Archive(copy).files("summary")
+
+
 def test_an_interrupted_add_leaves_no_run_and_the_next_add_completes(tmp_path, monkeypatch):
     path = tmp_path / "arch"
     store = Archive(path, create=True)
     real_stage = archive_module.Archive._stage
 
-    def failing(self, run, source, staging, run_id):
-        real_stage(self, run, source, staging, run_id)
+    def failing(self, run, source, add):
+        real_stage(self, run, source, add)
         raise OSError("disk full")
 
     monkeypatch.setattr(archive_module.Archive, "_stage", failing)
@@ -204,3 +227,82 @@ def test_the_sample_store_the_manifest_names_is_the_one_read_and_archived(tmp_pa
     with Archive(tmp_path / "archive").run(run_id) as back, load_run(source) as original:
         assert back.function_data() == original.function_data()
         pd.testing.assert_frame_equal(back.sql("SELECT * FROM samples"), original.sql("SELECT * FROM samples"))
+
+
+@pytest.fixture(scope="module")
+def other_archive(tmp_path_factory):
+    path = tmp_path_factory.mktemp("other") / "arch"
+    archive_runs([SAMPLES / "demo"], path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["g[1]", "a*", "q?", "~/arch", "x=1/arch", "it's"])
+def test_an_archive_path_is_never_read_as_a_pattern(name, tmp_path, monkeypatch, other_archive):
+    """Glob characters, a folder named '~' (relative to the working directory, as Python reads it) and a folder
+    named like a partition above the archive: the archive reads its own runs only, with no extra column."""
+    monkeypatch.chdir(tmp_path)
+    for sibling in ("g1", "ab", "qx", "arch"):  # what the pattern or '~' would match instead
+        shutil.copytree(other_archive, sibling)
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    listed = invoke("archive", SAMPLES / "mlp", "--to", name)
+    assert listed.exit_code == 0, listed.output
+    with Archive(name) as store:
+        assert store.run_ids() == [archive_module.run_id_of(SAMPLES / "mlp")]
+        assert store.sql("SELECT count(*) AS n FROM kernels")["n"][0] == 6
+        assert list(store.sql("SELECT * FROM runs").columns[:3]) == ["run_id", "rank", "name"]
+        assert "x" not in store.sql("SELECT * FROM kernels").columns, "no column from a folder above the archive"
+    assert (tmp_path / name / "kernelscope-archive.json").is_file(), "written where the path says"
+    across = invoke("sql", name, "SELECT count(*) AS n FROM kernels", "--format", "csv")
+    assert across.output.splitlines() == ["n", "6"]
+
+
+def test_an_archive_is_made_with_the_umask(tmp_path):
+    import os
+
+    old = os.umask(0o027)
+    try:
+        archive_runs([SAMPLES / "mlp"], tmp_path / "arch")
+    finally:
+        os.umask(old)
+    modes = {p.relative_to(tmp_path).as_posix(): p.stat().st_mode & 0o777 for p in (tmp_path / "arch").rglob("*")}
+    folders = {name for name in modes if (tmp_path / name).is_dir()}
+    assert {modes[name] for name in folders} == {0o750} and {modes[n] for n in set(modes) - folders} == {0o640}
+    assert modes["arch/kernelscope-archive.json"] == 0o640
+
+
+def test_a_saved_archive_database_opens_from_anywhere(tmp_path, monkeypatch):
+    """sql ARCHIVE -o FILE.duckdb keeps views over the archive's files by absolute path: the database opens from
+    another working directory (a relative archive path in them would break there)."""
+    import duckdb
+
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    archive_runs([SAMPLES / "mlp"], "arch")
+    assert invoke("sql", "arch", "-o", "saved.duckdb").exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    con = duckdb.connect("work/saved.duckdb", read_only=True)
+    assert con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 6
+    assert con.execute("SELECT count(DISTINCT run_id) FROM runs").fetchone()[0] == 1
+    con.close()
+
+
+@pytest.mark.parametrize("command", ["archive", "analyze", "sql"])
+@pytest.mark.parametrize("option", ["--module-prefix", "--function-prefix"])
+def test_an_empty_prefix_is_one_line(command, option, tmp_path):
+    extra = {"archive": ["--to", tmp_path / "arch"], "analyze": [], "sql": ["SELECT 1"]}[command]
+    result = CliRunner().invoke(main, [command, str(SAMPLES / "mlp"), *map(str, extra), f"{option}="])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr == f"kernelscope: error: {option} must not be empty (leave it out for the run's own prefix)\n"
+    assert not (tmp_path / "arch").exists()
+
+
+def test_a_damaged_archive_is_one_line(tmp_path):
+    """A file of a complete run removed by hand: runs, sql and --run say so in one line naming the archive."""
+    path = tmp_path / "arch"
+    [(run_id, _)] = archive_runs([SAMPLES / "mlp"], path)
+    next((path / "kernels").rglob("*.parquet")).unlink()
+    for args in (["runs", path], ["sql", path, "SELECT count(*) FROM kernels"], ["analyze", path, "--run", run_id]):
+        result = CliRunner().invoke(main, [str(a) for a in args])
+        assert result.exit_code == 2 and result.stdout == "", args
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"kernelscope: error: {path}") and "kernels/run_id=" in line, line

@@ -213,3 +213,18 @@ def test_reentering_profile_from_the_model_is_refused_and_patches_nothing_twice(
     )
     assert all("not re-entrant" in message for *_, message in seen)
     assert_patches_undone(model, before)
+
+
+def test_a_run_directory_is_made_with_the_umask(tmp_path):
+    """0777/0666 less the umask, as mkdir and open make them, not mkdtemp's 0700: colleagues can read a shared run."""
+    import os
+
+    old = os.umask(0o027)
+    try:
+        ModuleFunctionKernelProfiler().profile(Probe(), SAMPLES, warmup_iterations=0, out=tmp_path / "run")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "run").stat().st_mode & 0o777 == 0o750
+    assert {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "run").iterdir()} == {
+        name: 0o640 for name in ("manifest.json", "trace.json.gz", "samples.json", "samples.pt")
+    }

@@ -68,3 +68,108 @@ def test_csv_and_json_to_stdout(expected):
     assert csv.exit_code == 0 and len(csv.output.strip().splitlines()) == len(expected) + 1
     lines = invoke("sql", RUN, QUERY, "--format", "json").output.strip().splitlines()
     assert [json.loads(line)["kernel"] for line in lines] == expected["kernel"].tolist()
+
+
+def _special(kind, path, tmp_path):
+    """A FIFO, a symbolic link or a character device (made like /dev/null: root only) at ``path``."""
+    import os
+    import stat
+
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        (tmp_path / "target.csv").write_text("the link's target\n")
+        path.symlink_to(tmp_path / "target.csv")
+    else:
+        try:
+            os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("making a device node needs root (CI runs as root)")
+    return path
+
+
+KINDS = {"fifo": "a FIFO", "symlink": "a symbolic link", "device": "a character device"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("command", [["analyze", RUN], ["sql", RUN, "SELECT 1 AS x"]], ids=["analyze", "sql"])
+def test_force_never_replaces_anything_but_a_regular_file(kind, command, tmp_path):
+    import os
+    import stat
+
+    target = _special(kind, tmp_path / "out.csv", tmp_path)
+    before = os.lstat(target)
+    result = invoke(*command, "-o", target, "--force")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"kernelscope: error: {target}: is {KINDS[kind]}, not a regular file; kernelscope replaces only regular files"
+    )
+    after = os.lstat(target)
+    assert (after.st_ino, stat.S_IFMT(after.st_mode)) == (before.st_ino, stat.S_IFMT(before.st_mode))
+    if kind == "symlink":
+        assert (tmp_path / "target.csv").read_text() == "the link's target\n"
+
+
+def test_the_check_is_made_again_just_before_the_rename(tmp_path):
+    """A FIFO put in place while the command works is not replaced either."""
+    import os
+
+    from kernelscope.analyzer import atomic
+    from kernelscope.analyzer.errors import KernelscopeError
+
+    target = tmp_path / "late.csv"
+
+    def write_while_a_fifo_appears(tmp):
+        with open(tmp, "w") as out:
+            out.write("x\n")
+        os.mkfifo(target)
+
+    with pytest.raises(KernelscopeError, match="is a FIFO, not a regular file"):
+        atomic.replace_atomically(target, write_while_a_fifo_appears)
+    assert target.is_fifo() and [p.name for p in tmp_path.iterdir()] == ["late.csv"], "no temporary file left"
+
+
+@pytest.mark.parametrize("name", ["k.csv", "k.json", "k.parquet", "k.duckdb"])
+def test_outputs_are_made_with_the_umask(name, tmp_path):
+    import os
+
+    old = os.umask(0o027)
+    try:
+        assert invoke("sql", RUN, QUERY, "-o", tmp_path / name).exit_code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / name).stat().st_mode & 0o777 == 0o640, "0666 less the umask, not tempfile's 0600"
+
+
+def test_a_file_is_flushed_before_the_rename_that_publishes_it(tmp_path, monkeypatch):
+    import os
+
+    from kernelscope.analyzer import atomic
+
+    events = []
+    fsync, replace = os.fsync, os.replace
+    monkeypatch.setattr(atomic.os, "fsync", lambda fd: events.append(("fsync", os.fstat(fd).st_ino)) or fsync(fd))
+    monkeypatch.setattr(
+        atomic.os, "replace", lambda src, dst: events.append(("rename", os.stat(src).st_ino)) or replace(src, dst)
+    )
+    atomic.write_bytes_atomically(tmp_path / "f.json", b"{}")
+    written = os.stat(tmp_path / "f.json").st_ino
+    assert events.index(("fsync", written)) < events.index(("rename", written))
+    assert events[-1] == ("fsync", os.stat(tmp_path).st_ino), "the folder is flushed after the rename"
+
+
+def test_names_from_a_trace_print_as_plain_escaped_text_in_tables(tmp_path):
+    """A kernel named with a terminal escape, a line break and rich markup: the table shows the name escaped and
+    literally (rich would have failed on the unmatched closing tag, and the terminal taken the escape)."""
+    import gzip
+
+    doc = json.loads(gzip.decompress((RUN / "trace.json.gz").read_bytes()))
+    kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    kernel["name"] = "evil\x1b]0;owned\x07[/x][bold]k\nline"
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps(doc))
+    result = invoke("sql", trace, "SELECT kernel FROM kernels WHERE kernel LIKE 'evil%'")
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    cells = "".join(line.strip("│ ") for line in result.output.splitlines()[3:-1])
+    assert cells == "evil\\x1b]0;owned\\x07[/x][bold]k\\nline"

@@ -88,7 +88,7 @@ def test_corrupt_sample_store_is_bad_input(demo_run, tmp_path):
     run_dir = tmp_path / "corrupt"
     shutil.copytree(out, run_dir)
     (run_dir / "samples.pt").write_bytes(b"PK\x03\x04 not really a zip")
-    with load_run(run_dir) as run, pytest.raises(BadInputError, match=r"samples\.pt: was refused by torch\.load"):
+    with load_run(run_dir) as run, pytest.raises(BadInputError, match=r"samples\.pt: is not a file that torch\.save"):
         run.function_data(tensors=True)
 
 
@@ -146,3 +146,85 @@ def test_the_analyzer_never_unpickles():
                 if owner not in {"orjson", "json"}:
                     loads.append((path.name, owner, {k.arg: ast.unparse(k.value) for k in call.keywords}))
     assert loads == [("sample_tensors.py", "torch", {"weights_only": "True", "map_location": "'cpu'"})]
+
+
+def _rezip(source, target, change=lambda name, info: info.compress_type):
+    """A copy of the zip ``source`` whose entries are stored or deflated as ``change(name, info)`` says."""
+    import zipfile
+
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w") as new:
+        for info in old.infolist():
+            copy = zipfile.ZipInfo(info.filename, info.date_time)
+            copy.compress_type = change(info.filename, info)
+            with old.open(info) as src, new.open(copy, "w", force_zip64=True) as dst:
+                shutil.copyfileobj(src, dst, 1 << 24)
+
+
+@pytest.fixture
+def swollen_run(demo_run, tmp_path):
+    """A copy of the demo run whose samples.pt holds one 16 MiB tensor of zeros."""
+    *_, out = demo_run
+    run_dir = tmp_path / "swollen"
+    shutil.copytree(out, run_dir)
+    store = torch.load(run_dir / "samples.pt", weights_only=True)
+    store["functions"]["linear"][0][0][0] = torch.zeros(4 << 20)
+    torch.save(store, run_dir / "samples.pt")
+    return run_dir
+
+
+def test_a_deflated_sample_store_is_refused_before_torch_inflates_it(swollen_run, monkeypatch):
+    """A zip bomb: the 16 MiB storage deflated to about 16 KB (an 8 GiB one would be 35 MB)."""
+    import zipfile
+
+    bomb = swollen_run / "bomb.pt"
+    _rezip(swollen_run / "samples.pt", bomb, lambda name, info: zipfile.ZIP_DEFLATED)
+    bomb.replace(swollen_run / "samples.pt")
+    assert (swollen_run / "samples.pt").stat().st_size < 1 << 20
+    inflated = torch.load(swollen_run / "samples.pt", weights_only=True)  # control: torch reads it whole
+    assert inflated["functions"]["linear"][0][0][0].nbytes == 16 << 20
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load was called"))
+    with load_run(swollen_run) as run, pytest.raises(BadInputError, match=r"samples\.pt: holds a compressed entry"):
+        run.function_data(tensors=True)
+
+
+def test_a_sample_store_declaring_more_than_the_limit_is_refused(swollen_run, monkeypatch):
+    from kernelscope.analyzer import sample_tensors
+
+    monkeypatch.setattr(sample_tensors, "read_limit_bytes", lambda: 8 << 20)
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load was called"))
+    with load_run(swollen_run) as run:
+        with pytest.raises(BadInputError, match=r"declares \d+ bytes, more than the 8388608 that reading sample"):
+            run.function_data(tensors=True)
+
+
+def test_entries_that_declare_more_than_the_file_holds_are_refused(swollen_run, monkeypatch):
+    """The zip's directory says 3.75 GiB for the storage's entry, stored, in a file of 16 MiB."""
+    import struct
+
+    path = swollen_run / "samples.pt"
+    data = bytearray(path.read_bytes())
+    entry = data.rfind(b"PK\x01\x02", 0, data.rfind(b"/data/0"))  # the storage's central directory header
+    assert struct.unpack_from("<II", data, entry + 20) == (16 << 20, 16 << 20)
+    struct.pack_into("<II", data, entry + 20, 15 << 28, 15 << 28)  # its compressed and uncompressed sizes
+    path.write_bytes(bytes(data))
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load was called"))
+    with load_run(swollen_run) as run, pytest.raises(BadInputError, match="declares more bytes than the file holds"):
+        run.function_data(tensors=True)
+
+
+def test_a_storage_declared_larger_than_its_entry_is_refused(swollen_run, monkeypatch):
+    """The pickle names 4 Mi floats; the storage's entry holds 1 KiB of them."""
+    import zipfile
+
+    path = swollen_run / "samples.pt"
+    with zipfile.ZipFile(path) as old, zipfile.ZipFile(swollen_run / "cut.pt", "w") as new:
+        for info in old.infolist():
+            data = old.read(info)
+            new.writestr(info, data[:1024] if len(data) == 16 << 20 else data)
+    (swollen_run / "cut.pt").replace(path)
+    monkeypatch.setattr(torch, "load", lambda *a, **k: pytest.fail("torch.load was called"))
+    with load_run(swollen_run) as run:
+        with pytest.raises(
+            BadInputError, match=r"declares storage '\d+' of 16777216 bytes, and holds an entry of 1024"
+        ):
+            run.function_data(tensors=True)

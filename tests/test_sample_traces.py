@@ -1,13 +1,12 @@
 """Every real GPU run of sample_traces/: row accounting, summary invariants, golden summaries; and the traces from
 other projects of sample_traces/external/, end to end against the reference attribution.
 
-Set KERNELSCOPE_UPDATE_GOLDEN=1 to rewrite tests/golden/ after an intended change of results; the diff
-of those files is then the visible record of what changed.
+The goldens are reviewed files that a test run only reads: after an intended change of results,
+`python tests/update_goldens.py` rewrites tests/golden/, and the diff of those files is the record of what changed.
 """
 
 import gzip
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +17,6 @@ from kernelscope.analyzer.rundir import GRAPH_REPLAY_CALL
 from reference import assert_matches_reference
 
 GOLDEN = Path(__file__).parent / "golden"
-UPDATE = os.environ.get("KERNELSCOPE_UPDATE_GOLDEN") == "1"
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 
 
@@ -70,21 +68,20 @@ def test_sample_ids_point_to_stored_signatures(loaded):
     assert dangling == 0
 
 
-def _snapshot(run) -> str:
+def golden_summary(run_dir: Path) -> Path:
+    return GOLDEN / f"{run_dir.name}.summary.csv"
+
+
+def snapshot(run) -> str:
     summary = run.describe(top_k=10_000)
     return summary.to_csv(index=False, float_format="%.3f")
 
 
 def test_golden_summary(loaded):
     run_dir, run = loaded
-    path = GOLDEN / f"{run_dir.name}.summary.csv"
-    text = _snapshot(run)
-    if UPDATE or not path.exists():
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text)
-        if not UPDATE:
-            pytest.fail(f"{path} did not exist and was written; commit it")
-    assert text == path.read_text()
+    path = golden_summary(run_dir)
+    assert path.is_file(), f"{path} is missing: python tests/update_goldens.py writes it, for review"
+    assert snapshot(run) == path.read_text(), f"{path.name} changed (python tests/update_goldens.py, then review)"
 
 
 def test_every_recorded_workload_names_the_call_of_almost_all_device_time(loaded):

@@ -1,9 +1,9 @@
 """The SQL reference: a golden file per table and view (its query and expected table, on sample runs),
 and a check that every table, view and column a user can query is documented in docs/sql.md.
 
-Set KERNELSCOPE_UPDATE_GOLDEN=1 to rewrite the expected tables after an intended change."""
+The goldens are reviewed files that a test run only reads: `python tests/update_goldens.py` rewrites the expected
+tables after an intended change."""
 
-import os
 import re
 from pathlib import Path
 
@@ -14,7 +14,6 @@ from conftest import REPO
 from kernelscope.analyzer import Archive, archive_runs, load_run
 
 GOLDEN = Path(__file__).parent / "golden" / "sql"
-UPDATE = os.environ.get("KERNELSCOPE_UPDATE_GOLDEN") == "1"
 SEPARATOR = "----\n"
 REFERENCE = REPO / "docs" / "sql.md"
 ARCHIVED = ["sample_traces/mlp", "sample_traces/demo"]
@@ -34,14 +33,14 @@ def archive(tmp_path_factory):
         yield store
 
 
-def _text(frame: pd.DataFrame) -> str:
+def table_text(frame: pd.DataFrame) -> str:
     def cell(value):
         return "[" + ", ".join(str(v) for v in value) + "]" if isinstance(value, (list, np.ndarray)) else value
 
     return frame.map(cell).to_csv(index=False, float_format="%.3f", lineterminator="\n")
 
 
-def _split(path: Path) -> tuple[str, str, str]:
+def golden_parts(path: Path) -> tuple[str, str, str]:
     text = path.read_text()
     head, _, expected = text.partition(SEPARATOR)
     source = head.splitlines()[0]
@@ -51,13 +50,10 @@ def _split(path: Path) -> tuple[str, str, str]:
 
 @pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.golden")), ids=lambda p: p.stem)
 def test_golden(path, request):
-    head, query, expected = _split(path)
+    _head, query, expected = golden_parts(path)
     source = request.getfixturevalue("run" if path.name.startswith("run.") else "archive")
-    actual = _text(source.sql(query))
-    if UPDATE:
-        path.write_text(head + SEPARATOR + actual)
-        return
-    assert actual == expected, f"{path.name}: the view's output changed (KERNELSCOPE_UPDATE_GOLDEN=1 rewrites it)"
+    actual = table_text(source.sql(query))
+    assert actual == expected, f"{path.name}: the view's output changed (python tests/update_goldens.py, then review)"
 
 
 def _sections() -> dict[tuple[str, bool], str]:

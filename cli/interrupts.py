@@ -1,0 +1,53 @@
+"""SIGTERM and SIGHUP end a command the way an error does: every ``finally`` and ``with`` on the way out runs, so
+scratch and spill folders, an archive's staging and temporary files are removed, and the process exits with
+128 + the signal's number (143, 129; Ctrl-C: 130). Without this, their default action ends the process at once
+and leaves all of that behind. A second signal while the first one's cleanup runs is ignored; SIGKILL is not
+(a later ``kernelscope archive`` removes what an add killed that way left)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Interrupted(BaseException):
+    """Raised in the main thread by SIGTERM or SIGHUP: not an Exception, so no handler of errors takes it for one."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def ended_by_signals() -> Iterator[list[int]]:
+    """Turn SIGTERM and SIGHUP into Interrupted while the block runs; yields the list of the signals received (a
+    query DuckDB was running when one came is interrupted, and its error may hide the Interrupted)."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def interrupt(signum: int, frame) -> None:
+        if received:  # the first one's cleanup is running: let it finish
+            return
+        received.append(signum)
+        raise Interrupted(signum)
+
+    previous = {signum: signal.signal(signum, interrupt) for signum in SIGNALS}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def exit_code(signum: int) -> int:
+    return 128 + signum
+
+
+def name(signum: int) -> str:
+    return signal.Signals(signum).name

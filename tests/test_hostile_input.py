@@ -1,0 +1,152 @@
+"""Hostile input (docs/errors.md), through analyze and archive in-process: out-of-range and ill-typed manifest fields
+and ranks, nesting past what any reader takes back, duplicate or huge rank directories, files that are not regular
+or cannot be read, control characters in a trace. Each is one printable line naming the file, exit code 2, and an
+archive left without a run or a staging folder."""
+
+import json
+import os
+import shutil
+
+import pytest
+from test_bad_input import EVENTS, RUN, K, _copy_of_run, _edit_json, _names, _set_in, _trace
+
+
+def _nested(levels, leaf):
+    """``levels`` tagged lists around ``leaf``: 2 JSON levels each."""
+    for _ in range(levels):
+        leaf = {"list": [leaf]}
+    return leaf
+
+
+def _job_of(tmp_path, names):
+    job = tmp_path / f"job-{next(_names)}"
+    for name in names:
+        shutil.copytree(RUN, job / name)
+    return job
+
+
+def _linked(target, name="trace.json"):
+    def link(run):
+        (run / name).unlink(missing_ok=True)
+        (run / name).symlink_to(target)
+
+    return link
+
+
+def _header_trace(tmp_path, info):
+    doc = json.loads(json.dumps(EVENTS))
+    doc["distributedInfo"] = info
+    path = tmp_path / f"header-{next(_names)}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _fifo(tmp_path):
+    path = tmp_path / f"fifo-{next(_names)}.json"
+    os.mkfifo(path)
+    return path
+
+
+# name -> builder(tmp_path) of (bad input, where its message points, the fault it names); read by analyze and archive
+HOSTILE_CASES = {
+    "manifest rank past 2**31": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], 2**31))),
+        "manifest.json",
+        "has rank 2147483648, not an integer from 0 to 2147483647",
+    ),
+    "manifest rank true": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),
+        "manifest.json",
+        "has rank true, not an integer from 0 to 2147483647",
+    ),
+    "manifest world size of 10**12": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["world_size"], 10**12))),
+        "manifest.json",
+        "has world_size 1000000000000, not an integer from 1 to 2147483647",
+    ),
+    "manifest rank past its world size": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", lambda doc: doc.update(rank=3, world_size=2))),
+        "manifest.json",
+        "has rank 3, not below its world_size 2",
+    ),
+    "command line a string": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["command_line"], "python train.py"))),
+        "manifest.json",
+        'has command_line "python train.py", not a list of strings',
+    ),
+    "command line a number": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["command_line"], 7))),
+        "manifest.json",
+        "has command_line 7, not a list of strings",
+    ),
+    "tags nested 300 deep": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["tags"], _nested(150, 1)))),
+        "manifest.json",
+        "is nested deeper than 100 levels",
+    ),
+    "sample arguments nested 400 deep": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 1, "args"], _nested(200, 1)))
+        ),
+        "samples.json",
+        "has a malformed sample 1 of function 'linear' (nested deeper than 64 levels)",
+    ),
+    "distributedInfo.rank past 2**31": lambda tmp_path: (
+        _header_trace(tmp_path, {"rank": 2**31 + 5}),
+        ".json",
+        "has distributedInfo.rank 2147483653, not an integer from 0 to 2147483647",
+    ),
+    "distributedInfo.rank true": lambda tmp_path: (
+        _header_trace(tmp_path, {"rank": True}),
+        ".json",
+        "has distributedInfo.rank true, not an integer",
+    ),
+    "rank directory past 2**31": lambda tmp_path: (
+        _job_of(tmp_path, ["rank-99999999999"]),
+        "rank-99999999999",
+        "is named for rank 99999999999, not a rank from 0 to 2147483647",
+    ),
+    "rank-0 and rank-00": lambda tmp_path: (
+        _job_of(tmp_path, ["rank-0", "rank-00"]),
+        "job-",
+        "holds rank 0 twice (rank-0 and rank-00)",
+    ),
+    "trace linked to /proc/self/mem": lambda tmp_path: (
+        _copy_of_run(tmp_path, lambda run: _linked("/proc/self/mem", "trace.json.gz")(run)),
+        "trace.json.gz",
+        "the file is empty",
+    ),
+    "sample store linked to /proc/self/mem": lambda tmp_path: (
+        _copy_of_run(tmp_path, _linked("/proc/self/mem", "samples.json")),
+        "samples.json",
+        "cannot be read (Input/output error)",
+    ),
+    "a FIFO": lambda tmp_path: (_fifo(tmp_path), "fifo-", "is not a regular file"),
+    "control characters in an event's cat": lambda tmp_path: (
+        _trace(tmp_path, lambda events: events[K].update(ts="soon", cat="kernel\x1b]0;owned\x07\n2nd line\u202e")),
+        f"traceEvents[{K}] (kernel\\x1b]0;owned\\x07\\n2nd line\\u202e 'nvjet",
+        'has ts "soon"',
+    ),
+}
+
+
+def _in_process(*args):
+    from click.testing import CliRunner
+    from kernelscope.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+@pytest.mark.parametrize("command", ["analyze", "archive"])
+@pytest.mark.parametrize("case", HOSTILE_CASES)
+def test_hostile_input_is_one_line_naming_the_file_and_the_fault(case, command, tmp_path):
+    path, where, problem = HOSTILE_CASES[case](tmp_path)
+    args = ["archive", path, "--to", tmp_path / "archive"] if command == "archive" else ["analyze", path]
+    done = _in_process(*args)
+    assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.exception
+    assert done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"kernelscope: error: {path}") and line.isprintable(), line
+    assert where in line and problem in line, line
+    if command == "archive":
+        assert not (tmp_path / "archive" / ".staging").exists() and not (tmp_path / "archive" / "runs").exists()
