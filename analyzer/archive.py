@@ -23,6 +23,7 @@ import pandas as pd
 
 from .atomic import write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
+from .kernel_names import define_kernel_short
 from .ranks import find_ranks
 from .run import LaunchCheck, RankPart, Run
 from .rundir import MANIFEST
@@ -157,6 +158,7 @@ class Archive:
                 files = quote(str(self.path / table / "*" / "*" / "*.parquet"))
                 columns = "run_id, rank, * EXCLUDE (run_id, rank)"
                 con.execute(f"CREATE VIEW {table} AS SELECT {columns} FROM read_parquet({files}, {HIVE})")
+            define_kernel_short(con)
             self._con = con
         return self._con
 

@@ -13,6 +13,7 @@ import pandas as pd
 from .errors import BadInputError
 from .event_array import is_gzip
 from .ingest import TraceHeader, ingest_trace
+from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .ranks import find_ranks, header_rank, merge_function_data
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
@@ -170,6 +171,7 @@ class Run:
         con.execute("CREATE OR REPLACE TABLE samples AS SELECT * FROM samples")
         con.execute("CREATE OR REPLACE TABLE sample_totals AS SELECT * FROM sample_totals")
         con.execute(f"CREATE OR REPLACE VIEW summary AS {summary_query()}")
+        define_kernel_short(con)
 
     @property
     def header(self) -> TraceHeader | None:
@@ -190,12 +192,14 @@ class Run:
         row = self.con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
         return "cuda" if row[0] else "cpu"
 
-    def profiling_df(self, rank: int | None = None) -> pd.DataFrame:
-        """One row per device event (SPEC §1 columns first), in device start order, rank by rank."""
+    def profiling_df(self, rank: int | None = None, *, top_k: int | None = None) -> pd.DataFrame:
+        """One row per device event (SPEC §1 columns first), in device start order, rank by rank; with ``top_k``,
+        only the ``top_k`` longest, longest first."""
         where = "" if rank is None else f"WHERE rank = {self._rank(rank)}"
-        frame = self.con.execute(
-            f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY rank, start_us, event_id"
-        ).df()
+        order = "rank, start_us, event_id"
+        if top_k is not None:
+            order = f"kernel_us DESC, {order} LIMIT {_checked_top_k(top_k)}"
+        frame = self.con.execute(f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY {order}").df()
         for column in TEXT_COLUMNS:  # missing scopes are None, as in aitune's frames, never a float NaN
             values = frame[column].astype(object)
             frame[column] = values.where(values.notna(), None)
@@ -221,25 +225,25 @@ class Run:
             return self.parts[self._rank(rank)].function_data
         return merge_function_data({r: part.function_data for r, part in self.parts.items()})
 
-    def describe(self, top_k: int = 10, rank: int | None = None) -> pd.DataFrame:
-        """describe_results of the whole run (all ranks merged), or of one rank."""
+    def describe(self, top_k: int | None = 10, rank: int | None = None) -> pd.DataFrame:
+        """describe_results of the whole run (all ranks merged), or of one rank; ``top_k=None``: every function."""
         if rank is None:
             return summarize(self.con, top_k)
         return describe_results(self.profiling_df(rank), self.function_data(rank), top_k)
 
-    def time_by(self, column: str, top_k: int = 10) -> pd.DataFrame:
-        """Device time grouped by ``op``, ``module_name``, ``kernel`` or ``call_op`` (all ranks): the view of
-        a plain trace, which has no functional calls to summarize."""
+    def time_by(self, column: str, top_k: int | None = 10, rank: int | None = None) -> pd.DataFrame:
+        """Device time grouped by ``op``, ``module_name``, ``kernel`` or ``call_op`` (all ranks, or one): the
+        view of a plain trace, which has no functional calls to summarize. ``top_k=None``: every group."""
         if column not in BREAKDOWN_COLUMNS:
             raise ValueError(f"column must be one of {BREAKDOWN_COLUMNS}, not {column!r}")
-        if top_k < 0:
-            raise ValueError("top_k must be >= 0")
-        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=int(top_k))
+        top_k = 2**62 if top_k is None else _checked_top_k(top_k)
+        where = "" if rank is None else f"WHERE rank = {self._rank(rank)}"
+        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=top_k, where=where)
         frame = self.con.execute(query).df()
         frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
         return frame.astype({"kernels": "int64"})
 
-    def describe_by_rank(self, top_k: int = 10) -> pd.DataFrame:
+    def describe_by_rank(self, top_k: int | None = 10) -> pd.DataFrame:
         """describe_results of each rank, one after the other, with a leading ``rank`` column."""
         frames = [self.describe(top_k, rank).assign(rank=rank) for rank in self.parts]
         frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["rank"])
@@ -267,6 +271,12 @@ class Run:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _checked_top_k(top_k: int) -> int:
+    if top_k < 0:
+        raise ValueError("top_k must be >= 0")
+    return int(top_k)
 
 
 def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
