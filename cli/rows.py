@@ -81,12 +81,13 @@ def print_footer(run, rank: int | None = None) -> None:
         "SELECT coalesce(sum(kernel_us), 0), coalesce(sum(kernel_us) FILTER (WHERE function_name IS NOT NULL), 0), "
         f"count(*) FROM kernels {where}"
     ).fetchone()
-    share = 100.0 * in_function / total if total else 0.0
+    inside = 100.0 * in_function / total if total else 0.0
+    outside = max(0.0, 100.0 * (total - in_function) / total) if total else 0.0  # never -0.0 from rounding
     what = "device" if run.device == "cuda" else "leaf CPU operator"
     scope = "" if rank is None else f"rank {rank}: "
     click.echo(
-        f"{scope}{rows} {what} rows, {total:,.1f} µs in all; {share:.1f}% inside a named call, "
-        f"{100 - share:.1f}% outside any (see --kernels)."
+        f"{scope}{rows} {what} rows, {total:,.1f} µs in all; {inside:.1f}% inside a named call, "
+        f"{outside:.1f}% outside any (see --kernels)."
     )
     check = run.launch_check() if rank is None else run.parts[rank].check
     if not check.ok:

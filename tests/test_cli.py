@@ -21,13 +21,11 @@ def invoke(*args):
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory):
-    pytest.importorskip("torch")
-    out = tmp_path_factory.mktemp("cli") / "demo-run"
-    result = invoke("demo", "--device", "cpu", "--out", out)
-    assert result.exit_code == 0, result.output
-    assert "multi_head_attention_forward" in result.output and f"run directory: {out}" in result.output
-    return out
+def demo_dir(demo_command):
+    folder, output = demo_command
+    assert "multi_head_attention_forward" in output and "run directory: demo-run" in output
+    assert "kernelscope demo (" in output and "): time by call" in output, "titled as analyze titles it"
+    return folder / "demo-run"
 
 
 def test_demo_writes_a_run_that_analyze_reads(demo_dir):
