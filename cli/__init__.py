@@ -21,6 +21,8 @@ _LAZY = {
     "diff": "kernelscope.analyzer",
     "archive_runs": "kernelscope.analyzer",
     "open_archive": "kernelscope.analyzer",
+    "bench": "kernelscope.recorder.bench",
+    "bench_savings": "kernelscope.recorder.bench",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from .archive_commands import archive, runs
+from .bench_command import bench
 from .diff_command import diff
 from .loading import load_run_of, prefix_options, run_option
 from .output import TERMINAL, Output, emit, output_options
@@ -271,6 +272,7 @@ main.add_command(sql)
 main.add_command(archive)
 main.add_command(runs)
 main.add_command(diff)
+main.add_command(bench)
 
 if __name__ == "__main__":
     main()

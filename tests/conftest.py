@@ -45,6 +45,25 @@ def demo_command(tmp_path_factory):
     return folder, result.output
 
 
+@pytest.fixture(scope="session")
+def layouts_run(tmp_path_factory):
+    """One CPU recording of a tiny model whose calls take a sliced, a transposed and an expanded tensor, make
+    torch-level calls, and one of whose inputs passes the sample memory cap: shared by the bench tests."""
+    torch = pytest.importorskip("torch")
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+    from layouts_model import LayoutsModel
+
+    torch.manual_seed(0)
+    model = LayoutsModel().eval()
+    x = torch.randn(16, 32)
+    samples = [((x,), {}), ((torch.randn(16, 32),), {}), ((torch.randn(8, 32),), {})]
+    out = tmp_path_factory.mktemp("layouts") / "run"
+    profiler = ModuleFunctionKernelProfiler(sample_memory_limit_mb=0.5)
+    with pytest.warns(RuntimeWarning, match="were not kept"):
+        profiler.profile(model, samples, warmup_iterations=1, out=out)
+    return profiler, out
+
+
 def make_job(directory: Path, runs: dict, world_size: int | None = None) -> Path:
     """A job directory made of sample runs: ``runs`` maps a rank to the run directory that plays it."""
     import json

@@ -1,0 +1,144 @@
+"""``kernelscope bench``: replay a run's recorded calls as kernel benchmarks, and time alternatives on the same
+inputs (docs/bench.md); exit 1 when an alternative's result does not match the original's."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import warnings
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from .output import Output, emit, output_options, print_table
+
+MISMATCH_EXIT = 1
+TABLE_COLUMNS = [  # the table on a terminal; --format and -o give every column
+    "function_name", "sample_id", "implementation", "status", "calls", "recorded_us", "replayed_us", "min_us",
+    "max_us", "ratio", "share_pct", "speedup", "saving_us", "max_abs_err", "signature", "reason",
+]  # fmt: skip
+TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kernelscope[record]'"
+
+
+@click.command()
+@click.argument("run", type=click.Path(path_type=str))
+@click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
+@click.option(
+    "--top-k", type=click.IntRange(min=0), default=5, show_default=True, help="Without --function: the first calls."
+)
+@click.option("--repeat", type=click.IntRange(min=1), default=50, show_default=True, help="Timed calls per sample.")
+@click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Untimed calls first.")
+@click.option(
+    "--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Where to replay (default: where recorded)."
+)
+@click.option(
+    "--against",
+    "alternatives",
+    multiple=True,
+    metavar="NAME=MODULE:CALLABLE",
+    help="An implementation of the call's signature to time and check on the same samples (repeatable).",
+)
+@click.option("--rtol", type=click.FloatRange(min=0), default=None, help="Relative tolerance (default: by dtype).")
+@click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance (default: by dtype).")
+@click.option("--rank", type=int, default=None, help="The rank to replay, in a job of several ranks.")
+@click.option("--no-flush-l2", is_flag=True, help="Do not clear the GPU's L2 before each timed call.")
+@click.option(
+    "--scripts",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Write one standalone benchmark script per call (and its samples) into this directory.",
+)
+@output_options
+def bench(
+    run: str,
+    functions: tuple[str, ...],
+    top_k: int,
+    repeat: int,
+    warmup: int,
+    device: str | None,
+    alternatives: tuple[str, ...],
+    rtol: float | None,
+    atol: float | None,
+    rank: int | None,
+    no_flush_l2: bool,
+    scripts: Path | None,
+    output: Output,
+) -> None:
+    """Replay every distinct input sample of RUN's calls as the model made them (default: the top-k by time),
+    timed against the recorded time, and time each --against implementation on the same samples."""
+    try:
+        recorder_bench = importlib.import_module("kernelscope.recorder.bench")
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "torch":
+            raise click.ClickException(TORCH_HINT) from None
+        raise
+    against = _parse_against(alternatives)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            frame = recorder_bench.bench(
+                run, list(functions) or None, top_k=top_k, repeat=repeat, warmup=warmup, device=device,
+                against=against, rtol=rtol, atol=atol, rank=rank, flush_l2=not no_flush_l2, scripts=scripts,
+                overwrite=output.force,
+            )  # fmt: skip
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+    for warning in caught:
+        if issubclass(warning.category, RuntimeWarning):
+            click.echo(f"warning: {str(warning.message).removeprefix('kernelscope: ')}", err=True)
+    shown = frame[TABLE_COLUMNS] if output.to_terminal else frame
+    emit(shown, output, title=f"{run}: {_where(frame)}")
+    saved = recorder_bench.bench_savings(frame)
+    if against and output.to_terminal:
+        print_table(saved, title="projected saving over the pass (the samples where the alternative matched)")
+    elif against:
+        for row in saved.itertuples(index=False):
+            click.echo(
+                f"projected saving of {row.implementation} on {row.function_name}: {row.saving_us:,.1f} µs "
+                f"({row.saving_pct:.2f}% of the pass), {row.speedup:.2f}x",
+                err=True,
+            )
+    if scripts is not None:
+        click.echo(f"benchmark scripts: {scripts}", err=not output.to_terminal)
+    failed = frame[frame["status"].isin(recorder_bench.FAILED) & (frame["implementation"] != "original")]
+    if len(failed):
+        for name, group in failed.groupby("implementation", sort=False):
+            click.echo(f"kernelscope: {name} does not match the original: {_failures(group)}", err=True)
+        sys.exit(MISMATCH_EXIT)
+
+
+def _parse_against(values: tuple[str, ...]) -> dict[str, str]:
+    against = {}
+    for value in values:
+        name, sep, target = value.partition("=")
+        if not sep or not name or ":" not in target:
+            raise click.BadParameter(f"{value!r} is not NAME=MODULE:CALLABLE", param_hint="--against")
+        if name in against:
+            raise click.BadParameter(f"{name!r} is named twice", param_hint="--against")
+        against[name] = target
+    try:
+        importlib.import_module("kernelscope.recorder.bench").resolve_alternatives(against)
+    except (ImportError, ValueError) as exc:
+        raise click.BadParameter(str(exc), param_hint="--against") from None
+    return against
+
+
+def _where(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "no call to replay"
+    recorded, replayed = frame["recorded_on"].iloc[0], frame["replayed_on"].iloc[0]
+    return f"recorded on {recorded or 'an unknown device'}, replayed on {replayed}"
+
+
+def _failures(rows: pd.DataFrame) -> str:
+    parts = []
+    for row in rows.itertuples(index=False):
+        if row.status == "mismatch":
+            parts.append(
+                f"{row.function_name} sample {row.sample_id} (max abs err {row.max_abs_err:.3g}, "
+                f"max rel err {row.max_rel_err:.3g})"
+            )
+        else:
+            parts.append(f"{row.function_name} sample {row.sample_id} ({row.reason})")
+    return "; ".join(parts)

@@ -1,0 +1,267 @@
+"""Kernel benchmarks from a recording: replay every distinct sample of a call as the model made it, time it, and
+time alternative implementations on the same inputs (``kernelscope bench``, docs/bench.md)."""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from kernelscope.analyzer.samples import render_call
+
+from .bench_scripts import check_script_destination, write_script
+from .bench_sources import Samples, open_samples, recorded_times, replay_device_name
+from .compare import compare
+from .replay import Callee, NotReplayable, SampleInputs, resolve_call
+from .timing import release_buffers, time_call
+
+ORIGINAL = "original"
+COLUMNS = [
+    "function_name", "sample_id", "implementation", "status", "signature", "calls", "recorded_us", "replayed_us",
+    "min_us", "max_us", "ratio", "weight_us", "share_pct", "speedup", "saving_us", "saving_pct", "max_abs_err",
+    "max_rel_err", "recorded_on", "replayed_on", "reason",
+]  # fmt: skip
+FAILED = ("mismatch", "failed")  # an alternative's statuses that make `kernelscope bench` exit 1
+
+
+def bench(
+    source: Any,
+    functions: Sequence[str] | None = None,
+    *,
+    top_k: int = 5,
+    repeat: int = 50,
+    warmup: int = 10,
+    device: str | None = None,
+    against: Mapping[str, Callable | str] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    rank: int | None = None,
+    flush_l2: bool = True,
+    scripts: str | os.PathLike | None = None,
+    overwrite: bool = False,
+) -> pd.DataFrame:
+    """One row per (function, sample, implementation): the recorded time of the sample's calls, the replayed
+    time (median, min, max over ``repeat`` timed calls after ``warmup``), and for each alternative of
+    ``against`` (``{name: callable or "module:callable"}``) its speed-up, the projected saving and whether its
+    result matches the original's (compare.py).
+
+    ``source``: a run directory, a ``Run``, a ``ModuleFunctionKernelProfiler`` that has recorded, or a
+    ``function_data`` dict. ``functions``: the calls to replay (default: the ``top_k`` first by time).
+    ``device``: ``"cuda"`` or ``"cpu"`` (default: where the run was recorded). ``scripts``: a directory to
+    write one standalone benchmark per replayed call into (bench_scripts.py); ``overwrite`` replaces them.
+    """
+    if top_k < 0 or repeat < 1 or warmup < 0:
+        raise ValueError("top_k and warmup must be >= 0 and repeat >= 1")
+    alternatives = resolve_alternatives(against or {})
+    with open_samples(source, rank) as samples, torch.no_grad():
+        target = replay_device(device, samples)
+        replayed_on = replay_device_name(target)
+        chosen = chosen_functions(samples, functions, top_k)
+        if alternatives and len(chosen) != 1:
+            raise ValueError(f"an alternative (against) replaces one call: name it (functions), not {len(chosen)}")
+        if scripts is not None:
+            check_script_destination(Path(scripts), chosen, overwrite)
+        comparable = samples.recorded_on == replayed_on
+        if samples.recorded_on is not None and not comparable:
+            warnings.warn(
+                f"kernelscope: {samples.where} was recorded on {samples.recorded_on} and is replayed on "
+                f"{replayed_on}: recorded and replayed times are not compared (ratio and saving_pct are NaN)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        context = _Context(samples, target, replayed_on, comparable, repeat, warmup, flush_l2, rtol, atol)
+        rows = []
+        try:
+            for function in chosen:
+                function_rows, script = _bench_function(function, context, alternatives)
+                rows.extend(function_rows)
+                if scripts is not None and script is not None:
+                    recorded_on = samples.recorded_on or "an unknown device"
+                    write_script(Path(scripts), *script, samples.recorded_type, recorded_on, samples.where)
+        finally:
+            release_buffers()
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    return frame.astype({"sample_id": "Int64", "calls": "Int64"})
+
+
+def bench_savings(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per function and alternative, over the samples where the alternative matched: ``samples``, ``calls``,
+    ``original_us`` and ``alternative_us`` (Σ calls × replayed µs per call), ``saving_us``, ``saving_pct`` (of
+    the pass's device time; NaN across devices) and ``speedup`` (original_us / alternative_us)."""
+    columns = ["function_name", "implementation", "samples", "calls", "original_us", "alternative_us", "saving_us",
+               "saving_pct", "speedup"]  # fmt: skip
+    alternatives = frame[(frame["implementation"] != ORIGINAL) & (frame["status"] == "ok")]
+    rows = []
+    for (function, name), group in alternatives.groupby(["function_name", "implementation"], sort=False):
+        alternative_us = float((group["calls"] * group["replayed_us"]).sum())
+        saving_us = float(group["saving_us"].sum())
+        original_us = alternative_us + saving_us
+        speedup = original_us / alternative_us if alternative_us > 0 else math.nan
+        rows.append((function, name, len(group), int(group["calls"].sum()), original_us, alternative_us, saving_us,
+                     float(group["saving_pct"].sum(min_count=1)), speedup))  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
+
+
+def resolve_alternatives(against: Mapping[str, Callable | str]) -> dict[str, Callable]:
+    """``{name: callable}``; a ``"module:callable"`` string is imported (the working directory first on the path)."""
+    resolved = {}
+    for name, target in against.items():
+        if not name or name == ORIGINAL:
+            raise ValueError(f"an alternative needs a name other than {ORIGINAL!r}")
+        resolved[name] = import_callable(target) if isinstance(target, str) else target
+        if not callable(resolved[name]):
+            raise ValueError(f"alternative {name!r} is not callable")
+    return resolved
+
+
+def import_callable(target: str) -> Callable:
+    """``module:callable`` (dotted attributes allowed after the colon), imported."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{target!r} is not MODULE:CALLABLE")
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        value: Any = importlib.import_module(module_name)
+    finally:
+        sys.path.pop(0)
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise ValueError(f"{module_name} has no attribute {attribute!r}")
+        value = getattr(value, part)
+    return value
+
+
+def replay_device(requested: str | None, samples: Samples) -> torch.device:
+    """Where to replay: ``requested``, else where the samples were recorded."""
+    if requested not in (None, "cuda", "cpu"):
+        raise ValueError(f"device must be 'cuda' or 'cpu', not {requested!r}")
+    wanted = requested or samples.recorded_type
+    if wanted == "cuda" and not torch.cuda.is_available():
+        if requested is None:
+            raise ValueError(
+                f"{samples.where} was recorded on {samples.recorded_on or 'cuda'} and torch sees no CUDA device here: "
+                "replay it on the CPU with device='cpu' (--device cpu), whose times do not compare with the recorded"
+            )
+        raise ValueError("device='cuda' was asked for, but torch sees no CUDA device")
+    return torch.device("cuda", torch.cuda.current_device()) if wanted == "cuda" else torch.device("cpu")
+
+
+def chosen_functions(samples: Samples, functions: Sequence[str] | None, top_k: int) -> list[str]:
+    """``functions`` (each checked), else the ``top_k`` first calls by recorded time (by calls without a trace)."""
+    if samples.run is not None:
+        known = list(samples.run.describe(top_k=2**31, rank=samples.rank)["function_name"])
+        known += [name for name in samples.entries if name not in known]
+    else:
+        known = sorted(samples.entries, key=lambda name: -sum(calls for calls, _, _ in samples.entries[name]))
+    if not functions:
+        return known[:top_k]
+    for name in functions:
+        if name not in known:
+            raise ValueError(f"{samples.where} has no call named {name!r} (its calls: {', '.join(sorted(known))})")
+    return list(dict.fromkeys(functions))
+
+
+class _Context:
+    def __init__(self, samples, device, replayed_on, comparable, repeat, warmup, flush_l2, rtol, atol) -> None:
+        self.samples, self.device, self.replayed_on, self.comparable = samples, device, replayed_on, comparable
+        self.repeat, self.warmup, self.flush_l2, self.rtol, self.atol = repeat, warmup, flush_l2, rtol, atol
+
+    def time(self, call: Callable) -> tuple[float, float, float]:
+        return time_call(call, self.device, self.repeat, self.warmup, self.flush_l2)
+
+
+def _bench_function(function: str, context: _Context, alternatives: dict[str, Callable]) -> tuple[list, tuple | None]:
+    """The rows of one call, and what a script of it holds: ``(callee, [(sample id, calls, signature, recorded
+    µs per call, inputs on the CPU)])`` (None when it has no replayable sample)."""
+    samples = context.samples
+    entries = samples.entries.get(function, [])
+    recorded = recorded_times(samples, function) if entries else {}
+    base = {"function_name": function, "recorded_on": samples.recorded_on, "replayed_on": context.replayed_on}
+    callee, refused = None, None
+    try:
+        callee = resolve_call(function)
+    except NotReplayable as refusal:
+        refused = refusal.reason
+    if not entries:
+        reason = refused or "its samples were not collected (function_names)"
+        return [{**base, "implementation": ORIGINAL, "status": "refused", "reason": reason}], None
+    rows, replayable = [], []
+    for sample_id, (calls, stored, meta) in enumerate(entries):
+        total_us, pass_us = recorded.get(sample_id, (math.nan, math.nan))
+        row = {**base, "sample_id": sample_id, "signature": render_call(meta), "calls": calls,
+               "recorded_us": total_us / calls, "weight_us": total_us,
+               "share_pct": 100 * total_us / pass_us if pass_us else math.nan}  # fmt: skip
+        if callee is None:
+            rows.append(_done(row, ORIGINAL, "refused", reason=refused))
+            continue
+        try:
+            inputs = SampleInputs(stored, meta, samples.recorded_type, context.device, samples.not_kept)
+        except NotReplayable as refusal:
+            rows.append(_done(row, ORIGINAL, refusal.status, reason=refusal.reason))
+            continue
+        on_cpu = SampleInputs(stored, meta, samples.recorded_type, torch.device("cpu"), samples.not_kept)
+        replayable.append((sample_id, calls, row["signature"], row["recorded_us"], on_cpu))
+        rows.extend(_bench_sample(callee, inputs, row, pass_us, context, alternatives))
+    return rows, ((callee, replayable) if replayable else None)
+
+
+def _bench_sample(
+    callee: Callee, inputs: SampleInputs, row: dict, pass_us: float, context: _Context, alternatives: dict
+) -> list[dict]:
+    try:
+        args, kwargs = inputs.make()
+        fastest, median, slowest = context.time(lambda: callee.function(*args, **kwargs))
+    except Exception as exc:  # the replay of a recorded call failed: say why, go on with the others
+        return [_done(row, ORIGINAL, "failed", reason=_error(exc))]
+    if math.isnan(row["weight_us"]):  # no trace to weigh it by: the replayed time
+        row["weight_us"] = row["calls"] * median
+    rows = [_timed(row, ORIGINAL, "ok", context, (fastest, median, slowest))]
+    expected = None
+    for name, alternative in alternatives.items():
+        try:
+            if expected is None:
+                expected = _result(callee.function, inputs)
+            verdict = compare(_result(alternative, inputs), expected, context.rtol, context.atol)
+            alt_args, alt_kwargs = inputs.make()
+            timing = context.time(lambda: alternative(*alt_args, **alt_kwargs))  # noqa: B023 (used here only)
+        except Exception as exc:
+            rows.append(_done(row, name, "failed", reason=_error(exc)))
+            continue
+        alt_row = _timed(row, name, "ok" if verdict.match else "mismatch", context, timing, verdict.reason)
+        alt_row.update(max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err)
+        alt_row["speedup"] = median / timing[1] if timing[1] > 0 else math.nan
+        alt_row["saving_us"] = row["calls"] * (median - timing[1])
+        comparable = context.comparable and pass_us > 0
+        alt_row["saving_pct"] = 100 * alt_row["saving_us"] / pass_us if comparable else math.nan
+        rows.append(alt_row)
+    return rows
+
+
+def _result(function: Callable, inputs: SampleInputs) -> tuple:
+    """The call's result on fresh inputs, and the inputs after it (what an in-place call wrote)."""
+    args, kwargs = inputs.make()
+    out = function(*args, **kwargs)
+    return out, args, kwargs
+
+
+def _timed(row: dict, implementation: str, status: str, context: _Context, timing: tuple, reason=None) -> dict:
+    fastest, median, slowest = timing
+    ratio = median / row["recorded_us"] if context.comparable and row["recorded_us"] > 0 else math.nan
+    return _done(row, implementation, status, reason=reason, replayed_us=median, min_us=fastest, max_us=slowest,
+                 ratio=ratio)  # fmt: skip
+
+
+def _done(row: dict, implementation: str, status: str, **values: Any) -> dict:
+    return {**row, "implementation": implementation, "status": status, **values}
+
+
+def _error(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

@@ -1,0 +1,114 @@
+"""kernelscope bench: the command's output switches, exit codes (1 on a wrong alternative, 2 on bad input), the
+cross-device warning, and the standalone scripts it writes (one of them run)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from conftest import REPO
+from kernelscope.cli import main
+
+torch = pytest.importorskip("torch")
+
+ALTERNATIVES = """
+import torch
+
+def addmm(bias, x, weight):
+    return torch.addmm(bias, x, weight)
+
+def addmm_without_bias(bias, x, weight):
+    return x @ weight
+"""
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture
+def alternatives(tmp_path, monkeypatch):
+    (tmp_path / "my_alternatives.py").write_text(ALTERNATIVES)
+    monkeypatch.chdir(tmp_path)
+    yield "my_alternatives"
+    sys.modules.pop("my_alternatives", None)
+
+
+def test_a_matching_alternative_exits_0_and_a_wrong_one_exits_1(layouts_run, alternatives):
+    _, out = layouts_run
+    good = invoke("bench", out, "--function", "torch.addmm", "--repeat", 2, "--warmup", 0,
+                  "--against", f"same={alternatives}:addmm", "--format", "csv")  # fmt: skip
+    assert good.exit_code == 0, good.output
+    rows = good.stdout.strip().splitlines()
+    assert rows[0].startswith("function_name,sample_id,implementation,status,signature,calls,recorded_us")
+    assert len(rows) == 5 and "projected saving of same on torch.addmm" in good.stderr
+    wrong = invoke("bench", out, "--function", "torch.addmm", "--repeat", 2, "--warmup", 0,
+                   "--against", f"nobias={alternatives}:addmm_without_bias")  # fmt: skip
+    assert wrong.exit_code == 1
+    assert "nobias does not match the original: torch.addmm sample 0 (max abs err" in wrong.stderr
+    assert "mismatch" in wrong.stdout and "projected saving" in wrong.stdout
+
+
+def test_bad_alternatives_and_runs_are_one_line_with_exit_2(layouts_run, alternatives):
+    _, out = layouts_run
+    for args, message in [
+        (["--against", "nameonly"], "is not NAME=MODULE:CALLABLE"),
+        (["--against", "x=no_such_module_here:f"], "No module named 'no_such_module_here'"),
+        (["--against", f"x={alternatives}:nope"], "has no attribute 'nope'"),
+        (["--function", "gelu", "--function", "relu", "--against", f"x={alternatives}:addmm"], "replaces one call"),
+        (["--function", "nope"], "no call named 'nope'"),
+    ]:
+        result = CliRunner().invoke(main, ["bench", str(out), *args])
+        assert result.exit_code == 2 and message in result.output, (args, result.output)
+    result = CliRunner().invoke(main, ["bench", str(REPO / "sample_traces" / "mlp"), "--device", "cpu"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("kernelscope: error: ")
+    assert "sample_tensor_limit_mb=None" in result.stderr
+
+
+def test_a_cuda_recording_replayed_on_the_cpu_warns_and_writes_every_column(tmp_path):
+    target = tmp_path / "bench.json"
+    result = invoke("bench", REPO / "sample_traces" / "demo", "--function", "Tensor.__add__", "--device", "cpu",
+                    "--repeat", 2, "--warmup", 0, "-o", target)  # fmt: skip
+    assert result.exit_code == 0
+    assert "warning: " in result.stderr and "recorded on cuda (NVIDIA H200) and is replayed on cpu" in result.stderr
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [r["sample_id"] for r in rows] == [0, 1] and {r["replayed_on"] for r in rows} == {"cpu"}
+    assert all(r["ratio"] is None and r["recorded_us"] > 0 for r in rows)
+    assert invoke("bench", REPO / "sample_traces" / "demo", "--device", "cpu", "-o", target).exit_code == 2
+
+
+def test_written_scripts_run_standalone_and_keep_the_recorded_layouts(layouts_run, tmp_path):
+    _, out = layouts_run
+    scripts = tmp_path / "scripts"
+    result = invoke("bench", out, "--function", "gelu", "--function", "softplus", "--repeat", 1, "--warmup", 0,
+                    "--scripts", scripts, "--format", "csv")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in scripts.iterdir()) == ["gelu.py", "gelu.samples.pt"], "no script without samples"
+    store = torch.load(scripts / "gelu.samples.pt", weights_only=True)
+    assert [s["args"][0].stride() for s in store["samples"]] == [(32, 1), (32, 1)]
+    assert [s["calls"] for s in store["samples"]] == [2, 1]
+    ran = subprocess.run(
+        [sys.executable, str(scripts / "gelu.py"), "--repeat", "2", "--warmup", "0"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.strip().splitlines()
+    assert lines[0].split()[:4] == ["sample", "calls", "recorded_us", "replayed_us"] and len(lines) == 3
+    assert "float32[16,8]{32,1}@cpu" in lines[1] and "note:" not in ran.stdout
+    again = invoke("bench", out, "--function", "gelu", "--repeat", 1, "--warmup", 0, "--scripts", scripts)
+    assert again.exit_code == 2 and "already exists" in again.output
+
+
+def test_every_column_and_option_is_documented():
+    from kernelscope.bench_command import bench as command
+    from kernelscope.recorder.bench import COLUMNS
+
+    text = (REPO / "docs" / "bench.md").read_text()
+    for column in COLUMNS:
+        assert f"`{column}`" in text, f"docs/bench.md does not document the column {column!r}"
+    for option in command.params:
+        for flag in option.opts:
+            if flag.startswith("--"):
+                assert f"`{flag}" in text, f"docs/bench.md does not document {flag}"
