@@ -282,27 +282,33 @@ def test_record_finds_a_factory_next_to_the_user_and_what_it_imports_later(tmp_p
     "target, factory, message",
     [
         ("nosuchmod:f", None, "nosuchmod:f: no module named 'nosuchmod' here"),
-        ("broken:small", "def small():\n    return 3\n", "broken:small: returned a int, not (module, samples)"),
-        ("broken:nothing", "X = 1\n", "broken:nothing: broken has no attribute 'nothing'"),
-        ("broken:X", "X = 1\n", "broken:X: broken.X is a int, not a factory to call"),
+        ("bad_small:small", "def small():\n    return 3\n", "bad_small:small: returned a int, not (module, samples)"),
+        ("bad_none:nothing", "X = 1\n", "bad_none:nothing: bad_none has no attribute 'nothing'"),
+        ("bad_x:X", "X = 1\n", "bad_x:X: bad_x.X is a int, not a factory to call"),
         ("no-colon", None, "no-colon: is not a target: expected 'pkg.module:factory'"),
     ],
 )
-def test_record_errors_are_one_line_and_exit_2(target, factory, message, tmp_path):
+def test_record_errors_are_one_line_and_exit_2(target, factory, message, tmp_path, monkeypatch):
     pytest.importorskip("torch")
     if factory is not None:
-        (tmp_path / "broken.py").write_text(factory)
+        (tmp_path / f"{target.partition(':')[0]}.py").write_text(factory)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["record", target, "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"kernelscope: error: {message}") and len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_mistyped_module_prints_no_traceback(tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "kernelscope.cli", "record", target, "--out", str(tmp_path / "run")],
+        [sys.executable, "-m", "kernelscope.cli", "record", "nosuchmod:f"],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=tmp_path,
     )
-    assert done.returncode == 2 and done.stdout == ""
-    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    assert done.stderr.startswith(f"kernelscope: error: {message}") and "Traceback" not in done.stderr
-    assert not (tmp_path / "run").exists()
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.startswith("kernelscope: error: nosuchmod:f: no module named") and done.stderr.count("\n") == 1
 
 
 def test_click_usage_errors_say_kernelscope_error_and_exit_2():
