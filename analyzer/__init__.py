@@ -2,7 +2,14 @@
 
 from .archive import Archive, archive_runs, open_archive
 from .diff import diff
-from .errors import BadInputError, KernelscopeError, OutputExistsError, RecordingBusyError, RunExistsError
+from .errors import (
+    BadInputError,
+    BadSamplesError,
+    KernelscopeError,
+    OutputExistsError,
+    RecordingBusyError,
+    RunExistsError,
+)
 from .run import LaunchCheck, RankPart, Run, load_run
 from .samples import ObjectRepr, TensorMeta
 from .summary import describe_results
@@ -10,6 +17,7 @@ from .summary import describe_results
 __all__ = [
     "Archive",
     "BadInputError",
+    "BadSamplesError",
     "KernelscopeError",
     "LaunchCheck",
     "ObjectRepr",

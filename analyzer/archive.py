@@ -25,6 +25,7 @@ import pandas as pd
 from .archive_commit import TABLES, Add, Part, committed_parts, remove_dead_adds
 from .atomic import write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
+from .kernel_names import define_kernel_short
 from .ranks import find_ranks
 from .run import LaunchCheck, RankPart, Run
 from .rundir import MANIFEST
@@ -174,6 +175,7 @@ class Archive:
             except duckdb.IOException as exc:  # a view reads its first file's schema
                 con.close()
                 raise self._damaged(exc) from None
+            define_kernel_short(con)
             self._con = con
         return self._con
 

@@ -43,3 +43,7 @@ class OutputExistsError(KernelscopeError):
 
 class RecordingBusyError(KernelscopeError, RuntimeError):
     """profile() was called while a recording runs in this process (re-entered, or from another thread)."""
+
+
+class BadSamplesError(KernelscopeError, ValueError):
+    """profile() was given samples that are not a sequence of (args, kwargs) pairs."""

@@ -13,6 +13,7 @@ import pandas as pd
 from .errors import BadInputError
 from .event_array import is_gzip
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
+from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .ranks import find_ranks, header_rank, merge_function_data
 from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
@@ -189,6 +190,7 @@ class Run:
         con.execute(f"CREATE OR REPLACE VIEW summary AS {summary_query()}")
         con.execute(f"CREATE OR REPLACE VIEW sample_costs AS {sql_text('sample_costs.sql')}")
         define_tree_views(con)
+        define_kernel_short(con)
 
     @property
     def header(self) -> TraceHeader | None:
@@ -209,12 +211,14 @@ class Run:
         row = self.con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
         return "cuda" if row[0] else "cpu"
 
-    def profiling_df(self, rank: int | None = None) -> pd.DataFrame:
-        """One row per device event (SPEC §1 columns first), in device start order, rank by rank."""
+    def profiling_df(self, rank: int | None = None, *, top_k: int | None = None) -> pd.DataFrame:
+        """One row per device event (SPEC §1 columns first), in device start order, rank by rank; with ``top_k``,
+        only the ``top_k`` longest, longest first."""
         where = "" if rank is None else f"WHERE rank = {self._rank(rank)}"
-        frame = self.con.execute(
-            f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY rank, start_us, event_id"
-        ).df()
+        order = "rank, start_us, event_id"
+        if top_k is not None:
+            order = f"kernel_us DESC, {order} LIMIT {_checked_top_k(top_k)}"
+        frame = self.con.execute(f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY {order}").df()
         for column in TEXT_COLUMNS:  # missing scopes are None, as in aitune's frames, never a float NaN
             values = frame[column].astype(object)
             frame[column] = values.where(values.notna(), None)
@@ -240,28 +244,27 @@ class Run:
             return self.parts[self._rank(rank)].function_data
         return merge_function_data({r: part.function_data for r, part in self.parts.items()})
 
-    def describe(self, top_k: int = 10, rank: int | None = None) -> pd.DataFrame:
-        """describe_results of the whole run (all ranks merged), or of one rank."""
+    def describe(self, top_k: int | None = 10, rank: int | None = None) -> pd.DataFrame:
+        """describe_results of the whole run (all ranks merged), or of one rank; ``top_k=None``: every function."""
         if rank is None:
             return summarize(self.con, top_k)
         return describe_results(self.profiling_df(rank), self.function_data(rank), top_k)
 
-    def time_by(self, column: str, top_k: int = 10, rank: int | None = None) -> pd.DataFrame:
+    def time_by(self, column: str, top_k: int | None = 10, rank: int | None = None) -> pd.DataFrame:
         """Device time grouped by ``op``, ``module_name``, ``kernel`` or ``call_op`` (all ranks, or one): the view
         of a trace that names no call. The count column is ``kernels``, or ``cpu_operators`` where the rows are
-        leaf CPU operators (a trace without device events)."""
+        CPU operators (a trace without device events). ``top_k=None``: every group."""
         if column not in BREAKDOWN_COLUMNS:
             raise ValueError(f"column must be one of {BREAKDOWN_COLUMNS}, not {column!r}")
-        if top_k < 0:
-            raise ValueError("top_k must be >= 0")
+        top_k = 2**62 if top_k is None else _checked_top_k(top_k)
         where = "true" if rank is None else f"rank = {self._rank(rank)}"
-        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=int(top_k), where=where)
+        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=top_k, where=where)
         frame = self.con.execute(query).df()
         frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
         frame = frame.astype({"kernels": "int64"})
         return frame.rename(columns={"kernels": "cpu_operators"}) if self.device == "cpu" else frame
 
-    def time_by_rank(self, column: str, top_k: int = 10) -> pd.DataFrame:
+    def time_by_rank(self, column: str, top_k: int | None = 10) -> pd.DataFrame:
         """time_by of each rank, one after the other, with a leading ``rank`` column."""
         frame = pd.concat(
             [self.time_by(column, top_k, rank).assign(rank=rank) for rank in self.parts], ignore_index=True
@@ -274,7 +277,7 @@ class Run:
         (``rank`` NA) unless ``rank`` is given."""
         return module_tree(self, rank)
 
-    def describe_by_rank(self, top_k: int = 10) -> pd.DataFrame:
+    def describe_by_rank(self, top_k: int | None = 10) -> pd.DataFrame:
         """describe_results of each rank, one after the other, with a leading ``rank`` column."""
         frames = [self.describe(top_k, rank).assign(rank=rank) for rank in self.parts]
         frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["rank"])
@@ -323,6 +326,12 @@ class Run:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _checked_top_k(top_k: int) -> int:
+    if top_k < 0:
+        raise ValueError("top_k must be >= 0")
+    return int(top_k)
 
 
 def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:

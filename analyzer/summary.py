@@ -30,16 +30,16 @@ def summary_query(top_k: int | None = None) -> str:
     return text.replace("getvariable('top_k')", str(2**63 - 1 if top_k is None else int(top_k)))
 
 
-def summarize(con: duckdb.DuckDBPyConnection, top_k: int) -> pd.DataFrame:
+def summarize(con: duckdb.DuckDBPyConnection, top_k: int | None) -> pd.DataFrame:
     """Run summary.sql on ``con``'s ``kernels`` (with ``rank``, ``correlation``, ``call_event_id``) and
-    ``sample_totals``."""
-    if top_k < 0:
+    ``sample_totals``; ``top_k=None``: every function."""
+    if top_k is not None and top_k < 0:
         raise ValueError("top_k must be >= 0")
     frame = con.execute(summary_query(top_k)).df()
     return frame.astype({"function_name": object, "num_modules": "int64"})
 
 
-def describe_results(profiling_df: pd.DataFrame, function_data: dict, top_k: int = 10) -> pd.DataFrame:
+def describe_results(profiling_df: pd.DataFrame, function_data: dict, top_k: int | None = 10) -> pd.DataFrame:
     """describe_results of SPEC §1 for any profiling_df (in-process, offline, or filtered by the user)."""
     con = duckdb.connect()
     try:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 import duckdb
 import pandas as pd
 
-from .sql import run_sql_file, sql_text
+from .kernel_names import define_kernel_short
+from .sql import sql_text
 
 if TYPE_CHECKING:
     from .run import Run
@@ -59,11 +60,6 @@ def inclusive_module_time(run: Run, top_k: int) -> pd.DataFrame:
         raise ValueError("top_k must be >= 0")
     query = Template(sql_text("tree_breakdown.sql")).substitute(tree=tree_query(rows_of(run, None)), top_k=int(top_k))
     return _frame(run.con.execute(query).df(), ["module_name"])
-
-
-def define_kernel_short(con: duckdb.DuckDBPyConnection) -> None:
-    """The macro kernel_short(name) (kernel_short.sql), unless one is defined already."""
-    run_sql_file(con, "kernel_short.sql")
 
 
 def _frame(frame: pd.DataFrame, text_columns: list[str]) -> pd.DataFrame:

@@ -25,7 +25,11 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
 @click.argument("run", type=click.Path(path_type=str))
 @click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
 @click.option(
-    "--top-k", type=click.IntRange(min=0), default=5, show_default=True, help="Without --function: the first calls."
+    "--top-k",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Without --function: the first calls by time; 0 = all.",
 )
 @click.option("--repeat", type=click.IntRange(min=1), default=50, show_default=True, help="Timed calls per sample.")
 @click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Untimed calls first.")
@@ -78,7 +82,7 @@ def bench(
         warnings.simplefilter("always", RuntimeWarning)
         try:
             frame = recorder_bench.bench(
-                run, list(functions) or None, top_k=top_k, repeat=repeat, warmup=warmup, device=device,
+                run, list(functions) or None, top_k=top_k or 2**31, repeat=repeat, warmup=warmup, device=device,
                 against=against, rtol=rtol, atol=atol, rank=rank, flush_l2=not no_flush_l2, scripts=scripts,
                 overwrite=output.force,
             )  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import importlib
 import os
 import signal
@@ -16,18 +17,50 @@ from .bench_command import bench
 from .diff_command import diff
 from .interrupts import ended_by_signals, exit_code, name
 from .loading import load_run_of, prefix_options, run_option
-from .output import Output, emit, output_options
+from .output import TERMINAL, Output, emit, output_options
 from .report_command import report
+from .rows import (
+    FULL_NAMES,
+    TOP_K,
+    first_rows,
+    kernel_table,
+    note_rows_left_out,
+    print_footer,
+    rows_to_show,
+    shorten_kernel_names,
+)
 from .sql_command import sql
 from .tree_command import tree
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
-TOP_K = click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True)
 FORCE_RUN = click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
+USAGE_EXIT = 2  # every usage or input error, click's own included
+INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+GROUPS = {"op": "operators", "module_name": "modules", "kernel": "kernels", "call_op": "call operators"}
 
 
 class KernelscopeGroup(click.Group):
-    """Expected failures become one line on stderr and exit code 2, without a traceback."""
+    """Expected failures become one line on stderr, ``kernelscope: error: …``, and exit code 2, without a
+    traceback: kernelscope's own (KernelscopeError, OSError) and click's usage errors alike. Ctrl-C exits 130."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            returned = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.ClickException as exc:
+            hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
+            click.echo(f"kernelscope: error: {exc.format_message()}{hint}", err=True)
+            sys.exit(USAGE_EXIT)
+        except (click.Abort, KeyboardInterrupt, EOFError):
+            click.echo("kernelscope: interrupted", err=True)
+            sys.exit(INTERRUPTED_EXIT)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the reader left: say nothing more
+            sys.exit(0)
+        sys.exit(returned if isinstance(returned, int) else 0)
 
     def invoke(self, ctx):
         from kernelscope.analyzer.errors import KernelscopeError, printable
@@ -40,8 +73,9 @@ class KernelscopeGroup(click.Group):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
                 sys.exit(0)
             except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt) and not received:
-                    received.append(signal.SIGINT)  # Ctrl-C: the cleanup ran on the way here, as for the others
+                if isinstance(exc, KeyboardInterrupt) and not received:  # Ctrl-C: the cleanup ran on the way here
+                    click.echo("kernelscope: interrupted", err=True)
+                    sys.exit(INTERRUPTED_EXIT)
                 if received:  # whatever the signal turned into on its way out
                     click.echo(f"kernelscope: stopped by {name(received[0])}", err=True)
                     sys.exit(exit_code(received[0]))
@@ -80,11 +114,13 @@ def _agreed_across_ranks(value: str) -> str:
 
 
 def _import_recorder():
+    from kernelscope.analyzer.errors import KernelscopeError
+
     try:
         return importlib.import_module("kernelscope.recorder")
     except ImportError as exc:
         if getattr(exc, "name", None) == "torch":
-            raise click.ClickException(TORCH_HINT) from None
+            raise KernelscopeError(None, TORCH_HINT) from None
         raise
 
 
@@ -99,11 +135,11 @@ def _import_recorder():
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="The run directory to write (default: ./kernelscope-demo-<time>).",
+    help="The run directory to write, its missing parents created (default: ./kernelscope-demo-<time>).",
 )
 @TOP_K
 @FORCE_RUN
-def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
+def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -> None:
     """Profile the bundled demo model and print its per-function summary."""
     recorder = _import_recorder()
     import torch
@@ -112,17 +148,24 @@ def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
-        raise click.ClickException("--device cuda was asked for, but torch sees no CUDA device")
+        raise click.BadParameter("torch sees no CUDA device", param_hint="--device cuda")
     dtype = torch.float16 if device == "cuda" else torch.float32
     model, samples = demo_workload(device, dtype)
     out = out or _default_run_dir("demo")
     profiler = recorder.ModuleFunctionKernelProfiler()
     profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
-    summary = profiler.describe_results(profiling_df, function_data, top_k=top_k)
-    emit(summary, title=f"kernelscope demo ({device}, {dtype}): time by functional call")
-    _footer(profiler.run)
+    _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope demo ({device}, {dtype})")
     click.echo(f"run directory: {out}")
     click.echo(f"next: kernelscope analyze {out} --kernels")
+
+
+def _print_summary(profiler, profiling_df, function_data, top_k: int | None, title: str) -> None:
+    """A recording's summary as ``analyze`` prints it: the same title, cut and footer."""
+    summary = profiler.describe_results(profiling_df, function_data, top_k=None)
+    shown = first_rows(summary, rows_to_show(top_k, TERMINAL))
+    emit(shown, title=f"{title}: time by call")
+    note_rows_left_out(len(shown), len(summary), "functions")
+    print_footer(profiler.run)
 
 
 @main.command()
@@ -131,51 +174,28 @@ def demo(device: str | None, out: Path | None, top_k: int, force: bool) -> None:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="The run directory to write (default: ./kernelscope-<factory>-<time>).",
+    help="The run directory to write, its missing parents created (default: ./kernelscope-<factory>-<time>).",
 )
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
 @TOP_K
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag stored in the manifest.")
 @FORCE_RUN
-def record(target: str, out: Path | None, warmup: int, top_k: int, tags: tuple[str, ...], force: bool) -> None:
-    """Record TARGET, 'pkg.module:factory', whose factory returns (module, samples) or (fn, module)."""
+def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: tuple[str, ...], force: bool) -> None:
+    """Record TARGET, 'pkg.module:factory' (the current directory on the import path, as with python -m) or
+    'path/to/file.py:factory', whose factory returns (module, samples) or (fn, module)."""
     recorder = _import_recorder()
-    from torch import nn
+    from .targets import made_by, resolve_factory
 
-    factory = _resolve(target)
-    made = factory()
-    if not (isinstance(made, tuple) and len(made) == 2):
-        raise click.ClickException(f"{target} must return (module, samples) or (fn, module)")
-    first, second = made
-    if isinstance(second, nn.Module):
-        fn, data, module = first, None, second
-    elif isinstance(first, nn.Module):
-        fn, data, module = first, list(second), None
-    else:
-        raise click.ClickException(f"{target} returned neither (module, samples) nor (fn, module)")
-    out = out or _default_run_dir(target.rpartition(":")[2])
+    parsed_tags = _parse_tags(tags)
+    factory = resolve_factory(target)
+    fn, data, module = made_by(target, factory())
+    out = out or _default_run_dir(Path(target.rpartition(":")[2]).name)
     profiler = recorder.ModuleFunctionKernelProfiler()
     profiling_df, function_data = profiler.profile(
-        fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=_parse_tags(tags)
+        fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
     )
-    emit(profiler.describe_results(profiling_df, function_data, top_k=top_k))
-    _footer(profiler.run)
+    _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope record {target}")
     click.echo(f"run directory: {out}")
-
-
-def _resolve(target: str):
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise click.BadParameter("expected 'pkg.module:factory'", param_hint="TARGET")
-    sys.path.insert(0, str(Path.cwd()))
-    try:
-        module = importlib.import_module(module_name)
-    finally:
-        sys.path.pop(0)
-    try:
-        return getattr(module, attribute)
-    except AttributeError:
-        raise click.BadParameter(f"{module_name} has no attribute {attribute!r}", param_hint="TARGET") from None
 
 
 def _parse_tags(tags: tuple[str, ...]) -> dict:
@@ -191,7 +211,9 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 @main.command()
 @click.argument("run", type=click.Path(path_type=str))
 @TOP_K
-@click.option("--kernels", is_flag=True, help="Print one row per kernel (profiling_df) instead of the summary.")
+@click.option(
+    "--kernels", is_flag=True, help="One row per kernel (profiling_df) instead of the summary; in a table the longest."
+)
 @click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
 @click.option("--by-rank", is_flag=True, help="One summary per rank, with a rank column.")
 @click.option(
@@ -202,17 +224,19 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
     help="Device time by this column instead of by call (default: by call; by op for a trace without calls).",
 )
 @click.option("--inclusive", is_flag=True, help="With --by module_name: each module's time with its submodules'.")
+@FULL_NAMES
 @run_option
 @prefix_options
 @output_options
 def analyze(
     run: str,
-    top_k: int,
+    top_k: int | None,
     kernels: bool,
     rank: int | None,
     by_rank: bool,
     group: str | None,
     inclusive: bool,
+    full_names: bool,
     run_ref: str | None,
     module_prefix,
     function_prefix,
@@ -222,52 +246,58 @@ def analyze(
     of an archive (--run ID): the same tables as the run it was archived from."""
     if inclusive and group != "module_name":
         raise click.UsageError("--inclusive needs --by module_name (the time of a module with its submodules')")
+    grouped = group not in (None, "function")
+    if kernels and grouped:
+        raise click.UsageError("--kernels lists rows and --by groups them: give one of the two")
+    if by_rank and (rank is not None or kernels or grouped):
+        other = "--rank" if rank is not None else "--kernels" if kernels else "--by"
+        raise click.UsageError(f"--by-rank is a summary of calls per rank; with {other}, name one rank with --rank N")
+    limit = rows_to_show(top_k, output)
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         if rank is not None and rank not in loaded.ranks:
             raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
-        title = "time by call"
         if kernels:
-            frame, title = loaded.profiling_df(rank), "kernels"
+            title, what = "kernels, the longest first" if limit else "kernels", "device rows"
+            frame = kernel_table(loaded.profiling_df(rank, top_k=limit), output)
+            total = loaded.con.execute(
+                "SELECT count(*) FROM kernels" + ("" if rank is None else f" WHERE rank = {int(rank)}")
+            ).fetchone()[0]
         elif inclusive:
             from kernelscope.analyzer.tree import inclusive_module_time
 
-            frame, title = inclusive_module_time(loaded, top_k), "time by module_name, submodules included"
-        elif group not in (None, "function"):
-            frame, title = _time_by(loaded, group, top_k, rank, by_rank), f"time by {group}"
+            whole = inclusive_module_time(loaded, 2**62)
+            title, what = "time by module_name, submodules included", "modules"
+            frame, total = first_rows(whole, limit), len(whole)
         else:
-            frame = loaded.describe_by_rank(top_k) if by_rank else loaded.describe(top_k, rank)
-            if frame.empty and group is None:  # no call in the trace (no scope, no Python frame): by operator then
-                frame, title = _time_by(loaded, "op", top_k, rank, by_rank), "time by op (the trace names no call)"
-        emit(frame, output, title=f"{run}: {title}")
+            whole, title, what, by = _summary(loaded, group, rank, by_rank)
+            frame, total = first_rows(whole, limit, by), len(whole)
+        frame = shorten_kernel_names(frame, output, full_names)
+        emit(frame, output, title=f"{_label(run, run_ref, loaded, rank)}: {title}")
         if output.to_terminal:
-            _footer(loaded)
+            note_rows_left_out(len(frame), total, what + (" (per rank)" if by_rank else ""))
+            print_footer(loaded, rank)
         for note in loaded.notes():  # on stderr, whatever the format: device events no row holds
             click.echo(f"kernelscope: note: {note}", err=True)
 
 
-def _time_by(run, column: str, top_k: int, rank: int | None, by_rank: bool):
-    return run.time_by_rank(column, top_k) if by_rank else run.time_by(column, top_k, rank)
+def _summary(loaded, group: str | None, rank: int | None, by_rank: bool):
+    """(every row, title, what a row is, the column each rank's rows are cut by) of the summary asked for."""
+    if group not in (None, "function"):
+        return loaded.time_by(group, None, rank), f"time by {group}", GROUPS[group], None
+    frame = loaded.describe_by_rank(None) if by_rank else loaded.describe(None, rank)
+    if frame.empty and group is None:  # no call in the trace (no scope, no Python frame): by operator then
+        if by_rank:
+            return loaded.time_by_rank("op", None), "time by op per rank (the trace names no call)", "operators", "rank"
+        return loaded.time_by("op", None, rank), "time by op (the trace names no call)", "operators", None
+    if by_rank:
+        return frame, "time by call, per rank", "functions", "rank"
+    return frame, "time by call", "functions", None
 
 
-def _footer(run) -> None:
-    """Where the time went outside the table: totals, unattributed share, profiler losses."""
-    total, in_function, rows = run.con.execute(
-        "SELECT coalesce(sum(kernel_us), 0), coalesce(sum(kernel_us) FILTER (WHERE function_name IS NOT NULL), 0), "
-        "count(*) FROM kernels"
-    ).fetchone()
-    share = 100.0 * in_function / total if total else 0.0
-    what = "device" if run.device == "cuda" else "CPU operator"
-    click.echo(
-        f"{rows} {what} rows, {total:,.1f} µs in all; {share:.1f}% inside a named call, "
-        f"{100 - share:.1f}% outside any (see --kernels)."
-    )
-    check = run.launch_check()
-    if not check.ok:
-        click.echo(
-            f"warning: the profiler lost events: {check.launches_without_device_event} launches without "
-            f"device event, {check.device_events_without_launch} device events without launch.",
-            err=True,
-        )
+def _label(run: str, run_ref: str | None, loaded, rank: int | None) -> str:
+    """What a title names: the path, an archive's run by its id, and the rank when one was picked."""
+    label = run if run_ref is None else f"{run} --run {loaded.path.name.removeprefix('run_id=')}"
+    return label if rank is None else f"{label} --rank {rank}"
 
 
 main.add_command(sql)

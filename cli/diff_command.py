@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 import pandas as pd
 
 from .loading import load_run_of
 from .output import Output, emit, output_options
+from .rows import FULL_NAMES, TOP_K, first_rows, note_levels_left_out, rows_to_show, shorten_kernel_names
 
 REGRESSION_EXIT = 1
 
@@ -30,22 +32,25 @@ REGRESSION_EXIT = 1
     multiple=True,
     help="Only these levels (repeatable; default: all three). The total is always shown.",
 )
-@click.option("--top-k", type=click.IntRange(min=0), default=10, show_default=True, help="Rows per level; 0 = all.")
+@TOP_K
 @click.option(
     "--fail-above",
     type=click.FloatRange(min=0),
     default=None,
     metavar="PCT",
-    help="Exit with status 1 when the total or any function's time grew by more than PCT percent.",
+    help="Exit with status 1 when the total or any function's time grew by more than PCT percent "
+    "(every function counts, shown or not).",
 )
+@FULL_NAMES
 @output_options
 def diff(
     run_a: str,
     run_b: str,
     archive_path: str | None,
     levels: tuple[str, ...],
-    top_k: int,
+    top_k: int | None,
     fail_above: float | None,
+    full_names: bool,
     output: Output,
 ) -> None:
     """Compare RUN_B against RUN_A: time, calls, share, delta and ratio per function, module and kernel,
@@ -54,15 +59,26 @@ def diff(
     from kernelscope.analyzer.diff import regressions
 
     if archive_path is None:
-        a, b = load_run_of(run_a, None, None), load_run_of(run_b, None, None)
+        pick = "compare two of its runs with kernelscope diff --archive ARCHIVE ID_A ID_B"
+        a, b = load_run_of(run_a, None, None, pick=pick), load_run_of(run_b, None, None, pick=pick)
+        title = f"{run_b} against {run_a}"
     else:
         a, b = load_run_of(archive_path, None, None, run_a), load_run_of(archive_path, None, None, run_b)
-    with a, b:
+        title = f"{archive_path}: {run_b} against {run_a}"
+    with a, b, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
         frame = diff_runs(a, b)
-    shown = frame[frame["level"].isin(("total", *(levels or ("function", "module", "kernel"))))]
-    if top_k:
-        shown = shown.groupby("level", sort=False, group_keys=False).head(top_k)
-    emit(shown.reset_index(drop=True), output, title=f"{run_b} against {run_a}")
+    for warning in caught:
+        click.echo(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope diff: ')}", err=True)
+    chosen = frame[frame["level"].isin(("total", *(levels or ("function", "module", "kernel"))))]
+    shown = first_rows(chosen.reset_index(drop=True), rows_to_show(top_k, output), by="level")
+    shown = shorten_kernel_names(shown, output, full_names, column="name", only=shown["level"] == "kernel")
+    emit(shown, output, title=title)
+    if output.to_terminal:
+        levels_shown = ("function", "module", "kernel")
+        note_levels_left_out(
+            [(level, (shown["level"] == level).sum(), (chosen["level"] == level).sum()) for level in levels_shown]
+        )
     if fail_above is not None:
         failed = regressions(frame, fail_above)
         if len(failed):
@@ -72,6 +88,7 @@ def diff(
 
 def _describe(rows: pd.DataFrame) -> str:
     return ", ".join(
-        f"{row.level}{'' if row.name is None else ' ' + str(row.name)} {row.delta_pct:+.1f}%"
+        f"{row.level}{'' if row.name is None else ' ' + str(row.name)} "
+        + ("new in B" if row.delta_pct == float("inf") else f"{row.delta_pct:+.1f}%")
         for row in rows.itertuples(index=False)
     )

@@ -56,10 +56,16 @@ def load(path: str, module_prefix: str | None, function_prefix: str | None, run_
         raise click.UsageError(str(exc)) from None
 
 
-def load_run_of(path: str, module_prefix: str | None, function_prefix: str | None, run_ref: str | None = None):
-    """A Run (never a whole archive: an archive needs ``--run``)."""
+def load_run_of(
+    path: str,
+    module_prefix: str | None,
+    function_prefix: str | None,
+    run_ref: str | None = None,
+    pick: str = "pick one of its runs with --run ID",
+):
+    """A Run (never a whole archive: ``pick`` says how the command names one of its runs)."""
     loaded = load(path, module_prefix, function_prefix, run_ref)
     if not hasattr(loaded, "profiling_df"):
         loaded.close()
-        raise click.UsageError(f"{path} is an archive: pick one of its runs with --run ID (kernelscope runs {path})")
+        raise click.UsageError(f"{path} is an archive: {pick} (kernelscope runs {path} lists them)")
     return loaded

@@ -13,8 +13,16 @@ from pathlib import Path
 import click
 import pandas as pd
 
-FORMATS = ("table", "csv", "json", "parquet")
-SUFFIXES = {".csv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet", ".duckdb": "duckdb"}
+FORMATS = ("table", "csv", "json", "jsonl", "parquet")
+SUFFIXES = {
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".txt": "table",
+    ".duckdb": "duckdb",
+}
 
 
 @dataclass(frozen=True)
@@ -27,12 +35,20 @@ class Output:
 
     @property
     def format(self) -> str:
-        """The explicit ``--format``, else the one the file's extension names, else a table."""
+        """The explicit ``--format``, else the one the file's extension names (an unknown one is refused),
+        else a table."""
         if self.fmt:
             return self.fmt
-        if self.path is not None:
-            return SUFFIXES.get(self.path.suffix.lower(), "table")
-        return "table"
+        if self.path is None:
+            return "table"
+        if self.path.suffix.lower() not in SUFFIXES:
+            from kernelscope.analyzer.errors import KernelscopeError
+
+            known = ", ".join(suffix for suffix in SUFFIXES if suffix != ".duckdb")
+            raise KernelscopeError(
+                self.path, f"has an extension kernelscope does not write ({known}); or name the format with --format"
+            )
+        return SUFFIXES[self.path.suffix.lower()]
 
     @property
     def to_terminal(self) -> bool:
@@ -64,6 +80,7 @@ def output_options(command: Callable) -> Callable:
     @functools.wraps(command)
     def with_output(*args, output_format, output_path, output_force, **kwargs):
         output = Output(output_format, output_path, output_force)
+        output.format  # noqa: B018 (an unknown extension is refused before any work)
         output.check_destination()
         return command(*args, output=output, **kwargs)
 
@@ -76,14 +93,16 @@ def output_options(command: Callable) -> Callable:
         "output_path",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
-        help="Write to this file instead of stdout (format: --format, else the extension: .csv, .json, .parquet).",
+        help="Write to this file instead of stdout (format: --format, else the extension: "
+        ".csv, .json, .jsonl/.ndjson, .parquet, .txt).",
     )(with_output)
     return click.option(
         "--format",
         "output_format",
         type=click.Choice(FORMATS),
         default=None,
-        help="table (default on stdout), csv, json (one object per row) or parquet (needs -o).",
+        help="table (default on stdout), csv, json (one array of records), jsonl (one record per line) "
+        "or parquet (needs -o).",
     )(with_output)
 
 
@@ -108,11 +127,17 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
 
 
 def render(frame: pd.DataFrame, fmt: str) -> str:
-    if fmt == "csv":
-        return frame.to_csv(index=False)
+    if fmt == "csv":  # 15 significant digits: 754.82, not 754.8199999999997; 53, not 53.0
+        return frame.to_csv(index=False, float_format=_csv_number)
     if fmt == "json":
+        return frame.to_json(orient="records", double_precision=15) + "\n"
+    if fmt == "jsonl":
         return frame.to_json(orient="records", lines=True, double_precision=15)
     return frame.to_string(index=False) + "\n"
+
+
+def _csv_number(value: float) -> str:
+    return "0" if value == 0 else f"{value:.15g}"  # -0.0 too
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -159,22 +184,45 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     from rich.text import Text
 
     table = Table(header_style="bold")
+    cells = []
     for column in frame.columns:
-        numeric = pd.api.types.is_numeric_dtype(frame[column])
+        numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
         table.add_column(Text(printable(str(column))), justify="right" if numeric else "left", overflow="fold")
-    for row in frame.itertuples(index=False):
-        table.add_row(*(Text(printable(_cell(v))) for v in row))
+        cells.append(_format_column(str(column), frame[column]) if numeric else [_text(v) for v in frame[column]])
+    for row in zip(*cells, strict=True) if cells else ():
+        table.add_row(*(Text(printable(cell)) for cell in row))
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
         console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
     console.print(table)
 
 
-def _cell(value) -> str:
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+MEASURES = ("_us", "_pct", "_MB", "ratio")  # columns of times, shares, sizes and ratios: always with decimals
+
+
+def _format_column(name: str, values: pd.Series) -> list[str]:
+    """One number format per column: times, shares, sizes and ratios with three decimals; other columns whose
+    every value is whole (counts such as ``calls``, NaN where unknown) as integers; a value that rounds to
+    zero is 0, never -0.000."""
+    finite = [float(v) for v in values if not _missing(v) and math.isfinite(float(v))]
+    whole = all(v.is_integer() and abs(v) < 1e15 for v in finite)
+    digits = 3 if name.endswith(MEASURES) or not whole else 0
+    return [_number(v, digits) for v in values]
+
+
+def _number(value, digits: int) -> str:
+    if _missing(value):
         return "-"
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 1e15:
-            return f"{int(value):,}"
-        return f"{value:,.3f}"
-    return str(value)
+    value = float(value)
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    text = f"{value:,.{digits}f}"
+    return text.lstrip("-") if float(text.replace(",", "")) == 0 else text
+
+
+def _missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _text(value) -> str:
+    return "-" if _missing(value) else str(value)

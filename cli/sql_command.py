@@ -16,9 +16,10 @@ from .output import Output, emit, output_options, print_table
 
 SHELL_ROWS = 200
 SHELL_HELP = (
-    "End a statement with ';'. Dot commands: .tables, .schema NAME, .help, .quit (or Ctrl-D). "
+    "End a statement with ';'. Dot commands: .tables, .schema NAME, .help, .quit (or exit, quit, Ctrl-D). "
     "The tables are described in docs/sql.md."
 )
+QUIT_WORDS = ("exit", "quit")
 
 
 @click.command()
@@ -34,6 +35,8 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
     Without QUERY, an interactive prompt. With -o FILE.duckdb, the database is written to FILE.duckdb
     (open it with any DuckDB client), and QUERY, if given, is printed.
     """
+    from kernelscope.analyzer.errors import KernelscopeError
+
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
             save_database(loaded.con, output.path)
@@ -42,7 +45,9 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
                 emit(run_query(loaded.con, query))
             return
         if query is None:
-            shell(loaded.con, run)
+            failed = shell(loaded.con, run)
+            if failed and not sys.stdin.isatty():  # a script fed to the prompt fails as a whole
+                raise KernelscopeError(None, f"{failed} statement{'s' if failed > 1 else ''} of the input failed")
             return
         emit(run_query(loaded.con, query), output)
 
@@ -78,49 +83,115 @@ def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     replace_atomically(path, write)
 
 
-def shell(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """Read statements (ending in ';') and dot commands until .quit or end of input; print each result.
-    A failing statement prints its error and the prompt goes on."""
+def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
+    """Read statements (ending in ';') and dot commands until .quit, exit, quit or end of input; print the
+    result of every statement, several on a line included. A failing statement prints its error and the
+    prompt goes on; returns how many failed. At a terminal each statement is one history entry, kept in
+    the user's state directory from one use of the prompt to the next."""
     interactive = sys.stdin.isatty()
+    history = _History.open() if interactive else None
     if interactive:
-        try:
-            import readline  # noqa: F401 (line editing and history for input())
-        except ImportError:
-            pass
         click.echo(f"kernelscope sql: {name}\n{SHELL_HELP}")
     buffer: list[str] = []
-    while True:
-        try:
-            line = input(("...> " if buffer else "ks> ") if interactive else "")
-        except EOFError:
-            break
-        except KeyboardInterrupt:
-            buffer = []
-            click.echo()
-            continue
-        stripped = line.strip()
-        if not buffer and stripped.startswith("."):
-            if not _dot_command(con, stripped):
-                return
-            continue
-        if stripped:
-            buffer.append(line)
-        if stripped.endswith(";"):
-            _shell_statement(con, "\n".join(buffer))
-            buffer = []
-    if buffer:
-        _shell_statement(con, "\n".join(buffer))
-
-
-def _shell_statement(con: duckdb.DuckDBPyConnection, statement: str) -> None:
+    failed = 0
     try:
-        frame = con.execute(statement).df()
+        while True:
+            try:
+                line = input(("...> " if buffer else "ks> ") if interactive else "")
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                buffer = []
+                click.echo()
+                continue
+            stripped = line.strip()
+            if not buffer and stripped.rstrip(";").strip().lower() in QUIT_WORDS:
+                return failed
+            if not buffer and stripped.startswith("."):
+                if not _dot_command(con, stripped):
+                    return failed
+                continue
+            if stripped:
+                buffer.append(line)
+            if stripped.endswith(";"):
+                failed += _shell_statements(con, "\n".join(buffer))
+                if history is not None:
+                    history.merge(len(buffer))
+                buffer = []
+        if buffer:
+            failed += _shell_statements(con, "\n".join(buffer))
+        return failed
+    finally:
+        if history is not None:
+            history.save()
+
+
+class _History:
+    """readline's history, one entry per statement (not per line), kept in a file under the user's state
+    directory ($XDG_STATE_HOME/kernelscope, else ~/.local/state/kernelscope)."""
+
+    LENGTH = 1000
+
+    def __init__(self, readline, path: Path):
+        self.readline, self.path = readline, path
+
+    @classmethod
+    def open(cls) -> _History | None:
+        try:
+            import readline  # line editing and history for input()
+        except ImportError:
+            return None
+        state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "kernelscope"
+        history = cls(readline, state / "sql_history")
+        readline.set_history_length(cls.LENGTH)
+        try:
+            readline.read_history_file(history.path)
+        except OSError:  # none yet, or unreadable: start empty
+            pass
+        return history
+
+    def merge(self, lines: int) -> None:
+        """Replace the last ``lines`` entries (the lines of one statement, as input() added them) by one."""
+        readline = self.readline
+        end = readline.get_current_history_length()
+        if lines < 2 or end < lines:
+            return
+        parts = [readline.get_history_item(end - offset) for offset in range(lines - 1, -1, -1)]
+        if any(part is None or "--" in part for part in parts):  # a line comment would swallow what follows it
+            return
+        for position in range(end - 1, end - lines - 1, -1):
+            readline.remove_history_item(position)
+        readline.add_history(" ".join(part.strip() for part in parts))
+
+    def save(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.readline.write_history_file(self.path)
+        except OSError:  # a read-only home: the prompt works without keeping its history
+            pass
+
+
+def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
+    """Run every statement of ``text`` and print each result; returns how many failed."""
+    try:
+        statements = con.extract_statements(text)
     except duckdb.Error as exc:
         click.echo(f"error: {_first_line(exc)}", err=True)
-        return
-    print_table(frame.head(SHELL_ROWS))
-    if len(frame) > SHELL_ROWS:
-        click.echo(f"({len(frame) - SHELL_ROWS} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
+        return 1
+    failed = 0
+    for statement in statements:
+        try:
+            frame = con.execute(statement).df()
+        except duckdb.Error as exc:
+            click.echo(f"error: {_first_line(exc)}", err=True)
+            failed += 1
+            continue
+        print_table(frame.head(SHELL_ROWS))
+        if len(frame) > SHELL_ROWS:
+            click.echo(
+                f"({len(frame) - SHELL_ROWS} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)"
+            )
+    return failed
 
 
 def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
@@ -134,7 +205,7 @@ def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
         ).fetchall()
         click.echo("  ".join(name for (name,) in names))
     elif word == ".schema" and argument.strip():
-        _shell_statement(con, f"DESCRIBE {argument.strip()}")
+        _shell_statements(con, f"DESCRIBE {argument.strip()}")
     else:
         click.echo(SHELL_HELP)
     return True

@@ -24,8 +24,10 @@ from torch.profiler import ProfilerActivity, profile
 
 from .compiled import record_keeping_compiled_code
 from .instrument import CALLS, instrumented
+from .kineto_notices import quiet_start_and_stop
 from .retention import CappedSampleBook
 from .run_writer import base_manifest, check_destination, checked_tags, run_destination, write_run
+from .sample_form import check_samples
 from .samples import Sample, SampleBook
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
@@ -89,8 +91,9 @@ class ModuleFunctionKernelProfiler:
     ) -> tuple[pd.DataFrame, dict[str, list[tuple[int, Sample]]]]:
         """Warm up, record one pass over ``data`` and return ``(profiling_df, function_data)``.
 
-        The run directory goes to ``out`` (kept) or to a temporary directory removed when this profiler
-        is released or profiles again.
+        ``data`` is a sequence of ``(args, kwargs)`` pairs, one per call (anything else is a BadSamplesError,
+        a ValueError). The run directory goes to ``out`` (kept; missing folders above it are created) or to a
+        temporary directory removed when this profiler is released or profiles again.
         """
         if module is None and isinstance(fn, nn.Module):
             module = fn
@@ -99,6 +102,8 @@ class ModuleFunctionKernelProfiler:
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
         tags = checked_tags(tags)
+        if data is not None:
+            check_samples(data)
         if out is not None:
             out = run_destination(Path(out))  # in a job of several ranks: out/rank-<rank>
             check_destination(out, overwrite)
@@ -136,7 +141,8 @@ class ModuleFunctionKernelProfiler:
         book = self.book
 
         def recorded_pass():
-            with quiet_cycle_warning(), profile(activities=activities, **profiler_options()) as prof:
+            recording = profile(activities=activities, **profiler_options())
+            with quiet_cycle_warning(), quiet_start_and_stop(recording) as prof:
                 _run_pass(fn, data)
                 if device == "cuda":
                     torch.cuda.synchronize()

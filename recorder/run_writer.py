@@ -21,7 +21,7 @@ import orjson
 import torch
 from kernelscope.analyzer.atomic import make_temp_dir
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
-from kernelscope.analyzer.ranks import RANK_DIR, is_rank_directory_name
+from kernelscope.analyzer.ranks import RANK_DIR
 from kernelscope.analyzer.rundir import (
     COMPILED_REGION_CALL,
     FORMAT_VERSION,
@@ -59,21 +59,52 @@ def run_destination(out: Path) -> Path:
 
 
 def check_destination(out: Path, overwrite: bool) -> None:
-    """Fail before any work when the run would replace something or has nowhere to go."""
+    """Fail before any work when the run would replace something or has nowhere to go. Missing folders above
+    ``out`` are fine: write_run creates them."""
     if out.exists() and not overwrite:
         raise RunExistsError(
             out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
         )
-    job = out.parent
-    if job.exists() and not job.is_dir():
-        raise KernelscopeError(job, "is not a directory to write the run into")
-    if not job.is_dir() and not (is_rank_directory_name(out.name) and job.parent.is_dir()):
-        raise KernelscopeError(job, "is not an existing directory to write the run into")
-    writable = job if job.is_dir() else job.parent
+    existing = _nearest_existing(out.parent)
+    if not existing.is_dir():
+        raise KernelscopeError(existing, "is not a directory to write the run into")
     try:  # a real probe: os.access says yes to root even on a read-only file system
-        os.rmdir(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".probe", dir=writable))
+        os.rmdir(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".probe", dir=existing))
     except OSError as exc:
-        raise KernelscopeError(writable, f"is not writable ({exc.strerror or exc})") from None
+        raise KernelscopeError(existing, f"is not writable ({exc.strerror or exc})") from None
+
+
+def _nearest_existing(folder: Path) -> Path:
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def _make_parents(out: Path) -> list[Path]:
+    """Create the missing folders above ``out``, outermost first; returns those this call created (another
+    rank of the job may create the job directory at the same time)."""
+    missing = []
+    folder = out.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    created = []
+    for folder in reversed(missing):
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        created.append(folder)
+    return created
+
+
+def _remove_made(created: list[Path]) -> None:
+    """Remove the folders a failed write created, innermost first, where nothing else has been put in them."""
+    for folder in reversed(created):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
 
 
 def write_run(
@@ -87,8 +118,12 @@ def write_run(
 ) -> dict:
     """Export the trace, the sample store and the manifest into ``out``; return the manifest written."""
     check_destination(out, overwrite)
-    out.parent.mkdir(exist_ok=True)  # a rank's run: the job directory the ranks share
-    staging = Path(make_temp_dir(out.parent, f".{out.name}.", ".partial"))  # the umask's mode, not mkdtemp's 0700
+    created = _make_parents(out)  # what the user named: a rank's run, the job directory the ranks share
+    try:
+        staging = Path(make_temp_dir(out.parent, f".{out.name}.", ".partial"))  # the umask's mode, not mkdtemp's 0700
+    except BaseException:
+        _remove_made(created)
+        raise
     try:
         raw = staging / "trace.json"
         prof.export_chrome_trace(str(raw))
@@ -107,6 +142,7 @@ def write_run(
         _move_into_place(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        _remove_made(created)
         raise
     return manifest
 

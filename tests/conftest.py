@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -25,6 +26,25 @@ def demo_run(tmp_path_factory):
     profiler = ModuleFunctionKernelProfiler()
     profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=1, out=out)
     return profiler, model, samples, profiling_df, function_data, out
+
+
+@pytest.fixture(scope="session")
+def demo_command(tmp_path_factory):
+    """``kernelscope demo --out demo-run`` run once (the README's first command, on the CPU here): the folder it
+    ran in and what it printed, shared by the tests of the command and of the README."""
+    pytest.importorskip("torch")
+    from click.testing import CliRunner
+    from kernelscope.cli import main
+
+    folder = tmp_path_factory.mktemp("demo-command")
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        result = CliRunner().invoke(main, ["demo", "--out", "demo-run"], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 0, result.output
+    return folder, result.output
 
 
 @pytest.fixture(scope="session")

@@ -8,10 +8,12 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import SHARED_TRACES
+from conftest import REPO, SHARED_TRACES
+from kernelscope.analyzer import load_run
 from kernelscope.cli import main
 
 MISC = next(p for p in SHARED_TRACES if p.name == "misc.json.gz")
+DEMO = REPO / "sample_traces" / "demo"
 
 
 def invoke(*args):
@@ -19,13 +21,11 @@ def invoke(*args):
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory):
-    pytest.importorskip("torch")
-    out = tmp_path_factory.mktemp("cli") / "demo-run"
-    result = invoke("demo", "--device", "cpu", "--out", out)
-    assert result.exit_code == 0, result.output
-    assert "multi_head_attention_forward" in result.output and f"run directory: {out}" in result.output
-    return out
+def demo_dir(demo_command):
+    folder, output = demo_command
+    assert "multi_head_attention_forward" in output and "run directory: demo-run" in output
+    assert "kernelscope demo (" in output and "): time by call" in output, "titled as analyze titles it"
+    return folder / "demo-run"
 
 
 def test_demo_writes_a_run_that_analyze_reads(demo_dir):
@@ -38,8 +38,26 @@ def test_demo_writes_a_run_that_analyze_reads(demo_dir):
 def test_analyze_kernels_json_to_file(demo_dir, tmp_path):
     target = tmp_path / "kernels.json"
     assert invoke("analyze", demo_dir, "--kernels", "-o", target).exit_code == 0
-    rows = [json.loads(line) for line in target.read_text().splitlines()]
-    assert rows and {"module_name", "function_name", "op", "kernel", "kernel_us"} <= rows[0].keys()
+    rows = json.loads(target.read_text())  # one JSON document, every row: a file is never cut by --top-k
+    assert isinstance(rows, list) and {"module_name", "function_name", "op", "kernel", "kernel_us"} <= rows[0].keys()
+    with load_run(demo_dir) as run:
+        assert len(rows) == len(run.profiling_df())
+    for suffix in (".jsonl", ".ndjson"):
+        lines = tmp_path / f"kernels{suffix}"
+        assert invoke("analyze", demo_dir, "--kernels", "-o", lines).exit_code == 0
+        assert [json.loads(line) for line in lines.read_text().splitlines()] == rows
+
+
+def test_an_unknown_extension_is_refused_in_one_line_before_any_work(tmp_path):
+    target = tmp_path / "summary.xlsx"
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "not-loaded"), "-o", str(target)])
+    assert result.exit_code == 2 and not target.exists()
+    assert result.output.strip().splitlines() == [
+        f"kernelscope: error: {target}: has an extension kernelscope does not write "
+        "(.csv, .json, .jsonl, .ndjson, .parquet, .txt); or name the format with --format"
+    ]
+    named = CliRunner().invoke(main, ["analyze", str(MISC), "-o", str(target), "--format", "csv"])
+    assert named.exit_code == 0 and target.read_text().startswith("function_name,calls,")
 
 
 def test_sql_over_the_documented_tables(demo_dir):
@@ -134,8 +152,6 @@ def test_bad_sql_is_one_line(demo_dir):
 
 
 def test_every_command_is_in_the_readme():
-    from conftest import REPO
-
     readme = (REPO / "README.md").read_text()
     for name in main.commands:
         assert f"`kernelscope {name} " in readme, f"kernelscope {name} is missing from the README's command table"
@@ -147,15 +163,13 @@ def test_a_plain_trace_is_summarized_by_the_operators_its_calls_are_named_after(
     lines = result.output.strip().splitlines()
     assert lines[0].split(",")[:2] == ["function_name", "calls"]
     assert [line.split(",")[:2] for line in lines[1:]][:3] == [
-        ["aten::copy_", "3.0"],
-        ["aten::nonzero", "1.0"],
-        ["aten::linear", "2.0"],
+        ["aten::copy_", "3"],
+        ["aten::nonzero", "1"],
+        ["aten::linear", "2"],
     ]
 
 
 def test_time_by_module_adds_up_to_the_whole_run():
-    from kernelscope.analyzer import load_run
-
     run_dir = MISC.parent.parent / "gpt2"
     with load_run(run_dir) as run:
         by_module = run.time_by("module_name", top_k=10_000)
@@ -181,3 +195,183 @@ def test_an_os_error_while_working_is_one_line(monkeypatch):
     result = CliRunner().invoke(main, ["analyze", str(MISC)])
     assert result.exit_code == 2
     assert result.output.strip() == "kernelscope: error: /scratch/run: No space left on device"
+
+
+def _csv_rows(result) -> list[list[str]]:
+    import csv
+    import io
+
+    assert result.exit_code == 0, result.output
+    return list(csv.reader(io.StringIO(result.output)))[1:]
+
+
+def test_top_k_0_means_all_and_a_file_gets_every_row_unless_cut():
+    with load_run(DEMO) as run:
+        functions, kernels = len(run.describe(None)), len(run.profiling_df())
+        operators = len(run.time_by("op", None))
+    assert functions > 10 and kernels > 10
+    assert len(_csv_rows(invoke("analyze", DEMO, "--top-k", "0", "--format", "csv"))) == functions
+    assert len(_csv_rows(invoke("analyze", DEMO, "--format", "csv"))) == functions, "csv is not cut by default"
+    assert len(_csv_rows(invoke("analyze", DEMO, "--top-k", "3", "--format", "csv"))) == 3
+    assert len(_csv_rows(invoke("analyze", DEMO, "--by", "op", "--top-k", "0", "--format", "csv"))) == operators
+    assert len(_csv_rows(invoke("analyze", DEMO, "--kernels", "--format", "csv"))) == kernels
+    table = invoke("analyze", DEMO, "--top-k", "0")
+    assert "time by op" not in table.output and "shown" not in table.output
+    assert table.output.count("│ linear ") == 1 and table.output.count("│ torch.cat ") == 1
+
+
+def test_kernels_honour_top_k_the_longest_first_with_a_footer_of_what_is_left_out():
+    with load_run(DEMO) as run:
+        longest = run.profiling_df().sort_values("kernel_us", ascending=False)["kernel_us"].head(4).tolist()
+        total = len(run.profiling_df())
+    rows = _csv_rows(invoke("analyze", DEMO, "--kernels", "--top-k", "4", "--format", "csv"))
+    assert [float(row[4]) for row in rows] == pytest.approx(longest)
+    table = invoke("analyze", DEMO, "--kernels")
+    assert table.exit_code == 0 and "kernels, the longest first" in table.output
+    assert f"10 of {total} device rows shown; --top-k 0 shows all." in table.output
+    assert table.output.count("│ kernel ") == 10, "ten rows in a table by default"
+
+
+def test_tables_show_short_kernel_names_and_files_the_full_ones():
+    vit = REPO / "sample_traces" / "vit_b16"
+    with load_run(vit) as run:
+        (gelu,) = run.sql("SELECT DISTINCT kernel FROM kernels WHERE kernel LIKE '%GeluCUDAKernelImpl%'")["kernel"]
+    assert gelu.startswith("void at::native::vectorized_elementwise_kernel<") and len(gelu) > 400
+    csv = invoke("analyze", vit, "--by", "kernel", "--top-k", "0", "--format", "csv")
+    assert csv.exit_code == 0 and f'"{gelu}"' in csv.output, "csv keeps the kernel's full name"
+    table = invoke("analyze", vit, "--by", "kernel", "--top-k", "0")
+    assert "│ vectorized_elementwise_kernel<GeluCUDAKernelImpl> " in table.output and "GeluType" not in table.output
+    full = invoke("analyze", vit, "--by", "kernel", "--top-k", "0", "--full-names")
+    assert "GeluType" in full.output
+    kernels = invoke("analyze", vit, "--kernels", "--top-k", "0")
+    assert "GeluType" not in kernels.output and "GeluCUDAKernel" in kernels.output  # the short name, folded to fit
+
+
+def test_numbers_print_with_one_format_per_column_and_never_minus_zero():
+    table = invoke("diff", MISC, REPO / "sample_traces" / "plain_kineto" / "threads.json.gz", "--top-k", "0")
+    body = [line.split("│") for line in table.output.splitlines() if line.startswith("│")]
+    assert body and "-0.000" not in table.output
+    for column in (3, 4, 5, 8, 9):  # times and shares: three decimals in every row, 100 and 0 included
+        assert all(row[column].strip().endswith((".000", "inf", "-")) or row[column].strip()[-4] == "." for row in body)
+    assert any(row[9].strip() == "100.000" for row in body) and any(row[9].strip() == "0.000" for row in body)
+    csv = invoke("sql", DEMO, "SELECT function_name, calls, time_spent_us, -0.0 AS z FROM summary", "--format", "csv")
+    lines = csv.output.strip().splitlines()
+    linear = next(line for line in lines if line.startswith("linear,"))
+    assert linear.split(",")[1] == "14", "a whole number is written as one: 14, not 14.0"
+    assert all(len(line.split(",")[2].split(".")[-1]) <= 15 for line in lines[1:]), "15 significant digits at most"
+    assert {line.split(",")[3] for line in lines[1:]} == {"0"}, "-0.0 is written 0"
+
+
+def test_record_finds_a_factory_next_to_the_user_and_what_it_imports_later(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    (tmp_path / "helpers.py").write_text("WIDTH = 4\n")
+    (tmp_path / "factory.py").write_text(
+        "import torch\nfrom torch import nn\n"
+        "def small():\n    import helpers  # imported when called, as a factory may\n"
+        "    return nn.Linear(helpers.WIDTH, 2), [((torch.randn(3, helpers.WIDTH),), {})]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = invoke("record", "factory:small", "--out", tmp_path / "runs" / "deep" / "small", "--warmup", "0")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "runs" / "deep" / "small" / "manifest.json").is_file(), "missing parents are created"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    by_path = invoke("record", tmp_path / "factory.py:small", "--out", elsewhere / "run", "--warmup", "0")
+    assert by_path.exit_code == 0, by_path.output
+    assert "kernelscope record" in by_path.output and "time by call" in by_path.output
+
+
+@pytest.mark.parametrize(
+    "target, factory, message",
+    [
+        ("nosuchmod:f", None, "nosuchmod:f: no module named 'nosuchmod' here"),
+        ("bad_small:small", "def small():\n    return 3\n", "bad_small:small: returned a int, not (module, samples)"),
+        ("bad_none:nothing", "X = 1\n", "bad_none:nothing: bad_none has no attribute 'nothing'"),
+        ("bad_x:X", "X = 1\n", "bad_x:X: bad_x.X is a int, not a factory to call"),
+        ("no-colon", None, "no-colon: is not a target: expected 'pkg.module:factory'"),
+    ],
+)
+def test_record_errors_are_one_line_and_exit_2(target, factory, message, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    if factory is not None:
+        (tmp_path / f"{target.partition(':')[0]}.py").write_text(factory)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["record", target, "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"kernelscope: error: {message}") and len(result.stderr.splitlines()) == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_mistyped_module_prints_no_traceback(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelscope.cli", "record", "nosuchmod:f"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.startswith("kernelscope: error: nosuchmod:f: no module named") and done.stderr.count("\n") == 1
+
+
+def test_click_usage_errors_say_kernelscope_error_and_exit_2():
+    for args in (["analyze"], ["analyze", str(MISC), "--top-k", "-1"], ["analyze", str(MISC), "--nope"], ["nope"]):
+        result = CliRunner().invoke(main, args)
+        lines = result.output.strip().splitlines()
+        assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("kernelscope: error: "), args
+
+
+def test_ctrl_c_exits_130(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    (tmp_path / "interrupted.py").write_text(
+        "import torch\nfrom torch import nn\n"
+        "class Stop(nn.Module):\n    def forward(self, x):\n        raise KeyboardInterrupt\n"
+        "def model():\n    return Stop(), [((torch.randn(2),), {})]\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["record", "interrupted:model", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 130 and "kernelscope: interrupted" in result.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_one_rank_gets_its_own_title_and_footer_and_conflicting_options_are_refused(tmp_path):
+    from conftest import make_job
+
+    job = make_job(tmp_path / "job", {0: REPO / "sample_traces" / "mlp", 1: DEMO})
+    one = invoke("analyze", job, "--rank", "1")
+    assert f"{job} --rank 1: time by call" in one.output
+    with load_run(DEMO) as demo:
+        rows, total = len(demo.profiling_df()), demo.profiling_df()["kernel_us"].sum()
+    assert f"rank 1: {rows} device rows, {total:,.1f} µs in all" in one.output
+    by_op = _csv_rows(invoke("analyze", job, "--rank", "0", "--by", "op", "--top-k", "0", "--format", "csv"))
+    assert sum(int(row[1]) for row in by_op) == 6, "--by follows --rank: the 6 rows of mlp"
+    for extra, option in ((["--rank", "0"], "--rank"), (["--by", "op"], "--by"), (["--kernels"], "--kernels")):
+        refused = CliRunner().invoke(main, ["analyze", str(job), "--by-rank", *extra])
+        assert refused.exit_code == 2 and f"--by-rank is a summary of calls per rank; with {option}" in refused.output
+    both = CliRunner().invoke(main, ["analyze", str(job), "--kernels", "--by", "op"])
+    assert both.exit_code == 2 and "give one of the two" in both.output
+
+
+def test_an_archived_run_is_titled_by_its_id_and_diff_of_an_archive_says_how(tmp_path):
+    from kernelscope.analyzer import archive_runs
+    from kernelscope.analyzer.archive import Archive
+
+    archive = tmp_path / "archive"
+    archive_runs([DEMO], archive)
+    run_id = Archive(archive).resolve("demo")
+    titled = invoke("analyze", archive, "--run", "demo", "--top-k", "2")
+    assert f"{archive} --run {run_id}: time by call" in titled.output
+    refused = CliRunner().invoke(main, ["diff", str(archive), str(DEMO)])
+    assert refused.exit_code == 2 and "kernelscope diff --archive ARCHIVE ID_A ID_B" in refused.output
+    assert "--run ID" not in refused.output
+
+
+def test_the_default_run_directory_is_ignored_by_git():
+    import fnmatch
+
+    from kernelscope.cli import _default_run_dir
+
+    patterns = (REPO / ".gitignore").read_text().split()
+    name = _default_run_dir("demo").name
+    assert any(fnmatch.fnmatch(name + "/", pattern.strip("/") + "/") for pattern in patterns if "*" in pattern)

@@ -3,6 +3,7 @@
 import gzip
 import json
 import shutil
+import warnings
 
 import pandas as pd
 import pytest
@@ -94,3 +95,81 @@ def test_cli_diff_and_its_gate(slower):
     assert "function linear +200.0%" in failed.output
     passed = runner.invoke(main, ["diff", str(DEMO), str(slower), "--fail-above", "250"])
     assert passed.exit_code == 0
+
+
+def _with_durations(source, target, scale: dict[str, float]):
+    """A copy of run ``source`` whose kernels of each function in ``scale`` last that many times as long."""
+    shutil.copytree(source, target)
+    with load_run(source) as run:
+        owners = dict(run.sql("SELECT event_id, function_name FROM kernels WHERE function_name IS NOT NULL").values)
+    trace = json.loads(gzip.decompress((target / "trace.json.gz").read_bytes()))
+    for event_id, event in enumerate(trace["traceEvents"]):
+        if owners.get(event_id) in scale:
+            event["dur"] = event["dur"] * scale[owners[event_id]]
+    (target / "trace.json.gz").write_bytes(gzip.compress(json.dumps(trace).encode()))
+    return target
+
+
+def test_a_speed_up_passes_the_gate(slower):
+    runner = CliRunner()
+    faster = runner.invoke(main, ["diff", str(slower), str(DEMO), "--fail-above", "0"])
+    assert faster.exit_code == 0, faster.output
+    frame = diff(slower, DEMO)
+    linear = frame[(frame["level"] == "function") & (frame["name"] == "linear")].iloc[0]
+    assert linear["delta_pct"] == pytest.approx(-200 / 3), "linear got faster by two thirds: gated on growth only"
+
+
+def test_the_gate_reads_the_rows_that_level_and_top_k_hide(tmp_path):
+    """relu, a small function, grows by half: still a regression when the table shows kernels only, or the top
+    function only (linear, whose time does not change)."""
+    relu_slower = _with_durations(DEMO, tmp_path / "relu", {"relu": 1.5})
+    frame = diff(DEMO, relu_slower)
+    functions = frame[frame["level"] == "function"]
+    assert functions.iloc[0]["name"] == "relu" and functions["delta_us"].abs().iloc[1] == 0
+    for shown in (["--level", "kernel"], ["--level", "module", "--top-k", "1"], ["--top-k", "1"]):
+        gated = CliRunner().invoke(main, ["diff", str(DEMO), str(relu_slower), "--fail-above", "20", *shown])
+        assert gated.exit_code == 1 and "function relu +50.0%" in gated.output, shown
+    assert CliRunner().invoke(main, ["diff", str(DEMO), str(relu_slower), "--fail-above", "60"]).exit_code == 0
+
+
+def test_a_function_of_no_time_in_either_run_is_no_regression(tmp_path):
+    """relu's kernels take 0 µs in both runs: its delta_pct is NULL (0 / 0), which is no growth at all."""
+    idle = _with_durations(DEMO, tmp_path / "idle", {"relu": 0})
+    frame = diff(idle, idle)
+    relu = frame[(frame["level"] == "function") & (frame["name"] == "relu")].iloc[0]
+    assert relu["time_a_us"] == relu["time_b_us"] == 0 and pd.isna(relu["delta_pct"]) and pd.isna(relu["ratio"])
+    assert regressions(frame, 0.0).empty
+    assert CliRunner().invoke(main, ["diff", str(idle), str(idle), "--fail-above", "0"]).exit_code == 0
+
+
+def test_top_k_0_shows_every_row_and_a_file_gets_them_all():
+    frame = diff(DEMO, REPO / "sample_traces" / "mlp")
+    runner = CliRunner()
+    for extra in (["--top-k", "0"], []):
+        csv = runner.invoke(main, ["diff", str(DEMO), str(REPO / "sample_traces" / "mlp"), "--format", "csv", *extra])
+        assert csv.exit_code == 0 and len(csv.output.strip().splitlines()) == len(frame) + 1, extra
+    table = runner.invoke(main, ["diff", str(DEMO), str(REPO / "sample_traces" / "mlp")])
+    counts = frame["level"].value_counts()
+    assert f"10 of {counts['function']} function, 10 of {counts['module']} module" in table.output
+
+
+def test_runs_of_other_devices_or_dtypes_are_compared_with_a_warning(demo_run):
+    *_, cpu_run = demo_run
+    with pytest.warns(UserWarning) as caught:
+        diff(DEMO, cpu_run)
+    messages = [str(w.message) for w in caught]
+    assert any("A ran on cuda, B on cpu" in m for m in messages), messages
+    assert any("A's inputs are float16, B's float32" in m for m in messages), messages
+    result = CliRunner().invoke(main, ["diff", str(DEMO), str(cpu_run), "--level", "function"])
+    assert result.exit_code == 0
+    assert "kernelscope: warning: A ran on cuda, B on cpu; their times may not compare" in result.output
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        diff(DEMO, DEMO)  # the same run: nothing to warn about
+
+
+def test_kernel_rows_of_a_table_have_short_names():
+    table = CliRunner().invoke(main, ["diff", str(DEMO), str(DEMO), "--level", "kernel", "--top-k", "0"])
+    csv = CliRunner().invoke(main, ["diff", str(DEMO), str(DEMO), "--level", "kernel", "--format", "csv"])
+    assert "vectorized_layer_norm_kernel " in table.output and "c10::Half" not in table.output
+    assert "c10::Half" in csv.output

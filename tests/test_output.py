@@ -25,7 +25,7 @@ def expected():
         return run.sql(QUERY)
 
 
-@pytest.mark.parametrize("name", ["k.csv", "k.json", "k.parquet"])
+@pytest.mark.parametrize("name", ["k.csv", "k.json", "k.jsonl", "k.ndjson", "k.parquet"])
 def test_the_extension_picks_the_format_and_every_format_round_trips(name, tmp_path, expected):
     target = tmp_path / name
     result = invoke("sql", RUN, QUERY, "-o", target)
@@ -34,6 +34,8 @@ def test_the_extension_picks_the_format_and_every_format_round_trips(name, tmp_p
     if name.endswith(".csv"):
         back = pd.read_csv(target)
     elif name.endswith(".json"):
+        back = pd.DataFrame(json.loads(target.read_text()))  # one document: json.load reads it
+    elif name.endswith(("l", ".ndjson")):
         back = pd.DataFrame([json.loads(line) for line in target.read_text().splitlines()])
     else:
         back = duckdb.connect().execute(f"SELECT * FROM read_parquet('{target}')").df()
@@ -66,7 +68,9 @@ def test_parquet_needs_a_file():
 def test_csv_and_json_to_stdout(expected):
     csv = invoke("sql", RUN, QUERY, "--format", "csv")
     assert csv.exit_code == 0 and len(csv.output.strip().splitlines()) == len(expected) + 1
-    lines = invoke("sql", RUN, QUERY, "--format", "json").output.strip().splitlines()
+    document = json.loads(invoke("sql", RUN, QUERY, "--format", "json").output)
+    assert [row["kernel"] for row in document] == expected["kernel"].tolist()
+    lines = invoke("sql", RUN, QUERY, "--format", "jsonl").output.strip().splitlines()
     assert [json.loads(line)["kernel"] for line in lines] == expected["kernel"].tolist()
 
 

@@ -224,11 +224,11 @@ def test_a_trace_that_names_no_call_is_summarized_by_operator_whole_and_by_rank(
 
 def test_the_rows_of_a_cpu_trace_are_counted_as_cpu_operators(tmp_path):
     path = _misc_without(tmp_path, lambda e: e.get("cat") in ("cpu_op", "user_annotation", None), "cpu_only.json")
-    by_op = CliRunner().invoke(main, ["analyze", str(path), "--by", "op", "--by-rank", "--format", "csv"])
+    by_op = CliRunner().invoke(main, ["analyze", str(path), "--by", "op", "--format", "csv"])
     assert by_op.exit_code == 0, by_op.output
-    assert by_op.output.splitlines()[0] == "rank,op,cpu_operators,time_spent_us,time_spent_pct"
-    device = CliRunner().invoke(main, ["analyze", str(MISC), "--by", "op", "--by-rank", "--format", "csv"])
-    assert device.output.splitlines()[0] == "rank,op,kernels,time_spent_us,time_spent_pct"
+    assert by_op.output.splitlines()[0] == "op,cpu_operators,time_spent_us,time_spent_pct"
+    device = CliRunner().invoke(main, ["analyze", str(MISC), "--by", "op", "--format", "csv"])
+    assert device.output.splitlines()[0] == "op,kernels,time_spent_us,time_spent_pct"
 
 
 @pytest.mark.parametrize("fmt", ["csv", "table"])

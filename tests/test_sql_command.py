@@ -1,6 +1,15 @@
-"""kernelscope sql: the interactive prompt (no query) and the database kept with -o FILE.duckdb."""
+"""kernelscope sql: the interactive prompt (no query), driven through stdin and through a terminal, and the
+database kept with -o FILE.duckdb."""
+
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
 
 import duckdb
+import pytest
 from click.testing import CliRunner
 from conftest import REPO
 from kernelscope.analyzer import load_run
@@ -13,16 +22,87 @@ def test_the_prompt_runs_statements_until_quit():
     script = "SELECT count(*) AS n\n  FROM kernels;\nSELECT nope;\n.tables\nSELECT 41 + 1 AS answer;\n.quit\n"
     script += "SELECT 7;\n"
     result = CliRunner().invoke(main, ["sql", str(RUN)], input=script)
-    assert result.exit_code == 0, result.output
     assert "│ 6 │" in result.output, "a statement over two lines"
     assert "error: Binder Error" in result.output, "a failing statement prints its error and the prompt goes on"
     assert "events  kernels  module_calls  module_tree  sample_costs  sample_totals  samples  summary" in result.output
     assert "42" in result.output and "│ 7 │" not in result.output, ".quit stops reading"
+    assert result.exit_code == 2, "piped input with a failing statement fails as a whole"
+    assert result.output.strip().endswith("kernelscope: error: 1 statement of the input failed")
 
 
 def test_end_of_input_runs_the_last_statement_without_semicolon():
     result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT 5 * 5 AS x")
     assert result.exit_code == 0 and "25" in result.output
+
+
+@pytest.mark.parametrize("word", ["exit", "quit", "QUIT;", "  exit ;"])
+def test_exit_and_quit_end_the_prompt(word):
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input=f"SELECT 1 AS one;\n{word}\nSELECT 7 AS seven;\n")
+    assert result.exit_code == 0 and "one" in result.output and "seven" not in result.output
+
+
+def test_several_statements_on_a_line_show_every_result():
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT 11 AS a; SELECT 22 AS b;SELECT 33 AS c;\n")
+    assert result.exit_code == 0
+    assert [word in result.output for word in ("11", "22", "33")] == [True, True, True]
+
+
+def test_a_failing_statement_of_a_line_leaves_the_others_and_the_exit_status_says_so():
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT 11 AS a; SELECT nope; SELECT 33 AS c;\n")
+    assert "11" in result.output and "33" in result.output and "Binder Error" in result.output
+    assert result.exit_code == 2
+
+
+def _read_until(fd: int, marker: bytes, seen: bytearray, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise AssertionError(f"no {marker!r} from the prompt; it printed: {bytes(seen)!r}")
+        try:
+            seen += os.read(fd, 65536)
+        except OSError:  # the child closed the terminal
+            raise AssertionError(f"the prompt ended before {marker!r}; it printed: {bytes(seen)!r}") from None
+
+
+def _at_a_terminal(state: str, keys: list[bytes]) -> str:
+    """Run the prompt on a pseudo-terminal, type each of ``keys`` after the prompt shows, return what it printed."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the prompt on a terminal, history under a state directory of its own
+        env = {**os.environ, "XDG_STATE_HOME": state, "TERM": "xterm", "COLUMNS": "100"}
+        os.execve(sys.executable, [sys.executable, "-m", "kernelscope.cli", "sql", str(RUN)], env)
+    seen, transcript = bytearray(), bytearray()
+    try:
+        for key in keys:
+            _read_until(fd, b"> ", seen)
+            transcript += seen
+            seen.clear()
+            os.write(fd, key)
+        try:
+            while chunk := os.read(fd, 65536):
+                seen += chunk
+        except OSError:  # the child ended and closed the terminal
+            pass
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, bytes(transcript + seen)
+    finally:
+        os.close(fd)
+    return (transcript + seen).decode(errors="replace")
+
+
+def test_the_history_holds_each_statement_once_and_outlives_the_prompt(tmp_path):
+    pytest.importorskip("readline")
+    state = str(tmp_path / "state")
+    _at_a_terminal(state, [b"SELECT 6 * 7\r", b"  AS answer;\r", b"SELECT 1 AS one;\r", b"quit\r"])
+    history = (tmp_path / "state" / "kernelscope" / "sql_history").read_text().splitlines()
+    assert [line for line in history if not line.startswith("_HiStOrY_V2_")][-3:] == [
+        "SELECT 6 * 7 AS answer;",
+        "SELECT 1 AS one;",
+        "quit",
+    ], "one entry per statement, kept in the state directory"
+    # the next prompt recalls them: Ctrl-P twice goes back past "SELECT 1" to the two-line statement
+    again = _at_a_terminal(state, [b"\x10\x10\x10\r", b"exit\r"])
+    assert "answer" in again and "42" in again
 
 
 def test_o_duckdb_keeps_the_database(tmp_path):
@@ -39,3 +119,14 @@ def test_o_duckdb_keeps_the_database(tmp_path):
     assert refused.exit_code == 2 and "already exists" in refused.output
     replaced = CliRunner().invoke(main, ["sql", str(RUN), "-o", str(target), "--force", "SELECT 3 AS three"])
     assert replaced.exit_code == 0 and "three" in replaced.output
+
+
+def test_the_prompt_needs_no_terminal_to_read_a_script_from_a_pipe():
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelscope.cli", "sql", str(RUN)],
+        input="SELECT 2 + 2 AS four;\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "4" in done.stdout and done.stderr == ""

@@ -1,7 +1,7 @@
 -- compare.sql: what the comparison page shows of `diff` (diff.sql's rows, registered as relation diff_rows) per
 -- level: the total, then the functions, modules (innermost) and kernels: of each level the 60 that changed most
 -- (either way), the regressions (the largest growth) first; `change` says which way: worse (B took longer),
--- better, same. Needs kernel_short (kernel_short.sql).
+-- better, same. Needs kernel_short (kernel_names.sql).
 CREATE OR REPLACE TEMP VIEW ks_compare_rows AS
 SELECT level, name,
        CASE WHEN level = 'kernel' AND name IS NOT NULL THEN kernel_short(name)

@@ -1,6 +1,6 @@
 -- report.sql: what the HTML report shows of a run, as temporary views (the page computes nothing of its own).
 -- Reads `kernels`, `summary`, `sample_costs` and ks_report_tree (tree_shown.sql of the whole run with its calls and
--- kernels, created by views.py); needs kernel_short (kernel_short.sql). All ranks of a job together.
+-- kernels, created by views.py); needs kernel_short (kernel_names.sql). All ranks of a job together.
 
 -- The icicle: module -> call -> kernel, with the children under the report's threshold folded into one node.
 -- The chart sizes a node by its children's sum and its own value, so a node with children has value 0.

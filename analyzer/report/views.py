@@ -10,9 +10,10 @@ import duckdb
 import pandas as pd
 
 from ..diff import diff
+from ..kernel_names import define_kernel_short
 from ..run import Run
 from ..sql import run_sql_file
-from ..tree import define_kernel_short, shown_tree_query
+from ..tree import shown_tree_query
 
 # The icicle folds the children under this share of the run (percent) into one node per parent: a large run's
 # page stays small and quick to draw; hovering the folded node says how many it holds.

@@ -1,0 +1,98 @@
+"""What a table shows: how many rows (``--top-k``), kernels' short names, and the lines under a table that say
+what it left out and where its time went."""
+
+from __future__ import annotations
+
+import click
+import pandas as pd
+
+from .output import Output
+
+TABLE_ROWS = 10  # --top-k's default in a table; csv, json and parquet get every row unless --top-k is given
+
+TOP_K = click.option(
+    "--top-k",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"Rows to show; 0 = all [default: {TABLE_ROWS} in a table, all in csv/json/parquet].",
+)
+FULL_NAMES = click.option(
+    "--full-names", is_flag=True, help="Kernels' full names in tables (default: short names, docs/analysis.md)."
+)
+
+
+KERNEL_LINKS = ["device", "thread", "correlation", "event_id"]  # for joins in SQL; csv, json and parquet keep them
+
+
+def kernel_table(frame: pd.DataFrame, output: Output) -> pd.DataFrame:
+    """The columns of ``--kernels`` a table has room for: the links back to ``events`` are left to the files."""
+    return frame.drop(columns=KERNEL_LINKS) if output.format == "table" else frame
+
+
+def rows_to_show(top_k: int | None, output: Output) -> int | None:
+    """The number of rows a table keeps; None for all of them."""
+    if top_k is None:
+        return TABLE_ROWS if output.format == "table" else None
+    return None if top_k == 0 else top_k
+
+
+def first_rows(frame: pd.DataFrame, limit: int | None, by: str | None = None) -> pd.DataFrame:
+    """The first ``limit`` rows of ``frame`` (of each ``by`` group), in the analyzer's order."""
+    if limit is None:
+        return frame
+    if by is None:
+        return frame.head(limit)
+    return frame.groupby(by, sort=False, group_keys=False).head(limit).reset_index(drop=True)
+
+
+def note_rows_left_out(shown: int, total: int, what: str) -> None:
+    if shown < total:
+        click.echo(f"{shown} of {total} {what} shown; --top-k 0 shows all.")
+
+
+def note_levels_left_out(counts: list[tuple[str, int, int]]) -> None:
+    """One line for the levels of a table cut by ``--top-k``: ``(level, shown, total)`` each."""
+    cut = [f"{shown} of {total} {level}" for level, shown, total in counts if shown < total]
+    if cut:
+        click.echo(f"{', '.join(cut)} rows shown; --top-k 0 shows all.")
+
+
+def shorten_kernel_names(
+    frame: pd.DataFrame, output: Output, full_names: bool, column: str = "kernel", only: pd.Series | None = None
+) -> pd.DataFrame:
+    """Tables show kernels by their short names (csv, json and parquet keep the full ones); ``only`` selects
+    the rows whose ``column`` is a kernel name."""
+    if full_names or output.format != "table" or column not in frame or frame.empty:
+        return frame
+    from kernelscope.analyzer.kernel_names import short_kernel_names
+
+    rows = frame[column].notna() if only is None else only & frame[column].notna()
+    names = short_kernel_names(frame.loc[rows, column])
+    frame = frame.copy()
+    frame.loc[rows, column] = frame.loc[rows, column].map(names)
+    return frame
+
+
+def print_footer(run, rank: int | None = None) -> None:
+    """Where the time of the run (or of one rank) went outside the table: totals, the share outside any named
+    call, profiler losses."""
+    where = "" if rank is None else f"WHERE rank = {int(rank)}"
+    total, in_function, rows = run.con.execute(
+        "SELECT coalesce(sum(kernel_us), 0), coalesce(sum(kernel_us) FILTER (WHERE function_name IS NOT NULL), 0), "
+        f"count(*) FROM kernels {where}"
+    ).fetchone()
+    inside = 100.0 * in_function / total if total else 0.0
+    outside = max(0.0, 100.0 * (total - in_function) / total) if total else 0.0  # never -0.0 from rounding
+    what = "device" if run.device == "cuda" else "CPU operator"
+    scope = "" if rank is None else f"rank {rank}: "
+    click.echo(
+        f"{scope}{rows} {what} rows, {total:,.1f} µs in all; {inside:.1f}% inside a named call, "
+        f"{outside:.1f}% outside any (see --kernels)."
+    )
+    check = run.launch_check() if rank is None else run.parts[rank].check
+    if not check.ok:
+        click.echo(
+            f"warning: the profiler lost events: {check.launches_without_device_event} launches without "
+            f"device event, {check.device_events_without_launch} device events without launch.",
+            err=True,
+        )

@@ -1,0 +1,72 @@
+"""What ``kernelscope record TARGET`` records: ``pkg.module:factory`` (imported as ``python -m`` would, with
+the current directory on the import path) or ``path/to/file.py:factory``, whose factory returns
+``(module, samples)`` or ``(fn, module)``."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from kernelscope.analyzer.errors import KernelscopeError
+
+
+def resolve_factory(target: str) -> Callable:
+    """The factory ``target`` names; a target that names nothing importable is one KernelscopeError. Errors
+    raised by the user's own module while it imports are left to propagate, with their traceback."""
+    where, _, attribute = target.rpartition(":")
+    if not where or not attribute:
+        raise KernelscopeError(target, "is not a target: expected 'pkg.module:factory' or 'path/to/file.py:factory'")
+    module = _import_file(target, Path(where)) if where.endswith(".py") else _import_module(target, where)
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        raise KernelscopeError(target, f"{where} has no attribute {attribute!r}")
+    if not callable(factory):
+        raise KernelscopeError(target, f"{where}.{attribute} is a {type(factory).__name__}, not a factory to call")
+    return factory
+
+
+def _import_module(target: str, name: str):
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:  # as `python -m` does, for the whole command: the factory may import more later
+        sys.path.insert(0, cwd)
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise KernelscopeError(
+                target,
+                f"no module named {exc.name!r} here ({cwd}) or on the import path; run from the folder that holds "
+                "it, or name its file: path/to/file.py:factory",
+            ) from None
+        raise
+
+
+def _import_file(target: str, path: Path):
+    if not path.is_file():
+        raise KernelscopeError(target, f"{path} is not a file")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:  # as `python path/to/file.py` does: its siblings import
+        sys.path.insert(0, folder)
+    name = path.stem if path.stem not in sys.modules else f"_kernelscope_target_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def made_by(target: str, made) -> tuple:
+    """``(fn, data, module)`` for profile() from what the factory returned."""
+    from torch import nn
+
+    if not (isinstance(made, tuple) and len(made) == 2):
+        raise KernelscopeError(target, f"returned a {type(made).__name__}, not (module, samples) or (fn, module)")
+    first, second = made
+    if isinstance(second, nn.Module):
+        return first, None, second
+    if isinstance(first, nn.Module):
+        return first, list(second), None
+    raise KernelscopeError(target, "returned neither (module, samples) nor (fn, module): no nn.Module in it")

@@ -1,0 +1,62 @@
+"""libkineto prints ``USDT:… profiler_start`` and ``… profiler_stop`` on stderr each time a profiler starts and
+stops, whatever its log level allows short of silencing its errors too (KINETO_LOG_LEVEL is read once per
+process, and the level that hides them hides every message). A recording drops exactly those two lines: stderr
+(file descriptor 2) goes to a temporary file while the profiler starts and while it stops, never while the
+model runs, and everything else written there in that time is written back to stderr afterwards."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+NOTICE = re.compile(rb"^USDT:[^\n]* profiler_(?:start|stop)\r?\n", re.MULTILINE)
+
+
+@contextmanager
+def quiet_start_and_stop(profiler: Any) -> Iterator[Any]:
+    """``with profiler`` without libkineto's start and stop notices."""
+    with notices_dropped():
+        profiler.__enter__()
+    try:
+        yield profiler
+    except BaseException:
+        with notices_dropped():
+            if not profiler.__exit__(*sys.exc_info()):
+                raise
+    else:
+        with notices_dropped():
+            profiler.__exit__(None, None, None)
+
+
+@contextmanager
+def notices_dropped() -> Iterator[None]:
+    """Hold what is written to file descriptor 2 meanwhile, and write it back without libkineto's notices."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (AttributeError, OSError, ValueError):  # no stderr to speak of (closed, or not a file descriptor)
+        yield
+        return
+    held = tempfile.TemporaryFile()
+    try:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            try:
+                sys.stderr.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+            os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+        held.seek(0)
+        kept = NOTICE.sub(b"", held.read())
+        held.close()
+        while kept:
+            kept = kept[os.write(2, kept) :]
