@@ -7,6 +7,8 @@ With ``calls="all"``, during one recording:
   ``Tensor.<method>`` for Tensor methods and operators (``x + y`` is ``Tensor.__add__``, ``x.add(y)``
   is ``Tensor.add``). Functional names never contain a dot, so the two cannot collide. A torch
   function that *is* a functional (``torch.conv2d is F.conv2d``) keeps the functional's name.
+- the collectives of ``torch.distributed`` (``torch.distributed.all_reduce``…), where it is available: their
+  kernels (NCCL's, on their own streams) are then the collective's, inside the module that called it.
 - functionals reached through a stored reference (``self.act = F.gelu``, or a module-level
   ``from torch.nn.functional import gelu`` in the model's own code) get their functional's scope:
   the instance attributes of the observed modules and the globals of the modules that define their
@@ -51,6 +53,11 @@ _NAMESPACES = (
     (torch.special, "torch.special", "torch._C._special"),
 )
 
+COLLECTIVES = (
+    "all_reduce all_gather all_gather_into_tensor all_gather_object all_to_all all_to_all_single broadcast "
+    "reduce reduce_scatter reduce_scatter_tensor gather scatter send recv isend irecv batch_isend_irecv barrier"
+).split()
+
 
 # True while a functional, torch-level or compiled call is open: the torch-level calls it makes are its own.
 # Inside the forward of a module folded into its call (instrument.folds_into_its_call), before that call: the
@@ -78,6 +85,11 @@ def torch_call_targets() -> list[tuple[Any, str, str]]:
             )
             if is_aten or module == "torch.functional" and namespace is torch:
                 targets.append((namespace, attribute, f"{prefix}.{attribute}"))
+    distributed = torch.distributed
+    if distributed.is_available():
+        for attribute in COLLECTIVES:
+            if inspect.isfunction(getattr(distributed, attribute, None)):
+                targets.append((distributed, attribute, f"torch.distributed.{attribute}"))
     tensor = torch.Tensor
     for attribute in sorted(set(dir(tensor))):
         if attribute in NO_KERNEL_METHODS:

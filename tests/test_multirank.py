@@ -23,10 +23,18 @@ WORKER = textwrap.dedent(
 
     rank, init_file, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     dist.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=2)
+    class ColumnSums(nn.Module):
+        # a collective inside a module's forward, of the same shape on every rank whatever the batch
+        def forward(self, x):
+            sums = x.sum(dim=0)
+            dist.all_reduce(sums)
+            return x + sums
+
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
-    # rank 1 gets one more input, of another shape: its summary must differ from rank 0's
-    samples = [((torch.randn(4, 8),), {})] + ([((torch.randn(6, 8),), {})] if rank == 1 else [])
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), ColumnSums())
+    # as many passes on each rank (each all_reduce needs its peer's), but rank 1's second input has another shape:
+    # its summary must differ from rank 0's
+    samples = [((torch.randn(4, 8),), {}), ((torch.randn(6 if rank == 1 else 4, 8),), {})]
     ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=1, out=out)
     dist.barrier()
     dist.destroy_process_group()
@@ -78,17 +86,32 @@ def test_the_job_loads_as_one_run_with_a_rank_column(gloo_job):
                 one = kernels[kernels["rank"] == rank].reset_index(drop=True)
                 pd.testing.assert_frame_equal(one, alone.profiling_df())
                 pd.testing.assert_frame_equal(job.describe(rank=rank), alone.describe())
-        samples = job.sql("SELECT rank, function_name, count(*) AS n FROM samples GROUP BY ALL ORDER BY ALL")
+        samples = job.sql(
+            "SELECT rank, function_name, count(*) AS n FROM samples WHERE function_name IN ('linear', 'relu') "
+            "GROUP BY ALL ORDER BY ALL"
+        )
         assert samples.values.tolist() == [[0, "linear", 1], [0, "relu", 1], [1, "linear", 2], [1, "relu", 2]]
+
+
+def test_a_collective_is_a_call_inside_the_module_that_made_it(gloo_job):
+    with load_run(gloo_job) as job:
+        rows = job.sql(
+            "SELECT rank, module_name, op, count(DISTINCT call_event_id) AS calls FROM kernels "
+            "WHERE function_name = 'torch.distributed.all_reduce' GROUP BY ALL ORDER BY ALL"
+        )
+        assert rows.values.tolist() == [[0, "2", "c10d::allreduce_", 2], [1, "2", "c10d::allreduce_", 2]]
+        calls = job.describe_by_rank().set_index(["rank", "function_name"])["calls"]
+        assert calls[(0, "torch.distributed.all_reduce")] == calls[(1, "torch.distributed.all_reduce")] == 2
 
 
 def test_describe_per_rank_and_merged(gloo_job):
     with load_run(gloo_job) as job:
         merged = job.describe().set_index("function_name")
         by_rank = job.describe_by_rank().set_index(["rank", "function_name"])
-        assert by_rank.loc[(0, "linear"), "calls"] == 1 and by_rank.loc[(1, "linear"), "calls"] == 2
-        # the (4, 8) input is the same signature on both ranks: merged, it is one sample called twice
-        assert merged.loc["linear", "calls"] == 3 and merged.loc["linear", "num_distinct_samples"] == 2
+        assert by_rank.loc[(0, "linear"), "num_distinct_samples"] == 1
+        assert by_rank.loc[(1, "linear"), "num_distinct_samples"] == 2
+        # the (4, 8) input is the same signature on both ranks: merged, it is one sample called three times
+        assert merged.loc["linear", "calls"] == 4 and merged.loc["linear", "num_distinct_samples"] == 2
         for function in ("linear", "relu"):
             per_rank = by_rank.xs(function, level="function_name")["time_spent_us"].sum()
             assert merged.loc[function, "time_spent_us"] == pytest.approx(per_rank)
