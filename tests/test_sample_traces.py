@@ -163,6 +163,8 @@ def test_gpt2_conv1d_is_torch_addmm():
 
 
 EXTERNAL = REPO / "sample_traces" / "external"
+
+
 def _external(name: str):
     return pytest.param(EXTERNAL / name, id=name)
 
