@@ -21,12 +21,23 @@ def test_the_native_reader_is_built():
     assert ingest.native_reader is not None
 
 
+_CONNECTIONS: dict[str, duckdb.DuckDBPyConnection] = {}
+
+
+def _connection(use: str) -> duckdb.DuckDBPyConnection:
+    """A connection with an empty ``events`` table: one per use for the whole module, as a connection costs
+    many times what reading a small part does (events.sql replaces the table)."""
+    if use not in _CONNECTIONS:
+        _CONNECTIONS[use] = duckdb.connect()
+    run_sql_file(_CONNECTIONS[use], "events.sql")
+    return _CONNECTIONS[use]
+
+
 def _read_with_duckdb(part: bytes, tmp_path) -> list[tuple] | str:
     """The rows ingest.sql gives for a part, or DuckDB's error."""
     file = tmp_path / "part.json"
     file.write_bytes(part)
-    con = duckdb.connect()
-    run_sql_file(con, "events.sql")
+    con = _connection("duckdb")
     try:
         run_sql_file(con, "ingest.sql", events_file=str(file), first_id=str(7 << 40))
     except duckdb.Error as exc:
@@ -47,8 +58,7 @@ def _read_natively(part: bytes, bare: bool = False) -> list[tuple] | str:
 
 def _inserted(stream) -> duckdb.DuckDBPyConnection:
     """A connection whose ``events`` holds a scanned part (its Arrow stream), inserted as ingest.py does."""
-    con = duckdb.connect()
-    run_sql_file(con, "events.sql")
+    con = _connection("native")
     con.register("scanned_part", ingest._ArrowStream(stream))
     run_sql_file(con, "ingest_scanned.sql", first_id="0")
     return con
@@ -270,7 +280,7 @@ def test_the_native_reader_counts_the_events_validate_sql_refuses():
     """Its count of events breaking rules 1-7 is what lets validate.sql skip them: it must be exact."""
     rng = random.Random(1130)
     clean = broken = 0
-    for _ in range(600):
+    for _ in range(300):
         part = ("[" + ", ".join(_rule_event(rng) for _ in range(rng.randrange(1, 4))) + "]").encode()
         scanned = ingest.native_reader.scan(part, 0)
         assert scanned[0] is not None, part
@@ -281,7 +291,7 @@ def test_the_native_reader_counts_the_events_validate_sql_refuses():
         refused = con.execute(sql_text("validate.sql")).fetchone()
         assert (refused is not None and refused[0] <= 7) == (scanned[2] > 0), part
         clean, broken = clean + (scanned[2] == 0), broken + (scanned[2] > 0)
-    assert clean > 50 and broken > 200, (clean, broken)
+    assert clean > 25 and broken > 100, (clean, broken)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,87 @@
+"""Every GPU measurement of one lease in one command: the steps run one after another, each in a process of its
+own with its own time limit, so that one that hangs or fails costs only its share; their outputs are packed for
+the trip back.
+
+    python benchmarks/gpu_session.py OUT [--deadline SECONDS] STEP...
+
+STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``named`` (named_share.py), ``frames``
+(frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
+``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``cores``
+(analyzer_cores.py). Each step writes under OUT/work/<step>/ and its output goes to OUT/work/<step>.log; at the end
+OUT/work is packed into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar xz`` joins
+them) and a summary line per step (status, seconds) is printed and written to OUT/steps.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def commands(work: Path) -> dict[str, tuple[list[str], int]]:
+    """step → (argv, time limit in seconds)."""
+    py = [sys.executable, "-u"]
+    return {
+        "check": (py + [str(HERE / "gpu_check.py"), str(work / "check")], 330),
+        "named": (py + [str(HERE / "named_share.py"), "--out", str(work / "named")], 120),
+        "frames": (py + [str(HERE / "frames_vs_recording.py"), str(work / "frames" / "frames.json")], 150),
+        "notices": (py + [str(HERE / "kineto_notices.py"), "demo", "mlp"], 60),
+        "tp": (
+            py + [str(HERE / "tensor_parallel_job.py"), str(work / "tp"), "--world-size", "1", "--backend", "nccl"],
+            90,
+        ),
+        "bench": (py + [str(HERE / "bench_check.py"), str(work / "bench")], 240),
+        "overhead": (
+            py + [str(HERE / "recorder_overhead.py"), "--json", str(work / "overhead" / "overhead.json")],
+            240,
+        ),
+        "aitune": (py + [str(HERE / "profile_vs_aitune.py"), "--device", "cuda", "--out", str(work / "aitune")], 200),
+        "cores": (py + [str(HERE / "analyzer_cores.py"), "--out", str(work / "cores")], 150),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("steps", nargs="+")
+    parser.add_argument("--deadline", type=float, default=560, help="seconds for all steps together")
+    args = parser.parse_args()
+    work = args.out / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    known = commands(work)
+    unknown = [step for step in args.steps if step not in known]
+    if unknown:
+        parser.error(f"no such step: {', '.join(unknown)}")
+    started, summary = time.monotonic(), []
+    for step in args.steps:
+        argv, limit = known[step]
+        left = args.deadline - (time.monotonic() - started)
+        if left < 20:
+            summary.append({"step": step, "status": "not run: the deadline was near"})
+            continue
+        (work / step).mkdir(exist_ok=True)
+        began = time.monotonic()
+        with open(work / f"{step}.log", "w") as log:
+            try:
+                done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=min(limit, left - 15))
+                status = f"exit {done.returncode}"
+            except subprocess.TimeoutExpired:
+                status = "stopped at its time limit"
+        summary.append({"step": step, "status": status, "seconds": round(time.monotonic() - began, 1)})
+        print(json.dumps(summary[-1]), flush=True)
+    (args.out / "steps.json").write_text(json.dumps(summary, indent=1))
+    packed = subprocess.run(
+        f"tar czf - -C {args.out} work | split -b 15M - {args.out}/part-", shell=True, env=os.environ
+    )
+    print(json.dumps({"packed": packed.returncode == 0, "parts": sorted(p.name for p in args.out.glob("part-*"))}))
+
+
+if __name__ == "__main__":
+    main()
