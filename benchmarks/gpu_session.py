@@ -2,14 +2,16 @@
 own with its own time limit, so that one that hangs or fails costs only its share; their outputs are packed for
 the trip back.
 
-    python benchmarks/gpu_session.py OUT [--deadline SECONDS] STEP...
+    python benchmarks/gpu_session.py OUT [--deadline SECONDS] STEP[=WORKLOAD,...]...
 
 STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``named`` (named_share.py), ``frames``
 (frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
 ``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``cores``
-(analyzer_cores.py). Each step writes under OUT/work/<step>/ and its output goes to OUT/work/<step>.log; at the end
-OUT/work is packed into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar xz`` joins
-them) and a summary line per step (status, seconds) is printed and written to OUT/steps.json.
+(analyzer_cores.py); ``=WORKLOAD,...`` names the workloads of check, frames and overhead (default: all). Each
+step writes under a scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is
+packed, sample tensors (``*.pt``) and plain traces left out, into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB
+pieces: ``cat part-* | tar xz`` joins them), and a summary line per step (status, seconds) is printed and written
+to OUT/steps.json.
 """
 
 from __future__ import annotations
@@ -19,19 +21,29 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
 
-def commands(work: Path) -> dict[str, tuple[list[str], int]]:
+def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[str], int]]:
     """step → (argv, time limit in seconds)."""
     py = [sys.executable, "-u"]
+    workloads = {step: names for step, names in chosen.items() if names}
     return {
-        "check": (py + [str(HERE / "gpu_check.py"), str(work / "check")], 330),
+        "check": (py + [str(HERE / "gpu_check.py"), str(work / "check"), *workloads.get("check", [])], 330),
         "named": (py + [str(HERE / "named_share.py"), "--out", str(work / "named")], 120),
-        "frames": (py + [str(HERE / "frames_vs_recording.py"), str(work / "frames" / "frames.json")], 150),
+        "frames": (
+            py
+            + [
+                str(HERE / "frames_vs_recording.py"),
+                str(work / "frames" / "frames.json"),
+                *workloads.get("frames", []),
+            ],
+            150,
+        ),
         "notices": (py + [str(HERE / "kineto_notices.py"), "demo", "mlp"], 60),
         "tp": (
             py + [str(HERE / "tensor_parallel_job.py"), str(work / "tp"), "--world-size", "1", "--backend", "nccl"],
@@ -53,14 +65,17 @@ def main() -> None:
     parser.add_argument("steps", nargs="+")
     parser.add_argument("--deadline", type=float, default=560, help="seconds for all steps together")
     args = parser.parse_args()
-    work = args.out / "work"
-    work.mkdir(parents=True, exist_ok=True)
-    known = commands(work)
-    unknown = [step for step in args.steps if step not in known]
+    args.out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="kernelscope-gpu-session-"))
+    work = scratch / "work"
+    work.mkdir()
+    chosen = {step: names.split(",") if names else [] for step, _, names in (s.partition("=") for s in args.steps)}
+    known = commands(work, chosen)
+    unknown = [step for step in chosen if step not in known]
     if unknown:
         parser.error(f"no such step: {', '.join(unknown)}")
     started, summary = time.monotonic(), []
-    for step in args.steps:
+    for step in chosen:
         argv, limit = known[step]
         left = args.deadline - (time.monotonic() - started)
         if left < 20:
@@ -78,7 +93,9 @@ def main() -> None:
         print(json.dumps(summary[-1]), flush=True)
     (args.out / "steps.json").write_text(json.dumps(summary, indent=1))
     packed = subprocess.run(
-        f"tar czf - -C {args.out} work | split -b 15M - {args.out}/part-", shell=True, env=os.environ
+        f"tar czf - --exclude='*.pt' --exclude='*.plain.json*' -C {scratch} work | split -b 15M - {args.out}/part-",
+        shell=True,
+        env=os.environ,
     )
     print(json.dumps({"packed": packed.returncode == 0, "parts": sorted(p.name for p in args.out.glob("part-*"))}))
 
