@@ -51,11 +51,23 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
         ),
         "bench": (py + [str(HERE / "bench_check.py"), str(work / "bench")], 240),
         "overhead": (
-            py + [str(HERE / "recorder_overhead.py"), "--json", str(work / "overhead" / "overhead.json")],
+            py
+            + [str(HERE / "recorder_overhead.py"), "--json", str(work / "overhead" / "overhead.json")]
+            + workloads.get("overhead", []),
             240,
         ),
-        "aitune": (py + [str(HERE / "profile_vs_aitune.py"), "--device", "cuda", "--out", str(work / "aitune")], 200),
-        "cores": (py + [str(HERE / "analyzer_cores.py"), "--out", str(work / "cores")], 150),
+        "aitune": (
+            py
+            + [str(HERE / "profile_vs_aitune.py"), "--device", "cuda", "--rounds", "5"]
+            + ["--out", str(work / "aitune" / "profile_vs_aitune.json")],
+            240,
+        ),
+        "cores": (
+            py
+            + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "2", "--workdir", str(work / "scratch")]
+            + ["--out", str(work / "cores" / "analyzer_cores.json")],
+            240,
+        ),
     }
 
 
