@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
+from kernelscope.analyzer.connection import prepare as prepare_connection
 from kernelscope.analyzer.errors import RecordingBusyError
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
@@ -131,6 +132,7 @@ class ModuleFunctionKernelProfiler:
         # Work that does not need the model goes on threads while it warms up, and is awaited before the patched
         # passes (which it must not slow down).
         git_commit = git_commit_in_background()
+        connection = prepare_connection()  # the analyzer's DuckDB connection (load_run takes it)
         named_modules = list(module.named_modules())
         device = "cuda" if torch.cuda.is_available() else "cpu"
         # The last warm-up passes run with the scopes in place: the one before last keyed call by call (the
@@ -164,6 +166,7 @@ class ModuleFunctionKernelProfiler:
         def patched_passes(functions: bool):
             with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls, functions):
                 manifest["git_commit"] = git_commit.result()
+                connection.exception()  # made (a failure is raised by load_run, which makes one again)
                 held = hold_limit_bytes(device, book)
                 return record_pass(book, warm_up, recorded_pass, held, rehearsal)
 
