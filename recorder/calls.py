@@ -75,8 +75,9 @@ def _is_op(value: Any) -> bool:
 def torch_call_targets() -> list[tuple[Any, str, str]]:
     """(owner, attribute, call name) of every torch-level call to patch, in a stable order.
 
-    Chosen again only when an attribute of the namespaces or of Tensor's classes is no longer the object it was
-    (the choice reads nothing else): choosing reads their ~4000 attributes, which cost more than patching them."""
+    Chosen again only when an attribute of the namespaces, torch.distributed or Tensor's classes is no longer the
+    object it was (the choice reads nothing else): choosing reads their ~4000 attributes, which cost more than
+    patching them."""
     global _chosen
     state = _namespace_state()
     if _chosen is None or not _same_objects(_chosen[0], state):
@@ -85,9 +86,12 @@ def torch_call_targets() -> list[tuple[Any, str, str]]:
 
 
 def _namespace_state() -> list[list[tuple[str, Any]]]:
-    """Every attribute that _choose_targets reads that can change: of the namespaces and of each class of Tensor's
-    method resolution order (which dir() and getattr_static read); torch._C._VariableFunctions's are read-only."""
+    """Every attribute that _choose_targets reads that can change: of the namespaces, of torch.distributed, and of
+    each class of Tensor's method resolution order (which dir() and getattr_static read); torch._C._VariableFunctions's
+    are read-only."""
     owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
+    if torch.distributed.is_available():
+        owners.append(torch.distributed)
     return [list(vars(owner).items()) for owner in owners]
 
 
