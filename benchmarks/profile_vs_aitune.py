@@ -11,10 +11,10 @@ Each is timed wall-clock with perf_counter (the GPU synchronized before and afte
 process (torch.profiler's own imports, inductor's for a compiled model) is timed on its own and reported apart, on
 the first workload; the rounds that follow are the measurement, median kept.
 
-aitune is not installed: its profiler module is imported from the wheel (--aitune-wheel, default
-/work/wt/aitune-wheel/aitune-0.6.0-py3-none-any.whl, then $AITUNE_WHEEL), unpacked to a temporary directory, with
-stub modules for the package __init__s (which import all of aitune), its distributed coordinator (one process:
-no checks to make) and its config (which imports nvtx). It needs wrapt, tabulate and torch; where wrapt or
+aitune is not installed: its profiler module is imported from the wheel (--aitune-wheel, else $AITUNE_WHEEL, else
+aitune-0.6.0-py3-none-any.whl in /work/wt/aitune-wheel/ or the repository's .whl/), unpacked to a temporary
+directory, with stub modules for the package __init__s (which import all of aitune), its distributed coordinator
+(one process: no checks to make) and its config (which imports nvtx). It needs wrapt, tabulate and torch; where wrapt or
 tabulate is missing, or there is no CUDA, aitune is reported unavailable with the reason.
 
     python benchmarks/profile_vs_aitune.py --device cpu --rounds 2
@@ -43,7 +43,8 @@ import zipfile
 from pathlib import Path
 
 HERE = Path(__file__).parent
-DEFAULT_WHEEL = "/work/wt/aitune-wheel/aitune-0.6.0-py3-none-any.whl"
+WHEEL = "aitune-0.6.0-py3-none-any.whl"
+WHEEL_PLACES = (Path("/work/wt/aitune-wheel"), HERE.parent / ".whl")  # the first that holds it is the default
 METHODS = ("kernelscope", "aitune", "plain")
 
 
@@ -53,7 +54,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=3, help="warm-up passes of each profile (warmup_iterations)")
     parser.add_argument("--workloads", default=None, help="comma-separated names (default: the device's set)")
-    parser.add_argument("--aitune-wheel", default=os.environ.get("AITUNE_WHEEL", DEFAULT_WHEEL))
+    found = next(
+        (str(place / WHEEL) for place in WHEEL_PLACES if (place / WHEEL).is_file()), str(WHEEL_PLACES[0] / WHEEL)
+    )
+    parser.add_argument("--aitune-wheel", default=os.environ.get("AITUNE_WHEEL", found))
     parser.add_argument("--out", default=None, help="write the results as JSON here")
     return parser.parse_args(argv)
 
