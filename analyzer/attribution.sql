@@ -10,15 +10,13 @@
 -- the spans that contain it on its thread, itself excepted, by the same nesting order.
 -- Each step is a temporary table, so the planner sees real sizes and picks the IEJoin for the
 -- containment join (in one statement it planned a hash join on the thread alone with the time range as a
--- filter: quadratic in the trace's length, 31 s on a 100 MB trace). DuckDB 2.0 plans small range joins
--- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
--- merge_join_threshold = 0. Steps carry event ids, not names: names are looked up once, at the end.
+-- filter: quadratic in the trace's length, 31 s on a 100 MB trace). Steps carry event ids, not names: names are
+-- looked up once, at the end.
 -- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call,
 -- compiled_region_call and other_operator_call (NULL but in recordings and traces that name those calls from the
--- trace: run.py, calls_named_from_the_trace); macros of scope_names.sql.
+-- trace: run.py, calls_named_from_the_trace); macros of scope_names.sql and connection.sql, whose join settings
+-- it needs too (the connection is made with both: connection.py).
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
-SET prefer_range_joins = true;
-SET merge_join_threshold = 0;
 
 -- The runtime and driver calls that launch device work, one per correlation (validate.sql refuses a trace
 -- with two): where each was made, and whether it must have device events (a kernel or graph launch: a
@@ -139,9 +137,9 @@ WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable(
 -- Per launch point (or CPU operator), the innermost module, function and operator holding it (latest start, then
 -- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the points with the
 -- spans of their thread; a CPU operator's innermost holding operator is its parent. That order is one 128-bit key
--- when the trace's spans fit (start past the first, duration and event id in 127 bits, with a bit to spare each):
--- the aggregates then compare integers, not structs (a fifth cheaper); a trace whose spans do not fit takes the
--- structs.
+-- when the trace's spans fit (start past the first, duration and event id in 127 bits, with a bit to spare each;
+-- macros ks_span_key and ks_span_of_key of connection.sql): the aggregates then compare integers, not structs (a
+-- fifth cheaper); a trace whose spans do not fit takes the structs.
 SET VARIABLE ks_key_bits = (
     SELECT {t: CAST(ceil(log2(max(ts_ns) - min(ts_ns) + 1)) + 1 AS UTINYINT),
             d: CAST(ceil(log2(max(end_ns - ts_ns) + 1)) + 1 AS UTINYINT),
@@ -152,23 +150,6 @@ SET VARIABLE ks_key_bits = (
 SET VARIABLE ks_packed = coalesce(
     (SELECT CAST(b.t AS INTEGER) + b.d + b.i <= 127 AND b.d <= 63 FROM (SELECT getvariable('ks_key_bits') AS b)),
     true);
-
-CREATE OR REPLACE TEMP MACRO ks_span_key(ts_ns, end_ns, event_id) AS
-    (CAST(ts_ns - getvariable('ks_key_bits').t0 AS UHUGEINT)
-         << CAST(getvariable('ks_key_bits').d + getvariable('ks_key_bits').i AS UTINYINT))
-    | ((((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').d) - 1) - CAST(end_ns - ts_ns AS UHUGEINT))
-         << getvariable('ks_key_bits').i)
-    | CAST(event_id AS UHUGEINT);
-
-CREATE OR REPLACE TEMP MACRO ks_span_of_key(k) AS CASE WHEN k IS NOT NULL THEN {
-    s: getvariable('ks_key_bits').t0
-       + CAST(k >> CAST(getvariable('ks_key_bits').d + getvariable('ks_key_bits').i AS UTINYINT) AS BIGINT),
-    e: -(getvariable('ks_key_bits').t0
-         + CAST(k >> CAST(getvariable('ks_key_bits').d + getvariable('ks_key_bits').i AS UTINYINT) AS BIGINT)
-         + CAST((((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').d) - 1)
-                 - ((k >> getvariable('ks_key_bits').i) & ((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').d) - 1)))
-                AS BIGINT)),
-    id: CAST(k & ((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').i) - 1) AS BIGINT)} END;
 
 CREATE OR REPLACE TEMP TABLE ks_innermost AS
 WITH

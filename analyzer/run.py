@@ -10,11 +10,13 @@ from string import Template
 import duckdb
 import pandas as pd
 
+from . import connection
 from .errors import BadInputError
 from .event_array import is_gzip
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
+from .profiling_frame import PROFILING_COLUMNS, profiling_frame
 from .ranks import find_ranks, header_rank, merge_function_data
 from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
 from .sample_tensors import load_sample_tensors
@@ -25,27 +27,7 @@ from .tree import define_tree_views, module_tree
 from .validate import validate_events
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
-PROFILING_COLUMNS = [
-    "module_name",
-    "function_name",
-    "op",
-    "kernel",
-    "kernel_us",
-    "call_op",
-    "kind",
-    "device",
-    "stream",
-    "sample_id",
-    "start_us",
-    "thread",
-    "correlation",
-    "event_id",
-    "call_event_id",
-    "rank",
-]
 NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
-TEXT_COLUMNS = ["module_name", "function_name", "op", "kernel", "call_op", "kind"]
-INTEGER_COLUMNS = ["device", "stream", "sample_id", "thread", "correlation", "call_event_id"]  # nullable: Int64
 
 
 @dataclass(frozen=True)
@@ -98,7 +80,7 @@ class Run:
         annotation = (sources[0].manifest or {}).get("annotation", {})
         module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
-        con = duckdb.connect(database)
+        con = connection.connect(database)
         json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
         memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
         limit_memory(con, self, memory, json_size, disk_limit)
@@ -108,8 +90,8 @@ class Run:
             con.close()
             raise
         self._assemble(con, path, parts, module_prefix, function_prefix)
-        if not allow_empty and self.con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 0:
-            self.con.close()
+        if not allow_empty and self._con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 0:
+            self._con.close()
             raise BadInputError(sources[0].trace if len(sources) == 1 else path, NOTHING_TO_ATTRIBUTE)
 
     @classmethod
@@ -134,7 +116,8 @@ class Run:
         trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
         parts = []
         for position, source in enumerate(sources):
-            define_scope_names(con, module_prefix, function_prefix, *calls_named_from_the_trace(source.manifest))
+            named = calls_named_from_the_trace(source.manifest)
+            define_scope_names(con, module_prefix, function_prefix, *named, macros=False)
             try:
                 header = ingest_trace(con, source.trace, progress=progress)
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
@@ -156,16 +139,17 @@ class Run:
             function_data = function_data_from_store(source.store, source.samples)
             if source.samples is not None:
                 _check_sample_ids(con, source.trace, source.samples, function_data)
-            for table in ("events", "kernels"):
+            for table in ("events", "kernels"):  # a single trace's tables need no renaming
                 if position == 0:
                     con.execute(f"ALTER TABLE {table} ADD COLUMN rank INTEGER DEFAULT {int(rank)}")
                     con.execute(f"ALTER TABLE {table} ALTER COLUMN rank DROP DEFAULT")
-                    con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
+                    if len(sources) > 1:
+                        con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
                 else:
                     con.execute(f"INSERT INTO ks_all_{table} SELECT *, {int(rank)} FROM {table}")
                     con.execute(f"DROP TABLE {table}")
             parts.append(RankPart(rank, source.manifest, function_data, check, directory, header))
-        for table in ("events", "kernels"):
+        for table in ("events", "kernels") if len(sources) > 1 else ():
             con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
         return parts
 
@@ -173,18 +157,32 @@ class Run:
         ranks = [part.rank for part in parts]
         if len(set(ranks)) != len(ranks):
             raise BadInputError(path, f"holds rank {next(r for r in ranks if ranks.count(r) > 1)} twice")
-        self.con, self.path = con, path
+        self._con, self.path = con, path
+        self._views_defined = False
         self.module_prefix, self.function_prefix = module_prefix, function_prefix
         self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
         self.manifest: dict | None = next(iter(self.parts.values())).manifest
         self.graph_replay_call, self.compiled_region_call, self.other_operator_call = calls_named_from_the_trace(
             self.manifest
         )
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The run's DuckDB connection, holding every table and view of docs/sql.md. The tables made from the
+        samples and the views are defined at its first use: profile()'s in-process result reads none of them, and
+        defining them cost more than the attribution of a small trace."""
+        if not self._views_defined:
+            self._define_views()
+            self._views_defined = True
+        return self._con
+
+    def _define_views(self) -> None:
         samples = pd.concat(  # noqa: F841 (read by name below)
             [samples_frame(part.function_data).assign(rank=rank) for rank, part in self.parts.items()],
             ignore_index=True,
         ).astype({"rank": "int32"})
         sample_totals = sample_totals_frame(self.function_data())  # noqa: F841
+        con = self._con
         con.execute("CREATE OR REPLACE TABLE samples AS SELECT * FROM samples")
         con.execute("CREATE OR REPLACE TABLE sample_totals AS SELECT * FROM sample_totals")
         con.execute(f"CREATE OR REPLACE VIEW summary AS {summary_query()}")
@@ -208,7 +206,7 @@ class Run:
     @property
     def device(self) -> str:
         """'cuda' when the trace holds device events, else 'cpu' (CPU operators, by self time, stand in for kernels)."""
-        row = self.con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
+        row = self._con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
         return "cuda" if row[0] else "cpu"
 
     def profiling_df(self, rank: int | None = None, *, top_k: int | None = None) -> pd.DataFrame:
@@ -218,11 +216,8 @@ class Run:
         order = "rank, start_us, event_id"
         if top_k is not None:
             order = f"kernel_us DESC, {order} LIMIT {_checked_top_k(top_k)}"
-        frame = self.con.execute(f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY {order}").df()
-        for column in TEXT_COLUMNS:  # missing scopes are None, as in aitune's frames, never a float NaN
-            values = frame[column].astype(object)
-            frame[column] = values.where(values.notna(), None)
-        return frame.astype({column: "Int64" for column in INTEGER_COLUMNS})
+        query = f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY {order}"
+        return profiling_frame(self._con.execute(query).fetchnumpy())
 
     def function_data(self, rank: int | None = None, *, tensors: bool = False) -> dict:
         """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors; all ranks merged
@@ -319,7 +314,7 @@ class Run:
         return int(rank)
 
     def close(self) -> None:
-        self.con.close()
+        self._con.close()
 
     def __enter__(self) -> Run:
         return self
@@ -336,17 +331,13 @@ def _checked_top_k(top_k: int) -> int:
 
 def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
     """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
-    known = pd.DataFrame(  # noqa: F841 (read by name below)
-        [(name, sample_id) for name, entries in function_data.items() for sample_id in range(len(entries))],
-        columns=["function_name", "sample_id"],
-    ).astype({"function_name": object, "sample_id": "int64"})
-    row = con.execute(
-        "SELECT k.function_name, k.sample_id FROM kernels k WHERE k.sample_id IS NOT NULL AND NOT EXISTS "
-        "(SELECT 1 FROM known s WHERE s.function_name = k.function_name AND s.sample_id = k.sample_id) LIMIT 1"
-    ).fetchone()
-    if row is not None:
-        problem = f"names sample {row[1]} of {row[0]!r}, which {samples_path.name} does not hold (files of two runs?)"
-        raise BadInputError(trace, problem)
+    named = con.execute(
+        "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
+    ).fetchall()
+    for name, sample_id in named:
+        if not 0 <= sample_id < len(function_data.get(name, ())):
+            problem = f"names sample {sample_id} of {name!r}, which {samples_path.name} does not hold"
+            raise BadInputError(trace, problem + " (files of two runs?)")
 
 
 def load_run(

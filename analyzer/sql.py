@@ -36,14 +36,17 @@ def define_scope_names(
     graph_replay_call: str | None = None,
     compiled_region_call: str | None = None,
     other_operator_call: str | None = None,
+    *,
+    macros: bool = True,
 ) -> None:
-    """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read names.
+    """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read names; the
+    variables alone unless ``macros`` (a connection from connection.py has the macros).
 
     ``graph_replay_call``, ``compiled_region_call``: the call names of the kernels of a CUDA graph launch and of a
     compiled region that no call scope holds, in recordings that name them from the trace (manifest annotation,
     format 3); None (SQL NULL) elsewhere. ``other_operator_call``: where not None, the kernels no call scope holds
     are named after an operator (attribution.sql), this name for an operator without a namespace."""
-    for name, value in (
+    variables = (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),
         ("sample_separator", SAMPLE_SEPARATOR),
@@ -51,6 +54,11 @@ def define_scope_names(
         ("graph_replay_call", graph_replay_call),
         ("compiled_region_call", compiled_region_call),
         ("other_operator_call", other_operator_call),
-    ):
-        con.execute(f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)}")
-    run_sql_file(con, "scope_names.sql")
+    )
+    con.execute(
+        "".join(
+            f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)};"
+            for name, value in variables
+        )
+        + (sql_text("scope_names.sql") if macros else "")
+    )

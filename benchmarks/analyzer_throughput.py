@@ -122,6 +122,9 @@ def step_hta(path: str):
 
 
 def child(step: str, path: str) -> None:
+    cores = os.environ.get("KS_BENCH_CORES")
+    if cores:  # analyzer_cores.py: this many cores, and as many DuckDB threads (and so reader threads)
+        use_cores(int(cores))
     work = globals()[f"step_{step}"](path)  # imports happen here, outside the measured span
     baseline = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -137,6 +140,22 @@ def child(step: str, path: str) -> None:
         "RESULT " + json.dumps({"wall": wall, "cpu": cpu, "teardown": teardown, "baseline_rss": baseline, **result}),
         flush=True,
     )
+
+
+def use_cores(count: int) -> None:
+    """Run on the first ``count`` cores this process may use, with DuckDB's threads set to ``count`` in every
+    connection the analyzer makes (DuckDB counts the machine's cores, not the process's)."""
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:count])
+    from kernelscope.analyzer import connection
+
+    made = connection.connect
+
+    def connect(*args, **kwargs):
+        con = made(*args, **kwargs)
+        con.execute(f"SET threads = {count}")
+        return con
+
+    connection.connect = connect
 
 
 # ---- parent side ---------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ COLLECTIVES = (
 # fresh context) and its set/reset cost about half of a threading.local counter's update, on the per-call path.
 INSIDE_CALL: contextvars.ContextVar[bool | str] = contextvars.ContextVar("kernelscope_inside_call", default=False)
 _ABSENT = object()
+_chosen: tuple[list, list] | None = None  # (_namespace_state() when chosen, the targets chosen)
 
 
 def _is_op(value: Any) -> bool:
@@ -72,7 +73,36 @@ def _is_op(value: Any) -> bool:
 
 
 def torch_call_targets() -> list[tuple[Any, str, str]]:
-    """(owner, attribute, call name) of every torch-level call to patch, in a stable order."""
+    """(owner, attribute, call name) of every torch-level call to patch, in a stable order.
+
+    Chosen again only when an attribute of the namespaces, torch.distributed or Tensor's classes is no longer the
+    object it was (the choice reads nothing else): choosing reads their ~4000 attributes, which cost more than
+    patching them."""
+    global _chosen
+    state = _namespace_state()
+    if _chosen is None or not _same_objects(_chosen[0], state):
+        _chosen = (state, _choose_targets())
+    return list(_chosen[1])
+
+
+def _namespace_state() -> list[list[tuple[str, Any]]]:
+    """Every attribute that _choose_targets reads that can change: of the namespaces, of torch.distributed, and of
+    each class of Tensor's method resolution order (which dir() and getattr_static read); torch._C._VariableFunctions's
+    are read-only."""
+    owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
+    if torch.distributed.is_available():
+        owners.append(torch.distributed)
+    return [list(vars(owner).items()) for owner in owners]
+
+
+def _same_objects(before: list[list[tuple[str, Any]]], now: list[list[tuple[str, Any]]]) -> bool:
+    return len(before) == len(now) and all(
+        len(b) == len(n) and all(kb == kn and vb is vn for (kb, vb), (kn, vn) in zip(b, n, strict=True))
+        for b, n in zip(before, now, strict=True)
+    )
+
+
+def _choose_targets() -> list[tuple[Any, str, str]]:
     targets = []
     variable_functions = torch._C._VariableFunctions
     for namespace, prefix, c_module in _NAMESPACES:

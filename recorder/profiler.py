@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
+from kernelscope.analyzer.connection import prepare as prepare_connection
 from kernelscope.analyzer.errors import RecordingBusyError
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
@@ -26,7 +27,14 @@ from .compiled import record_keeping_compiled_code
 from .instrument import CALLS, instrumented
 from .kineto_notices import quiet_start_and_stop
 from .retention import CappedSampleBook
-from .run_writer import base_manifest, check_destination, checked_tags, run_destination, write_run
+from .run_writer import (
+    base_manifest,
+    check_destination,
+    checked_tags,
+    git_commit_in_background,
+    run_destination,
+    write_run,
+)
 from .sample_form import check_samples
 from .samples import Sample, SampleBook
 
@@ -121,6 +129,10 @@ class ModuleFunctionKernelProfiler:
             _active.release()
 
     def _profile(self, fn, data, module, warmup_iterations, out, overwrite, tags):
+        # Work that does not need the model goes on threads while it warms up, and is awaited before the patched
+        # passes (which it must not slow down).
+        git_commit = git_commit_in_background()
+        connection = prepare_connection()  # the analyzer's DuckDB connection (load_run takes it)
         named_modules = list(module.named_modules())
         device = "cuda" if torch.cuda.is_available() else "cpu"
         # The last warm-up passes run with the scopes in place: the one before last keyed call by call (the
@@ -153,6 +165,8 @@ class ModuleFunctionKernelProfiler:
 
         def patched_passes(functions: bool):
             with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls, functions):
+                manifest["git_commit"] = git_commit.result()
+                connection.exception()  # made (a failure is raised by load_run, which makes one again)
                 held = hold_limit_bytes(device, book)
                 return record_pass(book, warm_up, recorded_pass, held, rehearsal)
 
@@ -176,7 +190,8 @@ class ModuleFunctionKernelProfiler:
             )
         _warn_on_samples_not_kept(book, self.sample_memory_limit_mb)
         manifest["sample_memory"] = book.report()
-        if out is None:
+        temporary = out is None
+        if temporary:
             self._scratch = tempfile.mkdtemp(prefix="kernelscope-")
             self._finalizer = weakref.finalize(self, shutil.rmtree, self._scratch, ignore_errors=True)
             out = Path(self._scratch) / "run"
@@ -188,6 +203,7 @@ class ModuleFunctionKernelProfiler:
             manifest,
             overwrite=overwrite,
             tensor_limit_bytes=None if limit is None else int(limit * 2**20),
+            durable=not temporary,
         )
         self.run_dir = Path(out)
         self.run = load_run(self.run_dir, allow_empty=True)  # a model that ran no operator gets empty frames
