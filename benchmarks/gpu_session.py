@@ -64,7 +64,7 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
         ),
         "cores": (
             py
-            + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "2", "--workdir", str(work / "scratch")]
+            + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "2", "--workdir", "/tmp/ks-bench"]
             + ["--out", str(work / "cores" / "analyzer_cores.json")],
             240,
         ),
