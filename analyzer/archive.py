@@ -224,10 +224,12 @@ class Archive:
         """Any SQL across the archived runs (docs/sql.md, "Archives"); a file of a complete run that is gone (removed
         by hand) is bad input of the archive. Only the views whose names the query holds are made (each one lists
         its files: a cost that grows with the archive)."""
+        return self._query(query, tuple(t for t in TABLES if re.search(rf"\b{t}\b", query, re.IGNORECASE)))
+
+    def _query(self, query: str, tables: tuple[str, ...]) -> pd.DataFrame:
         for attempt in range(2):
             try:
-                named = tuple(table for table in TABLES if re.search(rf"\b{table}\b", query, re.IGNORECASE))
-                return self.connect(named).execute(query).df()
+                return self.connect(tables).execute(query).df()
             except duckdb.IOException as exc:
                 if attempt == 0 and self._index.path is not None:  # the index it read was superseded since
                     self.close()
@@ -242,7 +244,7 @@ class Archive:
         """One line per archived run, oldest first."""
         if self._con is None and not committed_parts(self.root):
             return pd.DataFrame(columns=["run_id", "name", "start_time", "ranks", "hosts", "kernels", "kernel_us"])
-        return self.sql(sql_text("archive_list.sql"))
+        return self._query(sql_text("archive_list.sql"), ("runs",))
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: an id, a unique prefix of one, or a unique run name."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -159,6 +160,7 @@ def main() -> None:
             start = time.perf_counter()
             refresh_index(archive, lambda parts: store._read(parts, "runs"))  # as the adds would have, every 64
             indexed = time.perf_counter() - start
+            os.sync()  # else the first add's fsync waits for the writeback of what was just written
             results[size] = measure(archive, work, size, args.repeat, templates[-1])
             count += args.repeat  # the adds measured
             line = "  ".join(f"{k} {v:8.3f}{'' if k == 'MB' else ' s'}" for k, v in results[size].items())

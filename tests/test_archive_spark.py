@@ -1,7 +1,8 @@
 """Spark SQL reads an archive as kernelscope's DuckDB views do: examples/query_archive_with_spark.py's views hold
 the same rows per run and rank (and not the files of an unfinished add), and docs/sql.md's examples across runs,
-in Spark's dialect, give what they give in DuckDB. One local Spark session for the module (and test_docs.py's run of the doc's Spark example); in CI (.ci/run sets
-KERNELSCOPE_REQUIRE_SPARK) a missing pyspark or Java is a failure, elsewhere a skip."""
+in Spark's dialect, give what they give in DuckDB. One local Spark session for the module, and for
+test_docs.py's run of the doc's Spark example; in CI (.ci/run sets KERNELSCOPE_REQUIRE_SPARK) a missing pyspark
+or Java is a failure, elsewhere a skip."""
 
 import datetime
 import importlib.util
