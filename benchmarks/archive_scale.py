@@ -25,7 +25,6 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from kernelscope.analyzer.archive_index import refresh_index
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "sample_traces"
 sys.path.insert(0, str(REPO / "tests"))
-from conftest import make_job  # noqa: E402  (a job directory made of sample runs, as the tests make one)
+from conftest import make_job, tagged_copy  # noqa: E402  (a job, a tagged run: made as the tests make them)
 
 TEAMS = ("infra", "research", "serving", "vision", "training")
 CROSS_RUN = (
@@ -49,14 +48,6 @@ CROSS_RUN = (
 )
 SYNTHETIC_TOKEN = "0.0.000000000000.5ca1e000"  # a dead add's token: no process owns it
 BATCH = 500  # synthetic runs written per statement: bounds the memory of one COPY
-
-
-def tagged_copy(source: Path, target: Path, tags: dict) -> Path:
-    shutil.copytree(source, target)
-    manifest = json.loads((target / "manifest.json").read_text())
-    manifest["tags"] = tags
-    (target / "manifest.json").write_text(json.dumps(manifest))
-    return target
 
 
 def synthetic_id(index: int) -> str:

@@ -6,12 +6,11 @@ or Java is a failure, elsewhere a skip."""
 
 import datetime
 import importlib.util
-import json
 import os
 import shutil
 
 import pytest
-from conftest import REPO, make_job
+from conftest import REPO, make_job, tagged_copy
 from kernelscope.analyzer import Archive, archive_runs
 from test_docs import blocks
 
@@ -55,11 +54,7 @@ def cross_run_examples() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("spark-archive")
-    tagged = tmp / "demo"
-    shutil.copytree(SAMPLES / "demo", tagged)
-    manifest = json.loads((tagged / "manifest.json").read_text())
-    manifest["tags"] = {"team": "infra"}
-    (tagged / "manifest.json").write_text(json.dumps(manifest))
+    tagged = tagged_copy(SAMPLES / "demo", tmp / "demo", {"team": "infra"})
     job = make_job(tmp / "job", {0: SAMPLES / "demo", 1: SAMPLES / "threads"})
     archive_runs([tagged, SAMPLES / "unet_block", SAMPLES / "mlp", job], tmp / "archive")
     store = Archive(tmp / "archive")
