@@ -23,6 +23,7 @@ import orjson
 import pandas as pd
 
 from .archive_commit import TABLES, Add, Part, committed_parts, remove_dead_adds
+from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
@@ -70,6 +71,9 @@ class Archive:
                 raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
             self._create()
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._parts: list[Part] = []
+        self._index = Index()
+        self._views: set[str] = set()
 
     def _create(self) -> None:
         """Make the folder an archive; safe when other processes create the same archive at the same time (the
@@ -120,6 +124,11 @@ class Archive:
                 add.abandon()
                 raise
         self._con = None
+        if added:
+            try:
+                refresh_index(self.root, lambda parts: self._read(parts, "runs"))
+            except (OSError, duckdb.Error, KernelscopeError):  # the run is archived; readers read it from its files
+                pass
         return run_id, added
 
     def _stage(self, run: Run, source: Path, add: Add) -> None:
@@ -160,30 +169,52 @@ class Archive:
                 con.execute(f"SET VARIABLE {key} = {int(value)}")
             con.execute(f"COPY ({sql_text('archive_row.sql')}) TO {target('runs')} (FORMAT parquet)")
 
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """An in-memory DuckDB with the views runs, events, kernels, samples over every archived run (the runs
-        complete when it connected)."""
+    def connect(self, tables: tuple[str, ...] = TABLES) -> duckdb.DuckDBPyConnection:
+        """An in-memory DuckDB with the views runs, events, kernels, samples (those of ``tables`` at least, the
+        others made when a query of ``sql()`` names them) over every archived run (the runs complete when it
+        connected)."""
         if self._con is None:
             parts = committed_parts(self.root)
             if not parts:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = duckdb.connect()
             con.execute("SET TimeZone = 'UTC'")  # times print the same on every machine
-            try:
-                for table in TABLES:
-                    con.execute(f"CREATE VIEW {table} AS {self._read(parts, table)}")
-            except duckdb.IOException as exc:  # a view reads its first file's schema
-                con.close()
-                raise self._damaged(exc) from None
             define_kernel_short(con)
-            self._con = con
+            self._con, self._parts, self._index, self._views = con, parts, read_index(con, self.root, parts), set()
+        for table in (t for t in tables if t not in self._views):
+            try:
+                self._con.execute(f"CREATE VIEW {table} AS {self._view(self._con, self._parts, self._index, table)}")
+            except duckdb.IOException as exc:  # a view reads its first file's schema
+                self.close()
+                raise self._damaged(exc) from None
+            self._views.add(table)
         return self._con
 
-    def _read(self, parts: list[Part], table: str, options: str = "") -> str:
+    def _view(self, con: duckdb.DuckDBPyConnection, parts: list[Part], index: Index, table: str) -> str:
+        """The query of ``table`` over the committed ``parts``: those the runs index holds from it (``runs``) or from
+        their files, a list per schema the index records (data tables); the others from their files."""
+        new = [part for part in parts if part not in index.schemas]
+        pieces = [self._read(new, table)] if new else []
+        if index.schemas and table == "runs":
+            held = f"SELECT * EXCLUDE (token, {', '.join(SCHEMA_COLUMNS)}) FROM read_parquet({quote(str(index.path))})"
+            if not index.exact:  # it holds runs removed since: only the committed ones are read
+                keys = [(p.run_id, p.rank, p.token) for p in index.schemas]
+                con.register("ks_index_parts", pd.DataFrame(keys, columns=["run_id", "rank", "token"]))
+                held += " SEMI JOIN ks_index_parts USING (run_id, rank, token)"
+            pieces.insert(0, held)
+        elif index.schemas:
+            groups: dict[str, list[Part]] = {}
+            for part, schemas in index.schemas.items():
+                groups.setdefault(schemas[table], []).append(part)
+            by_width = sorted(groups.items(), key=lambda item: (-item[0].count(","), item[0]))  # widest first
+            pieces[:0] = [self._read(sorted(group, key=_part_key), table, union="false") for _, group in by_width]
+        return " UNION ALL BY NAME ".join(f"({piece})" for piece in pieces)
+
+    def _read(self, parts: list[Part], table: str, options: str = "", union: str = "true") -> str:
         """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
         files = (str(part.path(self.root, table)) for part in parts)
         listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
-        return Template(sql_text("archive_view.sql")).substitute(files=listed, options=options)
+        return Template(sql_text("archive_view.sql")).substitute(files=listed, options=options, union=union)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -191,20 +222,29 @@ class Archive:
 
     def sql(self, query: str) -> pd.DataFrame:
         """Any SQL across the archived runs (docs/sql.md, "Archives"); a file of a complete run that is gone (removed
-        by hand) is bad input of the archive."""
-        try:
-            return self.connect().execute(query).df()
-        except duckdb.IOException as exc:
-            raise self._damaged(exc) from None
+        by hand) is bad input of the archive. Only the views whose names the query holds are made (each one lists
+        its files: a cost that grows with the archive)."""
+        return self._query(query, tuple(t for t in TABLES if re.search(rf"\b{t}\b", query, re.IGNORECASE)))
+
+    def _query(self, query: str, tables: tuple[str, ...]) -> pd.DataFrame:
+        for attempt in range(2):
+            try:
+                return self.connect(tables).execute(query).df()
+            except duckdb.IOException as exc:
+                if attempt == 0 and self._index.path is not None:  # the index it read was superseded since
+                    self.close()
+                    continue
+                raise self._damaged(exc) from None
+        raise AssertionError("unreachable")
 
     def _damaged(self, exc: duckdb.IOException) -> BadInputError:
         return BadInputError(self.path, f"is damaged: {str(exc).strip().splitlines()[0]}")
 
     def runs(self) -> pd.DataFrame:
         """One line per archived run, oldest first."""
-        if not self.run_ids():
+        if self._con is None and not committed_parts(self.root):
             return pd.DataFrame(columns=["run_id", "name", "start_time", "ranks", "hosts", "kernels", "kernel_us"])
-        return self.sql(sql_text("archive_list.sql"))
+        return self._query(sql_text("archive_list.sql"), ("runs",))
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: an id, a unique prefix of one, or a unique run name."""
@@ -305,6 +345,10 @@ def _samples_with_arguments(run: Run, rank: int) -> pd.DataFrame:
     frame["args"] = [a for a, _ in encoded]
     frame["kwargs"] = [k for _, k in encoded]
     return frame
+
+
+def _part_key(part: Part) -> tuple[str, int]:
+    return part.run_id, part.rank
 
 
 def _check_values(check: LaunchCheck) -> tuple[int, ...]:

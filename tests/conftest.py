@@ -81,6 +81,18 @@ def make_job(directory: Path, runs: dict, world_size: int | None = None) -> Path
     return directory
 
 
+def tagged_copy(source: Path, target: Path, tags: dict) -> Path:
+    """A copy of a run directory whose manifest carries ``tags`` (hence another run id in an archive)."""
+    import json
+    import shutil
+
+    shutil.copytree(source, target)
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["tags"] = tags
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    return target
+
+
 def snapshot_patch_targets(model) -> tuple[dict, dict]:
     """What the recorder patches: every torch.nn.functional attribute, and each module's ``__dict__``."""
     import torch.nn.functional as F  # noqa: N812

@@ -297,11 +297,14 @@ def test_an_empty_prefix_is_one_line(command, option, tmp_path):
 
 
 def test_a_damaged_archive_is_one_line(tmp_path):
-    """A file of a complete run removed by hand: runs, sql and --run say so in one line naming the archive."""
+    """A file of a complete run removed by hand: sql and --run, which read it, say so in one line naming the
+    archive; runs, which reads only the runs table, lists the run."""
     path = tmp_path / "arch"
     [(run_id, _)] = archive_runs([SAMPLES / "mlp"], path)
     next((path / "kernels").rglob("*.parquet")).unlink()
-    for args in (["runs", path], ["sql", path, "SELECT count(*) FROM kernels"], ["analyze", path, "--run", run_id]):
+    listed = CliRunner().invoke(main, ["runs", str(path)])
+    assert listed.exit_code == 0 and run_id in listed.stdout, listed.output
+    for args in (["sql", path, "SELECT count(*) FROM kernels"], ["analyze", path, "--run", run_id]):
         result = CliRunner().invoke(main, [str(a) for a in args])
         assert result.exit_code == 2 and result.stdout == "", args
         (line,) = result.stderr.strip().splitlines()
