@@ -6,7 +6,6 @@ import datetime as _dt
 import errno
 import importlib
 import os
-import signal
 import sys
 from pathlib import Path
 

@@ -187,7 +187,13 @@ def _header(printed: list[str]) -> str | None:
 @pytest.mark.parametrize("doc", DOCS, ids=lambda doc: str(doc.relative_to(REPO)))
 def test_console_examples_run_and_print_what_the_doc_shows(doc, folders, archive, demo_command):
     run_id = Archive(archive).resolve("mlp")
-    substitutions = {"ID": run_id, "ID_A": run_id, "ID_B": Archive(archive).resolve("demo"), "SELECT ...": "SELECT count(*) AS n FROM kernels", "SELECT …": "SELECT 1 AS n"}
+    substitutions = {
+        "ID": run_id,
+        "ID_A": run_id,
+        "ID_B": Archive(archive).resolve("demo"),
+        "SELECT ...": "SELECT count(*) AS n FROM kernels",
+        "SELECT …": "SELECT 1 AS n",
+    }
     ran = 0
     with working_in(folders[doc]):
         for block in (b for b in blocks(doc) if b.lang == "console"):
