@@ -39,7 +39,7 @@ from .trace_parts import (
     part_file,
 )
 
-try:  # ISA-L: same format as gzip, decompresses ~3x faster; plain gzip where it is not installed
+try:  # ISA-L: same format as gzip, decompresses faster; plain gzip where it is not installed
     from isal.igzip import IGzipFile as _GzipReader
     from isal.isal_zlib import error as _IsalError
 except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer must not need it

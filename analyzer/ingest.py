@@ -38,7 +38,7 @@ except ImportError:  # built without a C compiler: DuckDB's JSON reader reads ev
 PART_ID_BITS = 40  # a part's provisional ids are its index << PART_ID_BITS + the position in the part
 MIN_PART_BYTES = 32 << 20  # below this one part: a thread is not worth it
 MAX_PART_BYTES = 128 << 20  # a plain file is cut into a multiple of the workers of parts at most this size
-# part size while decompressing, when the total size is not known (1 GB: 1.41 s at 32 MB, 1.44 at 64, 1.75 at 16)
+# part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
 PROGRESS_MIN_BYTES = 64 << 20
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
@@ -247,9 +247,8 @@ class _ArrowStream:
 
 class _NativeInserts:
     """The natively read parts' inserts: each loading thread inserts on a connection of its own, in one
-    transaction committed when all parts have loaded. Each insert committed on its own cost up to 0.3 s more
-    (DuckDB merging it into the table), which made a trace cut into 66 parts ingest 4x slower than one cut
-    into 10."""
+    transaction committed when all parts have loaded: each insert committed on its own has DuckDB merge it into
+    the table, a cost that grows with the number of parts (benchmarks/RESULTS.md, "Ids and transactions")."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con

@@ -77,8 +77,8 @@ def read_limit_bytes() -> int:
 
 def check_declared_sizes(path: Path, limit: int) -> None:
     """Refuse, before torch.load reads anything, a samples.pt whose sizes would take more memory than it holds or
-    than ``limit``: a compressed entry (torch.save stores its entries, so a deflated one is a bomb: 35 MB can
-    inflate to 8 GiB), entries that declare more bytes than the file has (overlapping entries), and storages whose
+    than ``limit``: a compressed entry (torch.save stores its entries, so a deflated one is a bomb: tens of MB can
+    inflate to gigabytes), entries that declare more bytes than the file has (overlapping entries), and storages whose
     declared size is not their entry's. torch.load then allocates no more than the entries' sizes."""
     try:
         with zipfile.ZipFile(path) as archive:

@@ -39,7 +39,7 @@ from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
 from .retention import CappedSampleBook
 
-GZIP_LEVEL = 3  # ~5x smaller than level 9 costs nothing noticeable; level 9 is several times slower
+GZIP_LEVEL = 3  # nearly as small as level 9, which is several times slower
 GIT_TIMEOUT_S = 5
 
 
