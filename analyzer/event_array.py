@@ -180,6 +180,8 @@ def open_trace(path: Path, compressed: bool):
             with _GzipReader(fileobj=raw, mode="rb") as stream:
                 yield stream
     except (OSError, EOFError, zlib.error, _IsalError) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:  # the system's refusal (EIO, EACCES), not gzip's
+            raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
         raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
 
 

@@ -27,7 +27,7 @@ from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, split_event_array
 from .memory import PART_ROOM, reading_limits
 from .sql import run_sql_file
-from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file
+from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
 from .validate import describe_unreadable_events
 
 try:
@@ -293,8 +293,8 @@ def _insert_natively(
     with part.contents() as (data, bare):
         try:
             scanned = native_reader.scan(data, 0, bare)
-        except OSError:  # the mapped file shrank under the scan (SIGBUS, caught)
-            raise BadInputError(header.path, TRUNCATED_WHILE_READ) from None
+        except OSError as exc:  # a mapped page could not be read (SIGBUS, caught): the file shrank or its device failed
+            raise _pages_lost(part, header, exc) from None
     rows, stream = scanned[0], scanned[1]
     if rows is None:
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
@@ -305,6 +305,17 @@ def _insert_natively(
     if scanned[2] == 0:
         header.rows_checked.append(index)
     return rows
+
+
+def _pages_lost(part: Part, header: TraceHeader, exc: OSError) -> BadInputError:
+    """Why a part's mapped pages went away under the reader: a trace truncated under it, or one whose pages could not
+    be read from its device (an I/O error faults the page just as a truncation does)."""
+    try:
+        shrank = part.source is None or os.stat(part.source).st_size < part.last
+    except OSError:  # gone
+        shrank = True
+    problem = TRUNCATED_WHILE_READ if shrank else read_failure("an I/O error under its mapped pages")
+    return BadInputError(header.path, problem)
 
 
 def beyond_the_limits(con: duckdb.DuckDBPyConnection, exc: duckdb.OutOfMemoryException) -> str:
