@@ -119,8 +119,8 @@ typedef struct {
     int width;
 } Column;
 
-/* Ask for transparent huge pages on a large buffer: its first touch then faults once per 2 MB, not once per
- * 4 KB (a GB of trace writes about as much to these buffers; the faults took a fifth of the ingest's time). */
+/* Ask for transparent huge pages on a large buffer: its first touch then faults once per huge page, not once per
+ * small one (a trace writes about its own size to these buffers, so the faults were a large share of the ingest). */
 static void advise_huge(void *data, size_t size) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (size < (8u << 20)) return;
@@ -1474,7 +1474,7 @@ enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR }; /* CAT_OPERATOR: cpu_
 
 /* How many rows break one of validate.sql's rules 1-7 (-1: out of memory), read off the columns as DuckDB will
  * hold them: when no part read here has any, and DuckDB's reader read none, validate.sql skips its scan of every
- * event for them (0.1 s of a 1 GB trace). The rules, on complete events (ph "X"): no ts, no dur, a negative dur,
+ * event for them. The rules, on complete events (ph "X"): no ts, no dur, a negative dur,
  * a device or runtime event without correlation, a device, runtime or operator event without name, a runtime or
  * operator event without pid or tid; and a device event whose ph is not "X". */
 static int64_t rows_breaking_rules(const Scan *s) {

@@ -2,7 +2,7 @@
 -- A trace with no device events (a CPU-only recording) gets one row per CPU operator instead, with kind = 'cpu'
 -- and its self time: its duration less its child operators' (scopes are not operators). No row is dropped: what
 -- cannot be attributed keeps NULL scopes. Also the one-row temp table `ks_launch_check` that launch_check.sql
--- reads. `kernels` is in no particular order (`profiling_df` sorts): sorting it here cost 0.13 s on a 1 GB trace.
+-- reads. `kernels` is in no particular order: `profiling_df` sorts, so sorting here too would be paid twice.
 --
 -- Steps: device event -> its launch (same `correlation`; a CUDA graph replay's kernels all share the
 -- cudaGraphLaunch's) -> the scopes and operators whose span holds the launch on the launching thread
@@ -10,8 +10,9 @@
 -- the spans that contain it on its thread, itself excepted, by the same nesting order.
 -- Each step is a temporary table, so the planner sees real sizes and picks the IEJoin for the
 -- containment join (in one statement it planned a hash join on the thread alone with the time range as a
--- filter: quadratic in the trace's length, 31 s on a 100 MB trace). Steps carry event ids, not names: names are
--- looked up once, at the end.
+-- filter: quadratic in the trace's length; benchmarks/RESULTS.md, Dead ends). DuckDB 2.0 plans small range joins
+-- with equality conditions as merge joins it cannot run ("Unimplemented join type for merge join"), hence
+-- merge_join_threshold = 0 (connection.sql). Steps carry event ids, not names: names are looked up once, at the end.
 -- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call,
 -- compiled_region_call and other_operator_call (NULL but in recordings and traces that name those calls from the
 -- trace: run.py, calls_named_from_the_trace); macros of scope_names.sql and connection.sql, whose join settings
@@ -100,11 +101,10 @@ GROUP BY external_id;
 -- The time bucket (2^shift ns) by which ks_enclosers drops spans: a span inside one bucket holds no launch point
 -- unless a point of its thread falls in that bucket. Half of a trace's operators are leaves (aten::view,
 -- aten::empty…) that hold no launch; dropping most of them first makes the range join below cheaper in time and
--- memory. On the 1 GB scaled trace: 2.53 M spans -> 1.62 M, of which 1.16 M hold a point; ks_innermost 0.85 ->
--- 0.58 s, spilling 64 MB instead of 200 under the run's memory limit (0.63 -> 0.43 s without a limit). The bucket
--- is an eighth of the mean time between launch points, rounded up to a power of two: on the sample traces and
--- the scaled one it kept about the fewest spans. Whatever the bucket, the join's result is the same: only spans
--- that hold no point are dropped.
+-- memory (measured in benchmarks/RESULTS.md, "Pruning spans before the join"). The bucket is an eighth of the
+-- mean time between launch points, rounded up to a power of two: on the sample traces and a scaled one it kept
+-- about the fewest spans. Whatever the bucket, the join's result is the same: only spans that hold no point are
+-- dropped.
 SET VARIABLE ks_bucket_shift = (
     SELECT CAST(greatest(0, ceil(log2(greatest(CAST(max(at_ns) AS DOUBLE) - min(at_ns), 1) / greatest(count(*), 1)))
                             - 3) AS UTINYINT)
@@ -247,8 +247,8 @@ FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
 WHERE event_id IN (SELECT module_id FROM ks_rows);
 
 -- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
--- once and joined back by name: cutting 400 k names one by one cost twice the whole statement (1 GB trace: 0.10 ->
--- 0.055 s), as every call with the same signature repeats its scope's name.
+-- once and joined back by name: every call with the same signature repeats its scope's name, so cutting the names
+-- row by row would do the same work many times over.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
 WITH scopes AS (
     SELECT event_id, coalesce(f.name, e.name) AS name

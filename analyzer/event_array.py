@@ -39,7 +39,7 @@ from .trace_parts import (
     part_file,
 )
 
-try:  # ISA-L: same format as gzip, decompresses ~3x faster; plain gzip where it is not installed
+try:  # ISA-L: same format as gzip, decompresses faster; plain gzip where it is not installed
     from isal.igzip import IGzipFile as _GzipReader
     from isal.isal_zlib import error as _IsalError
 except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer must not need it
@@ -180,6 +180,8 @@ def open_trace(path: Path, compressed: bool):
             with _GzipReader(fileobj=raw, mode="rb") as stream:
                 yield stream
     except (OSError, EOFError, zlib.error, _IsalError) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:  # the system's refusal (EIO, EACCES), not gzip's
+            raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
         raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
 
 

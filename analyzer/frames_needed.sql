@@ -1,6 +1,6 @@
 -- frames_needed.sql: whether frames.sql has scopes to find: the trace holds Python frames and no kernelscope scope
 -- (a kernelscope recording made with with_stack keeps its own). Creates the empty ks_frame_scopes that attribution.sql
--- reads where it has not: the statements of frame_names.sql and frames.sql cost 40 ms even on an empty trace.
+-- reads where it has not: the statements of frame_names.sql and frames.sql have a fixed cost even on an empty trace.
 CREATE OR REPLACE TEMP TABLE ks_frame_scopes (
     event_id BIGINT, pid BIGINT, tid BIGINT, ts_ns BIGINT, end_ns BIGINT, kind UTINYINT, name VARCHAR
 );

@@ -27,7 +27,7 @@ from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, split_event_array
 from .memory import PART_ROOM, reading_limits
 from .sql import run_sql_file
-from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file
+from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
 from .validate import describe_unreadable_events
 
 try:
@@ -38,7 +38,7 @@ except ImportError:  # built without a C compiler: DuckDB's JSON reader reads ev
 PART_ID_BITS = 40  # a part's provisional ids are its index << PART_ID_BITS + the position in the part
 MIN_PART_BYTES = 32 << 20  # below this one part: a thread is not worth it
 MAX_PART_BYTES = 128 << 20  # a plain file is cut into a multiple of the workers of parts at most this size
-# part size while decompressing, when the total size is not known (1 GB: 1.41 s at 32 MB, 1.44 at 64, 1.75 at 16)
+# part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
 PROGRESS_MIN_BYTES = 64 << 20
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
@@ -247,9 +247,8 @@ class _ArrowStream:
 
 class _NativeInserts:
     """The natively read parts' inserts: each loading thread inserts on a connection of its own, in one
-    transaction committed when all parts have loaded. Each insert committed on its own cost up to 0.3 s more
-    (DuckDB merging it into the table), which made a trace cut into 66 parts ingest 4x slower than one cut
-    into 10."""
+    transaction committed when all parts have loaded: each insert committed on its own has DuckDB merge it into
+    the table, a cost that grows with the number of parts (benchmarks/RESULTS.md, "Ids and transactions")."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
@@ -294,8 +293,8 @@ def _insert_natively(
     with part.contents() as (data, bare):
         try:
             scanned = native_reader.scan(data, 0, bare)
-        except OSError:  # the mapped file shrank under the scan (SIGBUS, caught)
-            raise BadInputError(header.path, TRUNCATED_WHILE_READ) from None
+        except OSError as exc:  # a mapped page could not be read (SIGBUS, caught): the file shrank or its device failed
+            raise _pages_lost(part, header, exc) from None
     rows, stream = scanned[0], scanned[1]
     if rows is None:
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
@@ -306,6 +305,17 @@ def _insert_natively(
     if scanned[2] == 0:
         header.rows_checked.append(index)
     return rows
+
+
+def _pages_lost(part: Part, header: TraceHeader, exc: OSError) -> BadInputError:
+    """Why a part's mapped pages went away under the reader: a trace truncated under it, or one whose pages could not
+    be read from its device (an I/O error faults the page just as a truncation does)."""
+    try:
+        shrank = part.source is None or os.stat(part.source).st_size < part.last
+    except OSError:  # gone
+        shrank = True
+    problem = TRUNCATED_WHILE_READ if shrank else read_failure("an I/O error under its mapped pages")
+    return BadInputError(header.path, problem)
 
 
 def beyond_the_limits(con: duckdb.DuckDBPyConnection, exc: duckdb.OutOfMemoryException) -> str:

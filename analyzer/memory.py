@@ -1,7 +1,7 @@
 """How much memory DuckDB may use for one trace, where it spills the rest, and how much it may spill.
 
-The events table takes about 0.8x the trace's JSON in memory, and the attribution's joins and
-aggregations need a few hundred MB more on a 1 GB trace. Left alone, DuckDB would take up to 80% of
+The events table takes somewhat less memory than the trace's JSON, and the attribution's joins and
+aggregations need more on top (benchmarks/RESULTS.md, "Memory limit"). Left alone, DuckDB would take up to 80% of
 RAM; a run is instead given 1.25x its JSON (at least MIN_LIMIT, at most DuckDB's 80% of RAM), beyond
 which DuckDB spills table blocks and operator state to a scratch directory: a trace larger than the
 memory it is given still loads, a little slower. The spill is bounded too (the disk limit, DuckDB's
@@ -35,7 +35,7 @@ GZIP_RATIO_FLOOR, GZIP_RATIO_MAX = 8, 64
 MIN_DISK_LIMIT = 4 << 30
 DISK_LIMIT_PER_JSON_BYTE = 2
 # the most JSON a trace may decompress to, per byte of memory and disk limit (a Kineto trace's events table is
-# 0.8x its JSON: twice the limits is more than a real trace can need, and bounds what a bomb costs)
+# smaller than its JSON: twice the limits is more than a real trace can need, and bounds what a bomb costs)
 JSON_PER_LIMIT_BYTE = 2
 WHOLE_DOCUMENT_SHARE = 8  # a document parsed whole (orjson's objects: several times its bytes) of limit/8 at most
 WHOLE_DOCUMENT_MIN = 64 << 20
@@ -87,11 +87,11 @@ def limit_memory(
     disk = default_disk_limit(json_size) if disk_limit is None else disk_limit
     con.execute(f"SET max_temp_directory_size = {quote(f'{disk}B' if isinstance(disk, int) else disk)}")
     if json_size >= BLOCK_REUSE_MIN_JSON:
-        # Blocks freed by one statement serve the next instead of going back to the system, up to half the limit.
-        # On a 1 GB trace, interleaved runs: none 3.76-3.96 s, half 3.51-3.60 s, the whole limit 3.41-3.50 s, with
-        # peak RSS 1.47, 1.52 and 1.56 GiB: half keeps the peak under 1.5x the JSON. What it held stays with the
-        # run until it is closed. On 10 MB it cost 0.03 s and 50 MB. (A database file opened twice in a process
-        # shares one instance, whose setting cannot be lowered.)
+        # Blocks freed by one statement serve the next instead of going back to the system, up to half the limit:
+        # that saves most of the page faults while the peak RSS stays within the memory goal, where the whole limit
+        # would not; on a small trace it costs more than it saves (benchmarks/RESULTS.md, "Freed blocks kept").
+        # What it held stays with the run until it is closed. (A database file opened twice in a process shares
+        # one instance, whose setting cannot be lowered.)
         held = memory_bytes(limit)
         if held is not None:
             with contextlib.suppress(duckdb.InvalidInputException):

@@ -27,7 +27,7 @@ COMPILED_REGION_CALL = "torch.compile"
 # the call of kernels that no call scope holds, named after an operator without a namespace (docs/sql.md, kernels)
 OTHER_OPERATOR_CALL = "(other operator)"
 MAX_RANK = (1 << 31) - 1  # ranks and world sizes are 32-bit integers in every table
-MAX_NESTING = 100  # JSON levels of a manifest, and levels of a sample's arguments: what any engine reads back
+MAX_NESTING = 100  # JSON levels of a manifest (its tags included): what any engine reads back
 NAMING_ANNOTATIONS = (
     "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call"
 )  # fmt: skip
@@ -96,11 +96,12 @@ def is_rank(value: object) -> bool:
 
 
 def nested_deeper_than(value: object, levels: int) -> bool:
-    """Whether JSON-like ``value`` (dicts and lists) nests more than ``levels`` deep; without recursion."""
+    """Whether ``value``'s containers (dicts, lists, tuples) nest more than ``levels`` deep; without recursion, and
+    in bounded time for a container that holds itself."""
     pending = [(value, 1)]
     while pending:
         item, depth = pending.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else None
         if children is None:
             continue
         if depth > levels:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInputError, KernelscopeError
+from .rundir import nested_deeper_than
+from .samples import MAX_NESTING
 
 TORCH_HINT = "reading sample tensors needs torch (pip install 'kernelscope[record]')"
 _BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "(1)", "(2)")
@@ -77,8 +79,8 @@ def read_limit_bytes() -> int:
 
 def check_declared_sizes(path: Path, limit: int) -> None:
     """Refuse, before torch.load reads anything, a samples.pt whose sizes would take more memory than it holds or
-    than ``limit``: a compressed entry (torch.save stores its entries, so a deflated one is a bomb: 35 MB can
-    inflate to 8 GiB), entries that declare more bytes than the file has (overlapping entries), and storages whose
+    than ``limit``: a compressed entry (torch.save stores its entries, so a deflated one is a bomb: tens of MB can
+    inflate to gigabytes), entries that declare more bytes than the file has (overlapping entries), and storages whose
     declared size is not their entry's. torch.load then allocates no more than the entries' sizes."""
     try:
         with zipfile.ZipFile(path) as archive:
@@ -176,6 +178,8 @@ def _entry(path: Path, function: str, meta: tuple[int, tuple], value: Any) -> tu
     args, kwargs = value
     if not isinstance(args, (list, tuple)) or not isinstance(kwargs, dict):
         raise BadInputError(path, f"holds a sample of {function!r} whose args or kwargs are malformed")
+    if nested_deeper_than(args, MAX_NESTING) or nested_deeper_than(kwargs, MAX_NESTING):  # the recorder keeps none
+        raise BadInputError(path, f"holds a sample of {function!r} nested deeper than {MAX_NESTING} levels")
     return calls, (tuple(args), kwargs)
 
 

@@ -19,7 +19,9 @@ import pandas as pd
 from .errors import BadInputError
 
 SAMPLES_FORMAT = 1
-# containers nested in a sample's arguments: encoded, a dict is 3 JSON levels, and orjson writes at most 255
+# containers nested in a sample's arguments, args and kwargs themselves the first level: encoded, a dict is 3 JSON
+# levels, and orjson writes at most 255. The recorder writes deeper containers as a summary (encode), and keeps no
+# tensors of such a sample in samples.pt, so that the analyzer reads every sample it writes and refuses the rest.
 MAX_NESTING = 64
 _INT64 = 1 << 63
 
@@ -83,9 +85,11 @@ def contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(stride))
 
 
-def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None) -> Any:
+def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None, depth: int = 1) -> Any:
     """JSON-ready form of an argument; ``tensor(v)`` returns the tensor dict for tensors, else None (the
-    default, for decoded samples, whose tensors are TensorMeta)."""
+    default, for decoded samples, whose tensors are TensorMeta). A container nested deeper than MAX_NESTING
+    (``depth`` counts the containers around ``value``, itself included) is written as an object of its type
+    whose repr says so, which decode reads back."""
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -97,17 +101,25 @@ def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None
     meta = tensor(value)
     if meta is not None:
         return {"tensor": meta}
+    if isinstance(value, (tuple, list, dict)) and depth > MAX_NESTING:
+        kind = type(value)
+        return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": too_deep(kind)}}
     if isinstance(value, tuple):
         tag = "size" if type(value).__name__ == "Size" else "tuple"
-        return {tag: [encode(v, tensor) for v in value]}
+        return {tag: [encode(v, tensor, depth + 1) for v in value]}
     if isinstance(value, list):
-        return {"list": [encode(v, tensor) for v in value]}
+        return {"list": [encode(v, tensor, depth + 1) for v in value]}
     if isinstance(value, dict):
-        return {"dict": [[encode(k, tensor), encode(v, tensor)] for k, v in value.items()]}
+        return {"dict": [[encode(k, tensor, depth + 1), encode(v, tensor, depth + 1)] for k, v in value.items()]}
     if isinstance(value, ObjectRepr):  # a decoded store encodes back to what it was read from
         return {"object": {"type": value.type, "repr": value.repr}}
     kind = type(value)
     return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": repr(value)}}
+
+
+def too_deep(kind: type) -> str:
+    """The repr a container nested deeper than MAX_NESTING is written with."""
+    return f"<{kind.__qualname__} nested deeper than {MAX_NESTING} levels>"
 
 
 def decode(value: Any, depth: int = 1) -> Any:

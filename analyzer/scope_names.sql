@@ -6,10 +6,10 @@
 --     folded module; else NULL.
 --   ks_scope_folded(name): a call scope with a module folded in (ks.fn:<call>@<module>), which ks_scope_module
 --     reads too; the name is cut only where the prefix holds the separator (kernelscope's never does): cutting
---     every call scope's name was a third of the cost of ks_enclosers in attribution.sql.
+--     every call scope's name would weigh on ks_enclosers in attribution.sql, which tests every scope.
 -- And the runtime calls the attribution reads by name (its launch check too), CUDA's (runtime cuda…, driver cu…) and
--- ROCm's (hip…, which Kineto files under the same categories), by prefix and substring tests (a regular expression
--- per runtime call cost 60 ms on a 1 GB trace):
+-- ROCm's (hip…, which Kineto files under the same categories), by prefix and substring tests (cheaper than a regular
+-- expression per runtime call, of which a large trace holds millions):
 --   ks_graph_launch(name): a runtime or driver call that replays a graph: cudaGraphLaunch, cuGraphLaunch,
 --     hipGraphLaunch, with any suffix (_ptsz, _spt);
 --   ks_kernel_launch(name): one that launches a kernel: a cu…/hip… call whose name holds "Launch" and, after it,

@@ -1,6 +1,6 @@
 """The parts of a compressed trace's ``traceEvents`` array, cut while it decompresses (event_array.py cuts).
 
-A ``.json.gz`` is decompressed as a stream (ISA-L's igzip where installed, 3x faster than zlib) straight into
+A ``.json.gz`` is decompressed as a stream (ISA-L's igzip where installed, which is faster than zlib) straight into
 reused buffers and cut every ``part_bytes``, at the first boundary between two events past that size; each part
 is handed out as soon as it is complete, kept in memory for the native reader or written to a part file for
 DuckDB's. A part may hold at most ``max_part_bytes``, and the stream at most ``max_json_bytes`` (the run's memory
@@ -110,8 +110,8 @@ def _last_bytes(before: bytes, view: memoryview) -> bytes:
 
 
 class Buffers:
-    """The buffers streamed parts are decompressed into, reused: a new 64 MB buffer per part cost a page fault
-    for every 4 KB of it, on the thread that decompresses. As many exist as parts are in memory at once
+    """The buffers streamed parts are decompressed into, reused: a fresh buffer per part would fault in every
+    page of it, on the thread that decompresses. As many exist as parts are in memory at once
     (ingest.py bounds that)."""
 
     def __init__(self, capacity: int) -> None:
@@ -132,7 +132,7 @@ class Buffers:
 
 def anonymous_memory(size: int) -> mmap.mmap:
     """``size`` bytes of fresh memory, in huge pages where the system gives them on request: a bytearray this
-    large was zeroed byte by byte and took a page fault per 4 KB (0.2 s of a 1 GB .json.gz's ingest)."""
+    large is zeroed byte by byte and faults in every small page of it."""
     memory = mmap.mmap(-1, size)
     if hasattr(mmap, "MADV_HUGEPAGE"):
         memory.madvise(mmap.MADV_HUGEPAGE)
@@ -141,9 +141,9 @@ def anonymous_memory(size: int) -> mmap.mmap:
 
 class _PartWriter:
     """A streamed part's bytes, in a buffer: the decompressor writes into it (fill), sparing a copy of every
-    chunk (the copies took 0.5 s of the decompressing thread's 1.4 s on a 1 GB .json.gz). The part is then handed
-    out in memory, or written to its part file and the buffer reused. Memory spares the writes to disk and
-    their writeback, 1.5 s of a 1 GB trace's 2.3 s ingest here."""
+    chunk on the thread that decompresses, the ingest's busiest. The part is then handed out in memory, or written
+    to its part file and the buffer reused. Memory spares the writes to disk and their writeback, which were most
+    of a .json.gz's ingest time (benchmarks/RESULTS.md, "Parts on disk")."""
 
     def __init__(self, file: str, buffers: Buffers, in_memory: bool) -> None:
         self.file = file

@@ -11,7 +11,7 @@ import mmap
 import os
 import re
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -66,6 +66,16 @@ class Limits:
         )
 
 
+def unreadable(path: str | os.PathLike, exc: OSError) -> BadInputError:
+    """The trace at ``path`` could not be read after it was opened and cut: it vanished, became unreadable, or its
+    device failed (EIO). Said of the trace, as the parts are read from it by name on the loading threads."""
+    return BadInputError(path, read_failure(exc.strerror or str(exc)))
+
+
+def read_failure(cause: str) -> str:
+    return f"could not be read while it was loaded ({cause})"
+
+
 def _mib(size: int) -> str:
     return f"{size / (1 << 20):.0f} MiB"
 
@@ -102,28 +112,41 @@ class Part:
             yield self.data, False
             return
         path, first, last = (self.source, self.first, self.last) if self.source is not None else (self.file, 0, None)
-        with open(path, "rb") as raw:
-            size = os.fstat(raw.fileno()).st_size
-            last = size if last is None else last
+        with ExitStack() as opened:
+            try:  # the trace itself, reopened by name: it may have gone or failed since it was cut
+                raw = opened.enter_context(open(path, "rb"))
+                size = os.fstat(raw.fileno()).st_size
+                last = size if last is None else last
+                mapped = None
+                if first < last <= size:
+                    start = first - first % mmap.ALLOCATIONGRANULARITY
+                    mapping = mmap.mmap(raw.fileno(), last - start, access=mmap.ACCESS_READ, offset=start)
+                    mapped = opened.enter_context(mapping)
+            except OSError as exc:
+                if self.source is None:
+                    raise
+                raise unreadable(self.source, exc) from None
             if last <= first:
                 yield b"", self.source is not None
                 return
             if last > size:  # shorter than when it was cut
                 raise BadInputError(path, TRUNCATED_WHILE_READ)
-            start = first - first % mmap.ALLOCATIONGRANULARITY
-            with mmap.mmap(raw.fileno(), last - start, access=mmap.ACCESS_READ, offset=start) as mapped:
-                view = memoryview(mapped)[first - start :]
-                try:
-                    yield view, self.source is not None
-                finally:
-                    view.release()
+            view = memoryview(mapped)[first - start :]
+            try:
+                yield view, self.source is not None
+            finally:
+                view.release()
 
     def as_file(self) -> str:
         if self.data is not None and not os.path.exists(self.file):
             with open(self.file, "wb") as out:
                 out.write(self.data)
         if self.source is not None and not os.path.exists(self.file):
-            with open(self.source, "rb") as raw, open(self.file, "wb", buffering=0) as out:
+            try:
+                raw = open(self.source, "rb")
+            except OSError as exc:
+                raise unreadable(self.source, exc) from None
+            with raw, open(self.file, "wb", buffering=0) as out:
                 out.write(b"[")
                 copy_range(self.source, raw.fileno(), out, self.first, self.last - self.first)
                 out.write(b"]")
@@ -164,8 +187,12 @@ def copy_range(path: Path, fd: int, out: BinaryIO, offset: int, count: int) -> N
     while count:
         try:
             n = os.copy_file_range(fd, out.fileno(), count, offset)
-        except (AttributeError, OSError):  # not Linux, or a file system that cannot
-            n = out.write(os.pread(fd, min(count, CHUNK), offset))
+        except (AttributeError, OSError):  # not Linux, or a file system that cannot (or a failed read: tried again)
+            try:
+                data = os.pread(fd, min(count, CHUNK), offset)
+            except OSError as exc:  # the trace's own read failed; a failed write (a full disk) is not its fault
+                raise unreadable(path, exc) from None
+            n = out.write(data)
         if not n:
             raise BadInputError(path, TRUNCATED_WHILE_READ)
         offset += n

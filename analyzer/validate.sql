@@ -7,7 +7,7 @@
 -- Returns: rule, event_id, cat, name, problem, count (events that break this rule).
 -- Rules 1-7 are checked in one pass, each event getting the first rule it breaks: only the lowest rule broken
 -- is reported, and every event that breaks it gets it, so its count is exact. The repeats (rules 8, 9) are
--- found by grouping first: a window over every launch cost 4x more. Variable ks_rows_checked (validate.py): the
+-- found by grouping first: a window would sort every launch. Variable ks_rows_checked (validate.py): the
 -- native reader checked rules 1-7 on the rows of every part (_kineto.c, rows_breaking_rules) and found none
 -- broken, so the pass over every event is skipped.
 WITH

@@ -16,8 +16,8 @@ With ``calls="all"``, during one recording:
 
 All of it is plain attribute patching, so it costs nothing for calls that are not patched (metadata
 reads such as ``x.shape`` and views such as ``x.view``), and it works on every thread. A
-``TorchFunctionMode`` would see every call by identity but costs a Python dispatch per torch call:
-measured on the H200 host, an empty mode alone slowed the profiled pass by 1.17-1.37x.
+``TorchFunctionMode`` would see every call by identity but costs a Python dispatch per torch call,
+enough for an empty mode alone to slow the profiled pass (benchmarks/RESULTS.md, "The scope itself").
 """
 
 from __future__ import annotations

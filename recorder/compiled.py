@@ -84,7 +84,7 @@ def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: 
 
 def import_what_the_profiler_imports() -> None:
     """torch.profiler's first start in a process runs ``hasattr(torch, "_inductor")`` (torch 2.11–2.13), which imports
-    inductor, dynamo and sympy (about 4 s on the H200 host, paid by plain torch.profiler as well). Done before the
+    inductor, dynamo and sympy (seconds, paid by plain torch.profiler as well). Done before the
     patches: module code run while they are in place would keep the wrappers in its tables of torch functions (dynamo's
     constant-folded functions, for one) for the rest of the process."""
     hasattr(torch, "_inductor")

@@ -1,7 +1,7 @@
 """Scope annotations around module forwards and calls, for one recording.
 
-Scopes use ``torch._C._profiler._RecordFunctionFast`` (about 1 µs per scope against ~7 µs for
-``torch.profiler.record_function``, measured on the CPU with torch 2.13); it appears in the trace as a
+Scopes use ``torch._C._profiler._RecordFunctionFast`` (several times cheaper than
+``torch.profiler.record_function``: benchmarks/RESULTS.md, "The scope itself"); it appears in the trace as a
 ``cpu_op`` named exactly like the scope. Names: ``ks.module:<dotted name>`` and
 ``ks.fn:<call>#<sample id>`` (``ks.fn:<call>`` when samples of that call are not collected). The scope of
 a torch.nn module whose forward is one functional call (``nn.Linear``, ``nn.ReLU``…) is folded into that
@@ -155,12 +155,12 @@ def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_on
 
     A function written in C (``Tensor.mul_``, ``torch.addmm``, ``F.linear``) makes no call the patches see (short
     of a tensor subclass's ``__torch_function__``, whose calls then get scopes of their own), so its wrapper does
-    not mark itself open: the ContextVar's set and reset were about 0.25 µs of the ~1.6 µs a scoped call cost
-    under the profiler on the CPU (``Tensor.mul_``/``add_``, torch 2.13).
+    not mark itself open: the ContextVar's set and reset are a noticeable share of what a scoped call costs under
+    the profiler (benchmarks/RESULTS.md, "A C function's wrapper marking itself open").
 
     The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
-    wrapper of a name): making one for each of the ~1400 patched functions up front cost about 8 ms per
-    recording and, measured on the CPU, slowed the recorded pass itself by up to 1 µs per sampled call.
+    wrapper of a name): making one for each of the patched functions up front costs every recording time for
+    functions it never calls, and slowed the recorded pass itself (benchmarks/RESULTS.md, Dead ends).
     """
     record = labels = None
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
@@ -341,7 +341,7 @@ def instrumented(
 def _gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector is paused while the scopes are in place. The ~1400 wrappers made at
     once, and the samples kept during the pass, would set off full collections of the process's objects
-    (about 0.1 s each with torch loaded, measured on the CPU) inside the measured pass."""
+    (slow with torch loaded) inside the measured pass."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -271,9 +271,9 @@ def record_pass(
 
     The rehearsal is one more warm-up pass made exactly like the recorded one (sample ids predicted, inputs
     held, nothing keyed). Python re-specializes the code a pass runs over its first passes after a change
-    of the patched functions, and the keyed warm-up runs other code: on the H200 host, the recorded pass of
-    6-call and 11-call models (benchmarks/workloads.py cuda_graph, mlp) cost 1.19x and 1.22x the profiler's
-    right after the keyed warm-up, 0.93x and 1.15x after a rehearsal (benchmarks/warm_up_variants.py).
+    of the patched functions, and the keyed warm-up runs other code: a recorded pass right after the keyed
+    warm-up runs measurably slower than one after a rehearsal (benchmarks/RESULTS.md, "The recorded pass must not
+    be the second pass after patching"; benchmarks/warm_up_variants.py).
     """
     predicted = False
     if warm_up is not None:
@@ -298,7 +298,7 @@ def profiler_options() -> dict:
 
     ``acc_events=True`` (one cycle only) silences torch's warning that events are cleared at the end of a
     cycle, but without ``trace_only`` it also makes torch build its Python event objects when the profiler
-    stops, which kernelscope never reads (torch 2.11: 26 µs per trace event on the H200 host); then the
+    stops, which kernelscope never reads (a cost per trace event: benchmarks/RESULTS.md); then the
     option is left out and the warning filtered (``quiet_cycle_warning``)."""
     config = experimental_config()
     options = {"experimental_config": config}

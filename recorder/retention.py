@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from kernelscope.analyzer.samples import TensorMeta
+from kernelscope.analyzer.rundir import nested_deeper_than
+from kernelscope.analyzer.samples import MAX_NESTING, TensorMeta
 
 from .samples import SampleBook, tensor_meta
 
@@ -28,17 +29,20 @@ class CappedSampleBook(SampleBook):
         self.clear()
 
     def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
-        """Keep the inputs of a new signature if they fit in the cap, else only their metadata."""
-        if self.limit_bytes is None:
+        """Keep the inputs of a new signature if they fit in the cap, else only their metadata; and only their
+        metadata where they nest deeper than samples.json describes (MAX_NESTING), which the analyzer would
+        refuse in samples.pt."""
+        too_deep = nested_deeper_than(args, MAX_NESTING) or nested_deeper_than(kwargs, MAX_NESTING)
+        if self.limit_bytes is None and not too_deep:
             return
-        new = self._new_storages(args, kwargs, self._kept_storages)
+        new = {} if too_deep else self._new_storages(args, kwargs, self._kept_storages)
         size = sum(new.values())
-        if self.kept_bytes + size <= self.limit_bytes:
+        if not too_deep and (self.limit_bytes is None or self.kept_bytes + size <= self.limit_bytes):
             self.kept_bytes += size
             self._kept_storages.update(new)
             return
         self.samples[function_name][sample_id] = (metadata_only(args), metadata_only(kwargs))
-        self.not_kept.setdefault(function_name, set()).add(sample_id)
+        (self.too_deep if too_deep else self.not_kept).setdefault(function_name, set()).add(sample_id)
 
     def hold(self, args: tuple, kwargs: dict) -> None:
         """A warm-up call's inputs are held while all the warm-up's calls' inputs fit in ``hold_limit_bytes``;
@@ -71,7 +75,9 @@ class CappedSampleBook(SampleBook):
 
     def is_kept(self, function_name: str, sample_id: int) -> bool:
         """Whether the live inputs of this signature are kept (else only their metadata)."""
-        return sample_id not in self.not_kept.get(function_name, ())
+        return sample_id not in self.not_kept.get(function_name, ()) and sample_id not in self.too_deep.get(
+            function_name, ()
+        )
 
     def report(self) -> dict:
         """The manifest's ``sample_memory`` field."""
@@ -88,7 +94,8 @@ class CappedSampleBook(SampleBook):
         self.kept_bytes = 0
         self._held_storages: dict = {}
         self.held_bytes = 0
-        self.not_kept: dict[str, set[int]] = {}
+        self.not_kept: dict[str, set[int]] = {}  # over the cap (report counts them)
+        self.too_deep: dict[str, set[int]] = {}  # nested deeper than MAX_NESTING, whatever the cap
 
 
 def metadata_only(value: Any) -> Any:

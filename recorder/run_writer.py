@@ -30,20 +30,20 @@ from kernelscope.analyzer.rundir import (
     FUNCTION_PREFIX,
     GRAPH_REPLAY_CALL,
     MANIFEST,
+    MAX_NESTING,
     MODULE_PREFIX,
     MODULE_SEPARATOR,
     SAMPLE_SEPARATOR,
     SAMPLE_TENSORS,
     SAMPLES,
     TRACE,
+    nested_deeper_than,
 )
 from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
 from .retention import CappedSampleBook
 
-# ISA-L's igzip (the analyzer's reader too) writes the gzip format several times faster than zlib: its level 2 is
-# within 5 % of the size of zlib's level 3 (~10x smaller than a trace's JSON); its level 3 is several times slower
-GZIP_LEVEL = 2
+GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
 GIT_TIMEOUT_S = 5
 
 
@@ -223,7 +223,8 @@ def _compact(value: Any) -> Any:
 
 def checked_tags(tags: Any) -> dict:
     """The user's tags as the manifest keeps them; a ValueError, before the model runs, for tags that the manifest
-    cannot hold: not a dict, a key that is not a string, a value that is not JSON, or nested past orjson's limit."""
+    cannot hold: not a dict, a key that is not a string, a value that is not JSON, or nested deeper than the analyzer
+    reads a manifest."""
     if tags is None:
         return {}
     if not isinstance(tags, dict):
@@ -232,6 +233,8 @@ def checked_tags(tags: Any) -> dict:
         orjson.dumps(tags)
     except orjson.JSONEncodeError as exc:
         raise ValueError(f"tags must be a dict of JSON values with string keys ({exc})") from None
+    if nested_deeper_than(tags, MAX_NESTING - 1):  # the manifest holds them one level down: the analyzer's limit
+        raise ValueError(f"tags must be nested at most {MAX_NESTING - 1} levels deep")
     return dict(tags)
 
 

@@ -109,8 +109,8 @@ class SampleBook:
     reported, never kept: the caller records the pass again, keyed per call.
 
     Only the recorders called since the last reset are visited between passes (``calls="all"`` makes
-    over a thousand): visiting them all right before the recorded pass cost about 0.1 ms per pass on the
-    CPU, in the pass, as the operators' code and data were evicted from the CPU's caches.
+    over a thousand): visiting them all right before the recorded pass slows the pass itself, as it evicts
+    the operators' code and data from the CPU's caches.
     """
 
     def __init__(self) -> None:

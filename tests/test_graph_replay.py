@@ -3,7 +3,7 @@ analyzer names the kernels of a ``cudaGraphLaunch`` ``torch.cuda.CUDAGraph.repla
 
 The format-3 run here is made from the real H200 recording ``sample_traces/cuda_graph`` (format 1, with a scope
 around the replay) by taking that scope out of its trace, as a format-3 recording leaves it out: the rows must stay
-the same, but for the replay's sample id, which a scope no longer carries."""
+the same, but for the replay's sample id, which only format 1's scope carries."""
 
 import gzip
 import json

@@ -180,3 +180,101 @@ def test_a_trace_truncated_while_it_is_read_is_one_line(plain_gpt2, tmp_path, mo
     with pytest.raises(BadInputError, match=r"trace\.json: was truncated while it was read \(is it still being"):
         ingest.ingest_trace(duckdb.connect(), path)
     assert scan(b'[{"ph": "X"}]', 0)[0] == 1, "the reader reads on"
+
+
+def _failing_after_the_cut(path, monkeypatch, failure: str) -> None:
+    """Make the trace at ``path`` fail once its parts are cut and their loading starts, the way a disk, a network
+    file system or a user deleting it fails a long ingest: ``vanished`` removes it; ``eio`` fails every open of it
+    with EIO; ``eio-mapped`` fails its mapped pages under the native reader (which raises OSError on the SIGBUS);
+    ``eio-copy`` fails its reads while a part is copied for DuckDB's reader (the native reader leaves the part)."""
+    import builtins
+    import errno
+    import os
+
+    from kernelscope.analyzer import trace_parts
+
+    def eio(*args, **kwargs):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    loading = []
+
+    def load_part(*args):
+        if not loading and failure == "vanished":
+            os.remove(path)
+        loading.append(args[1])
+        return LOAD_PART(*args)
+
+    monkeypatch.setattr(ingest, "_load_part", load_part)
+    if failure == "eio":
+        opened = builtins.open
+        monkeypatch.setattr(trace_parts, "open", lambda f, *a, **k: eio() if f == path else opened(f, *a, **k), False)
+    if failure == "eio-mapped":
+        monkeypatch.setattr(ingest, "native_reader", type("Reader", (), {"scan": staticmethod(eio)}))
+    if failure == "eio-copy":
+        pread = os.pread
+        monkeypatch.setattr(ingest, "native_reader", type("Reader", (), {"scan": lambda *a: (None, "left", 0)}))
+        monkeypatch.setattr(os, "copy_file_range", eio)
+        monkeypatch.setattr(os, "pread", lambda *a: eio() if loading else pread(*a))
+
+
+@pytest.mark.parametrize(
+    "failure, cause",
+    [
+        ("vanished", "No such file or directory"),
+        ("eio", "Input/output error"),
+        ("eio-mapped", "an I/O error under its mapped pages"),
+        ("eio-copy", "Input/output error"),
+    ],
+)
+def test_a_trace_that_fails_while_it_is_read_is_one_line_naming_it(plain_gpt2, tmp_path, monkeypatch, failure, cause):
+    """The parts of a plain trace are read from the file by name on the loading threads, after the cut: a trace
+    that vanishes, or whose reads fail there, is one BadInputError naming the trace, not an OSError (that names no
+    file when a read fails) from a loading thread."""
+    import shutil
+
+    from kernelscope.analyzer import BadInputError
+
+    path = tmp_path / "trace.json"
+    shutil.copy(plain_gpt2, path)
+    _failing_after_the_cut(path, monkeypatch, failure)
+    with pytest.raises(BadInputError) as raised:
+        ingest.ingest_trace(duckdb.connect(), path)
+    assert str(raised.value) == f"{path}: could not be read while it was loaded ({cause})"
+
+
+def test_an_io_error_while_analyze_reads_is_one_line_and_exit_2(plain_gpt2, tmp_path, monkeypatch):
+    import shutil
+
+    from click.testing import CliRunner
+    from kernelscope.cli import main
+
+    path = tmp_path / "trace.json"
+    shutil.copy(plain_gpt2, path)
+    _failing_after_the_cut(path, monkeypatch, "eio")
+    result = CliRunner().invoke(main, ["analyze", str(path)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == f"kernelscope: error: {path}: could not be read while it was loaded (Input/output error)\n"
+
+
+def test_a_compressed_trace_whose_read_fails_partway_is_one_line(tmp_path, monkeypatch):
+    """A .json.gz is read on one thread as it decompresses: a read that fails partway (EIO) is the system's reason,
+    not a gzip error."""
+    import builtins
+    import errno
+    import io
+    import os
+
+    from kernelscope.analyzer import BadInputError, event_array
+
+    class FailingPartway(io.FileIO):
+        def readinto(self, buffer):
+            if self.tell() >= 16 << 10:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return super().readinto(memoryview(buffer)[:4096])
+
+    opened = builtins.open
+    monkeypatch.setattr(event_array, "open", lambda f, *a: FailingPartway(f) if f == GPT2 else opened(f, *a), False)
+    with pytest.raises(BadInputError) as raised:
+        ingest.ingest_trace(duckdb.connect(), GPT2)
+    assert str(raised.value) == f"{GPT2}: cannot be read (Input/output error)"

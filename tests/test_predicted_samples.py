@@ -260,8 +260,8 @@ def test_calls_from_other_threads_are_predicted_and_confirmed(tmp_path):
 
 
 def test_a_reset_visits_only_the_recorders_called_since_the_last_one():
-    """Visiting all of calls="all"'s ~1400 recorders right before the recorded pass evicted the operators'
-    code and data from the CPU caches (0.1-0.2 ms per pass, benchmarks/RESULTS.md)."""
+    """Visiting all of calls="all"'s recorders right before the recorded pass would evict the operators' code
+    and data from the CPU caches (benchmarks/RESULTS.md, "Resetting the whole sample book")."""
     book = SampleBook()
     records = [book.recorder(f"f{i}") for i in range(100)]
     x = torch.randn(2)

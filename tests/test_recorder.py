@@ -274,7 +274,13 @@ def _nested(depth: int) -> list:
     return value
 
 
-BAD_TAGS = {"str": "team=infra", "object": {"when": object()}, "key": {1: "one"}, "deep": {"deep": _nested(300)}}
+BAD_TAGS = {
+    "str": "team=infra",
+    "object": {"when": object()},
+    "key": {1: "one"},
+    "deep": {"deep": _nested(300)},
+    "deeper than a manifest is read": {"deep": _nested(120)},
+}
 
 
 @pytest.mark.parametrize("tags", BAD_TAGS.values(), ids=BAD_TAGS.keys())
@@ -283,6 +289,25 @@ def test_bad_tags_fail_before_the_model_runs(tags, tmp_path):
     with pytest.raises(ValueError, match="^tags "):
         ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], out=tmp_path / "run", tags=tags)
     assert model.calls == 0 and not (tmp_path / "run").exists()
+
+
+def test_the_deepest_tags_the_recorder_takes_are_read_back(tmp_path):
+    from kernelscope.recorder.run_writer import checked_tags
+
+    deepest = max(depth for depth in range(80, 130) if _accepted(checked_tags, {"deep": _nested(depth)}))
+    assert not _accepted(checked_tags, {"deep": _nested(deepest + 1)})
+    tags = {"deep": _nested(deepest)}
+    ModuleFunctionKernelProfiler().profile(Counting(), [((torch.randn(2, 4),), {})], out=tmp_path / "run", tags=tags)
+    with load_run(tmp_path / "run") as run:
+        assert run.manifest["tags"] == tags
+
+
+def _accepted(check, tags) -> bool:
+    try:
+        check(tags)
+    except ValueError:
+        return False
+    return True
 
 
 NAMESPACES = {"torch.Tensor": torch.Tensor, "torch.nn.functional": F, "torch.linalg": torch.linalg, "torch": torch}
