@@ -167,23 +167,28 @@ def _hashable(key: Any) -> Any:
     return tuple(key) if isinstance(key, list) else key
 
 
-def render(value: Any) -> str:
-    """A compact one-line signature of decoded arguments."""
+def render(value: Any, depth: int = 1) -> str:
+    """A compact one-line signature of decoded arguments (containers past MAX_NESTING by their type)."""
+    if isinstance(value, (tuple, list, dict)) and depth > MAX_NESTING:
+        return too_deep(type(value))
     if isinstance(value, tuple):
-        return "(" + ", ".join(render(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        return "(" + ", ".join(render(v, depth + 1) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, list):
-        return "[" + ", ".join(render(v) for v in value) + "]"
+        return "[" + ", ".join(render(v, depth + 1) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}={render(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}={render(v, depth + 1)}" for k, v in value.items()) + "}"
     return str(value)
 
 
-def tensor_bytes(value: Any) -> int:
-    """Bytes of the tensors (live or TensorMeta) anywhere inside ``value``."""
+def tensor_bytes(value: Any, depth: int = 1) -> int:
+    """Bytes of the tensors (live or TensorMeta) inside ``value``, down to MAX_NESTING levels of containers (no
+    sample's tensors are kept below that)."""
+    if isinstance(value, (tuple, list, dict)) and depth > MAX_NESTING:
+        return 0
     if isinstance(value, (tuple, list)):
-        return sum(tensor_bytes(v) for v in value)
+        return sum(tensor_bytes(v, depth + 1) for v in value)
     if isinstance(value, dict):
-        return sum(tensor_bytes(v) for v in value.values())
+        return sum(tensor_bytes(v, depth + 1) for v in value.values())
     if isinstance(value, TensorMeta):
         return value.nbytes
     if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor, duck-typed

@@ -98,31 +98,37 @@ class CappedSampleBook(SampleBook):
         self.too_deep: dict[str, set[int]] = {}  # nested deeper than MAX_NESTING, whatever the cap
 
 
-def metadata_only(value: Any) -> Any:
-    """``value`` with every tensor replaced by its TensorMeta (containers rebuilt, other values kept)."""
+def metadata_only(value: Any, depth: int = 1) -> Any:
+    """``value`` with every tensor replaced by its TensorMeta (containers rebuilt, other values kept), down to
+    MAX_NESTING levels: deeper containers are kept as they are, as samples.json describes them by type alone."""
     if isinstance(value, torch.Tensor):
         return TensorMeta.from_json(tensor_meta(value))
+    if depth > MAX_NESTING:
+        return value
     if isinstance(value, (tuple, list)):
-        items = [metadata_only(v) for v in value]
+        items = [metadata_only(v, depth + 1) for v in value]
         if type(value) in (tuple, list):
             return type(value)(items)
         if all(a is b for a, b in zip(items, value, strict=True)):  # torch.Size and other tensor-free tuples
             return value
         return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # named tuples keep their type
     if isinstance(value, dict):
-        return {k: metadata_only(v) for k, v in value.items()}
+        return {k: metadata_only(v, depth + 1) for k, v in value.items()}
     return value
 
 
-def _collect_tensors(values: Any, into: list) -> None:
-    """Append the tensors among ``values`` (an iterable; nested lists, tuples and dicts included) to ``into``."""
+def _collect_tensors(values: Any, into: list, depth: int = 1) -> None:
+    """Append the tensors among ``values`` (an iterable; nested lists, tuples and dicts included, down to
+    MAX_NESTING levels, past which no sample's tensors are kept) to ``into``."""
+    if depth > MAX_NESTING:
+        return
     for value in values:
         if isinstance(value, torch.Tensor):
             into.append(value)
         elif isinstance(value, (tuple, list)):
-            _collect_tensors(value, into)
+            _collect_tensors(value, into, depth + 1)
         elif isinstance(value, dict):
-            _collect_tensors(value.values(), into)
+            _collect_tensors(value.values(), into, depth + 1)
 
 
 def _storage(tensor: torch.Tensor) -> tuple[Any, int]:

@@ -11,7 +11,7 @@ import math
 from typing import Any, NamedTuple
 
 import torch
-from kernelscope.analyzer.samples import encode, tensor_bytes
+from kernelscope.analyzer.samples import MAX_NESTING, encode, tensor_bytes, too_deep
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
@@ -28,8 +28,10 @@ def _tensor_key(value: torch.Tensor) -> tuple:
     return (value.shape, value.dtype, value.layout, value.device)
 
 
-def signature_key(value: Any, known: dict | None = None) -> Any:
-    """A hashable key that differs exactly when two arguments differ in signature.
+def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
+    """A hashable key that differs exactly when two arguments differ in signature, down to MAX_NESTING levels of
+    containers: deeper ones (samples.json describes them by their type alone) are one signature, and a container
+    that holds itself ends there instead of in a RecursionError.
 
     ``known``: ``{id(tensor): (tensor, key)}`` of tensors whose keys are already built (``SampleBook.remember``).
     """
@@ -42,16 +44,18 @@ def signature_key(value: Any, known: dict | None = None) -> Any:
             if hit is not None and hit[0] is value:
                 return hit[1]
         return _tensor_key(value)
+    if depth > MAX_NESTING and isinstance(value, (tuple, list, dict)):
+        return (kind, too_deep(kind))
     if kind is tuple or kind is list:
-        return (kind, *[signature_key(v, known) for v in value])
+        return (kind, *[signature_key(v, known, depth + 1) for v in value])
     if kind is dict:
-        return (dict, *[(k, signature_key(v, known)) for k, v in value.items()])
+        return (dict, *[(k, signature_key(v, known, depth + 1)) for k, v in value.items()])
     if kind is float:
         return (float, "nan") if math.isnan(value) else (float, value)
     if kind is slice:  # x[a:b]; slices are unhashable before Python 3.12
         return (slice, signature_key(value.start), signature_key(value.stop), signature_key(value.step))
     if isinstance(value, (tuple, list)):  # torch.Size, named tuples
-        return (kind, *[signature_key(v, known) for v in value])
+        return (kind, *[signature_key(v, known, depth + 1) for v in value])
     try:
         hash(value)
     except TypeError:

@@ -91,3 +91,20 @@ def test_a_sample_made_deeper_by_hand_is_refused_in_one_line(tmp_path, levels, r
         assert str(raised.value) == f"{tmp_path / 'samples.pt'}: holds a sample of 'f' nested deeper than 64 levels"
     else:
         assert _depth_of(load_sample_tensors(tmp_path, MANIFEST, metadata)["f"][0][1][0]) == levels
+
+
+@pytest.mark.parametrize("limit", [None, 0], ids=["all kept", "metadata only"])
+def test_arguments_of_any_depth_or_holding_themselves_are_recorded_without_recursing_past_the_limit(tmp_path, limit):
+    looped: list = [torch.ones(2)]
+    looped.append(looped)  # a list that holds itself
+    deep = _args(1000, torch.ones(3))
+    book = CappedSampleBook(limit)
+    record = book.recorder("f")
+    for args in (deep, (looped,), _args(1000, torch.ones(3)), _args(1000, 1.5)):
+        book.hold(args, {})
+        record(args, {})
+    # past the limit a container is one signature whatever it holds: the three 1000-deep arguments are one sample
+    assert [s["calls"] for s in book.metadata()["f"]] == [3, 1]
+    (tmp_path / "samples.json").write_bytes(orjson.dumps({"format_version": 1, "functions": book.metadata()}))
+    data = function_data_from_store(read_samples(tmp_path / "samples.json"), tmp_path / "samples.json")
+    assert [calls for calls, _ in data["f"]] == [3, 1]
