@@ -136,7 +136,10 @@ def test_short_names_coincide_only_where_full_names_differ_in_numbers_types_or_p
     shared = {short: fulls for short, fulls in groups.items() if len(fulls) > 1}
     assert shared, "the sample names do hold kernels that differ only in dtype or launch shape"
     for short, fulls in shared.items():
-        assert all(("<" in full or "::" in full) for full in fulls), f"a plain name was cut into a tie: {short}"
+        if not any("<" in full or "::" in full for full in fulls):  # plain names tie only where the cut joins them
+            assert short.endswith("…") and all(len(full) > 80 and full.startswith(short[:-1]) for full in fulls)
+            continue
+        assert all(("<" in full or "::" in full) for full in fulls), f"a plain name tied a C++ one: {short}"
         assert len({canonical(full) for full in fulls}) == 1, (short, [canonical(full) for full in fulls])
 
 
