@@ -169,12 +169,12 @@ class Archive:
                 con.execute(f"SET VARIABLE {key} = {int(value)}")
             con.execute(f"COPY ({sql_text('archive_row.sql')}) TO {target('runs')} (FORMAT parquet)")
 
-    def connect(self, tables: tuple[str, ...] = TABLES) -> duckdb.DuckDBPyConnection:
+    def connect(self, tables: tuple[str, ...] = TABLES, parts: list[Part] | None = None) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB with the views runs, events, kernels, samples (those of ``tables`` at least, the
         others made when a query of ``sql()`` names them) over every archived run (the runs complete when it
-        connected)."""
+        connected; ``parts``: those, where the caller has just listed them)."""
         if self._con is None:
-            parts = committed_parts(self.root)
+            parts = committed_parts(self.root) if parts is None else parts
             if not parts:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = duckdb.connect()
@@ -226,10 +226,10 @@ class Archive:
         its files: a cost that grows with the archive)."""
         return self._query(query, tuple(t for t in TABLES if re.search(rf"\b{t}\b", query, re.IGNORECASE)))
 
-    def _query(self, query: str, tables: tuple[str, ...]) -> pd.DataFrame:
+    def _query(self, query: str, tables: tuple[str, ...], parts: list[Part] | None = None) -> pd.DataFrame:
         for attempt in range(2):
             try:
-                return self.connect(tables).execute(query).df()
+                return self.connect(tables, parts if attempt == 0 else None).execute(query).df()
             except duckdb.IOException as exc:
                 if attempt == 0 and self._index.path is not None:  # the index it read was superseded since
                     self.close()
@@ -242,9 +242,10 @@ class Archive:
 
     def runs(self) -> pd.DataFrame:
         """One line per archived run, oldest first."""
-        if self._con is None and not committed_parts(self.root):
+        parts = committed_parts(self.root) if self._con is None else None  # listed once: it grows with the archive
+        if parts == []:
             return pd.DataFrame(columns=["run_id", "name", "start_time", "ranks", "hosts", "kernels", "kernel_us"])
-        return self._query(sql_text("archive_list.sql"), ("runs",))
+        return self._query(sql_text("archive_list.sql"), ("runs",), parts)
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: an id, a unique prefix of one, or a unique run name."""

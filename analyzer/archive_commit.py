@@ -56,11 +56,12 @@ def committed_parts(root: Path, run_id: str | None = None) -> list[Part]:
     run_dirs = [f"run_id={run_id}"] if run_id is not None else _names(runs)
     parts = []
     for run_dir in filter(_RUN.fullmatch, run_dirs):  # also keeps a given run_id from naming another folder
-        for rank_dir in _names(os.path.join(runs, run_dir)):
+        run_path = f"{runs}{os.sep}{run_dir}"  # not os.path.join: this loop runs once per archived run
+        for rank_dir in _names(run_path):
             rank = _RANK.fullmatch(rank_dir)
             if rank is None or int(rank.group(1)) > MAX_RANK:
                 continue
-            files = _names(os.path.join(runs, run_dir, rank_dir))
+            files = _names(f"{run_path}{os.sep}{rank_dir}")
             tokens = sorted(match.group(1) for match in map(_PART.fullmatch, files) if match)
             if tokens:
                 parts.append(Part(run_dir[len("run_id=") :], int(rank.group(1)), tokens[0]))

@@ -8,6 +8,7 @@ import click
 
 from .loading import prefix_options
 from .output import Output, emit, output_options
+from .rows import TOP_K, note_rows_left_out, rows_to_show
 
 
 @click.command()
@@ -35,10 +36,16 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
 
 @click.command()
 @click.argument("archive_path", metavar="ARCHIVE", type=click.Path(file_okay=False, path_type=Path))
+@TOP_K
 @output_options
-def runs(archive_path: Path, output: Output) -> None:
-    """List the runs of an archive: id, name, time, ranks, hosts, GPU, versions, git commit, tags, totals."""
+def runs(archive_path: Path, top_k: int | None, output: Output) -> None:
+    """List the runs of an archive, oldest first: id, name, time, ranks, hosts, GPU, versions, git commit, tags,
+    totals. A table shows the newest --top-k (a fleet's archive holds thousands); files get every run."""
     from kernelscope.analyzer.archive import Archive
 
     with Archive(archive_path) as store:
-        emit(store.runs(), output, title=f"{archive_path}: runs")
+        listed = store.runs()
+    limit = rows_to_show(top_k, output)
+    shown = listed if limit is None else listed.tail(limit)
+    emit(shown, output, title=f"{archive_path}: runs")
+    note_rows_left_out(len(shown), len(listed), "runs (the newest)")

@@ -197,6 +197,13 @@ def test_cli_archive_runs_sql_and_analyze(tmp_path, sources):
     assert again.exit_code == 0 and "already in the archive, unchanged" in again.output
     listed = invoke("runs", path, "--format", "csv")
     assert listed.exit_code == 0 and len(listed.output.strip().splitlines()) == 3
+    newest = invoke("runs", path, "--top-k", "1")  # a table of the newest runs, and what it left out
+    (newest_id,) = Archive(path).runs()["run_id"].tail(1)
+    oldest_id = Archive(path).runs()["run_id"].iloc[0]
+    assert newest.exit_code == 0 and newest_id in newest.output and oldest_id not in newest.output
+    assert newest.output.strip().endswith("1 of 2 runs (the newest) shown; --top-k 0 shows all.")
+    every = invoke("runs", path, "--top-k", "0")
+    assert oldest_id in every.output and newest_id in every.output and "shown" not in every.output
     run_id = Archive(path).resolve("demo")
     across = invoke("sql", path, "SELECT count(DISTINCT run_id) AS n FROM kernels", "--format", "csv")
     assert across.output.splitlines() == ["n", "2"]
