@@ -316,3 +316,15 @@ def test_a_damaged_archive_is_one_line(tmp_path):
         assert result.exit_code == 2 and result.stdout == "", args
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith(f"kernelscope: error: {path}") and "kernels/run_id=" in line, line
+
+
+def test_a_listing_lists_the_committed_runs_once(tmp_path, monkeypatch):
+    """Listing the committed ranks is what grows with the archive (two folders per run): once per listing."""
+    path = tmp_path / "arch"
+    archive_runs([SAMPLES / "mlp"], path)
+    listed = []
+    counted = archive_module.committed_parts
+    monkeypatch.setattr(archive_module, "committed_parts", lambda *a, **k: listed.append(a) or counted(*a, **k))
+    with Archive(path) as store:
+        assert len(store.runs()) == 1
+    assert len(listed) == 1
