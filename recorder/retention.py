@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 from kernelscope.analyzer.rundir import nested_deeper_than
-from kernelscope.analyzer.samples import MAX_NESTING, TensorMeta
+from kernelscope.analyzer.samples import MAX_NESTING, ObjectRepr, TensorMeta, too_deep
 
 from .samples import SampleBook, tensor_meta
 
@@ -100,11 +100,12 @@ class CappedSampleBook(SampleBook):
 
 def metadata_only(value: Any, depth: int = 1) -> Any:
     """``value`` with every tensor replaced by its TensorMeta (containers rebuilt, other values kept), down to
-    MAX_NESTING levels: deeper containers are kept as they are, as samples.json describes them by type alone."""
+    MAX_NESTING levels: a deeper container becomes the description samples.json gives it, holding no tensor."""
     if isinstance(value, torch.Tensor):
         return TensorMeta.from_json(tensor_meta(value))
-    if depth > MAX_NESTING:
-        return value
+    if depth > MAX_NESTING and isinstance(value, (tuple, list, dict)):
+        kind = type(value)
+        return ObjectRepr(f"{kind.__module__}.{kind.__qualname__}", too_deep(kind))
     if isinstance(value, (tuple, list)):
         items = [metadata_only(v, depth + 1) for v in value]
         if type(value) in (tuple, list):

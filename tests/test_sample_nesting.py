@@ -105,6 +105,15 @@ def test_arguments_of_any_depth_or_holding_themselves_are_recorded_without_recur
         record(args, {})
     # past the limit a container is one signature whatever it holds: the three 1000-deep arguments are one sample
     assert [s["calls"] for s in book.metadata()["f"]] == [3, 1]
+    if limit == 0:  # what is kept of a sample not kept holds no tensor at any depth
+        kept = book.samples["f"]
+        pending, seen = list(kept.values() if isinstance(kept, dict) else kept), set()
+        while pending:
+            item = pending.pop()
+            assert not isinstance(item, torch.Tensor)
+            if isinstance(item, (tuple, list, dict)) and id(item) not in seen:
+                seen.add(id(item))
+                pending.extend(item.values() if isinstance(item, dict) else item)
     (tmp_path / "samples.json").write_bytes(orjson.dumps({"format_version": 1, "functions": book.metadata()}))
     data = function_data_from_store(read_samples(tmp_path / "samples.json"), tmp_path / "samples.json")
     assert [calls for calls, _ in data["f"]] == [3, 1]
