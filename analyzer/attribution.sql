@@ -15,8 +15,8 @@
 -- merge_join_threshold = 0 (connection.sql). Steps carry event ids, not names: names are looked up once, at the end.
 -- Variables: module_prefix, function_prefix (scope name prefixes), sample_separator, graph_replay_call,
 -- compiled_region_call and other_operator_call (NULL but in recordings and traces that name those calls from the
--- trace: run.py, calls_named_from_the_trace); macros of scope_names.sql and connection.sql, whose join settings
--- it needs too (the connection is made with both: connection.py).
+-- trace: run.py, calls_named_from_the_trace); macros of scope_names.sql and span_keys.sql, and the join settings of
+-- connection.sql (every run's connection has them: connection.py).
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 
 -- The runtime and driver calls that launch device work, one per correlation (validate.sql refuses a trace
@@ -138,7 +138,7 @@ WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable(
 -- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the points with the
 -- spans of their thread; a CPU operator's innermost holding operator is its parent. That order is one 128-bit key
 -- when the trace's spans fit (start past the first, duration and event id in 127 bits, with a bit to spare each;
--- macros ks_span_key and ks_span_of_key of connection.sql): the aggregates then compare integers, not structs (a
+-- macros ks_span_key and ks_span_of_key of span_keys.sql): the aggregates then compare integers, not structs (a
 -- fifth cheaper); a trace whose spans do not fit takes the structs.
 SET VARIABLE ks_key_bits = (
     SELECT {t: CAST(ceil(log2(max(ts_ns) - min(ts_ns) + 1)) + 1 AS UTINYINT),

@@ -1,69 +1,165 @@
-"""The DuckDB connection a run loads into: made with the settings and macros every run needs (connection.sql,
-scope_names.sql), and made ahead of time where the process knows a run is coming.
+"""The DuckDB connections runs load into: each with the settings every run needs (connection.sql) and the macros
+(span_keys.sql, scope_names.sql).
 
-A new DuckDB database fills a catalog of thousands of built-in functions, and each statement costs a fraction of a
-millisecond to plan before it runs: on a small trace these fixed costs are much of a load. ``prepare()`` starts
-making the next in-memory connection on a thread of its own (profile() calls it as its recording starts, so the
-connection is made while the model warms up); ``connect()`` takes it, or makes one there and then. A prepared
-connection is taken at most once, and never by a forked child (its threads are not there).
+A new DuckDB database fills a catalog of thousands of built-in functions, and defining the macros costs more: on a
+small trace these fixed costs are much of a load. So the in-memory database of a run that nobody else saw is used
+again: ``connect()`` leases the process's idle instance (or makes one) and gives the run a connection of its own on
+it (a cursor: its own variables, settings and temporary tables). ``close()`` (or the connection's garbage
+collection) gives the instance back: where the connection never left the analyzer (``shared()`` was not called: a
+user's SQL could have changed anything in it) and the run set no global setting the next one would not set again,
+its tables are dropped and it waits for the next run; else it is closed. ``prepare()`` starts making an instance on a
+thread where none is idle (profile() calls it as its recording starts, so it is made while the model warms up). An
+instance is never used by a forked child (its threads are not there).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import shutil
+import tempfile
 import threading
+import weakref
 from concurrent.futures import Future
 
 import duckdb
 
-from .sql import sql_text
+from .sql import quote, sql_text
 
 IN_MEMORY = ":memory:"
+# a global setting that only large runs set (memory.py), which a run that follows could not lower
+SET_BY_LARGE_RUNS = "block_allocator_memory"
 
 _lock = threading.Lock()
-_prepared: tuple[int, Future] | None = None  # (the pid that prepared it, the connection being made)
+_idle: tuple[int, duckdb.DuckDBPyConnection, str] | None = None  # (pid, instance, SET_BY_LARGE_RUNS when made)
+_making: tuple[int, Future] | None = None  # (pid, the instance being made on a thread)
+_leases: dict[int, _Lease] = {}  # id of a leased connection -> its lease
+
+
+class _Lease:
+    """What gives a leased connection's instance back, and whether it may be used again."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, instance: duckdb.DuckDBPyConnection, fresh: str):
+        self.instance, self.reusable = instance, True
+        self.give_back = weakref.finalize(con, _give_back, id(con), os.getpid(), instance, fresh, self)
 
 
 def connect(database: str = IN_MEMORY) -> duckdb.DuckDBPyConnection:
-    """A connection to ``database`` with the runs' settings and macros: the prepared one when there is one (waiting
-    for it to be ready), else a new one."""
-    global _prepared
-    if database == IN_MEMORY:
-        with _lock:
-            prepared, _prepared = _prepared, None
-        if prepared is not None and prepared[0] == os.getpid():
-            try:
-                return prepared[1].result()
-            except duckdb.Error:  # made on the thread: the same failure, if any, comes again below
-                pass
-    return _made(database)
+    """A connection to ``database`` with the runs' settings and macros: for an in-memory database, one of its own on
+    the process's idle instance (waiting for the one being made, if any), else on a new instance."""
+    if database != IN_MEMORY:
+        con = _made(database)
+        con.execute(sql_text("connection.sql"))
+        return con
+    instance, fresh = _take()
+    try:
+        con = instance.cursor()
+        con.execute(sql_text("connection.sql"))
+    except BaseException:
+        instance.close()
+        raise
+    _leases[id(con)] = _Lease(con, instance, fresh)
+    return con
+
+
+def shared(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con``, about to be handed to code outside the analyzer: its instance will not be used again."""
+    lease = _leases.get(id(con))
+    if lease is not None:
+        lease.reusable = False
+    return con
+
+
+def close(con: duckdb.DuckDBPyConnection) -> None:
+    """Close ``con``; a connection from ``connect()`` gives its instance back."""
+    lease = _leases.get(id(con))
+    con.close()
+    if lease is not None:
+        lease.give_back()
 
 
 def prepare() -> Future:
-    """Start making the next in-memory connection on a thread, unless one is being made already; the Future is done
-    when it is ready."""
-    global _prepared
+    """Start making an in-memory instance on a thread, unless one is idle or being made; the Future is done when it
+    is ready."""
+    global _making
     with _lock:
-        if _prepared is not None and _prepared[0] == os.getpid():
-            return _prepared[1]
+        pid = os.getpid()
+        if _idle is not None and _idle[0] == pid:
+            ready: Future = Future()
+            ready.set_result(None)
+            return ready
+        if _making is not None and _making[0] == pid:
+            return _making[1]
         made: Future = Future()
-        _prepared = (os.getpid(), made)
+        _making = (pid, made)
     threading.Thread(target=_make_into, args=(made,), name="kernelscope-connect", daemon=True).start()
     return made
 
 
+def _take() -> tuple[duckdb.DuckDBPyConnection, str]:
+    """The idle instance, else the one being made, else a new one, with its SET_BY_LARGE_RUNS when made."""
+    global _idle, _making
+    pid = os.getpid()
+    with _lock:
+        if _idle is not None and _idle[0] == pid:
+            (_, instance, fresh), _idle = _idle, None
+            return instance, fresh
+        making = None
+        if _making is not None and _making[0] == pid:
+            (_, making), _making = _making, None
+    if making is not None:
+        try:
+            return making.result()
+        except duckdb.Error:  # made on the thread: the same failure, if any, comes again below
+            pass
+    return _instance()
+
+
+def _give_back(key: int, pid: int, instance, fresh: str, lease: _Lease) -> None:
+    """A leased connection is closed or gone: its instance waits for the next run, its tables dropped, where it may be
+    used again and none waits; else it is closed."""
+    global _idle
+    _leases.pop(key, None)
+    if pid != os.getpid():
+        return
+    reusable = lease.reusable
+    if reusable:
+        try:
+            if instance.execute(f"SELECT current_setting('{SET_BY_LARGE_RUNS}')").fetchone()[0] != fresh:
+                reusable = False
+            else:
+                for (table,) in instance.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+                    instance.execute(f'DROP TABLE "{table}"')
+                reusable = not instance.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0]
+        except duckdb.Error:
+            reusable = False
+    with _lock:
+        if reusable and _idle is None:
+            _idle, instance = (pid, instance, fresh), None
+    if instance is not None:
+        instance.close()
+
+
 def _make_into(made: Future) -> None:
     try:
-        made.set_result(_made(IN_MEMORY))
+        made.set_result(_instance())
     except BaseException as exc:  # noqa: BLE001 - handed to the taker
         made.set_exception(exc)
 
 
+def _instance() -> tuple[duckdb.DuckDBPyConnection, str]:
+    instance = _made(IN_MEMORY)
+    return instance, instance.execute(f"SELECT current_setting('{SET_BY_LARGE_RUNS}')").fetchone()[0]
+
+
 def _made(database: str) -> duckdb.DuckDBPyConnection:
+    """A connection to ``database`` holding the macros, with a spill directory of its own, removed with it (DuckDB
+    cannot switch an instance to another once it has spilled)."""
     con = duckdb.connect(database)
+    spill = tempfile.mkdtemp(prefix="kernelscope-spill-")
+    weakref.finalize(con, shutil.rmtree, spill, True)
     try:
-        con.execute(sql_text("connection.sql") + sql_text("scope_names.sql"))
+        con.execute(f"SET temp_directory = {quote(spill)};" + sql_text("span_keys.sql") + sql_text("scope_names.sql"))
     except BaseException:
         con.close()
         raise
@@ -71,13 +167,17 @@ def _made(database: str) -> duckdb.DuckDBPyConnection:
 
 
 @atexit.register
-def _close_prepared() -> None:
-    """A connection still being made when the interpreter exits is waited for and closed, not cut off mid-way."""
-    global _prepared
+def _close_instances() -> None:
+    """The idle instance, and one still being made when the interpreter exits, are closed, not cut off mid-way."""
+    global _idle, _making
     with _lock:
-        prepared, _prepared = _prepared, None
-    if prepared is not None and prepared[0] == os.getpid():
+        idle, _idle = _idle, None
+        making, _making = _making, None
+    pid = os.getpid()
+    if idle is not None and idle[0] == pid:
+        idle[1].close()
+    if making is not None and making[0] == pid:
         try:
-            prepared[1].result().close()
+            making[1].result()[0].close()
         except duckdb.Error:
             pass

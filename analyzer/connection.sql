@@ -1,27 +1,7 @@
--- connection.sql: what every run's connection is made with (connection.py), before anything is loaded: the join
--- settings attribution.sql needs and the macros that do not depend on the run (they read its variables when used).
+-- connection.sql: the join settings attribution.sql needs, which every run's connection is made with (connection.py),
+-- before anything is loaded.
 -- DuckDB 2.0 plans small range joins with equality conditions as merge joins it cannot run ("Unimplemented join
 -- type for merge join"), hence merge_join_threshold = 0; prefer_range_joins gets the containment joins of
 -- attribution.sql planned as IEJoins.
 SET prefer_range_joins = true;
 SET merge_join_threshold = 0;
-
--- ks_span_key(ts_ns, end_ns, event_id): a span's place in attribution.sql's nesting order (ks_innermost) as one
--- 128-bit integer, by the bits of variable ks_key_bits (start past the first, duration, event id);
--- ks_span_of_key(k): the span {s: start, e: -end, id: event id} back from it.
-CREATE OR REPLACE TEMP MACRO ks_span_key(ts_ns, end_ns, event_id) AS
-    (CAST(ts_ns - getvariable('ks_key_bits').t0 AS UHUGEINT)
-         << CAST(getvariable('ks_key_bits').d + getvariable('ks_key_bits').i AS UTINYINT))
-    | ((((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').d) - 1) - CAST(end_ns - ts_ns AS UHUGEINT))
-         << getvariable('ks_key_bits').i)
-    | CAST(event_id AS UHUGEINT);
-
-CREATE OR REPLACE TEMP MACRO ks_span_of_key(k) AS CASE WHEN k IS NOT NULL THEN {
-    s: getvariable('ks_key_bits').t0
-       + CAST(k >> CAST(getvariable('ks_key_bits').d + getvariable('ks_key_bits').i AS UTINYINT) AS BIGINT),
-    e: -(getvariable('ks_key_bits').t0
-         + CAST(k >> CAST(getvariable('ks_key_bits').d + getvariable('ks_key_bits').i AS UTINYINT) AS BIGINT)
-         + CAST((((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').d) - 1)
-                 - ((k >> getvariable('ks_key_bits').i) & ((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').d) - 1)))
-                AS BIGINT)),
-    id: CAST(k & ((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').i) - 1) AS BIGINT)} END;

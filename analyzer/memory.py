@@ -3,8 +3,8 @@
 The events table takes somewhat less memory than the trace's JSON, and the attribution's joins and
 aggregations need more on top (benchmarks/RESULTS.md, "Memory limit"). Left alone, DuckDB would take up to 80% of
 RAM; a run is instead given 1.25x its JSON (at least MIN_LIMIT, at most DuckDB's 80% of RAM), beyond
-which DuckDB spills table blocks and operator state to a scratch directory: a trace larger than the
-memory it is given still loads, a little slower. The spill is bounded too (the disk limit, DuckDB's
+which DuckDB spills table blocks and operator state to its connection's scratch directory (connection.py): a trace
+larger than the memory it is given still loads, a little slower. The spill is bounded too (the disk limit, DuckDB's
 max_temp_directory_size: by default twice the JSON, at least MIN_DISK_LIMIT), and reading the trace
 holds no more than these limits allow (reading_limits): a gzip bomb is refused, not loaded until the
 machine gives out.
@@ -15,9 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
-import tempfile
-import weakref
 from pathlib import Path
 
 import duckdb
@@ -72,16 +69,12 @@ def default_disk_limit(json_size: int) -> int:
 
 def limit_memory(
     con: duckdb.DuckDBPyConnection,
-    owner: object,
     limit: int | str,
     json_size: int = 0,
     disk_limit: int | str | None = None,
 ) -> None:
-    """Set ``con``'s memory limit (bytes, or DuckDB's '4GB'), a spill directory removed with ``owner``, and the most
-    it may spill (``disk_limit``; default_disk_limit); ``json_size``: the JSON the run will load, in bytes."""
-    spill = tempfile.mkdtemp(prefix="kernelscope-spill-")
-    weakref.finalize(owner, shutil.rmtree, spill, True)
-    con.execute(f"SET temp_directory = {quote(spill)}")
+    """Set ``con``'s memory limit (bytes, or DuckDB's '4GB') and the most it may spill to its spill directory
+    (``disk_limit``; default_disk_limit); ``json_size``: the JSON the run will load, in bytes."""
     amount = quote(f"{limit}B" if isinstance(limit, int) else limit)
     con.execute(f"SET memory_limit = {amount}")
     disk = default_disk_limit(json_size) if disk_limit is None else disk_limit

@@ -83,15 +83,15 @@ class Run:
         con = connection.connect(database)
         json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
         memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
-        limit_memory(con, self, memory, json_size, disk_limit)
+        limit_memory(con, memory, json_size, disk_limit)
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress, not allow_empty)
         except BaseException:
-            con.close()
+            connection.close(con)
             raise
         self._assemble(con, path, parts, module_prefix, function_prefix)
         if not allow_empty and self._con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 0:
-            self._con.close()
+            connection.close(self._con)
             raise BadInputError(sources[0].trace if len(sources) == 1 else path, NOTHING_TO_ATTRIBUTE)
 
     @classmethod
@@ -174,7 +174,7 @@ class Run:
         if not self._views_defined:
             self._define_views()
             self._views_defined = True
-        return self._con
+        return connection.shared(self._con)
 
     def _define_views(self) -> None:
         samples = pd.concat(  # noqa: F841 (read by name below)
@@ -314,7 +314,7 @@ class Run:
         return int(rank)
 
     def close(self) -> None:
-        self._con.close()
+        connection.close(self._con)
 
     def __enter__(self) -> Run:
         return self

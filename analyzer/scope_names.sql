@@ -17,28 +17,28 @@
 --     hipModuleLaunchKernel, hipExtModuleLaunchKernel, hipExtLaunchMultiKernelMultiDevice…, any suffix; not
 --     cudaLaunchHostFunc, which runs no kernel. Memory copies and sets (cudaMemcpyAsync, hipMemcpyWithStream,
 --     hipMemsetAsync…) need no rule: their device events reach them by correlation, whatever their name.
-CREATE OR REPLACE TEMP MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
+CREATE OR REPLACE MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
 
-CREATE OR REPLACE TEMP MACRO ks_scope_folded(name) AS
+CREATE OR REPLACE MACRO ks_scope_folded(name) AS
     starts_with(name, getvariable('function_prefix')) AND contains(name, getvariable('module_separator'))
     AND (NOT contains(getvariable('function_prefix'), getvariable('module_separator'))
          OR contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator')));
 
-CREATE OR REPLACE TEMP MACRO ks_scope_module(name) AS
+CREATE OR REPLACE MACRO ks_scope_module(name) AS
     CASE WHEN starts_with(name, getvariable('module_prefix'))
          THEN name[length(getvariable('module_prefix')) + 1:]
          WHEN ks_scope_folded(name)
          THEN ks_after_first(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
     END;
 
-CREATE OR REPLACE TEMP MACRO ks_scope_call(name) AS
+CREATE OR REPLACE MACRO ks_scope_call(name) AS
     CASE WHEN starts_with(name, getvariable('function_prefix')) AND NOT starts_with(name, getvariable('module_prefix'))
          THEN split_part(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'), 1)
     END;
 
-CREATE OR REPLACE TEMP MACRO ks_graph_launch(name) AS
+CREATE OR REPLACE MACRO ks_graph_launch(name) AS
     starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') OR starts_with(name, 'hipGraphLaunch');
 
-CREATE OR REPLACE TEMP MACRO ks_kernel_launch(name) AS
+CREATE OR REPLACE MACRO ks_kernel_launch(name) AS
     (starts_with(name, 'cu') OR starts_with(name, 'hip'))
     AND contains(name, 'Launch') AND contains(name[strpos(name, 'Launch') + 6:], 'Kernel');

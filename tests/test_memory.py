@@ -48,13 +48,10 @@ def test_freed_blocks_are_kept_for_reuse_only_for_large_traces():
     time and memory: it is turned on from BLOCK_REUSE_MIN_JSON, up to the run's limit."""
     import duckdb
 
-    class Owner:
-        pass
-
     held = []
     for json_size in (BLOCK_REUSE_MIN_JSON - 1, BLOCK_REUSE_MIN_JSON):
         con = duckdb.connect()
-        limit_memory(con, Owner(), 2 << 30, json_size)
+        limit_memory(con, 2 << 30, json_size)
         held.append(con.execute("SELECT current_setting('block_allocator_memory')").fetchone()[0])
     assert held == ["0 bytes", "1.0 GiB"]  # half the limit
 
