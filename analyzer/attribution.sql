@@ -136,10 +136,11 @@ WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable(
 
 -- Per launch point (or CPU operator), the innermost module, function and operator holding it (latest start, then
 -- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the points with the
--- spans of their thread; a CPU operator's innermost holding operator is its parent. That order is one 128-bit key
--- when the trace's spans fit (start past the first, duration and event id in 127 bits, with a bit to spare each;
--- macros ks_span_key and ks_span_of_key of span_keys.sql): the aggregates then compare integers, not structs (a
--- fifth cheaper); a trace whose spans do not fit takes the structs.
+-- spans of their thread; a CPU operator's innermost holding operator is its parent. Each is kept as its order
+-- (span_keys.sql), read below by comparisons and its id alone. That order is one 128-bit key when the trace's spans
+-- fit (start past the first, duration and event id in 127 bits, with a bit to spare each): the aggregates then
+-- compare integers, not structs (a fifth cheaper), and the key becomes an order without being taken apart (which
+-- cost more to plan than to run on a small trace); a trace whose spans do not fit compares structs.
 SET VARIABLE ks_key_bits = (
     SELECT {t: CAST(ceil(log2(max(ts_ns) - min(ts_ns) + 1)) + 1 AS UTINYINT),
             d: CAST(ceil(log2(max(end_ns - ts_ns) + 1)) + 1 AS UTINYINT),
@@ -167,18 +168,18 @@ packed AS (
 ),
 general AS (
     SELECT a.anchor,
-           max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
-           max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 1) AS function,
-           max({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 2) AS inner_op,
-           min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}) FILTER (WHERE e.kind = 2) AS outer_op
+           max(e.o) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
+           max(e.o) FILTER (WHERE e.kind = 1) AS function,
+           max(e.o) FILTER (WHERE e.kind = 2) AS inner_op,
+           min(e.o) FILTER (WHERE e.kind = 2) AS outer_op
     FROM ks_anchors a
-    JOIN (SELECT * FROM ks_enclosers WHERE NOT getvariable('ks_packed')) e
+    JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o FROM ks_enclosers WHERE NOT getvariable('ks_packed')) e
       ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
      AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
     GROUP BY a.anchor
 )
-SELECT anchor, ks_span_of_key(module) AS module, ks_span_of_key(function) AS function,
-       ks_span_of_key(inner_op) AS inner_op, ks_span_of_key(outer_op) AS outer_op
+SELECT anchor, ks_span_order_of_key(module) AS module, ks_span_order_of_key(function) AS function,
+       ks_span_order_of_key(inner_op) AS inner_op, ks_span_order_of_key(outer_op) AS outer_op
 FROM packed
 UNION ALL
 SELECT * FROM general;
@@ -194,14 +195,14 @@ SELECT anchor, outer_op.id AS inside_op_id
 FROM ks_innermost
 WHERE coalesce(function, module) IS NULL OR outer_op > coalesce(function, module)
 UNION ALL
-SELECT a.anchor, min({s: e.ts_ns, e: -e.end_ns, id: e.event_id}).id
+SELECT a.anchor, min(e.o).id
 FROM (SELECT a.*, coalesce(i.function, i.module) AS scope
       FROM ks_anchors a JOIN ks_innermost i USING (anchor)
       WHERE i.outer_op < coalesce(i.function, i.module)) a
-JOIN ks_enclosers e
+JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o FROM ks_enclosers WHERE kind = 2) e
   ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
  AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
-WHERE e.kind = 2 AND {s: e.ts_ns, e: -e.end_ns, id: e.event_id} > a.scope
+WHERE e.o > a.scope
 GROUP BY a.anchor;
 DROP TABLE ks_enclosers;
 
