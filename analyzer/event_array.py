@@ -15,8 +15,10 @@ parsed with orjson; a document whose ``traceEvents`` is not where Kineto puts it
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
+import tempfile
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +50,10 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
 GZIP_MAGIC = b"\x1f\x8b"
 SEARCH_WINDOW = 4 << 20
+
+
+# errors of writing the parts to the scratch directory, which the trace is not to blame for
+SCRATCH_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 def is_gzip(path: Path) -> bool:
@@ -180,6 +186,9 @@ def open_trace(path: Path, compressed: bool):
             with _GzipReader(fileobj=raw, mode="rb") as stream:
                 yield stream
     except (OSError, EOFError, zlib.error, _IsalError) as exc:
+        if isinstance(exc, OSError) and exc.errno in SCRATCH_FULL:  # writing the parts, not reading the trace
+            problem = f"{exc.strerror or exc} (cutting {path.name} into parts; TMPDIR names another scratch directory)"
+            raise OSError(exc.errno, problem, tempfile.gettempdir()) from None
         if isinstance(exc, OSError) and exc.errno is not None:  # the system's refusal (EIO, EACCES), not gzip's
             raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
         raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None

@@ -278,3 +278,31 @@ def test_a_compressed_trace_whose_read_fails_partway_is_one_line(tmp_path, monke
     with pytest.raises(BadInputError) as raised:
         ingest.ingest_trace(duckdb.connect(), GPT2)
     assert str(raised.value) == f"{GPT2}: cannot be read (Input/output error)"
+
+
+def test_a_full_scratch_disk_is_reported_against_the_scratch_directory(tmp_path):
+    """A trace is cut into parts in TMPDIR while it is read (a gzip one decompressed there, where the parts do not
+    fit in memory): a full disk there is not the trace's fault, and the line says where the space ran out (the CLI
+    prints an OSError's file and text, exit 2); a read error of the trace itself still names the trace."""
+    import errno
+    import gzip
+    import os
+    import tempfile
+
+    from kernelscope.analyzer import BadInputError
+    from kernelscope.analyzer.event_array import open_trace
+
+    path = tmp_path / "trace.json.gz"
+    path.write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    for code in (errno.ENOSPC, errno.EDQUOT):
+        with pytest.raises(OSError) as raised, open_trace(path, True) as stream:
+            stream.read()
+            raise OSError(code, os.strerror(code))  # a part written to the scratch directory
+        assert not isinstance(raised.value, BadInputError)
+        assert raised.value.errno == code and raised.value.filename == tempfile.gettempdir()
+        assert raised.value.strerror == (
+            f"{os.strerror(code)} (cutting trace.json.gz into parts; TMPDIR names another scratch directory)"
+        )
+    with pytest.raises(BadInputError, match=r"trace\.json\.gz: cannot be read \(Input/output error\)$"):
+        with open_trace(path, True):
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
