@@ -6,12 +6,12 @@ the trip back.
 
 STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``named`` (named_share.py), ``frames``
 (frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
-``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``cores``
-(analyzer_cores.py); ``=WORKLOAD,...`` names the workloads of check, frames and overhead (default: all). Each
-step writes under a scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is
-packed, sample tensors (``*.pt``) and plain traces left out, into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB
-pieces: ``cat part-* | tar xz`` joins them), and a summary line per step (status, seconds) is printed and written
-to OUT/steps.json.
+``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``scaling``
+(profile_scaling.py), ``cores`` (analyzer_cores.py); ``=WORKLOAD,...`` names the workloads of check, frames and
+overhead (default: all). Each step writes under a scratch folder's work/<step>/ and its output goes to
+work/<step>.log; at the end work/ is packed, sample tensors (``*.pt``) and plain traces left out, into OUT/part-aa,
+part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar xz`` joins them), and a summary line per step (status,
+seconds) is printed and written to OUT/steps.json.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
             + ["--out", str(work / "aitune" / "profile_vs_aitune.json")],
             240,
         ),
+        "scaling": (py + [str(HERE / "profile_scaling.py")], 150),
         "cores": (
             py
             + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "2", "--workdir", "/tmp/ks-bench"]
