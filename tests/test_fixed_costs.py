@@ -3,10 +3,16 @@ call targets follow the namespaces, temporary runs alone skip the flush, the pre
 
 from __future__ import annotations
 
+import functools
+import gc
+import types
+import weakref
+
 import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.analyzer import connection  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler, calls, run_writer  # noqa: E402
 from torch import nn  # noqa: E402
@@ -61,3 +67,92 @@ def test_a_prepared_connection_is_taken_once_and_has_the_macros(monkeypatch):
     con = connection.connect()  # the failure on the thread is not the caller's: it makes one there and then
     assert con.execute("SELECT 1").fetchone() == (1,)
     con.close()
+
+
+class _SeesItsWrappers(nn.Module):
+    """Keeps the F.linear and Tensor.relu its forward calls (the recorder's wrappers, while recording)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 4))
+        self.seen: list[tuple] = []
+
+    def forward(self, x):
+        self.seen.append((F.linear, vars(torch.Tensor).get("relu")))
+        return F.linear(x, self.weight).relu()
+
+
+def test_wrappers_are_made_once_and_a_rebound_function_gets_its_own(monkeypatch):
+    model = _SeesItsWrappers()
+    samples = [((torch.randn(2, 4),), {})]
+    profiler = ModuleFunctionKernelProfiler()
+    first_data = profiler.profile(model, samples, warmup_iterations=0)[1]
+    profiler.profile(model, samples, warmup_iterations=0)
+    (linear, relu), (linear_again, relu_again) = model.seen
+    assert linear.__wrapped__ is torch._C._nn.linear and relu.__wrapped__ is torch._C.TensorBase.relu
+    assert linear_again is linear and relu_again is relu, "the second recording puts the same wrappers in place"
+    original_linear, original_relu = F.linear, torch._C.TensorBase.relu
+    rebound_calls = []
+
+    @functools.wraps(original_linear)  # as a library that wraps F.linear does: its __module__ is F's
+    def rebound_linear(*args, **kwargs):
+        rebound_calls.append("linear")
+        return original_linear(*args, **kwargs)
+
+    def rebound_relu(self):
+        rebound_calls.append("relu")
+        return original_relu(self)
+
+    monkeypatch.setattr(F, "linear", rebound_linear)
+    monkeypatch.setattr(torch.Tensor, "relu", rebound_relu, raising=False)
+    frame, data = profiler.profile(model, samples, warmup_iterations=0)
+    linear_now, relu_now = model.seen[-1]
+    assert linear_now is not linear and linear_now.__wrapped__ is rebound_linear, "the rebound function is wrapped"
+    assert relu_now is not relu and relu_now.__wrapped__ is rebound_relu
+    assert rebound_calls == ["linear", "relu"], "the wrappers call the functions now bound"
+    assert {name: [calls for calls, _ in entries] for name, entries in data.items()} == {
+        name: [calls for calls, _ in entries] for name, entries in first_data.items()
+    } == {"linear": [1], "Tensor.relu": [1]}
+    assert F.linear is rebound_linear and vars(torch.Tensor)["relu"] is rebound_relu, "put back as rebound"
+    profiler.release()
+
+
+def test_no_wrapper_holds_a_recording_past_it():
+    from kernelscope.recorder.instrument import instrumented
+    from kernelscope.recorder.retention import CappedSampleBook
+
+    model = _SeesItsWrappers()
+    x = torch.randn(2, 4)
+    book = CappedSampleBook(None)
+    with instrumented(list(model.named_modules()), book, None), torch.no_grad():
+        expected = model(x)
+    assert list(book.samples) == ["linear", "Tensor.relu"]
+    gone = weakref.ref(book)
+    del book
+    gc.collect()
+    assert gone() is None, "the wrappers called in the recording let go of its sample book"
+    linear, relu = model.seen[0]  # wrappers kept past their recording run their functions, unscoped
+    assert torch.equal(relu(linear(x, model.weight)), expected)
+
+
+def test_patches_set_at_once_are_undone_exactly():
+    from kernelscope.recorder.instrument import _Patches
+
+    module = types.ModuleType("kernelscope_test_namespace")
+    module.kept = kept = object()
+
+    class Owner:
+        inherited = "inherited"
+
+    class Child(Owner):
+        own = "own"
+
+    before_module, before_child = dict(vars(module)), dict(vars(Child))
+    patches = _Patches()
+    patches.set_all(module, {"kept": 1, "added": 2})
+    patches.set_all(Child, {"own": 3, "inherited": 4})
+    patches.set_item(vars(module), "kept", 5)  # a later patch of the same attribute is undone first
+    assert (module.kept, module.added, Child.own, Child.inherited) == (5, 2, 3, 4)
+    patches.undo()
+    assert vars(module) == before_module and vars(module)["kept"] is kept
+    assert dict(vars(Child)) == before_child and Child.inherited == "inherited"
