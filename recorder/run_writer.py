@@ -62,13 +62,16 @@ def run_destination(out: Path) -> Path:
     return out / RANK_DIR.format(rank=rank) if world_size > 1 else out
 
 
-def check_destination(out: Path, overwrite: bool) -> None:
+def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
     """Fail before any work when the run would replace something or has nowhere to go. Missing folders above
-    ``out`` are fine: write_run creates them."""
+    ``out`` are fine: write_run creates them. ``probe=False``: ``out``'s folder is known to be writable (a
+    temporary run's, made by the profiler), so no folder is made there to find out."""
     if out.exists() and not overwrite:
         raise RunExistsError(
             out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
         )
+    if not probe:
+        return
     existing = _nearest_existing(out.parent)
     if not existing.is_dir():
         raise KernelscopeError(existing, "is not a directory to write the run into")
@@ -125,8 +128,8 @@ def write_run(
 
     ``durable``: the files are flushed to disk before the run is renamed into place, so that a crash leaves a
     complete run or none; a temporary run, removed when its profiler is released, is not (the flushes cost a
-    journal commit each)."""
-    check_destination(out, overwrite)
+    journal commit each), and its folder, which the profiler has just made, is not probed for writing."""
+    check_destination(out, overwrite, probe=durable)
     created = _make_parents(out)  # what the user named: a rank's run, the job directory the ranks share
     try:
         staging = Path(make_temp_dir(out.parent, f".{out.name}.", ".partial"))  # the umask's mode, not mkdtemp's 0700

@@ -1,5 +1,6 @@
 """What profile() caches or skips to keep its fixed cost small gives the results it would give without: the torch
-call targets follow the namespaces, temporary runs alone skip the flush, the prepared connection is a full one."""
+call targets and the wrappers follow the namespaces, temporary runs alone skip the flush and the writing probe, the
+prepared connection is a full one."""
 
 from __future__ import annotations
 
@@ -32,18 +33,28 @@ def test_torch_call_targets_follow_a_rebound_namespace(monkeypatch):
     assert targets == calls._choose_targets()
 
 
-def test_only_runs_written_to_out_are_flushed(tmp_path, monkeypatch):
-    flushed = []
+def test_only_runs_written_to_out_are_flushed_and_probed(tmp_path, monkeypatch):
+    flushed, probed = [], []
     monkeypatch.setattr(run_writer, "_sync", flushed.append)
+    make_folder = run_writer.tempfile.mkdtemp
+
+    def watched_mkdtemp(*args, **kwargs):
+        if kwargs.get("suffix") == ".probe":
+            probed.append(kwargs["dir"])
+        return make_folder(*args, **kwargs)
+
+    monkeypatch.setattr(run_writer.tempfile, "mkdtemp", watched_mkdtemp)
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).eval()
     samples = [((torch.randn(2, 8),), {})]
     profiler = ModuleFunctionKernelProfiler()
     profiler.profile(model, samples, warmup_iterations=1)
     assert flushed == [], "a temporary run is removed with its profiler: nothing to flush"
+    assert probed == [], "a temporary run's folder is the profiler's own: nothing to probe"
     assert not profiler.run._views_defined, "profile()'s own frames need no view"
     assert profiler.run.sql("SELECT count(*) AS n FROM summary")["n"][0] > 0  # defined at first use
     profiler.profile(model, samples, warmup_iterations=1, out=tmp_path / "run")
     assert len(flushed) == 1 and flushed[0].name.endswith(".partial")
+    assert probed == [tmp_path, tmp_path], "probed before the model runs, and again before writing"
     assert profiler.run.manifest["git_commit"] is None or len(profiler.run.manifest["git_commit"]) in (40, 64)
     profiler.release()
 
