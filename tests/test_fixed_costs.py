@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import subprocess
 import types
 import weakref
 
@@ -167,3 +168,43 @@ def test_patches_set_at_once_are_undone_exactly():
     patches.undo()
     assert vars(module) == before_module and vars(module)["kept"] is kept
     assert dict(vars(Child)) == before_child and Child.inherited == "inherited"
+
+
+def test_a_known_commit_is_answered_again_until_git_changes_it(tmp_path, monkeypatch):
+    from kernelscope.recorder import git_head
+
+    repo = tmp_path / "repo"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "-C", str(repo)]
+
+    def commit() -> str:
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True, timeout=30)
+        return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    sub = repo / "sub"
+    sub.mkdir()
+    first = commit()
+    asked = []
+    run = git_head.run
+    monkeypatch.setattr(git_head, "run", lambda arguments, *rest: asked.append(arguments) or run(arguments, *rest))
+    git_head.forget()
+    assert run_writer.git_commit(sub) == first and len(asked) == 1
+    assert run_writer.git_commit(sub) == first and len(asked) == 1, "known: git is not asked again"
+    assert run_writer.git_commit_in_background(sub).result(0) == first, "known: answered without a thread"
+    second = commit()
+    assert run_writer.git_commit(sub) == second, "a commit on the branch"
+    subprocess.run([*git, "checkout", "-q", "--detach"], check=True, timeout=30)
+    subprocess.run([*git, "pack-refs", "--all"], check=True, timeout=30)
+    assert run_writer.git_commit(sub) == second
+    third = commit()
+    assert run_writer.git_commit(sub) == third, "a commit on a detached HEAD"
+    subprocess.run([*git, "checkout", "-q", "-"], check=True, timeout=30)
+    assert run_writer.git_commit(sub) == second, "a checkout"
+    git[-1] = str(sub)
+    subprocess.run(["git", "init", "-q", str(sub)], check=True, timeout=30)
+    assert run_writer.git_commit(sub) is None, "a repository made inside the work tree, without a commit yet"
+    inner = commit()
+    assert run_writer.git_commit(sub) == inner != second
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    assert run_writer.git_commit(sub) == second, "another environment is asked anew"
+    git_head.forget()
