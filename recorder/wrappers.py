@@ -109,6 +109,13 @@ def _wraps(wrapper: Any, function: Any, name: str) -> Any:
     return wrapper
 
 
+def _in_recording(name: str, forget: Callable[[], None]) -> tuple[Any, dict]:
+    """A wrapper's ``sample_scopes`` in the recording in progress, which calls ``forget`` at its end."""
+    recording = _current[-1]
+    recording.called.append(forget)
+    return sample_scopes(name, recording.sampled(name))
+
+
 def _functional(function: Any, name: str):
     """A functional's wrapper with ``calls="functional"``: always scoped, since functionals nest and the innermost
     owns kernels (with ``calls="all"`` a functional is a ``_marked_call``: torch-level calls are scoped too, so
@@ -116,7 +123,7 @@ def _functional(function: Any, name: str):
     record = labels = None  # made at the first call: most of the ~1400 patched functions are never called
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
 
-    def forget() -> None:
+    def forget() -> None:  # the end of the recording
         nonlocal record, labels
         record = labels = None
 
@@ -125,11 +132,9 @@ def _functional(function: Any, name: str):
         if dynamo_tracing():
             return function(*args, **kwargs)
         if record is None:
-            if not _current:
+            if not _current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
-            recording = _current[-1]
-            record, labels = sample_scopes(name, recording.sampled(name))
-            recording.called.append(forget)
+            record, labels = _in_recording(name, forget)
         scope = labels[record(args, kwargs)]
         folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
         if not folded:
@@ -163,7 +168,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool):
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
     written_in_c = isinstance(function, _C_FUNCTIONS)
 
-    def forget() -> None:
+    def forget() -> None:  # the end of the recording
         nonlocal record, labels
         record = labels = None
 
@@ -175,11 +180,9 @@ def _marked_call(function: Any, name: str, outermost_only: bool):
         if state is True and outermost_only:
             return function(*args, **kwargs)
         if record is None:
-            if not _current:
+            if not _current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
-            recording = _current[-1]
-            record, labels = sample_scopes(name, recording.sampled(name))
-            recording.called.append(forget)
+            record, labels = _in_recording(name, forget)
         scope = labels[record(args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
