@@ -3,7 +3,7 @@
 The host's speed drifts by tens of percent over seconds, so the variants that matter are timed in pairs
 inside one profiler session (kernelscope's profiler options): each iteration times, in rotating order,
   profiler*        one pass under the profiler alone (the baseline of the pairs)
-  modules-only     one pass with kernelscope's module scopes alone
+  modules-only     one pass with kernelscope's module scopes alone (instrumented(functions=False))
   ks-unsampled     one recorded pass, calls="all", no samples collected (function_names=set())
   ks-functional    one recorded pass, calls="functional" (module + F namespace scopes, samples)
   ks-all           one recorded pass as profile() makes it (calls="all", every sample collected)
@@ -32,7 +32,7 @@ With --diagnose, two more recorded variants:
   ks-all-no-cap     ks-all without the memory cap (sample_memory_limit_mb=None)
 
 Usage: python benchmarks/recorder_overhead.py [--json OUT] [--diagnose] [--iterations N] [--baseline-warm-ups N]
-    [workload ...]   (CUDA; see workloads.py)
+    [workload ...]   (CUDA, or the CPU's operators where there is none; see workloads.py)
     python benchmarks/recorder_overhead.py --json benchmarks/results/recorder_overhead_<machine>_<date>.json \\
         > benchmarks/results/recorder_overhead_<machine>_<date>.txt 2>&1
 
@@ -51,7 +51,6 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from unittest import mock
 
 import orjson
 import torch
@@ -72,7 +71,12 @@ from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
 PASSES = 10
 ROUNDS = 3
 ITERATIONS = 30
-ACTIVITIES = [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+ACTIVITIES = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+
+
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 def new_book() -> CappedSampleBook:
@@ -80,10 +84,10 @@ def new_book() -> CappedSampleBook:
 
 
 def timed_pass(w) -> float:
-    torch.cuda.synchronize()
+    synchronize()
     start = time.perf_counter()
     w.one_pass()
-    torch.cuda.synchronize()
+    synchronize()
     return 1e3 * (time.perf_counter() - start)
 
 
@@ -106,12 +110,10 @@ def paired_variants(w, diagnose: bool, sample_keys: set[str], baseline_warm_ups:
     def recorded(calls, collect=None, modules_only=False, make_book=new_book, hold_limit=None, watched=False):
         def time_one() -> float:
             book = make_book()
-            with ExitStack() as stack:
-                if modules_only:
-                    stack.enter_context(mock.patch.object(instrument, "functional_names", list))
-                stack.enter_context(instrumented(modules, book, collect, calls))
+            with instrumented(modules, book, collect, calls, functions=not modules_only):
                 # profile()'s last warm-up pass, with the scopes in place, then the recorded pass keyed as there
-                limit = hold_limit_bytes("cuda", book) if hold_limit is None else hold_limit
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+                limit = hold_limit_bytes(device, book) if hold_limit is None else hold_limit
                 elapsed, keys, _ = record_pass(book, w.one_pass, lambda: timed_pass(w), limit, rehearsal=w.one_pass)
                 if watched:
                     sample_keys.add(keys)
@@ -209,7 +211,7 @@ def kernel_durations(w, recorded: bool) -> list[tuple[str, float]]:
             if recorded:
                 stack.enter_context(instrumented(list(w.module.named_modules()), new_book(), None, "all"))
             w.one_pass()
-            torch.cuda.synchronize()
+            synchronize()
         prof.export_chrome_trace(str(path))
         events = orjson.loads(path.read_bytes())["traceEvents"]
     kernels = sorted((e["ts"], e["name"], e["dur"]) for e in events if e.get("cat") == "kernel" and e.get("ph") == "X")

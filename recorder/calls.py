@@ -65,7 +65,7 @@ COLLECTIVES = (
 # fresh context) and its set/reset cost about half of a threading.local counter's update, on the per-call path.
 INSIDE_CALL: contextvars.ContextVar[bool | str] = contextvars.ContextVar("kernelscope_inside_call", default=False)
 _ABSENT = object()
-_chosen: tuple[list, list] | None = None  # (_namespace_state() when chosen, the targets chosen)
+_chosen: tuple[list, list] | None = None  # (attributes_state() when chosen, the targets chosen)
 
 
 def _is_op(value: Any) -> bool:
@@ -79,26 +79,39 @@ def torch_call_targets() -> list[tuple[Any, str, str]]:
     object it was (the choice reads nothing else): choosing reads their ~4000 attributes, which cost more than
     patching them."""
     global _chosen
-    state = _namespace_state()
-    if _chosen is None or not _same_objects(_chosen[0], state):
-        _chosen = (state, _choose_targets())
+    owners = watched_owners()
+    if _chosen is None or not attributes_unchanged(_chosen[0], owners):
+        _chosen = (attributes_state(owners), _choose_targets())
     return list(_chosen[1])
 
 
-def _namespace_state() -> list[list[tuple[str, Any]]]:
-    """Every attribute that _choose_targets reads that can change: of the namespaces, of torch.distributed, and of
-    each class of Tensor's method resolution order (which dir() and getattr_static read); torch._C._VariableFunctions's
-    are read-only."""
+def watched_owners() -> list[Any]:
+    """Every owner of the attributes that _choose_targets reads that can change: the namespaces, torch.distributed,
+    and each class of Tensor's method resolution order (which dir() and getattr_static read);
+    torch._C._VariableFunctions's are read-only."""
     owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
     if torch.distributed.is_available():
         owners.append(torch.distributed)
-    return [list(vars(owner).items()) for owner in owners]
+    return owners
 
 
-def _same_objects(before: list[list[tuple[str, Any]]], now: list[list[tuple[str, Any]]]) -> bool:
-    return len(before) == len(now) and all(
-        len(b) == len(n) and all(kb == kn and vb is vn for (kb, vb), (kn, vn) in zip(b, n, strict=True))
-        for b, n in zip(before, now, strict=True)
+def attributes_state(owners: list[Any]) -> list[tuple[Any, list[str], list[Any], list[int]]]:
+    """``(owner, names, values, ids of the values)`` of each owner's attributes: the values are held, so that no
+    other object can take one of their ids while the state is kept."""
+    state = []
+    for owner in owners:
+        attributes = vars(owner)
+        values = list(attributes.values())
+        state.append((owner, list(attributes), values, list(map(id, values))))
+    return state
+
+
+def attributes_unchanged(state: list[tuple[Any, list[str], list[Any], list[int]]], owners: list[Any]) -> bool:
+    """Whether ``owners`` are the owners of ``state`` and hold the same attribute names, each the identical object
+    (compared by id, as C code does: the state holds its values alive)."""
+    return len(state) == len(owners) and all(
+        owner is now and list(vars(now)) == names and list(map(id, vars(now).values())) == ids
+        for (owner, names, _values, ids), now in zip(state, owners, strict=True)
     )
 
 

@@ -18,6 +18,8 @@ and a module that had no instance attribute ``forward`` has none):
 - with ``calls="all"`` (recorder/calls.py): torch-level calls outside functionals and functionals held by
   stored references.
 
+The functions' wrappers are made once per process, for the exact objects they wrap (recorder/wrappers.py).
+
 A CUDA graph replay gets no scope: the analyzer names its kernels ``torch.cuda.CUDAGraph.replay`` from their
 launch (``cudaGraphLaunch``), which the trace holds anyway, when no call scope holds the launch; the enclosing
 scopes give its module.
@@ -26,7 +28,6 @@ scopes give its module.
 from __future__ import annotations
 
 import gc
-import inspect
 import sys
 import types
 from collections.abc import Iterable, Iterator
@@ -34,17 +35,10 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import torch
-import torch.nn.functional as F  # noqa: N812
-from kernelscope.analyzer.rundir import (
-    COMPILED_REGION_CALL,
-    FUNCTION_PREFIX,
-    MODULE_PREFIX,
-    MODULE_SEPARATOR,
-    SAMPLE_SEPARATOR,
-)
+from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MODULE_SEPARATOR
 from torch import nn
 
-from .calls import INSIDE_CALL, stored_reference_sites, torch_call_targets
+from .calls import INSIDE_CALL, stored_reference_sites
 from .compiled import (
     compiled_code_kept,
     compiled_entry,
@@ -54,141 +48,18 @@ from .compiled import (
     optimized_module_type,
 )
 from .samples import SampleBook
+from .wrappers import functional_names, patch_plan, recording_of, sample_scopes  # noqa: F401 (tests read the rule)
 
 _Scope = torch._C._profiler._RecordFunctionFast
-_PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _MISSING = object()
-_C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+_MANY = object()  # the key of a saved patch that set many attributes of one owner at once
 CALLS = ("all", "functional")
-
-
-def functional_names() -> list[str]:
-    """Public functions of ``torch.nn.functional`` that get a scope (aitune's rule, so names match)."""
-    names = []
-    for name, value in vars(F).items():
-        if name.startswith("_") or not (inspect.isfunction(value) or inspect.isbuiltin(value)):
-            continue
-        if getattr(value, "__module__", None) in _PATCHABLE_MODULES:
-            names.append(name)
-    return names
-
-
-class _Labels(dict):
-    """Sample id -> scope name, built on first use: ``ks.fn:<call>#<id>``."""
-
-    def __init__(self, prefix: str) -> None:
-        super().__init__()
-        self.prefix = prefix
-
-    def __missing__(self, sample_id: int) -> str:
-        label = self[sample_id] = f"{self.prefix}{sample_id}"
-        return label
-
-
-def _unsampled(args: tuple, kwargs: dict) -> int:
-    return 0
-
-
-def _sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
-    """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
-    call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
-    plain = FUNCTION_PREFIX + name
-    if book is None:
-        return _unsampled, {0: plain}
-    return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
 
 
 def _scope_namer(name: str, book: SampleBook | None):
     """A function (args, kwargs) -> scope name, for the calls off the per-call path."""
-    record, labels = _sample_scopes(name, book)
+    record, labels = sample_scopes(name, book)
     return lambda args, kwargs: labels[record(args, kwargs)]
-
-
-def _wraps(wrapper: Any, function: Any, name: str) -> Any:
-    wrapper.__name__ = getattr(function, "__name__", name)
-    wrapper.__qualname__ = getattr(function, "__qualname__", name)
-    wrapper.__doc__ = getattr(function, "__doc__", None)
-    wrapper.__wrapped__ = function
-    return wrapper
-
-
-def _functional(function: Any, name: str, book: SampleBook | None, torch_calls: bool):
-    """A functional's wrapper: always scoped, since functionals nest and the innermost owns kernels.
-
-    ``torch_calls``: torch-level calls are scoped too, so this call must mark itself open for them.
-    """
-    if torch_calls:
-        return _marked_call(function, name, book, outermost_only=False)
-    record = labels = None  # made at the first call: most of the ~1400 patched functions are never called
-    inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
-
-    def call_in_scope(*args, **kwargs):
-        nonlocal record, labels
-        if dynamo_tracing():
-            return function(*args, **kwargs)
-        if record is None:
-            record, labels = _sample_scopes(name, book)
-        scope = labels[record(args, kwargs)]
-        folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
-        if not folded:
-            with _Scope(scope):
-                return function(*args, **kwargs)
-        token = enter_call(False)  # the functionals this call makes are its own, not the module's calls
-        try:
-            with _Scope(scope + folded):
-                return function(*args, **kwargs)
-        finally:
-            leave_call(token)
-
-    return _wraps(call_in_scope, function, name)
-
-
-def _torch_call(function: Any, name: str, book: SampleBook | None):
-    """A torch-level call's wrapper: scoped only outside any other scoped call (inside a functional,
-    ``torch.bmm`` or ``x.view`` are that functional's business)."""
-    return _marked_call(function, name, book, outermost_only=True)
-
-
-def _marked_call(function: Any, name: str, book: SampleBook | None, outermost_only: bool):
-    """A scoped call that marks itself open (INSIDE_CALL) for the torch-level calls it makes; with
-    ``outermost_only`` it is left unscoped inside another open call.
-
-    A function written in C (``Tensor.mul_``, ``torch.addmm``, ``F.linear``) makes no call the patches see (short
-    of a tensor subclass's ``__torch_function__``, whose calls then get scopes of their own), so its wrapper does
-    not mark itself open: the ContextVar's set and reset are a noticeable share of what a scoped call costs under
-    the profiler (benchmarks/RESULTS.md, "A C function's wrapper marking itself open").
-
-    The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
-    wrapper of a name): making one for each of the patched functions up front costs every recording time for
-    functions it never calls, and slowed the recorded pass itself (benchmarks/RESULTS.md, Dead ends).
-    """
-    record = labels = None
-    inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
-    written_in_c = isinstance(function, _C_FUNCTIONS)
-
-    def call_in_scope(*args, **kwargs):
-        nonlocal record, labels
-        if dynamo_tracing():
-            return function(*args, **kwargs)
-        state = inside_call()
-        if state is True and outermost_only:
-            return function(*args, **kwargs)
-        if record is None:
-            record, labels = _sample_scopes(name, book)
-        scope = labels[record(args, kwargs)]
-        if state.__class__ is str:  # a folded module's call: its scope is the module's too
-            scope += state
-        if written_in_c:
-            with _Scope(scope):
-                return function(*args, **kwargs)
-        token = enter_call(True)
-        try:
-            with _Scope(scope):
-                return function(*args, **kwargs)
-        finally:
-            leave_call(token)
-
-    return _wraps(call_in_scope, function, name)
 
 
 def _module_forward(forward: Any, scope_name: str):
@@ -290,10 +161,23 @@ class _Patches:
         self.saved.append((owner, key, vars(owner).get(key, _MISSING)))
         setattr(owner, key, value)
 
+    def set_all(self, owner: Any, values: dict[str, Any]) -> None:
+        """Many attributes of one owner at once, undone as one: a module's in one update of its ``__dict__``,
+        a class's one by one (``set_attribute``)."""
+        namespace = vars(owner)
+        self.saved.append((owner, _MANY, {key: namespace.get(key, _MISSING) for key in values}))
+        if isinstance(owner, types.ModuleType):
+            namespace.update(values)
+        else:
+            for key, value in values.items():
+                setattr(owner, key, value)
+
     def undo(self) -> None:
         while self.saved:
             owner, key, before = self.saved.pop()
-            if isinstance(owner, dict):
+            if key is _MANY:
+                self._undo_all(owner, before)
+            elif isinstance(owner, dict):
                 if before is _MISSING:
                     owner.pop(key, None)
                 else:
@@ -302,6 +186,21 @@ class _Patches:
                 delattr(owner, key)
             else:
                 setattr(owner, key, before)
+
+    @staticmethod
+    def _undo_all(owner: Any, before: dict[str, Any]) -> None:
+        missing = [key for key, value in before.items() if value is _MISSING]
+        if isinstance(owner, types.ModuleType):
+            namespace = vars(owner)
+            namespace.update(before)
+            for key in missing:
+                del namespace[key]
+            return
+        for key, value in reversed(before.items()):
+            if value is _MISSING:
+                delattr(owner, key)
+            else:
+                setattr(owner, key, value)
 
 
 @contextmanager
@@ -323,14 +222,11 @@ def instrumented(
     if calls not in CALLS:
         raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
 
-    def sampled(name: str) -> SampleBook | None:
-        return book if collect is None or name in collect else None
-
     import_what_the_profiler_imports()
     patches = _Patches()
-    with _gc_paused(), compiled_code_kept() if functions else nullcontext():
+    with _gc_paused(), compiled_code_kept() if functions else nullcontext(), recording_of(book, collect) as recording:
         try:
-            _install(patches, list(named_modules), book, sampled, calls, functions)
+            _install(patches, list(named_modules), book, recording.sampled, calls, functions)
             yield
         finally:
             patches.undo()
@@ -340,8 +236,9 @@ def instrumented(
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector is paused while the scopes are in place. The ~1400 wrappers made at
-    once, and the samples kept during the pass, would set off full collections of the process's objects
-    (slow with torch loaded) inside the measured pass."""
+    once (at a process's first recording, and whenever the patched namespaces changed), and the samples kept
+    during the pass, would set off full collections of the process's objects (slow with torch loaded) inside
+    the measured pass."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -380,20 +277,9 @@ def _install(
     if not functions:
         return
 
-    wrappers: dict[int, Any] = {}  # id(original) -> its wrapper, for stored references
-    originals: dict[int, Any] = {}
-    for name in functional_names():
-        function = getattr(F, name)
-        wrapper = wrappers.get(id(function)) or _functional(function, name, sampled(name), calls == "all")
-        wrappers[id(function)], originals[id(function)] = wrapper, function
-        patches.set_item(vars(F), name, wrapper)
+    plan = patch_plan(calls)
+    for owner, values in plan.groups:
+        patches.set_all(owner, values)
     if calls == "all":
-        for owner, attribute, name in torch_call_targets():
-            function = getattr(owner, attribute)
-            wrapper = wrappers.get(id(function))  # torch.conv2d is F.conv2d: keep the functional's name
-            if wrapper is None:
-                wrapper = _torch_call(function, name, sampled(name))
-                wrappers[id(function)], originals[id(function)] = wrapper, function
-            patches.set_attribute(owner, attribute, wrapper)
-        for owner, key, original in stored_reference_sites(observed, originals):
-            patches.set_item(owner, key, wrappers[id(original)])
+        for owner, key, original in stored_reference_sites(observed, plan.originals):
+            patches.set_item(owner, key, plan.wrappers[id(original)])

@@ -9,7 +9,6 @@ import os
 import platform
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,6 +40,7 @@ from kernelscope.analyzer.rundir import (
 )
 from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
+from . import git_head
 from .retention import CappedSampleBook
 
 GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
@@ -62,13 +62,16 @@ def run_destination(out: Path) -> Path:
     return out / RANK_DIR.format(rank=rank) if world_size > 1 else out
 
 
-def check_destination(out: Path, overwrite: bool) -> None:
+def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
     """Fail before any work when the run would replace something or has nowhere to go. Missing folders above
-    ``out`` are fine: write_run creates them."""
+    ``out`` are fine: write_run creates them. ``probe=False``: ``out``'s folder is known to be writable (a
+    temporary run's, made by the profiler), so no folder is made there to find out."""
     if out.exists() and not overwrite:
         raise RunExistsError(
             out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
         )
+    if not probe:
+        return
     existing = _nearest_existing(out.parent)
     if not existing.is_dir():
         raise KernelscopeError(existing, "is not a directory to write the run into")
@@ -125,8 +128,8 @@ def write_run(
 
     ``durable``: the files are flushed to disk before the run is renamed into place, so that a crash leaves a
     complete run or none; a temporary run, removed when its profiler is released, is not (the flushes cost a
-    journal commit each)."""
-    check_destination(out, overwrite)
+    journal commit each), and its folder, which the profiler has just made, is not probed for writing."""
+    check_destination(out, overwrite, probe=durable)
     created = _make_parents(out)  # what the user named: a rank's run, the job directory the ranks share
     try:
         staging = Path(make_temp_dir(out.parent, f".{out.name}.", ".partial"))  # the umask's mode, not mkdtemp's 0700
@@ -282,9 +285,15 @@ def base_manifest(
 
 
 def git_commit_in_background(cwd: str | os.PathLike | None = None) -> Future:
-    """git_commit(cwd) on a thread of its own, started now: the subprocess's few ms of wall time are spent while the
-    model warms up instead of in line."""
+    """git_commit(cwd), answered now where it is known (git_head), else on a thread of its own, started now: the
+    subprocess's few ms of wall time are spent while the model warms up instead of in line."""
     answer: Future = Future()
+    folder = _folder(cwd)
+    if folder is not None:
+        _key, commit = git_head.known_commit(folder)
+        if commit is not None:
+            answer.set_result(commit)
+            return answer
 
     def look_up() -> None:
         try:
@@ -298,20 +307,24 @@ def git_commit_in_background(cwd: str | os.PathLike | None = None) -> Future:
 
 def git_commit(cwd: str | os.PathLike | None = None) -> str | None:
     """``git rev-parse HEAD`` of the repository the command runs in; None outside one, without git, or when
-    git does not answer within GIT_TIMEOUT_S (a recording never fails for want of this field)."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", "HEAD"],
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = done.stdout.strip()
-    if done.returncode != 0 or len(commit) not in (40, 64) or not all(c in "0123456789abcdef" for c in commit):
+    git does not answer within GIT_TIMEOUT_S (a recording never fails for want of this field). The answer is
+    kept while the files git read for it are unchanged (git_head)."""
+    folder = _folder(cwd)
+    commit = git_head.UNUSUAL
+    if folder is not None:
+        key, commit = git_head.known_commit(folder)
+        if commit is None:
+            commit = git_head.ask_and_remember(key, lambda arguments: git_head.run(arguments, folder, GIT_TIMEOUT_S))
+    if commit is git_head.UNUSUAL:  # not a work tree: asked plainly, not kept
+        commit = git_head.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd, GIT_TIMEOUT_S)
+    commit = (commit or "").strip()
+    if len(commit) not in (40, 64) or not all(c in "0123456789abcdef" for c in commit):
         return None
     return commit
+
+
+def _folder(cwd: str | os.PathLike | None) -> str | None:
+    try:
+        return os.path.abspath(os.getcwd() if cwd is None else cwd)
+    except OSError:  # the working directory was removed
+        return None

@@ -1,12 +1,20 @@
 """What profile() caches or skips to keep its fixed cost small gives the results it would give without: the torch
-call targets follow the namespaces, temporary runs alone skip the flush, the prepared connection is a full one."""
+call targets and the wrappers follow the namespaces, temporary runs alone skip the flush and the writing probe, the
+prepared connection is a full one."""
 
 from __future__ import annotations
+
+import functools
+import gc
+import subprocess
+import types
+import weakref
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.analyzer import connection  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler, calls, run_writer  # noqa: E402
 from torch import nn  # noqa: E402
@@ -26,18 +34,28 @@ def test_torch_call_targets_follow_a_rebound_namespace(monkeypatch):
     assert targets == calls._choose_targets()
 
 
-def test_only_runs_written_to_out_are_flushed(tmp_path, monkeypatch):
-    flushed = []
+def test_only_runs_written_to_out_are_flushed_and_probed(tmp_path, monkeypatch):
+    flushed, probed = [], []
     monkeypatch.setattr(run_writer, "_sync", flushed.append)
+    make_folder = run_writer.tempfile.mkdtemp
+
+    def watched_mkdtemp(*args, **kwargs):
+        if kwargs.get("suffix") == ".probe":
+            probed.append(kwargs["dir"])
+        return make_folder(*args, **kwargs)
+
+    monkeypatch.setattr(run_writer.tempfile, "mkdtemp", watched_mkdtemp)
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).eval()
     samples = [((torch.randn(2, 8),), {})]
     profiler = ModuleFunctionKernelProfiler()
     profiler.profile(model, samples, warmup_iterations=1)
     assert flushed == [], "a temporary run is removed with its profiler: nothing to flush"
+    assert probed == [], "a temporary run's folder is the profiler's own: nothing to probe"
     assert not profiler.run._views_defined, "profile()'s own frames need no view"
     assert profiler.run.sql("SELECT count(*) AS n FROM summary")["n"][0] > 0  # defined at first use
     profiler.profile(model, samples, warmup_iterations=1, out=tmp_path / "run")
     assert len(flushed) == 1 and flushed[0].name.endswith(".partial")
+    assert probed == [tmp_path, tmp_path], "probed before the model runs, and again before writing"
     assert profiler.run.manifest["git_commit"] is None or len(profiler.run.manifest["git_commit"]) in (40, 64)
     profiler.release()
 
@@ -124,3 +142,132 @@ def test_a_prepared_instance_is_taken_once_and_has_the_macros(monkeypatch):
     con = connection.connect()  # the failure on the thread is not the caller's: it makes one there and then
     assert con.execute("SELECT 1").fetchone() == (1,)
     connection.close(con)
+
+
+class _SeesItsWrappers(nn.Module):
+    """Keeps the F.linear and Tensor.relu its forward calls (the recorder's wrappers, while recording)."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 4))
+        self.seen: list[tuple] = []
+
+    def forward(self, x):
+        self.seen.append((F.linear, vars(torch.Tensor).get("relu")))
+        return F.linear(x, self.weight).relu()
+
+
+def test_wrappers_are_made_once_and_a_rebound_function_gets_its_own(monkeypatch):
+    model = _SeesItsWrappers()
+    samples = [((torch.randn(2, 4),), {})]
+    profiler = ModuleFunctionKernelProfiler()
+    first_data = profiler.profile(model, samples, warmup_iterations=0)[1]
+    profiler.profile(model, samples, warmup_iterations=0)
+    (linear, relu), (linear_again, relu_again) = model.seen
+    assert linear.__wrapped__ is torch._C._nn.linear and relu.__wrapped__ is torch._C.TensorBase.relu
+    assert linear_again is linear and relu_again is relu, "the second recording puts the same wrappers in place"
+    original_linear, original_relu = F.linear, torch._C.TensorBase.relu
+    rebound_calls = []
+
+    @functools.wraps(original_linear)  # as a library that wraps F.linear does: its __module__ is F's
+    def rebound_linear(*args, **kwargs):
+        rebound_calls.append("linear")
+        return original_linear(*args, **kwargs)
+
+    def rebound_relu(self):
+        rebound_calls.append("relu")
+        return original_relu(self)
+
+    monkeypatch.setattr(F, "linear", rebound_linear)
+    monkeypatch.setattr(torch.Tensor, "relu", rebound_relu, raising=False)
+    frame, data = profiler.profile(model, samples, warmup_iterations=0)
+    linear_now, relu_now = model.seen[-1]
+    assert linear_now is not linear and linear_now.__wrapped__ is rebound_linear, "the rebound function is wrapped"
+    assert relu_now is not relu and relu_now.__wrapped__ is rebound_relu
+    assert rebound_calls == ["linear", "relu"], "the wrappers call the functions now bound"
+    assert {name: [calls for calls, _ in entries] for name, entries in data.items()} == {
+        name: [calls for calls, _ in entries] for name, entries in first_data.items()
+    } == {"linear": [1], "Tensor.relu": [1]}
+    assert F.linear is rebound_linear and vars(torch.Tensor)["relu"] is rebound_relu, "put back as rebound"
+    profiler.release()
+
+
+def test_no_wrapper_holds_a_recording_past_it():
+    from kernelscope.recorder.instrument import instrumented
+    from kernelscope.recorder.retention import CappedSampleBook
+
+    model = _SeesItsWrappers()
+    x = torch.randn(2, 4)
+    book = CappedSampleBook(None)
+    with instrumented(list(model.named_modules()), book, None), torch.no_grad():
+        expected = model(x)
+    assert list(book.samples) == ["linear", "Tensor.relu"]
+    gone = weakref.ref(book)
+    del book
+    gc.collect()
+    assert gone() is None, "the wrappers called in the recording let go of its sample book"
+    linear, relu = model.seen[0]  # wrappers kept past their recording run their functions, unscoped
+    assert torch.equal(relu(linear(x, model.weight)), expected)
+
+
+def test_patches_set_at_once_are_undone_exactly():
+    from kernelscope.recorder.instrument import _Patches
+
+    module = types.ModuleType("kernelscope_test_namespace")
+    module.kept = kept = object()
+
+    class Owner:
+        inherited = "inherited"
+
+    class Child(Owner):
+        own = "own"
+
+    before_module, before_child = dict(vars(module)), dict(vars(Child))
+    patches = _Patches()
+    patches.set_all(module, {"kept": 1, "added": 2})
+    patches.set_all(Child, {"own": 3, "inherited": 4})
+    patches.set_item(vars(module), "kept", 5)  # a later patch of the same attribute is undone first
+    assert (module.kept, module.added, Child.own, Child.inherited) == (5, 2, 3, 4)
+    patches.undo()
+    assert vars(module) == before_module and vars(module)["kept"] is kept
+    assert dict(vars(Child)) == before_child and Child.inherited == "inherited"
+
+
+def test_a_known_commit_is_answered_again_until_git_changes_it(tmp_path, monkeypatch):
+    from kernelscope.recorder import git_head
+
+    repo = tmp_path / "repo"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "-C", str(repo)]
+
+    def commit() -> str:
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True, timeout=30)
+        return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, timeout=30)
+    sub = repo / "sub"
+    sub.mkdir()
+    first = commit()
+    asked = []
+    run = git_head.run
+    monkeypatch.setattr(git_head, "run", lambda arguments, *rest: asked.append(arguments) or run(arguments, *rest))
+    git_head.forget()
+    assert run_writer.git_commit(sub) == first and len(asked) == 1
+    assert run_writer.git_commit(sub) == first and len(asked) == 1, "known: git is not asked again"
+    assert run_writer.git_commit_in_background(sub).result(0) == first, "known: answered without a thread"
+    second = commit()
+    assert run_writer.git_commit(sub) == second, "a commit on the branch"
+    subprocess.run([*git, "checkout", "-q", "--detach"], check=True, timeout=30)
+    subprocess.run([*git, "pack-refs", "--all"], check=True, timeout=30)
+    assert run_writer.git_commit(sub) == second
+    third = commit()
+    assert run_writer.git_commit(sub) == third, "a commit on a detached HEAD"
+    subprocess.run([*git, "checkout", "-q", "-"], check=True, timeout=30)
+    assert run_writer.git_commit(sub) == second, "a checkout"
+    git[-1] = str(sub)
+    subprocess.run(["git", "init", "-q", str(sub)], check=True, timeout=30)
+    assert run_writer.git_commit(sub) is None, "a repository made inside the work tree, without a commit yet"
+    inner = commit()
+    assert run_writer.git_commit(sub) == inner != second
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    assert run_writer.git_commit(sub) == second, "another environment is asked anew"
+    git_head.forget()

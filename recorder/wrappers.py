@@ -1,0 +1,260 @@
+"""The wrappers of the patched functions, made once per process and put in place by every recording.
+
+A wrapper is made for one exact function object and kept in the patch plan (``patch_plan``): every attribute a
+recording patches, with its wrapper. The plan is made again when an attribute it was made from is no longer the
+object it was (a function rebound by the user or another library between recordings gets a wrapper of its own; the
+old wrapper is dropped, never put in place). Making the ~1400 wrappers and reading the ~4000 attributes they are
+chosen from cost each recording more than putting them in place.
+
+A wrapper reads the recording it scopes for (``Recording``, the one in ``recording_of``) at its first call in that
+recording, off its per-call path: the sample book of its name. When the recording ends, every wrapper it called
+forgets it (``Recording.forget``), so that no wrapper holds a book, and so a sample, past its recording; a wrapper
+called outside any recording (a reference kept past one) calls its function unscoped.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR
+
+from .calls import INSIDE_CALL, attributes_state, attributes_unchanged, torch_call_targets, watched_owners
+from .compiled import dynamo_tracing
+from .samples import SampleBook
+
+_Scope = torch._C._profiler._RecordFunctionFast
+_PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
+_C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def functional_names() -> list[str]:
+    """Public functions of ``torch.nn.functional`` that get a scope (aitune's rule, so names match)."""
+    names = []
+    for name, value in vars(F).items():
+        if name.startswith("_") or not (inspect.isfunction(value) or inspect.isbuiltin(value)):
+            continue
+        if getattr(value, "__module__", None) in _PATCHABLE_MODULES:
+            names.append(name)
+    return names
+
+
+class Recording:
+    """What the wrappers read at their first call of one recording: the sample book of each name (None: the
+    name's samples are not collected)."""
+
+    def __init__(self, book: SampleBook, collect: set[str] | None) -> None:
+        self.book, self.collect = book, collect
+        self.called: list[Callable[[], None]] = []  # the forget() of every wrapper called in this recording
+
+    def sampled(self, name: str) -> SampleBook | None:
+        return self.book if self.collect is None or name in self.collect else None
+
+    def forget(self) -> None:
+        """Every wrapper called in this recording lets go of its sample recorder (and so of the book)."""
+        while self.called:
+            self.called.pop()()
+
+
+_current: list[Recording] = []  # the recording whose wrappers are in place (the last one, when nested)
+
+
+@contextmanager
+def recording_of(book: SampleBook, collect: set[str] | None) -> Iterator[Recording]:
+    """The wrappers record into ``book`` for the duration of the block, and forget it at its end."""
+    recording = Recording(book, collect)
+    _current.append(recording)
+    try:
+        yield recording
+    finally:
+        _current.remove(recording)
+        recording.forget()
+
+
+class _Labels(dict):
+    """Sample id -> scope name, built on first use: ``ks.fn:<call>#<id>``."""
+
+    def __init__(self, prefix: str) -> None:
+        super().__init__()
+        self.prefix = prefix
+
+    def __missing__(self, sample_id: int) -> str:
+        label = self[sample_id] = f"{self.prefix}{sample_id}"
+        return label
+
+
+def _unsampled(args: tuple, kwargs: dict) -> int:
+    return 0
+
+
+def sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
+    """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
+    call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
+    plain = FUNCTION_PREFIX + name
+    if book is None:
+        return _unsampled, {0: plain}
+    return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
+
+
+def _wraps(wrapper: Any, function: Any, name: str) -> Any:
+    wrapper.__name__ = getattr(function, "__name__", name)
+    wrapper.__qualname__ = getattr(function, "__qualname__", name)
+    wrapper.__doc__ = getattr(function, "__doc__", None)
+    wrapper.__wrapped__ = function
+    return wrapper
+
+
+def _in_recording(name: str, forget: Callable[[], None]) -> tuple[Any, dict]:
+    """A wrapper's ``sample_scopes`` in the recording in progress, which calls ``forget`` at its end."""
+    recording = _current[-1]
+    recording.called.append(forget)
+    return sample_scopes(name, recording.sampled(name))
+
+
+def _functional(function: Any, name: str):
+    """A functional's wrapper with ``calls="functional"``: always scoped, since functionals nest and the innermost
+    owns kernels (with ``calls="all"`` a functional is a ``_marked_call``: torch-level calls are scoped too, so
+    it must mark itself open for them)."""
+    record = labels = None  # made at the first call: most of the ~1400 patched functions are never called
+    inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
+
+    def forget() -> None:  # the end of the recording
+        nonlocal record, labels
+        record = labels = None
+
+    def call_in_scope(*args, **kwargs):
+        nonlocal record, labels
+        if dynamo_tracing():
+            return function(*args, **kwargs)
+        if record is None:
+            if not _current:  # a wrapper kept past its recording
+                return function(*args, **kwargs)
+            record, labels = _in_recording(name, forget)
+        scope = labels[record(args, kwargs)]
+        folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
+        if not folded:
+            with _Scope(scope):
+                return function(*args, **kwargs)
+        token = enter_call(False)  # the functionals this call makes are its own, not the module's calls
+        try:
+            with _Scope(scope + folded):
+                return function(*args, **kwargs)
+        finally:
+            leave_call(token)
+
+    return _wraps(call_in_scope, function, name)
+
+
+def _marked_call(function: Any, name: str, outermost_only: bool):
+    """A scoped call that marks itself open (INSIDE_CALL) for the torch-level calls it makes; with
+    ``outermost_only`` (a torch-level call) it is left unscoped inside another open call (inside a functional,
+    ``torch.bmm`` or ``x.view`` are that functional's business).
+
+    A function written in C (``Tensor.mul_``, ``torch.addmm``, ``F.linear``) makes no call the patches see (short
+    of a tensor subclass's ``__torch_function__``, whose calls then get scopes of their own), so its wrapper does
+    not mark itself open: the ContextVar's set and reset are a noticeable share of what a scoped call costs under
+    the profiler (benchmarks/RESULTS.md, "A C function's wrapper marking itself open").
+
+    The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
+    wrapper of a name): making one for each of the patched functions up front costs every recording time for
+    functions it never calls, and slowed the recorded pass itself (benchmarks/RESULTS.md, Dead ends).
+    """
+    record = labels = None
+    inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
+    written_in_c = isinstance(function, _C_FUNCTIONS)
+
+    def forget() -> None:  # the end of the recording
+        nonlocal record, labels
+        record = labels = None
+
+    def call_in_scope(*args, **kwargs):
+        nonlocal record, labels
+        if dynamo_tracing():
+            return function(*args, **kwargs)
+        state = inside_call()
+        if state is True and outermost_only:
+            return function(*args, **kwargs)
+        if record is None:
+            if not _current:  # a wrapper kept past its recording
+                return function(*args, **kwargs)
+            record, labels = _in_recording(name, forget)
+        scope = labels[record(args, kwargs)]
+        if state.__class__ is str:  # a folded module's call: its scope is the module's too
+            scope += state
+        if written_in_c:
+            with _Scope(scope):
+                return function(*args, **kwargs)
+        token = enter_call(True)
+        try:
+            with _Scope(scope):
+                return function(*args, **kwargs)
+        finally:
+            leave_call(token)
+
+    return _wraps(call_in_scope, function, name)
+
+
+_FUNCTIONAL, _MARKED_FUNCTIONAL, _TORCH_CALL = "functional", "marked functional", "torch call"
+
+
+def _make(kind: str, function: Any, name: str) -> Any:
+    if kind == _FUNCTIONAL:
+        return _functional(function, name)
+    return _marked_call(function, name, outermost_only=kind == _TORCH_CALL)
+
+
+class PatchPlan:
+    """Every attribute one recording patches, by owner: ``(owner, {attribute: wrapper})``, the namespace of
+    ``torch.nn.functional`` first; ``originals`` and ``wrappers`` map ``id(original)`` to the original and its
+    wrapper (for stored references to the originals)."""
+
+    def __init__(self, calls: str, made_before: dict) -> None:
+        self.state = attributes_state(_read_owners())  # read before any choice, which it then vouches for
+        self.made: dict[tuple[str, str, int], tuple[Any, Any]] = {}  # (kind, name, id(original)) -> both
+        self.originals: dict[int, Any] = {}
+        self.wrappers: dict[int, Any] = {}
+        self.groups: list[tuple[Any, dict[str, Any]]] = []
+        owners: dict[int, dict[str, Any]] = {}
+        functional_kind = _MARKED_FUNCTIONAL if calls == "all" else _FUNCTIONAL
+        targets = [(F, name, name) for name in functional_names()]
+        if calls == "all":
+            targets += torch_call_targets()
+        for owner, attribute, name in targets:
+            function = getattr(owner, attribute)
+            wrapper = self.wrappers.get(id(function))  # torch.conv2d is F.conv2d: keep the functional's name
+            if wrapper is None:
+                kind = functional_kind if owner is F else _TORCH_CALL
+                key = (kind, name, id(function))
+                before = made_before.get(key)
+                wrapper = before[1] if before is not None and before[0] is function else _make(kind, function, name)
+                self.made[key] = (function, wrapper)
+                self.wrappers[id(function)], self.originals[id(function)] = wrapper, function
+            group = owners.get(id(owner))
+            if group is None:
+                group = owners[id(owner)] = {}
+                self.groups.append((owner, group))
+            group[attribute] = wrapper
+
+    def current(self) -> bool:
+        """Whether every attribute the plan was made from is still the object it was."""
+        return attributes_unchanged(self.state, _read_owners())
+
+
+def _read_owners() -> list[Any]:
+    return [F, *watched_owners()]
+
+
+_plans: dict[str, PatchPlan] = {}
+
+
+def patch_plan(calls: str) -> PatchPlan:
+    """The plan of a recording with ``calls`` (``"all"`` or ``"functional"``), made again where it is not current."""
+    plan = _plans.get(calls)
+    if plan is None or not plan.current():
+        plan = _plans[calls] = PatchPlan(calls, {} if plan is None else plan.made)
+    return plan
