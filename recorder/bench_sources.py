@@ -15,6 +15,7 @@ from kernelscope.analyzer.errors import BadInputError, KernelscopeError
 from kernelscope.analyzer.samples import TensorMeta
 
 from .replay import metadata_of
+from .run_writer import TEMPORARY_RUN_TENSORS
 
 KEEP_TENSORS_HINT = "ModuleFunctionKernelProfiler(sample_tensor_limit_mb=None)"
 
@@ -71,6 +72,12 @@ def _run_samples(run: Run, rank: int | None, where: str) -> Samples:
     manifest = part.manifest
     if manifest["files"].get("sample_tensors") is None:
         saved = manifest.get("sample_tensors") or {}
+        if saved.get("reason") == TEMPORARY_RUN_TENSORS:
+            raise KernelscopeError(
+                part.directory,
+                f"holds no sample tensors to replay (samples.pt was not saved: {TEMPORARY_RUN_TENSORS}); bench the "
+                "profiler itself, or record with profile(..., out=DIR) to keep them in the run directory",
+            )
         size = f", or a limit above the {saved['bytes'] / 2**20:.1f} MiB they hold," if "bytes" in saved else ""
         raise KernelscopeError(
             part.directory,

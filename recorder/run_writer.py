@@ -45,6 +45,8 @@ from .retention import CappedSampleBook
 
 GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
 GIT_TIMEOUT_S = 5
+# why a temporary run's manifest says its sample tensors were not saved (bench_sources.py reads it to say what to do)
+TEMPORARY_RUN_TENSORS = "a temporary run (profile() without out=) leaves them in function_data, live"
 
 
 def distributed_coordinates() -> tuple[int, int, str | None]:
@@ -128,7 +130,9 @@ def write_run(
 
     ``durable``: the files are flushed to disk before the run is renamed into place, so that a crash leaves a
     complete run or none; a temporary run, removed when its profiler is released, is not (the flushes cost a
-    journal commit each), and its folder, which the profiler has just made, is not probed for writing."""
+    journal commit each), its folder, which the profiler has just made, is not probed for writing, and its sample
+    tensors are not saved: the profiler holds them, live, in function_data, and copying them off the device into
+    samples.pt cost more than the rest of a small model's profile()."""
     check_destination(out, overwrite, probe=durable)
     created = _make_parents(out)  # what the user named: a rank's run, the job directory the ranks share
     try:
@@ -143,7 +147,9 @@ def write_run(
             shutil.copyfileobj(src, dst, 8 << 20)
         raw.unlink()
         (staging / SAMPLES).write_bytes(orjson.dumps({"format_version": SAMPLES_FORMAT, "functions": book.metadata()}))
-        manifest["sample_tensors"] = _write_tensors(staging / SAMPLE_TENSORS, book, tensor_limit_bytes)
+        manifest["sample_tensors"] = (
+            _write_tensors(staging / SAMPLE_TENSORS, book, tensor_limit_bytes) if durable else _held_in_memory(book)
+        )
         manifest["files"] = {
             "trace": TRACE,
             "samples": SAMPLES,
@@ -186,12 +192,25 @@ def _move_into_place(staging: Path, out: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
-def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dict:
-    kept = {  # None stands for a signature whose inputs were not kept (over the sample memory cap)
+def _kept_samples(book: CappedSampleBook) -> dict[str, list]:
+    """Per function, its samples, None where the recorder did not keep the inputs (over the sample memory cap)."""
+    return {
         name: [sample if book.is_kept(name, i) else None for i, sample in enumerate(samples)]
         for name, samples in book.samples.items()
     }
-    total = sum(tensor_bytes(sample) for samples in kept.values() for sample in samples if sample is not None)
+
+
+def _kept_bytes(kept: dict[str, list]) -> int:
+    return sum(tensor_bytes(sample) for samples in kept.values() for sample in samples if sample is not None)
+
+
+def _held_in_memory(book: CappedSampleBook) -> dict:
+    return {"saved": False, "bytes": _kept_bytes(_kept_samples(book)), "reason": TEMPORARY_RUN_TENSORS}
+
+
+def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dict:
+    kept = _kept_samples(book)
+    total = _kept_bytes(kept)
     if limit is not None and total > limit:
         return {
             "saved": False,

@@ -271,3 +271,28 @@ def test_a_known_commit_is_answered_again_until_git_changes_it(tmp_path, monkeyp
     monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
     assert run_writer.git_commit(sub) == second, "another environment is asked anew"
     git_head.forget()
+
+
+def test_a_temporary_run_leaves_its_sample_tensors_live_and_says_so(tmp_path):
+    """Copying the inputs off the device into samples.pt cost more than the rest of a small model's profile(): a
+    temporary run, which nobody reads but the profiler, keeps them in function_data only; a run written to ``out``
+    saves them."""
+    from kernelscope.analyzer.errors import KernelscopeError
+    from kernelscope.recorder.bench import bench
+
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).eval()
+    samples = [((torch.randn(2, 8),), {})]
+    profiler = ModuleFunctionKernelProfiler()
+    _, function_data = profiler.profile(model, samples, warmup_iterations=1)
+    assert not (profiler.run_dir / "samples.pt").exists() and (profiler.run_dir / "samples.json").exists()
+    saved = profiler.run.manifest["sample_tensors"]
+    linear_inputs, relu_input = (2 * 8 + 8 * 8 + 8) * 4, 2 * 8 * 4  # x, weight, bias; the output of linear
+    assert saved == {"saved": False, "bytes": linear_inputs + relu_input, "reason": run_writer.TEMPORARY_RUN_TENSORS}
+    assert profiler.run.manifest["files"]["sample_tensors"] is None
+    assert function_data["linear"][0][1][0][0] is samples[0][0][0], "the live input, not a copy"
+    with pytest.raises(KernelscopeError, match=r"was not saved: a temporary run .*bench the profiler itself"):
+        bench(profiler.run, device="cpu")
+    assert len(bench(profiler, ["linear"], device="cpu", repeat=2, warmup=1)) == 1
+    profiler.profile(model, samples, warmup_iterations=1, out=tmp_path / "run")
+    assert (tmp_path / "run" / "samples.pt").exists() and profiler.run.manifest["sample_tensors"]["saved"]
+    profiler.release()
