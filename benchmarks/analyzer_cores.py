@@ -163,15 +163,22 @@ def _stage_table(rows: list[dict]) -> None:
             continue
         names = list(dict.fromkeys(name for row in measured for name in row["load_run"]["stages"]["wall"]))
         threads = list(dict.fromkeys(name for row in measured for name in row["load_run"]["stages"]["threads"]))
-        print(f"\nStages of the {kind} load, wall s (CPU s of the process where it is one stage at a time):")
+        print(
+            f"\nStages of the {kind} load: wall s (CPU s of the process, where one stage runs at a time)"
+            " [threads that used CPU]:"
+        )
         print("| stage | " + " | ".join(f"{row['cores']} cores" for row in measured) + " |")
         print("| --- |" + " ---: |" * len(measured))
         for name in names:
             cells = []
             for row in measured:
                 stages = row["load_run"]["stages"]
-                wall, cpu = stages["wall"].get(name), stages["cpu"].get(name)
-                cells.append("" if wall is None else f"{wall:.3f}" + ("" if cpu is None else f" ({cpu:.2f})"))
+                wall, cpu, ran = (stages[key].get(name) for key in ("wall", "cpu", "threads_ran"))
+                cells.append(
+                    ""
+                    if wall is None
+                    else f"{wall:.3f}" + ("" if cpu is None else f" ({cpu:.2f})") + ("" if ran is None else f" [{ran}]")
+                )
             print(f"| {name} | " + " | ".join(cells) + " |")
         for name in threads:
             cells = []

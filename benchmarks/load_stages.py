@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import re
 import resource
 import threading
@@ -29,13 +30,21 @@ class Stages:
     """Wall seconds per stage; ``summed`` stages add up the time of several threads (more than the wall time)."""
 
     def __init__(self) -> None:
+        self.ran: dict[str, int] = defaultdict(int)  # the most threads that used CPU during the stage
+        self.peak_rss: dict[str, int] = {}  # the process's peak RSS when the stage ended (the first time)
         self.cpu: dict[str, float] = defaultdict(float)
         self.wall: dict[str, float] = defaultdict(float)
         self.summed: dict[str, float] = defaultdict(float)
         self.lock = threading.Lock()
 
-    def add(self, name: str, seconds: float, *, summed: bool = False, cpu: float | None = None) -> None:
+    def add(
+        self, name: str, seconds: float, *, summed: bool = False, cpu: float | None = None, ran: int | None = None
+    ) -> None:
         with self.lock:
+            if ran is not None:
+                self.ran[name] = max(self.ran[name], ran)
+            if not summed:
+                self.peak_rss.setdefault(name, _peak_rss())
             (self.summed if summed else self.wall)[name] += seconds
             if cpu is not None:
                 self.cpu[name] += cpu
@@ -49,6 +58,8 @@ class Stages:
             "wall": {k: round(v, 4) for k, v in wall.items()},
             "cpu": {k: round(v, 4) for k, v in self.cpu.items()},
             "threads": {k: round(v, 4) for k, v in self.summed.items()},
+            "threads_ran": dict(self.ran),
+            "peak_rss": dict(self.peak_rss),
         }
 
 
@@ -58,8 +69,38 @@ def _process_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _faults() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+def _thread_ticks() -> dict[str, int]:
+    """Each thread of the process: its user and system clock ticks so far (Linux; empty elsewhere)."""
+    ticks = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return ticks
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        ticks[task] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def _peak_rss() -> int:
+    """The process's peak resident memory so far, in bytes (VmHWM; 0 where /proc has none)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _threads_that_ran(before: dict[str, int]) -> int:
+    """How many threads used CPU since ``before`` (a tick is 10 ms: a thread that ran less may not count)."""
+    return sum(1 for task, ticks in _thread_ticks().items() if ticks > before.get(task, ticks))
 
 
 def _wrap(owner, name: str, stages: Stages, stage: str, *, summed: bool = False, undo: list) -> None:
@@ -69,11 +110,13 @@ def _wrap(owner, name: str, stages: Stages, stage: str, *, summed: bool = False,
     def timed_call(*args, **kwargs):
         # a stage on several threads at once: its own thread's CPU; else the process's, all threads
         clock = time.thread_time if summed else _process_cpu
+        ticks = None if summed else _thread_ticks()
         start, cpu = time.perf_counter(), clock()
         try:
             return original(*args, **kwargs)
         finally:
-            stages.add(stage, time.perf_counter() - start, summed=summed, cpu=clock() - cpu)
+            ran = None if summed else _threads_that_ran(ticks)
+            stages.add(stage, time.perf_counter() - start, summed=summed, cpu=clock() - cpu, ran=ran)
 
     setattr(owner, name, timed_call)
     undo.append((owner, name, original))
@@ -113,11 +156,11 @@ def timed():
 
     def run_sql_file(con, name, **literals):
         if name != "attribution.sql":
-            start, cpu = time.perf_counter(), _process_cpu()
+            ticks, start, cpu = _thread_ticks(), time.perf_counter(), _process_cpu()
             try:
                 return original_run_sql_file(con, name, **literals)
             finally:
-                stages.add(name, time.perf_counter() - start, cpu=_process_cpu() - cpu)
+                stages.add(name, time.perf_counter() - start, cpu=_process_cpu() - cpu, ran=_threads_that_ran(ticks))
         text = sql.Template(sql.sql_text(name)).safe_substitute({k: sql.quote(v) for k, v in literals.items()})
         whole, whole_cpu = time.perf_counter(), _process_cpu()
         statements = con.extract_statements(text)  # parsed once here, the timers' own cost
@@ -126,9 +169,14 @@ def timed():
             query = str(statement.query)
             made = _MADE.search(re.sub(r"--[^\n]*", "", query))
             label = f"attribution.sql/{made.group(1) if made else query.split()[0]}"
+            counted = time.perf_counter()
+            ticks = _thread_ticks()
             start, cpu = time.perf_counter(), _process_cpu()
             con.execute(statement)
-            stages.add(label, time.perf_counter() - start, cpu=_process_cpu() - cpu)
+            wall, cpu = time.perf_counter() - start, _process_cpu() - cpu
+            ran = _threads_that_ran(ticks)
+            stages.add(label, wall, cpu=cpu, ran=ran)
+            stages.add("attribution.sql/(the timers' own cost)", time.perf_counter() - counted - wall)
         stages.add(name, time.perf_counter() - whole, cpu=_process_cpu() - whole_cpu)
         return con
 
@@ -142,10 +190,13 @@ def timed():
 
 
 def print_stages(report: dict, total: float) -> None:
-    print(f"{'stage':<58} {'wall s':>8} {'share':>6} {'CPU s':>7}")
+    print(f"{'stage':<58} {'wall s':>8} {'share':>6} {'CPU s':>7} {'threads ran':>11} {'peak RSS MB':>11}")
     for name, seconds in report["wall"].items():
-        cpu = report["cpu"].get(name)
-        print(f"{name:<58} {seconds:8.3f} {seconds / total:6.1%} {'' if cpu is None else format(cpu, '7.3f')}")
+        cpu, ran, rss = (report[key].get(name) for key in ("cpu", "threads_ran", "peak_rss"))
+        print(
+            f"{name:<58} {seconds:8.3f} {seconds / total:6.1%} {'' if cpu is None else format(cpu, '7.3f')}"
+            f" {'' if ran is None else format(ran, '11d')} {'' if not rss else format(rss / 1e6, '11.0f')}"
+        )
     for name, seconds in report["threads"].items():
         print(f"{name:<58} {seconds:8.3f}        {report['cpu'][name]:7.3f} (summed over threads)")
     print(f"{'total':<58} {total:8.3f}")
