@@ -5,10 +5,10 @@ aggregations need more on top (benchmarks/RESULTS.md, "Memory limit"). Left alon
 RAM; a run is instead given as much as its JSON (at least MIN_LIMIT, at most DuckDB's 80% of RAM), beyond
 which DuckDB spills table blocks and operator state to a scratch directory: a trace larger than the
 memory it is given still loads, a little slower. The process's peak is about that limit plus the interpreter and
-its libraries: the limit is what keeps a large trace's peak within 1.25x its JSON. The spill is bounded too (the disk limit, DuckDB's
-max_temp_directory_size: by default twice the JSON, at least MIN_DISK_LIMIT), and reading the trace
-holds no more than these limits allow (reading_limits): a gzip bomb is refused, not loaded until the
-machine gives out.
+its libraries: the limit is what keeps a large trace's peak within 1.25x its JSON. The spill is bounded too (the
+disk limit, DuckDB's max_temp_directory_size: by default twice the JSON, at least MIN_DISK_LIMIT), and reading the
+trace holds no more than these limits allow (reading_limits): a gzip bomb is refused, not loaded until the machine
+gives out.
 """
 
 from __future__ import annotations
