@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import gzip
 import os
+import re
 import tempfile
 import zlib
 from contextlib import contextmanager
@@ -49,7 +50,8 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
 
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
 GZIP_MAGIC = b"\x1f\x8b"
-SEARCH_WINDOW = 4 << 20
+SEARCH_WINDOW = 4 << 20  # a plain trace is cut at the first boundary between two events this far past each target
+FIRST_SEARCH_WINDOW = 64 << 10
 
 
 # errors of writing the parts to the scratch directory, which the trace is not to blame for
@@ -149,7 +151,7 @@ def _copy_parts(
     count = max(1, round((end - array_start) / max(part_bytes, 1)))
     for i in range(1, count):
         target = max(start, array_start + i * (end - array_start) // count)
-        match = BOUNDARY.search(os.pread(fd, SEARCH_WINDOW, target))
+        match = _first_boundary(fd, target)
         if match is None or target + match.end() >= end:
             continue
         ranges.append((start, target + match.start() + 1))
@@ -172,6 +174,20 @@ def _copy_parts(
         advance(last - first, raw)
         on_part(index, Part(index, out_path))
     return tail_keys
+
+
+def _first_boundary(fd: int, offset: int) -> re.Match | None:
+    """The first boundary between two events in the SEARCH_WINDOW bytes at ``offset``: looked for in a small window
+    first, widened until one is found, since one is usually a few hundred bytes away (reading the whole window for
+    each cut was most of the time before the first part is handed out). A match is a match of the whole window: a
+    boundary found whole in a window starts before any that would reach past its end (a boundary holds one '}')."""
+    window = FIRST_SEARCH_WINDOW
+    while True:
+        data = os.pread(fd, window, offset)
+        match = BOUNDARY.search(data)
+        if match is not None or window >= SEARCH_WINDOW or len(data) < window:
+            return match
+        window = min(window * 16, SEARCH_WINDOW)
 
 
 @contextmanager

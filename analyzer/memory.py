@@ -1,13 +1,14 @@
 """How much memory DuckDB may use for one trace, where it spills the rest, and how much it may spill.
 
-The events table takes somewhat less memory than the trace's JSON, and the attribution's joins and
-aggregations need more on top (benchmarks/RESULTS.md, "Memory limit"). Left alone, DuckDB would take up to 80% of
-RAM; a run is instead given 1.25x its JSON (at least MIN_LIMIT, at most DuckDB's 80% of RAM), beyond
-which DuckDB spills table blocks and operator state to its connection's scratch directory (connection.py): a trace
-larger than the memory it is given still loads, a little slower. The spill is bounded too (the disk limit, DuckDB's
-max_temp_directory_size: by default twice the JSON, at least MIN_DISK_LIMIT), and reading the trace
-holds no more than these limits allow (reading_limits): a gzip bomb is refused, not loaded until the
-machine gives out.
+The events table takes somewhat less memory than the trace's JSON, and the attribution's joins and aggregations
+need more on top (benchmarks/RESULTS.md, "Memory limit"). Left alone, DuckDB would take up to 80% of RAM; a run is
+instead given as much as its JSON (at least MIN_LIMIT, at most DuckDB's 80% of RAM), beyond which DuckDB spills
+table blocks and operator state to its connection's scratch directory (connection.py): a trace larger than the
+memory it is given still loads, a little slower. The process's peak is about that limit plus the interpreter and
+its libraries: the limit is what keeps a large trace's peak within 1.25x its JSON. The spill is bounded too (the
+disk limit, DuckDB's max_temp_directory_size: by default twice the JSON, at least MIN_DISK_LIMIT), and reading the
+trace holds no more than these limits allow (reading_limits): a gzip bomb is refused, not loaded until the machine
+gives out.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from .sql import quote
 from .trace_parts import CHUNK, UNLIMITED, Limits
 
 MIN_LIMIT = 512 << 20
-LIMIT_PER_JSON_BYTE = 1.25
+LIMIT_PER_JSON_BYTE = 1.0
 RAM_SHARE = 0.8  # DuckDB's own default limit
 BLOCK_REUSE_MIN_JSON = 512 << 20  # from here DuckDB keeps freed blocks for reuse (limit_memory)
 # Kineto JSON compresses 10-20x at gzip level 3: ISIZE wraps past 4 GiB of JSON, which a gzip file of more

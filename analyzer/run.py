@@ -354,7 +354,7 @@ def load_run(
 
     A trace with nothing to attribute (no device events, no CPU operators) is refused as bad input
     unless ``allow_empty`` (then the tables are empty). ``memory_limit`` (bytes, or DuckDB's "4GB") caps
-    DuckDB's memory, beyond which it spills to a scratch directory; default 1.25x the traces' JSON. ``disk_limit``
+    DuckDB's memory, beyond which it spills to a scratch directory; default the size of the traces' JSON. ``disk_limit``
     (likewise) caps that spill; default twice the JSON, at least 4 GiB. A trace that needs more is refused.
     """
     for name, prefix in (("module_prefix", module_prefix), ("function_prefix", function_prefix)):

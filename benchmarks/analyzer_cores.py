@@ -8,10 +8,13 @@ runs once in a child of its own (it uses one core). Wall time through the kernel
 
     python benchmarks/analyzer_cores.py --size 1GB --repeat 3 --out analyzer_cores_<machine>.json
     python benchmarks/analyzer_cores.py --size 2GB --gzip --repeat 2       # the .json.gz too
+    python benchmarks/analyzer_cores.py --size 1GB --repeat 2 --stages     # and where each load's time goes
 
 Prints one line per file kind and core count: seconds, MB/s of JSON, speed-up over one core, orjson.loads's time
 over load_run's (above 1: load_run is faster than parsing the JSON alone), peak RSS over the JSON's size; then the
-same as a markdown table. --out keeps every measurement with the machine's versions.
+same as a markdown table; with --stages, a table per file kind of each stage's wall time (load_stages.py's timers)
+against the core count, where the stage that stops shrinking is the serial part. --out keeps every measurement with
+the machine's versions.
 """
 
 from __future__ import annotations
@@ -43,8 +46,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per point (best wall time kept)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "kernelscope-bench"))
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is killed")
+    parser.add_argument(
+        "--stages", action="store_true", help="time each stage of every load (load_stages.py), per core count"
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a DuckDB setting for every load (repeatable), to see what it changes: preserve_insertion_order=false",
+    )
     parser.add_argument("--out", help="write every measurement to this JSON file")
     args = parser.parse_args(argv)
+    if args.stages:
+        os.environ["KS_BENCH_STAGES"] = "1"
+    if args.setting:
+        os.environ["KS_BENCH_SETTINGS"] = json.dumps(dict(item.split("=", 1) for item in args.setting))
 
     available = len(os.sched_getaffinity(0))
     counts = [n for n in map(int, args.cores.split(",")) if n <= available]
@@ -74,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
             print(_line(row, results), flush=True)
         os.environ.pop("KS_BENCH_CORES", None)
     _table(results)
+    if args.stages:
+        _stage_table(results)
     if args.out:
         report = {
             "date": date.today().isoformat(),
@@ -81,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
             "cores_usable": available,
             "versions": analyzer_throughput.versions(),
             "trace": str(plain),
+            "settings": args.setting,
             "results": results,
         }
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
@@ -132,6 +152,42 @@ def _table(rows: list[dict]) -> None:
             f"| {row['kind']} | {row['cores']} | {f['s']:.2f} | {f['mb_s']:,.0f} | {_fmt(f['speedup'], '.2f')} | "
             f"{_fmt(f['orjson_over'], '.2f')} | {f['rss']:.2f} |"
         )
+
+
+def _stage_table(rows: list[dict]) -> None:
+    """Per file kind, each stage's wall seconds (and, for the loading threads, their CPU seconds summed) against the
+    core count: a stage that does not shrink as cores are added is the serial part."""
+    for kind in dict.fromkeys(row["kind"] for row in rows):
+        measured = [row for row in rows if row["kind"] == kind and "stages" in row["load_run"]]
+        if not measured:
+            continue
+        names = list(dict.fromkeys(name for row in measured for name in row["load_run"]["stages"]["wall"]))
+        threads = list(dict.fromkeys(name for row in measured for name in row["load_run"]["stages"]["threads"]))
+        print(
+            f"\nStages of the {kind} load: wall s (CPU s of the process, where one stage runs at a time)"
+            " [threads that used CPU]:"
+        )
+        print("| stage | " + " | ".join(f"{row['cores']} cores" for row in measured) + " |")
+        print("| --- |" + " ---: |" * len(measured))
+        for name in names:
+            cells = []
+            for row in measured:
+                stages = row["load_run"]["stages"]
+                wall, cpu, ran = (stages[key].get(name) for key in ("wall", "cpu", "threads_ran"))
+                cells.append(
+                    ""
+                    if wall is None
+                    else f"{wall:.3f}" + ("" if cpu is None else f" ({cpu:.2f})") + ("" if ran is None else f" [{ran}]")
+                )
+            print(f"| {name} | " + " | ".join(cells) + " |")
+        for name in threads:
+            cells = []
+            for row in measured:
+                stages = row["load_run"]["stages"]
+                wall, cpu = stages["threads"].get(name), stages["cpu"].get(name)
+                cells.append("" if wall is None else f"{wall:.3f} ({cpu:.2f})")
+            print(f"| {name}, summed wall (thread CPU) | " + " | ".join(cells) + " |")
+        print("| total | " + " | ".join(f"{row['load_run']['wall']:.3f}" for row in measured) + " |")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from datetime import date
 from importlib import metadata
 from pathlib import Path
@@ -127,10 +128,14 @@ def child(step: str, path: str) -> None:
         use_cores(int(cores))
     work = globals()[f"step_{step}"](path)  # imports happen here, outside the measured span
     baseline = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    start = time.perf_counter()
-    result, built = work()
-    wall = time.perf_counter() - start
+    staged = step.startswith("ks_") or step == "kernelscope"
+    with stage_timers(staged and bool(os.environ.get("KS_BENCH_STAGES"))) as stages:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        start = time.perf_counter()
+        result, built = work()
+        wall = time.perf_counter() - start
+    if stages is not None:  # load_stages.py: the load's wall time stage by stage
+        result["stages"] = stages.as_dict(wall)
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
     start = time.perf_counter()
@@ -142,6 +147,18 @@ def child(step: str, path: str) -> None:
     )
 
 
+@contextmanager
+def stage_timers(enabled: bool):
+    """load_stages.timed() where ``enabled`` (KS_BENCH_STAGES: analyzer_cores.py --stages), else None."""
+    if not enabled:
+        yield None
+        return
+    import load_stages
+
+    with load_stages.timed() as stages:
+        yield stages
+
+
 def use_cores(count: int) -> None:
     """Run on the first ``count`` cores this process may use, with DuckDB's threads set to ``count`` in every
     connection the analyzer makes (DuckDB counts the machine's cores, not the process's)."""
@@ -150,9 +167,13 @@ def use_cores(count: int) -> None:
 
     made = connection.connect
 
+    settings = json.loads(os.environ.get("KS_BENCH_SETTINGS", "{}"))  # analyzer_cores.py --setting
+
     def connect(*args, **kwargs):
         con = made(*args, **kwargs)
         con.execute(f"SET threads = {count}")
+        for name, value in settings.items():
+            con.execute(f"SET {name} = {value}")
         return con
 
     connection.connect = connect

@@ -7,11 +7,12 @@ the trip back.
 STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``named`` (named_share.py), ``frames``
 (frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
 ``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``scaling``
-(profile_scaling.py), ``cores`` (analyzer_cores.py); ``=WORKLOAD,...`` names the workloads of check, frames and
-overhead (default: all). Each step writes under a scratch folder's work/<step>/ and its output goes to
-work/<step>.log; at the end work/ is packed, sample tensors (``*.pt``) and plain traces left out, into OUT/part-aa,
-part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar xz`` joins them), and a summary line per step (status,
-seconds) is printed and written to OUT/steps.json.
+(profile_scaling.py), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
+stages timed: load_stages.py), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
+``=WORKLOAD,...`` names the workloads of check, frames and overhead (default: all). Each step writes under a
+scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is packed, sample tensors
+(``*.pt``) and plain traces left out, into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar
+xz`` joins them), and a summary line per step (status, seconds) is printed and written to OUT/steps.json.
 """
 
 from __future__ import annotations
@@ -67,6 +68,19 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
             py
             + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "2", "--workdir", "/tmp/ks-bench"]
             + ["--out", str(work / "cores" / "analyzer_cores.json")],
+            240,
+        ),
+        "cores_stages": (
+            py
+            + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "1", "--workdir", "/tmp/ks-bench"]
+            + ["--cores", "2,4,8,16", "--stages", "--out", str(work / "cores_stages" / "analyzer_cores_stages.json")],
+            240,
+        ),
+        "cores_unordered": (
+            py
+            + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "1", "--workdir", "/tmp/ks-bench"]
+            + ["--cores", "2,4,8,16", "--stages", "--setting", "preserve_insertion_order=false"]
+            + ["--out", str(work / "cores_unordered" / "analyzer_cores_unordered.json")],
             240,
         ),
     }

@@ -306,3 +306,30 @@ def test_a_full_scratch_disk_is_reported_against_the_scratch_directory(tmp_path)
     with pytest.raises(BadInputError, match=r"trace\.json\.gz: cannot be read \(Input/output error\)$"):
         with open_trace(path, True):
             raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+def test_a_plain_trace_is_cut_at_the_first_boundary_reading_little_past_it(tmp_path, monkeypatch):
+    """Each cut of a plain trace is the first boundary in the search window after its target, as a search of the
+    whole window finds it, however far it is (events of 100 KB and 2 MB here); a boundary a few bytes away is found
+    without reading the whole window."""
+    from kernelscope.analyzer import event_array
+    from kernelscope.analyzer.trace_parts import BOUNDARY
+
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "x" * size, "ts": i, "dur": 1}
+        for i, size in enumerate([10, 100_000, 10, 2_000_000, 10, 5, 70_000, 10])
+    ]
+    path = tmp_path / "trace.json"
+    path.write_bytes(orjson.dumps({"traceEvents": events}, option=orjson.OPT_INDENT_2))
+    read = []
+    pread = event_array.os.pread
+    monkeypatch.setattr(event_array.os, "pread", lambda fd, n, offset: read.append(n) or pread(fd, n, offset))
+    with open(path, "rb") as raw:
+        fd = raw.fileno()
+        for offset in range(0, path.stat().st_size, 9_973):
+            whole = BOUNDARY.search(pread(fd, event_array.SEARCH_WINDOW, offset))
+            found = event_array._first_boundary(fd, offset)
+            assert (found and found.span()) == (whole and whole.span()), offset
+        read.clear()
+        assert event_array._first_boundary(fd, 0) is not None
+        assert sum(read) <= event_array.FIRST_SEARCH_WINDOW

@@ -26,7 +26,7 @@ def test_json_bytes_of_a_gzip_trace_is_its_decompressed_size():
 
 def test_default_limit_grows_with_the_trace_from_a_floor():
     assert default_memory_limit(0) == MIN_LIMIT
-    assert default_memory_limit(4 << 30) == int(1.25 * (4 << 30))
+    assert default_memory_limit(4 << 30) == 4 << 30
 
 
 def test_a_tight_limit_gives_the_same_rows_and_the_spill_directory_goes_with_the_run():

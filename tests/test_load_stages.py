@@ -1,0 +1,36 @@
+"""benchmarks/load_stages.py: a load timed stage by stage gives the rows of an untimed one, times every statement of
+attribution.sql on its own, and leaves the analyzer as it found it."""
+
+import sys
+
+from conftest import REPO
+from kernelscope.analyzer import ingest, load_run, run
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import load_stages  # noqa: E402
+
+TRACE = REPO / "sample_traces" / "transformer_encoder"
+ROWS = "SELECT * FROM kernels ORDER BY event_id"
+
+
+def test_a_timed_load_gives_the_same_rows_and_times_each_stage():
+    with load_run(TRACE) as untimed:
+        expected = untimed.sql(ROWS)
+    patched = lambda: (run.run_sql_file, run.ingest_trace, run.validate_events, ingest.native_reader, ingest._load_part)  # noqa: E731
+    originals = patched()
+    with load_stages.timed() as stages, load_run(TRACE) as timed:
+        rows = timed.sql(ROWS)
+    assert rows.equals(expected)
+    assert patched() == originals
+    report = stages.as_dict(total=10.0)
+    wall = report["wall"]
+    for stage in ("connect", "ingest", "validate.sql", "attribution.sql", "other"):
+        assert wall[stage] > 0, stage
+    statements = {name: seconds for name, seconds in wall.items() if name.startswith("attribution.sql/")}
+    # every table attribution.sql makes is a stage of its own, and together they are the file's time
+    for table in ("ks_launches", "ks_items", "ks_innermost", "ks_rows", "kernels"):
+        assert f"attribution.sql/{table}" in statements
+    assert sum(statements.values()) <= wall["attribution.sql"]
+    assert sum(statements.values()) > 0.95 * wall["attribution.sql"]
+    assert report["threads"]["ingest: load a part (all threads)"] > 0
+    assert abs(sum(v for k, v in wall.items() if "/" not in k) - 10.0) < 1e-3  # "other" is what the rest leaves
