@@ -30,9 +30,26 @@ FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
   AND correlation IS NOT NULL;
 
+-- The operator each External id of a launch or device event names: the first operator with it, and where it ran
+-- (read from events: ks_enclosers keeps only the operators that may hold a launch).
+CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
+SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
+       arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+  AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
+  AND external_id IN (SELECT external_id FROM ks_launches
+                      UNION ALL
+                      SELECT external_id FROM events
+                      WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND external_id IS NOT NULL)
+GROUP BY external_id;
+
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, its operators (is_cpu_op), from
--- their start.
+-- their start. The thread of a launch is that of the operator its External id names where the two differ and that
+-- operator, in the same process, was running at the launch: CUPTI can file the runtime calls of a thread started
+-- after another ended under the ended thread's id (seen on the H200 with a Python thread started in each forward),
+-- while the operators and scopes carry the thread's own.
 -- graph_launch_id: the cudaGraphLaunch of the kernels of a CUDA graph launch. In a recording that opens no scope
 -- around a replay (variable graph_replay_call, from the manifest) they are the replay's call when no call scope
 -- holds the launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
@@ -55,8 +72,10 @@ SELECT d.event_id,
        CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
        d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
        COALESCE(d.external_id, l.external_id) AS external_id,
-       l.pid AS at_pid, l.tid AS at_tid, l.ts_ns AS at_ns, false AS is_cpu_op, l.graph_launch_id
+       l.pid AS at_pid, coalesce(o.tid, l.tid) AS at_tid, l.ts_ns AS at_ns, false AS is_cpu_op, l.graph_launch_id
 FROM device_events d LEFT JOIN ks_launches l USING (correlation)
+LEFT JOIN ks_ops_by_id o
+  ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns
 UNION ALL
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL
 FROM cpu_ops;
@@ -87,16 +106,6 @@ FROM (SELECT DISTINCT at_pid AS pid, at_tid AS tid, at_ns, at_ns + 1 AS at_end_n
       SELECT at_pid, at_tid, at_ns, at_ns + greatest(dur_ns, 1), event_id, at_ns + dur_ns
       FROM ks_items
       WHERE is_cpu_op);
-
--- The operator each External id names: the first operator with it (read from events: ks_enclosers keeps only the
--- operators that may hold a launch).
-CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
-SELECT external_id, min(event_id) AS op_id
-FROM events
-WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
-  AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
-  AND external_id IN (SELECT external_id FROM ks_items)
-GROUP BY external_id;
 
 -- The time bucket (2^shift ns) by which ks_enclosers drops spans: a span inside one bucket holds no launch point
 -- unless a point of its thread falls in that bucket. Half of a trace's operators are leaves (aten::view,

@@ -152,13 +152,23 @@ def reference_attribution(
     device = [(i, e, s, end) for i, e, s, end in spans if e.get("cat") in DEVICE_CATS]
     cpu_mode = not device
 
+    first_ops: dict = {}  # External id -> (pid, tid, start, end) of the first operator that has it
+    for _i, e, s, end in spans:
+        external = e.get("args", {}).get("External id")
+        if role(e) == "op" and external is not None:
+            first_ops.setdefault(external, (e.get("pid"), e.get("tid"), s, end))
+
     launch_by_corr: dict = {}
     launch_external: dict = {}  # a kernel that carries no External id has its launch's
     graph_launches: dict = {}  # correlation -> the graph launch's event index
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = e.get("args", {}).get("correlation")
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and corr is not None:
-            launch_by_corr.setdefault(corr, (e["pid"], e["tid"], s))
+            pid, tid = e["pid"], e["tid"]
+            op = first_ops.get(e.get("args", {}).get("External id"))
+            if op is not None and op[0] == pid and op[1] != tid and op[2] <= s < op[3]:
+                tid = op[1]  # filed under another thread's id: it was made on its operator's thread
+            launch_by_corr.setdefault(corr, (pid, tid, s))
             launch_external.setdefault(corr, e.get("args", {}).get("External id"))
             if e.get("name", "").startswith(GRAPH_LAUNCHES):
                 graph_launches.setdefault(corr, i)

@@ -441,3 +441,30 @@ def test_a_kernel_in_no_call_is_named_after_the_outermost_operator_in_its_module
         4: (None, None, pd.NA),
     }
     assert summary.loc["aten::lstm", "calls"] == summary.loc["(other operator)", "calls"] == 1
+
+
+@pytest.mark.parametrize("far_apart", [False, True], ids=["integer key", "struct key"])
+def test_a_launch_filed_under_another_thread_is_its_operator_s(tmp_path, far_apart):
+    """CUPTI can file the runtime calls of a thread started after another ended under the ended thread's id (seen on
+    the H200: a Python thread started in each forward), while its operators and scopes carry its own: the launch
+    is its operator's (its External id) where that operator was running at the launch, on the same process."""
+    events = [
+        _span("ks.module:encoder", "user_annotation", 0, 100, tid=3),
+        _span("ks.fn:Tensor.mul_#0", "user_annotation", 10, 20, tid=3),
+        _span("aten::mul_", "cpu_op", 12, 15, tid=3, **{"External id": 41}),
+        _span("cudaLaunchKernel", "cuda_runtime", 14, 5, tid=2, correlation=5, **{"External id": 41}),
+        _kernel(5, 30),
+        # an operator of the same External id that was not running at the launch keeps the launch where it was filed
+        _span("ks.fn:Tensor.add_#0", "user_annotation", 40, 20, tid=2),
+        _span("aten::add_", "cpu_op", 50, 2, tid=3, **{"External id": 42}),
+        _span("cudaLaunchKernel", "cuda_runtime", 45, 5, tid=2, correlation=6, **{"External id": 42}),
+        _kernel(6, 60),
+    ]
+    frame = _load(tmp_path, events, far_apart).profiling_df().set_index("correlation")
+    assert frame.loc[5, ["module_name", "function_name", "op", "thread"]].tolist() == [
+        "encoder",
+        "Tensor.mul_",
+        "aten::mul_",
+        3,
+    ]
+    assert frame.loc[6, ["function_name", "thread"]].tolist() == ["Tensor.add_", 2]
