@@ -379,3 +379,22 @@ def test_an_unreadable_file_is_bad_input(monkeypatch):
     monkeypatch.setattr(type(RUN), "read_bytes", refuse)
     with pytest.raises(BadInputError, match=r"mlp/manifest\.json: cannot be read \(Permission denied\)$"):
         load_run(RUN)
+
+
+def test_a_clean_trace_checked_by_the_native_reader_skips_the_query_that_names_faults(tmp_path, monkeypatch):
+    """validate.sql names the first unusable event, and costs more to plan than a small trace's whole check: where
+    the native reader checked the rows (rules 1-7) and validate_repeats.sql finds no repeat, it is not run; a trace
+    with a repeat still gets its sentence (the cases above)."""
+    from kernelscope.analyzer import ingest, validate
+
+    if ingest.native_reader is None:
+        pytest.skip("the native reader is not built")
+    asked = []
+    text = validate.sql_text
+    monkeypatch.setattr(validate, "sql_text", lambda name: asked.append(name) or text(name))
+    load_run(RUN).close()
+    assert asked == ["validate_repeats.sql"]
+    asked.clear()
+    with pytest.raises(BadInputError, match="repeats device event"):
+        load_run(_trace(tmp_path, _duplicate(K)))
+    assert asked == ["validate_repeats.sql", "validate.sql"]
