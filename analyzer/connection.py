@@ -125,12 +125,15 @@ def _give_back(key: int, pid: int, instance, fresh: str, lease: _Lease) -> None:
     reusable = lease.reusable
     if reusable:
         try:
-            if instance.execute(f"SELECT current_setting('{SET_BY_LARGE_RUNS}')").fetchone()[0] != fresh:
-                reusable = False
-            else:
-                for (table,) in instance.execute("SELECT table_name FROM duckdb_tables()").fetchall():
+            setting, views, tables = instance.execute(
+                f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), "
+                "(SELECT count(*) FROM duckdb_views() WHERE NOT internal), "
+                "(SELECT list(table_name) FROM duckdb_tables())"
+            ).fetchone()
+            reusable = setting == fresh and not views
+            if reusable:
+                for table in tables or ():
                     instance.execute(f'DROP TABLE "{table}"')
-                reusable = not instance.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0]
         except duckdb.Error:
             reusable = False
     with _lock:
