@@ -121,6 +121,21 @@ def test_a_run_loaded_on_a_used_instance_reads_the_same(tmp_path):
     assert frames[0].equals(frames[1]) and frames[0].equals(frames[2])
 
 
+def test_no_instance_checkpoints_however_much_its_runs_write():
+    # a checkpoint compresses every table at whichever commit crosses the threshold: 0.4 s every third 100 MB load
+    from kernelscope.analyzer.memory import memory_bytes
+
+    connection._close_instances()
+    fresh = connection.connect()
+    instance = _instance(fresh)
+    connection.close(fresh)
+    reused = connection.connect()
+    assert _instance(reused) is instance
+    threshold = reused.execute("SELECT current_setting('checkpoint_threshold')").fetchone()[0]
+    assert memory_bytes(threshold) >= 1 << 40, threshold
+    connection.close(reused)
+
+
 def test_a_prepared_instance_is_taken_once_and_has_the_macros(monkeypatch):
     connection._close_instances()  # none idle: prepare() makes one
     prepared = connection.prepare()
