@@ -130,11 +130,9 @@ class Run:
                 run_sql_file(con, "frame_names.sql")
                 run_sql_file(con, "frames.sql")
             try:
-                run_sql_file(con, "attribution.sql")
+                check = LaunchCheck(*run_sql_file(con, "attribution.sql").fetchone())
             except duckdb.OutOfMemoryException as exc:
                 raise BadInputError(source.trace, beyond_the_limits(con, exc)) from None
-            check = LaunchCheck(*con.execute(sql_text("launch_check.sql")).fetchone())
-            con.execute("DROP TABLE ks_launch_check")
             directory = source.trace.parent if source.manifest is not None else None
             function_data = function_data_from_store(source.store, source.samples)
             if source.samples is not None:

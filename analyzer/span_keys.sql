@@ -1,7 +1,7 @@
 -- span_keys.sql: macros every run's connection has (connection.py); they read the run's variables when used.
 -- A span's place in attribution.sql's nesting order (ks_innermost: latest start, then shortest, then last in the
 -- trace) is its order: a struct {s, e, id} that compares in that order, id its event id. Where the trace's spans
--- fit (variable ks_packed), s is its key (ks_span_key) and e is 0; else s is its start past the first, e its end
+-- fit (variable ks_key_bits.packed), s is its key (ks_span_key) and e is 0; else s is its start past the first, e its end
 -- negated. Either way the struct sorts as the spans nest; it is never read but for comparisons and its id.
 --   ks_span_key(ts_ns, end_ns, event_id): the 128-bit key, by the bits of variable ks_key_bits (start past the
 --     first, duration, event id);
@@ -17,6 +17,6 @@ CREATE OR REPLACE MACRO ks_span_key(ts_ns, end_ns, event_id) AS
 CREATE OR REPLACE MACRO ks_span_order_of_key(k) AS CASE WHEN k IS NOT NULL THEN {
     s: k, e: CAST(0 AS BIGINT), id: CAST(k & ((CAST(1 AS UHUGEINT) << getvariable('ks_key_bits').i) - 1) AS BIGINT)} END;
 
-CREATE OR REPLACE MACRO ks_span_order(ts_ns, end_ns, event_id) AS CASE WHEN getvariable('ks_packed')
+CREATE OR REPLACE MACRO ks_span_order(ts_ns, end_ns, event_id) AS CASE WHEN getvariable('ks_key_bits').packed
     THEN {s: ks_span_key(ts_ns, end_ns, event_id), e: CAST(0 AS BIGINT), id: event_id}
     ELSE {s: CAST(ts_ns - getvariable('ks_key_bits').t0 AS UHUGEINT), e: -end_ns, id: event_id} END;

@@ -119,7 +119,7 @@ def _twin_spans_trace(path, far_apart: bool):
 def test_identical_spans_are_told_apart_by_their_order_in_the_trace(tmp_path, far_apart):
     path = _twin_spans_trace(tmp_path / "trace.json", far_apart)
     with load_run(path) as run:
-        assert run.con.execute("SELECT getvariable('ks_packed')").fetchone()[0] is (not far_apart)
+        assert run.con.execute("SELECT getvariable('ks_key_bits').packed").fetchone()[0] is (not far_apart)
         assert_matches_reference(run, path, "ks.module:", "ks.fn:")
         row = run.profiling_df().iloc[0]
         assert (row.module_name, row.function_name, row.sample_id, row.op, row.call_op) == (
@@ -233,7 +233,7 @@ def _load(tmp_path, events, far_apart: bool, device: bool = True):
     metadata = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": n, "args": {"name": "t"}} for n in range(16)]  # ids
     path.write_text(json.dumps({"traceEvents": (metadata + events + extra) if far_apart else events}))
     run = load_run(path)
-    assert run.con.execute("SELECT getvariable('ks_packed')").fetchone()[0] is (not far_apart)
+    assert run.con.execute("SELECT getvariable('ks_key_bits').packed").fetchone()[0] is (not far_apart)
     assert_matches_reference(run, path)
     return run
 

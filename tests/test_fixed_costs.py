@@ -66,9 +66,10 @@ def _instance(con):
 
 
 def _macros_work(con) -> bool:
-    con.execute("SET VARIABLE ks_key_bits = {t: 10::UTINYINT, d: 10::UTINYINT, i: 10::UTINYINT, t0: 0::BIGINT}")
+    con.execute(
+        "SET VARIABLE ks_key_bits = {t: 10::UTINYINT, d: 10::UTINYINT, i: 10::UTINYINT, t0: 0::BIGINT, packed: true}"
+    )
     key = (5 << 20) | ((2**10 - 1 - 4) << 10) | 3  # start 5, 4 ns long, event 3
-    con.execute("SET VARIABLE ks_packed = true")
     return con.execute("SELECT ks_span_order(5, 9, 3)").fetchone()[0] == {"s": key, "e": 0, "id": 3}
 
 

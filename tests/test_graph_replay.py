@@ -153,7 +153,7 @@ def test_an_archived_format_3_run_keeps_its_replay_calls(tmp_path):
 
 
 def test_the_launch_check_counts_a_graph_launch_without_kernels(tmp_path):
-    """A graph launch is a launch that must have device events (launch_check.sql): with its three kernels lost, the
+    """A graph launch is a launch that must have device events (attribution.sql): with its three kernels lost, the
     check reports it."""
     target = shutil.copytree(REPO / "sample_traces" / "cuda_graph_format3", tmp_path / "run")
     with load_run(target) as run:
