@@ -170,7 +170,8 @@ packed AS (
            max(e.k) FILTER (WHERE e.kind = 2) AS inner_op,
            min(e.k) FILTER (WHERE e.kind = 2) AS outer_op
     FROM ks_anchors a
-    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, event_id) AS k FROM ks_enclosers WHERE getvariable('ks_key_bits').packed) e
+    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, event_id) AS k
+          FROM ks_enclosers WHERE getvariable('ks_key_bits').packed) e
       ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
      AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
     GROUP BY a.anchor
@@ -182,7 +183,8 @@ general AS (
            max(e.o) FILTER (WHERE e.kind = 2) AS inner_op,
            min(e.o) FILTER (WHERE e.kind = 2) AS outer_op
     FROM ks_anchors a
-    JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o FROM ks_enclosers WHERE NOT getvariable('ks_key_bits').packed) e
+    JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o
+          FROM ks_enclosers WHERE NOT getvariable('ks_key_bits').packed) e
       ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
      AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
     GROUP BY a.anchor
@@ -241,41 +243,32 @@ DROP TABLE ks_innermost;
 DROP TABLE ks_call_ops;
 DROP TABLE ks_ops_by_id;
 
--- The row's call (function_name, call_event_id: the event that makes it): the innermost call scope's; else, in
--- recordings and traces that name calls from the trace (the variables), a compiled region's (its outermost operator
--- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own), then a graph launch's,
--- then the trace rule's: the operator named_op_id, by its own name where it has a namespace ("aten::lstm",
--- "torchvision::nms": no functional or dotted torch name holds "::"), else other_operator_call ("Torch-Compiled
--- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
--- The names are looked up in one statement with the rows (each lookup a statement of its own cost more to plan and
--- commit than to run on a small trace):
---   names: the operators rows point to: their own, their call's and the one their call is named after;
---   children: a CPU row's children, the rows whose parent it is; its time is its duration less theirs;
---   functions: function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct
---     scope name once and joined back by name: every call with the same signature repeats its scope's name, so
---     cutting the names row by row would do the same work many times over.
-CREATE OR REPLACE TABLE kernels AS
-WITH
-names AS MATERIALIZED (
-    SELECT event_id, name FROM events
-    WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
-                       UNION SELECT named_op_id FROM ks_rows)
-),
-children AS (
-    SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows WHERE parent_op_id IS NOT NULL GROUP BY ALL
-),
-modules AS (
-    SELECT event_id, ks_scope_module(coalesce(f.name, e.name)) AS module_name
-    FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
-    WHERE event_id IN (SELECT module_id FROM ks_rows)
-),
-function_scopes AS (
+-- The names of the operators rows point to: their own, their call's and the one their call is named after.
+CREATE OR REPLACE TEMP TABLE ks_names AS
+SELECT event_id, name FROM events
+WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
+                   UNION SELECT named_op_id FROM ks_rows);
+
+-- A CPU row's children: the rows whose parent it is; its time is its duration less theirs.
+CREATE OR REPLACE TEMP TABLE ks_children AS
+SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows WHERE parent_op_id IS NOT NULL GROUP BY ALL;
+
+CREATE OR REPLACE TEMP TABLE ks_modules AS
+SELECT event_id, ks_scope_module(coalesce(f.name, e.name)) AS module_name
+FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
+WHERE event_id IN (SELECT module_id FROM ks_rows);
+
+-- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
+-- once and joined back by name: every call with the same signature repeats its scope's name, so cutting the names
+-- row by row would do the same work many times over.
+CREATE OR REPLACE TEMP TABLE ks_functions AS
+WITH scopes AS (
     SELECT event_id, coalesce(f.name, e.name) AS name
     FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
     WHERE event_id IN (SELECT function_id FROM ks_rows)
 ),
 labels AS (
-    SELECT name, ks_scope_call(name) AS label FROM (SELECT DISTINCT name FROM function_scopes)
+    SELECT name, ks_scope_call(name) AS label FROM (SELECT DISTINCT name FROM scopes)
 ),
 split AS (
     SELECT name,
@@ -284,11 +277,17 @@ split AS (
                 ELSE label END AS function_name,
            TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
     FROM labels
-),
-functions AS (
-    SELECT event_id, function_name, sample_id FROM function_scopes JOIN split USING (name)
-),
-named AS (
+)
+SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
+
+-- The row's call (function_name, call_event_id: the event that makes it): the innermost call scope's; else, in
+-- recordings and traces that name calls from the trace (the variables), a compiled region's (its outermost operator
+-- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own), then a graph launch's,
+-- then the trace rule's: the operator named_op_id, by its own name where it has a namespace ("aten::lstm",
+-- "torchvision::nms": no functional or dotted torch name holds "::"), else other_operator_call ("Torch-Compiled
+-- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
+CREATE OR REPLACE TABLE kernels AS
+WITH named AS (
     SELECT r.*, m.module_name, f.sample_id, o.name AS op, co.name AS call_op,
            coalesce(
                CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
@@ -301,11 +300,11 @@ named AS (
                     WHEN no.name IS NOT NULL THEN {name: getvariable('other_operator_call'), id: r.named_op_id} END
            ) AS call
     FROM ks_rows r
-    LEFT JOIN modules m ON m.event_id = r.module_id
-    LEFT JOIN functions f ON f.event_id = r.function_id
-    LEFT JOIN names o ON o.event_id = r.op_id
-    LEFT JOIN names co ON co.event_id = r.call_op_id
-    LEFT JOIN names no ON no.event_id = r.named_op_id
+    LEFT JOIN ks_modules m ON m.event_id = r.module_id
+    LEFT JOIN ks_functions f ON f.event_id = r.function_id
+    LEFT JOIN ks_names o ON o.event_id = r.op_id
+    LEFT JOIN ks_names co ON co.event_id = r.call_op_id
+    LEFT JOIN ks_names no ON no.event_id = r.named_op_id
 )
 SELECT
     r.module_name,
@@ -326,9 +325,13 @@ SELECT
     r.call.id                                                               AS call_event_id
 FROM named r
 JOIN events k ON k.event_id = r.event_id
-LEFT JOIN children ch ON ch.event_id = r.event_id;
+LEFT JOIN ks_children ch ON ch.event_id = r.event_id;
 
 DROP TABLE ks_rows;
+DROP TABLE ks_names;
+DROP TABLE ks_children;
+DROP TABLE ks_modules;
+DROP TABLE ks_functions;
 DROP TABLE ks_frame_scopes;
 SELECT c.launches, c.device_events, c.launches_without_device_event, c.device_events_without_launch
 FROM (SELECT getvariable('ks_launch_check') AS c);
