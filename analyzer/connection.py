@@ -7,7 +7,8 @@ again: ``connect()`` leases the process's idle instance (or makes one) and gives
 it (a cursor: its own variables, settings and temporary tables). ``close()`` (or the connection's garbage
 collection) gives the instance back: where the connection never left the analyzer (``shared()`` was not called: a
 user's SQL could have changed anything in it) and the run set no global setting the next one would not set again,
-its tables are dropped and it waits for the next run; else it is closed. ``prepare()`` starts making an instance on a
+its tables are dropped, DuckDB's thread count set back to its default (a small run lowers it: threads.py) and it
+waits for the next run; else it is closed. ``prepare()`` starts making an instance on a
 thread where none is idle (profile() calls it as its recording starts, so it is made while the model warms up). An
 instance is never used by a forked child (its threads are not there).
 """
@@ -21,6 +22,7 @@ import tempfile
 import threading
 import weakref
 from concurrent.futures import Future
+from typing import NamedTuple
 
 import duckdb
 
@@ -32,16 +34,23 @@ SET_BY_LARGE_RUNS = "block_allocator_memory"
 NEVER_CHECKPOINT = "1000TB"  # DuckDB's largest unit: no run writes this much
 
 _lock = threading.Lock()
-_idle: tuple[int, duckdb.DuckDBPyConnection, str] | None = None  # (pid, instance, SET_BY_LARGE_RUNS when made)
+_idle: tuple[int, duckdb.DuckDBPyConnection, _Made] | None = None  # (pid, instance, its settings when made)
 _making: tuple[int, Future] | None = None  # (pid, the instance being made on a thread)
 _leases: dict[int, _Lease] = {}  # id of a leased connection -> its lease
+
+
+class _Made(NamedTuple):
+    """An instance's settings when it was made: SET_BY_LARGE_RUNS and its thread count."""
+
+    set_by_large_runs: str
+    threads: int
 
 
 class _Lease:
     """What gives a leased connection's instance back, and whether it may be used again."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, instance: duckdb.DuckDBPyConnection, fresh: str):
-        self.instance, self.reusable = instance, True
+    def __init__(self, con: duckdb.DuckDBPyConnection, instance: duckdb.DuckDBPyConnection, fresh: _Made):
+        self.instance, self.reusable, self.threads = instance, True, fresh.threads
         self.give_back = weakref.finalize(con, _give_back, id(con), os.getpid(), instance, fresh, self)
 
 
@@ -63,11 +72,21 @@ def connect(database: str = IN_MEMORY) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def shared(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """``con``, about to be handed to code outside the analyzer: its instance will not be used again."""
+def default_threads(con: duckdb.DuckDBPyConnection) -> int:
+    """The thread count ``con``'s instance had when it was made (DuckDB's default: one per core)."""
     lease = _leases.get(id(con))
     if lease is not None:
+        return lease.threads
+    return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+
+
+def shared(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con``, about to be handed to code outside the analyzer: its instance will not be used again, and has its
+    default thread count (a user's SQL may read far more than the run)."""
+    lease = _leases.get(id(con))
+    if lease is not None and lease.reusable:
         lease.reusable = False
+        con.execute(f"SET threads = {lease.threads}")
     return con
 
 
@@ -97,8 +116,8 @@ def prepare() -> Future:
     return made
 
 
-def _take() -> tuple[duckdb.DuckDBPyConnection, str]:
-    """The idle instance, else the one being made, else a new one, with its SET_BY_LARGE_RUNS when made."""
+def _take() -> tuple[duckdb.DuckDBPyConnection, _Made]:
+    """The idle instance, else the one being made, else a new one, with its settings when made."""
     global _idle, _making
     pid = os.getpid()
     with _lock:
@@ -116,9 +135,9 @@ def _take() -> tuple[duckdb.DuckDBPyConnection, str]:
     return _instance()
 
 
-def _give_back(key: int, pid: int, instance, fresh: str, lease: _Lease) -> None:
-    """A leased connection is closed or gone: its instance waits for the next run, its tables dropped, where it may be
-    used again and none waits; else it is closed."""
+def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> None:
+    """A leased connection is closed or gone: its instance waits for the next run, its tables dropped and its thread
+    count the default again, where it may be used again and none waits; else it is closed."""
     global _idle
     _leases.pop(key, None)
     if pid != os.getpid():
@@ -126,15 +145,17 @@ def _give_back(key: int, pid: int, instance, fresh: str, lease: _Lease) -> None:
     reusable = lease.reusable
     if reusable:
         try:
-            setting, views, tables = instance.execute(
-                f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), "
+            setting, threads, views, tables = instance.execute(
+                f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), current_setting('threads'), "
                 "(SELECT count(*) FROM duckdb_views() WHERE NOT internal), "
                 "(SELECT list(table_name) FROM duckdb_tables())"
             ).fetchone()
-            reusable = setting == fresh and not views
+            reusable = setting == fresh.set_by_large_runs and not views
             if reusable:
                 for table in tables or ():
                     instance.execute(f'DROP TABLE "{table}"')
+                if int(threads) != fresh.threads:
+                    instance.execute(f"SET threads = {fresh.threads}")
         except duckdb.Error:
             reusable = False
     with _lock:
@@ -151,12 +172,15 @@ def _make_into(made: Future) -> None:
         made.set_exception(exc)
 
 
-def _instance() -> tuple[duckdb.DuckDBPyConnection, str]:
+def _instance() -> tuple[duckdb.DuckDBPyConnection, _Made]:
     instance = _made(IN_MEMORY)
     # An in-memory instance checkpoints (compresses every table) at the commit where its estimated WAL passes the
     # threshold: every third load of a 100 MB trace paid 0.4 s for it, in whichever statement crossed the line.
     instance.execute(f"SET checkpoint_threshold = {quote(NEVER_CHECKPOINT)}")
-    return instance, instance.execute(f"SELECT current_setting('{SET_BY_LARGE_RUNS}')").fetchone()[0]
+    setting, threads = instance.execute(
+        f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), current_setting('threads')"
+    ).fetchone()
+    return instance, _Made(setting, int(threads))
 
 
 def _made(database: str) -> duckdb.DuckDBPyConnection:

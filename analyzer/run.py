@@ -23,6 +23,7 @@ from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import define_scope_names, run_sql_file, sql_text
 from .summary import describe_results, summarize, summary_query
+from .threads import limit_threads
 from .tree import define_tree_views, module_tree
 from .validate import validate_events
 
@@ -84,6 +85,7 @@ class Run:
         json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
         memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
         limit_memory(con, memory, json_size, disk_limit)
+        limit_threads(con, json_size, connection.default_threads(con))
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress, not allow_empty)
         except BaseException:

@@ -7,7 +7,8 @@ the trip back.
 STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``named`` (named_share.py), ``frames``
 (frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
 ``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``scaling``
-(profile_scaling.py), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
+(profile_scaling.py), ``threads`` (duckdb_threads.py: the demo and 10 MB-100 MB traces per DuckDB thread
+count), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
 stages timed: load_stages.py), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
 ``=WORKLOAD,...`` names the workloads of check, frames and overhead (default: all). Each step writes under a
 scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is packed, sample tensors
@@ -64,6 +65,10 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
             240,
         ),
         "scaling": (py + [str(HERE / "profile_scaling.py")], 150),
+        "threads": (
+            py + [str(HERE / "duckdb_threads.py"), "--scaled", "10MB,100MB", "--threads", "1,2,4,8,0", "--rounds", "3"],
+            240,
+        ),
         "cores": (
             py
             + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "2", "--workdir", "/tmp/ks-bench"]
