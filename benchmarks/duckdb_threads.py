@@ -1,5 +1,6 @@
 """load_run's time against DuckDB's thread count: whether a small trace loads faster on fewer threads than DuckDB's
-default of one per core (each statement's pipelines are scheduled on every thread, whatever the table's size).
+default of one per core (each statement's pipelines are scheduled on every thread, whatever the table's size), and
+what kernelscope's own rule (analyzer/threads.py: one thread per 8 MB of JSON) gives.
 
 The demo model is recorded first (CUDA where there is CUDA; torch needed for that step only) and its profile() is
 timed per setting too; then each trace given. Settings run in interleaved rounds in one process, ``--loads`` loads
@@ -8,8 +9,8 @@ default.
 
     python benchmarks/duckdb_threads.py [TRACE...] [--scaled 10MB,100MB] [--threads 1,2,4,0] [--rounds 5] [--loads 5]
 
-``0`` is DuckDB's default (the machine's cores). ``--scaled`` also times the sample gpt2 trace scaled to each size
-(scale_trace.py, written to a scratch folder).
+``0`` is DuckDB's default (the machine's cores); the rule is always timed too, printed as threads "rule".
+``--scaled`` also times the sample gpt2 trace scaled to each size (scale_trace.py, written to a scratch folder).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import time
 from pathlib import Path
 
 import duckdb
-from kernelscope.analyzer import connection, load_run
+from kernelscope.analyzer import load_run
+from kernelscope.analyzer import run as run_module
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -31,19 +33,23 @@ import scale_trace  # noqa: E402
 DEFAULT_THREADS = int(duckdb.connect().execute("SELECT current_setting('threads')").fetchone()[0])
 
 
+RULE = 0  # the count that stands for kernelscope's own rule
+
+
 class Threads:
-    """connection.connect() with DuckDB's thread count set on every connection it gives (the setting is global to
-    the instance, so each run sets it again)."""
+    """Each run's DuckDB thread count: ``count``, in place of the rule of analyzer/threads.py unless it is RULE (the
+    setting is global to the instance, so each run sets it again, as the rule does)."""
 
     def __init__(self) -> None:
         self.count = DEFAULT_THREADS
-        self._connect = connection.connect
-        connection.connect = self.connect
+        self._rule = run_module.limit_threads
+        run_module.limit_threads = self.limit
 
-    def connect(self, *args, **kwargs):
-        con = self._connect(*args, **kwargs)
-        con.execute(f"SET threads = {self.count}")
-        return con
+    def limit(self, con, json_size: int, default: int) -> None:
+        if self.count == RULE:
+            self._rule(con, json_size, default)
+        else:
+            con.execute(f"SET threads = {self.count}")
 
 
 def timed_rounds(setting: Threads, counts: list[int], rounds: int, loads: int, work) -> dict[int, list[float]]:
@@ -63,7 +69,7 @@ def report(label: str, seconds: dict[int, list[float]]) -> None:
     base = min(seconds[DEFAULT_THREADS])
     for count, times in seconds.items():
         print(
-            f"{label:34s} threads {count:3d}  best {min(times) * 1e3:8.1f} ms  median "
+            f"{label:34s} threads {'rule' if count == RULE else count:>4}  best {min(times) * 1e3:8.1f} ms  median "
             f"{statistics.median(times) * 1e3:8.1f} ms  {min(times) / base:5.2f}x the default"
         )
 
@@ -89,6 +95,7 @@ def main() -> None:
     counts = list(dict.fromkeys(int(c) or DEFAULT_THREADS for c in args.threads.split(",")))
     if DEFAULT_THREADS not in counts:
         counts.append(DEFAULT_THREADS)
+    counts.append(RULE)
     setting = Threads()
     print(f"DuckDB {duckdb.__version__}, default threads {DEFAULT_THREADS}")
     with tempfile.TemporaryDirectory() as scratch:

@@ -66,7 +66,7 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
         ),
         "scaling": (py + [str(HERE / "profile_scaling.py")], 150),
         "threads": (
-            py + [str(HERE / "duckdb_threads.py"), "--scaled", "10MB,100MB", "--threads", "1,2,4,8,0", "--rounds", "3"],
+            py + [str(HERE / "duckdb_threads.py"), "--scaled", "10MB,100MB", "--threads", "1,2,4,0", "--rounds", "2"],
             240,
         ),
         "cores": (
