@@ -7,8 +7,9 @@ again: ``connect()`` leases the process's idle instance (or makes one) and gives
 it (a cursor: its own variables, settings and temporary tables). ``close()`` (or the connection's garbage
 collection) gives the instance back: where the connection never left the analyzer (``shared()`` was not called: a
 user's SQL could have changed anything in it) and the run set no global setting the next one would not set again,
-its tables are dropped, DuckDB's thread count set back to its default (a small run lowers it: threads.py) and it
-waits for the next run; else it is closed. ``prepare()`` starts making an instance on a
+its tables are dropped, the settings a run sets by its size (run_settings.py: threads, optimizer passes) set back to
+their defaults and it waits for the next run; else it is closed. A file database's connection is leased the same
+way, on an instance of its own that is never used again. ``prepare()`` starts making an instance on a
 thread where none is idle (profile() calls it as its recording starts, so it is made while the model warms up). An
 instance is never used by a forked child (its threads are not there).
 """
@@ -26,7 +27,8 @@ from typing import NamedTuple
 
 import duckdb
 
-from .sql import quote, sql_text
+from .run_settings import lean_disabled_optimizers
+from .sql import quote, run_sql_file, sql_text
 
 IN_MEMORY = ":memory:"
 # a global setting that only large runs set (memory.py), which a run that follows could not lower
@@ -40,54 +42,63 @@ _leases: dict[int, _Lease] = {}  # id of a leased connection -> its lease
 
 
 class _Made(NamedTuple):
-    """An instance's settings when it was made: SET_BY_LARGE_RUNS and its thread count."""
+    """An instance's settings when it was made: SET_BY_LARGE_RUNS, and the defaults of the settings a run sets by
+    its size (run_settings.py) with the value of disabled_optimizers that plans a small run."""
 
     set_by_large_runs: str
     threads: int
+    disabled_optimizers: str
+    lean_optimizers: str
+
+    def restore(self, con: duckdb.DuckDBPyConnection, threads: str, disabled_optimizers: str) -> None:
+        """Set the sized settings of ``con``'s instance, now ``threads`` and ``disabled_optimizers``, back."""
+        if int(threads) != self.threads:
+            con.execute(f"SET threads = {self.threads}")
+        if disabled_optimizers != self.disabled_optimizers:
+            con.execute(f"SET disabled_optimizers = {quote(self.disabled_optimizers)}")
 
 
 class _Lease:
     """What gives a leased connection's instance back, and whether it may be used again."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, instance: duckdb.DuckDBPyConnection, fresh: _Made):
-        self.instance, self.reusable, self.threads = instance, True, fresh.threads
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, instance: duckdb.DuckDBPyConnection, fresh: _Made, reusable: bool
+    ):
+        self.instance, self.reusable, self.fresh, self.handed_out = instance, reusable, fresh, False
         self.give_back = weakref.finalize(con, _give_back, id(con), os.getpid(), instance, fresh, self)
 
 
 def connect(database: str = IN_MEMORY) -> duckdb.DuckDBPyConnection:
     """A connection to ``database`` with the runs' settings and macros: for an in-memory database, one of its own on
-    the process's idle instance (waiting for the one being made, if any), else on a new instance."""
-    if database != IN_MEMORY:
-        con = _made(database)
-        con.execute(sql_text("connection.sql"))
-        return con
-    instance, fresh = _take()
+    the process's idle instance (waiting for the one being made, if any), else one on a new instance."""
+    instance, fresh = _take() if database == IN_MEMORY else _instance(database)
     try:
         con = instance.cursor()
-        con.execute(sql_text("connection.sql"))
+        run_sql_file(con, "connection.sql")
     except BaseException:
         instance.close()
         raise
-    _leases[id(con)] = _Lease(con, instance, fresh)
+    _leases[id(con)] = _Lease(con, instance, fresh, reusable=database == IN_MEMORY)
     return con
 
 
-def default_threads(con: duckdb.DuckDBPyConnection) -> int:
-    """The thread count ``con``'s instance had when it was made (DuckDB's default: one per core)."""
-    lease = _leases.get(id(con))
-    if lease is not None:
-        return lease.threads
-    return int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+def made_settings(con: duckdb.DuckDBPyConnection) -> _Made:
+    """The settings ``con``'s instance had when it was made (``con`` from connect())."""
+    return _leases[id(con)].fresh
 
 
 def shared(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
-    """``con``, about to be handed to code outside the analyzer: its instance will not be used again, and has its
-    default thread count (a user's SQL may read far more than the run)."""
+    """``con``, about to be handed to code outside the analyzer: its instance will not be used again, and has the
+    defaults of the settings a run sets by its size (a user's SQL may read far more than the run)."""
     lease = _leases.get(id(con))
-    if lease is not None and lease.reusable:
-        lease.reusable = False
-        con.execute(f"SET threads = {lease.threads}")
+    if lease is not None and not lease.handed_out:
+        lease.handed_out, lease.reusable = True, False
+        lease.fresh.restore(con, *_sized_settings(con))
     return con
+
+
+def _sized_settings(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    return con.execute("SELECT current_setting('threads'), current_setting('disabled_optimizers')").fetchone()
 
 
 def close(con: duckdb.DuckDBPyConnection) -> None:
@@ -145,17 +156,16 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
     reusable = lease.reusable
     if reusable:
         try:
-            setting, threads, views, tables = instance.execute(
+            setting, threads, disabled_optimizers, views, tables = instance.execute(
                 f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), current_setting('threads'), "
-                "(SELECT count(*) FROM duckdb_views() WHERE NOT internal), "
+                "current_setting('disabled_optimizers'), (SELECT count(*) FROM duckdb_views() WHERE NOT internal), "
                 "(SELECT list(table_name) FROM duckdb_tables())"
             ).fetchone()
             reusable = setting == fresh.set_by_large_runs and not views
             if reusable:
                 for table in tables or ():
                     instance.execute(f'DROP TABLE "{table}"')
-                if int(threads) != fresh.threads:
-                    instance.execute(f"SET threads = {fresh.threads}")
+                fresh.restore(instance, threads, disabled_optimizers)
         except duckdb.Error:
             reusable = False
     with _lock:
@@ -172,15 +182,23 @@ def _make_into(made: Future) -> None:
         made.set_exception(exc)
 
 
-def _instance() -> tuple[duckdb.DuckDBPyConnection, _Made]:
-    instance = _made(IN_MEMORY)
-    # An in-memory instance checkpoints (compresses every table) at the commit where its estimated WAL passes the
-    # threshold: every third load of a 100 MB trace paid 0.4 s for it, in whichever statement crossed the line.
-    instance.execute(f"SET checkpoint_threshold = {quote(NEVER_CHECKPOINT)}")
-    setting, threads = instance.execute(
-        f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), current_setting('threads')"
-    ).fetchone()
-    return instance, _Made(setting, int(threads))
+def _instance(database: str = IN_MEMORY) -> tuple[duckdb.DuckDBPyConnection, _Made]:
+    instance = _made(database)
+    try:
+        if database == IN_MEMORY:
+            # An in-memory instance checkpoints (compresses every table) at the commit where its estimated WAL
+            # passes the threshold: every third load of a 100 MB trace paid 0.4 s for it, in whichever statement
+            # crossed the line.
+            instance.execute(f"SET checkpoint_threshold = {quote(NEVER_CHECKPOINT)}")
+        setting, threads, disabled_optimizers = instance.execute(
+            f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), current_setting('threads'), "
+            "current_setting('disabled_optimizers')"
+        ).fetchone()
+        made = _Made(setting, int(threads), disabled_optimizers, lean_disabled_optimizers(instance))
+    except BaseException:
+        instance.close()
+        raise
+    return instance, made
 
 
 def _made(database: str) -> duckdb.DuckDBPyConnection:

@@ -18,12 +18,12 @@ from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
 from .ranks import find_ranks, header_rank, merge_function_data
+from .run_settings import limit_optimizers, limit_threads
 from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
 from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
 from .sql import define_scope_names, run_sql_file, sql_text
 from .summary import describe_results, summarize, summary_query
-from .threads import limit_threads
 from .tree import define_tree_views, module_tree
 from .validate import validate_events
 
@@ -85,7 +85,9 @@ class Run:
         json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
         memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
         limit_memory(con, memory, json_size, disk_limit)
-        limit_threads(con, json_size, connection.default_threads(con))
+        made = connection.made_settings(con)
+        limit_threads(con, json_size, made.threads)
+        limit_optimizers(con, json_size, made.lean_optimizers)
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress, not allow_empty)
         except BaseException:
@@ -125,7 +127,7 @@ class Run:
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
                 raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
             validate_events(con, source.trace, rows_checked=header.all_rows_checked)
-            if refuse_empty and len(sources) == 1 and not con.execute(sql_text("attributable.sql")).fetchone()[0]:
+            if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
                 raise BadInputError(source.trace, NOTHING_TO_ATTRIBUTE)
             rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
             if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes

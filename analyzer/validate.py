@@ -13,7 +13,7 @@ import os
 import duckdb
 
 from .errors import BadInputError
-from .sql import sql_text
+from .sql import run_sql_file
 
 NAME_CHARS = 60
 VALUE_CHARS = 40
@@ -27,10 +27,10 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, 
 
     ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
     only the repeats (rules 8, 9) are looked for."""
-    if rows_checked and not con.execute(sql_text("validate_repeats.sql")).fetchone()[0]:
+    if rows_checked and not run_sql_file(con, "validate_repeats.sql").fetchone()[0]:
         return  # the query that names the first fault costs more to plan than this one costs to run on a small trace
     con.execute(f"SET VARIABLE ks_rows_checked = {'true' if rows_checked else 'false'}")
-    row = con.execute(sql_text("validate.sql")).fetchone()
+    row = run_sql_file(con, "validate.sql").fetchone()
     if row is None:
         return
     _rule, event_id, cat, name, problem, count = row

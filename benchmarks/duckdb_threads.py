@@ -1,6 +1,6 @@
 """load_run's time against DuckDB's thread count: whether a small trace loads faster on fewer threads than DuckDB's
 default of one per core (each statement's pipelines are scheduled on every thread, whatever the table's size), and
-what kernelscope's own rule (analyzer/threads.py: one thread per 8 MB of JSON) gives.
+what kernelscope's own rule (analyzer/run_settings.py: one thread per 8 MB of JSON) gives.
 
 The demo model is recorded first (CUDA where there is CUDA; torch needed for that step only) and its profile() is
 timed per setting too; then each trace given. Settings run in interleaved rounds in one process, ``--loads`` loads
@@ -37,8 +37,8 @@ RULE = 0  # the count that stands for kernelscope's own rule
 
 
 class Threads:
-    """Each run's DuckDB thread count: ``count``, in place of the rule of analyzer/threads.py unless it is RULE (the
-    setting is global to the instance, so each run sets it again, as the rule does)."""
+    """Each run's DuckDB thread count: ``count``, in place of the thread rule of analyzer/run_settings.py unless it
+    is RULE (the setting is global to the instance, so each run sets it again, as the rule does)."""
 
     def __init__(self) -> None:
         self.count = DEFAULT_THREADS

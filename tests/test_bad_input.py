@@ -390,8 +390,8 @@ def test_a_clean_trace_checked_by_the_native_reader_skips_the_query_that_names_f
     if ingest.native_reader is None:
         pytest.skip("the native reader is not built")
     asked = []
-    text = validate.sql_text
-    monkeypatch.setattr(validate, "sql_text", lambda name: asked.append(name) or text(name))
+    run_sql_file = validate.run_sql_file
+    monkeypatch.setattr(validate, "run_sql_file", lambda con, name: asked.append(name) or run_sql_file(con, name))
     load_run(RUN).close()
     assert asked == ["validate_repeats.sql"]
     asked.clear()

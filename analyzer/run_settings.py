@@ -1,0 +1,49 @@
+"""The DuckDB settings a run is given by the size of its trace: its threads and its optimizer passes.
+
+Threads: DuckDB schedules every statement's pipelines on all of its threads (by default one per core), whatever the
+size of the tables: on a trace of a few MB, starting and joining them costs more than they save, while a trace of
+100 MB needs them (benchmarks/RESULTS.md, "DuckDB threads"). A run is given one thread per THREAD_BYTES of JSON, at
+least one and at most its instance's default.
+
+Optimizer passes: DuckDB runs some forty passes over every statement's plan. On a trace of a few hundred KB they
+cost more than the statements themselves (a sixth of a small model's load, cpu2) and on one of a few MB as much as
+they save; larger traces need them (a 20 MB trace loads a quarter slower without them). A trace of less than
+LEAN_BYTES of JSON is planned with CTE inlining alone: without it, attribution.sql's CTEs would be materialized
+(3.5x slower at 20 MB). The passes change plans, never results.
+
+Both settings are global to a DuckDB instance: connection.py sets the defaults again when a run gives its instance
+back or hands its connection to a user.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+THREAD_BYTES = 8 << 20
+LEAN_BYTES = 2 << 20
+LEAN_PASSES = frozenset({"cte_inlining"})  # the passes a small trace is planned with
+
+
+def run_threads(json_size: int, default: int) -> int:
+    """The threads a run of ``json_size`` bytes of JSON is given, of an instance's ``default``."""
+    return max(1, min(default, json_size // THREAD_BYTES))
+
+
+def limit_threads(con: duckdb.DuckDBPyConnection, json_size: int, default: int) -> None:
+    """Give ``con``'s instance the threads a run of ``json_size`` bytes of JSON needs, of its ``default``."""
+    threads = run_threads(json_size, default)
+    if threads != default:
+        con.execute(f"SET threads = {threads}")
+
+
+def lean_disabled_optimizers(con: duckdb.DuckDBPyConnection) -> str:
+    """The value of setting ``disabled_optimizers`` that leaves a small trace's statements LEAN_PASSES alone."""
+    passes = (name for (name,) in con.execute("SELECT name FROM duckdb_optimizers() ORDER BY name").fetchall())
+    return ",".join(name for name in passes if name not in LEAN_PASSES)
+
+
+def limit_optimizers(con: duckdb.DuckDBPyConnection, json_size: int, lean: str) -> None:
+    """Plan a run of ``json_size`` bytes of JSON with only LEAN_PASSES where it is small (``lean``: the value of
+    lean_disabled_optimizers for ``con``'s instance)."""
+    if json_size < LEAN_BYTES:
+        con.execute(f"SET disabled_optimizers = '{lean}'")

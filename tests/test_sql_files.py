@@ -1,0 +1,42 @@
+"""The SQL files run from statements parsed once per process: the same statements each time, in order, the last
+one's result returned, and a file with ``${key}`` literals parsed afresh with them."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+from conftest import REPO
+from kernelscope.analyzer import load_run, sql
+
+
+def test_a_file_is_parsed_once_and_runs_every_statement_in_order(monkeypatch, tmp_path):
+    (tmp_path / "steps.sql").write_text(
+        "CREATE TEMP TABLE t AS SELECT 1 AS x;\nINSERT INTO t VALUES (2);\nSELECT list(x ORDER BY x) FROM t;\n"
+    )
+    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
+    monkeypatch.setattr(sql, "_parsed", {})
+    con = duckdb.connect()
+    assert sql.run_sql_file(con, "steps.sql").fetchone()[0] == [1, 2], "the last statement's result"
+    parsed = sql._parsed["steps.sql"]
+    assert [s.query.split()[0] for s in parsed] == ["CREATE", "INSERT", "SELECT"]
+    other = duckdb.connect()  # another instance runs the same parsed statements
+    assert sql.run_sql_file(other, "steps.sql").fetchone()[0] == [1, 2]
+    assert sql._parsed["steps.sql"] is parsed
+
+
+def test_literals_are_substituted_and_not_cached(monkeypatch, tmp_path):
+    (tmp_path / "lit.sql").write_text("SELECT ${value} AS v;")
+    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
+    monkeypatch.setattr(sql, "_parsed", {})
+    con = duckdb.connect()
+    assert sql.run_sql_file(con, "lit.sql", value="a'b").fetchone()[0] == "a'b"
+    assert sql.run_sql_file(con, "lit.sql", value="c").fetchone()[0] == "c"
+    assert "lit.sql" not in sql._parsed
+
+
+@pytest.mark.parametrize("name", ["attribution.sql", "validate_repeats.sql", "connection.sql"])
+def test_a_load_runs_the_files_from_their_parsed_statements(name):
+    load_run(REPO / "sample_traces" / "mlp").close()
+    parsed = sql._parsed[name]
+    load_run(REPO / "sample_traces" / "demo").close()
+    assert sql._parsed[name] is parsed
