@@ -247,7 +247,10 @@ def check(w, out_root: Path) -> dict:
                 result[f"pct_time_named_warmup_{warmup_iterations}"] = named_share(again_frame)
                 result[f"compiled_code_warmup_{warmup_iterations}"] = again.run.manifest.get("compiled_code")
                 again.release()
-        result["compiled_entries_unchanged"] = entry_identities() == entries_before
+        changed = changed_entries(entries_before, entry_identities(collect_first=True))
+        result["compiled_entries_unchanged"] = not changed
+        if changed:
+            result["compiled_entries_changed"] = changed
 
     profiler.release()
     return result
@@ -266,7 +269,22 @@ def entry_identities(collect_first: bool = False) -> dict:
     the entries that guard a dead object)."""
     if collect_first:
         gc.collect()
-    return {id(code): sorted(id(entry.code) for entry in entries) for code, entries in compiled_entries().items()}
+    return {
+        id(code): (f"{code.co_name} ({Path(code.co_filename).name}:{code.co_firstlineno})", entries)
+        for code, entries in (
+            (code, sorted(id(entry.code) for entry in entries)) for code, entries in compiled_entries().items()
+        )
+    }
+
+
+def changed_entries(before: dict, after: dict) -> list[str]:
+    """The frames a recording compiled or compiled again: new in ``after``, or with other entries. A frame gone
+    from ``after`` is an earlier workload's, collected meanwhile (its code object died with it): no change."""
+    return [
+        f"{name}: {'new' if key not in before else 'entries changed'}"
+        for key, (name, entries) in after.items()
+        if key not in before or before[key] != (name, entries)
+    ]
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 import torch
-from isal import igzip
+from isal import isal_zlib
 from kernelscope.analyzer.atomic import make_temp_dir
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
 from kernelscope.analyzer.ranks import RANK_DIR
@@ -44,6 +44,8 @@ from . import git_head
 from .retention import CappedSampleBook
 
 GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
+GZIP_WBITS = 16 + 15  # a gzip header and trailer around the deflate stream
+COMPRESS_CHUNK = 8 << 20
 GIT_TIMEOUT_S = 5
 # why a temporary run's manifest says its sample tensors were not saved (bench_sources.py reads it to say what to do)
 TEMPORARY_RUN_TENSORS = "a temporary run (profile() without out=) leaves them in function_data, live"
@@ -116,6 +118,17 @@ def _remove_made(created: list[Path]) -> None:
             return
 
 
+def gzip_file(source: Path, target: Path) -> None:
+    """Compress ``source`` into the gzip file ``target`` with ISA-L at GZIP_LEVEL. Not through a GzipFile: on Python
+    3.12 its writer is a reference cycle (its buffer holds it), closed whenever the cyclic collector runs next,
+    inside a torch.compile'd region too, where dynamo then compiles GzipFile.closed (seen on the H200)."""
+    compressor = isal_zlib.compressobj(GZIP_LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
+    with open(source, "rb") as src, open(target, "wb") as dst:
+        while chunk := src.read(COMPRESS_CHUNK):
+            dst.write(compressor.compress(chunk))
+        dst.write(compressor.flush())
+
+
 def write_run(
     out: Path,
     prof: torch.profiler.profile,
@@ -143,8 +156,7 @@ def write_run(
     try:
         raw = staging / "trace.json"
         prof.export_chrome_trace(str(raw))
-        with open(raw, "rb") as src, igzip.open(staging / TRACE, "wb", compresslevel=GZIP_LEVEL) as dst:
-            shutil.copyfileobj(src, dst, 8 << 20)
+        gzip_file(raw, staging / TRACE)
         raw.unlink()
         (staging / SAMPLES).write_bytes(orjson.dumps({"format_version": SAMPLES_FORMAT, "functions": book.metadata()}))
         manifest["sample_tensors"] = (

@@ -6,6 +6,7 @@ no run directory and no staging left, the previous run intact, the samples relea
 import errno
 import gc
 import threading
+import types
 import weakref
 
 import pytest
@@ -90,7 +91,13 @@ def _fail_at(stage, error, monkeypatch):
 
         monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", export)
     elif stage == "compress":
-        monkeypatch.setattr(run_writer.shutil, "copyfileobj", lambda *a, **k: (_ for _ in ()).throw(error))
+
+        class Compressor:  # the gzip file is open when the disk fills
+            def compress(self, data):
+                raise error
+
+        failing = types.SimpleNamespace(DEFLATED=8, compressobj=lambda *args: Compressor())
+        monkeypatch.setattr(run_writer, "isal_zlib", failing)
     elif stage == "sample tensors":
         monkeypatch.setattr(run_writer.torch, "save", lambda *a, **k: (_ for _ in ()).throw(error))
     elif stage == "manifest":
