@@ -22,7 +22,6 @@ CPU (CPU operators stand in for kernels; the device-event columns are empty) and
 from __future__ import annotations
 
 import argparse
-import gc
 import gzip
 import json
 import platform
@@ -46,13 +45,13 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
 import workloads  # noqa: E402
+from compiled_frames import changed_entries, entry_identities  # noqa: E402
 from kernelscope.analyzer import ingest, load_run  # noqa: E402
 from kernelscope.recorder import (
     ModuleFunctionKernelProfiler,  # noqa: E402
     instrument,  # noqa: E402
 )
 from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
-from kernelscope.recorder.compiled import compiled_entries  # noqa: E402
 from workload import DEVICE  # noqa: E402
 
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -261,30 +260,6 @@ def named_share(frame: pd.DataFrame) -> float:
     total = float(frame["kernel_us"].sum())
     named = float(frame.loc[frame["function_name"].notna(), "kernel_us"].sum())
     return 100.0 * named / total if total else float("nan")
-
-
-def entry_identities(collect_first: bool = False) -> dict:
-    """Every compiled frame's entries, as the identities of their compiled code: equal before and after a recording
-    that compiled nothing. ``collect_first``: the models of earlier workloads are collected first (dynamo invalidates
-    the entries that guard a dead object)."""
-    if collect_first:
-        gc.collect()
-    return {
-        id(code): (f"{code.co_name} ({Path(code.co_filename).name}:{code.co_firstlineno})", entries)
-        for code, entries in (
-            (code, sorted(id(entry.code) for entry in entries)) for code, entries in compiled_entries().items()
-        )
-    }
-
-
-def changed_entries(before: dict, after: dict) -> list[str]:
-    """The frames a recording compiled or compiled again: new in ``after``, or with other entries. A frame gone
-    from ``after`` is an earlier workload's, collected meanwhile (its code object died with it): no change."""
-    return [
-        f"{name}: {'new' if key not in before else 'entries changed'}"
-        for key, (name, entries) in after.items()
-        if key not in before or before[key] != (name, entries)
-    ]
 
 
 @contextmanager
