@@ -9,7 +9,7 @@ Optimizer passes: DuckDB runs some forty passes over every statement's plan. On 
 cost more than the statements themselves (a sixth of a small model's load, cpu2) and on one of a few MB as much as
 they save; larger traces need them (a 20 MB trace loads a quarter slower without them). A trace of less than
 LEAN_BYTES of JSON is planned with CTE inlining alone: without it, attribution.sql's CTEs would be materialized
-(3.5x slower at 20 MB). The passes change plans, never results.
+(3.3x slower at 20 MB). The passes change plans, never results.
 
 Both settings are global to a DuckDB instance: connection.py sets the defaults again when a run gives its instance
 back or hands its connection to a user.
