@@ -9,6 +9,10 @@ With ``calls="all"``, during one recording:
   function that *is* a functional (``torch.conv2d is F.conv2d``) keeps the functional's name.
 - the collectives of ``torch.distributed`` (``torch.distributed.all_reduce``…), where it is available: their
   kernels (NCCL's, on their own streams) are then the collective's, inside the module that called it.
+- Triton kernels launched by hand (``kernel[grid](...)``: ``triton.runtime.jit.JITFunction.run``), where the
+  program has imported Triton: ``triton.<kernel>`` after the ``@triton.jit`` function's name. No torch operator
+  launches them, so without this their kernels would have a module and no call. Inductor's kernels do not go
+  through ``JITFunction.run`` (they are a compiled region's).
 - functionals reached through a stored reference (``self.act = F.gelu``, or a module-level
   ``from torch.nn.functional import gelu`` in the model's own code) get their functional's scope:
   the instance attributes of the observed modules and the globals of the modules that define their
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import inspect
+import sys
 import types
 from typing import Any
 
@@ -59,6 +64,17 @@ COLLECTIVES = (
 ).split()
 
 
+TRITON_LAUNCH = "triton"  # the target name of JITFunction.run: its calls are named triton.<kernel>
+
+
+def triton_jit_function() -> type | None:
+    """Triton's ``JITFunction`` class where the program has imported Triton (it is never imported here: a
+    program that launches Triton kernels has)."""
+    jit = sys.modules.get("triton.runtime.jit")
+    kind = getattr(jit, "JITFunction", None)
+    return kind if isinstance(kind, type) and inspect.isfunction(vars(kind).get("run")) else None
+
+
 # True while a functional, torch-level or compiled call is open: the torch-level calls it makes are its own.
 # Inside the forward of a module folded into its call (instrument.folds_into_its_call), before that call: the
 # suffix "@<module name>" that the call's scope name takes. A ContextVar is per thread (a thread starts in a
@@ -87,11 +103,15 @@ def torch_call_targets() -> list[tuple[Any, str, str]]:
 
 def watched_owners() -> list[Any]:
     """Every owner of the attributes that _choose_targets reads that can change: the namespaces, torch.distributed,
-    and each class of Tensor's method resolution order (which dir() and getattr_static read);
+    Triton's JITFunction (once imported), and each class of Tensor's method resolution order (which dir() and
+    getattr_static read);
     torch._C._VariableFunctions's are read-only."""
     owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
     if torch.distributed.is_available():
         owners.append(torch.distributed)
+    jit_function = triton_jit_function()
+    if jit_function is not None:
+        owners.append(jit_function)
     return owners
 
 
@@ -133,6 +153,9 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
         for attribute in COLLECTIVES:
             if inspect.isfunction(getattr(distributed, attribute, None)):
                 targets.append((distributed, attribute, f"torch.distributed.{attribute}"))
+    jit_function = triton_jit_function()
+    if jit_function is not None:
+        targets.append((jit_function, "run", TRITON_LAUNCH))
     tensor = torch.Tensor
     for attribute in sorted(set(dir(tensor))):
         if attribute in NO_KERNEL_METHODS:

@@ -24,7 +24,14 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR
 
-from .calls import INSIDE_CALL, attributes_state, attributes_unchanged, torch_call_targets, watched_owners
+from .calls import (
+    INSIDE_CALL,
+    TRITON_LAUNCH,
+    attributes_state,
+    attributes_unchanged,
+    torch_call_targets,
+    watched_owners,
+)
 from .compiled import dynamo_tracing
 from .samples import SampleBook
 
@@ -199,12 +206,71 @@ def _marked_call(function: Any, name: str, outermost_only: bool):
     return _wraps(call_in_scope, function, name)
 
 
+def triton_kernel_name(kernel: Any) -> str:
+    """``triton.<name>`` of a ``@triton.jit`` function: its Python function's name."""
+    function = getattr(kernel, "fn", None)
+    return f"{TRITON_LAUNCH}.{getattr(function, '__name__', None) or getattr(kernel, '__name__', 'kernel')}"
+
+
+class _GridFunction:
+    """A launch's grid given as a function (``lambda meta: (cdiv(n, meta["BLOCK"]),)``), as its sample holds
+    it: equal to another of the same code, since programs make a new one per launch, and a new object in every
+    pass would make every launch a sample of its own and the warm-up's prediction of the recorded pass wrong."""
+
+    __slots__ = ("function",)
+
+    def __init__(self, function: Any) -> None:
+        self.function = function
+
+    def _code(self) -> Any:
+        return getattr(self.function, "__code__", self.function)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _GridFunction and self._code() == other._code()
+
+    def __hash__(self) -> int:
+        return hash(self._code())
+
+    def __repr__(self) -> str:
+        return f"<grid function {getattr(self.function, '__qualname__', type(self.function).__qualname__)}>"
+
+
+def _triton_launch(run: Any):
+    """The wrapper of ``JITFunction.run``: a torch-level call (outermost only) named after the kernel it
+    launches, ``triton.<name>``, with one call wrapper per name (made at its first launch, kept for the process
+    like every wrapper). The kernel is the call's first argument, so samples.json names it too."""
+    by_name: dict[str, Any] = {}
+
+    def launch(kernel, *args, **kwargs):
+        grid = kwargs.get("grid")
+        if type(grid) is _GridFunction:
+            kwargs["grid"] = grid.function
+        return run(kernel, *args, **kwargs)
+
+    def launch_in_scope(kernel, *args, **kwargs):
+        if not _current or dynamo_tracing():
+            return run(kernel, *args, **kwargs)
+        name = triton_kernel_name(kernel)
+        call = by_name.get(name)
+        if call is None:
+            call = by_name.setdefault(name, _marked_call(launch, name, outermost_only=True))
+        grid = kwargs.get("grid")
+        if callable(grid):
+            kwargs["grid"] = _GridFunction(grid)
+        return call(kernel, *args, **kwargs)
+
+    return _wraps(launch_in_scope, run, TRITON_LAUNCH)
+
+
 _FUNCTIONAL, _MARKED_FUNCTIONAL, _TORCH_CALL = "functional", "marked functional", "torch call"
+_TRITON = "triton launch"
 
 
 def _make(kind: str, function: Any, name: str) -> Any:
     if kind == _FUNCTIONAL:
         return _functional(function, name)
+    if kind == _TRITON:
+        return _triton_launch(function)
     return _marked_call(function, name, outermost_only=kind == _TORCH_CALL)
 
 
@@ -228,7 +294,7 @@ class PatchPlan:
             function = getattr(owner, attribute)
             wrapper = self.wrappers.get(id(function))  # torch.conv2d is F.conv2d: keep the functional's name
             if wrapper is None:
-                kind = functional_kind if owner is F else _TORCH_CALL
+                kind = functional_kind if owner is F else _TRITON if name == TRITON_LAUNCH else _TORCH_CALL
                 key = (kind, name, id(function))
                 before = made_before.get(key)
                 wrapper = before[1] if before is not None and before[0] is function else _make(kind, function, name)
