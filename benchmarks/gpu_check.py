@@ -92,6 +92,14 @@ def flatten(out):
     return []
 
 
+def bit_identical(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal bit for bit, NaN where the other has NaN (a random-init fp16 model's outputs can be NaN, which
+    torch.equal never finds equal)."""
+    if torch.equal(a, b):
+        return True
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+
+
 def plain_profiler():
     return profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if DEVICE == "cuda" else []))
 
@@ -129,7 +137,7 @@ def check(w, out_root: Path) -> dict:
     result["compiled_code"] = profiler.run.manifest.get("compiled_code")
     recorded = [t for o in captured[-(len(w.samples or [None])) :] for t in flatten(o)]
     result["outputs_bit_identical"] = len(recorded) == len(reference) and all(
-        torch.equal(a, b) for a, b in zip(recorded, reference, strict=True)
+        bit_identical(a, b) for a, b in zip(recorded, reference, strict=True)
     )
 
     # 2. in-process == offline
