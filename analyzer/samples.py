@@ -60,7 +60,7 @@ class TensorMeta:
         }
 
     def __str__(self) -> str:
-        text = f"{self.dtype}[{','.join(map(str, self.shape))}]"
+        text = f"{self.dtype}[{','.join('*' if size is None else str(size) for size in self.shape)}]"
         if self.stride is not None and self.stride != contiguous_stride(self.shape):
             text += f"{{{','.join(map(str, self.stride))}}}"
         return f"{text}@{self.device}"
@@ -133,14 +133,17 @@ def decode(value: Any, depth: int = 1) -> Any:
     if tag == "tensor":
         stride = body.get("stride")
         if not (
-            _ints(body["shape"])
+            _sizes(body["shape"])
             and (stride is None or _ints(stride))
             and isinstance(body["dtype"], str)
             and isinstance(body["device"], str)
             and type(body["nbytes"]) is int
             and body["nbytes"] >= 0
         ):
-            raise ValueError("a tensor needs integer lists shape and stride, strings dtype and device, nbytes >= 0")
+            raise ValueError(
+                "a tensor needs integer lists shape (null for a ragged size) and stride, strings dtype and device, "
+                "nbytes >= 0"
+            )
         return TensorMeta.from_json(body)
     if tag in ("tuple", "size", "list", "dict") and depth > MAX_NESTING:
         raise ValueError(f"nested deeper than {MAX_NESTING} levels")
@@ -161,6 +164,11 @@ def decode(value: Any, depth: int = 1) -> Any:
 
 def _ints(value: Any) -> bool:
     return isinstance(value, list) and all(type(v) is int for v in value)
+
+
+def _sizes(value: Any) -> bool:
+    """A shape: integers, null where a nested tensor's size is ragged."""
+    return isinstance(value, list) and all(v is None or type(v) is int for v in value)
 
 
 def _hashable(key: Any) -> Any:

@@ -136,6 +136,8 @@ def _check(stored: Any, meta: Any, not_kept: str, where: str) -> None:
     if isinstance(meta, TensorMeta):
         if not isinstance(stored, torch.Tensor):
             raise NotReplayable(f"{where} is a tensor in samples.json but not in the stored sample")
+        if None in meta.shape:
+            raise NotReplayable(f"{where} is a nested tensor ({meta}), whose ragged sizes a replay cannot make")
         dtype = str(stored.dtype).removeprefix("torch.")
         if list(stored.shape) != list(meta.shape) or dtype != meta.dtype:
             raise NotReplayable(f"{where} is stored as {dtype}{list(stored.shape)}, recorded as {meta}")

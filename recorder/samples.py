@@ -22,10 +22,32 @@ _SCALARS = _PLAIN | {torch.layout, torch.memory_format}  # equal exactly when th
 _SCALAR_TUPLE = object()
 
 
+def tensor_shape(value: torch.Tensor) -> tuple[int | None, ...]:
+    """A tensor's sizes, None where a nested tensor's are ragged: a jagged one's are symbolic there (a new
+    symbol for every tensor, so they would key every call apart); a strided one has no sizes of its own, only its
+    components' (a size all of them share is not ragged)."""
+    try:
+        shape = value.shape
+    except RuntimeError:
+        return (value.size(0), *_component_sizes(value))
+    return tuple(size if type(size) is int else None for size in shape)
+
+
+def _component_sizes(value: torch.Tensor) -> list[int | None]:
+    """The sizes a strided nested tensor's components share, None where they differ."""
+    try:
+        sizes = value._nested_tensor_size().tolist()  # one row of sizes per component
+    except (AttributeError, RuntimeError):
+        return [None] * (value.dim() - 1)
+    if not sizes:
+        return [None] * (value.dim() - 1)
+    return [column[0] if len(set(column)) == 1 else None for column in zip(*sizes, strict=True)]
+
+
 def _tensor_key(value: torch.Tensor) -> tuple:
-    if value.layout is _strided:
+    if value.layout is _strided and not value.is_nested:
         return (value.shape, value.dtype, value.stride(), value.device)
-    return (value.shape, value.dtype, value.layout, value.device)
+    return (tensor_shape(value), value.dtype, value.layout, value.device)
 
 
 def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
@@ -320,9 +342,9 @@ class _RecorderControl(NamedTuple):
 def tensor_meta(value: Any) -> dict | None:
     if not isinstance(value, _Tensor):
         return None
-    strided = value.layout is _strided
+    strided = value.layout is _strided and not value.is_nested
     return {
-        "shape": list(value.shape),
+        "shape": list(tensor_shape(value)),
         "dtype": str(value.dtype).removeprefix("torch."),
         "stride": list(value.stride()) if strided else None,
         "device": str(value.device),
