@@ -199,8 +199,8 @@ def tensor_bytes(value: Any, depth: int = 1) -> int:
         return sum(tensor_bytes(v, depth + 1) for v in value.values())
     if isinstance(value, TensorMeta):
         return value.nbytes
-    if hasattr(value, "element_size") and hasattr(value, "numel"):  # a torch.Tensor, duck-typed
-        return value.numel() * value.element_size()
+    if not isinstance(value, type) and hasattr(value, "element_size") and hasattr(value, "numel"):
+        return value.numel() * value.element_size()  # a torch.Tensor, duck-typed (a tensor class is an argument too)
     return 0
 
 

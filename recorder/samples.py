@@ -16,6 +16,8 @@ from kernelscope.analyzer.samples import MAX_NESTING, encode, tensor_bytes, too_
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
 _Parameter = torch.nn.Parameter
+# a lazy module's parameters before its first forward (nn.LazyLinear): no shape yet, and a new one after it
+_Uninitialized = torch.nn.parameter.UninitializedTensorMixin
 _strided = torch.strided
 _PLAIN = frozenset({int, bool, str, type(None), torch.dtype, torch.device})
 _SCALARS = _PLAIN | {torch.layout, torch.memory_format}  # equal exactly when their values are
@@ -157,7 +159,7 @@ class SampleBook:
         """Key these tensors once, up front: the parameters and buffers of the observed modules, which keep
         their shapes during one recording (a buffer replaced by a new tensor is keyed as any other)."""
         for tensor in tensors:
-            if isinstance(tensor, _Tensor):
+            if isinstance(tensor, _Tensor) and not isinstance(tensor, _Uninitialized):
                 self.persistent[id(tensor)] = (tensor, _tensor_key(tensor))
 
     def recorder(self, function_name: str):

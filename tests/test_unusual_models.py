@@ -1,0 +1,47 @@
+"""Models and inputs outside the usual shape, each of which made profile() raise: a tensor subclass with its own
+``__torch_function__`` as input (its conversion passes the subclass itself to ``Tensor.as_subclass``, which the
+sample's size counted as a tensor), and a lazy module (nn.LazyLinear: parameters without a shape until its first
+forward, which the recorder keyed up front)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.analyzer import load_run  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class Traced(torch.Tensor):
+    """A tensor subclass that sees every torch call on it, as tensor-subclass libraries do."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+def test_a_tensor_subclass_input_is_recorded(tmp_path):
+    x = torch.randn(4, 16).as_subclass(Traced)
+    profiler = ModuleFunctionKernelProfiler()
+    frame, data = profiler.profile(Block(), [((x,), {})], warmup_iterations=1, out=tmp_path / "run")
+    assert {"linear", "gelu"} <= set(frame["function_name"]) and frame["function_name"].notna().all()
+    assert [calls for calls, _ in data["linear"]] == [1]
+    with load_run(tmp_path / "run") as run:
+        assert run.describe(top_k=None).set_index("function_name").loc["linear", "calls"] == 1
+
+
+def test_a_lazy_module_is_recorded_from_its_first_forward():
+    model = nn.Sequential(nn.LazyLinear(8), nn.ReLU())
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    assert set(frame["module_name"]) == {"0", "1"} and set(frame["function_name"]) == {"linear", "relu"}
+    (args, _kwargs) = data["linear"][0][1]
+    assert [tuple(a.shape) for a in args if a is not None] == [(4, 16), (8, 16), (8,)]
