@@ -1,7 +1,8 @@
 """The GPU check's checks (gpu_check.check) on models the sample workloads do not hold: timm and torchvision
 vision models, transformers architectures built from small configs (random init, no downloads), and a few
 programs that launch kernels outside any torch operator (a raw Triton kernel, torch.fft, cuSOLVER, nested
-tensors, autocast). A model its library cannot build here is reported as skipped, never as passed.
+tensors, autocast), and the GPU programs of sweep_programs.py. A model its library cannot build here is reported
+as skipped, never as passed.
 
     python benchmarks/model_sweep.py OUT [name ...] [--deadline SECONDS]
 
@@ -26,6 +27,7 @@ from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gpu_check import check, environment  # noqa: E402
+from sweep_programs import PROGRAMS  # noqa: E402
 from workload import DEVICE, HALF, Workload  # noqa: E402
 
 
@@ -274,7 +276,8 @@ def _factories() -> dict:
     factories = {f"timm_{a}": (lambda a=a, kw=kw: _timm(a, **kw)) for a, kw in timm_archs.items()}
     factories.update({f"tv_{a}": (lambda a=a, kw=kw: _torchvision(a, **kw)) for a, kw in tv_archs.items()})
     for f in (hf_mistral, hf_qwen2, hf_phi, hf_gpt_neox, hf_bart, hf_distilbert, hf_mamba, hf_whisper_encoder,
-              hf_wav2vec2, hf_clip, raw_triton, raw_triton_autotuned, numerics, masked_attention):  # fmt: skip
+              hf_wav2vec2, hf_clip, raw_triton, raw_triton_autotuned, numerics, masked_attention,
+              *PROGRAMS):  # fmt: skip
         factories[f.__name__] = f
     return factories
 

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import torch
 
 from .calls import INSIDE_CALL
+from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
 # A wrapper's first test: tracing its ContextVar and sample bookkeeping broke dynamo's graphs and mis-traced the
@@ -79,7 +80,7 @@ def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: 
             finally:
                 INSIDE_CALL.reset(token)
 
-    return compiled_in_scope
+    return wraps(compiled_in_scope, forward)
 
 
 def import_what_the_profiler_imports() -> None:

@@ -49,6 +49,7 @@ from .compiled import (
 )
 from .samples import SampleBook
 from .wrappers import functional_names, patch_plan, recording_of, sample_scopes  # noqa: F401 (tests read the rule)
+from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
 _MISSING = object()
@@ -69,7 +70,7 @@ def _module_forward(forward: Any, scope_name: str):
         with _Scope(scope_name):
             return forward(*args, **kwargs)
 
-    return forward_in_scope
+    return wraps(forward_in_scope, forward)
 
 
 def _folded_forward(forward: Any, module_suffix: str):
@@ -86,7 +87,7 @@ def _folded_forward(forward: Any, module_suffix: str):
         finally:
             leave_call(token)
 
-    return forward_in_call_scope
+    return wraps(forward_in_call_scope, forward)
 
 
 _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)

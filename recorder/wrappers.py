@@ -34,6 +34,7 @@ from .calls import (
 )
 from .compiled import dynamo_tracing
 from .samples import SampleBook
+from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
@@ -108,14 +109,6 @@ def sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
     return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
 
 
-def _wraps(wrapper: Any, function: Any, name: str) -> Any:
-    wrapper.__name__ = getattr(function, "__name__", name)
-    wrapper.__qualname__ = getattr(function, "__qualname__", name)
-    wrapper.__doc__ = getattr(function, "__doc__", None)
-    wrapper.__wrapped__ = function
-    return wrapper
-
-
 def _in_recording(name: str, forget: Callable[[], None]) -> tuple[Any, dict]:
     """A wrapper's ``sample_scopes`` in the recording in progress, which calls ``forget`` at its end."""
     recording = _current[-1]
@@ -154,7 +147,7 @@ def _functional(function: Any, name: str):
         finally:
             leave_call(token)
 
-    return _wraps(call_in_scope, function, name)
+    return wraps(call_in_scope, function, name)
 
 
 def _marked_call(function: Any, name: str, outermost_only: bool):
@@ -203,7 +196,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool):
         finally:
             leave_call(token)
 
-    return _wraps(call_in_scope, function, name)
+    return wraps(call_in_scope, function, name)
 
 
 def triton_kernel_name(kernel: Any) -> str:
@@ -259,7 +252,7 @@ def _triton_launch(run: Any):
             kwargs["grid"] = _GridFunction(grid)
         return call(kernel, *args, **kwargs)
 
-    return _wraps(launch_in_scope, run, TRITON_LAUNCH)
+    return wraps(launch_in_scope, run, TRITON_LAUNCH)
 
 
 _FUNCTIONAL, _MARKED_FUNCTIONAL, _TORCH_CALL = "functional", "marked functional", "torch call"

@@ -45,3 +45,51 @@ def test_a_lazy_module_is_recorded_from_its_first_forward():
     assert set(frame["module_name"]) == {"0", "1"} and set(frame["function_name"]) == {"linear", "relu"}
     (args, _kwargs) = data["linear"][0][1]
     assert [tuple(a.shape) for a in args if a is not None] == [(4, 16), (8, 16), (8,)]
+
+
+class AsksItsSignature(nn.Module):
+    """As transformers' generate() does: it asks ``inspect.signature(self.forward)`` whether the model takes an
+    attention mask, and runs other code (no mask, other kernels) when it seems not to."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.norm = nn.LayerNorm(16)  # folded into its call: a wrapper of another kind
+
+    def forward(self, x, attention_mask=None):
+        return self.norm(self.fc(x if attention_mask is None else x * attention_mask))
+
+
+def test_a_model_sees_its_own_forward_while_recorded():
+    import inspect
+
+    model = AsksItsSignature().eval()
+    seen = []
+
+    def generate(x):
+        for module in (model, model.fc, model.norm):
+            seen.append((inspect.signature(module.forward), module.forward.__name__, module.forward.__doc__))
+        return model(x, attention_mask=torch.ones_like(x))
+
+    generate(torch.randn(4, 16))
+    unprofiled = list(seen)
+    seen.clear()
+    frame, _ = ModuleFunctionKernelProfiler().profile(generate, [((torch.randn(4, 16),), {})], module=model)
+    assert seen and all(s == u for s, u in zip(seen, unprofiled * (len(seen) // 3), strict=True)), seen[:3]
+    assert {"", "fc", "norm"} <= set(frame["module_name"])
+
+
+def test_a_compiled_forward_is_seen_as_itself_while_recorded():
+    import inspect
+
+    model = AsksItsSignature().eval()
+    model.forward = torch.compile(model.forward, backend="eager")  # torch.compile keeps the signature
+    seen = []
+
+    def generate(x):
+        seen.append(str(inspect.signature(model.forward)))
+        return model(x)
+
+    generate(torch.randn(4, 16))
+    ModuleFunctionKernelProfiler().profile(generate, [((torch.randn(4, 16),), {})], module=model)
+    assert set(seen) == {"(x, attention_mask=None)"}, seen
