@@ -187,6 +187,8 @@ def check(w, out_root: Path) -> dict:
         rows_device_us=float(frame["kernel_us"].sum()),
         trace_device_us=ks_trace_us,
         plain_device_us=plain_us,
+        # the recorded pass ran the program as it runs unprofiled: as many device events as a plain profiled pass
+        same_device_events_as_plain=ks_kernels == plain_kernels,
     )
 
     # 5. coverage
@@ -346,6 +348,7 @@ def main() -> None:
         "workload",
         "rows",
         "plain_device_events",
+        "same_device_events_as_plain",
         "pct_time_in_rows",
         "pct_time_named_function",
         "pct_time_named_functional_only",

@@ -283,7 +283,8 @@ def _factories() -> dict:
 
 
 COLUMNS = [
-    "workload", "rows", "plain_device_events", "pct_time_in_rows", "pct_time_named_function",
+    "workload", "rows", "plain_device_events", "same_device_events_as_plain", "pct_time_in_rows",
+    "pct_time_named_function",
     "in_process_equals_offline", "outputs_bit_identical", "launch_check_ok", "readers_agree",
     "rows_equal_reference", "samples_equal_reference", "profile_e2e_s", "error",
 ]  # fmt: skip
