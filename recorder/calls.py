@@ -13,6 +13,10 @@ With ``calls="all"``, during one recording:
   program has imported Triton: ``triton.<kernel>`` after the ``@triton.jit`` function's name. No torch operator
   launches them, so without this their kernels would have a module and no call. Inductor's kernels do not go
   through ``JITFunction.run`` (they are a compiled region's).
+- ``torch.autograd.Function`` subclasses of the program's own or a library's (``MatMul4Bit.apply(...)``; not torch's
+  own): ``<Function>.apply``, which extension code uses to wrap kernels that no torch operator launches. Unlike
+  the other torch-level calls it does not hold the calls it makes: a torch call or functional inside it has its own
+  scope, so only what nothing inside names (a kernel launched by the extension itself) is the Function's.
 - functionals reached through a stored reference (``self.act = F.gelu``, or a module-level
   ``from torch.nn.functional import gelu`` in the model's own code) get their functional's scope:
   the instance attributes of the observed modules and the globals of the modules that define their
@@ -65,6 +69,7 @@ COLLECTIVES = (
 
 
 TRITON_LAUNCH = "triton"  # the target name of JITFunction.run: its calls are named triton.<kernel>
+AUTOGRAD_APPLY = "apply"  # the target name of torch.autograd.Function.apply: its calls are named <Function>.apply
 
 
 def triton_jit_function() -> type | None:
@@ -103,10 +108,10 @@ def torch_call_targets() -> list[tuple[Any, str, str]]:
 
 def watched_owners() -> list[Any]:
     """Every owner of the attributes that _choose_targets reads that can change: the namespaces, torch.distributed,
-    Triton's JITFunction (once imported), and each class of Tensor's method resolution order (which dir() and
-    getattr_static read);
-    torch._C._VariableFunctions's are read-only."""
+    Triton's JITFunction (once imported), torch.autograd.Function, and each class of Tensor's method resolution
+    order (which dir() and getattr_static read); torch._C._VariableFunctions's are read-only."""
     owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
+    owners.append(torch.autograd.function.Function)
     if torch.distributed.is_available():
         owners.append(torch.distributed)
     jit_function = triton_jit_function()
@@ -156,6 +161,7 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
     jit_function = triton_jit_function()
     if jit_function is not None:
         targets.append((jit_function, "run", TRITON_LAUNCH))
+    targets.append((torch.autograd.function.Function, "apply", AUTOGRAD_APPLY))
     tensor = torch.Tensor
     for attribute in sorted(set(dir(tensor))):
         if attribute in NO_KERNEL_METHODS:

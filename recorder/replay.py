@@ -7,7 +7,8 @@ How a call name is resolved (the one rule; names are made in recorder/calls.py a
 - ``Tensor.<method>`` is ``torch.Tensor.<method>``, called with the tensor first, as the recorder stored it
   (``Tensor.__add__(x, y)`` is ``x + y``, ``Tensor.mean(x, dim=0)`` is ``x.mean(dim=0)``);
 - ``torch.<path>`` is that attribute of ``torch`` (``torch.addmm``, ``torch.linalg.vector_norm``);
-- anything else cannot be replayed: ``triton.<kernel>`` launched a Triton kernel of the model's own code;
+- anything else cannot be replayed: ``triton.<kernel>`` and ``<Function>.apply`` ran a Triton kernel or an
+  autograd Function of the model's own code;
   ``torch.compile`` and ``torch.cuda.CUDAGraph.replay`` ran the model's own compiled code or captured graph,
   which a run does not hold; operator names (``aten::lstm``, the trace's own name for kernels outside any call)
   have no recorded inputs; and names of other profilers' scopes.
@@ -60,6 +61,8 @@ def resolve_call(name: str) -> Callee:
     head, _, rest = name.partition(".")
     if head == "triton" and rest:
         raise NotReplayable(f"{name} launched a Triton kernel of the model's own code, which the run does not hold")
+    if rest == "apply" and head not in ("torch", "Tensor"):
+        raise NotReplayable(f"{name} ran an autograd Function of the model's own code, which the run does not hold")
     if not rest:
         owner, path, expression = F, [name], f"torch.nn.functional.{name}"
     elif head == "Tensor":

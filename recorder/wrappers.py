@@ -25,6 +25,7 @@ import torch.nn.functional as F  # noqa: N812
 from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR
 
 from .calls import (
+    AUTOGRAD_APPLY,
     INSIDE_CALL,
     TRITON_LAUNCH,
     attributes_state,
@@ -150,7 +151,7 @@ def _functional(function: Any, name: str):
     return wraps(call_in_scope, function, name)
 
 
-def _marked_call(function: Any, name: str, outermost_only: bool):
+def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls: bool | None = None):
     """A scoped call that marks itself open (INSIDE_CALL) for the torch-level calls it makes; with
     ``outermost_only`` (a torch-level call) it is left unscoped inside another open call (inside a functional,
     ``torch.bmm`` or ``x.view`` are that functional's business).
@@ -163,10 +164,13 @@ def _marked_call(function: Any, name: str, outermost_only: bool):
     The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
     wrapper of a name): making one for each of the patched functions up front costs every recording time for
     functions it never calls, and slowed the recorded pass itself (benchmarks/RESULTS.md, Dead ends).
+
+    ``holds_its_calls=False``: a call that never marks itself open, so that the torch-level calls it makes have
+    scopes of their own (an autograd Function's ``apply``).
     """
     record = labels = None
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
-    written_in_c = isinstance(function, _C_FUNCTIONS)
+    written_in_c = isinstance(function, _C_FUNCTIONS) if holds_its_calls is None else not holds_its_calls
 
     def forget() -> None:  # the end of the recording
         nonlocal record, labels
@@ -255,8 +259,28 @@ def _triton_launch(run: Any):
     return wraps(launch_in_scope, run, TRITON_LAUNCH)
 
 
+def _autograd_apply(apply: classmethod) -> classmethod:
+    """The wrapper of ``torch.autograd.Function.apply`` (a classmethod): a call named ``<Function>.apply`` that
+    holds none of the calls it makes, outside any other call, for the Functions not of torch's own (torch's are
+    its internals: checkpointing, collectives, a compiled region's ``CompiledFunction``). One call wrapper per name,
+    kept for the process; the Function's class is the call's first argument."""
+    original = apply.__func__
+    by_name: dict[str, Any] = {}
+
+    def apply_in_scope(cls, *args, **kwargs):
+        if not _current or INSIDE_CALL.get() is True or dynamo_tracing() or cls.__module__.startswith("torch."):
+            return original(cls, *args, **kwargs)
+        name = f"{cls.__name__}.{AUTOGRAD_APPLY}"
+        call = by_name.get(name)
+        if call is None:
+            call = by_name.setdefault(name, _marked_call(original, name, outermost_only=True, holds_its_calls=False))
+        return call(cls, *args, **kwargs)
+
+    return classmethod(wraps(apply_in_scope, original, AUTOGRAD_APPLY))
+
+
 _FUNCTIONAL, _MARKED_FUNCTIONAL, _TORCH_CALL = "functional", "marked functional", "torch call"
-_TRITON = "triton launch"
+_TRITON, _AUTOGRAD = "triton launch", "autograd apply"
 
 
 def _make(kind: str, function: Any, name: str) -> Any:
@@ -264,7 +288,12 @@ def _make(kind: str, function: Any, name: str) -> Any:
         return _functional(function, name)
     if kind == _TRITON:
         return _triton_launch(function)
+    if kind == _AUTOGRAD:
+        return _autograd_apply(function)
     return _marked_call(function, name, outermost_only=kind == _TORCH_CALL)
+
+
+_KINDS = {TRITON_LAUNCH: _TRITON, AUTOGRAD_APPLY: _AUTOGRAD}  # the targets whose name is their kind's
 
 
 class PatchPlan:
@@ -284,10 +313,11 @@ class PatchPlan:
         if calls == "all":
             targets += torch_call_targets()
         for owner, attribute, name in targets:
-            function = getattr(owner, attribute)
+            # Function.apply is patched as the classmethod it is (getattr would give a new bound method each time)
+            function = vars(owner)[attribute] if name == AUTOGRAD_APPLY else getattr(owner, attribute)
             wrapper = self.wrappers.get(id(function))  # torch.conv2d is F.conv2d: keep the functional's name
             if wrapper is None:
-                kind = functional_kind if owner is F else _TRITON if name == TRITON_LAUNCH else _TORCH_CALL
+                kind = _KINDS.get(name) or (functional_kind if owner is F else _TORCH_CALL)
                 key = (kind, name, id(function))
                 before = made_before.get(key)
                 wrapper = before[1] if before is not None and before[0] is function else _make(kind, function, name)
