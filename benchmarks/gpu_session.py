@@ -4,13 +4,14 @@ the trip back.
 
     python benchmarks/gpu_session.py OUT [--deadline SECONDS] STEP[=WORKLOAD,...]...
 
-STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``named`` (named_share.py), ``frames``
+STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``sweep`` (model_sweep.py), ``named``
+(named_share.py), ``frames``
 (frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
 ``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``scaling``
 (profile_scaling.py), ``threads`` (duckdb_threads.py: the demo and 10 MB-100 MB traces per DuckDB thread
 count), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
 stages timed: load_stages.py), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
-``=WORKLOAD,...`` names the workloads of check, frames and overhead (default: all). Each step writes under a
+``=WORKLOAD,...`` names the workloads of check, sweep, frames and overhead (default: all). Each step writes under a
 scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is packed, sample tensors
 (``*.pt``) and plain traces left out, into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar
 xz`` joins them), and a summary line per step (status, seconds) is printed and written to OUT/steps.json.
@@ -37,6 +38,10 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
     return {
         "check": (py + [str(HERE / "gpu_check.py"), str(work / "check"), *workloads.get("check", [])], 330),
         "named": (py + [str(HERE / "named_share.py"), "--out", str(work / "named")], 120),
+        "sweep": (
+            py + [str(HERE / "model_sweep.py"), str(work / "sweep"), "--deadline", "240", *workloads.get("sweep", [])],
+            300,
+        ),
         "frames": (
             py
             + [

@@ -1,6 +1,7 @@
 """Programs for the model sweep (model_sweep.py) that use the GPU in ways models rarely do: side streams, copies
 both ways, FlexAttention (compiled Triton inside a higher-order op), each SDPA backend, fp8 and int8 matmuls,
-the user's own NVTX and record_function ranges, and a decoder's generate() with a KV cache."""
+the user's own NVTX and record_function ranges, a decoder's generate() with a KV cache, and a custom autograd
+Function, eager and compiled."""
 
 from __future__ import annotations
 
@@ -150,4 +151,42 @@ def hf_llama_generate() -> Workload:
     return Workload("hf_llama_generate", generate, None, model, "Llama generate(), 8 new tokens, KV cache")
 
 
-PROGRAMS = [side_streams, copies, flex_attention, sdpa_backends, low_precision, user_ranges, hf_llama_generate]
+class _Gate(torch.autograd.Function):
+    """An extension-style autograd Function: a sigmoid gate through torch.ops (no patched call sees it)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * torch.ops.aten.sigmoid.default(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class _Gated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(256, 256)
+
+    def forward(self, x):
+        return _Gate.apply(self.fc(x))
+
+
+def autograd_function() -> Workload:
+    model = _Gated().to(DEVICE, HALF).eval()
+    x = torch.randn(128, 256, device=DEVICE, dtype=HALF)
+    return Workload("autograd_function", model, [((x,), {})], model, "a custom autograd Function in a forward")
+
+
+def autograd_function_compiled() -> Workload:
+    model = _Gated().to(DEVICE, HALF).eval()
+    compiled = torch.compile(model)
+    x = torch.randn(128, 256, device=DEVICE, dtype=HALF)
+    description = "torch.compile of a forward calling a custom autograd Function"
+    return Workload("autograd_function_compiled", compiled, [((x,), {})], compiled, description, compiled=True)
+
+
+PROGRAMS = [
+    autograd_function, autograd_function_compiled, side_streams, copies, flex_attention, sdpa_backends,
+    low_precision, user_ranges, hf_llama_generate,
+]  # fmt: skip
