@@ -149,7 +149,14 @@ def test_a_failure_while_writing_a_temporary_run_removes_it(stage, monkeypatch):
     profiler = ModuleFunctionKernelProfiler()
     created = []
     mkdtemp = run_writer.tempfile.mkdtemp
-    monkeypatch.setattr(run_writer.tempfile, "mkdtemp", lambda **kw: created.append(mkdtemp(**kw)) or created[-1])
+
+    def made(**kwargs):  # the recorder's directories only: not the spill folder of a DuckDB instance made meanwhile
+        path = mkdtemp(**kwargs)
+        if not kwargs.get("prefix", "").startswith("kernelscope-spill-"):
+            created.append(path)
+        return path
+
+    monkeypatch.setattr(run_writer.tempfile, "mkdtemp", made)
     with pytest.raises(OSError) as raised:
         profiler.profile(Probe(), SAMPLES, warmup_iterations=0)
     assert raised.value is error
