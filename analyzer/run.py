@@ -18,11 +18,11 @@ from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
 from .ranks import find_ranks, header_rank, merge_function_data
-from .run_settings import limit_optimizers, limit_threads
+from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
 from .sample_tensors import load_sample_tensors
 from .samples import function_data_from_store, sample_totals_frame, samples_frame
-from .sql import define_scope_names, run_sql_file, sql_text
+from .sql import define_scope_names, drop_held, hold_drops, run_sql_file, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
 from .validate import validate_events
@@ -88,6 +88,8 @@ class Run:
         made = connection.made_settings(con)
         limit_threads(con, json_size, made.threads)
         limit_optimizers(con, json_size, made.lean_optimizers)
+        if keeps_steps(json_size):
+            hold_drops(con)
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress, not allow_empty)
         except BaseException:
@@ -171,9 +173,10 @@ class Run:
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
         """The run's DuckDB connection, holding every table and view of docs/sql.md. The tables made from the
-        samples and the views are defined at its first use: profile()'s in-process result reads none of them, and
-        defining them cost more than the attribution of a small trace."""
+        samples and the views are defined at its first use, and the step tables a small trace kept dropped: profile()'s
+        in-process result reads none of them, and defining them cost more than the attribution of a small trace."""
         if not self._views_defined:
+            drop_held(self._con)  # the step tables a small trace kept are not the user's
             self._define_views()
             self._views_defined = True
         return connection.shared(self._con)

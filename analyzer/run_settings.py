@@ -1,4 +1,5 @@
-"""The DuckDB settings a run is given by the size of its trace: its threads and its optimizer passes.
+"""The DuckDB settings a run is given by the size of its trace: its threads, its optimizer passes, and whether its
+attribution drops its step tables as it goes.
 
 Threads: DuckDB schedules every statement's pipelines on all of its threads (by default one per core), whatever the
 size of the tables: on a trace of a few MB, starting and joining them costs more than they save, while a trace of
@@ -11,8 +12,14 @@ they save; larger traces need them (a 20 MB trace loads a quarter slower without
 LEAN_BYTES of JSON is planned with CTE inlining alone: without it, attribution.sql's CTEs would be materialized
 (3.3x slower at 20 MB). The passes change plans, never results.
 
-Both settings are global to a DuckDB instance: connection.py sets the defaults again when a run gives its instance
-back or hands its connection to a user.
+Step tables: attribution.sql and frames.sql drop each temporary table once the steps after it no longer read it,
+which frees a large trace's memory for the next step; on a small trace each DROP costs ~0.3 ms, the dozen of
+attribution.sql ~4 ms of its load. A trace of less than LEAN_BYTES keeps them (a few MB) to the end of its connection,
+which removes temporary tables with it, or until the connection is handed to a user (sql.py, hold_drops; run.py,
+Run.con).
+
+The first two settings are global to a DuckDB instance: connection.py sets the defaults again when a run gives its
+instance back or hands its connection to a user.
 """
 
 from __future__ import annotations
@@ -47,3 +54,9 @@ def limit_optimizers(con: duckdb.DuckDBPyConnection, json_size: int, lean: str) 
     lean_disabled_optimizers for ``con``'s instance)."""
     if json_size < LEAN_BYTES:
         con.execute(f"SET disabled_optimizers = '{lean}'")
+
+
+def keeps_steps(json_size: int) -> bool:
+    """Whether a run of ``json_size`` bytes of JSON leaves the attribution's step tables to the end of its
+    connection instead of dropping each as it goes."""
+    return json_size < LEAN_BYTES

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from functools import cache
 from importlib import resources
 from string import Template
@@ -25,6 +26,8 @@ def quote(value: str) -> str:
 # trace's attribution (attribution.sql: 12 ms to parse on a 2-core machine), and a parsed statement is copied, not
 # parsed again, each time it runs.
 _parsed: dict[str, list[duckdb.Statement]] = {}
+# The DROP statements held back on a connection (hold_drops), by their text.
+_held: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, duckdb.Statement]] = weakref.WeakKeyDictionary()
 
 
 def parsed_statements(con: duckdb.DuckDBPyConnection, name: str) -> list[duckdb.Statement]:
@@ -37,14 +40,31 @@ def parsed_statements(con: duckdb.DuckDBPyConnection, name: str) -> list[duckdb.
 
 def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:
     """Execute every statement of ``name``; ``${key}`` placeholders become quoted string literals (a file with
-    none runs from its parsed statements).
+    none runs from its parsed statements). On a connection that holds its drops back (hold_drops), a DROP
+    statement is kept for drop_held instead of run.
 
     Returns ``con``, holding the result of the last statement."""
     if literals:
         return con.execute(Template(sql_text(name)).safe_substitute({k: quote(v) for k, v in literals.items()}))
+    held = _held.get(con)
     for statement in parsed_statements(con, name):
-        con.execute(statement)
+        if held is not None and statement.type == duckdb.StatementType.DROP:
+            held[statement.query] = statement
+        else:
+            con.execute(statement)
     return con
+
+
+def hold_drops(con: duckdb.DuckDBPyConnection) -> None:
+    """Keep the DROP statements of the files run on ``con`` from now on, to run with drop_held or never: the
+    temporary tables they drop go with the connection (run_settings.py, keeps_steps)."""
+    _held.setdefault(con, {})
+
+
+def drop_held(con: duckdb.DuckDBPyConnection) -> None:
+    """Run the DROP statements held back on ``con``, each once, and stop holding them."""
+    for statement in _held.pop(con, {}).values():
+        con.execute(statement)
 
 
 def define_scope_names(
