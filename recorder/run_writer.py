@@ -38,7 +38,7 @@ from kernelscope.analyzer.rundir import (
     TRACE,
     nested_deeper_than,
 )
-from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
+from kernelscope.analyzer.samples import SAMPLES_FORMAT, plain_scalar, safe_repr, tensor_bytes
 
 from . import git_head
 from .retention import CappedSampleBook
@@ -246,13 +246,14 @@ def _compact(value: Any) -> Any:
         if tensor.layout is torch.strided and tensor.untyped_storage().nbytes() > 2 * tensor.nbytes:
             tensor = tensor.clone()
         return tensor
+    value = plain_scalar(value)
     if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
         return value
     if isinstance(value, (tuple, list)):
         return [_compact(v) for v in value] if isinstance(value, list) else tuple(_compact(v) for v in value)
     if isinstance(value, dict):
-        return {k: _compact(v) for k, v in value.items() if isinstance(k, (str, int))}
-    return repr(value)
+        return {plain_scalar(k): _compact(v) for k, v in value.items() if isinstance(k, (str, int))}
+    return safe_repr(value)
 
 
 def checked_tags(tags: Any) -> dict:

@@ -1,8 +1,10 @@
 """Distinct input samples of functional calls, keyed by their full signature.
 
 Two calls share a signature when every tensor at every position (nested lists/tuples/dicts included)
-has the same shape, dtype, strides and device, and every other argument has the same value. The key
-is built on the recorder's per-call path, so it is a plain tuple, cheap to hash.
+has the same shape, dtype, strides and device, and every other argument has the same value: a scalar of
+a subclass of int, float or str (numpy.float64, an IntEnum) by the plain value torch takes it for; an
+unhashable object by its identity. The key is built on the recorder's per-call path, so it is a plain tuple,
+cheap to hash.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import math
 from typing import Any, NamedTuple
 
 import torch
-from kernelscope.analyzer.samples import MAX_NESTING, encode, tensor_bytes, too_deep
+from kernelscope.analyzer.samples import MAX_NESTING, encode, plain_scalar, tensor_bytes, too_deep
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
@@ -80,9 +82,12 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
         return (slice, signature_key(value.start), signature_key(value.stop), signature_key(value.step))
     if isinstance(value, (tuple, list)):  # torch.Size, named tuples
         return (kind, *[signature_key(v, known, depth + 1) for v in value])
+    plain = plain_scalar(value)
+    if plain is not value:  # numpy.float64, an IntEnum: the value torch takes, as samples.json writes it
+        return signature_key(plain)
     try:
         hash(value)
-    except TypeError:
+    except Exception:  # noqa: BLE001 (unhashable, or a __hash__ of the model's own that raises)
         return (kind, id(value))
     return (kind, value)
 

@@ -1,0 +1,86 @@
+"""Arguments of recorded calls outside the usual shape, each of which broke profile() or its samples: scalars of
+a subclass of float, int or str (numpy.float64, an IntEnum, a str Enum), objects whose ``__repr__`` or
+``__hash__`` raises."""
+
+import enum
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+np = pytest.importorskip("numpy")
+from kernelscope.analyzer import load_run  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class Rounding(str, enum.Enum):
+    FLOOR = "floor"
+
+
+class Factor(enum.IntEnum):
+    TWO = 2
+
+
+class Scale(float):
+    """A float of the model's own type, as numpy.float64 is one."""
+
+
+class ScalesAndRounds(nn.Module):
+    def forward(self, x, scale, factor, rounding):
+        return torch.div(torch.mul(torch.mul(x, scale), factor), 3, rounding_mode=rounding)
+
+
+def _calls(run_dir, name):
+    return json.loads((run_dir / "samples.json").read_text())["functions"][name]
+
+
+@pytest.mark.parametrize("scale", [np.float64(2.5), Scale(2.5)], ids=["numpy-float64", "float-subclass"])
+def test_scalars_of_subclasses_of_float_int_and_str_are_recorded_as_their_values(tmp_path, scale):
+    x = torch.randn(2, 4)
+    profiler = ModuleFunctionKernelProfiler()
+    frame, data = profiler.profile(
+        ScalesAndRounds(), [((x, scale, Factor.TWO, Rounding.FLOOR), {})], warmup_iterations=1, out=tmp_path / "run"
+    )
+    assert {"torch.mul", "torch.div"} <= set(frame["function_name"])
+    assert [entry["args"]["tuple"][1] for entry in _calls(tmp_path / "run", "torch.mul")] == [2.5, 2]
+    assert _calls(tmp_path / "run", "torch.div")[0]["kwargs"] == {"dict": [["rounding_mode", "floor"]]}
+    with load_run(tmp_path / "run") as run:  # samples.pt holds plain values, which weights_only reads
+        stored = run.function_data(tensors=True)
+    assert [type(args[1]) for _, (args, _) in stored["torch.mul"]] == [float, int]
+    assert [kwargs for _, (_, kwargs) in stored["torch.div"]] == [{"rounding_mode": "floor"}]
+    assert data["torch.mul"][0][1][0][1] is scale, "function_data keeps the live arguments"
+
+
+class Unprintable:
+    """An index whose repr and hash raise (a proxy object of some library, say)."""
+
+    def __index__(self):
+        return 1
+
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+    def __hash__(self):
+        raise RuntimeError("no hash")
+
+
+class Selects(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.index = Unprintable()
+
+    def forward(self, x):
+        return (x * 2)[self.index]
+
+
+def test_an_argument_whose_repr_and_hash_raise_is_recorded(tmp_path):
+    frame, data = ModuleFunctionKernelProfiler().profile(
+        Selects(), [((torch.randn(3, 3),), {})], warmup_iterations=1, out=tmp_path / "run"
+    )
+    assert "Tensor.__getitem__" in set(frame["function_name"])
+    [entry] = _calls(tmp_path / "run", "Tensor.__getitem__")
+    index = entry["args"]["tuple"][1]["object"]
+    assert index["type"].endswith("Unprintable") and "RuntimeError" in index["repr"]
+    with load_run(tmp_path / "run") as run:
+        run.function_data(tensors=True)
