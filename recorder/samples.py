@@ -1,7 +1,8 @@
 """Distinct input samples of functional calls, keyed by their full signature.
 
 Two calls share a signature when every tensor at every position (nested lists/tuples/dicts included)
-has the same shape, dtype, strides and device, and every other argument has the same value: a scalar of
+has the same shape, dtype, strides and device, and every other argument has the same value: a numpy array,
+made afresh in every pass like a tensor (``x[np.arange(n)]``), by its shape, dtype and strides; a scalar of
 a subclass of int, float or str (numpy.float64, an IntEnum) by the plain value torch takes it for; an
 unhashable object by its identity. The key is built on the recorder's per-call path, so it is a plain tuple,
 cheap to hash.
@@ -10,6 +11,7 @@ cheap to hash.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, NamedTuple
 
 import torch
@@ -85,6 +87,9 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
     plain = plain_scalar(value)
     if plain is not value:  # numpy.float64, an IntEnum: the value torch takes, as samples.json writes it
         return signature_key(plain)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):  # array-like, like a tensor: a new one every call
+        return (kind, value.shape, value.dtype.str, value.strides)
     try:
         hash(value)
     except Exception:  # noqa: BLE001 (unhashable, or a __hash__ of the model's own that raises)

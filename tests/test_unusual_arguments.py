@@ -1,9 +1,10 @@
 """Arguments of recorded calls outside the usual shape, each of which broke profile() or its samples: scalars of
 a subclass of float, int or str (numpy.float64, an IntEnum, a str Enum), objects whose ``__repr__`` or
-``__hash__`` raises."""
+``__hash__`` raises, and numpy arrays made afresh in every pass (an index array)."""
 
 import enum
 import json
+import warnings
 
 import pytest
 
@@ -84,3 +85,20 @@ def test_an_argument_whose_repr_and_hash_raise_is_recorded(tmp_path):
     assert index["type"].endswith("Unprintable") and "RuntimeError" in index["repr"]
     with load_run(tmp_path / "run") as run:
         run.function_data(tensors=True)
+
+
+class IndexesWithNumpy(nn.Module):
+    def forward(self, x):
+        return x[np.arange(2)] * x[np.array([[0, 1]])]
+
+
+def test_numpy_arrays_made_in_every_pass_are_keyed_by_their_layout_not_their_identity(tmp_path):
+    profiler = ModuleFunctionKernelProfiler()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame, data = profiler.profile(
+            IndexesWithNumpy(), [((torch.randn(4, 4),), {})], warmup_iterations=3, out=tmp_path / "run"
+        )
+    assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert profiler.run.manifest["sample_keys"] == "predicted"
+    assert [calls for calls, _ in data["Tensor.__getitem__"]] == [1, 1], "two arrays of two shapes"
