@@ -178,8 +178,15 @@ class ModuleFunctionKernelProfiler:
         prof, manifest["sample_keys"], recordings = recorded
         if manifest["sample_keys"] == "per_call_after_miss":
             warnings.warn(
-                "kernelscope: the model's calls differed between the warm-up passes and the recorded pass (other "
-                "calls, or inputs of other shapes), so the recorded pass was keyed as each call was made"
+                (
+                    "kernelscope: inputs of the recorded pass's calls were changed in place after their call (a "
+                    "reshape such as x.t_() or x.unsqueeze_(0)), which keying them after the pass cannot tell from "
+                    "calls that differ between passes"
+                    if recordings > 1 and book.calls_as_predicted()
+                    else "kernelscope: the model's calls differed between the warm-up passes and the recorded pass "
+                    "(other calls, or inputs of other shapes)"
+                )
+                + ", so the recorded pass was keyed as each call was made"
                 + (
                     f": the model ran {warmup_iterations + 2} passes, not {warmup_iterations + 1}"
                     if recordings > 1

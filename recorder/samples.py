@@ -154,6 +154,7 @@ class SampleBook:
     def __init__(self) -> None:
         self.samples: dict[str, list[Sample]] = {}
         self.counts: dict[str, list[int]] = {}
+        self.descriptions: dict[str, list[dict]] = {}  # each signature's samples.json entry, made at its first call
         self.persistent: dict[int, tuple] = {}
         self.held: list = []  # the calls of the pass being held, in call order
         self.holding = False  # the per-call path holds each call's inputs (hold())
@@ -164,6 +165,7 @@ class SampleBook:
         self._controls: list[_RecorderControl] = []
         self._used: list[_RecorderControl] = []  # the recorders keyed per call since the last reset
         self._predicted: list[tuple[_RecorderControl, list, list]] = []  # (recorder, the warm-up's ids, its keys)
+        self._missed: list[tuple[_RecorderControl, list, list]] = []  # the _predicted of a wrong prediction
 
     def remember(self, tensors: Any) -> None:
         """Key these tensors once, up front: the parameters and buffers of the observed modules, which keep
@@ -180,6 +182,7 @@ class SampleBook:
         ids: dict[Any, int] = {}
         samples: list[Sample] = []
         counts: list[int] = []
+        descriptions: list[dict] = []
         order: list[int] = []  # the sample id of each call, in call order
         persistent = self.persistent
         book = self
@@ -206,8 +209,10 @@ class SampleBook:
                 sample_id = ids[key] = len(samples)
                 if not samples:  # functions that were never called have no entry
                     book.samples[function_name], book.counts[function_name] = samples, counts
+                    book.descriptions[function_name] = descriptions
                 samples.append((args, kwargs))
                 counts.append(1)
+                descriptions.append(describe(args, kwargs))
                 book.new_signature(function_name, sample_id, args, kwargs)
             order.append(sample_id)
             if book.holding:
@@ -220,6 +225,7 @@ class SampleBook:
             ids.clear()
             samples.clear()
             counts.clear()
+            descriptions.clear()
             order.clear()
 
         def predict(predicted: list[int], hold: Any) -> None:
@@ -245,6 +251,7 @@ class SampleBook:
         ``predict_next_pass`` predicts from; holding its inputs grows the allocator's cache to what the
         predicted pass will hold."""
         self.reset()
+        self._missed = []
         self.holding = True
         self.hold_limit_bytes = hold_limit_bytes
 
@@ -297,7 +304,19 @@ class SampleBook:
         for control, _, warm_up_keys in predicted:
             _, found = control.calls()
             right = right and found == warm_up_keys[: len(found)]
+        self._missed = [] if right else predicted
         return right
+
+    def calls_as_predicted(self) -> bool:
+        """After a wrong prediction and the pass recorded again, keyed per call: whether that pass made the calls
+        of the warm-up it was predicted from, with the same keys. Then the calls did not differ: inputs were
+        changed in place after their calls (``h.t_()``), so that keyed after the pass they showed other keys."""
+        if not self._missed:
+            return False
+        warm_up = {id(control): (order, keys) for control, order, keys in self._missed}
+        return len(self._used) == len(warm_up) and all(
+            warm_up.get(id(control)) == control.calls() for control in self._used
+        )
 
     def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
         """Called once per distinct signature, after its first call is counted."""
@@ -310,14 +329,10 @@ class SampleBook:
         """The torch-free store (samples.json): counts, tensor signatures, non-tensor values."""
         return {
             name: [
-                {
-                    "sample_id": sample_id,
-                    "calls": self.counts[name][sample_id],
-                    "tensor_bytes": tensor_bytes(sample),
-                    "args": encode(sample[0], tensor_meta),
-                    "kwargs": encode(sample[1], tensor_meta),
-                }
-                for sample_id, sample in enumerate(self.samples[name])
+                {"sample_id": sample_id, "calls": calls, **description}
+                for sample_id, (calls, description) in enumerate(
+                    zip(self.counts[name], self.descriptions[name], strict=True)
+                )
             ]
             for name in self.samples
         }
@@ -330,7 +345,7 @@ class SampleBook:
         for control, _, _ in self._predicted:
             control.forget()
         self._used, self._predicted = [], []
-        self.samples, self.counts = {}, {}
+        self.samples, self.counts, self.descriptions = {}, {}, {}
         self.held = []
         self.holding = self.predicting = self._unpredicted = False
 
@@ -339,6 +354,7 @@ class SampleBook:
         for control in self._controls:
             control.forget()
         self.reset()
+        self._missed = []
         self.persistent.clear()
         self._recorders.clear()
         self._controls.clear()
@@ -349,6 +365,16 @@ class _RecorderControl(NamedTuple):
     calls: Any
     predict: Any
     stop_predicting: Any
+
+
+def describe(args: tuple, kwargs: dict) -> dict:
+    """A signature's entry in samples.json (less its id and count), made when its first call is keyed: its inputs
+    as they were then, for a model may reshape them in place after the call (``h.t_()``)."""
+    return {
+        "tensor_bytes": tensor_bytes((args, kwargs)),
+        "args": encode(args, tensor_meta),
+        "kwargs": encode(kwargs, tensor_meta),
+    }
 
 
 def tensor_meta(value: Any) -> dict | None:

@@ -1,6 +1,8 @@
 """Arguments of recorded calls outside the usual shape, each of which broke profile() or its samples: scalars of
 a subclass of float, int or str (numpy.float64, an IntEnum, a str Enum), objects whose ``__repr__`` or
-``__hash__`` raises, and numpy arrays made afresh in every pass (an index array)."""
+``__hash__`` raises, numpy arrays made afresh in every pass (an index array), and inputs reshaped in place after
+their call (``h.t_()``), which samples.json described as they were afterwards, with a warning that the model's calls
+differed between passes when they did not."""
 
 import enum
 import json
@@ -102,3 +104,30 @@ def test_numpy_arrays_made_in_every_pass_are_keyed_by_their_layout_not_their_ide
     assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert profiler.run.manifest["sample_keys"] == "predicted"
     assert [calls for calls, _ in data["Tensor.__getitem__"]] == [1, 1], "two arrays of two shapes"
+
+
+class ReshapesInPlace(nn.Module):
+    """relu's and gelu's inputs are transposed in place after their calls, the same way in every pass."""
+
+    def forward(self, x):
+        h = x.clone()
+        y = torch.nn.functional.relu(h)
+        h.t_()
+        g = x.clone()
+        z = torch.nn.functional.gelu(g)
+        g.unsqueeze_(0)
+        return y, z
+
+
+def test_inputs_reshaped_in_place_after_their_call_are_described_as_they_were_at_the_call(tmp_path):
+    profiler = ModuleFunctionKernelProfiler()
+    with pytest.warns(RuntimeWarning, match="changed in place after their call") as caught:
+        frame, data = profiler.profile(
+            ReshapesInPlace(), [((torch.randn(2, 3),), {})], warmup_iterations=1, out=tmp_path / "run"
+        )
+    assert "differed" not in str(caught[0].message), "the model called the same functions on the same shapes"
+    assert profiler.run.manifest["sample_keys"] == "per_call_after_miss"
+    for name, shape, stride in [("relu", [2, 3], [3, 1]), ("gelu", [2, 3], [3, 1])]:
+        [entry] = _calls(tmp_path / "run", name)
+        assert entry["args"]["tuple"][0]["tensor"]["shape"] == shape, name
+        assert entry["args"]["tuple"][0]["tensor"]["stride"] == stride, name
