@@ -119,6 +119,13 @@ class ModuleFunctionKernelProfiler:
             raise RecordingBusyError(
                 None, "another kernelscope recording is running in this process; profile() is not re-entrant"
             )
+        if torch._C._autograd._profiler_enabled():  # torch runs one profiler at a time: ours would end the user's
+            _active.release()
+            raise RecordingBusyError(
+                None,
+                "a torch.profiler session of your own is running in this process, and the recording's profiler "
+                "would end it; call profile() outside it",
+            )
         try:
             self._release()
             return self._profile(fn, data, module, warmup_iterations, out, overwrite, tags)
