@@ -19,7 +19,7 @@ import torch
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
 from kernelscope.analyzer.connection import prepare as prepare_connection
-from kernelscope.analyzer.errors import RecordingBusyError
+from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
@@ -119,7 +119,7 @@ class ModuleFunctionKernelProfiler:
             raise RecordingBusyError(
                 None, "another kernelscope recording is running in this process; profile() is not re-entrant"
             )
-        if torch._C._autograd._profiler_enabled():  # torch runs one profiler at a time: ours would end the user's
+        if torch_profiler_running():  # torch runs one profiler at a time: ours would end the user's
             _active.release()
             raise RecordingBusyError(
                 None,
@@ -165,6 +165,12 @@ class ModuleFunctionKernelProfiler:
                 _run_pass(fn, data)
                 if device == "cuda":
                     torch.cuda.synchronize()
+                if not torch_profiler_running():  # its trace is gone: exporting it would crash the process
+                    raise KernelscopeError(
+                        None,
+                        "the model ran a torch.profiler session of its own in the recorded pass, which ended the "
+                        "recording's (torch runs one profiler at a time); record it with that session turned off",
+                    )
             return prof
 
         warm_up = (lambda: _run_pass(fn, data)) if warmup_iterations > 0 else None
@@ -305,6 +311,13 @@ def record_pass(
         return result, "predicted", 1
     book.reset()
     return recorded(), "per_call_after_miss", 2
+
+
+def torch_profiler_running() -> bool:
+    """Whether a torch.profiler (or torch.autograd.profiler) session is running in this process: torch's own flag,
+    which every start and stop sets, on whichever thread (``_profiler_enabled()`` sees only the calling thread's, and
+    not a session that follows all threads)."""
+    return bool(torch.autograd.profiler._is_profiler_enabled) or torch._C._autograd._profiler_enabled()
 
 
 def profiler_options() -> dict:

@@ -1,11 +1,13 @@
 """Models run in unusual surroundings, each of which profile() got wrong: inside a torch.profiler session of the
-user's own (the recording's profiler ended the user's, which then held no events, and nothing said why)."""
+user's own (the recording's profiler ended the user's, which then held no events, and nothing said why), and a
+model that runs a torch.profiler session of its own in its forward (it ended the recording's, whose export then
+crashed the process with a segmentation fault)."""
 
 import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
-from kernelscope.analyzer.errors import RecordingBusyError  # noqa: E402
+from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -29,3 +31,22 @@ def test_profile_inside_a_users_torch_profiler_is_refused_and_leaves_the_users_s
     assert model.calls == 0, "refused before the model ran"
     assert "aten::mm" in {event.name for event in users.events()}, "the user's session still records"
     assert not hasattr(F.relu, "__wrapped__")
+
+
+class ProfilesItself(CountsCalls):
+    def forward(self, x):
+        self.calls += 1
+        with torch.profiler.profile():
+            return F.relu(x)
+
+
+def test_a_model_that_runs_a_torch_profiler_of_its_own_gets_a_clear_error_and_leaves_nothing_behind(tmp_path):
+    model = ProfilesItself()
+    with pytest.raises(KernelscopeError, match="torch.profiler session of its own"):
+        ModuleFunctionKernelProfiler().profile(
+            model, [((torch.randn(4, 4),), {})], warmup_iterations=1, out=tmp_path / "run"
+        )
+    assert model.calls == 2, "the patched warm-up and the recorded pass"
+    assert not (tmp_path / "run").exists()
+    assert not hasattr(F.relu, "__wrapped__") and "forward" not in vars(model)
+    assert not torch._C._autograd._profiler_enabled()
