@@ -224,9 +224,15 @@ def instrumented(
 
     import_what_the_profiler_imports()
     patches = _Patches()
-    with _gc_paused(), compiled_code_kept() if functions else nullcontext(), recording_of(book, collect) as recording:
+    named_modules = list(named_modules)
+    with (
+        _gc_paused(),
+        _recursion_room(named_modules),
+        compiled_code_kept() if functions else nullcontext(),
+        recording_of(book, collect) as recording,
+    ):
         try:
-            _install(patches, list(named_modules), book, recording.sampled, calls, functions)
+            _install(patches, named_modules, book, recording.sampled, calls, functions)
             yield
         finally:
             patches.undo()
@@ -246,6 +252,27 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+# Frames a recording adds besides one per module level: a folded module's call, calls between functionals, and
+# profile()'s own passes (record_pass, the warm-up's lambda...) around the model.
+_FRAMES_BESIDES_MODULES = 64
+
+
+@contextmanager
+def _recursion_room(named_modules: list[tuple[str, nn.Module]]) -> Iterator[None]:
+    """Python's recursion limit raised, while the scopes are in place, by the frames they add: a module's scoped
+    forward is one frame more per level of the hierarchy, so a model nested about as deep as the limit lets it run
+    would raise RecursionError only when recorded. Put back afterwards unless the model changed it meanwhile."""
+    levels = max((name.count(".") + 2 if name else 1 for name, _ in named_modules), default=1)
+    limit = sys.getrecursionlimit()
+    raised = limit + levels + _FRAMES_BESIDES_MODULES
+    sys.setrecursionlimit(raised)
+    try:
+        yield
+    finally:
+        if sys.getrecursionlimit() == raised:
+            sys.setrecursionlimit(limit)
 
 
 def _install(

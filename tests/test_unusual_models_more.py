@@ -1,7 +1,10 @@
 """Models run in unusual surroundings, each of which profile() got wrong: inside a torch.profiler session of the
 user's own (the recording's profiler ended the user's, which then held no events, and nothing said why), and a
 model that runs a torch.profiler session of its own in its forward (it ended the recording's, whose export then
-crashed the process with a segmentation fault)."""
+crashed the process with a segmentation fault), and a model nested about as deep as Python's recursion limit lets it
+run (the scopes' wrappers add a frame per level, which passed the limit)."""
+
+import sys
 
 import pytest
 
@@ -50,3 +53,33 @@ def test_a_model_that_runs_a_torch_profiler_of_its_own_gets_a_clear_error_and_le
     assert not (tmp_path / "run").exists()
     assert not hasattr(F.relu, "__wrapped__") and "forward" not in vars(model)
     assert not torch._C._autograd._profiler_enabled()
+
+
+class Nested(nn.Module):
+    def __init__(self, levels):
+        super().__init__()
+        self.inner = Nested(levels - 1) if levels else nn.Tanh()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def _deepest_that_runs(x, step=10):
+    """The deepest Nested that runs unprofiled under the recursion limit, to ``step`` levels, less one step (the
+    frames profile() itself takes)."""
+    levels = step
+    while True:
+        try:
+            with torch.no_grad():
+                Nested(levels + step)(x)
+        except RecursionError:
+            return levels - step
+        levels += step
+
+
+def test_a_model_nested_about_as_deep_as_the_recursion_limit_allows_is_recorded():
+    x, limit = torch.randn(2), sys.getrecursionlimit()
+    model = Nested(_deepest_that_runs(x))
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+    assert list(frame["function_name"].unique()) == ["torch.tanh"]
+    assert sys.getrecursionlimit() == limit, "the limit is put back"
