@@ -2,7 +2,9 @@
 user's own (the recording's profiler ended the user's, which then held no events, and nothing said why), and a
 model that runs a torch.profiler session of its own in its forward (it ended the recording's, whose export then
 crashed the process with a segmentation fault), and a model nested about as deep as Python's recursion limit lets it
-run (the scopes' wrappers add a frame per level, which passed the limit)."""
+run (the scopes' wrappers add a frame per level, which passed the limit), and a model that rebinds a patched function
+(a library patching F.gelu at its first forward) or its own forward while recorded (the recording put back what was
+there before, undoing the model's own change)."""
 
 import sys
 
@@ -83,3 +85,39 @@ def test_a_model_nested_about_as_deep_as_the_recursion_limit_allows_is_recorded(
     frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
     assert list(frame["function_name"].unique()) == ["torch.tanh"]
     assert sys.getrecursionlimit() == limit, "the limit is put back"
+
+
+class PatchesGeluOnce(nn.Module):
+    """Rebinds F.gelu to a function of its own at its first forward, as libraries that patch torch lazily do, and
+    its own forward at its second."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 1:
+            previous = F.gelu
+
+            def tanh_gelu(x, approximate="none"):
+                return previous(x, approximate="tanh")
+
+            F.gelu = tanh_gelu
+        if self.calls == 2:
+            self.forward = self.forward_after_two
+        return F.gelu(x)
+
+    def forward_after_two(self, x):
+        return F.relu(x)
+
+
+def test_a_function_or_forward_the_model_rebinds_while_recorded_keeps_the_models_binding(monkeypatch):
+    monkeypatch.setattr(F, "gelu", F.gelu)  # put back after the test, whatever the model left
+    original, model = F.gelu, PatchesGeluOnce()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 4),), {})], warmup_iterations=1)
+    assert F.gelu.__name__ == "tanh_gelu", "the model's own binding stays"
+    assert vars(model)["forward"] == model.forward_after_two
+    x = torch.randn(4, 4)
+    assert torch.equal(F.gelu(x), original(x, approximate="tanh")), "and calls the original, unscoped"
+    assert not hasattr(F.relu, "__wrapped__") and not hasattr(F.linear, "__wrapped__")
