@@ -293,7 +293,7 @@ class SampleBook:
         the per-call path gives) and say whether every predicted sample id was right."""
         held, self.held = self.held, []
         predicted, self._predicted = self._predicted, []
-        right = not self._unpredicted
+        right = as_many_calls = not self._unpredicted  # as many calls of each function as the warm-up, no other
         self.predicting = self._unpredicted = False
         for control, _, _ in predicted:
             control.stop_predicting()
@@ -301,16 +301,18 @@ class SampleBook:
             if key_call(args, kwargs) != sample_id:
                 right = False
         # Equal ids need equal keys too: a call's inputs reshaped in place after it would show other keys.
-        for control, _, warm_up_keys in predicted:
-            _, found = control.calls()
+        for control, warm_up_order, warm_up_keys in predicted:
+            order, found = control.calls()
             right = right and found == warm_up_keys[: len(found)]
-        self._missed = [] if right else predicted
+            as_many_calls = as_many_calls and len(order) == len(warm_up_order)
+        self._missed = predicted if as_many_calls and not right else []
         return right
 
     def calls_as_predicted(self) -> bool:
-        """After a wrong prediction and the pass recorded again, keyed per call: whether that pass made the calls
-        of the warm-up it was predicted from, with the same keys. Then the calls did not differ: inputs were
-        changed in place after their calls (``h.t_()``), so that keyed after the pass they showed other keys."""
+        """After a wrong prediction and the pass recorded again, keyed per call: whether the predicted pass made as
+        many calls of each function as the warm-up it was predicted from, and the pass recorded again the very calls
+        of that warm-up, with the same keys. Then the calls did not differ: inputs were changed in place after their
+        calls (``h.t_()``), so that keyed after the pass they showed other keys."""
         if not self._missed:
             return False
         warm_up = {id(control): (order, keys) for control, order, keys in self._missed}

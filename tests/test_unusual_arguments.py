@@ -131,3 +131,23 @@ def test_inputs_reshaped_in_place_after_their_call_are_described_as_they_were_at
         [entry] = _calls(tmp_path / "run", name)
         assert entry["args"]["tuple"][0]["tensor"]["shape"] == shape, name
         assert entry["args"]["tuple"][0]["tensor"]["stride"] == stride, name
+
+
+class CallsTwiceInItsSecondPass(nn.Module):
+    """Its second pass (the recorded one, after one warm-up) calls relu once more than the others, as a thread of
+    the program's own might."""
+
+    def __init__(self):
+        super().__init__()
+        self.passes = 0
+
+    def forward(self, x):
+        self.passes += 1
+        return [torch.nn.functional.relu(x) for _ in range(2 if self.passes == 2 else 1)]
+
+
+def test_calls_that_differ_in_one_pass_only_are_not_taken_for_inputs_changed_in_place():
+    with pytest.warns(RuntimeWarning, match="the model's calls differed between the warm-up passes and the recorded"):
+        ModuleFunctionKernelProfiler().profile(
+            CallsTwiceInItsSecondPass(), [((torch.randn(2, 3),), {})], warmup_iterations=1
+        )
