@@ -2,7 +2,8 @@
 a subclass of float, int or str (numpy.float64, an IntEnum, a str Enum), objects whose ``__repr__`` or
 ``__hash__`` raises, numpy arrays made afresh in every pass (an index array), and inputs reshaped in place after
 their call (``h.t_()``), which samples.json described as they were afterwards, with a warning that the model's calls
-differed between passes when they did not."""
+differed between passes when they did not; and inputs of a tensor subclass or in the MKLDNN layout, which made
+samples.pt unreadable with weights_only (the subclass) or its writing raise (MKLDNN)."""
 
 import enum
 import json
@@ -151,3 +152,29 @@ def test_calls_that_differ_in_one_pass_only_are_not_taken_for_inputs_changed_in_
         ModuleFunctionKernelProfiler().profile(
             CallsTwiceInItsSecondPass(), [((torch.randn(2, 3),), {})], warmup_iterations=1
         )
+
+
+class SeesItsCalls(torch.Tensor):
+    """A tensor subclass of the program's own, which torch.load(weights_only=True) does not know."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class Densifies(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.gelu(x.to_dense() if x.layout == torch._mkldnn else x)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda x: x.as_subclass(SeesItsCalls), lambda x: x.to_mkldnn()], ids=["subclass", "mkldnn"]
+)
+def test_inputs_of_a_tensor_subclass_or_mkldnn_are_saved_so_that_the_analyzer_reads_them_back(tmp_path, make):
+    x = torch.randn(2, 8)
+    ModuleFunctionKernelProfiler().profile(Densifies(), [((make(x),), {})], warmup_iterations=1, out=tmp_path / "run")
+    with load_run(tmp_path / "run") as run:
+        stored = run.function_data(tensors=True)
+    for name in ["gelu"] + (["Tensor.to_dense"] if "Tensor.to_dense" in stored else []):  # to_dense: the MKLDNN one
+        [(_, ((tensor,), _))] = stored[name]
+        assert type(tensor) is torch.Tensor and torch.equal(tensor, x), f"{name}: the values, as a plain tensor"
