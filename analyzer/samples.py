@@ -90,6 +90,7 @@ def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None
     default, for decoded samples, whose tensors are TensorMeta). A container nested deeper than MAX_NESTING
     (``depth`` counts the containers around ``value``, itself included) is written as an object of its type
     whose repr says so, which decode reads back."""
+    value = plain_scalar(value)
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -114,7 +115,33 @@ def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None
     if isinstance(value, ObjectRepr):  # a decoded store encodes back to what it was read from
         return {"object": {"type": value.type, "repr": value.repr}}
     kind = type(value)
-    return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": repr(value)}}
+    return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": safe_repr(value)}}
+
+
+_PLAIN_SCALARS = (bool, int, float, str)
+
+
+def plain_scalar(value: Any) -> Any:
+    """The plain int, float or str that a value of a subclass of one stands for (numpy.float64, an IntEnum, a str
+    Enum: what torch takes it for), read without calling the subclass's own methods; any other value as it is.
+    JSON and ``torch.load(weights_only=True)`` take only the plain types."""
+    kind = type(value)
+    if kind in _PLAIN_SCALARS or not isinstance(value, _PLAIN_SCALARS):
+        return value
+    if isinstance(value, int):  # bool has no subclasses
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    return str.__str__(value)
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or a description of its type where its ``__repr__`` raises."""
+    try:
+        return repr(value)
+    except Exception as exc:  # noqa: BLE001 (the model's own objects may raise anything)
+        kind = type(value)
+        return f"<{kind.__module__}.{kind.__qualname__} object (its repr raised {type(exc).__name__})>"
 
 
 def too_deep(kind: type) -> str:

@@ -8,7 +8,8 @@ a torch.nn module whose forward is one functional call (``nn.Linear``, ``nn.ReLU
 call's: ``ks.fn:linear#3@encoder.fc``, one scope instead of two (``folds_into_its_call``).
 
 What is patched, all of it put back exactly afterwards (``F.<name>`` is the identical object again,
-and a module that had no instance attribute ``forward`` has none):
+and a module that had no instance attribute ``forward`` has none; an attribute the model rebinds while recorded keeps
+the model's binding):
 
 - module forwards: an instance ``forward`` that opens the module's scope; a ``torch.compile``d module (however
   compiled: ``compiled.compiled_entry``) is scoped as the call ``torch.compile`` and the modules inside it are
@@ -147,26 +148,28 @@ def folds_into_its_call(module: nn.Module) -> bool:
 
 
 class _Patches:
-    """Attribute replacements on dicts and classes, undone in reverse order, exactly."""
+    """Attribute replacements on dicts and classes, undone in reverse order, exactly: an attribute that no longer
+    holds what was put there (the model rebound it while recorded, as libraries that patch torch at their first
+    call do) keeps the model's binding."""
 
     def __init__(self) -> None:
-        self.saved: list[tuple[Any, str, Any]] = []
+        self.saved: list[tuple[Any, str, Any, Any]] = []  # (owner, key, the value before, the value put there)
 
     def set_item(self, owner: dict, key: str, value: Any) -> None:
-        self.saved.append((owner, key, owner.get(key, _MISSING)))
+        self.saved.append((owner, key, owner.get(key, _MISSING), value))
         owner[key] = value
 
     def set_attribute(self, owner: Any, key: str, value: Any) -> None:
         """For classes and modules, whose ``__dict__`` cannot be written directly (classes) or is
         written like any other (modules)."""
-        self.saved.append((owner, key, vars(owner).get(key, _MISSING)))
+        self.saved.append((owner, key, vars(owner).get(key, _MISSING), value))
         setattr(owner, key, value)
 
     def set_all(self, owner: Any, values: dict[str, Any]) -> None:
         """Many attributes of one owner at once, undone as one: a module's in one update of its ``__dict__``,
         a class's one by one (``set_attribute``)."""
         namespace = vars(owner)
-        self.saved.append((owner, _MANY, {key: namespace.get(key, _MISSING) for key in values}))
+        self.saved.append((owner, _MANY, {key: namespace.get(key, _MISSING) for key in values}, values))
         if isinstance(owner, types.ModuleType):
             namespace.update(values)
         else:
@@ -175,10 +178,14 @@ class _Patches:
 
     def undo(self) -> None:
         while self.saved:
-            owner, key, before = self.saved.pop()
+            owner, key, before, put = self.saved.pop()
             if key is _MANY:
-                self._undo_all(owner, before)
-            elif isinstance(owner, dict):
+                self._undo_all(owner, before, put)
+                continue
+            now = (owner if isinstance(owner, dict) else vars(owner)).get(key, _MISSING)
+            if now is not put:  # rebound by the model meanwhile
+                continue
+            if isinstance(owner, dict):
                 if before is _MISSING:
                     owner.pop(key, None)
                 else:
@@ -189,12 +196,12 @@ class _Patches:
                 setattr(owner, key, before)
 
     @staticmethod
-    def _undo_all(owner: Any, before: dict[str, Any]) -> None:
-        missing = [key for key, value in before.items() if value is _MISSING]
+    def _undo_all(owner: Any, before: dict[str, Any], put: dict[str, Any]) -> None:
+        namespace = vars(owner)
+        before = {key: value for key, value in before.items() if namespace.get(key, _MISSING) is put[key]}
         if isinstance(owner, types.ModuleType):
-            namespace = vars(owner)
             namespace.update(before)
-            for key in missing:
+            for key in [key for key, value in before.items() if value is _MISSING]:
                 del namespace[key]
             return
         for key, value in reversed(before.items()):
@@ -225,9 +232,15 @@ def instrumented(
 
     import_what_the_profiler_imports()
     patches = _Patches()
-    with _gc_paused(), compiled_code_kept() if functions else nullcontext(), recording_of(book, collect) as recording:
+    named_modules = list(named_modules)
+    with (
+        _gc_paused(),
+        _recursion_room(named_modules),
+        compiled_code_kept() if functions else nullcontext(),
+        recording_of(book, collect) as recording,
+    ):
         try:
-            _install(patches, list(named_modules), book, recording.sampled, calls, functions)
+            _install(patches, named_modules, book, recording.sampled, calls, functions)
             yield
         finally:
             patches.undo()
@@ -247,6 +260,27 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+# Frames a recording adds besides one per module level: a folded module's call, calls between functionals, and
+# profile()'s own passes (record_pass, the warm-up's lambda...) around the model.
+_FRAMES_BESIDES_MODULES = 64
+
+
+@contextmanager
+def _recursion_room(named_modules: list[tuple[str, nn.Module]]) -> Iterator[None]:
+    """Python's recursion limit raised, while the scopes are in place, by the frames they add: a module's scoped
+    forward is one frame more per level of the hierarchy, so a model nested about as deep as the limit lets it run
+    would raise RecursionError only when recorded. Put back afterwards unless the model changed it meanwhile."""
+    levels = max((name.count(".") + 2 if name else 1 for name, _ in named_modules), default=1)
+    limit = sys.getrecursionlimit()
+    raised = limit + levels + _FRAMES_BESIDES_MODULES
+    sys.setrecursionlimit(raised)
+    try:
+        yield
+    finally:
+        if sys.getrecursionlimit() == raised:
+            sys.setrecursionlimit(limit)
 
 
 def _install(

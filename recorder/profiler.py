@@ -19,7 +19,7 @@ import torch
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
 from kernelscope.analyzer.connection import prepare as prepare_connection
-from kernelscope.analyzer.errors import RecordingBusyError
+from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
@@ -119,6 +119,13 @@ class ModuleFunctionKernelProfiler:
             raise RecordingBusyError(
                 None, "another kernelscope recording is running in this process; profile() is not re-entrant"
             )
+        if torch_profiler_running():  # torch runs one profiler at a time: ours would end the user's
+            _active.release()
+            raise RecordingBusyError(
+                None,
+                "a torch.profiler session of your own is running in this process, and the recording's profiler "
+                "would end it; call profile() outside it",
+            )
         try:
             self._release()
             return self._profile(fn, data, module, warmup_iterations, out, overwrite, tags)
@@ -158,6 +165,12 @@ class ModuleFunctionKernelProfiler:
                 _run_pass(fn, data)
                 if device == "cuda":
                     torch.cuda.synchronize()
+                if not torch_profiler_running():  # its trace is gone: exporting it would crash the process
+                    raise KernelscopeError(
+                        None,
+                        "the model ran a torch.profiler session of its own in the recorded pass, which ended the "
+                        "recording's (torch runs one profiler at a time); record it with that session turned off",
+                    )
             return prof
 
         warm_up = (lambda: _run_pass(fn, data)) if warmup_iterations > 0 else None
@@ -178,8 +191,15 @@ class ModuleFunctionKernelProfiler:
         prof, manifest["sample_keys"], recordings = recorded
         if manifest["sample_keys"] == "per_call_after_miss":
             warnings.warn(
-                "kernelscope: the model's calls differed between the warm-up passes and the recorded pass (other "
-                "calls, or inputs of other shapes), so the recorded pass was keyed as each call was made"
+                (
+                    "kernelscope: inputs of the recorded pass's calls were changed in place after their call (a "
+                    "reshape such as x.t_() or x.unsqueeze_(0)), which keying them after the pass cannot tell from "
+                    "calls that differ between passes"
+                    if recordings > 1 and book.calls_as_predicted()
+                    else "kernelscope: the model's calls differed between the warm-up passes and the recorded pass "
+                    "(other calls, or inputs of other shapes)"
+                )
+                + ", so the recorded pass was keyed as each call was made"
                 + (
                     f": the model ran {warmup_iterations + 2} passes, not {warmup_iterations + 1}"
                     if recordings > 1
@@ -291,6 +311,13 @@ def record_pass(
         return result, "predicted", 1
     book.reset()
     return recorded(), "per_call_after_miss", 2
+
+
+def torch_profiler_running() -> bool:
+    """Whether a torch.profiler (or torch.autograd.profiler) session is running in this process: torch's own flag,
+    which every start and stop sets, on whichever thread (``_profiler_enabled()`` sees only the calling thread's, and
+    not a session that follows all threads)."""
+    return bool(torch.autograd.profiler._is_profiler_enabled) or torch._C._autograd._profiler_enabled()
 
 
 def profiler_options() -> dict:

@@ -38,7 +38,7 @@ from kernelscope.analyzer.rundir import (
     TRACE,
     nested_deeper_than,
 )
-from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
+from kernelscope.analyzer.samples import SAMPLES_FORMAT, plain_scalar, safe_repr, tensor_bytes
 
 from . import git_head
 from .retention import CappedSampleBook
@@ -242,17 +242,30 @@ def _compact(value: Any) -> Any:
     """Arguments made safe for ``torch.load(weights_only=True)``: tensors (views copied so a slice does
     not drag its whole storage along), plain containers and scalars; anything else as its repr."""
     if isinstance(value, torch.Tensor):
-        tensor = value.detach()
+        tensor = _loadable(value).detach()
         if tensor.layout is torch.strided and tensor.untyped_storage().nbytes() > 2 * tensor.nbytes:
             tensor = tensor.clone()
         return tensor
+    value = plain_scalar(value)
     if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
         return value
     if isinstance(value, (tuple, list)):
         return [_compact(v) for v in value] if isinstance(value, list) else tuple(_compact(v) for v in value)
     if isinstance(value, dict):
-        return {k: _compact(v) for k, v in value.items() if isinstance(k, (str, int))}
-    return repr(value)
+        return {plain_scalar(k): _compact(v) for k, v in value.items() if isinstance(k, (str, int))}
+    return safe_repr(value)
+
+
+def _loadable(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor that ``torch.save`` writes and ``torch.load(weights_only=True)`` reads back: an MKLDNN tensor (no
+    storage torch.save can reach) in the strided layout, and a tensor of a subclass of the program's own (which
+    weights_only refuses, and with it the whole file) as a plain tensor of the same data."""
+    if tensor.layout is torch._mkldnn:
+        return tensor.to_dense()
+    if type(tensor) in (torch.Tensor, torch.nn.Parameter) or tensor.is_nested:  # NestedTensor is one torch reads
+        return tensor
+    with torch._C.DisableTorchFunctionSubclass():  # its __torch_function__ would make a subclass again
+        return tensor.as_subclass(torch.Tensor)
 
 
 def checked_tags(tags: Any) -> dict:

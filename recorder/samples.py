@@ -1,17 +1,21 @@
 """Distinct input samples of functional calls, keyed by their full signature.
 
 Two calls share a signature when every tensor at every position (nested lists/tuples/dicts included)
-has the same shape, dtype, strides and device, and every other argument has the same value. The key
-is built on the recorder's per-call path, so it is a plain tuple, cheap to hash.
+has the same shape, dtype, strides and device, and every other argument has the same value: a numpy array,
+made afresh in every pass like a tensor (``x[np.arange(n)]``), by its shape, dtype and strides; a scalar of
+a subclass of int, float or str (numpy.float64, an IntEnum) by the plain value torch takes it for; an
+unhashable object by its identity. The key is built on the recorder's per-call path, so it is a plain tuple,
+cheap to hash.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, NamedTuple
 
 import torch
-from kernelscope.analyzer.samples import MAX_NESTING, encode, tensor_bytes, too_deep
+from kernelscope.analyzer.samples import MAX_NESTING, encode, plain_scalar, tensor_bytes, too_deep
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
@@ -80,9 +84,15 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
         return (slice, signature_key(value.start), signature_key(value.stop), signature_key(value.step))
     if isinstance(value, (tuple, list)):  # torch.Size, named tuples
         return (kind, *[signature_key(v, known, depth + 1) for v in value])
+    plain = plain_scalar(value)
+    if plain is not value:  # numpy.float64, an IntEnum: the value torch takes, as samples.json writes it
+        return signature_key(plain)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.ndarray):  # array-like, like a tensor: a new one every call
+        return (kind, value.shape, value.dtype.str, value.strides)
     try:
         hash(value)
-    except TypeError:
+    except Exception:  # noqa: BLE001 (unhashable, or a __hash__ of the model's own that raises)
         return (kind, id(value))
     return (kind, value)
 
@@ -144,6 +154,7 @@ class SampleBook:
     def __init__(self) -> None:
         self.samples: dict[str, list[Sample]] = {}
         self.counts: dict[str, list[int]] = {}
+        self.descriptions: dict[str, list[dict]] = {}  # each signature's samples.json entry, made at its first call
         self.persistent: dict[int, tuple] = {}
         self.held: list = []  # the calls of the pass being held, in call order
         self.holding = False  # the per-call path holds each call's inputs (hold())
@@ -154,6 +165,7 @@ class SampleBook:
         self._controls: list[_RecorderControl] = []
         self._used: list[_RecorderControl] = []  # the recorders keyed per call since the last reset
         self._predicted: list[tuple[_RecorderControl, list, list]] = []  # (recorder, the warm-up's ids, its keys)
+        self._missed: list[tuple[_RecorderControl, list, list]] = []  # the _predicted of a wrong prediction
 
     def remember(self, tensors: Any) -> None:
         """Key these tensors once, up front: the parameters and buffers of the observed modules, which keep
@@ -170,6 +182,7 @@ class SampleBook:
         ids: dict[Any, int] = {}
         samples: list[Sample] = []
         counts: list[int] = []
+        descriptions: list[dict] = []
         order: list[int] = []  # the sample id of each call, in call order
         persistent = self.persistent
         book = self
@@ -196,8 +209,10 @@ class SampleBook:
                 sample_id = ids[key] = len(samples)
                 if not samples:  # functions that were never called have no entry
                     book.samples[function_name], book.counts[function_name] = samples, counts
+                    book.descriptions[function_name] = descriptions
                 samples.append((args, kwargs))
                 counts.append(1)
+                descriptions.append(describe(args, kwargs))
                 book.new_signature(function_name, sample_id, args, kwargs)
             order.append(sample_id)
             if book.holding:
@@ -210,6 +225,7 @@ class SampleBook:
             ids.clear()
             samples.clear()
             counts.clear()
+            descriptions.clear()
             order.clear()
 
         def predict(predicted: list[int], hold: Any) -> None:
@@ -235,6 +251,7 @@ class SampleBook:
         ``predict_next_pass`` predicts from; holding its inputs grows the allocator's cache to what the
         predicted pass will hold."""
         self.reset()
+        self._missed = []
         self.holding = True
         self.hold_limit_bytes = hold_limit_bytes
 
@@ -276,7 +293,7 @@ class SampleBook:
         the per-call path gives) and say whether every predicted sample id was right."""
         held, self.held = self.held, []
         predicted, self._predicted = self._predicted, []
-        right = not self._unpredicted
+        right = as_many_calls = not self._unpredicted  # as many calls of each function as the warm-up, no other
         self.predicting = self._unpredicted = False
         for control, _, _ in predicted:
             control.stop_predicting()
@@ -284,10 +301,24 @@ class SampleBook:
             if key_call(args, kwargs) != sample_id:
                 right = False
         # Equal ids need equal keys too: a call's inputs reshaped in place after it would show other keys.
-        for control, _, warm_up_keys in predicted:
-            _, found = control.calls()
+        for control, warm_up_order, warm_up_keys in predicted:
+            order, found = control.calls()
             right = right and found == warm_up_keys[: len(found)]
+            as_many_calls = as_many_calls and len(order) == len(warm_up_order)
+        self._missed = predicted if as_many_calls and not right else []
         return right
+
+    def calls_as_predicted(self) -> bool:
+        """After a wrong prediction and the pass recorded again, keyed per call: whether the predicted pass made as
+        many calls of each function as the warm-up it was predicted from, and the pass recorded again the very calls
+        of that warm-up, with the same keys. Then the calls did not differ: inputs were changed in place after their
+        calls (``h.t_()``), so that keyed after the pass they showed other keys."""
+        if not self._missed:
+            return False
+        warm_up = {id(control): (order, keys) for control, order, keys in self._missed}
+        return len(self._used) == len(warm_up) and all(
+            warm_up.get(id(control)) == control.calls() for control in self._used
+        )
 
     def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
         """Called once per distinct signature, after its first call is counted."""
@@ -300,14 +331,10 @@ class SampleBook:
         """The torch-free store (samples.json): counts, tensor signatures, non-tensor values."""
         return {
             name: [
-                {
-                    "sample_id": sample_id,
-                    "calls": self.counts[name][sample_id],
-                    "tensor_bytes": tensor_bytes(sample),
-                    "args": encode(sample[0], tensor_meta),
-                    "kwargs": encode(sample[1], tensor_meta),
-                }
-                for sample_id, sample in enumerate(self.samples[name])
+                {"sample_id": sample_id, "calls": calls, **description}
+                for sample_id, (calls, description) in enumerate(
+                    zip(self.counts[name], self.descriptions[name], strict=True)
+                )
             ]
             for name in self.samples
         }
@@ -320,7 +347,7 @@ class SampleBook:
         for control, _, _ in self._predicted:
             control.forget()
         self._used, self._predicted = [], []
-        self.samples, self.counts = {}, {}
+        self.samples, self.counts, self.descriptions = {}, {}, {}
         self.held = []
         self.holding = self.predicting = self._unpredicted = False
 
@@ -329,6 +356,7 @@ class SampleBook:
         for control in self._controls:
             control.forget()
         self.reset()
+        self._missed = []
         self.persistent.clear()
         self._recorders.clear()
         self._controls.clear()
@@ -339,6 +367,16 @@ class _RecorderControl(NamedTuple):
     calls: Any
     predict: Any
     stop_predicting: Any
+
+
+def describe(args: tuple, kwargs: dict) -> dict:
+    """A signature's entry in samples.json (less its id and count), made when its first call is keyed: its inputs
+    as they were then, for a model may reshape them in place after the call (``h.t_()``)."""
+    return {
+        "tensor_bytes": tensor_bytes((args, kwargs)),
+        "args": encode(args, tensor_meta),
+        "kwargs": encode(kwargs, tensor_meta),
+    }
 
 
 def tensor_meta(value: Any) -> dict | None:

@@ -1,0 +1,123 @@
+"""Models run in unusual surroundings, each of which profile() got wrong: inside a torch.profiler session of the
+user's own (the recording's profiler ended the user's, which then held no events, and nothing said why), and a
+model that runs a torch.profiler session of its own in its forward (it ended the recording's, whose export then
+crashed the process with a segmentation fault), and a model nested about as deep as Python's recursion limit lets it
+run (the scopes' wrappers add a frame per level, which passed the limit), and a model that rebinds a patched function
+(a library patching F.gelu at its first forward) or its own forward while recorded (the recording put back what was
+there before, undoing the model's own change)."""
+
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class CountsCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return F.relu(x)
+
+
+def test_profile_inside_a_users_torch_profiler_is_refused_and_leaves_the_users_session_running():
+    model, x = CountsCalls(), torch.randn(4, 4)
+    with torch.profiler.profile() as users:
+        with pytest.raises(RecordingBusyError, match="torch.profiler session"):
+            ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+        torch.mm(x, x)
+    assert model.calls == 0, "refused before the model ran"
+    assert "aten::mm" in {event.name for event in users.events()}, "the user's session still records"
+    assert not hasattr(F.relu, "__wrapped__")
+
+
+class ProfilesItself(CountsCalls):
+    def forward(self, x):
+        self.calls += 1
+        with torch.profiler.profile():
+            return F.relu(x)
+
+
+def test_a_model_that_runs_a_torch_profiler_of_its_own_gets_a_clear_error_and_leaves_nothing_behind(tmp_path):
+    model = ProfilesItself()
+    with pytest.raises(KernelscopeError, match="torch.profiler session of its own"):
+        ModuleFunctionKernelProfiler().profile(
+            model, [((torch.randn(4, 4),), {})], warmup_iterations=1, out=tmp_path / "run"
+        )
+    assert model.calls == 2, "the patched warm-up and the recorded pass"
+    assert not (tmp_path / "run").exists()
+    assert not hasattr(F.relu, "__wrapped__") and "forward" not in vars(model)
+    assert not torch._C._autograd._profiler_enabled()
+
+
+class Nested(nn.Module):
+    def __init__(self, levels):
+        super().__init__()
+        self.inner = Nested(levels - 1) if levels else nn.Tanh()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+def _deepest_that_runs(x, step=10):
+    """The deepest Nested that runs unprofiled under the recursion limit, to ``step`` levels, less one step (the
+    frames profile() itself takes)."""
+    levels = step
+    while True:
+        try:
+            with torch.no_grad():
+                Nested(levels + step)(x)
+        except RecursionError:
+            return levels - step
+        levels += step
+
+
+def test_a_model_nested_about_as_deep_as_the_recursion_limit_allows_is_recorded():
+    x, limit = torch.randn(2), sys.getrecursionlimit()
+    model = Nested(_deepest_that_runs(x))
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+    assert list(frame["function_name"].unique()) == ["torch.tanh"]
+    assert sys.getrecursionlimit() == limit, "the limit is put back"
+
+
+class PatchesGeluOnce(nn.Module):
+    """Rebinds F.gelu to a function of its own at its first forward, as libraries that patch torch lazily do, and
+    its own forward at its second."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls == 1:
+            previous = F.gelu
+
+            def tanh_gelu(x, approximate="none"):
+                return previous(x, approximate="tanh")
+
+            F.gelu = tanh_gelu
+        if self.calls == 2:
+            self.forward = self.forward_after_two
+        return F.gelu(x)
+
+    def forward_after_two(self, x):
+        return F.relu(x)
+
+
+def test_a_function_or_forward_the_model_rebinds_while_recorded_keeps_the_models_binding(monkeypatch):
+    monkeypatch.setattr(F, "gelu", F.gelu)  # put back after the test, whatever the model left
+    original, model = F.gelu, PatchesGeluOnce()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 4),), {})], warmup_iterations=1)
+    assert F.gelu.__name__ == "tanh_gelu", "the model's own binding stays"
+    assert vars(model)["forward"] == model.forward_after_two
+    x = torch.randn(4, 4)
+    assert torch.equal(F.gelu(x), original(x, approximate="tanh")), "and calls the original, unscoped"
+    assert not hasattr(F.relu, "__wrapped__") and not hasattr(F.linear, "__wrapped__")
