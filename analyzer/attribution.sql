@@ -62,7 +62,7 @@ device_events AS (
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 ),
 cpu_ops AS (
-    SELECT event_id, pid, tid, ts_ns, dur_ns
+    SELECT event_id, pid, tid, ts_ns, dur_ns, contains(name, '::') AS namespaced
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
       AND NOT starts_with(name, getvariable('module_prefix'))
@@ -73,12 +73,13 @@ SELECT d.event_id,
        CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
        d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
        COALESCE(d.external_id, l.external_id) AS external_id,
-       l.pid AS at_pid, coalesce(o.tid, l.tid) AS at_tid, l.ts_ns AS at_ns, false AS is_cpu_op, l.graph_launch_id
+       l.pid AS at_pid, coalesce(o.tid, l.tid) AS at_tid, l.ts_ns AS at_ns, false AS is_cpu_op, l.graph_launch_id,
+       false AS namespaced
 FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 LEFT JOIN ks_ops_by_id o
   ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns
 UNION ALL
-SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL
+SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, namespaced
 FROM cpu_ops;
 
 -- The launch check (returned at the end): did the profiler keep, for every launch that must have device events,
@@ -129,7 +130,8 @@ SET VARIABLE ks_bucket_shift = (
 -- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too (folded).
 -- A plain trace's scopes are its Python frames (frames.sql, ks_frame_scopes), named there.
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
-SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_folded(name) AS folded
+SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_folded(name) AS folded,
+       kind = 2 AND contains(name, '::') AS namespaced
 FROM (
     SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name,
            CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
@@ -148,7 +150,7 @@ WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable(
       IN (SELECT (pid, tid, at_ns >> getvariable('ks_bucket_shift')) FROM ks_anchors);
 
 -- Per launch point (or CPU operator), the innermost module, function and operator holding it (latest start, then
--- shortest, then last in the trace) and the outermost operator, from a range join (IEJoin) of the points with the
+-- shortest, then last in the trace) and the outermost operator (and the outermost with a namespace), from a range join (IEJoin) of the points with the
 -- spans of their thread; a CPU operator's innermost holding operator is its parent. Each is kept as its order
 -- (span_keys.sql), read below by comparisons and its id alone. That order is one 128-bit key when the trace's spans
 -- fit (start past the first, duration and event id in 127 bits, with a bit to spare each): the aggregates then
@@ -170,7 +172,8 @@ packed AS (
            max(e.k) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
            max(e.k) FILTER (WHERE e.kind = 1) AS function,
            max(e.k) FILTER (WHERE e.kind = 2) AS inner_op,
-           min(e.k) FILTER (WHERE e.kind = 2) AS outer_op
+           min(e.k) FILTER (WHERE e.kind = 2) AS outer_op,
+           min(e.k) FILTER (WHERE e.namespaced) AS outer_namespaced_op
     FROM ks_anchors a
     JOIN (SELECT *, ks_span_key(ts_ns, end_ns, event_id) AS k
           FROM ks_enclosers WHERE getvariable('ks_key_bits').packed) e
@@ -183,7 +186,8 @@ general AS (
            max(e.o) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
            max(e.o) FILTER (WHERE e.kind = 1) AS function,
            max(e.o) FILTER (WHERE e.kind = 2) AS inner_op,
-           min(e.o) FILTER (WHERE e.kind = 2) AS outer_op
+           min(e.o) FILTER (WHERE e.kind = 2) AS outer_op,
+           min(e.o) FILTER (WHERE e.namespaced) AS outer_namespaced_op
     FROM ks_anchors a
     JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o
           FROM ks_enclosers WHERE NOT getvariable('ks_key_bits').packed) e
@@ -192,7 +196,8 @@ general AS (
     GROUP BY a.anchor
 )
 SELECT anchor, ks_span_order_of_key(module) AS module, ks_span_order_of_key(function) AS function,
-       ks_span_order_of_key(inner_op) AS inner_op, ks_span_order_of_key(outer_op) AS outer_op
+       ks_span_order_of_key(inner_op) AS inner_op, ks_span_order_of_key(outer_op) AS outer_op,
+       ks_span_order_of_key(outer_namespaced_op) AS outer_namespaced_op
 FROM packed
 UNION ALL
 SELECT * FROM general;
@@ -204,11 +209,11 @@ SELECT * FROM general;
 -- outlasts it, or comes before it in the trace, is outside it. Usually the outermost operator of all; a second
 -- join only for the points where that one is outside the scope.
 CREATE OR REPLACE TEMP TABLE ks_call_ops AS
-SELECT anchor, outer_op.id AS inside_op_id
+SELECT anchor, outer_op.id AS inside_op_id, outer_namespaced_op.id AS inside_namespaced_op_id
 FROM ks_innermost
 WHERE coalesce(function, module) IS NULL OR outer_op > coalesce(function, module)
 UNION ALL
-SELECT a.anchor, min(e.o).id
+SELECT a.anchor, min(e.o).id, (min(e.o) FILTER (WHERE e.namespaced)).id
 FROM (SELECT a.*, coalesce(i.function, i.module) AS scope
       FROM ks_anchors a JOIN ks_innermost i USING (anchor)
       WHERE i.outer_op < coalesce(i.function, i.module)) a
@@ -223,7 +228,8 @@ DROP TABLE ks_enclosers;
 -- names, else the innermost one holding its launch; a CPU row's is itself, and the innermost one holding it is its
 -- parent (parent_op_id). Its call's operator (call_op_id: the outermost one in its call scope, or of all outside
 -- one) and, outside any call scope, the operator the trace rule names its call after (named_op_id, where the
--- variable other_operator_call turns that rule on): a CPU row holds itself for both.
+-- variable other_operator_call turns that rule on: the outermost one with a namespace in its module scope, or of all
+-- outside one, else the outermost one there): a CPU row holds itself for both.
 CREATE OR REPLACE TEMP TABLE ks_rows AS
 SELECT it.*, i.module.id AS module_id, i.function.id AS function_id,
        CASE WHEN it.is_cpu_op THEN it.event_id ELSE coalesce(obi.op_id, i.inner_op.id) END AS op_id,
@@ -231,7 +237,8 @@ SELECT it.*, i.module.id AS module_id, i.function.id AS function_id,
        coalesce(CASE WHEN i.function IS NULL THEN i.outer_op.id ELSE c.inside_op_id END,
                 CASE WHEN it.is_cpu_op THEN it.event_id END) AS call_op_id,
        CASE WHEN i.function IS NULL AND getvariable('other_operator_call') IS NOT NULL
-            THEN coalesce(c.inside_op_id, CASE WHEN it.is_cpu_op THEN it.event_id END) END AS named_op_id
+            THEN coalesce(c.inside_namespaced_op_id, CASE WHEN it.is_cpu_op AND it.namespaced THEN it.event_id END,
+                          c.inside_op_id, CASE WHEN it.is_cpu_op THEN it.event_id END) END AS named_op_id
 FROM ks_items it
 LEFT JOIN ks_anchors a
   ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.at_ns
@@ -285,7 +292,8 @@ SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
 -- The row's call (function_name, call_event_id: the event that makes it): the innermost call scope's; else, in
 -- recordings and traces that name calls from the trace (the variables), a compiled region's (its outermost operator
 -- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own), then a graph launch's,
--- then the trace rule's: the operator named_op_id, by its own name where it has a namespace ("aten::lstm",
+-- then the trace rule's: the operator named_op_id (the outermost with a namespace, which a TorchScript method's
+-- "forward" or an autograd Function's operator holds), by its own name where it has a namespace ("aten::lstm",
 -- "torchvision::nms": no functional or dotted torch name holds "::"), else other_operator_call ("Torch-Compiled
 -- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
 CREATE OR REPLACE TABLE kernels AS

@@ -181,8 +181,8 @@ def reference_attribution(
     def read(holders: list, own: tuple | None = None) -> dict:
         """The attribution of a launch point or a CPU operator (``own``) read off the spans that hold it,
         outermost first. The call's operator is the first operator after the innermost call scope, the one
-        named after the first after the innermost module scope (either first of all without one); a CPU
-        operator counts as holding itself there, not as its own parent (``inner_op``)."""
+        named after the first with a namespace after the innermost module scope, else the first there (either of
+        all without one); a CPU operator counts as holding itself there, not as its own parent (``inner_op``)."""
         chain = holders + ([own] if own else [])
         functions = scoped_calls(chain)
         modules = [n for n, x in enumerate(chain) if module_of(x[2]) is not None]
@@ -190,9 +190,13 @@ def reference_attribution(
         def first_op_after(position: int) -> tuple | None:
             return next((x for x in chain[position + 1 :] if role(x[2]) == "op"), None)
 
+        def first_namespaced_op_after(position: int) -> tuple | None:
+            return next((x for x in chain[position + 1 :] if role(x[2]) == "op" and "::" in x[2]["name"]), None)
+
         ops = [x for x in holders if role(x[2]) == "op"]
         call_op = first_op_after(functions[-1] if functions else -1)
-        named = first_op_after(modules[-1] if modules else -1)
+        after_module = modules[-1] if modules else -1
+        named = first_namespaced_op_after(after_module) or first_op_after(after_module)
         return {
             "module_name": module_label([chain[n] for n in modules]),
             "function_label": call_of(chain[functions[-1]][2]) if functions else None,

@@ -326,3 +326,47 @@ def test_launch_rules_read_cuda_and_rocm_names_by_their_shape():
                 con.execute("SELECT ks_kernel_launch(?), ks_graph_launch(?)", [name, name]).fetchone()
                 == shapes[expected]
             ), name
+
+
+def _operator_trace(tmp_path: Path, operators: list[str]) -> Path:
+    """A trace whose one kernel is launched inside ``operators`` (cpu_op events, outermost first, each holding
+    the next), with no scope or frame around them."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": op, "pid": 7, "tid": 7, "ts": 10 + n, "dur": 100 - 2 * n, "args": {}}
+        for n, op in enumerate(operators)
+    ]
+    events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 7,
+                   "ts": 10 + len(operators), "dur": 1, "args": {"correlation": 5}})  # fmt: skip
+    events.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 200, "dur": 3,
+                   "args": {"correlation": 5, "device": 0, "stream": 7}})  # fmt: skip
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("operators", "call"),
+    [
+        (["forward", "aten::linear", "aten::addmm"], "aten::linear"),  # TorchScript: its method, then the ops
+        (["FusedFunction", "mylib::fused", "aten::mm"], "mylib::fused"),  # an autograd Function's operator
+        (["CudnnConvolutionBackward", "aten::cudnn_convolution_backward"], "aten::cudnn_convolution_backward"),
+        (["FusedFunction"], "(other operator)"),  # a kernel its extension launched itself
+        (["aten::linear", "aten::addmm"], "aten::linear"),
+    ],
+    ids=lambda v: str(v)[:40],
+)
+def test_work_outside_any_call_is_named_after_its_outermost_operator_with_a_namespace(tmp_path, operators, call):
+    path = _operator_trace(tmp_path, operators)
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        (row,) = run.profiling_df().itertuples()
+    assert (row.function_name, row.call_op, row.op) == (call, operators[0], operators[-1])
+
+
+def test_a_2021_training_trace_names_its_backward_and_optimizer_kernels_after_their_operators():
+    path = REPO / "sample_traces" / "external" / "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz"
+    with load_run(path) as run:
+        frame = run.profiling_df()
+    by_call = frame.groupby("function_name")["kernel_us"].sum()
+    assert "(other operator)" not in by_call.index, "62 % of its device time was, under backward nodes' operators"
+    assert by_call["aten::cudnn_convolution_backward"] > 0.4 * by_call.sum()
