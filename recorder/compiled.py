@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 import torch
 
 from .calls import INSIDE_CALL
+from .scope_gate import NO_SCOPE
+from .scope_gate import OPEN as scopes_open
 from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -71,7 +73,8 @@ def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: 
     def compiled_in_scope(*args, **kwargs):
         if dynamo_tracing():
             return forward(*args, **kwargs)
-        with _Scope(scope_name), _Scope(call(args, kwargs)):
+        call_scope, scoped = call(args, kwargs), scopes_open[0]  # closed before the profiler starts: scope_gate.py
+        with _Scope(scope_name) if scoped else NO_SCOPE, _Scope(call_scope) if scoped else NO_SCOPE:
             if not marks_its_calls:
                 return forward(*args, **kwargs)
             token = INSIDE_CALL.set(True)

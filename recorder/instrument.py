@@ -49,6 +49,8 @@ from .compiled import (
     optimized_module_type,
 )
 from .samples import SampleBook
+from .scope_gate import NO_SCOPE
+from .scope_gate import OPEN as scopes_open
 from .wrappers import functional_names, patch_plan, recording_of, sample_scopes  # noqa: F401 (tests read the rule)
 from .wrapping import wraps
 
@@ -68,7 +70,7 @@ def _module_forward(forward: Any, scope_name: str):
     def forward_in_scope(*args, **kwargs):
         if dynamo_tracing():
             return forward(*args, **kwargs)
-        with _Scope(scope_name):
+        with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             return forward(*args, **kwargs)
 
     return wraps(forward_in_scope, forward)

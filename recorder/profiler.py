@@ -23,6 +23,7 @@ from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError
 from torch import nn
 from torch.profiler import ProfilerActivity, profile
 
+from . import scope_gate
 from .compiled import record_keeping_compiled_code
 from .instrument import CALLS, instrumented
 from .kineto_notices import quiet_start_and_stop
@@ -162,7 +163,8 @@ class ModuleFunctionKernelProfiler:
         def recorded_pass():
             recording = profile(activities=activities, **profiler_options())
             with quiet_cycle_warning(), quiet_start_and_stop(recording) as prof:
-                _run_pass(fn, data)
+                with scope_gate.opened():  # the profiler runs: a scope opened now is closed with it running
+                    _run_pass(fn, data)
                 if device == "cuda":
                     torch.cuda.synchronize()
                 if not torch_profiler_running():  # its trace is gone: exporting it would crash the process
@@ -177,7 +179,9 @@ class ModuleFunctionKernelProfiler:
         rehearsal = warm_up if patched_warm_ups == 2 else None
 
         def patched_passes(functions: bool):
-            with torch.no_grad(), instrumented(named_modules, book, self.function_names, self.calls, functions):
+            # no scope opens until the recorded pass's profiler has started (scope_gate.py)
+            patches = instrumented(named_modules, book, self.function_names, self.calls, functions)
+            with scope_gate.closed(), torch.no_grad(), patches:
                 manifest["git_commit"] = git_commit.result()
                 connection.exception()  # made (a failure is raised by load_run, which makes one again)
                 held = hold_limit_bytes(device, book)

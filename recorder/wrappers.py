@@ -35,6 +35,8 @@ from .calls import (
 )
 from .compiled import dynamo_tracing
 from .samples import SampleBook
+from .scope_gate import NO_SCOPE
+from .scope_gate import OPEN as scopes_open
 from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -139,11 +141,11 @@ def _functional(function: Any, name: str):
         scope = labels[record(args, kwargs)]
         folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
         if not folded:
-            with _Scope(scope):
+            with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
         token = enter_call(False)  # the functionals this call makes are its own, not the module's calls
         try:
-            with _Scope(scope + folded):
+            with _Scope(scope + folded) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
         finally:
             leave_call(token)
@@ -191,11 +193,11 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
         if written_in_c:
-            with _Scope(scope):
+            with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
         token = enter_call(True)
         try:
-            with _Scope(scope):
+            with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
         finally:
             leave_call(token)
