@@ -163,7 +163,7 @@ class ModuleFunctionKernelProfiler:
         def recorded_pass():
             recording = profile(activities=activities, **profiler_options())
             with quiet_cycle_warning(), quiet_start_and_stop(recording) as prof:
-                with scope_gate.opened():  # the profiler runs: a scope opened now is closed with it running
+                with scope_gate.set_open(True):  # the profiler runs: a scope opened now is closed with it running
                     _run_pass(fn, data)
                 if device == "cuda":
                     torch.cuda.synchronize()
@@ -181,7 +181,7 @@ class ModuleFunctionKernelProfiler:
         def patched_passes(functions: bool):
             # no scope opens until the recorded pass's profiler has started (scope_gate.py)
             patches = instrumented(named_modules, book, self.function_names, self.calls, functions)
-            with scope_gate.closed(), torch.no_grad(), patches:
+            with scope_gate.set_open(False), torch.no_grad(), patches:
                 manifest["git_commit"] = git_commit.result()
                 connection.exception()  # made (a failure is raised by load_run, which makes one again)
                 held = hold_limit_bytes(device, book)

@@ -13,25 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 
-OPEN = [True]  # read on the per-call path: a list's item, which the wrappers' closures read without a lookup
+OPEN = [True]  # a list, so that every module importing it reads the one flag (on the per-call path)
 NO_SCOPE = nullcontext()  # what a wrapper enters in place of its scope while they are closed
 
 
 @contextmanager
-def closed() -> Iterator[None]:
-    """No scope opens for the duration of the block (profile()'s patched passes, until its profiler starts)."""
-    OPEN[0] = False
+def set_open(is_open: bool) -> Iterator[None]:
+    """Scopes open (or not) for the duration of the block, then as before it: closed for profile()'s patched
+    passes, open inside them for its recorded pass, once its profiler has started."""
+    before, OPEN[0] = OPEN[0], is_open
     try:
         yield
     finally:
-        OPEN[0] = True
-
-
-@contextmanager
-def opened() -> Iterator[None]:
-    """Scopes open for the duration of the block (the recorded pass, its profiler started), then close again."""
-    OPEN[0] = True
-    try:
-        yield
-    finally:
-        OPEN[0] = False
+        OPEN[0] = before

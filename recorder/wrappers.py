@@ -205,6 +205,21 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     return wraps(call_in_scope, function, name)
 
 
+def _calls_by_name(function: Any, holds_its_calls: bool | None = None) -> Callable[[str], Any]:
+    """``name -> wrapper``: one torch-level call wrapper (outermost only) of ``function`` per name, made at its
+    first call and kept for the process like every wrapper, for the targets whose calls take their name from what
+    they run (a Triton kernel, an autograd Function)."""
+    by_name: dict[str, Any] = {}
+
+    def call_named(name: str) -> Any:
+        call = by_name.get(name)
+        if call is None:
+            call = by_name.setdefault(name, _marked_call(function, name, True, holds_its_calls))
+        return call
+
+    return call_named
+
+
 def triton_kernel_name(kernel: Any) -> str:
     """``triton.<name>`` of a ``@triton.jit`` function: its Python function's name."""
     function = getattr(kernel, "fn", None)
@@ -238,7 +253,6 @@ def _triton_launch(run: Any):
     """The wrapper of ``JITFunction.run``: a torch-level call (outermost only) named after the kernel it
     launches, ``triton.<name>``, with one call wrapper per name (made at its first launch, kept for the process
     like every wrapper). The kernel is the call's first argument, so samples.json names it too."""
-    by_name: dict[str, Any] = {}
 
     def launch(kernel, *args, **kwargs):
         grid = kwargs.get("grid")
@@ -246,17 +260,15 @@ def _triton_launch(run: Any):
             kwargs["grid"] = grid.function
         return run(kernel, *args, **kwargs)
 
+    call_named = _calls_by_name(launch)
+
     def launch_in_scope(kernel, *args, **kwargs):
         if not _current or dynamo_tracing():
             return run(kernel, *args, **kwargs)
-        name = triton_kernel_name(kernel)
-        call = by_name.get(name)
-        if call is None:
-            call = by_name.setdefault(name, _marked_call(launch, name, outermost_only=True))
         grid = kwargs.get("grid")
         if callable(grid):
             kwargs["grid"] = _GridFunction(grid)
-        return call(kernel, *args, **kwargs)
+        return call_named(triton_kernel_name(kernel))(kernel, *args, **kwargs)
 
     return wraps(launch_in_scope, run, TRITON_LAUNCH)
 
@@ -267,16 +279,12 @@ def _autograd_apply(apply: classmethod) -> classmethod:
     its internals: checkpointing, collectives, a compiled region's ``CompiledFunction``). One call wrapper per name,
     kept for the process; the Function's class is the call's first argument."""
     original = apply.__func__
-    by_name: dict[str, Any] = {}
+    call_named = _calls_by_name(original, holds_its_calls=False)
 
     def apply_in_scope(cls, *args, **kwargs):
         if not _current or INSIDE_CALL.get() is True or dynamo_tracing() or cls.__module__.startswith("torch."):
             return original(cls, *args, **kwargs)
-        name = f"{cls.__name__}.{AUTOGRAD_APPLY}"
-        call = by_name.get(name)
-        if call is None:
-            call = by_name.setdefault(name, _marked_call(original, name, outermost_only=True, holds_its_calls=False))
-        return call(cls, *args, **kwargs)
+        return call_named(f"{cls.__name__}.{AUTOGRAD_APPLY}")(cls, *args, **kwargs)
 
     return classmethod(wraps(apply_in_scope, original, AUTOGRAD_APPLY))
 
