@@ -7,7 +7,8 @@ the trip back.
 STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``sweep`` (model_sweep.py), ``named``
 (named_share.py), ``frames``
 (frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
-``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``scaling``
+``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``stages``
+(profile_stages.py: tiny, mlp and transformer_encoder), ``scaling``
 (profile_scaling.py), ``threads`` (duckdb_threads.py: the demo and 10 MB-100 MB traces per DuckDB thread
 count), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
 stages timed: load_stages.py), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
@@ -68,6 +69,12 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
             + [str(HERE / "profile_vs_aitune.py"), "--device", "cuda", "--rounds", "5"]
             + ["--out", str(work / "aitune" / "profile_vs_aitune.json")],
             240,
+        ),
+        "stages": (
+            py
+            + [str(HERE / "profile_stages.py"), "--device", "cuda", "--workloads", "tiny,mlp,transformer_encoder"]
+            + ["--out", str(work / "stages" / "profile_stages.json")],
+            120,
         ),
         "scaling": (py + [str(HERE / "profile_scaling.py")], 150),
         "threads": (
