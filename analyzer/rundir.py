@@ -28,6 +28,17 @@ COMPILED_REGION_CALL = "torch.compile"
 OTHER_OPERATOR_CALL = "(other operator)"
 MAX_RANK = (1 << 31) - 1  # ranks and world sizes are 32-bit integers in every table
 MAX_NESTING = 100  # JSON levels of a manifest (its tags included): what any engine reads back
+# the manifest's fields that the analyzer, the archive, the report and bench read as text: a JSON string or null
+TEXT_FIELDS = (
+    "kernelscope_version", "torch_version", "cuda_version", "python_version", "platform", "device", "gpu_name",
+    "hostname", "backend", "start_time", "git_commit", "model",
+)  # fmt: skip
+# the manifest's objects of the recording's figures that bench reads (sizes it divides): each a JSON object or null,
+# these keys of it a number >= 0 or null, ``reason`` a string or null
+FIGURE_FIELDS = {
+    "sample_tensors": ("bytes", "limit_bytes"),
+    "sample_memory": ("limit_bytes", "kept_bytes", "signatures", "signatures_not_kept"),
+}
 NAMING_ANNOTATIONS = (
     "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call"
 )  # fmt: skip
@@ -88,6 +99,25 @@ def _check_fields(path: Path, manifest: dict) -> None:
     tags = manifest.get("tags")
     if tags is not None and not isinstance(tags, dict):
         raise BadInputError(path, f"has tags {json_text(tags)}, not a JSON object")
+    for key in TEXT_FIELDS:
+        if not isinstance(manifest.get(key, ""), (str, type(None))):
+            raise BadInputError(path, f"has {key} {json_text(manifest[key])}, not a string")
+    for key, numbers in FIGURE_FIELDS.items():
+        figures = manifest.get(key)
+        if figures is None:
+            continue
+        if not isinstance(figures, dict):
+            raise BadInputError(path, f"has {key} {json_text(figures)}, not a JSON object")
+        for name in numbers:
+            if not _is_size(figures.get(name, 0)):
+                raise BadInputError(path, f"has {key}.{name} {json_text(figures[name])}, not a number >= 0")
+        if not isinstance(figures.get("reason", ""), (str, type(None))):
+            raise BadInputError(path, f"has {key}.reason {json_text(figures['reason'])}, not a string")
+
+
+def _is_size(value: object) -> bool:
+    """null, or a finite number >= 0 (not a bool: JSON true is no size)."""
+    return value is None or (type(value) in (int, float) and 0 <= value < float("inf"))
 
 
 def is_rank(value: object) -> bool:

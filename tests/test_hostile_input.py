@@ -91,6 +91,62 @@ HOSTILE_CASES = {
         "samples.json",
         "has a malformed sample 1 of function 'linear' (nested deeper than 64 levels)",
     ),
+    "manifest gpu_name a list": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["gpu_name"], ["H200"]))),
+        "manifest.json",
+        'has gpu_name ["H200"], not a string',
+    ),
+    "manifest torch_version a number": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["torch_version"], 2.11))),
+        "manifest.json",
+        "has torch_version 2.11, not a string",
+    ),
+    "manifest sample_memory a list": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["sample_memory"], [1]))),
+        "manifest.json",
+        "has sample_memory [1], not a JSON object",
+    ),
+    "manifest sample_tensors.bytes a string": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["sample_tensors"], {"bytes": "1 GB"}))),
+        "manifest.json",
+        'has sample_tensors.bytes "1 GB", not a number >= 0',
+    ),
+    "sample calls adding up past 2**63": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json("samples.json", lambda doc: [e.update(calls=2**63 - 1) for e in doc["functions"]["linear"][:2]]),
+        ),
+        "samples.json",
+        "has calls or tensor bytes of function 'linear' that add up past 9223372036854775807 (64 bits)",
+    ),
+    "sample tensor bytes adding up past 2**63": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json(
+                "samples.json",
+                lambda doc: [a["tensor"].update(nbytes=2**62) for a in doc["functions"]["linear"][0]["args"]["tuple"]],
+            ),
+        ),
+        "samples.json",
+        "has calls or tensor bytes of function 'linear' that add up past",
+    ),
+    "sample object whose repr is a list": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json(
+                "samples.json", _set_in(["functions", "linear", 1, "kwargs"], {"object": {"type": 1, "repr": [1]}})
+            ),
+        ),
+        "samples.json",
+        "has a malformed sample 1 of function 'linear' (an object needs strings type and repr)",
+    ),
+    "sample tuple of a string": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 0, "args"], {"tuple": "ab"}))
+        ),
+        "samples.json",
+        "has a malformed sample 0 of function 'linear' (a value tagged 'tuple' holds a JSON string, not an array)",
+    ),
     "distributedInfo.rank past 2**31": lambda tmp_path: (
         _header_trace(tmp_path, {"rank": 2**31 + 5}),
         ".json",
@@ -150,3 +206,16 @@ def test_hostile_input_is_one_line_naming_the_file_and_the_fault(case, command, 
     assert where in line and problem in line, line
     if command == "archive":
         assert not (tmp_path / "archive" / ".staging").exists() and not (tmp_path / "archive" / "runs").exists()
+
+
+def test_a_ragged_shape_with_a_stride_is_shown_with_its_stride(tmp_path):
+    """The recorder writes a nested tensor's stride null; a store that gives one with a ragged size still loads, and
+    its signature shows the stride (no contiguous stride to compare it with)."""
+    from kernelscope.analyzer import load_run
+
+    def ragged(doc):
+        doc["functions"]["linear"][0]["args"]["tuple"][0]["tensor"].update(shape=[None, 1024], stride=[1024, 1])
+
+    with load_run(_copy_of_run(tmp_path, _edit_json("samples.json", ragged))) as run:
+        signature = run.sql("SELECT signature FROM samples WHERE function_name = 'linear' AND sample_id = 0").iat[0, 0]
+    assert signature.startswith("(float16[*,1024]{1024,1}@cuda:0, ")
