@@ -55,6 +55,17 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         raise BadInputError(path, "is not valid JSON") from None
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    check_manifest(path, manifest)
+    for key, what in (("trace", "trace"), ("samples", "sample store")):
+        if not (Path(run_dir) / manifest["files"][key]).is_file():
+            raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
+    return manifest
+
+
+def check_manifest(path: str | os.PathLike, manifest: object) -> None:
+    """A parsed manifest (of a run directory at ``path``, or archived there), checked for the fields and version this
+    analyzer understands; ``files`` and ``annotation`` are set to ``{}`` where missing, ``files``' names to their
+    defaults."""
     if not isinstance(manifest, dict) or type(manifest.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope manifest (no integer format_version)")
     if manifest["format_version"] > FORMAT_VERSION:
@@ -76,13 +87,9 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         name = manifest["files"].setdefault(key, default)
         if name is not None and not _is_plain_name(name):
             raise BadInputError(path, f"names files.{key} {name!r}, which is not a file name inside the run directory")
-    for key, what in (("trace", "trace"), ("samples", "sample store")):
-        if not (Path(run_dir) / manifest["files"][key]).is_file():
-            raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
-    return manifest
 
 
-def _check_fields(path: Path, manifest: dict) -> None:
+def _check_fields(path: str | os.PathLike, manifest: dict) -> None:
     """The fields the analyzer and the archive read, of the JSON type they read them as (bool is not int)."""
     rank, world_size = manifest.get("rank", 0), manifest.get("world_size")
     if not is_rank(rank):
