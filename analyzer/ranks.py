@@ -117,6 +117,15 @@ def header_rank(keys: dict, trace: Path) -> int:
     return rank or 0
 
 
+def header_gpu_names(keys: dict) -> list[str]:
+    """The names of the GPUs a bare Kineto trace's ``deviceProperties`` lists, in its order: only names that are
+    strings, of entries that are objects, of a list (a hostile header may hold anything there)."""
+    properties = keys.get("deviceProperties")
+    if not isinstance(properties, list):
+        return []
+    return [device["name"] for device in properties if isinstance(device, dict) and isinstance(device.get("name"), str)]
+
+
 def merge_function_data(by_rank: dict[int, dict]) -> dict:
     """One ``function_data`` for several ranks: a signature seen on several ranks is one entry whose calls
     add up; entries keep first-seen order, rank by rank. One rank's is returned as it is."""

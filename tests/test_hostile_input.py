@@ -219,3 +219,26 @@ def test_a_ragged_shape_with_a_stride_is_shown_with_its_stride(tmp_path):
     with load_run(_copy_of_run(tmp_path, _edit_json("samples.json", ragged))) as run:
         signature = run.sql("SELECT signature FROM samples WHERE function_name = 'linear' AND sample_id = 0").iat[0, 0]
     assert signature.startswith("(float16[*,1024]{1024,1}@cuda:0, ")
+
+
+@pytest.mark.parametrize("properties", [5, {"0": {"name": "H200"}}, [{"name": ["H200"]}], [[1], "H200"]])
+def test_device_properties_of_any_json_shape_name_no_gpu_and_break_nothing(properties, tmp_path):
+    """A bare trace's deviceProperties is read for its GPU names only where it is a list of objects with a string
+    name: anything else there names none, and diff and report run as for a trace without it."""
+    pytest.importorskip("jinja2")
+    from kernelscope.analyzer import load_run
+    from kernelscope.analyzer.diff import diff
+    from kernelscope.analyzer.report import write_report
+
+    with load_run(_header_trace_with(tmp_path, deviceProperties=properties)) as run, load_run(RUN) as recorded:
+        assert len(diff(run, run)) and len(diff(recorded, run))
+        write_report(run, tmp_path / "report.html", name="trace")
+    assert (tmp_path / "report.html").stat().st_size > 0
+
+
+def _header_trace_with(tmp_path, **keys):
+    doc = json.loads(json.dumps(EVENTS))
+    doc.update(keys)
+    path = tmp_path / f"header-{next(_names)}.json"
+    path.write_text(json.dumps(doc))
+    return path
