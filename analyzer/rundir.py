@@ -28,6 +28,7 @@ COMPILED_REGION_CALL = "torch.compile"
 OTHER_OPERATOR_CALL = "(other operator)"
 MAX_RANK = (1 << 31) - 1  # ranks and world sizes are 32-bit integers in every table
 MAX_NESTING = 100  # JSON levels of a manifest (its tags included): what any engine reads back
+MANIFEST_BYTES = 16 << 20  # the recorder writes a few KiB: more is not a manifest (a sparse file of terabytes)
 # the manifest's fields that the analyzer, the archive, the report and bench read as text: a JSON string or null
 TEXT_FIELDS = (
     "kernelscope_version", "torch_version", "cuda_version", "python_version", "platform", "device", "gpu_name",
@@ -50,7 +51,7 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
     if not path.is_file():
         raise BadInputError(run_dir, f"is not a kernelscope run directory (no {MANIFEST})")
     try:
-        manifest = orjson.loads(path.read_bytes())
+        manifest = orjson.loads(read_at_most(path, MANIFEST_BYTES, "a manifest"))
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
@@ -60,6 +61,19 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         if not (Path(run_dir) / manifest["files"][key]).is_file():
             raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
     return manifest
+
+
+def read_at_most(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, refused as bad input past ``limit`` (read in chunks: a file that grows while it is read,
+    or a sparse one of terabytes, takes no more memory than that)."""
+    chunks, size = [], 0
+    with open(path, "rb") as stream:
+        while chunk := stream.read(min(16 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise BadInputError(path, f"holds more than the {limit:,} bytes {what} may take here")
+    return b"".join(chunks)
 
 
 def check_manifest(path: str | os.PathLike, manifest: object) -> None:

@@ -17,6 +17,7 @@ import orjson
 import pandas as pd
 
 from .errors import BadInputError
+from .rundir import read_at_most
 
 SAMPLES_FORMAT = 1
 # containers nested in a sample's arguments, args and kwargs themselves the first level: encoded, a dict is 3 JSON
@@ -24,6 +25,7 @@ SAMPLES_FORMAT = 1
 # tensors of such a sample in samples.pt, so that the analyzer reads every sample it writes and refuses the rest.
 MAX_NESTING = 64
 _INT64 = 1 << 63
+SAMPLES_MEMORY_SHARE = 8  # samples.json may take an eighth of the machine's memory (samples_limit_bytes)
 MAX_COUNT = _INT64 - 1  # calls and tensor bytes, and their sums per function: BIGINT columns (samples, summary)
 
 
@@ -252,7 +254,7 @@ def read_samples(path: str | os.PathLike) -> dict:
     """samples.json, checked: {function_name: [entry, ...]} with entries as written by the recorder."""
     path = Path(path)
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(read_at_most(path, samples_limit_bytes(), "a sample store"))
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
@@ -275,6 +277,16 @@ def read_samples(path: str | os.PathLike) -> dict:
         if not all(type(e["calls"]) is int and e["calls"] >= 1 for e in entries):
             raise BadInputError(path, f"has a call count of function {name!r} that is not a positive integer")
     return functions
+
+
+def samples_limit_bytes() -> int:
+    """The most bytes of samples.json read: an eighth of the machine's memory (its objects take several times its
+    JSON), at least 256 MiB; 2 GiB where the memory is unknown."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 2 << 30
+    return max(memory // SAMPLES_MEMORY_SHARE, 256 << 20)
 
 
 def function_data_from_store(

@@ -242,3 +242,18 @@ def _header_trace_with(tmp_path, **keys):
     path = tmp_path / f"header-{next(_names)}.json"
     path.write_text(json.dumps(doc))
     return path
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "samples.json"])
+def test_a_run_file_larger_than_its_limit_is_refused_without_reading_it_whole(name, tmp_path, monkeypatch):
+    """A manifest or sample store of terabytes (a sparse file, or one that grows as it is read) is refused once the
+    read passes its limit, before it takes the memory: 16 MiB for a manifest, an eighth of the machine's memory for
+    samples.json (made small here)."""
+    from kernelscope.analyzer import BadInputError, load_run
+    from kernelscope.analyzer import samples as samples_module
+
+    monkeypatch.setattr(samples_module, "samples_limit_bytes", lambda: 1 << 20)
+    run = _copy_of_run(tmp_path, lambda run: os.truncate(run / name, 1 << 40))  # sparse: takes no disk
+    limit = "16,777,216 bytes a manifest" if name == "manifest.json" else "1,048,576 bytes a sample store"
+    with pytest.raises(BadInputError, match=rf"{name}: holds more than the {limit} may take here$"):
+        load_run(run)  # read whole, 1 TiB would be a MemoryError
