@@ -14,7 +14,7 @@ from .rundir import MANIFEST, MAX_RANK, is_rank, json_text, read_manifest
 from .samples import read_samples, render_call
 
 RANK_DIR = "rank-{rank}"
-_RANK_DIR = re.compile(r"rank-(\d+)")
+_RANK_DIR = re.compile(r"rank-([0-9]+)")  # ASCII digits only: \d also takes those of other scripts (rank-١)
 
 
 @dataclass(frozen=True)

@@ -257,3 +257,15 @@ def test_a_run_file_larger_than_its_limit_is_refused_without_reading_it_whole(na
     limit = "16,777,216 bytes a manifest" if name == "manifest.json" else "1,048,576 bytes a sample store"
     with pytest.raises(BadInputError, match=rf"{name}: holds more than the {limit} may take here$"):
         load_run(run)  # read whole, 1 TiB would be a MemoryError
+
+
+def test_a_folder_named_for_a_rank_in_other_digits_is_not_a_rank(tmp_path):
+    """rank-<N> takes ASCII digits only: a folder rank-١ (ARABIC-INDIC DIGIT ONE) is no rank directory, like any
+    other folder of the job, rather than rank 1."""
+    from conftest import make_job
+    from kernelscope.analyzer import load_run
+
+    job = make_job(tmp_path / "job", {0: RUN})
+    shutil.copytree(job / "rank-0", job / "rank-\u0661")
+    with load_run(job) as run:
+        assert run.ranks == [0]
