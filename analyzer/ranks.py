@@ -108,6 +108,16 @@ def _job(path: Path) -> list[RankSource]:
     return sources
 
 
+def one_scheme(path: Path, sources: list[RankSource], key: str, default: str) -> None:
+    """The ranks of a job name their scopes with one annotation ``key`` (module_prefix, function_prefix; ``default``
+    where a manifest names none): a run's scopes are parsed with one of each."""
+    named = [(source.manifest or {}).get("annotation", {}).get(key, default) for source in sources]
+    if len(set(named)) > 1:
+        other = next(name for name in named if name != named[0])
+        schemes = f"annotation.{key} {json_text(named[0])} and {json_text(other)}"
+        raise BadInputError(path, f"holds ranks of different annotation schemes ({schemes})")
+
+
 def header_rank(keys: dict, trace: Path) -> int:
     """The rank a bare Kineto trace names in its ``distributedInfo`` (0 when it names none)."""
     info = keys.get("distributedInfo")

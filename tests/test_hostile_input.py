@@ -269,3 +269,18 @@ def test_a_folder_named_for_a_rank_in_other_digits_is_not_a_rank(tmp_path):
     shutil.copytree(job / "rank-0", job / "rank-\u0661")
     with load_run(job) as run:
         assert run.ranks == [0]
+
+
+def test_ranks_of_different_annotation_schemes_are_refused_unless_the_prefix_is_given(tmp_path):
+    """A job's scopes are parsed with one module prefix and one function prefix: ranks whose manifests name others
+    are refused (rank 1's scopes would silently name nothing), unless the prefix is given for all."""
+    from conftest import make_job
+    from kernelscope.analyzer import BadInputError, load_run
+
+    job = make_job(tmp_path / "job", {0: RUN, 1: RUN})
+    _edit_json("manifest.json", _set_in(["annotation", "module_prefix"], "mine:"))(job / "rank-1")
+    schemes = r'\(annotation.module_prefix "ks.module:" and "mine:"\)$'
+    with pytest.raises(BadInputError, match=r"job: holds ranks of different annotation schemes " + schemes):
+        load_run(job)
+    with load_run(job, module_prefix="ks.module:") as run:
+        assert run.ranks == [0, 1]
