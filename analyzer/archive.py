@@ -15,6 +15,8 @@ import datetime as _dt
 import hashlib
 import os
 import re
+import tempfile
+from functools import cache
 from pathlib import Path
 from string import Template
 
@@ -29,8 +31,8 @@ from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
 from .ranks import find_ranks
 from .run import LaunchCheck, RankPart, Run
-from .rundir import MANIFEST
-from .samples import decode, encode
+from .rundir import MANIFEST, check_manifest
+from .samples import check_totals, decode, encode
 from .sql import quote, sql_text
 
 MARKER = "kernelscope-archive.json"
@@ -184,7 +186,7 @@ class Archive:
         for table in (t for t in tables if t not in self._views):
             try:
                 self._con.execute(f"CREATE VIEW {table} AS {self._view(self._con, self._parts, self._index, table)}")
-            except duckdb.IOException as exc:  # a view reads its first file's schema
+            except duckdb.Error as exc:  # a view reads its first file's schema: missing, or not Parquet
                 self.close()
                 raise self._damaged(exc) from None
             self._views.add(table)
@@ -224,21 +226,32 @@ class Archive:
         """Any SQL across the archived runs (docs/sql.md, "Archives"); a file of a complete run that is gone (removed
         by hand) is bad input of the archive. Only the views whose names the query holds are made (each one lists
         its files: a cost that grows with the archive)."""
-        return self._query(query, tuple(t for t in TABLES if re.search(rf"\b{t}\b", query, re.IGNORECASE)))
+        tables = tuple(t for t in TABLES if re.search(rf"\b{t}\b", query, re.IGNORECASE))
+        return self._query(query, tables, ours=False)
 
-    def _query(self, query: str, tables: tuple[str, ...], parts: list[Part] | None = None) -> pd.DataFrame:
+    def _query(
+        self, query: str, tables: tuple[str, ...], parts: list[Part] | None = None, *, ours: bool = True
+    ) -> pd.DataFrame:
+        """``query`` over the views of ``tables``. A failure to read the archive's files is bad input of the archive:
+        any error of a query of kernelscope's own (``ours``), and of the user's one that names a file inside it."""
         for attempt in range(2):
             try:
                 return self.connect(tables, parts if attempt == 0 else None).execute(query).df()
-            except duckdb.IOException as exc:
-                if attempt == 0 and self._index.path is not None:  # the index it read was superseded since
-                    self.close()
+            except duckdb.Error as exc:
+                if not (ours or isinstance(exc, duckdb.IOException) or self._names_a_file(exc)):
+                    raise
+                if isinstance(exc, duckdb.IOException) and attempt == 0 and self._index.path is not None:
+                    self.close()  # the index it read was superseded since
                     continue
                 raise self._damaged(exc) from None
         raise AssertionError("unreachable")
 
-    def _damaged(self, exc: duckdb.IOException) -> BadInputError:
-        return BadInputError(self.path, f"is damaged: {str(exc).strip().splitlines()[0]}")
+    def _names_a_file(self, exc: duckdb.Error) -> bool:
+        return f"{self.root}{os.sep}" in str(exc)
+
+    def _damaged(self, exc: duckdb.Error) -> BadInputError:
+        lines = str(exc).strip().splitlines()
+        return BadInputError(self.path, f"is damaged: {lines[0] if lines else type(exc).__name__}")
 
     def runs(self) -> pd.DataFrame:
         """One line per archived run, oldest first."""
@@ -271,7 +284,7 @@ class Archive:
             parts, prefixes = self._load_run(con, run_id)
         except BaseException as exc:
             con.close()
-            if isinstance(exc, duckdb.IOException):
+            if isinstance(exc, duckdb.Error):  # its files missing, not Parquet, or not of the archive's columns
                 raise self._damaged(exc) from None
             raise
         return Run.from_tables(con, self.path / "runs" / f"run_id={run_id}", parts, *prefixes)
@@ -287,6 +300,8 @@ class Archive:
             "ORDER BY rank, start_us, event_id"
         )
         con.execute("ALTER TABLE kernels ADD COLUMN IF NOT EXISTS call_event_id BIGINT")  # an older archive's run
+        for table in ("events", "kernels"):
+            _check_columns(con, table, parts[0].path(self.root, table))
         samples = con.execute(
             f"SELECT rank, function_name, calls, CAST(args AS VARCHAR) AS args, CAST(kwargs AS VARCHAR) AS kwargs "
             f"FROM ({self._read(parts, 'samples', ', file_row_number = true')}) ORDER BY rank, file_row_number"
@@ -295,15 +310,24 @@ class Archive:
             f"SELECT rank, CAST(manifest AS VARCHAR), module_prefix, function_prefix, "
             f"{', '.join(LaunchCheck.__dataclass_fields__)} FROM ({self._read(parts, 'runs')}) ORDER BY rank"
         ).fetchall()
+        files = {part.rank: part for part in parts}
+        if sorted(row[0] for row in rows) != sorted(files):
+            raise BadInputError(parts[0].path(self.root, "runs"), "does not hold one row of its rank (damaged)")
         function_data: dict[int, dict] = {row[0]: {} for row in rows}
         for rank, name, calls, args, kwargs in samples:
             function_data[rank].setdefault(name, []).append(
-                (calls, (decode(orjson.loads(args)), decode(orjson.loads(kwargs))))
+                (calls, _archived_sample(files[rank].path(self.root, "samples"), name, calls, args, kwargs))
             )
-        parts = [
-            RankPart(rank, orjson.loads(manifest), function_data[rank], LaunchCheck(*check))
-            for rank, manifest, _module_prefix, _function_prefix, *check in rows
-        ]
+        for rank, data in function_data.items():
+            check_totals(data, files[rank].path(self.root, "samples"))
+        parts = []
+        for rank, manifest, module_prefix, function_prefix, *check in rows:
+            where = files[rank].path(self.root, "runs")
+            if not all(isinstance(prefix, str) and prefix for prefix in (module_prefix, function_prefix)):
+                raise BadInputError(where, "has a module_prefix or function_prefix that is not a non-empty string")
+            if not all(type(value) is int and value >= 0 for value in check):
+                raise BadInputError(where, "has launch counts that are not integers >= 0")
+            parts.append(RankPart(rank, _archived_manifest(where, manifest), function_data[rank], LaunchCheck(*check)))
         return parts, (rows[0][2], rows[0][3])
 
     def close(self) -> None:
@@ -346,6 +370,61 @@ def _samples_with_arguments(run: Run, rank: int) -> pd.DataFrame:
     frame["args"] = [a for a, _ in encoded]
     frame["kwargs"] = [k for _, k in encoded]
     return frame
+
+
+def _archived_manifest(path: Path, text: str | None) -> dict | None:
+    """A rank's manifest as the archive holds it (JSON text; null for a bare trace), checked as a run directory's."""
+    try:
+        manifest = None if text is None else orjson.loads(text)
+    except orjson.JSONDecodeError:
+        raise BadInputError(path, "has a manifest that is not valid JSON") from None
+    if manifest is not None:
+        check_manifest(path, manifest)
+    return manifest
+
+
+def _archived_sample(path: Path, name: str, calls: object, args: str | None, kwargs: str | None) -> tuple[tuple, dict]:
+    """One archived sample's (args, kwargs), decoded and checked as samples.json's are."""
+    try:
+        if not isinstance(name, str) or type(calls) is not int or calls < 1:
+            raise ValueError("its function_name is not a string or its call count not a positive integer")
+        sample = decode(orjson.loads(args)), decode(orjson.loads(kwargs))
+        if not (isinstance(sample[0], tuple) and isinstance(sample[1], dict)):
+            raise ValueError("args must be a tuple and kwargs a dict")
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:  # JSONDecodeError: a ValueError
+        detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc) or type(exc).__name__
+        raise BadInputError(path, f"has a malformed sample of function {name!r} ({detail})") from None
+    return sample
+
+
+_NUMBERS = re.compile(r"(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL\(.*\))")
+
+
+@cache
+def _run_columns(table: str) -> dict[str, str]:
+    """The columns of a run's ``table`` (events, kernels) as this kernelscope makes them, and their kinds (those of a
+    trace with no events, loaded once)."""
+    with tempfile.TemporaryDirectory(prefix="kernelscope-columns-") as folder:
+        empty = Path(folder) / "empty.json"
+        empty.write_bytes(b'{"traceEvents": []}')
+        with Run(empty, allow_empty=True) as run:
+            return _columns(run._con, table)
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """``{column: kind}`` of ``table``: its type, every integer and floating type the one kind "number"."""
+    rows = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()
+    return {column: "number" if _NUMBERS.fullmatch(kind) else kind for column, kind in rows}
+
+
+def _check_columns(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
+    """An archived run's ``table``, read from files like ``path``, has every column a run's has, of its kind: what
+    the queries over a run read (a number where they add up)."""
+    held = _columns(con, table)
+    for column, kind in _run_columns(table).items():
+        if held.get(column) != kind:
+            what = "no column" if column not in held else f"a column of type {held[column]}, not {kind},"
+            raise BadInputError(path, f"has {what} {column} (the archive is damaged, or not of this kernelscope)")
 
 
 def _part_key(part: Part) -> tuple[str, int]:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import duckdb
 import pandas as pd
 
+from .ranks import header_gpu_names
 from .run import Run, load_run
 from .samples import TensorMeta
 from .sql import define_scope_names, sql_text
@@ -77,9 +78,7 @@ def _gpus(run: Run) -> str:
     names = {(manifest or {}).get("gpu_name") for manifest in run.manifests.values()}
     for part in run.parts.values():
         if part.manifest is None and part.header is not None:
-            properties = part.header.keys.get("deviceProperties")
-            if isinstance(properties, list):
-                names |= {device.get("name") for device in properties if isinstance(device, dict)}
+            names |= set(header_gpu_names(part.header.keys))
     return ", ".join(sorted(str(name) for name in names if name))
 
 

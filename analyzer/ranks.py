@@ -14,7 +14,7 @@ from .rundir import MANIFEST, MAX_RANK, is_rank, json_text, read_manifest
 from .samples import read_samples, render_call
 
 RANK_DIR = "rank-{rank}"
-_RANK_DIR = re.compile(r"rank-(\d+)")
+_RANK_DIR = re.compile(r"rank-([0-9]+)")  # ASCII digits only: \d also takes those of other scripts (rank-١)
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,16 @@ def _job(path: Path) -> list[RankSource]:
     return sources
 
 
+def one_scheme(path: Path, sources: list[RankSource], key: str, default: str) -> None:
+    """The ranks of a job name their scopes with one annotation ``key`` (module_prefix, function_prefix; ``default``
+    where a manifest names none): a run's scopes are parsed with one of each."""
+    named = [(source.manifest or {}).get("annotation", {}).get(key, default) for source in sources]
+    if len(set(named)) > 1:
+        other = next(name for name in named if name != named[0])
+        schemes = f"annotation.{key} {json_text(named[0])} and {json_text(other)}"
+        raise BadInputError(path, f"holds ranks of different annotation schemes ({schemes})")
+
+
 def header_rank(keys: dict, trace: Path) -> int:
     """The rank a bare Kineto trace names in its ``distributedInfo`` (0 when it names none)."""
     info = keys.get("distributedInfo")
@@ -115,6 +125,15 @@ def header_rank(keys: dict, trace: Path) -> int:
     if rank is not None and not is_rank(rank):
         raise BadInputError(trace, f"has distributedInfo.rank {json_text(rank)}, not an integer from 0 to {MAX_RANK}")
     return rank or 0
+
+
+def header_gpu_names(keys: dict) -> list[str]:
+    """The names of the GPUs a bare Kineto trace's ``deviceProperties`` lists, in its order: only names that are
+    strings, of entries that are objects, of a list (a hostile header may hold anything there)."""
+    properties = keys.get("deviceProperties")
+    if not isinstance(properties, list):
+        return []
+    return [device["name"] for device in properties if isinstance(device, dict) and isinstance(device.get("name"), str)]
 
 
 def merge_function_data(by_rank: dict[int, dict]) -> dict:

@@ -17,11 +17,11 @@ from .ingest import TraceHeader, beyond_the_limits, ingest_trace
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
-from .ranks import find_ranks, header_rank, merge_function_data
+from .ranks import find_ranks, header_rank, merge_function_data, one_scheme
 from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
 from .sample_tensors import load_sample_tensors
-from .samples import function_data_from_store, sample_totals_frame, samples_frame
+from .samples import check_totals, function_data_from_store, sample_totals_frame, samples_frame
 from .sql import define_scope_names, drop_held, hold_drops, run_sql_file, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
@@ -78,6 +78,12 @@ class Run:
     ):
         path = Path(path)
         sources = find_ranks(path)
+        for key, given, default in (
+            ("module_prefix", module_prefix, MODULE_PREFIX),
+            ("function_prefix", function_prefix, FUNCTION_PREFIX),
+        ):
+            if given is None:
+                one_scheme(path, sources, key, default)
         annotation = (sources[0].manifest or {}).get("annotation", {})
         module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
@@ -92,6 +98,8 @@ class Run:
             hold_drops(con)
         try:
             parts = self._ingest(con, sources, module_prefix, function_prefix, progress, not allow_empty)
+            if len(parts) > 1:  # the ranks' samples merged (function_data()) add up too
+                check_totals(merge_function_data({part.rank: part.function_data for part in parts}), path)
         except BaseException:
             connection.close(con)
             raise

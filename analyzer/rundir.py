@@ -28,6 +28,18 @@ COMPILED_REGION_CALL = "torch.compile"
 OTHER_OPERATOR_CALL = "(other operator)"
 MAX_RANK = (1 << 31) - 1  # ranks and world sizes are 32-bit integers in every table
 MAX_NESTING = 100  # JSON levels of a manifest (its tags included): what any engine reads back
+MANIFEST_BYTES = 16 << 20  # the recorder writes a few KiB: more is not a manifest (a sparse file of terabytes)
+# the manifest's fields that the analyzer, the archive, the report and bench read as text: a JSON string or null
+TEXT_FIELDS = (
+    "kernelscope_version", "torch_version", "cuda_version", "python_version", "platform", "device", "gpu_name",
+    "hostname", "backend", "start_time", "git_commit", "model",
+)  # fmt: skip
+# the manifest's objects of the recording's figures that bench reads (sizes it divides): each a JSON object or null,
+# these keys of it a number >= 0 or null, ``reason`` a string or null
+FIGURE_FIELDS = {
+    "sample_tensors": ("bytes", "limit_bytes"),
+    "sample_memory": ("limit_bytes", "kept_bytes", "signatures", "signatures_not_kept"),
+}
 NAMING_ANNOTATIONS = (
     "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call"
 )  # fmt: skip
@@ -39,11 +51,35 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
     if not path.is_file():
         raise BadInputError(run_dir, f"is not a kernelscope run directory (no {MANIFEST})")
     try:
-        manifest = orjson.loads(path.read_bytes())
+        manifest = orjson.loads(read_at_most(path, MANIFEST_BYTES, "a manifest"))
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    check_manifest(path, manifest)
+    for key, what in (("trace", "trace"), ("samples", "sample store")):
+        if not (Path(run_dir) / manifest["files"][key]).is_file():
+            raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
+    return manifest
+
+
+def read_at_most(path: Path, limit: int, what: str) -> bytes:
+    """The bytes of ``path``, refused as bad input past ``limit`` (read in chunks: a file that grows while it is read,
+    or a sparse one of terabytes, takes no more memory than that)."""
+    chunks, size = [], 0
+    with open(path, "rb") as stream:
+        while chunk := stream.read(min(16 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise BadInputError(path, f"holds more than the {limit:,} bytes {what} may take here")
+    return b"".join(chunks)
+
+
+def check_manifest(path: str | os.PathLike, manifest: object) -> None:
+    """A parsed manifest (of a run directory at ``path``, or archived there), checked for the fields and version this
+    analyzer understands; ``files`` and ``annotation`` are set to ``{}`` where missing, ``files``' names to their
+    defaults."""
     if not isinstance(manifest, dict) or type(manifest.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope manifest (no integer format_version)")
     if manifest["format_version"] > FORMAT_VERSION:
@@ -65,13 +101,9 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         name = manifest["files"].setdefault(key, default)
         if name is not None and not _is_plain_name(name):
             raise BadInputError(path, f"names files.{key} {name!r}, which is not a file name inside the run directory")
-    for key, what in (("trace", "trace"), ("samples", "sample store")):
-        if not (Path(run_dir) / manifest["files"][key]).is_file():
-            raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
-    return manifest
 
 
-def _check_fields(path: Path, manifest: dict) -> None:
+def _check_fields(path: str | os.PathLike, manifest: dict) -> None:
     """The fields the analyzer and the archive read, of the JSON type they read them as (bool is not int)."""
     rank, world_size = manifest.get("rank", 0), manifest.get("world_size")
     if not is_rank(rank):
@@ -88,6 +120,25 @@ def _check_fields(path: Path, manifest: dict) -> None:
     tags = manifest.get("tags")
     if tags is not None and not isinstance(tags, dict):
         raise BadInputError(path, f"has tags {json_text(tags)}, not a JSON object")
+    for key in TEXT_FIELDS:
+        if not isinstance(manifest.get(key, ""), (str, type(None))):
+            raise BadInputError(path, f"has {key} {json_text(manifest[key])}, not a string")
+    for key, numbers in FIGURE_FIELDS.items():
+        figures = manifest.get(key)
+        if figures is None:
+            continue
+        if not isinstance(figures, dict):
+            raise BadInputError(path, f"has {key} {json_text(figures)}, not a JSON object")
+        for name in numbers:
+            if not _is_size(figures.get(name, 0)):
+                raise BadInputError(path, f"has {key}.{name} {json_text(figures[name])}, not a number >= 0")
+        if not isinstance(figures.get("reason", ""), (str, type(None))):
+            raise BadInputError(path, f"has {key}.reason {json_text(figures['reason'])}, not a string")
+
+
+def _is_size(value: object) -> bool:
+    """null, or a finite number >= 0 (not a bool: JSON true is no size)."""
+    return value is None or (type(value) in (int, float) and 0 <= value < float("inf"))
 
 
 def is_rank(value: object) -> bool:

@@ -17,6 +17,7 @@ import orjson
 import pandas as pd
 
 from .errors import BadInputError
+from .rundir import read_at_most
 
 SAMPLES_FORMAT = 1
 # containers nested in a sample's arguments, args and kwargs themselves the first level: encoded, a dict is 3 JSON
@@ -24,6 +25,8 @@ SAMPLES_FORMAT = 1
 # tensors of such a sample in samples.pt, so that the analyzer reads every sample it writes and refuses the rest.
 MAX_NESTING = 64
 _INT64 = 1 << 63
+SAMPLES_MEMORY_SHARE = 8  # samples.json may take an eighth of the machine's memory (samples_limit_bytes)
+MAX_COUNT = _INT64 - 1  # calls and tensor bytes, and their sums per function: BIGINT columns (samples, summary)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ class TensorMeta:
 
     def __str__(self) -> str:
         text = f"{self.dtype}[{','.join('*' if size is None else str(size) for size in self.shape)}]"
-        if self.stride is not None and self.stride != contiguous_stride(self.shape):
+        if self.stride is not None and (None in self.shape or self.stride != contiguous_stride(self.shape)):
             text += f"{{{','.join(map(str, self.stride))}}}"
         return f"{text}@{self.device}"
 
@@ -157,6 +160,10 @@ def decode(value: Any, depth: int = 1) -> Any:
     if len(value) != 1:
         raise ValueError(f"a tagged value has one key, not {len(value)}")
     ((tag, body),) = value.items()
+    if tag not in _BODIES:
+        raise ValueError(f"unknown sample value tag {tag!r}")
+    if not isinstance(body, _BODIES[tag]):
+        raise ValueError(f"a value tagged {tag!r} holds a JSON {_json_type(body)}, not {_JSON_TYPES[_BODIES[tag]]}")
     if tag == "tensor":
         stride = body.get("stride")
         if not (
@@ -165,11 +172,11 @@ def decode(value: Any, depth: int = 1) -> Any:
             and isinstance(body["dtype"], str)
             and isinstance(body["device"], str)
             and type(body["nbytes"]) is int
-            and body["nbytes"] >= 0
+            and 0 <= body["nbytes"] <= MAX_COUNT
         ):
             raise ValueError(
                 "a tensor needs integer lists shape (null for a ragged size) and stride, strings dtype and device, "
-                "nbytes >= 0"
+                f"nbytes from 0 to {MAX_COUNT}"
             )
         return TensorMeta.from_json(body)
     if tag in ("tuple", "size", "list", "dict") and depth > MAX_NESTING:
@@ -184,9 +191,21 @@ def decode(value: Any, depth: int = 1) -> Any:
         return float(body)
     if tag == "int":
         return int(body)
-    if tag == "object":
-        return ObjectRepr(body["type"], body["repr"])
-    raise ValueError(f"unknown sample value tag {tag!r}")
+    if not (isinstance(body["type"], str) and isinstance(body["repr"], str)):  # tag "object"
+        raise ValueError("an object needs strings type and repr")
+    return ObjectRepr(body["type"], body["repr"])
+
+
+# the JSON type of each tag's body, as encode writes it
+_BODIES = {
+    "tensor": dict, "tuple": list, "size": list, "list": list, "dict": list, "float": str, "int": str, "object": dict
+}  # fmt: skip
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string"}
+
+
+def _json_type(value: Any) -> str:
+    kinds = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (list, "array"), (dict, "object"))
+    return next((name for kind, name in kinds if isinstance(value, kind)), "null")
 
 
 def _ints(value: Any) -> bool:
@@ -235,7 +254,7 @@ def read_samples(path: str | os.PathLike) -> dict:
     """samples.json, checked: {function_name: [entry, ...]} with entries as written by the recorder."""
     path = Path(path)
     try:
-        doc = orjson.loads(path.read_bytes())
+        doc = orjson.loads(read_at_most(path, samples_limit_bytes(), "a sample store"))
     except orjson.JSONDecodeError:
         raise BadInputError(path, "is not valid JSON") from None
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
@@ -260,6 +279,16 @@ def read_samples(path: str | os.PathLike) -> dict:
     return functions
 
 
+def samples_limit_bytes() -> int:
+    """The most bytes of samples.json read: an eighth of the machine's memory (its objects take several times its
+    JSON), at least 256 MiB; 2 GiB where the memory is unknown."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 2 << 30
+    return max(memory // SAMPLES_MEMORY_SHARE, 256 << 20)
+
+
 def function_data_from_store(
     functions: dict, path: str | os.PathLike | None = None
 ) -> dict[str, list[tuple[int, tuple[tuple, dict]]]]:
@@ -279,7 +308,17 @@ def function_data_from_store(
                 problem = f"has a malformed sample {entry['sample_id']} of function {name!r} ({detail})"
                 raise BadInputError(path, problem) from None
             data[name].append((entry["calls"], (args, kwargs)))
+    check_totals(data, path)
     return data
+
+
+def check_totals(function_data: dict, path: str | os.PathLike | None) -> None:
+    """Every function's calls and tensor bytes, added up over its samples, fit the BIGINT columns they go to."""
+    for name, entries in function_data.items():
+        if sum(c for c, _ in entries) > MAX_COUNT or sum(tensor_bytes(s) for _, s in entries) > MAX_COUNT:
+            raise BadInputError(
+                path, f"has calls or tensor bytes of function {name!r} that add up past {MAX_COUNT} (64 bits)"
+            )
 
 
 def _sample_id(entry: dict) -> int:

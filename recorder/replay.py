@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F  # noqa: N812
 from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL
+from kernelscope.analyzer.sample_tensors import read_limit_bytes
 from kernelscope.analyzer.samples import ObjectRepr, TensorMeta
 
 from .layouts import device_mapper, map_arguments, rebuild
@@ -141,9 +142,14 @@ def _check(stored: Any, meta: Any, not_kept: str, where: str) -> None:
             raise NotReplayable(f"{where} is a tensor in samples.json but not in the stored sample")
         if None in meta.shape:
             raise NotReplayable(f"{where} is a nested tensor ({meta}), whose ragged sizes a replay cannot make")
+        try:
+            torch.device(meta.device)
+        except RuntimeError:  # a samples.json written by hand, or by a torch with other devices
+            raise NotReplayable(f"{where} was recorded on {meta.device!r}, a device this torch does not know") from None
         dtype = str(stored.dtype).removeprefix("torch.")
         if list(stored.shape) != list(meta.shape) or dtype != meta.dtype:
             raise NotReplayable(f"{where} is stored as {dtype}{list(stored.shape)}, recorded as {meta}")
+        _check_strides(stored, meta, where)
     elif isinstance(meta, (tuple, list)):
         if not isinstance(stored, (tuple, list)) or len(stored) != len(meta):
             raise NotReplayable(f"{where} does not hold the {len(meta)} items samples.json records")
@@ -154,6 +160,21 @@ def _check(stored: Any, meta: Any, not_kept: str, where: str) -> None:
             raise NotReplayable(f"{where} does not hold the keys samples.json records")
         for key in meta:
             _check(stored[key], meta[key], not_kept, f"{where}[{key!r}]")
+
+
+def _check_strides(stored: torch.Tensor, meta: TensorMeta, where: str) -> None:
+    """NotReplayable unless ``meta``'s strides (a samples.json written by hand may hold any) lay out its shape in a
+    storage that reading sample tensors may take (layouts.rebuild makes that storage)."""
+    if meta.stride is None:
+        return
+    if len(meta.stride) != len(meta.shape) or any(step < 0 for step in meta.stride):
+        raise NotReplayable(f"{where} has strides {list(meta.stride)}, not one per dimension >= 0 ({meta})")
+    extent = (
+        0 if 0 in meta.shape else 1 + sum((size - 1) * step for size, step in zip(meta.shape, meta.stride, strict=True))
+    )
+    limit = read_limit_bytes()
+    if extent * stored.element_size() > limit:
+        raise NotReplayable(f"{where} has strides {list(meta.stride)} whose storage would take more than {limit} bytes")
 
 
 def _tensor_metas(meta: Any, into: list) -> None:

@@ -9,6 +9,7 @@ import os
 import platform
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -22,7 +23,7 @@ import torch
 from isal import isal_zlib
 from kernelscope.analyzer.atomic import make_temp_dir
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
-from kernelscope.analyzer.ranks import RANK_DIR
+from kernelscope.analyzer.ranks import RANK_DIR, is_job_directory
 from kernelscope.analyzer.rundir import (
     COMPILED_REGION_CALL,
     FORMAT_VERSION,
@@ -74,6 +75,8 @@ def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
         raise RunExistsError(
             out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
         )
+    if overwrite:
+        _check_replaceable(out)
     if not probe:
         return
     existing = _nearest_existing(out.parent)
@@ -83,6 +86,25 @@ def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
         os.rmdir(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".probe", dir=existing))
     except OSError as exc:
         raise KernelscopeError(existing, f"is not writable ({exc.strerror or exc})") from None
+
+
+def _check_replaceable(out: Path) -> None:
+    """What overwrite=True may replace: nothing, or a run directory (a folder holding a manifest.json) or a job's
+    (rank-<N>/ run directories); never a file,
+    a link (its target), a device (``/dev/null``), or a folder of something else (``--out . --force``)."""
+    try:
+        mode = os.lstat(out).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        what = "a symbolic link"
+    elif not stat.S_ISDIR(mode):
+        what = "not a directory"
+    elif not ((out / MANIFEST).is_file() or is_job_directory(out)):
+        what = f"a directory that is not a kernelscope run (no {MANIFEST})"
+    else:
+        return
+    raise KernelscopeError(out, f"is {what}; overwrite=True (CLI: --force) replaces only a run directory")
 
 
 def _nearest_existing(folder: Path) -> Path:

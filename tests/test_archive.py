@@ -328,3 +328,93 @@ def test_a_listing_lists_the_committed_runs_once(tmp_path, monkeypatch):
     with Archive(path) as store:
         assert len(store.runs()) == 1
     assert len(listed) == 1
+
+
+def _rewrite(table, select):
+    """Replace the one file of ``table`` by the rows of ``select`` over it (``{file}``), as Parquet."""
+
+    def change(path):
+        import duckdb
+
+        (file,) = (path / table).rglob("*.parquet")
+        con = duckdb.connect()
+        con.execute(f"COPY ({select.format(file=repr(str(file)))}) TO '{file}.new' (FORMAT parquet)")
+        con.close()
+        (path / table / file.relative_to(path / table)).with_suffix(".parquet.new").replace(file)
+
+    return change
+
+
+def _garbage(table, cut=None):
+    def change(path):
+        (file,) = (path / table).rglob("*.parquet")
+        file.write_bytes(file.read_bytes()[:cut] if cut is not None else b"PAR1 not parquet PAR1")
+
+    return change
+
+
+# name -> (change to a copy of an archive of one run, what the message of analyze --run says after the file it names)
+CRAFTED_ARCHIVES = {
+    "kernels not Parquet": (_garbage("kernels"), "is damaged: Footer length error in file"),
+    "runs cut in half": (_garbage("runs", cut=300), "is damaged: Invalid Input Error: No magic bytes found"),
+    "runs without a column": (
+        _rewrite("runs", "SELECT * EXCLUDE (module_prefix) FROM read_parquet({file})"),
+        'is damaged: Binder Error: Referenced column "module_prefix" not found',
+    ),
+    "runs without its row": (
+        _rewrite("runs", "SELECT * FROM read_parquet({file}) LIMIT 0"),
+        "does not hold one row of its rank (damaged)",
+    ),
+    "a manifest naming its GPU by a list": (
+        _rewrite(
+            "runs",
+            """SELECT * REPLACE (json_merge_patch(manifest, '{{"gpu_name": [1]}}') AS manifest)
+            FROM read_parquet({file})""",
+        ),
+        "has gpu_name [1], not a string",
+    ),
+    "a sample of an unknown tag": (
+        _rewrite("samples", """SELECT * REPLACE ('{{"set": [1]}}'::JSON AS args) FROM read_parquet({file})"""),
+        "has a malformed sample of function 'linear' (unknown sample value tag 'set')",
+    ),
+    "a sample without arguments": (
+        _rewrite("samples", "SELECT * REPLACE (NULL::JSON AS args) FROM read_parquet({file})"),
+        "has a malformed sample of function 'linear' (",
+    ),
+    "kernels without kernel_us": (
+        _rewrite("kernels", "SELECT * EXCLUDE (kernel_us) FROM read_parquet({file})"),
+        "has no column kernel_us (the archive is damaged, or not of this kernelscope)",
+    ),
+    "kernel_us as text": (
+        _rewrite("kernels", "SELECT * REPLACE (CAST(kernel_us AS VARCHAR) AS kernel_us) FROM read_parquet({file})"),
+        "has a column of type VARCHAR, not number, kernel_us",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def one_run_archive(tmp_path_factory):
+    path = tmp_path_factory.mktemp("crafted") / "arch"
+    [(run_id, _)] = archive_runs([SAMPLES / "mlp"], path)
+    return path, run_id
+
+
+@pytest.mark.parametrize("case", CRAFTED_ARCHIVES)
+def test_a_crafted_archive_file_is_one_line(case, one_run_archive, tmp_path):
+    """A file of a committed run that is not what the archive writes (not Parquet, cut short, without a column the
+    analyzer reads, a manifest or sample the analyzer refuses in a run directory): every command that reads it says
+    so in one line naming the archive or the file, exit code 2, no traceback."""
+    base, run_id = one_run_archive
+    path = tmp_path / "arch"
+    shutil.copytree(base, path)
+    change, problem = CRAFTED_ARCHIVES[case]
+    change(path)
+    commands = [["analyze", path, "--run", run_id], ["report", path, "--run", run_id, "-o", tmp_path / "r.html"]]
+    if case in ("kernels not Parquet", "runs cut in half"):  # a file that no query over the views can read
+        commands.append(["sql", path, "SELECT count(*) FROM kernels"])
+    for args in commands:
+        result = invoke(*args)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (args, result.exception)
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"kernelscope: error: {path}") and problem in line, line
+    assert not (tmp_path / "r.html").exists()

@@ -376,7 +376,9 @@ def test_an_unreadable_file_is_bad_input(monkeypatch):
     monkeypatch.setattr(run_module, "ingest_trace", refuse)
     with pytest.raises(BadInputError, match=r"mlp/trace\.json\.gz: cannot be read \(Permission denied\)$"):
         load_run(RUN)
-    monkeypatch.setattr(type(RUN), "read_bytes", refuse)
+    from kernelscope.analyzer import rundir
+
+    monkeypatch.setattr(rundir, "open", refuse, raising=False)  # what reads the manifest and the sample store
     with pytest.raises(BadInputError, match=r"mlp/manifest\.json: cannot be read \(Permission denied\)$"):
         load_run(RUN)
 

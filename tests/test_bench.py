@@ -216,3 +216,32 @@ def test_the_comparison_uses_tolerances_by_dtype_and_reports_the_largest_errors(
     assert "items" in compare((x,), (x, x)).reason and "original's 2" in compare(1, 2).reason
     assert not compare(torch.ones(3), torch.ones(4)).match
     assert compare(torch.tensor([math.nan, math.inf]), torch.tensor([math.nan, math.inf])).max_abs_err == 0
+
+
+def test_crafted_devices_and_strides_are_refused_per_sample_and_left_out_of_scripts(layouts_run, tmp_path):
+    """samples.json may name any device and strides: a device torch does not know, or strides whose storage would
+    take more than the machine's memory allows, refuse that sample (a row with the reason), never a traceback of
+    the replay or of --scripts, nor an allocation of terabytes."""
+    import json
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(layouts_run[1], run_dir)
+    doc = json.loads((run_dir / "samples.json").read_text())
+    name = "gelu"
+    first, second = (sample["args"]["tuple"][0]["tensor"] for sample in doc["functions"][name][:2])
+    first["device"] = "evil:0"
+    second["stride"] = [10**12] + second["stride"][1:]
+    (run_dir / "samples.json").write_text(json.dumps(doc))
+    with load_run(run_dir) as run:
+        frame = bench(run, [name], scripts=tmp_path / "scripts", **FAST)
+    refused = frame[frame["status"] == "refused"].set_index("sample_id")["reason"]
+    assert refused[0] == "args[0] was recorded on 'evil:0', a device this torch does not know"
+    assert refused[1].startswith("args[0] has strides [1000000000000, ") and "would take more than" in refused[1]
+    kept = sorted(set(frame["sample_id"]) - {0, 1})
+    store = tmp_path / "scripts" / f"{name}.samples.pt"
+    assert (
+        [s["sample_id"] for s in torch.load(store, weights_only=True)["samples"]] == kept
+        if kept
+        else not store.exists()
+    )

@@ -5,6 +5,8 @@ no run directory and no staging left, the previous run intact, the samples relea
 
 import errno
 import gc
+import os
+import re
 import threading
 import types
 import weakref
@@ -242,3 +244,43 @@ def test_a_run_directory_is_made_with_the_umask(tmp_path):
     assert {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "run").iterdir()} == {
         name: 0o640 for name in ("manifest.json", "trace.json.gz", "samples.json", "samples.pt")
     }
+
+
+def _file(path):
+    path.write_text("the user's notes")
+
+
+def _folder(path):
+    path.mkdir()
+    (path / "notes.txt").write_text("the user's notes")
+
+
+def _link(path):
+    _folder(path.parent / "elsewhere")
+    path.symlink_to(path.parent / "elsewhere")
+
+
+# what overwrite=True finds at out, that is no run directory: each is refused before the model runs, and left as it was
+NOT_RUNS = {
+    "a file": (_file, "is not a directory"),
+    "a folder of other files": (_folder, "is a directory that is not a kernelscope run (no manifest.json)"),
+    "a link to a folder": (_link, "is a symbolic link"),
+    "a FIFO": (os.mkfifo, "is not a directory"),
+}
+
+
+@pytest.mark.parametrize("case", NOT_RUNS)
+def test_overwrite_replaces_only_a_run_directory(case, tmp_path):
+    """overwrite=True (--force) replaces a run; anything else at out (the user's file, a folder such as '.', a link,
+    /dev/null) is refused before the model runs, nothing moved aside or removed."""
+    make, problem = NOT_RUNS[case]
+    out = tmp_path / "out"
+    make(out)
+    before = {p.relative_to(tmp_path): p.lstat().st_mode for p in tmp_path.rglob("*")}
+    model = Probe()
+    with pytest.raises(
+        KernelscopeError, match=re.escape(f"out: {problem}; overwrite=True (CLI: --force) replaces only")
+    ):
+        ModuleFunctionKernelProfiler().profile(model, SAMPLES, warmup_iterations=0, out=out, overwrite=True)
+    assert model.calls == [0], "refused before the model runs"
+    assert {p.relative_to(tmp_path): p.lstat().st_mode for p in tmp_path.rglob("*")} == before

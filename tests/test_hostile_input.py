@@ -91,6 +91,62 @@ HOSTILE_CASES = {
         "samples.json",
         "has a malformed sample 1 of function 'linear' (nested deeper than 64 levels)",
     ),
+    "manifest gpu_name a list": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["gpu_name"], ["H200"]))),
+        "manifest.json",
+        'has gpu_name ["H200"], not a string',
+    ),
+    "manifest torch_version a number": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["torch_version"], 2.11))),
+        "manifest.json",
+        "has torch_version 2.11, not a string",
+    ),
+    "manifest sample_memory a list": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["sample_memory"], [1]))),
+        "manifest.json",
+        "has sample_memory [1], not a JSON object",
+    ),
+    "manifest sample_tensors.bytes a string": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["sample_tensors"], {"bytes": "1 GB"}))),
+        "manifest.json",
+        'has sample_tensors.bytes "1 GB", not a number >= 0',
+    ),
+    "sample calls adding up past 2**63": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json("samples.json", lambda doc: [e.update(calls=2**63 - 1) for e in doc["functions"]["linear"][:2]]),
+        ),
+        "samples.json",
+        "has calls or tensor bytes of function 'linear' that add up past 9223372036854775807 (64 bits)",
+    ),
+    "sample tensor bytes adding up past 2**63": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json(
+                "samples.json",
+                lambda doc: [a["tensor"].update(nbytes=2**62) for a in doc["functions"]["linear"][0]["args"]["tuple"]],
+            ),
+        ),
+        "samples.json",
+        "has calls or tensor bytes of function 'linear' that add up past",
+    ),
+    "sample object whose repr is a list": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            _edit_json(
+                "samples.json", _set_in(["functions", "linear", 1, "kwargs"], {"object": {"type": 1, "repr": [1]}})
+            ),
+        ),
+        "samples.json",
+        "has a malformed sample 1 of function 'linear' (an object needs strings type and repr)",
+    ),
+    "sample tuple of a string": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path, _edit_json("samples.json", _set_in(["functions", "linear", 0, "args"], {"tuple": "ab"}))
+        ),
+        "samples.json",
+        "has a malformed sample 0 of function 'linear' (a value tagged 'tuple' holds a JSON string, not an array)",
+    ),
     "distributedInfo.rank past 2**31": lambda tmp_path: (
         _header_trace(tmp_path, {"rank": 2**31 + 5}),
         ".json",
@@ -150,3 +206,81 @@ def test_hostile_input_is_one_line_naming_the_file_and_the_fault(case, command, 
     assert where in line and problem in line, line
     if command == "archive":
         assert not (tmp_path / "archive" / ".staging").exists() and not (tmp_path / "archive" / "runs").exists()
+
+
+def test_a_ragged_shape_with_a_stride_is_shown_with_its_stride(tmp_path):
+    """The recorder writes a nested tensor's stride null; a store that gives one with a ragged size still loads, and
+    its signature shows the stride (no contiguous stride to compare it with)."""
+    from kernelscope.analyzer import load_run
+
+    def ragged(doc):
+        doc["functions"]["linear"][0]["args"]["tuple"][0]["tensor"].update(shape=[None, 1024], stride=[1024, 1])
+
+    with load_run(_copy_of_run(tmp_path, _edit_json("samples.json", ragged))) as run:
+        signature = run.sql("SELECT signature FROM samples WHERE function_name = 'linear' AND sample_id = 0").iat[0, 0]
+    assert signature.startswith("(float16[*,1024]{1024,1}@cuda:0, ")
+
+
+@pytest.mark.parametrize("properties", [5, {"0": {"name": "H200"}}, [{"name": ["H200"]}], [[1], "H200"]])
+def test_device_properties_of_any_json_shape_name_no_gpu_and_break_nothing(properties, tmp_path):
+    """A bare trace's deviceProperties is read for its GPU names only where it is a list of objects with a string
+    name: anything else there names none, and diff and report run as for a trace without it."""
+    pytest.importorskip("jinja2")
+    from kernelscope.analyzer import load_run
+    from kernelscope.analyzer.diff import diff
+    from kernelscope.analyzer.report import write_report
+
+    with load_run(_header_trace_with(tmp_path, deviceProperties=properties)) as run, load_run(RUN) as recorded:
+        assert len(diff(run, run)) and len(diff(recorded, run))
+        write_report(run, tmp_path / "report.html", name="trace")
+    assert (tmp_path / "report.html").stat().st_size > 0
+
+
+def _header_trace_with(tmp_path, **keys):
+    doc = json.loads(json.dumps(EVENTS))
+    doc.update(keys)
+    path = tmp_path / f"header-{next(_names)}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "samples.json"])
+def test_a_run_file_larger_than_its_limit_is_refused_without_reading_it_whole(name, tmp_path, monkeypatch):
+    """A manifest or sample store of terabytes (a sparse file, or one that grows as it is read) is refused once the
+    read passes its limit, before it takes the memory: 16 MiB for a manifest, an eighth of the machine's memory for
+    samples.json (made small here)."""
+    from kernelscope.analyzer import BadInputError, load_run
+    from kernelscope.analyzer import samples as samples_module
+
+    monkeypatch.setattr(samples_module, "samples_limit_bytes", lambda: 1 << 20)
+    run = _copy_of_run(tmp_path, lambda run: os.truncate(run / name, 1 << 40))  # sparse: takes no disk
+    limit = "16,777,216 bytes a manifest" if name == "manifest.json" else "1,048,576 bytes a sample store"
+    with pytest.raises(BadInputError, match=rf"{name}: holds more than the {limit} may take here$"):
+        load_run(run)  # read whole, 1 TiB would be a MemoryError
+
+
+def test_a_folder_named_for_a_rank_in_other_digits_is_not_a_rank(tmp_path):
+    """rank-<N> takes ASCII digits only: a folder rank-١ (ARABIC-INDIC DIGIT ONE) is no rank directory, like any
+    other folder of the job, rather than rank 1."""
+    from conftest import make_job
+    from kernelscope.analyzer import load_run
+
+    job = make_job(tmp_path / "job", {0: RUN})
+    shutil.copytree(job / "rank-0", job / "rank-\u0661")
+    with load_run(job) as run:
+        assert run.ranks == [0]
+
+
+def test_ranks_of_different_annotation_schemes_are_refused_unless_the_prefix_is_given(tmp_path):
+    """A job's scopes are parsed with one module prefix and one function prefix: ranks whose manifests name others
+    are refused (rank 1's scopes would silently name nothing), unless the prefix is given for all."""
+    from conftest import make_job
+    from kernelscope.analyzer import BadInputError, load_run
+
+    job = make_job(tmp_path / "job", {0: RUN, 1: RUN})
+    _edit_json("manifest.json", _set_in(["annotation", "module_prefix"], "mine:"))(job / "rank-1")
+    schemes = r'\(annotation.module_prefix "ks.module:" and "mine:"\)$'
+    with pytest.raises(BadInputError, match=r"job: holds ranks of different annotation schemes " + schemes):
+        load_run(job)
+    with load_run(job, module_prefix="ks.module:") as run:
+        assert run.ranks == [0, 1]

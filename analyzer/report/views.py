@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..diff import diff
 from ..kernel_names import define_kernel_short
+from ..ranks import header_gpu_names
 from ..run import Run
 from ..sql import run_sql_file
 from ..tree import shown_tree_query
@@ -78,8 +79,7 @@ def run_facts(run: Run, totals: dict, check) -> list[tuple[str, str]]:
     """The header: what the manifest (or a bare trace's header) says the run is, its totals and its launch check."""
     manifest = run.manifest or {}
     keys = run.header.keys if run.header is not None else {}
-    devices = keys.get("deviceProperties") or [{}]
-    gpu = manifest.get("gpu_name") or (devices[0].get("name") if isinstance(devices[0], dict) else None)
+    gpu = manifest.get("gpu_name") or next(iter(header_gpu_names(keys)), None)
     cuda = manifest.get("cuda_version") or _cuda_runtime(keys.get("cuda_runtime_version"))
     versions = manifest.get("torch_version") or cuda
     facts = [
