@@ -154,6 +154,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
                 advance=advance,
                 in_place=native_reader is not None,
                 limits=limits,
+                threads=workers,
             )
         except CutFailed:
             raise _PartsFailed from None

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 
+from .gzip_members import json_size as members_json_size
 from .sql import quote
 from .trace_parts import CHUNK, UNLIMITED, Limits
 
@@ -41,10 +42,14 @@ PART_ROOM = 4 * CHUNK  # a streamed part may grow this far past its size before 
 
 
 def json_bytes(path: Path, compressed: bool) -> int:
-    """The size of the trace's JSON: the file's, or for gzip the trailer's ISIZE (the size mod 2**32)."""
+    """The size of the trace's JSON: the file's, or for gzip the members' sizes where their headers say where each
+    ends (gzip_members.py), else the trailer's ISIZE (the size mod 2**32; the last member's alone)."""
     size = path.stat().st_size
     if not compressed or size < 18:
         return size
+    members = members_json_size(path)
+    if members is not None:
+        return members
     with open(path, "rb") as raw:
         raw.seek(-4, os.SEEK_END)
         isize = int.from_bytes(raw.read(4), "little")
