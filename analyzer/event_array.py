@@ -28,7 +28,7 @@ from typing import BinaryIO
 import orjson
 
 from .errors import BadInputError
-from .gzip_members import MAX_AHEAD, MemberStream, gzip_members
+from .gzip_members import MemberStream, gzip_members
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
     BOUNDARY,
@@ -81,7 +81,7 @@ def split_event_array(
     ``on_part(index, part)`` is called once per part, in order, as soon as the part is complete. ``in_place``:
     a plain trace's parts are ranges of the file (Part.source), and a compressed one's are kept in memory
     (Part.data), neither written to a part file until a reader asks. Past ``limits`` the trace is refused.
-    ``threads``: how many a gzip file of indexed members (gzip_members.py) is decompressed on.
+    ``threads``: how many a gzip file of indexed members (gzip_members.py) is decoded on, ahead of the cuts.
     """
     limits = limits or Limits()
     with open_trace(path, compressed, threads) as stream:
@@ -219,8 +219,8 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
                 yield raw
                 return
             members = gzip_members(raw.fileno())
-            if members is not None and len(members) > 1:  # decoded ahead on half the threads, the others load
-                with MemberStream(path, raw, members, max(1, min(threads // 2, MAX_AHEAD))) as stream:
+            if members is not None and len(members) > 1:
+                with MemberStream(path, raw, members, threads) as stream:
                     yield stream
                 return
             with _GzipReader(fileobj=raw, mode="rb") as stream:

@@ -38,7 +38,6 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
 
 MEMBER_BYTES = 32 << 20  # JSON per member: the ingest's part size while decompressing (ingest.STREAM_PART_BYTES)
 MAX_MEMBER_BYTES = 256 << 20  # a member said to decompress to more is not decoded ahead: the file is read as a stream
-MAX_AHEAD = 4  # threads decoding members ahead of the reader: 4 decode ~5 GB/s, more only holds more memory
 # nor one said to decompress to more than this many times its length (Kineto's JSON: 10-20x): what the members say
 # sizes the run's memory and disk limits (memory.json_bytes), which a small file must not make unbounded
 MAX_RATIO = 64
