@@ -77,13 +77,13 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
     budget = in_flight_bytes(con)
     if header.compressed:
         part_bytes = STREAM_PART_BYTES
-    else:  # a multiple of the workers of parts, as many in flight as there are workers (and one) within the budget
-        most = min(MAX_PART_BYTES, max(MIN_FLIGHT_PART_BYTES, budget // (workers + 1)))
+    else:  # a multiple of the workers of parts, one loading on each worker (its range mapped) within the budget
+        most = min(MAX_PART_BYTES, max(MIN_FLIGHT_PART_BYTES, budget // workers))
         parts = 1 if size < MIN_PART_BYTES else workers * -(-size // (workers * most))
         part_bytes = -(-size // parts)
     # parts handed out but not loaded yet, and those loading: a stream that decompresses faster than its parts load
-    # holds at most this many in memory, and a plain trace has this many of its ranges mapped at most
-    in_flight = max(2, min(workers + 1, budget // part_bytes))
+    # holds at most this many in memory (a plain trace's parts hold nothing until they load)
+    in_flight = max(2, min(workers + 1, budget // part_bytes)) if header.compressed else workers + 1
     try:
         try:
             header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress)
