@@ -28,7 +28,8 @@ from typing import BinaryIO
 import orjson
 
 from .errors import BadInputError
-from .streamed_parts import stream_parts
+from .gzip_members import MemberStream, gzip_members
+from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
     BOUNDARY,
     CHUNK,
@@ -73,15 +74,17 @@ def split_event_array(
     advance: Advance,
     in_place: bool = False,
     limits: Limits | None = None,
+    threads: int = 1,
 ) -> dict:
     """Cut the bytes of ``traceEvents`` into parts (part files in ``scratch``); return the other top-level keys.
 
     ``on_part(index, part)`` is called once per part, in order, as soon as the part is complete. ``in_place``:
     a plain trace's parts are ranges of the file (Part.source), and a compressed one's are kept in memory
     (Part.data), neither written to a part file until a reader asks. Past ``limits`` the trace is refused.
+    ``threads``: how many a gzip file of indexed members (gzip_members.py) is decoded on, ahead of the cuts.
     """
     limits = limits or Limits()
-    with open_trace(path, compressed) as stream:
+    with open_trace(path, compressed, threads) as stream:
         head = _read_head(stream)
         found = _find_events_key(head)
         if found is None:
@@ -89,13 +92,29 @@ def split_event_array(
         key_start, array_start = found
         if compressed:
             advance(len(head), stream)
-            first = head[array_start:]
-            tail_keys = stream_parts(path, stream, first, scratch, part_bytes, on_part, advance, in_place, limits)
+            taken = _member_parts(stream, part_bytes, limits)
+            if taken is not None:
+                tail_keys = stream_member_parts(path, stream, taken, array_start, scratch, on_part, advance, limits)
+            else:
+                first = head[array_start:]
+                tail_keys = stream_parts(path, stream, first, scratch, part_bytes, on_part, advance, in_place, limits)
         else:
             tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance, in_place)
     keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", "the header before traceEvents")
     keys.update(tail_keys)
     return keys
+
+
+def _member_parts(stream: BinaryIO, part_bytes: int, limits: Limits):
+    """The first member of a gzip file of indexed members (MemberStream.take_current), where its parts are to be
+    its members (streamed_parts.stream_member_parts): members of about a part's size each, whose buffers a part
+    may hold, and the head read from the first member alone; else None (the stream is cut as any other)."""
+    if not isinstance(stream, MemberStream):
+        return None
+    sizes = [m.size for m in stream.members[:-1]]
+    if min(sizes, default=part_bytes) < part_bytes // 2 or stream.buffers.capacity > limits.max_part_bytes:
+        return None
+    return stream.take_current()
 
 
 def _read_head(stream: BinaryIO) -> bytes:
@@ -191,13 +210,18 @@ def _first_boundary(fd: int, offset: int) -> re.Match | None:
 
 
 @contextmanager
-def open_trace(path: Path, compressed: bool):
-    """The trace's bytes, decompressed when it is gzip; a failure to open, read or decompress them (in the
-    ``with`` block too) is BadInputError."""
+def open_trace(path: Path, compressed: bool, threads: int = 1):
+    """The trace's bytes, decompressed when it is gzip (a file of indexed members on up to ``threads`` threads,
+    gzip_members.py); a failure to open, read or decompress them (in the ``with`` block too) is BadInputError."""
     try:
         with open(path, "rb") as raw:
             if not compressed:
                 yield raw
+                return
+            members = gzip_members(raw.fileno())
+            if members is not None and len(members) > 1:
+                with MemberStream(path, raw, members, threads) as stream:
+                    yield stream
                 return
             with _GzipReader(fileobj=raw, mode="rb") as stream:
                 yield stream

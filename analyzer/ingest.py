@@ -25,7 +25,7 @@ import duckdb
 
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, split_event_array
-from .memory import PART_ROOM, reading_limits
+from .memory import PART_ROOM, in_flight_bytes, reading_limits
 from .sql import run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
 from .validate import describe_unreadable_events
@@ -38,6 +38,8 @@ except ImportError:  # built without a C compiler: DuckDB's JSON reader reads ev
 PART_ID_BITS = 40  # a part's provisional ids are its index << PART_ID_BITS + the position in the part
 MIN_PART_BYTES = 32 << 20  # below this one part: a thread is not worth it
 MAX_PART_BYTES = 128 << 20  # a plain file is cut into a multiple of the workers of parts at most this size
+MIN_FLIGHT_PART_BYTES = 8 << 20  # and at least this size, however many workers share the in-flight budget
+MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 decode ~5 GB/s, more only hold memory
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
 PROGRESS_MIN_BYTES = 64 << 20
@@ -72,16 +74,21 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
         raise BadInputError(path, "the file is empty")
     header = TraceHeader(str(path), is_gzip(path), size)
     workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchone()[0]))
+    budget = in_flight_bytes(con)
     if header.compressed:
         part_bytes = STREAM_PART_BYTES
-    else:
-        parts = 1 if size < MIN_PART_BYTES else workers * -(-size // (workers * MAX_PART_BYTES))
+    else:  # a multiple of the workers of parts, one loading on each worker (its range mapped) within the budget
+        most = min(MAX_PART_BYTES, max(MIN_FLIGHT_PART_BYTES, budget // workers))
+        parts = 1 if size < MIN_PART_BYTES else workers * -(-size // (workers * most))
         part_bytes = -(-size // parts)
+    # parts handed out but not loaded yet, and those loading: a stream that decompresses faster than its parts load
+    # holds at most this many in memory (a plain trace's parts hold nothing until they load)
+    in_flight = max(2, min(workers + 1, budget // part_bytes)) if header.compressed else workers + 1
     try:
         try:
-            header.keys = _load(con, path, header, part_bytes, workers, progress)
+            header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress)
         except _PartsFailed:  # a cut fell inside an event: read the array again as one part
-            header.keys = _load(con, path, header, UNLIMITED, 1, progress)
+            header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress)
     except _WholeParseNeeded:
         header.keys = _load_whole(con, path, header)
     return header
@@ -116,7 +123,7 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     return keys
 
 
-def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, progress: bool) -> dict:
+def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, in_flight: int, progress: bool) -> dict:
     run_sql_file(con, "events.sql")
     header.native_parts.clear()  # this may be the second try, as one part
     header.duckdb_parts.clear()
@@ -130,9 +137,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
     ):
         parts: list[Part] = []
         counts = _PartCounts()
-        # parts handed out but not loaded yet: a part kept in memory waits for a free slot, so a stream that
-        # decompresses faster than its parts load holds at most this many in memory
-        slots = threading.BoundedSemaphore(workers + 1)
+        slots = threading.BoundedSemaphore(in_flight)  # a part waits for a free slot before it is handed out
         # one part (the second try) may take the whole memory limit; each of several, their share but their size
         limits = reading_limits(con, 1 if part_bytes >= UNLIMITED else workers + 1)
         if part_bytes < UNLIMITED:
@@ -154,6 +159,8 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, p
                 advance=advance,
                 in_place=native_reader is not None,
                 limits=limits,
+                # a gzip file of members is decoded ahead on up to half the workers, within the in-flight budget
+                threads=max(1, min(workers // 2, MAX_DECODERS, in_flight // 2)),
             )
         except CutFailed:
             raise _PartsFailed from None

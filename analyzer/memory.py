@@ -20,6 +20,7 @@ from pathlib import Path
 
 import duckdb
 
+from .gzip_members import json_size as members_json_size
 from .sql import quote
 from .trace_parts import CHUNK, UNLIMITED, Limits
 
@@ -38,13 +39,20 @@ JSON_PER_LIMIT_BYTE = 2
 WHOLE_DOCUMENT_SHARE = 8  # a document parsed whole (orjson's objects: several times its bytes) of limit/8 at most
 WHOLE_DOCUMENT_MIN = 64 << 20
 PART_ROOM = 4 * CHUNK  # a streamed part may grow this far past its size before a cut is found
+# the parts being read at once hold at most this share of the memory limit, outside DuckDB's (their bytes; the native
+# reader's columns beside): with one part per thread a machine of many cores held far more (benchmarks/RESULTS.md)
+IN_FLIGHT_SHARE = 1 / 5
 
 
 def json_bytes(path: Path, compressed: bool) -> int:
-    """The size of the trace's JSON: the file's, or for gzip the trailer's ISIZE (the size mod 2**32)."""
+    """The size of the trace's JSON: the file's, or for gzip the members' sizes where their headers say where each
+    ends (gzip_members.py), else the trailer's ISIZE (the size mod 2**32; the last member's alone)."""
     size = path.stat().st_size
     if not compressed or size < 18:
         return size
+    members = members_json_size(path)
+    if members is not None:
+        return members
     with open(path, "rb") as raw:
         raw.seek(-4, os.SEEK_END)
         isize = int.from_bytes(raw.read(4), "little")
@@ -102,6 +110,13 @@ def memory_bytes(limit: int | str) -> int | None:
     unit = match.group(2).upper()
     base = 1024 if "I" in unit else 1000
     return int(float(match.group(1)) * base ** "BKMGT".index(unit[0]))
+
+
+def in_flight_bytes(con: duckdb.DuckDBPyConnection) -> int:
+    """How many bytes of parts the ingest may have read or handed out at once (IN_FLIGHT_SHARE of the memory
+    limit; UNLIMITED where the limit is not an amount)."""
+    memory = memory_bytes(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+    return UNLIMITED if memory is None else int(IN_FLIGHT_SHARE * memory)
 
 
 def reading_limits(con: duckdb.DuckDBPyConnection, parts_in_memory: int) -> Limits:

@@ -13,7 +13,7 @@ import io
 import mmap
 import threading
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import BadInputError
 from .trace_parts import (
@@ -30,7 +30,11 @@ from .trace_parts import (
     part_file,
 )
 
+if TYPE_CHECKING:
+    from .gzip_members import MemberStream
+
 MAX_BUFFER_BYTES = 256 << 20  # a streamed part's buffer starts at most this large
+SLACK = 1 << 20  # room left after a part moved to a larger buffer
 
 
 def stream_parts(
@@ -188,3 +192,71 @@ class _PartWriter:
             out.write(view[: self.size])
         self.buffers.give(buffer)
         return Part(index, self.file)
+
+
+def stream_member_parts(
+    path: Path,
+    stream: MemberStream,
+    first: tuple[mmap.mmap, int, int],
+    array_start: int,
+    scratch: str,
+    on_part: OnPart,
+    advance: Advance,
+    limits: Limits,
+) -> dict:
+    """A gzip file of indexed members, each decoded into a buffer of its own (gzip_members.MemberStream; ``first``:
+    the first member's buffer, its size and how much of it was read, its ``[`` at ``array_start``): a part per
+    member, in the member's own buffer, no copy. A part holds the events alone (bare) from the first boundary
+    between two events in its member to the first one in the next member, whose bytes before that boundary (the
+    end of the event the two share, usually a few hundred bytes) are copied after it; a member with no boundary
+    is copied whole into the part. Refused past ``limits``, as stream_parts refuses."""
+    pool = stream.buffers
+    buffer, size, _ = first
+    start, streamed, index = array_start + 1, size, 0
+    try:
+        while (taken := stream.take_next()) is not None:
+            following, count = taken
+            try:
+                streamed += count
+                if streamed > limits.max_json_bytes:
+                    raise BadInputError(path, limits.json_refusal())
+                advance(count, stream)
+                match = BOUNDARY.search(following, 0, count)
+                end = count if match is None else match.start() + 1
+                if size - start + end > limits.max_part_bytes:
+                    raise BadInputError(path, limits.part_refusal())
+                if size + end > len(buffer):  # no room after the member: the part moves to a larger buffer
+                    grown = anonymous_memory(max(size - start + end, len(buffer)) + SLACK)
+                    grown[: size - start] = memoryview(buffer)[start:size]
+                    pool.give(buffer)
+                    buffer, size, start = grown, size - start, 0
+                with memoryview(buffer) as into, memoryview(following) as source:
+                    into[size : size + end] = source[:end]
+                size += end
+            except BaseException:
+                pool.give(following)
+                raise
+            if match is None:
+                pool.give(following)
+                continue
+            data, buffer = _view(buffer, start, size), None  # the part holds it now
+            on_part(index, Part(index, part_file(scratch, index), data=data, buffers=pool, bare=True))
+            index += 1
+            buffer, size, start = following, count, match.end()
+        with memoryview(buffer) as view:
+            tail = bytes(view[max(start, size - TAIL_KEEP) : size])
+        cut, tail_keys = find_array_end(path, tail)
+        size -= len(tail) - cut + 1  # the array's "]" and what follows it
+        if size < start:
+            raise CutFailed
+    except BaseException:
+        if buffer is not None:
+            pool.give(buffer)
+        raise
+    on_part(index, Part(index, part_file(scratch, index), data=_view(buffer, start, size), buffers=pool, bare=True))
+    return tail_keys
+
+
+def _view(buffer: mmap.mmap, start: int, end: int) -> memoryview:
+    with memoryview(buffer) as whole:
+        return whole[start:end]

@@ -85,8 +85,8 @@ class Part:
     """One part of the ``traceEvents`` array: a part file holding a JSON array of consecutive events; or, for a
     plain trace read in place, bytes ``[first, last)`` of the trace: those events alone (``{…},{…}``), mapped
     only while a reader reads them (so they leave memory with it); or, for a decompressed stream read in
-    place, the array in memory (``data``). Either of the last two is written to the part file only when a
-    reader needs a file."""
+    place, the array in memory (``data``; the events alone where ``bare``, for a part of gzip members). Either of
+    the last two is written to the part file only when a reader needs a file."""
 
     index: int
     file: str
@@ -95,6 +95,7 @@ class Part:
     last: int = 0
     data: memoryview | None = None  # a streamed part kept in memory: its JSON array, until read
     buffers: Buffers | None = None  # where data's memory goes back once read
+    bare: bool = False  # data holds the events alone ({…},{…}), not an array (a part of gzip members)
 
     def drop_data(self) -> None:
         """Give a part kept in memory back to its buffers (its data must be on file if still needed)."""
@@ -109,7 +110,7 @@ class Part:
         """``(buffer, bare)`` for the ``with`` block: the part's bytes (a file or a range of the trace mapped
         for the block, or the data in memory), and whether they are the events alone rather than an array."""
         if self.data is not None:
-            yield self.data, False
+            yield self.data, self.bare
             return
         path, first, last = (self.source, self.first, self.last) if self.source is not None else (self.file, 0, None)
         with ExitStack() as opened:
@@ -140,7 +141,9 @@ class Part:
     def as_file(self) -> str:
         if self.data is not None and not os.path.exists(self.file):
             with open(self.file, "wb") as out:
+                out.write(b"[" if self.bare else b"")
                 out.write(self.data)
+                out.write(b"]" if self.bare else b"")
         if self.source is not None and not os.path.exists(self.file):
             try:
                 raw = open(self.source, "rb")

@@ -28,6 +28,7 @@ import orjson
 
 GAP_NS = 1_000_000  # 1 ms of idle time between two copies of the pass
 GZIP_LEVEL = 3  # zlib's; about the size of the recorder's (recorder/run_writer.py: isal's level 2)
+MEMBERS_LEVEL = 2  # isal's, as the recorder writes (--members)
 UNITS = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "B": 1}
 # id spaces renumbered per copy: (where the value sits, which space it belongs to)
 ID_FIELDS = {
@@ -180,10 +181,13 @@ def write_scaled(
     copies: int | None = None,
     size: int | None = None,
     gzip_copy: bool = False,
+    members: bool = False,
 ) -> dict:
     """Write the scaled trace to ``out`` and, with ``gzip_copy``, ``out + '.gz'`` too.
 
-    ``out`` ending in ``.gz`` writes the gzip file only (``size`` is then the size of its JSON)."""
+    ``out`` ending in ``.gz`` writes the gzip file only (``size`` is then the size of its JSON). ``members``: the
+    gzip file as the recorder writes it (indexed members at ISA-L's level 2, analyzer/gzip_members.py), not one
+    member at zlib's level 3."""
     scaled = ScaledTrace(load_trace(source))
     if copies is None:
         copies = scaled.copies_for(size or 0)
@@ -194,7 +198,13 @@ def write_scaled(
     with contextlib.ExitStack() as files:
         sinks = [] if gz_only else [files.enter_context(open(out, "wb"))]
         if gz_only or gzip_copy:
-            sinks.append(files.enter_context(gzip.open(gz_path, "wb", compresslevel=GZIP_LEVEL)))
+            if members:
+                from kernelscope.analyzer.gzip_members import MemberWriter
+
+                writer = MemberWriter(files.enter_context(open(gz_path, "wb")), MEMBERS_LEVEL)
+                sinks.append(files.enter_context(writer))
+            else:
+                sinks.append(files.enter_context(gzip.open(gz_path, "wb", compresslevel=GZIP_LEVEL)))
         for text in scaled.chunks(copies):
             data = text.encode()
             json_bytes += len(data)
@@ -225,8 +235,13 @@ def main(argv: list[str] | None = None) -> None:
     group.add_argument("--copies", type=int, help="how many times to repeat the recorded pass")
     group.add_argument("--size", type=parse_size, help="target size of the .json, e.g. 100MB, 1GB")
     parser.add_argument("--gzip", action="store_true", help="also write OUT.gz (gzip level 3, as the recorder)")
+    parser.add_argument(
+        "--members", action="store_true", help="the .gz in indexed members, as the recorder writes it (isal level 2)"
+    )
     args = parser.parse_args(argv)
-    result = write_scaled(args.source, args.out, copies=args.copies, size=args.size, gzip_copy=args.gzip)
+    result = write_scaled(
+        args.source, args.out, copies=args.copies, size=args.size, gzip_copy=args.gzip, members=args.members
+    )
     print(json.dumps(result), file=sys.stdout)
 
 

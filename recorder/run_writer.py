@@ -20,9 +20,9 @@ from typing import Any
 
 import orjson
 import torch
-from isal import isal_zlib
 from kernelscope.analyzer.atomic import make_temp_dir
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
+from kernelscope.analyzer.gzip_members import MEMBER_BYTES, write_members
 from kernelscope.analyzer.ranks import RANK_DIR, is_job_directory
 from kernelscope.analyzer.rundir import (
     COMPILED_REGION_CALL,
@@ -45,8 +45,7 @@ from . import git_head
 from .retention import CappedSampleBook
 
 GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
-GZIP_WBITS = 16 + 15  # a gzip header and trailer around the deflate stream
-COMPRESS_CHUNK = 8 << 20
+GZIP_MEMBER_BYTES = MEMBER_BYTES  # JSON per gzip member: members decompress in parallel in the analyzer
 GIT_TIMEOUT_S = 5
 # why a temporary run's manifest says its sample tensors were not saved (bench_sources.py reads it to say what to do)
 TEMPORARY_RUN_TENSORS = "a temporary run (profile() without out=) leaves them in function_data, live"
@@ -141,14 +140,13 @@ def _remove_made(created: list[Path]) -> None:
 
 
 def gzip_file(source: Path, target: Path) -> None:
-    """Compress ``source`` into the gzip file ``target`` with ISA-L at GZIP_LEVEL. Not through a GzipFile: on Python
-    3.12 its writer is a reference cycle (its buffer holds it), closed whenever the cyclic collector runs next,
-    inside a torch.compile'd region too, where dynamo then compiles GzipFile.closed (seen on the H200)."""
-    compressor = isal_zlib.compressobj(GZIP_LEVEL, isal_zlib.DEFLATED, GZIP_WBITS)
+    """Compress ``source`` into the gzip file ``target`` with ISA-L at GZIP_LEVEL, as members of 32 MiB of JSON
+    whose headers say where each ends, which the analyzer decompresses in parallel (analyzer/gzip_members.py);
+    any gzip reader reads them as one stream. Not through a GzipFile: on Python 3.12 its writer is a reference
+    cycle (its buffer holds it), closed whenever the cyclic collector runs next, inside a torch.compile'd region
+    too, where dynamo then compiles GzipFile.closed (seen on the H200)."""
     with open(source, "rb") as src, open(target, "wb") as dst:
-        while chunk := src.read(COMPRESS_CHUNK):
-            dst.write(compressor.compress(chunk))
-        dst.write(compressor.flush())
+        write_members(src, dst, GZIP_LEVEL, GZIP_MEMBER_BYTES)
 
 
 def write_run(

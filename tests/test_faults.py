@@ -98,8 +98,10 @@ def _fail_at(stage, error, monkeypatch):
             def compress(self, data):
                 raise error
 
+        from kernelscope.analyzer import gzip_members
+
         failing = types.SimpleNamespace(DEFLATED=8, compressobj=lambda *args: Compressor())
-        monkeypatch.setattr(run_writer, "isal_zlib", failing)
+        monkeypatch.setattr(gzip_members, "_zlib", failing)
     elif stage == "sample tensors":
         monkeypatch.setattr(run_writer.torch, "save", lambda *a, **k: (_ for _ in ()).throw(error))
     elif stage == "manifest":

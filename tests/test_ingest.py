@@ -333,3 +333,40 @@ def test_a_plain_trace_is_cut_at_the_first_boundary_reading_little_past_it(tmp_p
         read.clear()
         assert event_array._first_boundary(fd, 0) is not None
         assert sum(read) <= event_array.FIRST_SEARCH_WINDOW
+
+
+def test_the_parts_in_flight_stay_within_a_share_of_the_memory_limit_whatever_the_threads(plain_gpt2, monkeypatch):
+    """Eight threads, a budget of 300 KB: no more bytes of parts load at once than the budget holds (parts of
+    the size one per thread held ~1.5x the JSON on 16 emulated cores), and the rows are those of one part."""
+    import threading
+    import time
+
+    from kernelscope.analyzer import memory
+
+    whole, _ = _events(plain_gpt2, monkeypatch, 1 << 40)
+    monkeypatch.setattr(ingest, "MIN_PART_BYTES", 64 << 10)
+    monkeypatch.setattr(ingest, "MIN_FLIGHT_PART_BYTES", 16 << 10)
+    part = 100 << 10
+    monkeypatch.setattr(ingest, "in_flight_bytes", lambda con: 3 * part + 1000)
+    lock, busy, most, parts = threading.Lock(), [0], [0], []
+
+    def load_part(*args):
+        with lock:
+            parts.append(args[1])
+            busy[0] += 1
+            most[0] = max(most[0], busy[0])
+        time.sleep(0.01)
+        try:
+            return LOAD_PART(*args)
+        finally:
+            with lock:
+                busy[0] -= 1
+
+    monkeypatch.setattr(ingest, "_load_part", load_part)
+    con = duckdb.connect()
+    con.execute("SET threads = 8")
+    ingest.ingest_trace(con, plain_gpt2)
+    part_bytes = -(-plain_gpt2.stat().st_size // len(parts))
+    assert len(parts) % 8 == 0 and most[0] * part_bytes <= 3 * part + 1000 and len(parts) > 8
+    assert memory.IN_FLIGHT_SHARE < 1
+    _same_events(whole, con)

@@ -15,15 +15,20 @@ from kernelscope.recorder import ModuleFunctionKernelProfiler, run_writer  # noq
 from torch import nn  # noqa: E402
 
 
-def test_the_gzip_file_holds_the_trace_compressed_chunk_by_chunk(tmp_path, monkeypatch):
-    monkeypatch.setattr(run_writer, "COMPRESS_CHUNK", 1000)  # many chunks through one compressor
+def test_the_gzip_file_holds_the_trace_in_members_that_say_where_they_end(tmp_path, monkeypatch):
+    from kernelscope.analyzer.gzip_members import gzip_members, json_size
+
+    monkeypatch.setattr(run_writer, "GZIP_MEMBER_BYTES", 1000)  # many members
     source, target = tmp_path / "trace.json", tmp_path / "trace.json.gz"
     data = os.urandom(2500) + b'{"traceEvents": []}' * 300
     source.write_bytes(data)
     run_writer.gzip_file(source, target)
     written = target.read_bytes()
     assert written[:2] == b"\x1f\x8b" and gzip.decompress(written) == data
-    assert int.from_bytes(written[-4:], "little") == len(data), "the trailer's ISIZE, which the analyzer reads"
+    with open(target, "rb") as raw:
+        members = gzip_members(raw.fileno())
+    assert [m.size for m in members] == [1000] * 8 + [len(data) - 8000]
+    assert json_size(target) == len(data), "what the analyzer sizes its memory limit by"
 
 
 def test_writing_the_gzip_file_leaves_nothing_for_the_cyclic_collector(tmp_path):
