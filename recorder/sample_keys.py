@@ -4,8 +4,9 @@ Two calls share a signature when every tensor at every position (nested lists/tu
 has the same shape, dtype, strides and device, and every other argument has the same value: a numpy array,
 made afresh in every pass like a tensor (``x[np.arange(n)]``), by its shape, dtype and strides; a scalar of
 a subclass of int, float or str (numpy.float64, an IntEnum) by the plain value torch takes it for; an
-unhashable object by its identity. The key is built on the recorder's per-call path, so it is a plain tuple,
-cheap to hash.
+unhashable object by its identity, and so is an object whose ``__eq__`` raises where the keying compares it (a hash
+collision with another argument's key): a distinct, unkeyable value, which never makes the keying raise. The key is
+built on the recorder's per-call path, so it is a plain tuple, cheap to hash.
 """
 
 from __future__ import annotations
@@ -53,12 +54,13 @@ def tensor_key(value: torch.Tensor) -> tuple:
     return (tensor_shape(value), value.dtype, value.layout, value.device)
 
 
-def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
+def signature_key(value: Any, known: dict | None = None, depth: int = 1, by_identity: bool = False) -> Any:
     """A hashable key that differs exactly when two arguments differ in signature, down to MAX_NESTING levels of
     containers: deeper ones (samples.json describes them by their type alone) are one signature, and a container
     that holds itself ends there instead of in a RecursionError.
 
     ``known``: ``{id(tensor): (tensor, key)}`` of tensors whose keys are already built (``SampleBook.remember``).
+    ``by_identity``: objects other than plain values are keyed by their identity, so the key holds none of them.
     """
     kind = type(value)
     if kind in _PLAIN:
@@ -72,21 +74,27 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
     if depth > MAX_NESTING and isinstance(value, (tuple, list, dict)):
         return (kind, too_deep(kind))
     if kind is tuple or kind is list:
-        return (kind, *[signature_key(v, known, depth + 1) for v in value])
+        return (kind, *[signature_key(v, known, depth + 1, by_identity) for v in value])
     if kind is dict:
+        if by_identity:  # its keys too, which may be objects of the model's own
+            pairs = value.items()
+            return (dict, *[tuple(signature_key(item, known, depth + 1, True) for item in pair) for pair in pairs])
         return (dict, *[(k, signature_key(v, known, depth + 1)) for k, v in value.items()])
     if kind is float:
         return (float, "nan") if math.isnan(value) else (float, value)
     if kind is slice:  # x[a:b]; slices are unhashable before Python 3.12
-        return (slice, signature_key(value.start), signature_key(value.stop), signature_key(value.step))
+        bounds = (value.start, value.stop, value.step)
+        return (slice, *[signature_key(bound, None, depth + 1, by_identity) for bound in bounds])
     if isinstance(value, (tuple, list)):  # torch.Size, named tuples
-        return (kind, *[signature_key(v, known, depth + 1) for v in value])
+        return (kind, *[signature_key(v, known, depth + 1, by_identity) for v in value])
     plain = plain_scalar(value)
     if plain is not value:  # numpy.float64, an IntEnum: the value torch takes, as samples.json writes it
         return signature_key(plain)
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, numpy.ndarray):  # array-like, like a tensor: a new one every call
         return (kind, value.shape, value.dtype.str, value.strides)
+    if by_identity:
+        return (kind, id(value))
     try:
         hash(value)
     except Exception:  # noqa: BLE001 (unhashable, or a __hash__ of the model's own that raises)
@@ -94,14 +102,15 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
     return (kind, value)
 
 
-def call_key(args: tuple, kwargs: dict, persistent: dict) -> tuple:
+def call_key(args: tuple, kwargs: dict, persistent: dict, by_identity: bool = False) -> tuple:
     """A key of one call's ``(args, kwargs)`` that differs exactly when ``signature_key`` does, built flat
     and without recursion for the common arguments: this is the recorder's per-call path.
 
     Each argument adds one tuple, positional ones first, then the values of ``kwargs``; a call with
     keyword arguments ends in the marker ``dict`` and the tuple of their names, so a key reads back one
     way only. ``persistent`` maps ``id(tensor)`` to ``(tensor, key)`` for the observed modules' parameters
-    and buffers (``SampleBook.remember``), whose keys are looked up instead of built.
+    and buffers (``SampleBook.remember``), whose keys are looked up instead of built. ``by_identity``: as
+    ``signature_key``'s.
     """
     key = []
     append = key.append
@@ -124,7 +133,7 @@ def call_key(args: tuple, kwargs: dict, persistent: dict) -> tuple:
             elif kind is tuple and _SCALARS.issuperset(types := tuple(map(type, value))):
                 append((_SCALAR_TUPLE, value, types))  # conv's stride, padding, dilation
             else:
-                append(signature_key(value, persistent))
+                append(signature_key(value, persistent, 1, by_identity))
     if kwargs:
         append(dict)
         append(tuple(kwargs))
