@@ -36,7 +36,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import torch
-from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MODULE_SEPARATOR
+from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MODULE_SEPARATOR, scope_text
 from torch import nn
 
 from .calls import INSIDE_CALL, OTHER_THREAD, stored_reference_sites
@@ -304,15 +304,16 @@ def _install(
             compiled_roots.append(name)
             attribute, compiled = entry
             namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-            wrapper = compiled_forward(compiled, MODULE_PREFIX + name, namer, marks_its_calls=calls == "all")
+            scope = MODULE_PREFIX + scope_text(name)
+            wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patches.set_item(vars(module), attribute, wrapper)
             continue
         if launches_no_kernel(module):
             continue
         if folds_into_its_call(module) and functions:
-            wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + name)
+            wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
         else:
-            wrapper = _module_forward(module.forward, MODULE_PREFIX + name)
+            wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name))
         patches.set_item(vars(module), "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if not functions:

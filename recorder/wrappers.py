@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR
+from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR, scope_text
 
 from .calls import (
     AUTOGRAD_APPLY,
@@ -107,7 +107,7 @@ def _unsampled(args: tuple, kwargs: dict) -> int:
 def sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
     """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
     call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
-    plain = FUNCTION_PREFIX + name
+    plain = FUNCTION_PREFIX + scope_text(name)  # an autograd Function's class may be named in any letters
     if book is None:
         return _unsampled, {0: plain}
     return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
