@@ -11,6 +11,13 @@ from .sql import define_scope_names, run_sql_file
 def call_times(run, function: str) -> pd.DataFrame:
     """Per rank and sample of ``function``: ``calls``, ``recorded_us`` (the device time of all its calls in the
     recorded pass, the kernels of calls made inside them included) and ``pass_us`` (the rank's device time)."""
-    define_scope_names(run.con, run.module_prefix, run.function_prefix, run.graph_replay_call, run.compiled_region_call)
+    define_scope_names(
+        run.con,
+        run.module_prefix,
+        run.function_prefix,
+        run.graph_replay_call,
+        run.compiled_region_call,
+        names_escaped=run.names_escaped,
+    )
     frame = run_sql_file(run.con, "call_times.sql", function=function).df()
     return frame.astype({"rank": "int64", "sample_id": "int64", "calls": "int64"})

@@ -110,5 +110,6 @@ def _side(run: Run) -> pd.DataFrame:
         run.graph_replay_call,
         run.compiled_region_call,
         run.other_operator_call,
+        names_escaped=run.names_escaped,
     )
     return con.execute(sql_text("diff_side.sql")).df()

@@ -10,7 +10,7 @@ from string import Template
 import duckdb
 import pandas as pd
 
-from . import connection
+from . import connection, rundir
 from .errors import BadInputError
 from .event_array import is_gzip
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
@@ -25,7 +25,7 @@ from .samples import check_totals, function_data_from_store, sample_totals_frame
 from .sql import define_scope_names, drop_held, hold_drops, run_sql_file, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
-from .validate import validate_events
+from .validate import validate_escapes, validate_events
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
 NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
@@ -131,12 +131,15 @@ class Run:
         parts = []
         for position, source in enumerate(sources):
             named = calls_named_from_the_trace(source.manifest)
-            define_scope_names(con, module_prefix, function_prefix, *named, macros=False)
+            escaped = rundir.names_escaped(source.manifest)
+            define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False)
             try:
                 header = ingest_trace(con, source.trace, progress=progress)
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
                 raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
             validate_events(con, source.trace, rows_checked=header.all_rows_checked)
+            if escaped:
+                validate_escapes(con, source.trace)
             if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
                 raise BadInputError(source.trace, NOTHING_TO_ATTRIBUTE)
             rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
@@ -177,6 +180,7 @@ class Run:
         self.graph_replay_call, self.compiled_region_call, self.other_operator_call = calls_named_from_the_trace(
             self.manifest
         )
+        self.names_escaped = rundir.names_escaped(self.manifest)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:

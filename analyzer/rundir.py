@@ -26,6 +26,9 @@ GRAPH_REPLAY_CALL = "torch.cuda.CUDAGraph.replay"
 COMPILED_REGION_CALL = "torch.compile"
 # the call of kernels that no call scope holds, named after an operator without a namespace (docs/sql.md, kernels)
 OTHER_OPERATOR_CALL = "(other operator)"
+# annotation.name_escape of recordings whose scopes carry module and call names through scope_text()
+NAME_ESCAPE = "percent"
+_KEPT_IN_SCOPES = frozenset(range(0x20, 0x7F)) - {ord("%"), ord('"'), ord("\\")}
 MAX_RANK = (1 << 31) - 1  # ranks and world sizes are 32-bit integers in every table
 MAX_NESTING = 100  # JSON levels of a manifest (its tags included): what any engine reads back
 MANIFEST_BYTES = 16 << 20  # the recorder writes a few KiB: more is not a manifest (a sparse file of terabytes)
@@ -41,8 +44,24 @@ FIGURE_FIELDS = {
     "sample_memory": ("limit_bytes", "kept_bytes", "signatures", "signatures_not_kept"),
 }
 NAMING_ANNOTATIONS = (
-    "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call"
+    "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call", "name_escape"
 )  # fmt: skip
+
+
+def scope_text(name: str) -> str:
+    """``name`` (a module's or a call's) as a scope's name carries it through Kineto's trace export, which drops the
+    events whose names hold a control or non-ASCII character, removes line breaks, makes backslashes slashes and
+    writes double quotes unescaped: those bytes of its UTF-8, and ``%``, as ``%XX`` (read back by scope_names.sql's
+    ``ks_scope_text``); a lone surrogate, which UTF-8 cannot hold, as its ``\\udcXX`` escape."""
+    if name.isascii() and name.isprintable() and "%" not in name and '"' not in name and "\\" not in name:
+        return name
+    return "".join(chr(b) if b in _KEPT_IN_SCOPES else f"%{b:02X}" for b in name.encode("utf-8", "backslashreplace"))
+
+
+def names_escaped(manifest: dict | None) -> bool:
+    """Whether a recording's scopes carry module and call names through ``scope_text`` (annotation ``name_escape``);
+    in older ones and in bare traces a ``%`` is itself."""
+    return manifest is not None and manifest.get("annotation", {}).get("name_escape") == NAME_ESCAPE
 
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:

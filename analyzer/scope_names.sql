@@ -1,5 +1,7 @@
 -- scope_names.sql: how a scope's name reads (docs/format.md, "Scope annotations"), for the SQL files that
--- need it. Variables: module_prefix, function_prefix, module_separator.
+-- need it. Variables: module_prefix, function_prefix, module_separator, names_escaped.
+--   ks_scope_text(text): a module or call name as the recording named it: where names_escaped (a recording that
+--     percent-escaped the characters Kineto's export mangles, rundir.scope_text), its %XX read back.
 --   ks_scope_module(name): the module a scope names: its own (ks.module:<module>), or the one folded into a
 --     call's scope (ks.fn:<call>@<module>, after the first separator: call names have none); else NULL.
 --   ks_scope_call(name): the call a call scope names, "<function>" or "<function>#<sample id>", without a
@@ -19,21 +21,26 @@
 --     hipMemsetAsync…) need no rule: their device events reach them by correlation, whatever their name.
 CREATE OR REPLACE MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
 
+CREATE OR REPLACE MACRO ks_scope_text(text) AS
+    CASE WHEN getvariable('names_escaped') AND contains(text, '%') THEN url_decode(text) ELSE text END;
+
 CREATE OR REPLACE MACRO ks_scope_folded(name) AS
     starts_with(name, getvariable('function_prefix')) AND contains(name, getvariable('module_separator'))
     AND (NOT contains(getvariable('function_prefix'), getvariable('module_separator'))
          OR contains(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator')));
 
 CREATE OR REPLACE MACRO ks_scope_module(name) AS
-    CASE WHEN starts_with(name, getvariable('module_prefix'))
-         THEN name[length(getvariable('module_prefix')) + 1:]
-         WHEN ks_scope_folded(name)
-         THEN ks_after_first(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'))
-    END;
+    ks_scope_text(CASE WHEN starts_with(name, getvariable('module_prefix'))
+                       THEN name[length(getvariable('module_prefix')) + 1:]
+                       WHEN ks_scope_folded(name)
+                       THEN ks_after_first(name[length(getvariable('function_prefix')) + 1:],
+                                           getvariable('module_separator'))
+                  END);
 
 CREATE OR REPLACE MACRO ks_scope_call(name) AS
     CASE WHEN starts_with(name, getvariable('function_prefix')) AND NOT starts_with(name, getvariable('module_prefix'))
-         THEN split_part(name[length(getvariable('function_prefix')) + 1:], getvariable('module_separator'), 1)
+         THEN ks_scope_text(split_part(name[length(getvariable('function_prefix')) + 1:],
+                                       getvariable('module_separator'), 1))
     END;
 
 CREATE OR REPLACE MACRO ks_graph_launch(name) AS

@@ -75,6 +75,7 @@ def define_scope_names(
     compiled_region_call: str | None = None,
     other_operator_call: str | None = None,
     *,
+    names_escaped: bool = False,
     macros: bool = True,
 ) -> None:
     """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read names; the
@@ -83,7 +84,9 @@ def define_scope_names(
     ``graph_replay_call``, ``compiled_region_call``: the call names of the kernels of a CUDA graph launch and of a
     compiled region that no call scope holds, in recordings that name them from the trace (manifest annotation,
     format 3); None (SQL NULL) elsewhere. ``other_operator_call``: where not None, the kernels no call scope holds
-    are named after an operator (attribution.sql), this name for an operator without a namespace."""
+    are named after an operator (attribution.sql), this name for an operator without a namespace.
+    ``names_escaped``: the scopes carry module and call names percent-escaped (rundir.scope_text), which the macros
+    read back."""
     variables = (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),
@@ -98,5 +101,6 @@ def define_scope_names(
             f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)};"
             for name, value in variables
         )
+        + f"SET VARIABLE names_escaped = {'true' if names_escaped else 'false'};"
         + (sql_text("scope_names.sql") if macros else "")
     )

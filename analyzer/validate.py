@@ -39,6 +39,23 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, 
     raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
 
 
+def validate_escapes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> None:
+    """Raise BadInputError naming ``path`` and the first scope whose name holds a ``%XX`` escape that does not read
+    back as UTF-8, in a recording that escapes names (rundir.scope_text): the macros would fail on it later."""
+    named = con.execute(
+        """SELECT min(event_id), name FROM events
+           WHERE (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))
+             AND contains(name, '%') GROUP BY name ORDER BY 1"""
+    ).fetchall()
+    for event_id, name in named:  # a handful at most: only names with characters Kineto's export mangles have one
+        try:
+            con.execute("SELECT url_decode(?)", [name]).fetchone()
+        except duckdb.InvalidInputException:
+            raise BadInputError(
+                path, f"traceEvents[{event_id}] ({_label(None, name)}) has a %-escape that is not UTF-8"
+            ) from None
+
+
 def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str) -> str | None:
     """Why DuckDB could not read the ``traceEvents`` array in ``events_file`` (one JSON array), or None.
 

@@ -31,7 +31,7 @@ from kernelscope.recorder import instrument  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
 from kernelscope.recorder.profiler import hold_limit_bytes, profiler_options, record_pass  # noqa: E402
 from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
-from kernelscope.recorder.samples import call_key  # noqa: E402
+from kernelscope.recorder.sample_keys import call_key  # noqa: E402
 
 N = 2000
 

@@ -82,9 +82,12 @@ def triton_jit_function() -> type | None:
 
 # True while a functional, torch-level or compiled call is open: the torch-level calls it makes are its own.
 # Inside the forward of a module folded into its call (instrument.folds_into_its_call), before that call: the
-# suffix "@<module name>" that the call's scope name takes. A ContextVar is per thread (a thread starts in a
-# fresh context) and its set/reset cost about half of a threading.local counter's update, on the per-call path.
-INSIDE_CALL: contextvars.ContextVar[bool | str] = contextvars.ContextVar("kernelscope_inside_call", default=False)
+# suffix "@<module name>" that the call's scope name takes. False outside calls, on a thread the recording scopes;
+# OTHER_THREAD (the default) on any other (recorder/threads.py), whose calls the wrappers leave alone. A ContextVar
+# is per thread (a thread starts in a fresh context) and its set/reset cost about half of a threading.local
+# counter's update, on the per-call path.
+OTHER_THREAD: Any = object()
+INSIDE_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("kernelscope_inside_call", default=OTHER_THREAD)
 _ABSENT = object()
 _chosen: tuple[list, list] | None = None  # (attributes_state() when chosen, the targets chosen)
 

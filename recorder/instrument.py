@@ -36,10 +36,10 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import torch
-from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MODULE_SEPARATOR
+from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MODULE_SEPARATOR, scope_text
 from torch import nn
 
-from .calls import INSIDE_CALL, stored_reference_sites
+from .calls import INSIDE_CALL, OTHER_THREAD, stored_reference_sites
 from .compiled import (
     compiled_code_kept,
     compiled_entry,
@@ -51,6 +51,7 @@ from .compiled import (
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
+from .threads import model_threads
 from .wrappers import functional_names, patch_plan, recording_of, sample_scopes  # noqa: F401 (tests read the rule)
 from .wrapping import wraps
 
@@ -67,8 +68,10 @@ def _scope_namer(name: str, book: SampleBook | None):
 
 
 def _module_forward(forward: Any, scope_name: str):
+    inside_call = INSIDE_CALL.get
+
     def forward_in_scope(*args, **kwargs):
-        if dynamo_tracing():
+        if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
             return forward(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             return forward(*args, **kwargs)
@@ -79,10 +82,10 @@ def _module_forward(forward: Any, scope_name: str):
 def _folded_forward(forward: Any, module_suffix: str):
     """The forward of a module whose scope is folded into its call's (``folds_into_its_call``): no scope of
     its own; the call made inside names the module after its own name (``ks.fn:linear#3@encoder.fc``)."""
-    enter_call, leave_call = INSIDE_CALL.set, INSIDE_CALL.reset
+    inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
 
     def forward_in_call_scope(*args, **kwargs):
-        if dynamo_tracing():
+        if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
             return forward(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
@@ -239,6 +242,7 @@ def instrumented(
         _gc_paused(),
         _recursion_room(named_modules),
         compiled_code_kept() if functions else nullcontext(),
+        model_threads(),
         recording_of(book, collect) as recording,
     ):
         try:
@@ -300,15 +304,16 @@ def _install(
             compiled_roots.append(name)
             attribute, compiled = entry
             namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-            wrapper = compiled_forward(compiled, MODULE_PREFIX + name, namer, marks_its_calls=calls == "all")
+            scope = MODULE_PREFIX + scope_text(name)
+            wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patches.set_item(vars(module), attribute, wrapper)
             continue
         if launches_no_kernel(module):
             continue
         if folds_into_its_call(module) and functions:
-            wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + name)
+            wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
         else:
-            wrapper = _module_forward(module.forward, MODULE_PREFIX + name)
+            wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name))
         patches.set_item(vars(module), "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if not functions:

@@ -38,6 +38,7 @@ from .run_writer import (
 )
 from .sample_form import check_samples
 from .samples import Sample, SampleBook
+from .threads import model_threads
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
 DEFAULT_SAMPLE_MEMORY_LIMIT_MB = 1024.0
@@ -154,7 +155,7 @@ class ModuleFunctionKernelProfiler:
             tags=tags,
             calls=self.calls,
         )
-        with torch.no_grad():
+        with model_threads(), torch.no_grad():  # a pool the model makes at its first call is the model's
             for _ in range(warmup_iterations - patched_warm_ups):
                 _run_pass(fn, data)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
@@ -191,7 +192,10 @@ class ModuleFunctionKernelProfiler:
             with torch.no_grad():
                 _run_pass(fn, data)
 
-        recorded, manifest["compiled_code"] = record_keeping_compiled_code(patched_passes, unpatched_pass, book.reset)
+        with model_threads():
+            recorded, manifest["compiled_code"] = record_keeping_compiled_code(
+                patched_passes, unpatched_pass, book.reset
+            )
         prof, manifest["sample_keys"], recordings = recorded
         if manifest["sample_keys"] == "per_call_after_miss":
             warnings.warn(

@@ -33,6 +33,7 @@ from kernelscope.analyzer.rundir import (
     MAX_NESTING,
     MODULE_PREFIX,
     MODULE_SEPARATOR,
+    NAME_ESCAPE,
     SAMPLE_SEPARATOR,
     SAMPLE_TENSORS,
     SAMPLES,
@@ -335,6 +336,7 @@ def base_manifest(
             "function_prefix": FUNCTION_PREFIX,
             "sample_separator": SAMPLE_SEPARATOR,
             "module_separator": MODULE_SEPARATOR,
+            "name_escape": NAME_ESCAPE,
             "scope": "torch._C._profiler._RecordFunctionFast (cat cpu_op)",
             **(
                 {"graph_replay_call": GRAPH_REPLAY_CALL, "compiled_region_call": COMPILED_REGION_CALL}

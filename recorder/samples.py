@@ -1,137 +1,21 @@
-"""Distinct input samples of functional calls, keyed by their full signature.
-
-Two calls share a signature when every tensor at every position (nested lists/tuples/dicts included)
-has the same shape, dtype, strides and device, and every other argument has the same value: a numpy array,
-made afresh in every pass like a tensor (``x[np.arange(n)]``), by its shape, dtype and strides; a scalar of
-a subclass of int, float or str (numpy.float64, an IntEnum) by the plain value torch takes it for; an
-unhashable object by its identity. The key is built on the recorder's per-call path, so it is a plain tuple,
-cheap to hash.
+"""Distinct input samples of functional calls, keyed by their full signature (sample_keys.py), in first-seen
+order, with their call counts and live references.
 """
 
 from __future__ import annotations
 
-import math
-import sys
 from typing import Any, NamedTuple
 
 import torch
-from kernelscope.analyzer.samples import MAX_NESTING, encode, plain_scalar, tensor_bytes, too_deep
+from kernelscope.analyzer.samples import encode, tensor_bytes
+
+from .sample_keys import call_key, tensor_key, tensor_shape
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
-_Parameter = torch.nn.Parameter
 # a lazy module's parameters before its first forward (nn.LazyLinear): no shape yet, and a new one after it
 _Uninitialized = torch.nn.parameter.UninitializedTensorMixin
 _strided = torch.strided
-_PLAIN = frozenset({int, bool, str, type(None), torch.dtype, torch.device})
-_SCALARS = _PLAIN | {torch.layout, torch.memory_format}  # equal exactly when their values are
-_SCALAR_TUPLE = object()
-
-
-def tensor_shape(value: torch.Tensor) -> tuple[int | None, ...]:
-    """A tensor's sizes, None where a nested tensor's are ragged: a jagged one's are symbolic there (a new
-    symbol for every tensor, so they would key every call apart); a strided one has no sizes of its own, only its
-    components' (a size all of them share is not ragged)."""
-    try:
-        shape = value.shape
-    except RuntimeError:
-        return (value.size(0), *_component_sizes(value))
-    return tuple(size if type(size) is int else None for size in shape)
-
-
-def _component_sizes(value: torch.Tensor) -> list[int | None]:
-    """The sizes a strided nested tensor's components share, None where they differ."""
-    try:
-        sizes = value._nested_tensor_size().tolist()  # one row of sizes per component
-    except (AttributeError, RuntimeError):
-        return [None] * (value.dim() - 1)
-    if not sizes:
-        return [None] * (value.dim() - 1)
-    return [column[0] if len(set(column)) == 1 else None for column in zip(*sizes, strict=True)]
-
-
-def _tensor_key(value: torch.Tensor) -> tuple:
-    if value.layout is _strided and not value.is_nested:
-        return (value.shape, value.dtype, value.stride(), value.device)
-    return (tensor_shape(value), value.dtype, value.layout, value.device)
-
-
-def signature_key(value: Any, known: dict | None = None, depth: int = 1) -> Any:
-    """A hashable key that differs exactly when two arguments differ in signature, down to MAX_NESTING levels of
-    containers: deeper ones (samples.json describes them by their type alone) are one signature, and a container
-    that holds itself ends there instead of in a RecursionError.
-
-    ``known``: ``{id(tensor): (tensor, key)}`` of tensors whose keys are already built (``SampleBook.remember``).
-    """
-    kind = type(value)
-    if kind in _PLAIN:
-        return (kind, value)
-    if isinstance(value, _Tensor):
-        if known:
-            hit = known.get(id(value))
-            if hit is not None and hit[0] is value:
-                return hit[1]
-        return _tensor_key(value)
-    if depth > MAX_NESTING and isinstance(value, (tuple, list, dict)):
-        return (kind, too_deep(kind))
-    if kind is tuple or kind is list:
-        return (kind, *[signature_key(v, known, depth + 1) for v in value])
-    if kind is dict:
-        return (dict, *[(k, signature_key(v, known, depth + 1)) for k, v in value.items()])
-    if kind is float:
-        return (float, "nan") if math.isnan(value) else (float, value)
-    if kind is slice:  # x[a:b]; slices are unhashable before Python 3.12
-        return (slice, signature_key(value.start), signature_key(value.stop), signature_key(value.step))
-    if isinstance(value, (tuple, list)):  # torch.Size, named tuples
-        return (kind, *[signature_key(v, known, depth + 1) for v in value])
-    plain = plain_scalar(value)
-    if plain is not value:  # numpy.float64, an IntEnum: the value torch takes, as samples.json writes it
-        return signature_key(plain)
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(value, numpy.ndarray):  # array-like, like a tensor: a new one every call
-        return (kind, value.shape, value.dtype.str, value.strides)
-    try:
-        hash(value)
-    except Exception:  # noqa: BLE001 (unhashable, or a __hash__ of the model's own that raises)
-        return (kind, id(value))
-    return (kind, value)
-
-
-def call_key(args: tuple, kwargs: dict, persistent: dict) -> tuple:
-    """A key of one call's ``(args, kwargs)`` that differs exactly when ``signature_key`` does, built flat
-    and without recursion for the common arguments: this is the recorder's per-call path.
-
-    Each argument adds one tuple, positional ones first, then the values of ``kwargs``; a call with
-    keyword arguments ends in the marker ``dict`` and the tuple of their names, so a key reads back one
-    way only. ``persistent`` maps ``id(tensor)`` to ``(tensor, key)`` for the observed modules' parameters
-    and buffers (``SampleBook.remember``), whose keys are looked up instead of built.
-    """
-    key = []
-    append = key.append
-    for group in (args, kwargs.values()) if kwargs else (args,):
-        for value in group:
-            kind = type(value)
-            if kind is _Tensor or kind is _Parameter:
-                hit = persistent.get(id(value))
-                if hit is not None and hit[0] is value:
-                    append(hit[1])
-                    continue
-                try:
-                    append((value.shape, value.dtype, value.stride(), value.device))
-                except (RuntimeError, NotImplementedError):  # no strides: sparse, nested, mkldnn
-                    append(_tensor_key(value))
-            elif kind in _SCALARS:
-                append((kind, value))
-            elif kind is float:  # dropout's p, norms' eps; every NaN is one value, as in signature_key
-                append((float, value) if value == value else (float, "nan"))
-            elif kind is tuple and _SCALARS.issuperset(types := tuple(map(type, value))):
-                append((_SCALAR_TUPLE, value, types))  # conv's stride, padding, dilation
-            else:
-                append(signature_key(value, persistent))
-    if kwargs:
-        append(dict)
-        append(tuple(kwargs))
-    return tuple(key)
 
 
 class SampleBook:
@@ -172,7 +56,7 @@ class SampleBook:
         their shapes during one recording (a buffer replaced by a new tensor is keyed as any other)."""
         for tensor in tensors:
             if isinstance(tensor, _Tensor) and not isinstance(tensor, _Uninitialized):
-                self.persistent[id(tensor)] = (tensor, _tensor_key(tensor))
+                self.persistent[id(tensor)] = (tensor, tensor_key(tensor))
 
     def recorder(self, function_name: str):
         """The function ``(args, kwargs) -> sample id`` that counts the calls of ``function_name``."""
@@ -202,7 +86,11 @@ class SampleBook:
                 if book.predicting:
                     book._unpredicted = True
             key = call_key(args, kwargs, persistent)
-            sample_id = ids.get(key)
+            try:
+                sample_id = ids.get(key)
+            except Exception:  # noqa: BLE001 (an argument's __eq__ of the model's own raised on a hash collision)
+                key = call_key(args, kwargs, persistent, by_identity=True)  # holds no object to compare
+                sample_id = ids.get(key)
             if sample_id is not None:
                 counts[sample_id] += 1
             else:
@@ -303,7 +191,7 @@ class SampleBook:
         # Equal ids need equal keys too: a call's inputs reshaped in place after it would show other keys.
         for control, warm_up_order, warm_up_keys in predicted:
             order, found = control.calls()
-            right = right and found == warm_up_keys[: len(found)]
+            right = right and _equal(found, warm_up_keys[: len(found)])
             as_many_calls = as_many_calls and len(order) == len(warm_up_order)
         self._missed = predicted if as_many_calls and not right else []
         return right
@@ -317,7 +205,7 @@ class SampleBook:
             return False
         warm_up = {id(control): (order, keys) for control, order, keys in self._missed}
         return len(self._used) == len(warm_up) and all(
-            warm_up.get(id(control)) == control.calls() for control in self._used
+            _equal(warm_up.get(id(control)), control.calls()) for control in self._used
         )
 
     def new_signature(self, function_name: str, sample_id: int, args: tuple, kwargs: dict) -> None:
@@ -360,6 +248,15 @@ class SampleBook:
         self.persistent.clear()
         self._recorders.clear()
         self._controls.clear()
+
+
+def _equal(keys: Any, others: Any) -> bool:
+    """Whether keys of two passes are equal; not where comparing them raised (an argument's ``__eq__`` of the
+    model's own, which a new object in every pass meets)."""
+    try:
+        return keys == others
+    except Exception:  # noqa: BLE001 (the model's own code)
+        return False
 
 
 class _RecorderControl(NamedTuple):

@@ -22,11 +22,12 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR
+from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR, scope_text
 
 from .calls import (
     AUTOGRAD_APPLY,
     INSIDE_CALL,
+    OTHER_THREAD,
     TRITON_LAUNCH,
     attributes_state,
     attributes_unchanged,
@@ -106,7 +107,7 @@ def _unsampled(args: tuple, kwargs: dict) -> int:
 def sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
     """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
     call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
-    plain = FUNCTION_PREFIX + name
+    plain = FUNCTION_PREFIX + scope_text(name)  # an autograd Function's class may be named in any letters
     if book is None:
         return _unsampled, {0: plain}
     return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
@@ -134,12 +135,14 @@ def _functional(function: Any, name: str):
         nonlocal record, labels
         if dynamo_tracing():
             return function(*args, **kwargs)
+        folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
+        if folded is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
+            return function(*args, **kwargs)
         if record is None:
             if not _current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
             record, labels = _in_recording(name, forget)
         scope = labels[record(args, kwargs)]
-        folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
@@ -183,7 +186,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         if dynamo_tracing():
             return function(*args, **kwargs)
         state = inside_call()
-        if state is True and outermost_only:
+        if state is True and outermost_only or state is OTHER_THREAD:  # OTHER_THREAD: recorder/threads.py
             return function(*args, **kwargs)
         if record is None:
             if not _current:  # a wrapper kept past its recording

@@ -71,6 +71,15 @@ def _edit_json(name, change):
     return edit
 
 
+def _edit_trace(change):
+    def edit(run):
+        doc = json.loads(gzip.decompress((run / "trace.json.gz").read_bytes()))
+        change(doc["traceEvents"])
+        (run / "trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+
+    return edit
+
+
 def _set_in(path, value):
     def change(doc):
         *parents, last = path
@@ -236,6 +245,17 @@ RUN_CASES = {
         ),
         "trace.json.gz",
         "names sample 1 of 'linear', which samples.json does not hold",
+    ),
+    "run with a broken name escape": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path,
+            lambda run: (
+                _edit_json("manifest.json", _set_in(["annotation", "name_escape"], "percent"))(run),
+                _edit_trace(_set(1, "name", "ks.module:caf%C3"))(run),  # half of "é"
+            ),
+        ),
+        "trace.json.gz",
+        "traceEvents[1] ('ks.module:caf%C3') has a %-escape that is not UTF-8",
     ),
     "run with a truncated trace": lambda tmp_path: (
         _copy_of_run(

@@ -15,7 +15,7 @@ import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.analyzer import RunExistsError, TensorMeta, load_run  # noqa: E402
 from kernelscope.demo import demo_workload  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
-from kernelscope.recorder.samples import signature_key  # noqa: E402
+from kernelscope.recorder.sample_keys import signature_key  # noqa: E402
 from torch import nn  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""The recorder's per-call sample key (samples.call_key) against the recursive reference (signature_key):
+"""The recorder's per-call sample key (sample_keys.call_key) against the recursive reference (signature_key):
 two calls share a call_key exactly when their (args, kwargs) share a signature_key."""
 
 import itertools
@@ -7,7 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernelscope.recorder.samples import SampleBook, call_key, signature_key  # noqa: E402
+from kernelscope.recorder.sample_keys import call_key, signature_key  # noqa: E402
+from kernelscope.recorder.samples import SampleBook  # noqa: E402
 
 
 def _calls():

@@ -1,9 +1,10 @@
 """Arguments of recorded calls outside the usual shape, each of which broke profile() or its samples: scalars of
 a subclass of float, int or str (numpy.float64, an IntEnum, a str Enum), objects whose ``__repr__`` or
-``__hash__`` raises, numpy arrays made afresh in every pass (an index array), and inputs reshaped in place after
-their call (``h.t_()``), which samples.json described as they were afterwards, with a warning that the model's calls
-differed between passes when they did not; and inputs of a tensor subclass or in the MKLDNN layout, which made
-samples.pt unreadable with weights_only (the subclass) or its writing raise (MKLDNN)."""
+``__hash__`` raises or whose ``__eq__`` raises on a hash collision, numpy arrays made afresh in every pass (an index
+array), and inputs reshaped in place after their call (``h.t_()``), which samples.json described as they were
+afterwards, with a warning that the model's calls differed between passes when they did not; and inputs of a tensor
+subclass or in the MKLDNN layout, which made samples.pt unreadable with weights_only (the subclass) or its writing
+raise (MKLDNN)."""
 
 import enum
 import json
@@ -88,6 +89,38 @@ def test_an_argument_whose_repr_and_hash_raise_is_recorded(tmp_path):
     assert index["type"].endswith("Unprintable") and "RuntimeError" in index["repr"]
     with load_run(tmp_path / "run") as run:
         run.function_data(tensors=True)
+
+
+class Colliding:
+    """An index whose hash is every instance's and whose ``__eq__`` raises (an object of a library that refuses to be
+    compared, say): two of them in one dict meet on the collision."""
+
+    def __index__(self):
+        return 1
+
+    def __hash__(self):
+        return 7
+
+    def __eq__(self, other):
+        raise TypeError("not comparable")
+
+
+class SelectsWithFreshIndexes(nn.Module):
+    def forward(self, x):
+        return (x * 2)[Colliding()] + x[Colliding()]
+
+
+def test_an_argument_whose_eq_raises_on_a_hash_collision_is_keyed_by_its_identity(tmp_path):
+    """The keying compares it with another argument of the same hash, which raised in the model's call."""
+    profiler = ModuleFunctionKernelProfiler()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # fresh objects in every pass: the calls differ between passes
+        frame, data = profiler.profile(
+            SelectsWithFreshIndexes(), [((torch.randn(3, 3),), {})], warmup_iterations=3, out=tmp_path / "run"
+        )
+    assert "Tensor.__getitem__" in set(frame["function_name"])
+    assert [calls for calls, _ in data["Tensor.__getitem__"]] == [1, 1], "each a distinct, unkeyable value"
+    assert len(_calls(tmp_path / "run", "Tensor.__getitem__")) == 2
 
 
 class IndexesWithNumpy(nn.Module):

@@ -1,7 +1,9 @@
 """Models and inputs outside the usual shape, each of which made profile() raise: a tensor subclass with its own
 ``__torch_function__`` as input (its conversion passes the subclass itself to ``Tensor.as_subclass``, which the
-sample's size counted as a tensor), and a lazy module (nn.LazyLinear: parameters without a shape until its first
-forward, which the recorder keyed up front)."""
+sample's size counted as a tensor), a lazy module (nn.LazyLinear: parameters without a shape until its first
+forward, which the recorder keyed up front), and modules and calls named with characters that Kineto's trace export
+mangles (a double quote made the trace unreadable; a line break, a tab or a letter beyond ASCII lost or changed the
+name)."""
 
 import pytest
 
@@ -93,3 +95,46 @@ def test_a_compiled_forward_is_seen_as_itself_while_recorded():
     generate(torch.randn(4, 16))
     ModuleFunctionKernelProfiler().profile(generate, [((torch.randn(4, 16),), {})], module=model)
     assert set(seen) == {"(x, attention_mask=None)"}, seen
+
+
+# Module names Kineto's trace export mangles, whose scopes the recorder escapes: a line break (removed), a backslash
+# (made a slash), a double quote (written unescaped: the whole trace unreadable), a tab or other control character
+# and any non-ASCII character (the event dropped), a NUL (the name cut there); and a "%", the escape itself.
+ODD_NAMES = ["a\nb", 'say "hi"', "back\\slash", "tab\tcr\r", "größe", "层", "😀", "50%", "%41", "nul\x00end", "ok"]
+
+
+class Größe(torch.autograd.Function):
+    """A call named in letters beyond ASCII (a class name may be any identifier): ``Größe.apply``."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.ops.aten.mul(x, 2)  # an operator no other call names: its kernel is the Function's
+
+
+class Named(nn.Module):
+    """Children under odd names, in both forms of module scope: its own (Block) and folded into its call (Linear)."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleDict({name: Block() for name in ODD_NAMES})
+        for name in ODD_NAMES:
+            setattr(self, name, nn.Linear(16, 16))
+
+    def forward(self, x):
+        for name, block in self.blocks.items():
+            x = getattr(self, name)(block(x))
+        return Größe.apply(x)
+
+
+def test_module_and_call_names_that_kineto_would_mangle_come_back_exactly(tmp_path):
+    model = Named().eval()
+    profiler = ModuleFunctionKernelProfiler()
+    frame, _ = profiler.profile(model, [((torch.randn(2, 16),), {})], warmup_iterations=1, out=tmp_path / "run")
+    expected = {f"blocks.{name}.fc" for name in ODD_NAMES} | set(ODD_NAMES)
+    assert expected <= set(frame["module_name"].dropna()), sorted(set(frame["module_name"].dropna()) ^ expected)
+    with load_run(tmp_path / "run") as run:
+        offline = run.profiling_df()
+        assert expected <= set(offline["module_name"].dropna())
+        linear = offline[offline["function_name"] == "linear"]
+        assert set(linear["module_name"]) == expected, "every linear kernel has its module"
+        assert "Größe.apply" in set(offline["function_name"]), "a call's name comes back exactly too"
