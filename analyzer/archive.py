@@ -15,8 +15,6 @@ import datetime as _dt
 import hashlib
 import os
 import re
-import tempfile
-from functools import cache
 from pathlib import Path
 from string import Template
 
@@ -24,6 +22,7 @@ import duckdb
 import orjson
 import pandas as pd
 
+from .archive_checks import archived_manifest, archived_sample, check_columns
 from .archive_commit import TABLES, Add, Part, committed_parts, remove_dead_adds
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import write_bytes_atomically
@@ -31,8 +30,8 @@ from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
 from .ranks import find_ranks
 from .run import LaunchCheck, RankPart, Run
-from .rundir import MANIFEST, check_manifest
-from .samples import check_totals, decode, encode
+from .rundir import MANIFEST
+from .samples import check_totals, encode
 from .sql import quote, sql_text
 
 MARKER = "kernelscope-archive.json"
@@ -301,7 +300,7 @@ class Archive:
         )
         con.execute("ALTER TABLE kernels ADD COLUMN IF NOT EXISTS call_event_id BIGINT")  # an older archive's run
         for table in ("events", "kernels"):
-            _check_columns(con, table, parts[0].path(self.root, table))
+            check_columns(con, table, parts[0].path(self.root, table))
         samples = con.execute(
             f"SELECT rank, function_name, calls, CAST(args AS VARCHAR) AS args, CAST(kwargs AS VARCHAR) AS kwargs "
             f"FROM ({self._read(parts, 'samples', ', file_row_number = true')}) ORDER BY rank, file_row_number"
@@ -316,7 +315,7 @@ class Archive:
         function_data: dict[int, dict] = {row[0]: {} for row in rows}
         for rank, name, calls, args, kwargs in samples:
             function_data[rank].setdefault(name, []).append(
-                (calls, _archived_sample(files[rank].path(self.root, "samples"), name, calls, args, kwargs))
+                (calls, archived_sample(files[rank].path(self.root, "samples"), name, calls, args, kwargs))
             )
         for rank, data in function_data.items():
             check_totals(data, files[rank].path(self.root, "samples"))
@@ -327,7 +326,7 @@ class Archive:
                 raise BadInputError(where, "has a module_prefix or function_prefix that is not a non-empty string")
             if not all(type(value) is int and value >= 0 for value in check):
                 raise BadInputError(where, "has launch counts that are not integers >= 0")
-            parts.append(RankPart(rank, _archived_manifest(where, manifest), function_data[rank], LaunchCheck(*check)))
+            parts.append(RankPart(rank, archived_manifest(where, manifest), function_data[rank], LaunchCheck(*check)))
         return parts, (rows[0][2], rows[0][3])
 
     def close(self) -> None:
@@ -370,61 +369,6 @@ def _samples_with_arguments(run: Run, rank: int) -> pd.DataFrame:
     frame["args"] = [a for a, _ in encoded]
     frame["kwargs"] = [k for _, k in encoded]
     return frame
-
-
-def _archived_manifest(path: Path, text: str | None) -> dict | None:
-    """A rank's manifest as the archive holds it (JSON text; null for a bare trace), checked as a run directory's."""
-    try:
-        manifest = None if text is None else orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise BadInputError(path, "has a manifest that is not valid JSON") from None
-    if manifest is not None:
-        check_manifest(path, manifest)
-    return manifest
-
-
-def _archived_sample(path: Path, name: str, calls: object, args: str | None, kwargs: str | None) -> tuple[tuple, dict]:
-    """One archived sample's (args, kwargs), decoded and checked as samples.json's are."""
-    try:
-        if not isinstance(name, str) or type(calls) is not int or calls < 1:
-            raise ValueError("its function_name is not a string or its call count not a positive integer")
-        sample = decode(orjson.loads(args)), decode(orjson.loads(kwargs))
-        if not (isinstance(sample[0], tuple) and isinstance(sample[1], dict)):
-            raise ValueError("args must be a tuple and kwargs a dict")
-    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:  # JSONDecodeError: a ValueError
-        detail = f"no {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc) or type(exc).__name__
-        raise BadInputError(path, f"has a malformed sample of function {name!r} ({detail})") from None
-    return sample
-
-
-_NUMBERS = re.compile(r"(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL\(.*\))")
-
-
-@cache
-def _run_columns(table: str) -> dict[str, str]:
-    """The columns of a run's ``table`` (events, kernels) as this kernelscope makes them, and their kinds (those of a
-    trace with no events, loaded once)."""
-    with tempfile.TemporaryDirectory(prefix="kernelscope-columns-") as folder:
-        empty = Path(folder) / "empty.json"
-        empty.write_bytes(b'{"traceEvents": []}')
-        with Run(empty, allow_empty=True) as run:
-            return _columns(run._con, table)
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
-    """``{column: kind}`` of ``table``: its type, every integer and floating type the one kind "number"."""
-    rows = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()
-    return {column: "number" if _NUMBERS.fullmatch(kind) else kind for column, kind in rows}
-
-
-def _check_columns(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
-    """An archived run's ``table``, read from files like ``path``, has every column a run's has, of its kind: what
-    the queries over a run read (a number where they add up)."""
-    held = _columns(con, table)
-    for column, kind in _run_columns(table).items():
-        if held.get(column) != kind:
-            what = "no column" if column not in held else f"a column of type {held[column]}, not {kind},"
-            raise BadInputError(path, f"has {what} {column} (the archive is damaged, or not of this kernelscope)")
 
 
 def _part_key(part: Part) -> tuple[str, int]:

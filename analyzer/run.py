@@ -78,12 +78,10 @@ class Run:
     ):
         path = Path(path)
         sources = find_ranks(path)
-        for key, given, default in (
-            ("module_prefix", module_prefix, MODULE_PREFIX),
-            ("function_prefix", function_prefix, FUNCTION_PREFIX),
-        ):
-            if given is None:
-                one_scheme(path, sources, key, default)
+        if module_prefix is None:
+            one_scheme(path, sources, "module_prefix", MODULE_PREFIX)
+        if function_prefix is None:
+            one_scheme(path, sources, "function_prefix", FUNCTION_PREFIX)
         annotation = (sources[0].manifest or {}).get("annotation", {})
         module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
