@@ -28,20 +28,13 @@ HERE = Path(__file__).resolve().parent
 def recorder_timers(seconds: dict[str, float]):
     """Time the recorder's steps into ``seconds`` (stage -> wall seconds, added up) while inside."""
     from kernelscope.recorder import profiler, samples
+    from profile_scaling import timed
 
     undo = []
 
     def wrap(owner, name: str, stage: str) -> None:
         original = getattr(owner, name)
-
-        def timed(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                seconds[stage] += time.perf_counter() - start
-
-        setattr(owner, name, timed)
+        setattr(owner, name, timed(seconds, stage, original))
         undo.append((owner, name, original))
 
     wrap(profiler, "record_keeping_compiled_code", "patched passes (recorded pass in)")
