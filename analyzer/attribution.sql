@@ -28,7 +28,7 @@ SELECT correlation, pid, tid, ts_ns, external_id,
        CASE WHEN ks_graph_launch(name) THEN event_id END AS graph_launch_id,
        ks_kernel_launch(name) OR ks_graph_launch(name) AS must_launch
 FROM events
-WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('cuda_runtime', 'cuda_driver')
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND ks_launch_category(cat)
   AND correlation IS NOT NULL;
 
 -- The operator each External id of a launch or device event names: the first operator with it, and where it ran

@@ -25,7 +25,7 @@ points AS (
     SELECT k.rank, k.event_id, k.kernel_us, l.pid, l.tid, l.ts_ns AS at_ns
     FROM kernels k
     JOIN events l ON l.rank = k.rank AND l.correlation = k.correlation AND l.ph = 'X'
-                 AND l.cat IN ('cuda_runtime', 'cuda_driver')
+                 AND ks_launch_category(l.cat)
     WHERE k.kind <> 'cpu'
     UNION ALL
     SELECT k.rank, k.event_id, k.kernel_us, e.pid, e.tid, e.ts_ns

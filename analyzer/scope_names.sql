@@ -9,6 +9,11 @@
 --   ks_scope_folded(name): a call scope with a module folded in (ks.fn:<call>@<module>), which ks_scope_module
 --     reads too; the name is cut only where the prefix holds the separator (kernelscope's never does): cutting
 --     every call scope's name would weigh on ks_enclosers in attribution.sql, which tests every scope.
+-- The calls that launch device work, by category:
+--   ks_launch_category(cat): the runtime and driver calls whose correlation device events carry: CUDA's and ROCm's
+--     (cuda_runtime, cuda_driver: Kineto files HIP calls there too), Intel XPU's (xpu_runtime, xpu_driver: urEnqueue…,
+--     ze…) and a PrivateUse1 backend's (privateuse1_runtime, privateuse1_driver); Kineto writes the device events of
+--     all of them as kernel, gpu_memcpy and gpu_memset.
 -- And the runtime calls the attribution reads by name (its launch check too), CUDA's (runtime cuda…, driver cu…) and
 -- ROCm's (hip…, which Kineto files under the same categories), by prefix and substring tests (cheaper than a regular
 -- expression per runtime call, of which a large trace holds millions):
@@ -42,6 +47,9 @@ CREATE OR REPLACE MACRO ks_scope_call(name) AS
          THEN ks_scope_text(split_part(name[length(getvariable('function_prefix')) + 1:],
                                        getvariable('module_separator'), 1))
     END;
+
+CREATE OR REPLACE MACRO ks_launch_category(cat) AS
+    cat IN ('cuda_runtime', 'cuda_driver', 'xpu_runtime', 'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver');
 
 CREATE OR REPLACE MACRO ks_graph_launch(name) AS
     starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') OR starts_with(name, 'hipGraphLaunch');

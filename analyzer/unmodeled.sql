@@ -3,7 +3,7 @@
 -- writes device activity under the device's index as pid), whose category is neither one the attribution reads nor
 -- one known to hold no work of its own: MTIA's mtia_ccp_events, a CUPTI range profiler's cuda_profiler_range…
 -- Known: the device activity (kernel, gpu_memcpy, gpu_memset), a GPU-side copy of an annotation
--- (gpu_user_annotation), waits (cuda_sync, cuda_event), and the categories of the CPU side, which a thread of pid 0
+-- (gpu_user_annotation), waits (cuda_sync, cuda_event, XPU's xpu_sync), and the categories of the CPU side, which a thread of pid 0
 -- may use (a Python thread with pid 0 is seen). Returns rank, cat, events, dur_us; per rank, most events first.
 WITH cpu_processes AS (
     SELECT DISTINCT rank, pid FROM events
@@ -12,9 +12,9 @@ WITH cpu_processes AS (
 SELECT rank, cat, count(*) AS events, coalesce(sum(dur_ns), 0) / 1000.0 AS dur_us
 FROM events
 WHERE ph = 'X' AND pid IS NOT NULL AND cat IS NOT NULL
-  AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation', 'cuda_sync', 'cuda_event',
-                  'cpu_op', 'user_annotation', 'python_function', 'cuda_runtime', 'cuda_driver', 'cpu_instant_event',
-                  'overhead', 'Trace', 'ac2g')
+  AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation', 'cuda_sync', 'cuda_event', 'xpu_sync',
+                  'cpu_op', 'user_annotation', 'python_function', 'cpu_instant_event', 'overhead', 'Trace', 'ac2g')
+  AND NOT ks_launch_category(cat)
   AND (rank, pid) NOT IN (SELECT (rank, pid) FROM cpu_processes)
 GROUP BY rank, cat
 ORDER BY rank, events DESC, cat

@@ -2,8 +2,11 @@
 -- Each rule is a fault that would otherwise drop a row or attribute it wrongly without a word: a
 -- complete event without a readable start or duration, a negative duration, a device event that is
 -- not a complete event or has no correlation, a launch that shares its correlation with another
--- launch, a device event listed twice. Real Kineto traces pass every rule (tests/test_sample_traces.py);
--- tests/test_bad_input.py checks each rule's message.
+-- launch, a device event listed twice. A launch is a call of a category ks_launch_category names
+-- (scope_names.sql); rules 5 and 7 hold CUDA's (cuda_runtime, cuda_driver) to a correlation and a thread, which
+-- every CUDA and ROCm trace gives them, and the attribution reads the other runtimes' calls where they have them.
+-- Real Kineto traces pass every rule (tests/test_sample_traces.py); tests/test_bad_input.py checks each rule's
+-- message.
 -- Returns: rule, event_id, cat, name, problem, count (events that break this rule).
 -- Rules 1-7 are checked in one pass, each event getting the first rule it breaks: only the lowest rule broken
 -- is reported, and every event that breaks it gets it, so its count is exact. The repeats (rules 8, 9) are
@@ -15,7 +18,7 @@ device AS (
     SELECT * FROM events WHERE cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 ),
 launch AS (
-    SELECT * FROM events WHERE ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver')
+    SELECT * FROM events WHERE ph = 'X' AND ks_launch_category(cat)
 ),
 per_event AS (  -- the rules' columns only: reading every event's args too was a third of the scan's cost
     SELECT event_id,

@@ -4,7 +4,7 @@
 -- there may be one, or where the rows were not checked for rules 1-7 by the native reader. Its groups are those
 -- of validate.sql's, so it never says no where validate.sql would find an event.
 SELECT (SELECT count(*) - count(DISTINCT correlation) FROM events
-        WHERE ph = 'X' AND cat IN ('cuda_runtime', 'cuda_driver') AND correlation IS NOT NULL) > 0
+        WHERE ph = 'X' AND ks_launch_category(cat) AND correlation IS NOT NULL) > 0
     OR EXISTS (SELECT 1 FROM events
                WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND correlation IS NOT NULL
                GROUP BY correlation, device, stream, ts_ns HAVING count(*) > 1)

@@ -32,6 +32,8 @@ LEGACY_CATS = {
     "Operator": "cpu_op",
     "User": "gpu_user_annotation",
 }
+# the runtime and driver calls whose correlation device events carry: CUDA/ROCm, Intel XPU, PrivateUse1 backends
+LAUNCH_CATEGORIES = {f"{device}_{kind}" for device in ("cuda", "xpu", "privateuse1") for kind in ("runtime", "driver")}
 
 
 def load_events(path: Path) -> list[dict]:
@@ -163,7 +165,7 @@ def reference_attribution(
     graph_launches: dict = {}  # correlation -> the graph launch's event index
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = e.get("args", {}).get("correlation")
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and corr is not None:
+        if e.get("cat") in LAUNCH_CATEGORIES and corr is not None:
             pid, tid = e["pid"], e["tid"]
             op = first_ops.get(e.get("args", {}).get("External id"))
             if op is not None and op[0] == pid and op[1] != tid and op[2] <= s < op[3]:
@@ -293,7 +295,7 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     runtime = {
         e["args"]["correlation"]: e["name"]
         for e in events
-        if e.get("cat") in ("cuda_runtime", "cuda_driver") and isinstance((e.get("args") or {}).get("correlation"), int)
+        if e.get("cat") in LAUNCH_CATEGORIES and isinstance((e.get("args") or {}).get("correlation"), int)
     }
     must = {  # CUDA's and ROCm's (hip…) kernel launches, Launch…Kernel in any spelling, and graph launches
         corr for corr, name in runtime.items() if re.match(r"(cu|hip)\w*Launch\w*Kernel|(cuda|cu|hip)GraphLaunch", name)

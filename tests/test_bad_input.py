@@ -105,6 +105,7 @@ def _gone(name):
     return lambda run: (run / name).unlink()
 
 
+XPU_LAUNCH = "urEnqueueKernelLaunch"  # an Intel XPU's kernel launch, which Kineto files under xpu_runtime
 # name -> builder(tmp_path) of (bad input, where its message points, the fault it names)
 TRACE_CASES = {
     "string ts": lambda tmp_path: (_trace(tmp_path, _set(K, "ts", "soon")), KERNEL, 'has ts "soon", not a number'),
@@ -154,6 +155,11 @@ TRACE_CASES = {
     "duplicated launch correlation": lambda tmp_path: (
         _trace(tmp_path, _duplicate(L)),
         f"traceEvents[{len(EVENTS['traceEvents'])}] (cuda_runtime 'cudaLaunchKernel')",
+        f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch, traceEvents[{L}]",
+    ),
+    "launch correlation shared with an XPU's runtime call": lambda tmp_path: (
+        _trace(tmp_path, lambda events: events.append({**events[L], "cat": "xpu_runtime", "name": XPU_LAUNCH})),
+        f"traceEvents[{len(EVENTS['traceEvents'])}] (xpu_runtime 'urEnqueueKernelLaunch')",
         f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch, traceEvents[{L}]",
     ),
     "duplicated device event": lambda tmp_path: (

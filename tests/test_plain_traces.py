@@ -90,6 +90,44 @@ def test_rocm_launches_are_launches():
     assert set(frame["function_name"].dropna()) == named
 
 
+# Kineto's names for an Intel XPU's runtime (Unified Runtime) and driver (Level Zero) calls, and a PrivateUse1 backend's
+OTHER_RUNTIMES = {
+    "xpu": ("xpu_runtime", "xpu_driver", "urEnqueueKernelLaunch", "zeCommandListAppendLaunchKernel"),
+    "privateuse1": ("privateuse1_runtime", "privateuse1_driver", "aclrtLaunchKernel", "rtKernelLaunch"),
+}
+
+
+@pytest.mark.parametrize("device", sorted(OTHER_RUNTIMES))
+def test_another_devices_runtime_launches_like_cudas(tmp_path, device):
+    """The H100 BERT trace with its CUDA calls filed as another device's runtime and driver calls (as Kineto writes
+    an XPU's) is attributed as the CUDA trace is: same rows, the reference's, no lost launches, no note."""
+    runtime, driver, runtime_launch, driver_launch = OTHER_RUNTIMES[device]
+    cuda = REPO / "sample_traces" / "external" / "tl_h100_bert_small.json.gz"
+    trace = json.loads(gzip.decompress(cuda.read_bytes()))
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "cuda_runtime":
+            event["cat"], event["name"] = runtime, event["name"].replace("cudaLaunchKernel", runtime_launch)
+        elif event.get("cat") == "cuda_driver":
+            event["cat"], event["name"] = driver, event["name"].replace("cuLaunchKernel", driver_launch)
+    if device == "xpu":  # a device-side wait (Kineto files it under pid -1), which holds no work of its own
+        trace["traceEvents"].append({"ph": "X", "cat": "xpu_sync", "name": "GPU_BARRIER_EXECUTION", "pid": -1,
+                                     "tid": 3, "ts": trace["traceEvents"][0]["ts"], "dur": 1, "args": {}})
+    path = tmp_path / f"{device}.json"
+    path.write_text(json.dumps(trace))
+    columns = ["event_id", "module_name", "function_name", "op", "call_op", "kernel", "kernel_us"]
+    with load_run(cuda) as run:
+        expected = run.profiling_df()[columns]
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        frame = run.profiling_df()[columns]
+        check = run.launch_check()
+        notes = run.notes()
+    assert frame["module_name"].notna().all() and len(frame) == 61
+    assert frame.equals(expected)
+    assert check.device_events_without_launch == 0 and check.device_events == 61 and check.ok
+    assert notes == []
+
+
 def _plain_trace(tmp_path: Path, frames: list[str], *, scope: str | None = None, name: str = "trace.json") -> Path:
     """A trace whose one kernel is launched inside ``frames`` (python_function events, outermost first, each
     holding the next) and inside an operator, optionally inside a kernelscope scope ``scope`` too."""
