@@ -17,10 +17,10 @@ With ``calls="all"``, during one recording:
   own): ``<Function>.apply``, which extension code uses to wrap kernels that no torch operator launches. Unlike
   the other torch-level calls it does not hold the calls it makes: a torch call or functional inside it has its own
   scope, so only what nothing inside names (a kernel launched by the extension itself) is the Function's.
-- functionals reached through a stored reference (``self.act = F.gelu``, or a module-level
-  ``from torch.nn.functional import gelu`` in the model's own code) get their functional's scope:
-  the instance attributes of the observed modules and the globals of the modules that define their
-  classes are patched like the namespace.
+- functionals reached through a stored reference (``self.act = F.gelu``, a module-level
+  ``from torch.nn.functional import gelu`` in the model's own code, a registry of activations, a
+  ``functools.partial``, a default argument) get their functional's scope: where they are held is
+  patched like the namespace (recorder/stored_references.py).
 
 All of it is plain attribute patching, so it costs nothing for calls that are not patched (metadata
 reads such as ``x.shape`` and views such as ``x.view``), and it works on every thread. A
@@ -88,7 +88,6 @@ def triton_jit_function() -> type | None:
 # counter's update, on the per-call path.
 OTHER_THREAD: Any = object()
 INSIDE_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("kernelscope_inside_call", default=OTHER_THREAD)
-_ABSENT = object()
 _chosen: tuple[list, list] | None = None  # (attributes_state() when chosen, the targets chosen)
 
 
@@ -175,26 +174,3 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
         if inspect.ismethoddescriptor(value) or inspect.isfunction(value):
             targets.append((tensor, attribute, f"Tensor.{attribute}"))
     return targets
-
-
-def stored_reference_sites(modules: list[Any], originals: dict[int, Any]) -> list[tuple[dict, str, Any]]:
-    """(dict, key, original) where a patched function is held by reference: an instance attribute of an
-    observed module, or a global of the Python module that defines an observed module's class."""
-    sites = []
-    for module in modules:
-        for key, value in vars(module).items():
-            if key != "forward" and originals.get(id(value), _ABSENT) is value:
-                sites.append((vars(module), key, value))
-    seen: set[str] = set()
-    for module in modules:
-        name = type(module).__module__
-        if name in seen or name.startswith("torch."):
-            continue
-        seen.add(name)
-        defining = inspect.getmodule(type(module))
-        if defining is None:
-            continue
-        for key, value in vars(defining).items():
-            if originals.get(id(value), _ABSENT) is value:
-                sites.append((vars(defining), key, value))
-    return sites

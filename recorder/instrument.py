@@ -39,7 +39,7 @@ import torch
 from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MODULE_SEPARATOR, scope_text
 from torch import nn
 
-from .calls import INSIDE_CALL, OTHER_THREAD, stored_reference_sites
+from .calls import INSIDE_CALL, OTHER_THREAD
 from .compiled import (
     compiled_code_kept,
     compiled_entry,
@@ -51,6 +51,7 @@ from .compiled import (
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
+from .stored_references import Slots, stored_reference_sites
 from .threads import model_threads
 from .wrappers import functional_names, patch_plan, recording_of, sample_scopes  # noqa: F401 (tests read the rule)
 from .wrapping import wraps
@@ -160,7 +161,7 @@ class _Patches:
     def __init__(self) -> None:
         self.saved: list[tuple[Any, str, Any, Any]] = []  # (owner, key, the value before, the value put there)
 
-    def set_item(self, owner: dict, key: str, value: Any) -> None:
+    def set_item(self, owner: dict | Slots, key: Any, value: Any) -> None:
         self.saved.append((owner, key, owner.get(key, _MISSING), value))
         owner[key] = value
 
@@ -187,10 +188,11 @@ class _Patches:
             if key is _MANY:
                 self._undo_all(owner, before, put)
                 continue
-            now = (owner if isinstance(owner, dict) else vars(owner)).get(key, _MISSING)
+            items = isinstance(owner, (dict, Slots))
+            now = (owner if items else vars(owner)).get(key, _MISSING)
             if now is not put:  # rebound by the model meanwhile
                 continue
-            if isinstance(owner, dict):
+            if items:
                 if before is _MISSING:
                     owner.pop(key, None)
                 else:
@@ -323,5 +325,5 @@ def _install(
     for owner, values in plan.groups:
         patches.set_all(owner, values)
     if calls == "all":
-        for owner, key, original in stored_reference_sites(observed, plan.originals):
-            patches.set_item(owner, key, plan.wrappers[id(original)])
+        for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
+            patches.set_item(owner, key, replacement)

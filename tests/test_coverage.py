@@ -1,5 +1,7 @@
 """Calls beyond the torch.nn.functional namespace (calls="all"), and calls named after operators, on the CPU."""
 
+import collections
+import functools
 import threading
 
 import pytest
@@ -80,6 +82,46 @@ def test_stored_activation_of_transformer_encoder_layer_is_named():
     _, frame, _ = _profile(layer, function_names=set())
     ff = frame[frame["module_name"] == ""]
     assert "gelu" in set(ff["function_name"]), "activation='gelu' keeps a reference to F.gelu"
+
+
+# held where the namespace patch cannot see them: a registry, a partial, a list, a default argument
+ACTIVATIONS = {"relu": F.relu}
+NAMED_NORM = collections.namedtuple("NamedNorm", "norm")(F.layer_norm)
+
+
+def _helper(x, act=F.hardtanh):  # a function of the model's own module with a functional as a default
+    return act(x)
+
+
+class StoredReferences(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 16)
+        self.act = functools.partial(F.gelu, approximate="tanh")
+        self.more = [F.silu]
+        self.pair = (F.sigmoid, 2)
+
+    def forward(self, x, norm=F.layer_norm, *, softmax=F.softmax):
+        x = ACTIVATIONS["relu"](self.act(self.linear(x)))
+        x = self.pair[0](self.more[0](x)) * self.pair[1]
+        return softmax(NAMED_NORM.norm(norm(_helper(x), (16,)), (16,)), dim=-1)
+
+
+def test_functionals_held_in_registries_partials_and_defaults_are_named_and_put_back():
+    model = StoredReferences()
+    held = (ACTIVATIONS["relu"], model.act, model.act.func, model.more[0], model.pair, NAMED_NORM,
+            StoredReferences.forward.__defaults__, StoredReferences.forward.__kwdefaults__["softmax"],
+            _helper.__defaults__)
+    _, frame, data = _profile(model)
+    assert _named(frame) >= {"linear", "gelu", "relu", "silu", "sigmoid", "layer_norm", "softmax", "hardtanh"}
+    assert not any(name.startswith(("aten::", "torch.")) for name in _named(frame)), _named(frame)
+    assert [calls for calls, _ in data["layer_norm"]] == [2], "the default and the named tuple's"
+    assert data["gelu"][0][1][1] == {"approximate": "tanh"}, "the partial's keywords are the call's"
+    assert (ACTIVATIONS["relu"], model.act, model.act.func, model.more[0], model.pair, NAMED_NORM,
+            StoredReferences.forward.__defaults__, StoredReferences.forward.__kwdefaults__["softmax"],
+            _helper.__defaults__) == held
+    assert ACTIVATIONS["relu"] is F.relu and model.more[0] is F.silu and _helper.__defaults__[0] is F.hardtanh
+    assert type(NAMED_NORM).__name__ == "NamedNorm" and NAMED_NORM.norm is F.layer_norm
 
 
 def test_naming_rule_cannot_collide_with_functional_names():

@@ -1,0 +1,137 @@
+"""Where a model holds a patched function by reference instead of reading it from its namespace at each call, and
+what to put there while it is recorded.
+
+A functional stored before the recording (``self.act = F.gelu``, ``ACTS = {"relu": F.relu}``,
+``partial(F.gelu, approximate="tanh")``, ``def forward(self, x, norm=F.layer_norm)``) is called without the namespace
+patch seeing it: its kernels would be named after its operator (``aten::gelu``) or the torch call inside it
+(``torch.relu``). The places searched, for the observed modules (those a compiled graph does not trace):
+
+- their instance attributes, the globals of the Python modules that define their classes, and the items of the
+  dicts, lists and tuples those hold (one level: a registry of activations);
+- the default arguments of the functions their classes define and of the functions among those globals.
+
+A reference is the original itself (replaced by its wrapper) or a ``functools.partial`` of it (replaced by the same
+partial of the wrapper). Only what holds a reference is replaced, and put back after the recording."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+_ABSENT = object()
+_LARGEST_SCANNED = 1024  # items of a container looked into: a registry of activations, not a vocabulary
+
+
+class Slots:
+    """A list's items or a function's positional defaults, read and written by position (as a dict's items)."""
+
+    def __init__(self, target: Any, defaults_of: bool = False) -> None:
+        self.target, self.defaults_of = target, defaults_of
+
+    def _values(self) -> Any:
+        return (self.target.__defaults__ or ()) if self.defaults_of else self.target
+
+    def get(self, key: int, default: Any = None) -> Any:
+        values = self._values()
+        return values[key] if 0 <= key < len(values) else default
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        if self.defaults_of:
+            values = list(self.target.__defaults__)
+            values[key] = value
+            self.target.__defaults__ = tuple(values)
+        else:
+            self.target[key] = value
+
+
+def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]) -> Any:
+    """What stands in for ``value`` while recorded, or _ABSENT where it holds no patched function."""
+    if originals.get(id(value), _ABSENT) is value:
+        return wrappers[id(value)]
+    if isinstance(value, functools.partial) and originals.get(id(value.func), _ABSENT) is value.func:
+        return functools.partial(wrappers[id(value.func)], *value.args, **value.keywords)
+    return _ABSENT
+
+
+def _scanned(value: Any) -> bool:
+    """Whether ``value`` is a container looked into: a plain dict, list or tuple, or a named tuple (a subclass of
+    dict or list may do anything when read or written), of a registry's size."""
+    kind = type(value)
+    plain = kind in (dict, list, tuple) or (isinstance(value, tuple) and hasattr(kind, "_make"))
+    return plain and 0 < len(value) <= _LARGEST_SCANNED
+
+
+def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
+    """(owner, key, replacement) for ``value``, held at ``owner[key]``, and for the items it holds."""
+    replacement = _replacement(value, originals, wrappers)
+    if replacement is not _ABSENT:
+        yield owner, key, replacement
+    elif _scanned(value):
+        items = value.items() if type(value) is dict else enumerate(value)
+        found = [(k, r) for k, v in items if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
+        if not found:
+            return
+        if isinstance(value, tuple):  # immutable: the whole tuple is replaced where it is held, as its own type
+            items = list(value)
+            for k, r in found:
+                items[k] = r
+            yield owner, key, tuple(items) if type(value) is tuple else value._make(items)
+        else:
+            holder = value if isinstance(value, dict) else Slots(value)
+            for k, r in found:
+                yield holder, k, r
+
+
+def _default_sites(function: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
+    for position, value in enumerate(getattr(function, "__defaults__", None) or ()):
+        replacement = _replacement(value, originals, wrappers)
+        if replacement is not _ABSENT:
+            yield Slots(function, defaults_of=True), position, replacement
+    keyword_defaults = getattr(function, "__kwdefaults__", None)
+    if isinstance(keyword_defaults, dict):
+        for key, value in keyword_defaults.items():
+            replacement = _replacement(value, originals, wrappers)
+            if replacement is not _ABSENT:
+                yield keyword_defaults, key, replacement
+
+
+def _own_classes(module: Any) -> Iterator[type]:
+    """The classes of ``module``'s type that are not torch's (whose defaults are torch's business)."""
+    for kind in type(module).__mro__:
+        if not kind.__module__.startswith(("torch.", "builtins")):
+            yield kind
+
+
+def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappers: dict[int, Any]) -> list:
+    """(owner, key, replacement) for every place listed in the module docstring that holds a patched function:
+    ``owner`` is a dict (write ``owner[key]``) or a Slots. ``originals``, ``wrappers``: id(original) -> the
+    original, its wrapper."""
+    sites: list[tuple[Any, Any, Any]] = []
+    for module in modules:
+        for key, value in vars(module).items():
+            if key != "forward":
+                sites.extend(_sites_in(vars(module), key, value, originals, wrappers))
+    seen_modules: set[str] = set()
+    seen_classes: set[int] = set()
+    for module in modules:
+        for kind in _own_classes(module):
+            if id(kind) in seen_classes:
+                continue
+            seen_classes.add(id(kind))
+            for value in vars(kind).values():
+                if inspect.isfunction(value):
+                    sites.extend(_default_sites(value, originals, wrappers))
+        name = type(module).__module__
+        if name in seen_modules or name.startswith("torch."):
+            continue
+        seen_modules.add(name)
+        defining = inspect.getmodule(type(module))
+        if defining is None:
+            continue
+        for key, value in list(vars(defining).items()):
+            sites.extend(_sites_in(vars(defining), key, value, originals, wrappers))
+            if inspect.isfunction(value) and value.__module__ == name:
+                sites.extend(_default_sites(value, originals, wrappers))
+    return sites
