@@ -8,6 +8,7 @@ runs once in a child of its own (it uses one core). Wall time through the kernel
 
     python benchmarks/analyzer_cores.py --size 1GB --repeat 3 --out analyzer_cores_<machine>.json
     python benchmarks/analyzer_cores.py --size 2GB --gzip --repeat 2       # the .json.gz too
+    python benchmarks/analyzer_cores.py --size 1GB --gzip --members        # the .json.gz as the recorder writes it
     python benchmarks/analyzer_cores.py --size 1GB --repeat 2 --stages     # and where each load's time goes
 
 Prints one line per file kind and core count: seconds, MB/s of JSON, speed-up over one core, orjson.loads's time
@@ -43,6 +44,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", default="1GB", help="JSON size of the scaled trace")
     parser.add_argument("--cores", default=",".join(map(str, CORES)), help="core counts, comma-separated")
     parser.add_argument("--gzip", action="store_true", help="measure the .json.gz too")
+    parser.add_argument(
+        "--members", action="store_true", help="the .json.gz in indexed members, as the recorder writes it"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="runs per point (best wall time kept)")
     parser.add_argument("--workdir", default=os.path.join(tempfile.gettempdir(), "kernelscope-bench"))
     parser.add_argument("--timeout", type=float, default=1800, help="seconds before a run is killed")
@@ -68,10 +72,10 @@ def main(argv: list[str] | None = None) -> None:
     left_out = [n for n in map(int, args.cores.split(",")) if n > available]
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    plain = workdir / f"{Path(args.source).name}-{args.size}.json"
+    plain = workdir / f"{Path(args.source).name}-{args.size}{'-members' if args.members else ''}.json"
     if not plain.exists() or (args.gzip and not Path(f"{plain}.gz").exists()):
         print(f"writing {plain}{' and .gz' if args.gzip else ''} ...", flush=True)
-        scale_trace.write_scaled(args.source, plain, size=scale_trace.parse_size(args.size), gzip_copy=args.gzip)
+        scale_trace.write_scaled(args.source, plain, size=scale_trace.parse_size(args.size), gzip_copy=args.gzip, members=args.members)
     json_bytes = plain.stat().st_size
     print(f"{plain}: {json_bytes / MB:,.0f} MB of JSON; {available} cores usable", flush=True)
     if left_out:

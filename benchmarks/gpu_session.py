@@ -11,7 +11,8 @@ STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``sweep`
 (profile_stages.py: tiny, mlp and transformer_encoder), ``scaling``
 (profile_scaling.py), ``threads`` (duckdb_threads.py: the demo and 10 MB-100 MB traces per DuckDB thread
 count), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
-stages timed: load_stages.py), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
+stages timed: load_stages.py), ``cores_gzip`` (analyzer_cores.py, the .json against the .json.gz of indexed members
+the recorder writes, 2-16 cores), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
 ``=WORKLOAD,...`` names the workloads of check, sweep, frames and overhead (default: all). Each step writes under a
 scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is packed, sample tensors
 (``*.pt``) and plain traces left out, into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar
@@ -92,6 +93,13 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
             + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "1", "--workdir", "/tmp/ks-bench"]
             + ["--cores", "2,4,8,16", "--stages", "--out", str(work / "cores_stages" / "analyzer_cores_stages.json")],
             240,
+        ),
+        "cores_gzip": (
+            py
+            + [str(HERE / "analyzer_cores.py"), "--size", "1GB", "--repeat", "2", "--workdir", "/tmp/ks-bench"]
+            + ["--cores", "2,4,8,16", "--gzip", "--members"]
+            + ["--out", str(work / "cores_gzip" / "analyzer_cores_gzip.json")],
+            300,
         ),
         "cores_unordered": (
             py
