@@ -14,7 +14,7 @@ FROM events
 WHERE ph = 'X' AND pid IS NOT NULL AND cat IS NOT NULL
   AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation', 'cuda_sync', 'cuda_event', 'xpu_sync',
                   'cpu_op', 'user_annotation', 'python_function', 'cpu_instant_event', 'overhead', 'Trace', 'ac2g')
-  AND NOT ks_launch_category(cat)
+  AND NOT (ends_with(cat, '_runtime') OR ends_with(cat, '_driver'))
   AND (rank, pid) NOT IN (SELECT (rank, pid) FROM cpu_processes)
 GROUP BY rank, cat
 ORDER BY rank, events DESC, cat

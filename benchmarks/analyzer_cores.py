@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> None:
     plain = workdir / f"{Path(args.source).name}-{args.size}{'-members' if args.members else ''}.json"
     if not plain.exists() or (args.gzip and not Path(f"{plain}.gz").exists()):
         print(f"writing {plain}{' and .gz' if args.gzip else ''} ...", flush=True)
-        scale_trace.write_scaled(args.source, plain, size=scale_trace.parse_size(args.size), gzip_copy=args.gzip, members=args.members)
+        size = scale_trace.parse_size(args.size)
+        scale_trace.write_scaled(args.source, plain, size=size, gzip_copy=args.gzip, members=args.members)
     json_bytes = plain.stat().st_size
     print(f"{plain}: {json_bytes / MB:,.0f} MB of JSON; {available} cores usable", flush=True)
     if left_out:

@@ -203,7 +203,11 @@ MEASURES = ("_us", "_pct", "_MB", "ratio")  # columns of times, shares, sizes an
 def _format_column(name: str, values: pd.Series) -> list[str]:
     """One number format per column: times, shares, sizes and ratios with three decimals; other columns whose
     every value is whole (counts such as ``calls``, NaN where unknown) as integers; a value that rounds to
-    zero is 0, never -0.000."""
+    zero is 0, never -0.000. An integer column prints its values exactly (a nanosecond timestamp since the epoch
+    is past the 2**53 a float holds exactly)."""
+    if pd.api.types.is_integer_dtype(values.dtype):
+        decimals = ".000" if name.endswith(MEASURES) else ""
+        return ["-" if _missing(v) else f"{int(v):,}{decimals}" for v in values]
     finite = [float(v) for v in values if not _missing(v) and math.isfinite(float(v))]
     whole = all(v.is_integer() and abs(v) < 1e15 for v in finite)
     digits = 3 if name.endswith(MEASURES) or not whole else 0

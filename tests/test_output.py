@@ -177,3 +177,13 @@ def test_names_from_a_trace_print_as_plain_escaped_text_in_tables(tmp_path):
     assert "\x1b" not in result.output and "\x07" not in result.output
     cells = "".join(line.strip("│ ") for line in result.output.splitlines()[3:-1])
     assert cells == "evil\\x1b]0;owned\\x07[/x][bold]k\\nline"
+
+
+def test_integers_past_what_a_float_holds_print_exactly_in_tables():
+    """Nanosecond timestamps since the epoch (external traces) are past 2**53: printed through a float they came
+    out rounded, with decimals."""
+    query = "SELECT 1733000000123456789::BIGINT AS ts_ns, NULL::BIGINT AS gap, 7::BIGINT AS dur_us, 2.5 AS ratio"
+    result = invoke("sql", RUN, query)
+    assert result.exit_code == 0, result.output
+    cells = [cell.strip() for cell in result.output.splitlines()[3].strip("│").split("│")]
+    assert cells == ["1,733,000,000,123,456,789", "-", "7.000", "2.500"]
