@@ -22,7 +22,7 @@ import duckdb
 import orjson
 import pandas as pd
 
-from .archive_checks import archived_manifest, archived_sample, check_columns
+from .archive_checks import archived_manifest, archived_sample, check_columns, check_format
 from .archive_commit import TABLES, Add, Part, committed_parts, remove_dead_adds
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import write_bytes_atomically
@@ -71,6 +71,7 @@ class Archive:
             if not create:
                 raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
             self._create()
+        check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._parts: list[Part] = []
         self._index = Index()
