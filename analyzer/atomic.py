@@ -35,8 +35,12 @@ def refuse_unless_regular(path: str | os.PathLike) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise KernelscopeError(path, f"is {kind}, not a regular file; kernelscope replaces only regular files")
+        raise KernelscopeError(path, f"is {kind_of(mode)}, not a regular file; kernelscope replaces only regular files")
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, for a message: ``a directory``, ``a FIFO``…"""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def make_temp_file(folder: str | os.PathLike, prefix: str, suffix: str = "") -> str:
