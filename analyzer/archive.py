@@ -22,10 +22,10 @@ import duckdb
 import orjson
 import pandas as pd
 
-from .archive_checks import archived_manifest, archived_sample, check_columns
-from .archive_commit import TABLES, Add, Part, committed_parts, remove_dead_adds
+from .archive_checks import archived_manifest, archived_sample, check_columns, check_format
+from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, remove_dead_adds
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
-from .atomic import write_bytes_atomically
+from .atomic import errors_naming, unwritten, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
 from .ranks import find_ranks
@@ -71,6 +71,7 @@ class Archive:
             if not create:
                 raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
             self._create()
+        check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._parts: list[Part] = []
         self._index = Index()
@@ -119,10 +120,13 @@ class Archive:
         with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
             add = Add(self.root, run_id)
             try:
-                self._stage(run, source, add)
-                added = add.commit(list(run.parts))
-            except BaseException:
+                with errors_naming(self.path, self.root / STAGING):
+                    self._stage(run, source, add)
+                    added = add.commit(list(run.parts))
+            except BaseException as exc:
                 add.abandon()
+                if isinstance(exc, duckdb.Error):  # a full disk: DuckDB's message names a file of the add's staging
+                    raise unwritten(self.path, exc) from None
                 raise
         self._con = None
         if added:

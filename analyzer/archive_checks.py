@@ -43,6 +43,32 @@ def archived_sample(path: Path, name: str, calls: object, args: str | None, kwar
     return sample
 
 
+MARKER_BYTES = 4096  # the marker the archive writes holds a few bytes: more is not one
+
+
+def check_format(archive: Path, marker: Path, newest: int) -> None:
+    """The archive's marker records a format version (``kernelscope_archive``, an integer >= 1) this kernelscope
+    reads (up to ``newest``): an archive of a newer format is refused rather than misread, one without a version
+    is damaged."""
+    try:
+        with open(marker, "rb") as stream:
+            text = stream.read(MARKER_BYTES + 1)
+    except OSError as exc:  # permission denied, or an input/output error
+        raise BadInputError(marker, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        held = orjson.loads(text) if len(text) <= MARKER_BYTES else None
+    except orjson.JSONDecodeError:
+        held = None
+    version = held.get("kernelscope_archive") if isinstance(held, dict) else None
+    if type(version) is not int or version < 1:
+        problem = f"its {marker.name} records no format version (an integer kernelscope_archive)"
+        raise BadInputError(archive, f"is damaged: {problem}")
+    if version > newest:
+        raise BadInputError(
+            archive, f"was written by a newer kernelscope (format {version}); this one reads up to {newest}"
+        )
+
+
 _NUMBERS = re.compile(r"(U?(TINY|SMALL|BIG|HUGE)?INT(EGER)?|FLOAT|DOUBLE|REAL|DECIMAL\(.*\))")
 
 

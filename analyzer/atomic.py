@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import KernelscopeError
 
 _ATTEMPTS = 100
+_ERRNO = re.compile(r'"errno":\s*"(\d+)"')  # the system's error number in a DuckDB IO Error's JSON
 _KINDS = (
     (stat.S_ISLNK, "a symbolic link"),
     (stat.S_ISDIR, "a directory"),
@@ -32,8 +35,12 @@ def refuse_unless_regular(path: str | os.PathLike) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-        raise KernelscopeError(path, f"is {kind}, not a regular file; kernelscope replaces only regular files")
+        raise KernelscopeError(path, f"is {kind_of(mode)}, not a regular file; kernelscope replaces only regular files")
+
+
+def kind_of(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, for a message: ``a directory``, ``a FIFO``…"""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def make_temp_file(folder: str | os.PathLike, prefix: str, suffix: str = "") -> str:
@@ -84,20 +91,52 @@ def fsync_dir(path: str | os.PathLike) -> None:
         os.close(fd)
 
 
+@contextmanager
+def errors_naming(path: str | os.PathLike, temporaries: str | os.PathLike | None = None) -> Iterator[None]:
+    """An OSError raised while ``path`` is written through ``temporaries`` (by default its siblings ``.<name>.*``: a
+    temporary file, a staging folder, what it holds) names ``path`` where it named one of them or no file: the user
+    gave ``path``, and a temporary's random name, gone by the time it is read, tells them nothing. The exception
+    itself propagates."""
+    folder, name = os.path.split(os.path.abspath(path))
+    prefix = os.path.abspath(temporaries) + os.sep if temporaries is not None else os.path.join(folder, f".{name}.")
+    try:
+        yield
+    except OSError as exc:
+        named = exc.filename
+        if named is None or (isinstance(named, str) and os.path.abspath(named).startswith(prefix)):
+            exc.filename, exc.filename2 = os.fspath(path), None
+        raise
+
+
+def unwritten(path: str | os.PathLike, exc: Exception) -> Exception:
+    """The error to raise for a DuckDB write to ``path`` (or to its temporaries) that failed: an OSError of the
+    system's reason naming ``path`` where DuckDB's message carries one (a full disk), else a KernelscopeError with
+    DuckDB's first line."""
+    text = str(exc)
+    found = _ERRNO.search(text)
+    reasons = (code for code in sorted(errno.errorcode) if text.rstrip().endswith(f": {os.strerror(code)}"))
+    code = int(found[1]) if found else next(reasons, None)
+    if code is not None:
+        return OSError(code, os.strerror(code), os.fspath(path))
+    lines = text.strip().splitlines()
+    return KernelscopeError(path, f"could not be written ({lines[0] if lines else type(exc).__name__})")
+
+
 def replace_atomically(path: Path, write: Callable[[str], object]) -> None:
     """Call ``write(tmp)`` on a temporary sibling of ``path``, flush it to disk, then rename it to ``path``."""
     refuse_unless_regular(path)
     folder = path.parent if str(path.parent) else Path(".")
-    tmp = make_temp_file(folder, f".{path.name}.")
-    try:
-        write(tmp)
-        fsync_file(tmp)
-        refuse_unless_regular(path)  # again: the work may have taken long
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(folder)
+    with errors_naming(path):
+        tmp = make_temp_file(folder, f".{path.name}.")
+        try:
+            write(tmp)
+            fsync_file(tmp)
+            refuse_unless_regular(path)  # again: the work may have taken long
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        fsync_dir(folder)
 
 
 def write_bytes_atomically(path: Path, data: bytes) -> None:

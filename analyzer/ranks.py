@@ -34,7 +34,7 @@ def rank_directories(path: Path) -> dict[int, Path]:
     if path.is_dir():
         for child in sorted(path.iterdir()):
             match = _RANK_DIR.fullmatch(child.name)
-            if not (match and child.is_dir() and (child / MANIFEST).is_file()):
+            if not (match and child.is_dir() and (child / MANIFEST).exists()):  # read_manifest says what one is not
                 continue
             rank = int(match.group(1))
             if rank > MAX_RANK:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import orjson
 
+from .atomic import kind_of
 from .errors import BadInputError
 
 # 2: call scopes may carry their module (MODULE_SEPARATOR); 3: no scope around CUDA graph replays, whose
@@ -66,9 +68,7 @@ def names_escaped(manifest: dict | None) -> bool:
 
 def read_manifest(run_dir: str | os.PathLike) -> dict:
     """The manifest of a run directory, checked for the fields and version this analyzer understands."""
-    path = Path(run_dir) / MANIFEST
-    if not path.is_file():
-        raise BadInputError(run_dir, f"is not a kernelscope run directory (no {MANIFEST})")
+    path = held_file(run_dir, MANIFEST, f"is not a kernelscope run directory (no {MANIFEST})")
     try:
         manifest = orjson.loads(read_at_most(path, MANIFEST_BYTES, "a manifest"))
     except orjson.JSONDecodeError:
@@ -77,9 +77,26 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     check_manifest(path, manifest)
     for key, what in (("trace", "trace"), ("samples", "sample store")):
-        if not (Path(run_dir) / manifest["files"][key]).is_file():
-            raise BadInputError(run_dir, f"is a run directory missing its {manifest['files'][key]} (the {what})")
+        name = manifest["files"][key]
+        held_file(run_dir, name, f"is a run directory missing its {name} (the {what})")
     return manifest
+
+
+def held_file(run_dir: str | os.PathLike, name: str, missing: str) -> Path:
+    """``run_dir/name``, checked to be a regular file (through links): bad input of the run directory, ``missing``,
+    where there is none; of the file, saying what it is, where it is a directory, FIFO, device or dangling link."""
+    path = Path(run_dir) / name
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise BadInputError(path, "is a symbolic link to a file that does not exist") from None
+        raise BadInputError(run_dir, missing) from None
+    except OSError as exc:  # a link that loops, a folder that cannot be searched
+        raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        raise BadInputError(path, f"is {kind_of(mode)}, not a regular file")
+    return path
 
 
 def read_at_most(path: Path, limit: int, what: str) -> bytes:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInputError, KernelscopeError
-from .rundir import nested_deeper_than
+from .rundir import held_file, nested_deeper_than
 from .samples import MAX_NESTING
 
 TORCH_HINT = "reading sample tensors needs torch (pip install 'kernelscope[record]')"
@@ -45,9 +45,7 @@ def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> d
         raise BadInputError(
             run_dir, "holds no sample tensors (samples.pt was not saved" + (f": {reason})" if reason else ")")
         )
-    path = Path(run_dir) / name
-    if not path.is_file():
-        raise BadInputError(run_dir, f"is a run directory missing its {name} (the sample tensors)")
+    path = held_file(run_dir, name, f"is a run directory missing its {name} (the sample tensors)")
     try:
         torch = importlib.import_module("torch")
     except ImportError:

@@ -150,7 +150,7 @@ def write_atomically(path: Path, text: str) -> None:
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     """``frame`` as a Parquet file, written by DuckDB (no pyarrow needed), atomically."""
     import duckdb
-    from kernelscope.analyzer.atomic import replace_atomically
+    from kernelscope.analyzer.atomic import replace_atomically, unwritten
     from kernelscope.analyzer.sql import quote
 
     def write(tmp: str) -> None:
@@ -158,6 +158,8 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
         try:
             con.register("frame", frame)
             con.execute(f"COPY frame TO {quote(tmp)} (FORMAT parquet)")
+        except duckdb.Error as exc:  # a full disk: DuckDB's message names its temporary file
+            raise unwritten(path, exc) from None
         finally:
             con.close()
 

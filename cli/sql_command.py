@@ -64,7 +64,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
 def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling. An archive's
     views name its files by absolute path, so the file opens from anywhere on this machine."""
-    from kernelscope.analyzer.atomic import replace_atomically
+    from kernelscope.analyzer.atomic import replace_atomically, unwritten
     from kernelscope.analyzer.sql import quote
 
     def write(tmp: str) -> None:
@@ -76,8 +76,10 @@ def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                 con.execute(f"COPY FROM DATABASE {source} TO ks_saved")
             finally:
                 con.execute("DETACH ks_saved")
-        except BaseException:
+        except BaseException as exc:
             Path(tmp + ".wal").unlink(missing_ok=True)
+            if isinstance(exc, duckdb.Error):  # a full disk: DuckDB's message names the temporary file
+                raise unwritten(path, exc) from None
             raise
 
     replace_atomically(path, write)

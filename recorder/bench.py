@@ -19,7 +19,7 @@ from kernelscope.analyzer.samples import render_call
 from .bench_scripts import check_script_destination, write_script
 from .bench_sources import Samples, open_samples, recorded_times, replay_device_name
 from .compare import compare
-from .replay import Callee, NotReplayable, SampleInputs, resolve_call
+from .replay import Callee, NotReplayable, SampleInputs, error_reason, resolve_call
 from .timing import release_buffers, time_call
 
 ORIGINAL = "original"
@@ -219,7 +219,7 @@ def _bench_sample(
         args, kwargs = inputs.make()
         fastest, median, slowest = context.time(lambda: callee.function(*args, **kwargs))
     except Exception as exc:  # the replay of a recorded call failed: say why, go on with the others
-        return [_done(row, ORIGINAL, "failed", reason=_error(exc))]
+        return [_done(row, ORIGINAL, "failed", reason=error_reason(exc))]
     if math.isnan(row["weight_us"]):  # no trace to weigh it by: the replayed time
         row["weight_us"] = row["calls"] * median
     rows = [_timed(row, ORIGINAL, "ok", context, (fastest, median, slowest))]
@@ -232,7 +232,7 @@ def _bench_sample(
             alt_args, alt_kwargs = inputs.make()
             timing = context.time(lambda: alternative(*alt_args, **alt_kwargs))  # noqa: B023 (used here only)
         except Exception as exc:
-            rows.append(_done(row, name, "failed", reason=_error(exc)))
+            rows.append(_done(row, name, "failed", reason=error_reason(exc)))
             continue
         alt_row = _timed(row, name, "ok" if verdict.match else "mismatch", context, timing, verdict.reason)
         alt_row.update(max_abs_err=verdict.max_abs_err, max_rel_err=verdict.max_rel_err)
@@ -260,8 +260,3 @@ def _timed(row: dict, implementation: str, status: str, context: _Context, timin
 
 def _done(row: dict, implementation: str, status: str, **values: Any) -> dict:
     return {**row, "implementation": implementation, "status": status, **values}
-
-
-def _error(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__

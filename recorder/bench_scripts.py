@@ -9,9 +9,12 @@ into it.
 from __future__ import annotations
 
 import inspect
+import io
 import math
 import os
+import pickle
 import re
+import warnings
 from pathlib import Path
 
 import torch
@@ -19,7 +22,8 @@ from kernelscope.analyzer.atomic import replace_atomically, write_bytes_atomical
 from kernelscope.analyzer.errors import KernelscopeError, OutputExistsError
 
 from . import layouts, timing
-from .replay import Callee, SampleInputs
+from .layouts import map_arguments
+from .replay import Callee, NotReplayable, SampleInputs, error_reason
 
 SCRIPT = '''#!/usr/bin/env python3
 """Benchmark of {expression} on the {count} distinct input samples kernelscope recorded ({where}, recorded on
@@ -108,19 +112,36 @@ def write_script(
     recorded_type: str,
     recorded_on: str,
     where: str,
-) -> Path:
+) -> Path | None:
     """Write ``DIR/<call>.py`` and its samples; ``samples``: ``(sample id, calls, signature, recorded µs per
-    call, inputs)`` of each replayable sample."""
-    directory.mkdir(exist_ok=True)
+    call, inputs)`` of each replayable sample. A sample the script could not replay (its inputs are not made,
+    or hold what ``torch.load(weights_only=True)`` does not read) is left out with a RuntimeWarning saying why;
+    None, and nothing written, when no sample is left."""
     script, store = script_paths(directory, callee.name)
-    entries = []
+    entries, left_out = [], []
     for sample_id, calls, signature, recorded_us, inputs in samples:
-        args, kwargs = inputs.make(move_devices=False)  # tensors on the CPU, laid out as recorded
+        try:
+            args, kwargs = inputs.make(move_devices=False)  # tensors on the CPU, laid out as recorded
+            _check_loadable(args, kwargs)
+        except Exception as exc:  # one sample the script cannot hold: say why, keep the others
+            left_out.append(f"sample {sample_id} ({error_reason(exc)})")
+            continue
         entries.append({
             "sample_id": sample_id, "calls": calls, "signature": signature,
             "recorded_us": float(recorded_us) if not math.isnan(recorded_us) else float("nan"),
             "args": list(args), "kwargs": kwargs, "devices": inputs.recorded_devices,
         })  # fmt: skip
+    if left_out:
+        them = "them" if len(left_out) > 1 else "it"
+        fate = f"{script} leaves {them} out" if entries else f"no script of {callee.name} is written"
+        warnings.warn(
+            f"kernelscope: {callee.name} {', '.join(left_out)} cannot be replayed by a standalone script, so {fate}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    if not entries:
+        return None
+    directory.mkdir(exist_ok=True)
     replace_atomically(store, lambda tmp: torch.save({"format_version": 1, "samples": entries}, tmp))
     text = SCRIPT.format(
         expression=callee.expression,
@@ -135,6 +156,24 @@ def write_script(
     )
     write_bytes_atomically(script, text.encode("utf-8"))
     return script
+
+
+def _check_loadable(args: tuple, kwargs: dict) -> None:
+    """Raise unless the script's ``torch.load(weights_only=True)`` reads these arguments back: what torch.save
+    cannot pickle (a lock, a module) raises here, and what it pickles as a global that loader refuses (a slice, a
+    namedtuple) is named. Tensors are saved as empty ones of their dtype, as their storages always load."""
+    shells = map_arguments((args, kwargs), lambda t: torch.empty(0, dtype=t.dtype), lambda value: value)
+    buffer = io.BytesIO()
+    torch.save(shells, buffer)
+    buffer.seek(0)
+    unsafe_globals = getattr(torch.serialization, "get_unsafe_globals_in_checkpoint", None)  # torch >= 2.5
+    if unsafe_globals is None:
+        try:
+            torch.load(buffer, weights_only=True)
+        except pickle.UnpicklingError:
+            raise NotReplayable("holds a value that torch.load(weights_only=True) does not read") from None
+    elif refused := unsafe_globals(buffer):
+        raise NotReplayable(f"holds {', '.join(refused)}, which torch.load(weights_only=True) does not read")
 
 
 def _source(module) -> str:

@@ -82,6 +82,14 @@ def resolve_call(name: str) -> Callee:
     return Callee(name, function, expression)
 
 
+def error_reason(exc: Exception) -> str:
+    """``Type: first line`` of an exception a replay met: the reason of a sample's row or warning."""
+    if isinstance(exc, NotReplayable):
+        return exc.reason
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
 def metadata_of(stored: Any) -> Any:
     """``stored`` (live arguments) with TensorMeta in place of its tensors: the layout a replay rebuilds."""
     return map_arguments(stored, lambda t: TensorMeta.from_json(tensor_meta(t)), _unchanged)

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 import torch
-from kernelscope.analyzer.atomic import make_temp_dir
+from kernelscope.analyzer.atomic import errors_naming, make_temp_dir
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
 from kernelscope.analyzer.gzip_members import MEMBER_BYTES, write_members
 from kernelscope.analyzer.ranks import RANK_DIR, is_job_directory
@@ -169,33 +169,35 @@ def write_run(
     samples.pt cost more than the rest of a small model's profile()."""
     check_destination(out, overwrite, probe=durable)
     created = _make_parents(out)  # what the user named: a rank's run, the job directory the ranks share
-    try:
-        staging = Path(make_temp_dir(out.parent, f".{out.name}.", ".partial"))  # the umask's mode, not mkdtemp's 0700
-    except BaseException:
-        _remove_made(created)
-        raise
-    try:
-        raw = staging / "trace.json"
-        prof.export_chrome_trace(str(raw))
-        gzip_file(raw, staging / TRACE)
-        raw.unlink()
-        (staging / SAMPLES).write_bytes(orjson.dumps({"format_version": SAMPLES_FORMAT, "functions": book.metadata()}))
-        manifest["sample_tensors"] = (
-            _write_tensors(staging / SAMPLE_TENSORS, book, tensor_limit_bytes) if durable else _held_in_memory(book)
-        )
-        manifest["files"] = {
-            "trace": TRACE,
-            "samples": SAMPLES,
-            "sample_tensors": SAMPLE_TENSORS if manifest["sample_tensors"]["saved"] else None,
-        }
-        (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-        if durable:
-            _sync(staging)
-        _move_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        _remove_made(created)
-        raise
+    with errors_naming(out):  # an OSError of the staging folder names out, the folder the user gave
+        try:  # make_temp_dir: the umask's mode, not mkdtemp's 0700
+            staging = Path(make_temp_dir(out.parent, f".{out.name}.", ".partial"))
+        except BaseException:
+            _remove_made(created)
+            raise
+        try:
+            raw = staging / "trace.json"
+            prof.export_chrome_trace(str(raw))
+            gzip_file(raw, staging / TRACE)
+            raw.unlink()
+            store = {"format_version": SAMPLES_FORMAT, "functions": book.metadata()}
+            (staging / SAMPLES).write_bytes(orjson.dumps(store))
+            manifest["sample_tensors"] = (
+                _write_tensors(staging / SAMPLE_TENSORS, book, tensor_limit_bytes) if durable else _held_in_memory(book)
+            )
+            manifest["files"] = {
+                "trace": TRACE,
+                "samples": SAMPLES,
+                "sample_tensors": SAMPLE_TENSORS if manifest["sample_tensors"]["saved"] else None,
+            }
+            (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
+            if durable:
+                _sync(staging)
+            _move_into_place(staging, out)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            _remove_made(created)
+            raise
     return manifest
 
 

@@ -11,6 +11,7 @@ a pool the model made in one recording is the model's in the next one too.
 
 from __future__ import annotations
 
+import _thread
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,27 +21,30 @@ from .calls import INSIDE_CALL, OTHER_THREAD
 from .wrapping import wraps
 
 _ABSENT = object()
-_installed: list[Any] = []  # the Thread.start wrapper in place, while a block of model_threads() runs
+_installed: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrapper) in place while model_threads() runs
 
 
 @contextmanager
 def model_threads() -> Iterator[None]:
-    """The calling thread, and the threads started from a scoped thread while the block runs, are scoped.
-    Re-entrant: profile() holds it for all its passes, and ``instrument.instrumented`` (used alone by the
-    benchmarks) for the patched ones."""
+    """The calling thread, and the threads started from a scoped thread while the block runs, are scoped: through
+    ``threading.Thread.start`` and through ``_thread.start_new_thread`` (which threading does not call by that name,
+    so a thread is scoped once). Re-entrant: profile() holds it for all its passes, and ``instrument.instrumented``
+    (used alone by the benchmarks) for the patched ones."""
     token = INSIDE_CALL.set(False)
     outermost = not _installed
     if outermost:
-        original = vars(threading.Thread)["start"]
-        _installed.append(_start_scoping_the_thread(original))
-        threading.Thread.start = _installed[0]
+        for owner, name, scoping in _STARTERS:
+            original = vars(owner)[name]
+            _installed.append((owner, name, original, scoping(original)))
+            setattr(owner, name, _installed[-1][3])
     try:
         yield
     finally:
         if outermost:
-            wrapper = _installed.pop()
-            if vars(threading.Thread).get("start") is wrapper:  # else rebound meanwhile: the new binding stays
-                threading.Thread.start = original
+            while _installed:
+                owner, name, original, wrapper = _installed.pop()
+                if vars(owner).get(name) is wrapper:  # else rebound meanwhile: the new binding stays
+                    setattr(owner, name, original)
         INSIDE_CALL.reset(token)
 
 
@@ -68,8 +72,32 @@ def _start_scoping_the_thread(start: Any) -> Any:
     return wraps(start_scoped, start, "start")
 
 
+def _start_new_thread_scoping(start_new_thread: Any) -> Any:
+    """``_thread.start_new_thread`` that, called on a scoped thread, makes the new thread scoped from its first
+    instruction; the arguments go to the original as given, so its checks (args a tuple) are unchanged."""
+
+    def start_new_thread_scoped(function, *arguments):
+        if INSIDE_CALL.get() is OTHER_THREAD or not callable(function):
+            return start_new_thread(function, *arguments)
+
+        def run_scoped(*args, **kwargs):
+            INSIDE_CALL.set(False)  # in the new thread's own context, for its life
+            return function(*args, **kwargs)
+
+        return start_new_thread(run_scoped, *arguments)
+
+    return wraps(start_new_thread_scoped, start_new_thread, "start_new_thread")
+
+
 def _put_back(thread: threading.Thread, own: Any) -> None:
     if own is _ABSENT:
         vars(thread).pop("run", None)
     else:
         thread.run = own
+
+
+# what starts a thread, and the wrapper that scopes the threads it starts from a scoped thread
+_STARTERS = (
+    (threading.Thread, "start", _start_scoping_the_thread),
+    (_thread, "start_new_thread", _start_new_thread_scoping),
+)

@@ -2,6 +2,7 @@
 run's tables, other engines (pyarrow) reading the files, and the CLI (archive, runs, sql, analyze --run)."""
 
 import json
+import re
 import shutil
 
 import pandas as pd
@@ -316,6 +317,41 @@ def test_a_damaged_archive_is_one_line(tmp_path):
         assert result.exit_code == 2 and result.stdout == "", args
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith(f"kernelscope: error: {path}") and "kernels/run_id=" in line, line
+
+
+@pytest.mark.parametrize(
+    ("marker", "problem"),
+    [
+        (b'{"kernelscope_archive": 2}', "was written by a newer kernelscope (format 2); this one reads up to 1"),
+        (b"{}", "is damaged: its kernelscope-archive.json records no format version (an integer kernelscope_archive)"),
+        (b'{"kernelscope_archive": true}', "is damaged: its kernelscope-archive.json records no format version"),
+        (b'{"kernelscope_archive": "1"}', "is damaged: its kernelscope-archive.json records no format version"),
+        (b"not json", "is damaged: its kernelscope-archive.json records no format version"),
+        (b"", "is damaged: its kernelscope-archive.json records no format version"),
+    ],
+    ids=["newer", "no version", "true", "a string", "not JSON", "empty"],
+)
+def test_an_archive_of_a_newer_format_or_without_one_is_refused_in_one_line(marker, problem, one_run_archive, tmp_path):
+    """The marker's format version is read: an archive a newer kernelscope wrote is refused, not misread, and one
+    whose marker records no version is damaged; by every command that opens it, adding to it too (nothing written)."""
+    base, run_id = one_run_archive
+    path = tmp_path / "arch"
+    shutil.copytree(base, path)
+    (path / "kernelscope-archive.json").write_bytes(marker)
+    before = _tree(path)
+    for args in (
+        ["runs", path],
+        ["sql", path, "SELECT count(*) FROM kernels"],
+        ["analyze", path, "--run", run_id],
+        ["archive", SAMPLES / "demo", "--to", path],
+    ):
+        result = invoke(*args)
+        assert result.exit_code == 2 and isinstance(result.exception, SystemExit), (args, result.exception)
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"kernelscope: error: {path}: {problem}"), (args, line)
+    assert _tree(path) == before, "nothing written"
+    with pytest.raises(BadInputError, match=re.escape(problem)):
+        Archive(path)
 
 
 def test_a_listing_lists_the_committed_runs_once(tmp_path, monkeypatch):

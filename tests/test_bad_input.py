@@ -5,12 +5,13 @@ exit code 2, no traceback; the messages name the offending event by its index in
 import gzip
 import itertools
 import json
+import os
 import shutil
 import subprocess
 import sys
 
 import pytest
-from conftest import REPO
+from conftest import REPO, make_job
 from kernelscope.analyzer import BadInputError, load_run
 
 RUN = REPO / "sample_traces" / "mlp"  # a real H200 run: 6 kernels, 8 launches, 2 linear samples
@@ -289,6 +290,38 @@ def test_bad_input_is_one_line_naming_the_file_and_the_fault(case, tmp_path):
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"kernelscope: error: {path}")
     assert where in line and problem in line, line
+
+
+@pytest.mark.parametrize(
+    ("name", "by", "problem"),
+    [
+        ("trace.json.gz", "directory", "is a directory, not a regular file"),
+        ("samples.json", "directory", "is a directory, not a regular file"),
+        ("manifest.json", "directory", "is a directory, not a regular file"),
+        ("rank-1/manifest.json", "directory", "is a directory, not a regular file"),
+        ("trace.json.gz", "FIFO", "is a FIFO, not a regular file"),
+        ("samples.json", "dangling link", "is a symbolic link to a file that does not exist"),
+    ],
+)
+def test_a_file_of_a_run_directory_that_is_not_a_file_says_what_it_is(name, by, problem, tmp_path):
+    """Something other than a regular file where a run directory (or a rank of a job) holds one of its files is
+    named as what it is, not reported as missing (nor, for a rank's manifest, the rank left out unsaid)."""
+    if name.startswith("rank-1/"):
+        path = make_job(tmp_path / "job", {0: RUN, 1: RUN})
+    else:
+        path = tmp_path / "run"
+        shutil.copytree(RUN, path)
+    target = path / name
+    target.unlink()
+    if by == "directory":
+        target.mkdir()
+    elif by == "FIFO":
+        os.mkfifo(target)
+    else:
+        target.symlink_to(path / "gone")
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path / name}: {problem}"
 
 
 def test_sql_command_reports_bad_input_the_same_way(tmp_path):

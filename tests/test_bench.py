@@ -245,3 +245,45 @@ def test_crafted_devices_and_strides_are_refused_per_sample_and_left_out_of_scri
         if kept
         else not store.exists()
     )
+
+
+class _Uncopyable(torch.Tensor):
+    """A tensor subclass whose values cannot be copied out, so no replay can make its sample's inputs."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.Tensor.copy_, torch.Tensor.to):
+            raise RuntimeError("an _Uncopyable tensor cannot be copied")
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def test_samples_a_script_cannot_replay_are_left_out_of_it_with_the_reason(tmp_path):
+    """A live sample whose inputs cannot be made, cannot be pickled, or hold what the script's
+    torch.load(weights_only=True) refuses is left out of --scripts with a warning naming it, never a traceback or
+    a script that fails as it loads its samples."""
+    import threading
+
+    x = torch.randn(4, 4)
+    data = {
+        "gelu": [
+            (1, ((x.as_subclass(_Uncopyable),), {})),
+            (1, ((x,), {"approximate": threading.Lock()})),
+            (1, ((x,), {"approximate": "tanh"})),
+        ],
+        "Tensor.__getitem__": [(1, ((x, (slice(0, 2), 1)), {}))],
+    }
+    scripts = tmp_path / "scripts"
+    with pytest.warns(RuntimeWarning) as caught:
+        frame = bench(data, ["gelu", "Tensor.__getitem__"], scripts=scripts, **FAST)
+    messages = [str(w.message) for w in caught]
+    assert messages == [
+        "kernelscope: gelu sample 0 (RuntimeError: an _Uncopyable tensor cannot be copied), sample 1 (TypeError: "
+        f"cannot pickle '_thread.lock' object) cannot be replayed by a standalone script, so {scripts}/gelu.py "
+        "leaves them out",
+        "kernelscope: Tensor.__getitem__ sample 0 (holds builtins.slice, which torch.load(weights_only=True) does "
+        "not read) cannot be replayed by a standalone script, so no script of Tensor.__getitem__ is written",
+    ]
+    assert sorted(p.name for p in scripts.iterdir()) == ["gelu.py", "gelu.samples.pt"]
+    assert [s["sample_id"] for s in torch.load(scripts / "gelu.samples.pt", weights_only=True)["samples"]] == [2]
+    status = frame.set_index(["function_name", "sample_id"])["status"].to_dict()
+    assert status == {("gelu", 0): "failed", ("gelu", 1): "failed", ("gelu", 2): "ok", ("Tensor.__getitem__", 0): "ok"}

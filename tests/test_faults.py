@@ -168,6 +168,32 @@ def test_a_failure_while_writing_a_temporary_run_removes_it(stage, monkeypatch):
     assert profiler._scratch is None, "the temporary directory is gone, not waiting for garbage collection"
 
 
+@pytest.mark.parametrize("stage", ["manifest", "rename"])
+def test_a_failure_while_writing_names_the_run_directory_not_its_staging_folder(stage, tmp_path, monkeypatch):
+    """An OSError that names the staging folder or a file in it (a full disk as the manifest is written, a
+    failing rename) names the run directory the user gave: the staging folder is gone when the message is read."""
+    out = tmp_path / "run"
+    if stage == "manifest":
+        write_bytes = run_writer.Path.write_bytes
+
+        def failing(self, data):
+            if self.name == "manifest.json":
+                raise OSError(errno.ENOSPC, "No space left on device", str(self))
+            return write_bytes(self, data)
+
+        monkeypatch.setattr(run_writer.Path, "write_bytes", failing)
+    else:
+
+        def failing(src, dst):
+            raise OSError(errno.EXDEV, "Invalid cross-device link", str(src), str(dst))
+
+        monkeypatch.setattr(run_writer.os, "rename", failing)
+    with pytest.raises(OSError) as raised:
+        ModuleFunctionKernelProfiler().profile(Probe(), SAMPLES, warmup_iterations=0, out=out)
+    assert (raised.value.filename, raised.value.filename2) == (str(out), None)
+    assert leftovers(tmp_path) == []
+
+
 def test_an_unwritable_directory_is_refused_before_the_model_runs(tmp_path, monkeypatch):
     def refuse(**kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")

@@ -1,6 +1,9 @@
 """The shared output switches: every format, the extension rule, atomic writes, no overwrite without --force."""
 
+import errno
 import json
+import os
+import sys
 
 import duckdb
 import pandas as pd
@@ -187,3 +190,79 @@ def test_integers_past_what_a_float_holds_print_exactly_in_tables():
     assert result.exit_code == 0, result.output
     cells = [cell.strip() for cell in result.output.splitlines()[3].strip("│").split("│")]
     assert cells == ["1,733,000,000,123,456,789", "-", "7.000", "2.500"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc, where no file can be created")
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["analyze", RUN, "-o", "{out}.csv"],
+        ["analyze", RUN, "-o", "{out}.parquet"],
+        ["sql", RUN, QUERY, "-o", "{out}.json"],
+        ["sql", RUN, "-o", "{out}.duckdb"],
+        ["diff", RUN, RUN, "-o", "{out}.csv"],
+        ["report", RUN, "-o", "{out}.html"],
+    ],
+    ids=["analyze csv", "analyze parquet", "sql json", "sql duckdb", "diff", "report"],
+)
+def test_a_destination_that_cannot_be_written_is_named_as_given(command, tmp_path):
+    """An output is written through a temporary sibling; when that cannot be made, the one line names the path the
+    user gave, never the sibling's random name."""
+    args = [str(word).format(out="/proc/self/ks-out") for word in command]
+    result = invoke(*args)
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr == f"kernelscope: error: {args[-1]}: No such file or directory\n"
+
+
+def test_a_failure_while_writing_names_the_destination(tmp_path, monkeypatch):
+    """A write that fails (a full disk) on the temporary sibling, or with no file named, is reported for the
+    destination; the exception is the one raised, and an error naming another file keeps its name."""
+    from kernelscope.analyzer import atomic
+
+    target = tmp_path / "out.csv"
+    named = {"the sibling": lambda tmp: (tmp,), "no file": lambda tmp: (), "another file": lambda tmp: ("/elsewhere",)}
+    for case, expected in (("the sibling", str(target)), ("no file", str(target)), ("another file", "/elsewhere")):
+        error = []
+
+        def write(tmp, case=case, error=error):
+            error.append(OSError(errno.ENOSPC, "No space left on device", *named[case](tmp)))
+            raise error[0]
+
+        with pytest.raises(OSError) as caught:
+            atomic.replace_atomically(target, write)
+        assert caught.value is error[0] and caught.value.filename == expected, case
+        assert list(tmp_path.iterdir()) == [], "no temporary file left"
+
+
+FILE_SIZE_LIMITED = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as one on a full disk fails
+resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))
+from kernelscope.cli import main
+for command in sys.argv[1:]:
+    try:
+        main(command.split("|"))
+    except SystemExit as exc:
+        print(exc.code)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs RLIMIT_FSIZE and SIGXFSZ")
+def test_a_write_by_duckdb_that_fails_names_the_destination(tmp_path):
+    """DuckDB's own message of a failed write (a full disk; here a file size limit) names its temporary file and
+    ended in a traceback: it is one line naming the destination, with the system's reason, and nothing is left."""
+    import subprocess
+
+    commands = {
+        "k.duckdb": ["sql", RUN, "-o", "k.duckdb"],
+        "k.parquet": ["analyze", RUN, "--kernels", "-o", "k.parquet"],
+        "arch": ["archive", RUN, "--to", "arch"],
+    }
+    words = ["|".join(map(str, command)) for command in commands.values()]
+    done = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMITED, *words], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.stdout.split() == ["2"] * len(commands), done.stderr
+    assert done.stderr.splitlines() == [f"kernelscope: error: {name}: File too large" for name in commands]
+    left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert left == ["arch", "arch/kernelscope-archive.json"], "nothing but the archive's marker"

@@ -116,6 +116,10 @@ def test_no_sample_tensors_is_a_clear_error(demo_run, tmp_path):
     (run_dir / "samples.pt").unlink()
     with load_run(run_dir) as run, pytest.raises(BadInputError, match=r"missing its samples\.pt"):
         run.function_data(tensors=True)
+    (run_dir / "samples.pt").mkdir()  # a directory in its place: said, not "missing"
+    with load_run(run_dir) as run, pytest.raises(BadInputError) as raised:
+        run.function_data(tensors=True)
+    assert str(raised.value) == f"{run_dir / 'samples.pt'}: is a directory, not a regular file"
 
 
 def test_without_torch_the_error_says_what_to_install(demo_run, monkeypatch):

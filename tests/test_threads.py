@@ -2,6 +2,7 @@
 scoped and sampled; a thread the model did not start (a server's) runs the original functions meanwhile, so its
 calls are never samples of the pass and never race with their keying."""
 
+import _thread
 import contextlib
 import sys
 import threading
@@ -14,6 +15,7 @@ torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
+from kernelscope.recorder import threads as recorder_threads  # noqa: E402
 from torch import nn  # noqa: E402
 
 
@@ -165,6 +167,42 @@ def test_the_threads_the_model_starts_are_scoped(tmp_path):
     assert vars(threading.Thread)["start"] is start, "Thread.start is put back"
 
 
+class StartsLowLevelThreads(nn.Module):
+    """Calls on a thread it starts with ``_thread.start_new_thread``, as code below threading does, in every pass."""
+
+    def forward(self, x):
+        out, done = {}, threading.Event()
+
+        def work(y, *, scale):
+            try:
+                out["g"] = F.gelu(y * scale)
+            finally:
+                done.set()
+
+        _thread.start_new_thread(work, (x,), {"scale": 2})
+        assert done.wait(10), "the thread ran"
+        return F.relu(out["g"])
+
+
+def test_the_threads_the_model_starts_with_thread_start_new_thread_are_scoped(tmp_path):
+    start_new_thread = _thread.start_new_thread
+    profiler = ModuleFunctionKernelProfiler()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frame, data = profiler.profile(StartsLowLevelThreads(), [((torch.randn(4, 4),), {})], out=tmp_path / "run")
+    assert {name: [calls for calls, _ in entries] for name, entries in data.items()} == {
+        "Tensor.__mul__": [1],
+        "gelu": [1],
+        "relu": [1],
+    }, "the thread's calls are samples of the pass"
+    assert "gelu" in set(frame["function_name"]), "its kernels are its call's"
+    assert _thread.start_new_thread is start_new_thread, "_thread.start_new_thread is put back"
+    with pytest.raises(TypeError, match="must be a tuple"):  # the original's checks, unchanged while in place
+        with recorder_threads.model_threads():
+            _thread.start_new_thread(print, [1])
+    assert _thread.start_new_thread is start_new_thread
+
+
 def test_a_pool_made_before_the_recording_is_not_the_model_s(tmp_path):
     """Its threads were started by no thread of the recording, so their calls are not the pass's (docs/recording.md)."""
     model = StartsThreads()
@@ -182,7 +220,7 @@ def test_thread_start_is_put_back_when_the_model_raises():
         def forward(self, x):
             raise ValueError("the model's own error")
 
-    start = vars(threading.Thread)["start"]
+    start, start_new_thread = vars(threading.Thread)["start"], _thread.start_new_thread
     with pytest.raises(ValueError, match="the model's own error"):
         ModuleFunctionKernelProfiler().profile(Raises(), [((torch.randn(2),), {})])
-    assert vars(threading.Thread)["start"] is start
+    assert vars(threading.Thread)["start"] is start and _thread.start_new_thread is start_new_thread
