@@ -96,8 +96,10 @@ def _put_back(thread: threading.Thread, own: Any) -> None:
         thread.run = own
 
 
-# what starts a thread, and the wrapper that scopes the threads it starts from a scoped thread
+# what starts a thread, and the wrapper that scopes the threads it starts from a scoped thread: start_new is
+# start_new_thread's old alias (a name of its own, until Python 3.13)
 _STARTERS = (
     (threading.Thread, "start", _start_scoping_the_thread),
     (_thread, "start_new_thread", _start_new_thread_scoping),
+    *(((_thread, "start_new", _start_new_thread_scoping),) if "start_new" in vars(_thread) else ()),
 )

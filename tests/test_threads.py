@@ -168,7 +168,12 @@ def test_the_threads_the_model_starts_are_scoped(tmp_path):
 
 
 class StartsLowLevelThreads(nn.Module):
-    """Calls on a thread it starts with ``_thread.start_new_thread``, as code below threading does, in every pass."""
+    """Calls on a thread it starts with ``_thread.start_new_thread`` (or its alias ``starter``), as code below
+    threading does, in every pass."""
+
+    def __init__(self, starter: str = "start_new_thread"):
+        super().__init__()
+        self.starter = starter
 
     def forward(self, x):
         out, done = {}, threading.Event()
@@ -179,17 +184,19 @@ class StartsLowLevelThreads(nn.Module):
             finally:
                 done.set()
 
-        _thread.start_new_thread(work, (x,), {"scale": 2})
+        getattr(_thread, self.starter)(work, (x,), {"scale": 2})
         assert done.wait(10), "the thread ran"
         return F.relu(out["g"])
 
 
-def test_the_threads_the_model_starts_with_thread_start_new_thread_are_scoped(tmp_path):
-    start_new_thread = _thread.start_new_thread
+@pytest.mark.parametrize("starter", [name for name in ("start_new_thread", "start_new") if name in vars(_thread)])
+def test_the_threads_the_model_starts_with_thread_start_new_thread_are_scoped(tmp_path, starter):
+    start_new_thread, alias = _thread.start_new_thread, vars(_thread).get("start_new")
     profiler = ModuleFunctionKernelProfiler()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        frame, data = profiler.profile(StartsLowLevelThreads(), [((torch.randn(4, 4),), {})], out=tmp_path / "run")
+        model = StartsLowLevelThreads(starter)
+        frame, data = profiler.profile(model, [((torch.randn(4, 4),), {})], out=tmp_path / "run")
     assert {name: [calls for calls, _ in entries] for name, entries in data.items()} == {
         "Tensor.__mul__": [1],
         "gelu": [1],
@@ -197,6 +204,7 @@ def test_the_threads_the_model_starts_with_thread_start_new_thread_are_scoped(tm
     }, "the thread's calls are samples of the pass"
     assert "gelu" in set(frame["function_name"]), "its kernels are its call's"
     assert _thread.start_new_thread is start_new_thread, "_thread.start_new_thread is put back"
+    assert vars(_thread).get("start_new") is alias
     with pytest.raises(TypeError, match="must be a tuple"):  # the original's checks, unchanged while in place
         with recorder_threads.model_threads():
             _thread.start_new_thread(print, [1])
