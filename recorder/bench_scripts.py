@@ -24,6 +24,7 @@ from kernelscope.analyzer.errors import KernelscopeError, OutputExistsError
 from . import layouts, timing
 from .layouts import map_arguments
 from .replay import Callee, NotReplayable, SampleInputs, error_reason
+from .torch_files import save
 
 SCRIPT = '''#!/usr/bin/env python3
 """Benchmark of {expression} on the {count} distinct input samples kernelscope recorded ({where}, recorded on
@@ -142,7 +143,7 @@ def write_script(
     if not entries:
         return None
     directory.mkdir(exist_ok=True)
-    replace_atomically(store, lambda tmp: torch.save({"format_version": 1, "samples": entries}, tmp))
+    replace_atomically(store, lambda tmp: save({"format_version": 1, "samples": entries}, tmp))
     text = SCRIPT.format(
         expression=callee.expression,
         count=len(entries),

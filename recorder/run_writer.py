@@ -5,6 +5,7 @@ directory, which is renamed into place only when complete. An existing run is ne
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import platform
 import shutil
@@ -40,10 +41,11 @@ from kernelscope.analyzer.rundir import (
     TRACE,
     nested_deeper_than,
 )
-from kernelscope.analyzer.samples import SAMPLES_FORMAT, plain_scalar, safe_repr, tensor_bytes
+from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
 from . import git_head
 from .retention import CappedSampleBook
+from .torch_files import loadable, save
 
 GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
 GZIP_MEMBER_BYTES = MEMBER_BYTES  # JSON per gzip member: members decompress in parallel in the analyzer
@@ -178,6 +180,8 @@ def write_run(
         try:
             raw = staging / "trace.json"
             prof.export_chrome_trace(str(raw))
+            if not raw.is_file():  # Kineto's export says nothing when its write fails
+                raise OSError(errno.EIO, "torch.profiler's export wrote no trace (is the disk full?)", str(out))
             gzip_file(raw, staging / TRACE)
             raw.unlink()
             store = {"format_version": SAMPLES_FORMAT, "functions": book.metadata()}
@@ -254,41 +258,11 @@ def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dic
             "reason": f"the distinct inputs hold {total} bytes, over the limit of {limit}",
         }
     functions = {
-        name: [None if sample is None else [list(_compact(sample[0])), _compact(sample[1])] for sample in samples]
+        name: [None if sample is None else [list(loadable(sample[0])), loadable(sample[1])] for sample in samples]
         for name, samples in kept.items()
     }
-    torch.save({"format_version": SAMPLES_FORMAT, "functions": functions}, path)
+    save({"format_version": SAMPLES_FORMAT, "functions": functions}, path)
     return {"saved": True, "bytes": total, "limit_bytes": limit}
-
-
-def _compact(value: Any) -> Any:
-    """Arguments made safe for ``torch.load(weights_only=True)``: tensors (views copied so a slice does
-    not drag its whole storage along), plain containers and scalars; anything else as its repr."""
-    if isinstance(value, torch.Tensor):
-        tensor = _loadable(value).detach()
-        if tensor.layout is torch.strided and tensor.untyped_storage().nbytes() > 2 * tensor.nbytes:
-            tensor = tensor.clone()
-        return tensor
-    value = plain_scalar(value)
-    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
-        return value
-    if isinstance(value, (tuple, list)):
-        return [_compact(v) for v in value] if isinstance(value, list) else tuple(_compact(v) for v in value)
-    if isinstance(value, dict):
-        return {plain_scalar(k): _compact(v) for k, v in value.items() if isinstance(k, (str, int))}
-    return safe_repr(value)
-
-
-def _loadable(tensor: torch.Tensor) -> torch.Tensor:
-    """A tensor that ``torch.save`` writes and ``torch.load(weights_only=True)`` reads back: an MKLDNN tensor (no
-    storage torch.save can reach) in the strided layout, and a tensor of a subclass of the program's own (which
-    weights_only refuses, and with it the whole file) as a plain tensor of the same data."""
-    if tensor.layout is torch._mkldnn:
-        return tensor.to_dense()
-    if type(tensor) in (torch.Tensor, torch.nn.Parameter) or tensor.is_nested:  # NestedTensor is one torch reads
-        return tensor
-    with torch._C.DisableTorchFunctionSubclass():  # its __torch_function__ would make a subclass again
-        return tensor.as_subclass(torch.Tensor)
 
 
 def checked_tags(tags: Any) -> dict:

@@ -194,6 +194,35 @@ def test_a_failure_while_writing_names_the_run_directory_not_its_staging_folder(
     assert leftovers(tmp_path) == []
 
 
+FILE_SIZE_LIMITED_DEMO = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as one on a full disk fails
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1])))
+from kernelscope.cli import main
+main(["demo", "--out", "run"])
+"""
+
+
+# the demo's trace is ~160 KB of JSON and its samples.pt ~480 KB: the first limit stops samples.pt, the second the
+# profiler's export of the trace
+@pytest.mark.skipif(os.uname().sysname != "Linux", reason="needs RLIMIT_FSIZE and SIGXFSZ")
+@pytest.mark.parametrize(("limit", "problem"), [(300_000, "File too large"), (20_000, "torch.profiler's export")])
+def test_a_full_disk_while_writing_a_run_is_one_line_naming_the_run(tmp_path, limit, problem):
+    """torch.save turned a failed write into a RuntimeError about zip offsets, and Kineto's export fails without a
+    word (the run writer then said "No such file or directory"): each is one line naming the run directory."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMITED_DEMO, str(limit)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 2, done.stderr
+    *kineto, last = done.stderr.strip().splitlines()
+    assert last.startswith(f"kernelscope: error: run: {problem}"), last
+    assert all("Failed to write" in line for line in kineto), "Kineto's own line about its export, if any"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "nothing left"
+
+
 def test_an_unwritable_directory_is_refused_before_the_model_runs(tmp_path, monkeypatch):
     def refuse(**kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")

@@ -1,0 +1,56 @@
+"""samples.pt and the scripts' sample stores: arguments made loadable with ``torch.load(weights_only=True)``, and
+``torch.save`` into a file of the recorder's own, so that a write that fails is the OSError it is."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+from kernelscope.analyzer.samples import plain_scalar, safe_repr
+
+
+def save(value: Any, path: str | os.PathLike) -> None:
+    """``torch.save(value)`` to ``path``. Given a path, torch.save turns a failed write (a full disk, a file size
+    limit) into a RuntimeError about zip offsets ("unexpected pos 704 vs 598"); given a file, it leaves the
+    file's OSError as the RuntimeError's context, which is raised in its place, naming ``path``."""
+    with open(path, "wb") as file:
+        try:
+            torch.save(value, file)
+        except RuntimeError as exc:
+            failed = exc.__context__
+            if not isinstance(failed, OSError):
+                raise
+            if failed.filename is None:
+                failed.filename = os.fspath(path)
+            raise failed from None
+
+
+def loadable(value: Any) -> Any:
+    """Arguments made safe for ``torch.load(weights_only=True)``: tensors (views copied so a slice does
+    not drag its whole storage along), plain containers and scalars; anything else as its repr."""
+    if isinstance(value, torch.Tensor):
+        tensor = _loadable_tensor(value).detach()
+        if tensor.layout is torch.strided and tensor.untyped_storage().nbytes() > 2 * tensor.nbytes:
+            tensor = tensor.clone()
+        return tensor
+    value = plain_scalar(value)
+    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
+        return value
+    if isinstance(value, (tuple, list)):
+        return [loadable(v) for v in value] if isinstance(value, list) else tuple(loadable(v) for v in value)
+    if isinstance(value, dict):
+        return {plain_scalar(k): loadable(v) for k, v in value.items() if isinstance(k, (str, int))}
+    return safe_repr(value)
+
+
+def _loadable_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor that ``torch.save`` writes and ``torch.load(weights_only=True)`` reads back: an MKLDNN tensor (no
+    storage torch.save can reach) in the strided layout, and a tensor of a subclass of the program's own (which
+    weights_only refuses, and with it the whole file) as a plain tensor of the same data."""
+    if tensor.layout is torch._mkldnn:
+        return tensor.to_dense()
+    if type(tensor) in (torch.Tensor, torch.nn.Parameter) or tensor.is_nested:  # NestedTensor is one torch reads
+        return tensor
+    with torch._C.DisableTorchFunctionSubclass():  # its __torch_function__ would make a subclass again
+        return tensor.as_subclass(torch.Tensor)
