@@ -103,7 +103,8 @@ def _check_replaceable(out: Path) -> None:
     elif not stat.S_ISDIR(mode):
         what = "not a directory"
     elif not ((out / MANIFEST).is_file() or is_job_directory(out)):
-        what = f"a directory that is not a kernelscope run (no {MANIFEST})"
+        held = f"its {MANIFEST} is not a regular file" if (out / MANIFEST).exists() else f"no {MANIFEST}"
+        what = f"a directory that is not a kernelscope run ({held})"
     else:
         return
     raise KernelscopeError(out, f"is {what}; overwrite=True (CLI: --force) replaces only a run directory")

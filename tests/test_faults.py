@@ -312,6 +312,10 @@ def _folder(path):
     (path / "notes.txt").write_text("the user's notes")
 
 
+def _folder_with_a_manifest_folder(path):
+    (path / "manifest.json").mkdir(parents=True)
+
+
 def _link(path):
     _folder(path.parent / "elsewhere")
     path.symlink_to(path.parent / "elsewhere")
@@ -321,6 +325,10 @@ def _link(path):
 NOT_RUNS = {
     "a file": (_file, "is not a directory"),
     "a folder of other files": (_folder, "is a directory that is not a kernelscope run (no manifest.json)"),
+    "a folder holding a folder manifest.json": (
+        _folder_with_a_manifest_folder,
+        "is a directory that is not a kernelscope run (its manifest.json is not a regular file)",
+    ),
     "a link to a folder": (_link, "is a symbolic link"),
     "a FIFO": (os.mkfifo, "is not a directory"),
 }
