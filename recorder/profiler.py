@@ -27,7 +27,7 @@ from . import scope_gate
 from .compiled import record_keeping_compiled_code
 from .instrument import CALLS, instrumented
 from .kineto_notices import quiet_start_and_stop
-from .retention import CappedSampleBook
+from .retention import CappedSampleBook, warn_on_samples_not_kept
 from .run_writer import (
     base_manifest,
     check_destination,
@@ -216,7 +216,7 @@ class ModuleFunctionKernelProfiler:
                 RuntimeWarning,
                 stacklevel=3,
             )
-        _warn_on_samples_not_kept(book, self.sample_memory_limit_mb)
+        warn_on_samples_not_kept(book, self.sample_memory_limit_mb)
         manifest["sample_memory"] = book.report()
         temporary = out is None
         if temporary:
@@ -369,19 +369,6 @@ def _run_pass(fn: Callable, data: Sequence[Sample] | None) -> None:
         return
     for args, kwargs in data:
         fn(*args, **kwargs)
-
-
-def _warn_on_samples_not_kept(book: CappedSampleBook, limit_mb: float | None) -> None:
-    report = book.report()
-    if report["signatures_not_kept"]:
-        warnings.warn(
-            f"kernelscope: the inputs of {report['signatures_not_kept']} of {report['signatures']} distinct "
-            f"signatures were not kept, as they would pass sample_memory_limit_mb={limit_mb}; their calls are "
-            "counted and their shapes, dtypes and strides described, but function_data holds TensorMeta in place "
-            "of their tensors and samples.pt leaves them out",
-            RuntimeWarning,
-            stacklevel=4,
-        )
 
 
 def _warn_on_losses(run, run_dir: Path) -> None:

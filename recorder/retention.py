@@ -11,6 +11,7 @@ attributed, but its tensors are neither kept in ``function_data`` nor saved in s
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -33,16 +34,18 @@ class CappedSampleBook(SampleBook):
         metadata where they nest deeper than samples.json describes (MAX_NESTING), which the analyzer would
         refuse in samples.pt."""
         too_deep = nested_deeper_than(args, MAX_NESTING) or nested_deeper_than(kwargs, MAX_NESTING)
-        if self.limit_bytes is None and not too_deep:
+        transformed = not too_deep and inside_a_transform(args, kwargs)
+        if self.limit_bytes is None and not too_deep and not transformed:
             return
-        new = {} if too_deep else self._new_storages(args, kwargs, self._kept_storages)
+        new = {} if too_deep or transformed else self._new_storages(args, kwargs, self._kept_storages)
         size = sum(new.values())
-        if not too_deep and (self.limit_bytes is None or self.kept_bytes + size <= self.limit_bytes):
+        if not (too_deep or transformed) and (self.limit_bytes is None or self.kept_bytes + size <= self.limit_bytes):
             self.kept_bytes += size
             self._kept_storages.update(new)
             return
         self.samples[function_name][sample_id] = (metadata_only(args), metadata_only(kwargs))
-        (self.too_deep if too_deep else self.not_kept).setdefault(function_name, set()).add(sample_id)
+        kind = self.too_deep if too_deep else self.transformed if transformed else self.not_kept
+        kind.setdefault(function_name, set()).add(sample_id)
 
     def hold(self, args: tuple, kwargs: dict) -> None:
         """A warm-up call's inputs are held while all the warm-up's calls' inputs fit in ``hold_limit_bytes``;
@@ -75,9 +78,8 @@ class CappedSampleBook(SampleBook):
 
     def is_kept(self, function_name: str, sample_id: int) -> bool:
         """Whether the live inputs of this signature are kept (else only their metadata)."""
-        return sample_id not in self.not_kept.get(function_name, ()) and sample_id not in self.too_deep.get(
-            function_name, ()
-        )
+        left_out = (self.not_kept, self.too_deep, self.transformed)
+        return all(sample_id not in kind.get(function_name, ()) for kind in left_out)
 
     def report(self) -> dict:
         """The manifest's ``sample_memory`` field."""
@@ -96,6 +98,7 @@ class CappedSampleBook(SampleBook):
         self.held_bytes = 0
         self.not_kept: dict[str, set[int]] = {}  # over the cap (report counts them)
         self.too_deep: dict[str, set[int]] = {}  # nested deeper than MAX_NESTING, whatever the cap
+        self.transformed: dict[str, set[int]] = {}  # made inside a torch.func transform, whatever the cap
 
 
 def metadata_only(value: Any, depth: int = 1) -> Any:
@@ -116,6 +119,19 @@ def metadata_only(value: Any, depth: int = 1) -> Any:
     if isinstance(value, dict):
         return {k: metadata_only(v, depth + 1) for k, v in value.items()}
     return value
+
+
+# torch.func's wrapped tensors (vmap's BatchedTensor, grad's GradTrackingTensor…), which die with their transform
+_functorch_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", lambda _: False)
+
+
+def inside_a_transform(args: tuple, kwargs: dict) -> bool:
+    """Whether the inputs hold a tensor of a torch.func transform (a call made inside ``vmap``, ``grad``…): it
+    cannot be used once the transform has returned, so only its metadata can outlive the call."""
+    tensors: list[torch.Tensor] = []
+    _collect_tensors(args, tensors)
+    _collect_tensors(kwargs.values(), tensors)
+    return any(_functorch_wrapped(tensor) for tensor in tensors)
 
 
 def _collect_tensors(values: Any, into: list, depth: int = 1) -> None:
@@ -141,3 +157,26 @@ def _storage(tensor: torch.Tensor) -> tuple[Any, int]:
         return (tensor.device, storage.data_ptr()), storage.nbytes()
     except (RuntimeError, NotImplementedError):  # sparse, nested, functional tensors: no plain storage
         return id(tensor), tensor.numel() * tensor.element_size()
+
+
+def warn_on_samples_not_kept(book: CappedSampleBook, limit_mb: float | None) -> None:
+    """Warn (for profile()'s caller: profile -> _profile -> here) of the signatures whose inputs were not kept."""
+    report = book.report()
+    if report["signatures_not_kept"]:
+        warnings.warn(
+            f"kernelscope: the inputs of {report['signatures_not_kept']} of {report['signatures']} distinct "
+            f"signatures were not kept, as they would pass sample_memory_limit_mb={limit_mb}; their calls are "
+            "counted and their shapes, dtypes and strides described, but function_data holds TensorMeta in place "
+            "of their tensors and samples.pt leaves them out",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+    transformed = sum(len(ids) for ids in book.transformed.values())
+    if transformed:
+        warnings.warn(
+            f"kernelscope: the inputs of {transformed} distinct signatures called inside torch.func transforms "
+            "(vmap, grad…) were not kept: their tensors end with the transform; their calls are counted and "
+            "described, but function_data holds TensorMeta in place of their tensors and samples.pt leaves them out",
+            RuntimeWarning,
+            stacklevel=4,
+        )

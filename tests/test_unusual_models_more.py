@@ -4,7 +4,9 @@ model that runs a torch.profiler session of its own in its forward (it ended the
 crashed the process with a segmentation fault), and a model nested about as deep as Python's recursion limit lets it
 run (the scopes' wrappers add a frame per level, which passed the limit), and a model that rebinds a patched function
 (a library patching F.gelu at its first forward) or its own forward while recorded (the recording put back what was
-there before, undoing the model's own change)."""
+there before, undoing the model's own change), and a model that calls functionals inside torch.func transforms
+(their inputs, vmap's and grad's wrapped tensors, could not be saved once the transform had returned: profile()
+crashed writing samples.pt)."""
 
 import sys
 
@@ -121,3 +123,39 @@ def test_a_function_or_forward_the_model_rebinds_while_recorded_keeps_the_models
     x = torch.randn(4, 4)
     assert torch.equal(F.gelu(x), original(x, approximate="tanh")), "and calls the original, unscoped"
     assert not hasattr(F.relu, "__wrapped__") and not hasattr(F.linear, "__wrapped__")
+
+
+class Transforms(nn.Module):
+    """Calls inside vmap (a module's forward per row) and grad, and one outside any transform."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(8, 8), nn.GELU())
+
+    def forward(self, x):
+        rows = torch.vmap(self.inner)(x)
+        slope = torch.func.grad(lambda t: F.softplus(t).sum())(x)
+        return rows + slope
+
+
+def test_calls_inside_torch_func_transforms_are_described_and_the_run_is_written(tmp_path):
+    from kernelscope.analyzer import load_run
+    from kernelscope.analyzer.samples import TensorMeta
+
+    x = torch.randn(4, 8)
+    with pytest.warns(RuntimeWarning, match="inside torch.func transforms") as caught:
+        frame, data = ModuleFunctionKernelProfiler().profile(Transforms(), [((x,), {})], out=tmp_path / "run")
+    assert len([w for w in caught if "torch.func" in str(w.message)]) == 1
+    (linear_args, _), softplus_args = data["linear"][0][1], data["softplus"][0][1][0]
+    assert isinstance(linear_args[0], TensorMeta) and linear_args[0].shape == (8,), "vmap's rows: the logical shape"
+    assert isinstance(softplus_args[0], TensorMeta) and softplus_args[0].shape == (4, 8)
+    (added, _) = data["Tensor.__add__"][0][1]
+    assert all(isinstance(a, torch.Tensor) for a in added), "a call outside any transform keeps its tensors"
+    assert {"linear", "gelu", "softplus"} <= set(frame["function_name"])
+    with load_run(tmp_path / "run") as run:
+        assert len(run.profiling_df()) == len(frame)
+        saved = run.function_data(tensors=True)
+    (saved_linear, _), (saved_added, _) = saved["linear"][0][1], saved["Tensor.__add__"][0][1]
+    assert isinstance(saved_linear[0], TensorMeta), "left out of samples.pt: read back as its description"
+    assert all(isinstance(a, torch.Tensor) for a in saved_added) and torch.equal(saved_added[0], added[0])
+
