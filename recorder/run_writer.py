@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import uuid
+import warnings
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
 from . import git_head
 from .retention import CappedSampleBook
-from .torch_files import loadable, save
+from .torch_files import save_samples
 
 GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
 GZIP_MEMBER_BYTES = MEMBER_BYTES  # JSON per gzip member: members decompress in parallel in the analyzer
@@ -258,11 +259,15 @@ def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dic
             "limit_bytes": limit,
             "reason": f"the distinct inputs hold {total} bytes, over the limit of {limit}",
         }
-    functions = {
-        name: [None if sample is None else [list(loadable(sample[0])), loadable(sample[1])] for sample in samples]
-        for name, samples in kept.items()
-    }
-    save({"format_version": SAMPLES_FORMAT, "functions": functions}, path)
+    left_out = save_samples({"format_version": SAMPLES_FORMAT}, kept, path)
+    if left_out:
+        warnings.warn(
+            f"kernelscope: the inputs of {left_out} distinct signatures hold tensors that cannot be saved as plain "
+            "tensors (a subclass with no storage of its own, as MaskedTensor): samples.pt leaves them out; "
+            "function_data holds them live",
+            RuntimeWarning,
+            stacklevel=5,  # profile()'s caller: profile -> _profile -> write_run -> here
+        )
     return {"saved": True, "bytes": total, "limit_bytes": limit}
 
 

@@ -54,3 +54,22 @@ def _loadable_tensor(tensor: torch.Tensor) -> torch.Tensor:
         return tensor
     with torch._C.DisableTorchFunctionSubclass():  # its __torch_function__ would make a subclass again
         return tensor.as_subclass(torch.Tensor)
+
+
+def save_samples(header: dict, kept: dict[str, list], path: str | os.PathLike) -> int:
+    """Write samples.pt: ``header`` with ``functions``, each of ``kept``'s samples (args, kwargs) made loadable, None
+    where the recorder kept no inputs and where its tensors cannot be made plain ones (a wrapper subclass with no
+    storage of its own, as torch.masked's MaskedTensor: the analyzer then reads it back as its description).
+    Returns how many samples were left out so."""
+    left_out = 0
+    functions: dict[str, list] = {}
+    for name, samples in kept.items():
+        functions[name] = []
+        for sample in samples:
+            try:
+                entry = None if sample is None else [list(loadable(sample[0])), loadable(sample[1])]
+            except Exception:  # noqa: BLE001 (whatever a tensor subclass raises when made plain)
+                entry, left_out = None, left_out + 1
+            functions[name].append(entry)
+    save({**header, "functions": functions}, path)
+    return left_out

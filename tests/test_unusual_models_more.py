@@ -159,3 +159,26 @@ def test_calls_inside_torch_func_transforms_are_described_and_the_run_is_written
     assert isinstance(saved_linear[0], TensorMeta), "left out of samples.pt: read back as its description"
     assert all(isinstance(a, torch.Tensor) for a in saved_added) and torch.equal(saved_added[0], added[0])
 
+
+class MaskedSum(nn.Module):
+    def forward(self, x):
+        return (x * 2).sum()
+
+
+def test_inputs_torch_save_cannot_write_plainly_are_left_out_of_samples_pt_with_a_warning(tmp_path):
+    """A MaskedTensor (a wrapper subclass with no storage of its own) cannot be made a plain tensor for samples.pt:
+    profile() crashed writing it; it is left out there (read back as its description) and kept live in
+    function_data."""
+    from kernelscope.analyzer import load_run
+    from kernelscope.analyzer.samples import TensorMeta
+    from torch.masked import masked_tensor
+
+    x = masked_tensor(torch.randn(4, 4), torch.rand(4, 4) > 0.5)
+    with pytest.warns(RuntimeWarning, match="samples.pt leaves them out"):
+        _, data = ModuleFunctionKernelProfiler().profile(MaskedSum(), [((x,), {})], out=tmp_path / "run")
+    assert type(data["Tensor.__mul__"][0][1][0][0]).__name__ == "MaskedTensor", "live in function_data"
+    with load_run(tmp_path / "run") as run:
+        saved = run.function_data(tensors=True)
+    assert isinstance(saved["Tensor.__mul__"][0][1][0][0], TensorMeta)
+    assert any(isinstance(args[0], torch.Tensor) for entries in saved.values() for _, (args, _) in entries if args)
+
