@@ -48,6 +48,7 @@ from .compiled import (
     import_what_the_profiler_imports,
     optimized_module_type,
 )
+from .exported import has_module_stacks, scoped_graph_forward
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -315,7 +316,8 @@ def _install(
         if folds_into_its_call(module) and functions:
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
         else:
-            wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name))
+            forward = scoped_graph_forward(module, name) if has_module_stacks(module) else module.forward
+            wrapper = _module_forward(forward, MODULE_PREFIX + scope_text(name))
         patches.set_item(vars(module), "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if not functions:

@@ -6,7 +6,8 @@ run (the scopes' wrappers add a frame per level, which passed the limit), and a 
 (a library patching F.gelu at its first forward) or its own forward while recorded (the recording put back what was
 there before, undoing the model's own change), and a model that calls functionals inside torch.func transforms
 (their inputs, vmap's and grad's wrapped tensors, could not be saved once the transform had returned: profile()
-crashed writing samples.pt)."""
+crashed writing samples.pt), and a torch.export'ed program (one flat GraphModule: every kernel had its root module
+alone)."""
 
 import sys
 
@@ -181,4 +182,29 @@ def test_inputs_torch_save_cannot_write_plainly_are_left_out_of_samples_pt_with_
         saved = run.function_data(tensors=True)
     assert isinstance(saved["Tensor.__mul__"][0][1][0][0], TensorMeta)
     assert any(isinstance(args[0], torch.Tensor) for entries in saved.values() for _, (args, _) in entries if args)
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj, self.norm = nn.Linear(8, 8), nn.LayerNorm(8)
+
+    def forward(self, x):
+        return self.norm(F.gelu(self.proj(x)))
+
+
+def test_an_exported_program_names_the_modules_its_nodes_ran_in():
+    eager = nn.Sequential(Block(), Block()).eval()
+    x = torch.randn(2, 8)
+    program = torch.export.export(eager, (x,)).module()
+    expected = program(x)
+    frame, _ = ModuleFunctionKernelProfiler().profile(program, [((x,), {})], warmup_iterations=1)
+    eager_frame, _ = ModuleFunctionKernelProfiler().profile(eager, [((x,), {})], warmup_iterations=1)
+    modules = {"0.proj", "0.norm", "1.proj", "1.norm", "0", "1"}
+    assert set(frame["module_name"]) == set(eager_frame["module_name"]) == modules
+    by_op = frame.groupby("op")["module_name"].agg(set).to_dict()
+    assert by_op["aten::addmm"] == {"0.proj", "1.proj"} and by_op["aten::native_layer_norm"] == {"0.norm", "1.norm"}
+    assert by_op["aten::gelu"] == {"0", "1"}, "the functional between the two, in its block"
+    assert "forward" not in vars(program), "the program's own forward is back"
+    assert torch.equal(program(x), expected)
 

@@ -1,0 +1,85 @@
+"""Module scopes inside a ``torch.export``'ed program.
+
+``ExportedProgram.module()`` is one flat GraphModule: no submodule forward runs, so every kernel would have the
+GraphModule's own module alone. Its nodes say which modules of the exported model they ran in
+(``node.meta["nn_module_stack"]``, outermost first). While recorded, such a GraphModule runs its graph node by node
+(``torch.fx.Interpreter``: the same operators on the same values) and opens, around each node, kernelscope's module
+scope of every module the node ran in, named by the exported path under the GraphModule's own name. The graph's
+Python code is not run then; the Interpreter costs a few microseconds of CPU per node, none on the device."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from kernelscope.analyzer.rundir import MODULE_PREFIX, scope_text
+
+from .calls import INSIDE_CALL, OTHER_THREAD
+from .compiled import dynamo_tracing
+from .scope_gate import OPEN as scopes_open
+
+_Scope = torch._C._profiler._RecordFunctionFast
+_STACK = "nn_module_stack"
+
+
+def has_module_stacks(module: Any) -> bool:
+    """Whether ``module`` is a GraphModule whose nodes record the modules they ran in (an exported program's)."""
+    graph = getattr(module, "graph", None)
+    return isinstance(module, torch.fx.GraphModule) and any(_STACK in node.meta for node in graph.nodes)
+
+
+class _ScopedInterpreter(torch.fx.Interpreter):
+    """Runs the graph with the module scopes of each node open around it."""
+
+    def __init__(self, module: torch.fx.GraphModule, paths: dict[torch.fx.Node, list[str]]) -> None:
+        super().__init__(module)
+        self.paths = paths  # node -> the scope names of the modules it ran in, outermost first
+        self.open: list[tuple[str, Any]] = []
+
+    def run_node(self, node: torch.fx.Node) -> Any:
+        wanted = self.paths.get(node)
+        if wanted is not None:
+            kept = 0
+            while kept < min(len(wanted), len(self.open)) and self.open[kept][0] == wanted[kept]:
+                kept += 1
+            self._close_to(kept)
+            for scope_name in wanted[kept:]:
+                scope = _Scope(scope_name)
+                scope.__enter__()
+                self.open.append((scope_name, scope))
+        return super().run_node(node)
+
+    def _close_to(self, depth: int) -> None:
+        while len(self.open) > depth:
+            _, scope = self.open.pop()
+            scope.__exit__(None, None, None)
+
+    def run_scoped(self, *args: Any) -> Any:
+        try:
+            return self.run(*args)
+        finally:
+            self._close_to(0)
+
+
+def scoped_graph_forward(module: torch.fx.GraphModule, name: str) -> Any:
+    """A forward for ``module`` (named ``name`` in the profiled model) that runs its graph with its nodes' module
+    scopes, on the model's threads while scopes are open (else the GraphModule's own forward); its arguments are
+    bound to the GraphModule's own signature (the graph takes them in that order)."""
+    forward, signature = module.forward, inspect.signature(module.forward)
+    above = f"{name}." if name else ""
+    paths = {
+        node: [MODULE_PREFIX + scope_text(above + path) for path, _kind in node.meta[_STACK].values() if path]
+        for node in module.graph.nodes
+        if node.meta.get(_STACK)
+    }
+
+    def forward_with_module_scopes(*args: Any, **kwargs: Any) -> Any:
+        if dynamo_tracing() or INSIDE_CALL.get() is OTHER_THREAD or not scopes_open[0]:
+            return forward(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        if bound.kwargs:  # keyword-only arguments, which the graph's placeholders do not take in order
+            return forward(*args, **kwargs)
+        return _ScopedInterpreter(module, paths).run_scoped(*bound.args)
+
+    return forward_with_module_scopes
