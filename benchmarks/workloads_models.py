@@ -1,8 +1,9 @@
 """More models for the GPU check, each a kind whose kernels are hard to name: a decoder LLM with grouped-query
 attention and RMSNorm, a mixture of experts, an encoder-decoder's generate() (the pipeline form: a function, no
 samples), a detection model with NMS and RoIAlign, recurrent layers (cuDNN through torch._VF), the fused fast path
-of a stock nn.TransformerEncoder, and a CNN compiled whole with inductor. Random init, no downloads; the GPU sizes
-are real-model shapes cut to a few layers, the CPU sizes small enough to try the check on a laptop."""
+of a stock nn.TransformerEncoder, a CNN compiled whole with inductor, and the same CNN exported (torch.export).
+Random init, no downloads; the GPU sizes are real-model shapes cut to a few layers, the CPU sizes small enough to
+try the check on a laptop."""
 
 from __future__ import annotations
 
@@ -169,4 +170,17 @@ def compiled_cnn() -> Workload:
     )
 
 
-MODELS = [llama, mixtral, t5_generate, fasterrcnn, rnn, fast_path_encoder, compiled_cnn]
+def exported_cnn() -> Workload:
+    x = torch.randn(on_gpu(32, 2), 3, on_gpu(128, 32), on_gpu(128, 32), device=DEVICE, dtype=HALF)
+    model = torch.export.export(SmallCNN().to(DEVICE, HALF).eval(), (x,)).module()
+    return Workload(
+        "exported_cnn",
+        model,
+        [((x,), {})],
+        model,
+        "the same CNN through torch.export: ExportedProgram.module(), one flat GraphModule whose nodes name the "
+        "modules they ran in, batch 32, fp16",
+    )
+
+
+MODELS = [llama, mixtral, t5_generate, fasterrcnn, rnn, fast_path_encoder, compiled_cnn, exported_cnn]
