@@ -15,8 +15,6 @@ from typing import Any
 import torch
 from kernelscope.analyzer.rundir import MODULE_PREFIX, scope_text
 
-from .calls import INSIDE_CALL, OTHER_THREAD
-from .compiled import dynamo_tracing
 from .scope_gate import OPEN as scopes_open
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -64,8 +62,9 @@ class _ScopedInterpreter(torch.fx.Interpreter):
 
 def scoped_graph_forward(module: torch.fx.GraphModule, name: str) -> Any:
     """A forward for ``module`` (named ``name`` in the profiled model) that runs its graph with its nodes' module
-    scopes, on the model's threads while scopes are open (else the GraphModule's own forward); its arguments are
-    bound to the GraphModule's own signature (the graph takes them in that order)."""
+    scopes while scopes are open (else the GraphModule's own forward), for instrument.py's module forward to run
+    on the model's threads; its arguments are bound to the GraphModule's own signature (the graph takes them in
+    that order)."""
     forward, signature = module.forward, inspect.signature(module.forward)
     above = f"{name}." if name else ""
     paths = {
@@ -75,7 +74,7 @@ def scoped_graph_forward(module: torch.fx.GraphModule, name: str) -> Any:
     }
 
     def forward_with_module_scopes(*args: Any, **kwargs: Any) -> Any:
-        if dynamo_tracing() or INSIDE_CALL.get() is OTHER_THREAD or not scopes_open[0]:
+        if not scopes_open[0]:  # the scope gate (scope_gate.py): no scope before the recorded pass's profiler
             return forward(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
         if bound.kwargs:  # keyword-only arguments, which the graph's placeholders do not take in order

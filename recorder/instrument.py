@@ -69,14 +69,16 @@ def _scope_namer(name: str, book: SampleBook | None):
     return lambda args, kwargs: labels[record(args, kwargs)]
 
 
-def _module_forward(forward: Any, scope_name: str):
-    inside_call = INSIDE_CALL.get
+def _module_forward(forward: Any, scope_name: str, in_scope: Any = None):
+    """``forward`` in the module's scope on the model's threads; ``in_scope``: what runs there in its place (an
+    exported program's graph with its own module scopes: recorder/exported.py)."""
+    inside_call, scoped = INSIDE_CALL.get, forward if in_scope is None else in_scope
 
     def forward_in_scope(*args, **kwargs):
         if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
             return forward(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
-            return forward(*args, **kwargs)
+            return scoped(*args, **kwargs)
 
     return wraps(forward_in_scope, forward)
 
@@ -316,8 +318,8 @@ def _install(
         if folds_into_its_call(module) and functions:
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
         else:
-            forward = scoped_graph_forward(module, name) if has_module_stacks(module) else module.forward
-            wrapper = _module_forward(forward, MODULE_PREFIX + scope_text(name))
+            graph = scoped_graph_forward(module, name) if has_module_stacks(module) else None
+            wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
         patches.set_item(vars(module), "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if not functions:

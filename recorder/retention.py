@@ -34,10 +34,11 @@ class CappedSampleBook(SampleBook):
         metadata where they nest deeper than samples.json describes (MAX_NESTING), which the analyzer would
         refuse in samples.pt."""
         too_deep = nested_deeper_than(args, MAX_NESTING) or nested_deeper_than(kwargs, MAX_NESTING)
-        transformed = not too_deep and inside_a_transform(args, kwargs)
+        tensors = [] if too_deep else _tensors(args, kwargs)
+        transformed = any(_functorch_wrapped(tensor) for tensor in tensors)
         if self.limit_bytes is None and not too_deep and not transformed:
             return
-        new = {} if too_deep or transformed else self._new_storages(args, kwargs, self._kept_storages)
+        new = {} if too_deep or transformed else self._new_storages(tensors, self._kept_storages)
         size = sum(new.values())
         if not (too_deep or transformed) and (self.limit_bytes is None or self.kept_bytes + size <= self.limit_bytes):
             self.kept_bytes += size
@@ -51,7 +52,7 @@ class CappedSampleBook(SampleBook):
         """A warm-up call's inputs are held while all the warm-up's calls' inputs fit in ``hold_limit_bytes``;
         once they do not, none are held and the recorded pass is keyed per call."""
         if self.hold_limit_bytes is not None:
-            new = self._new_storages(args, kwargs, self._held_storages)
+            new = self._new_storages(_tensors(args, kwargs), self._held_storages)
             self._held_storages.update(new)
             self.held_bytes += sum(new.values())
             if self.held_bytes > self.hold_limit_bytes:
@@ -59,12 +60,9 @@ class CappedSampleBook(SampleBook):
                 return
         self.held.append((args, kwargs))
 
-    def _new_storages(self, args: tuple, kwargs: dict, seen: dict) -> dict:
-        """``{storage key: bytes}`` of the storages the inputs hold that are not in ``seen`` (the observed
-        modules' parameters and buffers left out: the model keeps them alive anyway)."""
-        tensors: list[torch.Tensor] = []
-        _collect_tensors(args, tensors)
-        _collect_tensors(kwargs.values(), tensors)
+    def _new_storages(self, tensors: list[torch.Tensor], seen: dict) -> dict:
+        """``{storage key: bytes}`` of the storages ``tensors`` (a sample's: _tensors) hold that are not in ``seen``
+        (the observed modules' parameters and buffers left out: the model keeps them alive anyway)."""
         persistent = self.persistent
         new = {}
         for tensor in tensors:
@@ -121,17 +119,17 @@ def metadata_only(value: Any, depth: int = 1) -> Any:
     return value
 
 
-# torch.func's wrapped tensors (vmap's BatchedTensor, grad's GradTrackingTensor…), which die with their transform
+# torch.func's wrapped tensors (vmap's BatchedTensor, grad's GradTrackingTensor…), which die with their transform:
+# of a call made inside one, only its inputs' metadata can outlive the call
 _functorch_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", lambda _: False)
 
 
-def inside_a_transform(args: tuple, kwargs: dict) -> bool:
-    """Whether the inputs hold a tensor of a torch.func transform (a call made inside ``vmap``, ``grad``…): it
-    cannot be used once the transform has returned, so only its metadata can outlive the call."""
+def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+    """The tensors among a call's inputs (_collect_tensors)."""
     tensors: list[torch.Tensor] = []
     _collect_tensors(args, tensors)
     _collect_tensors(kwargs.values(), tensors)
-    return any(_functorch_wrapped(tensor) for tensor in tensors)
+    return tensors
 
 
 def _collect_tensors(values: Any, into: list, depth: int = 1) -> None:
@@ -161,22 +159,19 @@ def _storage(tensor: torch.Tensor) -> tuple[Any, int]:
 
 def warn_on_samples_not_kept(book: CappedSampleBook, limit_mb: float | None) -> None:
     """Warn (for profile()'s caller: profile -> _profile -> here) of the signatures whose inputs were not kept."""
-    report = book.report()
-    if report["signatures_not_kept"]:
-        warnings.warn(
-            f"kernelscope: the inputs of {report['signatures_not_kept']} of {report['signatures']} distinct "
-            f"signatures were not kept, as they would pass sample_memory_limit_mb={limit_mb}; their calls are "
-            "counted and their shapes, dtypes and strides described, but function_data holds TensorMeta in place "
-            "of their tensors and samples.pt leaves them out",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-    transformed = sum(len(ids) for ids in book.transformed.values())
-    if transformed:
-        warnings.warn(
-            f"kernelscope: the inputs of {transformed} distinct signatures called inside torch.func transforms "
-            "(vmap, grad…) were not kept: their tensors end with the transform; their calls are counted and "
-            "described, but function_data holds TensorMeta in place of their tensors and samples.pt leaves them out",
-            RuntimeWarning,
-            stacklevel=4,
-        )
+    signatures = book.report()["signatures"]
+    for left_out, why in (
+        (book.not_kept, f"of {signatures} distinct signatures were not kept, as they would pass "
+                        f"sample_memory_limit_mb={limit_mb}"),
+        (book.transformed, "distinct signatures called inside torch.func transforms (vmap, grad…) were not kept: "
+                           "their tensors end with the transform"),
+    ):  # fmt: skip
+        count = sum(len(ids) for ids in left_out.values())
+        if count:
+            warnings.warn(
+                f"kernelscope: the inputs of {count} {why}; their calls are counted and their shapes, dtypes and "
+                "strides described, but function_data holds TensorMeta in place of their tensors and samples.pt "
+                "leaves them out",
+                RuntimeWarning,
+                stacklevel=4,
+            )
