@@ -65,6 +65,20 @@ def compiled_entry(module: torch.nn.Module, optimized_type: Any) -> tuple[str, A
     return None
 
 
+def compiled_methods(module: torch.nn.Module) -> list[tuple[str, Any]]:
+    """``(attribute, compiled callable)`` for each torch.compile'd method of ``module`` that it holds beside the
+    forward it runs: ``torch.compile(self.__call__)`` kept as an attribute (transformers' ``_compiled_call``, which
+    ``generate()`` calls for its decoding steps while the prefill calls the module as it is). Such a module runs
+    both ways, so its modules are patched; its compiled graphs guard their ``__dict__`` all the same."""
+    return [
+        (attribute, value)
+        for attribute, value in vars(module).items()
+        if attribute not in ("forward", "_compiled_call_impl")
+        and is_compiled_callable(value)
+        and getattr(value._torchdynamo_orig_callable, "__self__", None) is module
+    ]
+
+
 def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: bool = True):
     """A compiled module's forward in its module scope and the call scope ``call(args, kwargs)`` names. With
     ``marks_its_calls`` (``calls="all"``) the torch-level calls its compiled code makes (eager parts between graphs)

@@ -44,6 +44,7 @@ from .compiled import (
     compiled_code_kept,
     compiled_entry,
     compiled_forward,
+    compiled_methods,
     dynamo_tracing,
     import_what_the_profiler_imports,
     optimized_module_type,
@@ -299,11 +300,12 @@ def _install(
 ) -> None:
     optimized_type = optimized_module_type()
     compiled_roots: list[str] = []
-    observed = []
+    observed, observed_names = [], []
     for name, module in named_modules:
         if any(root == "" or name.startswith(root + ".") for root in compiled_roots):
             continue  # traced into a compiled module's graphs: a patch would fail its guards
         observed.append(module)
+        observed_names.append(name)
         entry = compiled_entry(module, optimized_type)
         if entry is not None:
             compiled_roots.append(name)
@@ -323,6 +325,7 @@ def _install(
         patches.set_item(vars(module), "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if not functions:
+        _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls)
         return
 
     plan = patch_plan(calls)
@@ -331,3 +334,42 @@ def _install(
     if calls == "all":
         for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
             patches.set_item(owner, key, replacement)
+    _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls)
+
+
+def _scope_compiled_methods(patches: _Patches, named_modules: Iterable, sampled: Any, calls: str) -> None:
+    """Scope the compiled methods a module holds beside its forward (``compiled.compiled_methods``) as the call
+    ``torch.compile`` in the module's scope; while one runs, the module attributes patched in its modules hold the
+    model's own values again, which its compiled graphs guard."""
+    for name, module in named_modules:
+        methods = compiled_methods(module)
+        if not methods:
+            continue
+        dicts = {id(vars(m)) for m in module.modules()}
+        held = [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
+        namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
+        for attribute, method in methods:
+            scoped = compiled_forward(_with_own_values(method, held), MODULE_PREFIX + scope_text(name), namer,
+                                      marks_its_calls=calls == "all")  # fmt: skip
+            patches.set_item(vars(module), attribute, scoped)
+
+
+def _with_own_values(compiled: Any, held: list) -> Any:
+    """``compiled`` run with the values ``held`` ((dict, key, the model's value, the recorder's), as _Patches saves
+    them) put back while it runs, and the recorder's after."""
+
+    def with_own_values(*args, **kwargs):
+        swapped = [(owner, key, own, put) for owner, key, own, put in held if owner.get(key, _MISSING) is put]
+        for owner, key, own, _ in swapped:
+            if own is _MISSING:
+                del owner[key]
+            else:
+                owner[key] = own
+        try:
+            return compiled(*args, **kwargs)
+        finally:
+            for owner, key, own, put in swapped:
+                if owner.get(key, _MISSING) is own:
+                    owner[key] = put
+
+    return wraps(with_own_values, compiled)

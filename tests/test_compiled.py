@@ -250,6 +250,56 @@ def test_compiled_code_that_cannot_be_kept_is_recorded_with_module_scopes_only(t
     assert_patches_undone(model, before)
 
 
+class Decoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 16)
+
+    def forward(self, x, step: int):
+        return self.fc2(F.gelu(self.fc1(x))) + step
+
+
+class Generator(nn.Module):
+    """Runs its decoder both ways, as transformers' generate() does with a static cache: as it is for the first
+    step, then through the ``torch.compile(decoder.__call__)`` the decoder holds (``_compiled_call``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.decoder = Decoder()
+        self.decoder._compiled_call = torch.compile(self.decoder.__call__, backend="eager")
+
+    def forward(self, x):
+        h = self.decoder(x, 0)
+        for step in range(1, 4):
+            h = self.decoder._compiled_call(h, step)
+        return h
+
+
+def test_a_compiled_call_a_module_holds_beside_its_forward_runs_its_entries_and_its_modules_are_scoped(tmp_path):
+    """Its graphs guard the decoder's modules' ``__dict__``, where their patched forwards sit: while the compiled
+    call runs they hold the modules' own again, so its entries are kept, and its eager step has every scope."""
+    torch.manual_seed(0)
+    model = Generator().eval()
+    samples = _samples()[:1]
+    expected = _run(model, samples) + _run(model, samples)  # compiled as the user runs it
+    compiled_call, patch_targets = vars(model.decoder)["_compiled_call"], snapshot_patch_targets(model)
+    before = entries(collect_first=True)
+    profiler, frame, _, warned = _profile(model, samples, tmp_path)
+    assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
+    assert_same_entries(before, entries())
+    assert_every_kernel_named(frame)
+    named = frame.groupby("module_name")["function_name"].agg(set).to_dict()
+    assert named["decoder.fc1"] == named["decoder.fc2"] == {"linear"}, "the eager step's modules are scoped"
+    assert {"torch.compile", "gelu"} <= named["decoder"]
+    region = frame[frame["call_op"].fillna("").str.startswith("Torch-Compiled Region")]
+    assert len(region) > 0 and set(region["module_name"]) == {"decoder"}
+    assert set(frame.loc[frame["function_name"] == "torch.compile", "sample_id"]) == {0, 1, 2}, "three steps"
+    assert vars(model.decoder)["_compiled_call"] is compiled_call
+    assert_patches_undone(model, patch_targets)
+    assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=False))
+    assert_same_entries(before, entries())
+
+
 @pytest.mark.parametrize(("stance", "calls"), [("force_eager", "functional"), ("fail_on_recompile", "all")])
 def test_the_users_own_stance_is_kept(compiled_models, stance, calls, tmp_path):
     model, _, samples, _ = compiled_models["child"]
