@@ -138,3 +138,28 @@ def call_key(args: tuple, kwargs: dict, persistent: dict, by_identity: bool = Fa
         append(dict)
         append(tuple(kwargs))
     return tuple(key)
+
+
+def across_passes(key: Any) -> Any:
+    """``key`` (a call's, or a list or tuple of them) as another pass's keying of the same calls would build it: an
+    argument keyed by its identity, an object equal only to itself, by its type alone. A program makes such objects
+    anew in every pass (the cache of transformers' ``generate()``), so their keys never compare equal across passes,
+    though the calls are the same."""
+    kind = type(key)
+    if kind is list:
+        return [across_passes(k) for k in key]
+    if kind is not tuple:
+        return key
+    if len(key) == 2 and isinstance(key[0], type) and _keyed_by_identity(key[0], key[1]):
+        return (key[0],)
+    return tuple(across_passes(k) for k in key)
+
+
+def _keyed_by_identity(kind: type, value: Any) -> bool:
+    """Whether ``(kind, value)`` is signature_key's key of an object by its identity: the object itself where its
+    class compares by identity, or its ``id`` where it is unhashable."""
+    if kind in _SCALARS or kind is float:
+        return False
+    if type(value) is kind:
+        return kind.__eq__ is object.__eq__
+    return type(value) is int

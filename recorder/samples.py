@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 import torch
 from kernelscope.analyzer.samples import encode, tensor_bytes
 
-from .sample_keys import call_key, tensor_key, tensor_shape
+from .sample_keys import across_passes, call_key, tensor_key, tensor_shape
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
@@ -251,10 +251,11 @@ class SampleBook:
 
 
 def _equal(keys: Any, others: Any) -> bool:
-    """Whether keys of two passes are equal; not where comparing them raised (an argument's ``__eq__`` of the
-    model's own, which a new object in every pass meets)."""
+    """Whether keys of two passes are equal, objects keyed by their identity by their type (``across_passes``); not
+    where comparing them raised (an argument's ``__eq__`` of the model's own, which a new object in every pass
+    meets)."""
     try:
-        return keys == others
+        return across_passes(keys) == across_passes(others)
     except Exception:  # noqa: BLE001 (the model's own code)
         return False
 

@@ -76,3 +76,45 @@ def test_functional_mode_does_not_scope_autograd_functions():
 def test_an_autograd_function_call_is_refused_for_replay_with_its_reason():
     with pytest.raises(NotReplayable, match="autograd Function of the model's own code"):
         resolve_call("Fused.apply")
+
+
+class Options:
+    """Compared by identity, as most classes are."""
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+
+class Scaled(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, options):
+        return x * options.scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class MakesOptionsEveryPass(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return Scaled.apply(self.fc(x), Options(2.0)) + Scaled.apply(x, Options(3.0))
+
+
+def test_an_argument_made_anew_in_every_pass_keeps_the_predicted_keys():
+    """Keyed by its identity, such an argument never equals the warm-up's, though the calls are the same: the
+    recorded pass keeps the sample ids predicted from the warm-up, with no second recording and no warning."""
+    import warnings
+
+    samples = [((torch.randn(4, 16),), {})]
+    profiler = ModuleFunctionKernelProfiler()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame, data = profiler.profile(MakesOptionsEveryPass().eval(), samples, warmup_iterations=3)
+    assert [str(w.message) for w in caught if str(w.message).startswith("kernelscope")] == []
+    assert profiler.run.manifest["sample_keys"] == "predicted"
+    calls = frame[frame["function_name"] == "Scaled.apply"]
+    assert set(calls["sample_id"]) == {0, 1} and len(data["Scaled.apply"]) == 2, "the two options are two samples"
