@@ -1,8 +1,8 @@
 """The GPU check's checks (gpu_check.check) on models the sample workloads do not hold: timm and torchvision
 vision models, transformers architectures built from small configs (random init, no downloads), and a few
 programs that launch kernels outside any torch operator (a raw Triton kernel, torch.fft, cuSOLVER, nested
-tensors, autocast), and the GPU programs of sweep_programs.py. A model its library cannot build here is reported
-as skipped, never as passed.
+tensors, autocast), and the GPU programs of sweep_programs.py and sweep_models_more.py. A model its library
+cannot build here is reported as skipped, never as passed.
 
     python benchmarks/model_sweep.py OUT [name ...] [--deadline SECONDS]
 
@@ -27,6 +27,7 @@ from torch.nn import functional as F
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gpu_check import check, environment  # noqa: E402
+from sweep_models_more import HF_AUTO, MORE  # noqa: E402
 from sweep_programs import PROGRAMS  # noqa: E402
 from workload import DEVICE, HALF, Workload  # noqa: E402
 
@@ -277,8 +278,9 @@ def _factories() -> dict:
     factories.update({f"tv_{a}": (lambda a=a, kw=kw: _torchvision(a, **kw)) for a, kw in tv_archs.items()})
     for f in (hf_mistral, hf_qwen2, hf_phi, hf_gpt_neox, hf_bart, hf_distilbert, hf_mamba, hf_whisper_encoder,
               hf_wav2vec2, hf_clip, raw_triton, raw_triton_autotuned, numerics, masked_attention,
-              *PROGRAMS):  # fmt: skip
+              *PROGRAMS, *MORE):  # fmt: skip
         factories[f.__name__] = f
+    factories.update({f"hf_{name}": f for name, f in HF_AUTO.items()})
     return factories
 
 
@@ -295,7 +297,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("names", nargs="*")
     parser.add_argument("--deadline", type=float, default=480, help="start no model after this many seconds")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()  # gpu_session.py puts the names after --deadline
     factories = _factories()
     names = args.names or list(factories)
     args.out.mkdir(parents=True, exist_ok=True)
