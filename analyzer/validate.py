@@ -71,9 +71,9 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
     """
     # ingest.sql's DECIMAL(38,3) microseconds, whose nanoseconds must fit BIGINT on the events validate.sql's rules hold
     number = (
-        "coalesce(abs(TRY_CAST(e->>'{0}' AS DECIMAL(38,3))) > 9223372036854775.807 AND e->>'cat' IN "
-        + HELD_TO_RULES
-        + ", true) AND json_type(e->'{0}') NOT IN ('NULL')"
+        "CASE WHEN TRY_CAST(e->>'{0}' AS DECIMAL(38,3)) IS NULL THEN coalesce(json_type(e->'{0}') <> 'NULL', false)"
+        " ELSE abs(TRY_CAST(e->>'{0}' AS DECIMAL(38,3))) > 9223372036854775.807"
+        f" AND coalesce(e->>'cat' IN {HELD_TO_RULES}, false) END"
     )
     query = f"""
         SELECT i, json_type(e), e->>'cat', e->>'name', e->'ts', e->'dur',
