@@ -252,13 +252,26 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
     except orjson.JSONDecodeError as exc:
         raise BadInputError(path, f"is not valid JSON ({exc})") from None
     if isinstance(doc, list):  # the Chrome trace format also allows a bare array of events
+        first = next((item for item in doc if item is not None), None)
+        if first is not None and not isinstance(first, dict):  # a memory timeline (export_memory_timeline): arrays
+            kind = _JSON_KINDS.get(type(first), "value")
+            raise BadInputError(path, f"is JSON but not a Kineto/Chrome trace (an array of {kind}s, not of events)")
         doc = {"traceEvents": doc}
+    if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "traceEvents" not in doc:
+        raise BadInputError(
+            path,
+            "is a PyTorch Execution Trace (nodes, no traceEvents), not a Kineto trace: load the Kineto trace"
+            " recorded with it",
+        )
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise BadInputError(path, "is JSON but not a Kineto/Chrome trace (no traceEvents array)")
     with open(part_file(scratch, 0), "wb") as out:
         out.write(orjson.dumps(doc.pop("traceEvents")))
     on_part(0, Part(0, part_file(scratch, 0)))
     return doc
+
+
+_JSON_KINDS = {list: "array", dict: "object", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
 def _parse_object(path: Path, text: bytes, what: str) -> dict:

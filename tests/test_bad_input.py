@@ -177,6 +177,36 @@ TRACE_CASES = {
         "with another launch",
     ),
 }
+
+
+def _file(tmp_path, name, doc):
+    """``doc`` as JSON in ``name`` (gzip-compressed where it ends in .gz)."""
+    path, data = tmp_path / name, json.dumps(doc).encode()
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    return path
+
+
+# torch.profiler's files that are not Kineto traces: an ExecutionTraceObserver's graph, a memory timeline's arrays
+EXECUTION_TRACE = {
+    "schema": "1.0.2-chakra.0.0.4",
+    "pid": 1,
+    "time": "2024-01-01 00:00:00",
+    "start_ts": 100,
+    "nodes": [{"name": "[pytorch|profiler|execution_trace|process]", "id": 1, "rf_id": 0, "parent": 0, "inputs": {}}],
+    "finish_ts": 200,
+}
+TRACE_CASES |= {
+    "execution trace": lambda tmp_path: (
+        _file(tmp_path, "benchmark_simple_add_et.json.gz", EXECUTION_TRACE),
+        "benchmark_simple_add_et.json.gz",
+        "is a PyTorch Execution Trace (nodes, no traceEvents), not a Kineto trace",
+    ),
+    "memory timeline": lambda tmp_path: (
+        _file(tmp_path, "memory_timeline.raw.gz", [[1.5, 2.5], [[0, 64], [64, 0]]]),
+        "memory_timeline.raw.gz",
+        "is JSON but not a Kineto/Chrome trace (an array of arrays, not of events)",
+    ),
+}
 RUN_CASES = {
     "run without samples.json": lambda tmp_path: (
         _copy_of_run(tmp_path, _gone("samples.json")),
