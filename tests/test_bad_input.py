@@ -207,6 +207,23 @@ TRACE_CASES |= {
         "is JSON but not a Kineto/Chrome trace (an array of arrays, not of events)",
     ),
 }
+
+
+def _encoded(tmp_path, encoding):
+    """The mlp trace as text in ``encoding`` (an editor's "save as"), not the UTF-8 that JSON files are."""
+    path = tmp_path / f"{encoding}.json"
+    path.write_text(json.dumps(EVENTS), encoding=encoding)
+    return path
+
+
+TRACE_CASES |= {
+    f"trace in {encoding}": lambda tmp_path, encoding=encoding: (
+        _encoded(tmp_path, encoding),
+        f"{encoding}.json",
+        "is UTF-16 text, not the UTF-8 JSON of a trace",
+    )
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be")
+}
 RUN_CASES = {
     "run without samples.json": lambda tmp_path: (
         _copy_of_run(tmp_path, _gone("samples.json")),
