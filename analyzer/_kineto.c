@@ -1470,11 +1470,14 @@ static int modernize_categories(Scan *s) {
 
 /* ------------------------------------------------------------------ validate.sql's rules 1-7 */
 
-enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR }; /* CAT_OPERATOR: cpu_op and user_annotation */
+/* CAT_OPERATOR: cpu_op and user_annotation; CAT_LAUNCH: another runtime's launches (xpu_…, privateuse1_…), which
+ * only rules 1-3 hold; CAT_OTHER: what no rule holds */
+enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR, CAT_LAUNCH };
 
 /* How many rows break one of validate.sql's rules 1-7 (-1: out of memory), read off the columns as DuckDB will
  * hold them: when no part read here has any, and DuckDB's reader read none, validate.sql skips its scan of every
- * event for them. The rules, on complete events (ph "X"): no ts, no dur, a negative dur,
+ * event for them. The rules, on complete events (ph "X"): no ts, no dur, a negative dur (of a device, launch or
+ * operator event),
  * a device or runtime event without correlation, a device, runtime or operator event without name, a runtime or
  * operator event without pid or tid; and a device event whose ph is not "X". */
 static int64_t rows_breaking_rules(const Scan *s) {
@@ -1491,7 +1494,10 @@ static int64_t rows_breaking_rules(const Scan *s) {
                       ? CAT_DEVICE
                   : text_is(cat, i, "cuda_runtime") || text_is(cat, i, "cuda_driver")  ? CAT_RUNTIME
                   : text_is(cat, i, "cpu_op") || text_is(cat, i, "user_annotation") ? CAT_OPERATOR
-                                                                                      : CAT_OTHER;
+                  : text_is(cat, i, "xpu_runtime") || text_is(cat, i, "xpu_driver") ||
+                          text_is(cat, i, "privateuse1_runtime") || text_is(cat, i, "privateuse1_driver")
+                      ? CAT_LAUNCH
+                      : CAT_OTHER;
     }
     const int32_t *ph_index = ph->indices.values, *cat_index = cat->indices.values;
     const Column *c = s->columns, *name = &s->dictionaries[NAME].indices;
@@ -1503,9 +1509,9 @@ static int64_t rows_breaking_rules(const Scan *s) {
             broken += k == CAT_DEVICE;
             continue;
         }
-        broken += !is_present(&c[TS_NS], row) || !is_present(&c[DUR_NS], row) || dur[row] < 0 ||
+        broken += (k != CAT_OTHER && (!is_present(&c[TS_NS], row) || !is_present(&c[DUR_NS], row) || dur[row] < 0)) ||
                   ((k == CAT_DEVICE || k == CAT_RUNTIME) && !is_present(&c[CORRELATION], row)) ||
-                  (k != CAT_OTHER && !is_present(name, row)) ||
+                  (k != CAT_OTHER && k != CAT_LAUNCH && !is_present(name, row)) ||
                   ((k == CAT_RUNTIME || k == CAT_OPERATOR) && !(is_present(&c[PID], row) && is_present(&c[TID], row)));
     }
     free(complete);

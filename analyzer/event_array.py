@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
 
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
 GZIP_MAGIC = b"\x1f\x8b"
+UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
 SEARCH_WINDOW = 4 << 20  # a plain trace is cut at the first boundary between two events this far past each target
 FIRST_SEARCH_WINDOW = 64 << 10
 
@@ -250,15 +251,37 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if _is_utf16(data):
+            raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
         raise BadInputError(path, f"is not valid JSON ({exc})") from None
     if isinstance(doc, list):  # the Chrome trace format also allows a bare array of events
+        first = next((item for item in doc if item is not None), None)
+        if first is not None and not isinstance(first, dict):  # a memory timeline (export_memory_timeline): arrays
+            kind = _JSON_KINDS.get(type(first), "value")
+            raise BadInputError(path, f"is JSON but not a Kineto/Chrome trace (an array of {kind}s, not of events)")
         doc = {"traceEvents": doc}
+    if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "traceEvents" not in doc:
+        raise BadInputError(
+            path,
+            "is a PyTorch Execution Trace (nodes, no traceEvents), not a Kineto trace: load the Kineto trace"
+            " recorded with it",
+        )
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise BadInputError(path, "is JSON but not a Kineto/Chrome trace (no traceEvents array)")
     with open(part_file(scratch, 0), "wb") as out:
         out.write(orjson.dumps(doc.pop("traceEvents")))
     on_part(0, Part(0, part_file(scratch, 0)))
     return doc
+
+
+def _is_utf16(data: bytes) -> bool:
+    """A UTF-16 byte order mark, or two ASCII characters (JSON's first ones are) each with a 0 byte beside it."""
+    head = data[:4]
+    pairs = len(head) == 4 and all(bool(head[i]) != bool(head[i + 1]) for i in (0, 2))
+    return head[:2] in UTF16_MARKS or pairs
+
+
+_JSON_KINDS = {list: "array", dict: "object", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
 def _parse_object(path: Path, text: bytes, what: str) -> dict:

@@ -1,8 +1,10 @@
 -- ingest.sql: append one part of the trace's traceEvents array (a file holding a JSON array of consecutive
 -- events) to `events`. event_id is ${first_id} + the position in the part (event_ids.sql renumbers).
 -- ts/dur are read as exact decimals and stored as integer nanoseconds, so containment tests are exact; 38
--- digits hold epoch microseconds (16 integer digits), whose nanoseconds fit BIGINT until 2262 (past it the
--- cast fails and validate.py names the event).
+-- digits hold epoch microseconds (16 integer digits), whose nanoseconds fit BIGINT until 2262. Past it the cast
+-- fails and validate.py names the event, where it is one validate.sql's rules hold (a device event, launch, operator
+-- or annotation); on any other event the time is NULL: Kineto writes a profiler span ("Trace") whose end precedes
+-- its start with an unsigned 64-bit wrap for its dur (18446744073709551.615 µs), and nothing reads it.
 -- pid/tid that are strings in the trace ("Spans", "Traces") become NULL; the full args stay as JSON, and
 -- the join keys the attribution needs come from one parse of them (json_transform: the same values as
 -- TRY_CAST(json_extract(args, path)) of each, in one pass instead of one each; "external id" apart, as a
@@ -11,7 +13,14 @@
 -- without cat as cpu_instant_event, and "external id" (its launches' and device events') as external_id where
 -- "External id" is missing or null. _kineto.c (LEGACY_CATEGORIES) does the same.
 INSERT INTO events
-SELECT
+SELECT event_id, ph, cat, name, pid, tid,
+       CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
+       CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
+       correlation, external_id, device, stream, args
+FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'xpu_runtime',
+                         'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'cpu_op', 'user_annotation')
+                 AS held_to_rules
+FROM (SELECT
     CAST(${first_id} AS BIGINT) + (row_number() OVER ()) - 1                                AS event_id,
     ph,
     CASE cat WHEN 'Kernel' THEN 'kernel' WHEN 'Memcpy' THEN 'gpu_memcpy' WHEN 'Memset' THEN 'gpu_memset'
@@ -21,8 +30,8 @@ SELECT
     name,
     TRY_CAST(pid AS BIGINT)                                                                 AS pid,
     TRY_CAST(tid AS BIGINT)                                                                 AS tid,
-    CAST(ts * 1000 AS BIGINT)                                                               AS ts_ns,
-    CAST(dur * 1000 AS BIGINT)                                                              AS dur_ns,
+    ts,
+    dur,
     keys.correlation                                                                        AS correlation,
     coalesce(keys."External id",
              CASE WHEN contains(args, '"external id"') THEN TRY_CAST(json_extract(args, '$."external id"') AS BIGINT) END)
@@ -38,4 +47,4 @@ FROM (
         columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
                    ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON'}
     )
-);
+)));

@@ -1,8 +1,10 @@
-"""The ranks of a recording: one run directory, a bare trace, or a job directory holding one run
-directory per rank of a ``torch.distributed`` job (``rank-<N>/``, as ``profile()`` writes them)."""
+"""The ranks of a recording: one run directory, a bare trace, a job directory holding one run
+directory per rank of a ``torch.distributed`` job (``rank-<N>/``, as ``profile()`` writes them), or a directory of
+plain traces, one per rank."""
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import warnings
@@ -10,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BadInputError
-from .rundir import MANIFEST, MAX_RANK, is_rank, json_text, read_manifest
+from .rundir import MANIFEST, MAX_RANK, SAMPLES, TRACE, is_rank, json_text, read_manifest
 from .samples import read_samples, render_call
 
 RANK_DIR = "rank-{rank}"
+ARCHIVE_MARKER = "kernelscope-archive.json"  # archive.MARKER: an archive's folder is no directory of traces
 _RANK_DIR = re.compile(r"rank-([0-9]+)")  # ASCII digits only: \d also takes those of other scripts (rank-١)
 
 
@@ -58,10 +61,22 @@ def find_ranks(path: Path) -> list[RankSource]:
     if path.is_dir():
         if is_job_directory(path):
             return _job(path)
+        traces = plain_traces(path)
+        if traces:
+            return [RankSource(None, _readable_trace(trace), None, {}, None) for trace in traces]
         return [_run_directory(path, None)]
     if path.exists():
         return [RankSource(None, _readable_trace(path), None, {}, None)]
     raise BadInputError(path, "no such run directory or trace file")
+
+
+def plain_traces(path: Path) -> list[Path]:
+    """The trace files (``*.json``, ``*.json.gz``) of a directory of plain traces, as HolisticTraceAnalysis reads a
+    job's ranks (each rank's from its ``distributedInfo``); none for a run directory (even one missing its manifest)
+    or an archive."""
+    if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
+        return []
+    return sorted(child for child in path.iterdir() if child.name.endswith((".json", ".json.gz")) and child.is_file())
 
 
 def _readable_trace(path: Path) -> Path:
@@ -125,6 +140,21 @@ def header_rank(keys: dict, trace: Path) -> int:
     if rank is not None and not is_rank(rank):
         raise BadInputError(trace, f"has distributedInfo.rank {json_text(rank)}, not an integer from 0 to {MAX_RANK}")
     return rank or 0
+
+
+def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
+    """Why the traces of a directory of plain traces, ``[(rank, trace path)]``, are not one job: two name one rank."""
+    seen: dict[int, str | None] = {}
+    for rank, trace in ranks:
+        if rank in seen:
+            if trace is None or seen[rank] is None:
+                return f"holds rank {rank} twice"
+            return (
+                f"holds rank {rank} twice ({Path(seen[rank]).name} and {Path(trace).name}, by their"
+                " distributedInfo.rank, 0 where a trace names none): give one trace of each rank"
+            )
+        seen[rank] = trace
+    raise ValueError("no rank is held twice")
 
 
 def header_gpu_names(keys: dict) -> list[str]:

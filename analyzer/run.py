@@ -17,7 +17,7 @@ from .ingest import TraceHeader, beyond_the_limits, ingest_trace
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
-from .ranks import find_ranks, header_rank, merge_function_data, one_scheme
+from .ranks import find_ranks, header_rank, merge_function_data, one_scheme, rank_twice
 from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
 from .sample_tensors import load_sample_tensors
@@ -167,9 +167,8 @@ class Run:
         return parts
 
     def _assemble(self, con, path: Path, parts: list[RankPart], module_prefix: str, function_prefix: str) -> None:
-        ranks = [part.rank for part in parts]
-        if len(set(ranks)) != len(ranks):
-            raise BadInputError(path, f"holds rank {next(r for r in ranks if ranks.count(r) > 1)} twice")
+        if len({part.rank for part in parts}) != len(parts):
+            raise BadInputError(path, rank_twice([(part.rank, part.header and part.header.path) for part in parts]))
         self._con, self.path = con, path
         self._views_defined = False
         self.module_prefix, self.function_prefix = module_prefix, function_prefix

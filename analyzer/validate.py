@@ -17,6 +17,12 @@ from .sql import run_sql_file
 
 NAME_CHARS = 60
 VALUE_CHARS = 40
+# the categories (and their 2021 names) of the events whose times must fit 64-bit nanoseconds (ingest.sql)
+HELD_TO_RULES = (
+    "('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'xpu_runtime', 'xpu_driver',"
+    " 'privateuse1_runtime', 'privateuse1_driver', 'cpu_op', 'user_annotation', 'Kernel', 'Memcpy', 'Memset',"
+    " 'Runtime', 'Operator')"
+)
 JSON_TYPES = {"VARCHAR": "string", "BOOLEAN": "boolean", "ARRAY": "array"} | dict.fromkeys(
     ("UBIGINT", "BIGINT", "DOUBLE"), "number"
 )
@@ -61,12 +67,13 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
 
     Called only after ingest failed: it reads the array again, each element as raw JSON, and finds the
     first element that is not an object or whose ``ts``/``dur`` is not a number of microseconds (whose
-    nanoseconds fit 64 bits: until the year 2262 from 1970).
+    nanoseconds fit 64 bits, until the year 2262 from 1970, where the event is one validate.sql's rules hold).
     """
-    # ingest.sql's DECIMAL(38,3) microseconds, whose nanoseconds must fit BIGINT
+    # ingest.sql's DECIMAL(38,3) microseconds, whose nanoseconds must fit BIGINT on the events validate.sql's rules hold
     number = (
-        "coalesce(abs(TRY_CAST(e->>'{0}' AS DECIMAL(38,3))) > 9223372036854775.807, true)"
-        " AND json_type(e->'{0}') NOT IN ('NULL')"
+        "CASE WHEN TRY_CAST(e->>'{0}' AS DECIMAL(38,3)) IS NULL THEN coalesce(json_type(e->'{0}') <> 'NULL', false)"
+        " ELSE abs(TRY_CAST(e->>'{0}' AS DECIMAL(38,3))) > 9223372036854775.807"
+        f" AND coalesce(e->>'cat' IN {HELD_TO_RULES}, false) END"
     )
     query = f"""
         SELECT i, json_type(e), e->>'cat', e->>'name', e->'ts', e->'dur',

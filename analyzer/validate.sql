@@ -1,6 +1,7 @@
 -- validate.sql: the first event of `events` that the attribution cannot use as it stands, or no row.
 -- Each rule is a fault that would otherwise drop a row or attribute it wrongly without a word: a
--- complete event without a readable start or duration, a negative duration, a device event that is
+-- complete event the attribution reads (a device event, launch, operator or annotation) without a readable start or
+-- duration, or with a negative duration, a device event that is
 -- not a complete event or has no correlation, a launch that shares its correlation with another
 -- launch, a device event listed twice. A launch is a call of a category ks_launch_category names
 -- (scope_names.sql); rules 5 and 7 hold CUDA's (cuda_runtime, cuda_driver) to a correlation and a thread, which
@@ -22,9 +23,9 @@ launch AS (
 ),
 per_event AS (  -- the rules' columns only: reading every event's args too was a third of the scan's cost
     SELECT event_id,
-           CASE WHEN ph = 'X' AND ts_ns IS NULL THEN 1
-                WHEN ph = 'X' AND dur_ns IS NULL THEN 2
-                WHEN ph = 'X' AND dur_ns < 0 THEN 3
+           CASE WHEN ph = 'X' AND held_to_rules AND ts_ns IS NULL THEN 1
+                WHEN ph = 'X' AND held_to_rules AND dur_ns IS NULL THEN 2
+                WHEN ph = 'X' AND held_to_rules AND dur_ns < 0 THEN 3
                 WHEN cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND ph IS DISTINCT FROM 'X' THEN 4
                 WHEN ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver')
                      AND correlation IS NULL THEN 5
@@ -34,7 +35,9 @@ per_event AS (  -- the rules' columns only: reading every event's args too was a
                 WHEN ph = 'X' AND (pid IS NULL OR tid IS NULL)
                      AND cat IN ('cuda_runtime', 'cuda_driver', 'cpu_op', 'user_annotation') THEN 7
            END AS rule
-    FROM events
+    FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cpu_op', 'user_annotation') OR ks_launch_category(cat)
+                    AS held_to_rules
+          FROM events)
     WHERE NOT coalesce(getvariable('ks_rows_checked'), false)
 ),
 problems AS (

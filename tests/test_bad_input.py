@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from conftest import REPO, make_job
-from kernelscope.analyzer import BadInputError, load_run
+from kernelscope.analyzer import BadInputError, ingest, load_run
 
 RUN = REPO / "sample_traces" / "mlp"  # a real H200 run: 6 kernels, 8 launches, 2 linear samples
 EVENTS = json.loads(gzip.decompress((RUN / "trace.json.gz").read_bytes()))
@@ -176,6 +176,53 @@ TRACE_CASES = {
         f"traceEvents[{max(L, _index('cuda_runtime', 1))}]",
         "with another launch",
     ),
+}
+
+
+def _file(tmp_path, name, doc):
+    """``doc`` as JSON in ``name`` (gzip-compressed where it ends in .gz)."""
+    path, data = tmp_path / name, json.dumps(doc).encode()
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    return path
+
+
+# torch.profiler's files that are not Kineto traces: an ExecutionTraceObserver's graph, a memory timeline's arrays
+EXECUTION_TRACE = {
+    "schema": "1.0.2-chakra.0.0.4",
+    "pid": 1,
+    "time": "2024-01-01 00:00:00",
+    "start_ts": 100,
+    "nodes": [{"name": "[pytorch|profiler|execution_trace|process]", "id": 1, "rf_id": 0, "parent": 0, "inputs": {}}],
+    "finish_ts": 200,
+}
+TRACE_CASES |= {
+    "execution trace": lambda tmp_path: (
+        _file(tmp_path, "benchmark_simple_add_et.json.gz", EXECUTION_TRACE),
+        "benchmark_simple_add_et.json.gz",
+        "is a PyTorch Execution Trace (nodes, no traceEvents), not a Kineto trace",
+    ),
+    "memory timeline": lambda tmp_path: (
+        _file(tmp_path, "memory_timeline.raw.gz", [[1.5, 2.5], [[0, 64], [64, 0]]]),
+        "memory_timeline.raw.gz",
+        "is JSON but not a Kineto/Chrome trace (an array of arrays, not of events)",
+    ),
+}
+
+
+def _encoded(tmp_path, encoding):
+    """The mlp trace as text in ``encoding`` (an editor's "save as"), not the UTF-8 that JSON files are."""
+    path = tmp_path / f"{encoding}.json"
+    path.write_text(json.dumps(EVENTS), encoding=encoding)
+    return path
+
+
+TRACE_CASES |= {
+    f"trace in {encoding}": lambda tmp_path, encoding=encoding: (
+        _encoded(tmp_path, encoding),
+        f"{encoding}.json",
+        "is UTF-16 text, not the UTF-8 JSON of a trace",
+    )
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be")
 }
 RUN_CASES = {
     "run without samples.json": lambda tmp_path: (
@@ -374,6 +421,39 @@ def test_a_numeric_string_ts_is_read_as_its_number(tmp_path):
     path = _trace(tmp_path, _set(K, "ts", str(EVENTS["traceEvents"][K]["ts"])))
     with load_run(path) as bent, load_run(RUN / "trace.json.gz") as straight:
         assert bent.profiling_df().equals(straight.profiling_df())
+
+
+WRAPPED_DUR = 18446744073709551.615  # Kineto's profiler span of an end before its start: an unsigned 64-bit wrap
+
+
+def _wrapped_span(events):
+    events.append(
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "ts": 1.0,
+            "dur": WRAPPED_DUR,
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "name": "PyTorch Profiler (0)",
+            "args": {"Op count": 0},
+        }
+    )
+    events.append({"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": WRAPPED_DUR})
+
+
+@pytest.mark.parametrize("reader", ["native", "duckdb"])
+def test_times_past_64_bits_load_where_no_rule_reads_them_and_are_refused_where_one_does(reader, tmp_path, monkeypatch):
+    """A profiler span or an instant whose time no 64-bit nanoseconds hold loads with that time NULL, its kernels as
+    they are; the same dur on a kernel is refused. By either reader (the native one leaves such parts to DuckDB's)."""
+    if reader == "duckdb":
+        monkeypatch.setattr(ingest, "native_reader", None)
+    with load_run(_trace(tmp_path, _wrapped_span)) as wrapped, load_run(RUN / "trace.json.gz") as straight:
+        assert wrapped.profiling_df().equals(straight.profiling_df())
+        spans = wrapped.con.execute("SELECT ts_ns, dur_ns FROM events WHERE cat = 'Trace' OR ph = 'i'").fetchall()
+        assert (1000, None) in spans and (None, None) in spans
+    with pytest.raises(BadInputError, match=r"has dur 1844674407370955[0-9.e+]*, not a number of microseconds$"):
+        load_run(_trace(tmp_path, _set(K, "dur", WRAPPED_DUR)))
 
 
 def test_the_real_traces_break_no_rule():

@@ -1,6 +1,8 @@
 """Multi-rank runs: a real 2-process gloo job on the CPU writes one run per rank into one job directory,
 and the analyzer loads the job as one run with a rank column; describe per rank and merged."""
 
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -187,3 +189,40 @@ def test_cli_record_in_a_job_names_one_job_directory_for_all_ranks(tmp_path):
     )
     (job,) = tmp_path.glob("kernelscope-job-*")
     assert sorted(p.name for p in job.iterdir()) == ["rank-0", "rank-1"]
+
+
+def _plain_trace(path, rank):
+    """The mlp run's trace as a plain trace of ``rank`` (``None``: naming no rank), as torch.profiler writes one."""
+    doc = json.loads(gzip.decompress((REPO / "sample_traces" / "mlp" / "trace.json.gz").read_bytes()))
+    doc.pop("distributedInfo", None)
+    if rank is not None:
+        doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return path
+
+
+def test_a_directory_of_plain_traces_loads_as_a_job_of_the_ranks_they_name(tmp_path):
+    """As HolisticTraceAnalysis reads a trace directory: each file one rank, by its distributedInfo.rank."""
+    job = tmp_path / "traces"
+    job.mkdir()
+    alone = _plain_trace(tmp_path / "alone.json.gz", None)
+    _plain_trace(job / "rank-1.Mar_25_20_48_12.2861.pt.trace.json.gz", 1)
+    _plain_trace(job / "sampled_rank-0.json.gz", 0)
+    with load_run(job) as run, load_run(alone) as one:
+        assert run.ranks == [0, 1]
+        single = one.profiling_df().drop(columns="rank")
+        for rank in (0, 1):
+            assert run.profiling_df(rank).drop(columns="rank").reset_index(drop=True).equals(single)
+
+
+def test_a_directory_of_plain_traces_naming_one_rank_twice_is_refused_naming_both(tmp_path):
+    job = tmp_path / "traces"
+    job.mkdir()
+    _plain_trace(job / "a.pt.trace.json.gz", None)
+    _plain_trace(job / "b.pt.trace.json.gz", 0)
+    with pytest.raises(BadInputError) as raised:
+        load_run(job)
+    assert str(raised.value) == (
+        f"{job}: holds rank 0 twice (a.pt.trace.json.gz and b.pt.trace.json.gz, by their distributedInfo.rank, 0 where"
+        " a trace names none): give one trace of each rank"
+    )

@@ -240,6 +240,7 @@ def test_random_parts_read_natively_as_duckdb_reads_them_or_are_left_to_it(tmp_p
 DEVICE = {"kernel", "gpu_memcpy", "gpu_memset"}
 RUNTIME = {"cuda_runtime", "cuda_driver"}
 OPERATOR = {"cpu_op", "user_annotation"}
+OTHER_LAUNCH = {"xpu_runtime", "xpu_driver", "privateuse1_runtime", "privateuse1_driver"}  # held to rules 1-3 only
 
 
 def _rules_broken(rows: list[tuple]) -> int:
@@ -250,9 +251,7 @@ def _rules_broken(rows: list[tuple]) -> int:
             count += cat in DEVICE
             continue
         count += (
-            ts is None
-            or dur is None
-            or dur < 0
+            (cat in DEVICE | RUNTIME | OPERATOR | OTHER_LAUNCH and (ts is None or dur is None or dur < 0))
             or (cat in DEVICE | RUNTIME and correlation is None)
             or (cat in DEVICE | RUNTIME | OPERATOR and name is None)
             or (cat in RUNTIME | OPERATOR and (pid is None or tid is None))
@@ -264,7 +263,16 @@ def _rule_event(rng: random.Random) -> str:
     """An event the native reader reads, with each field the rules look at present, null or missing."""
     fields = {
         "ph": ['"X"', '"X"', '"i"', "null"],
-        "cat": ['"kernel"', '"gpu_memset"', '"cuda_runtime"', '"cuda_driver"', '"cpu_op"', '"user_annotation"', '"x"'],
+        "cat": [
+            '"kernel"',
+            '"gpu_memset"',
+            '"cuda_runtime"',
+            '"cuda_driver"',
+            '"cpu_op"',
+            '"user_annotation"',
+            '"xpu_runtime"',
+            '"x"',
+        ],
         "name": ['"n"', "null"],
         "pid": ["1", "null", '"Spans"'],
         "tid": ["2", "null"],
