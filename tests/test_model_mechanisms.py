@@ -1,6 +1,8 @@
 """Models built on torch mechanisms that profile() got wrong: a model that works out its output's shape under a
 FakeTensorMode (its functional calls took FakeTensors, which torch.save cannot write: profile() crashed writing
-samples.pt)."""
+samples.pt), and a model that makes an object of identity equality in every pass (a torch.Generator, a cache
+of its own handed to a compiled block, as transformers' DynamicCache: each pass's was a signature of its own, so the
+warm-up's prediction of the recorded pass was wrong and the model ran one pass more)."""
 
 import warnings
 
@@ -46,3 +48,38 @@ def test_calls_made_with_fake_tensors_are_left_out_of_samples_pt(tmp_path):
     kinds = [isinstance(tensor, TensorMeta) for tensor in saved]
     assert kinds == [type(tensor).__name__ == "FakeTensor" for tensor in live], "only the fake call is left out"
     assert torch.equal(saved[kinds.index(False)], live[kinds.index(False)])
+
+
+class Cache:
+    """A cache made afresh by every forward, as transformers' DynamicCache."""
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x, cache):
+        return self.fc(x)
+
+
+class FreshObjects(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = torch.compile(Block(), backend="eager")
+
+    def forward(self, x):
+        noise = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+        return self.block(x + noise, cache=Cache())
+
+
+def test_objects_made_afresh_in_every_pass_are_one_signature():
+    model, x = FreshObjects().eval(), torch.randn(2, 8)
+    expected = model(x)
+    profiler = ModuleFunctionKernelProfiler()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _, data = profiler.profile(model, [((x,), {})])
+    assert profiler.run.manifest["sample_keys"] == "predicted"
+    assert [calls for calls, _ in data["torch.randn"]] == [1] and [calls for calls, _ in data["torch.compile"]] == [1]
+    assert torch.equal(model(x), expected)
