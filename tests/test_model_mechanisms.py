@@ -2,7 +2,10 @@
 FakeTensorMode (its functional calls took FakeTensors, which torch.save cannot write: profile() crashed writing
 samples.pt), and a model that makes an object of identity equality in every pass (a torch.Generator, a cache
 of its own handed to a compiled block, as transformers' DynamicCache: each pass's was a signature of its own, so the
-warm-up's prediction of the recorded pass was wrong and the model ran one pass more)."""
+warm-up's prediction of the recorded pass was wrong and the model ran one pass more), and a torch.fx GraphModule
+(its generated code calls F.gelu, torch.linalg.cholesky and torch.einsum where torch defines them,
+``torch._C._nn.gelu``, ``torch._C._linalg.linalg_cholesky``, ``torch.functional.einsum``: their rows were named after
+their operators)."""
 
 import warnings
 
@@ -83,3 +86,26 @@ def test_objects_made_afresh_in_every_pass_are_one_signature():
     assert profiler.run.manifest["sample_keys"] == "predicted"
     assert [calls for calls, _ in data["torch.randn"]] == [1] and [calls for calls, _ in data["torch.compile"]] == [1]
     assert torch.equal(model(x), expected)
+
+
+class Numerics(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(8, 8))
+
+    def forward(self, x):
+        h = F.softplus(F.gelu(F.linear(x, self.weight)))
+        gram = torch.linalg.cholesky(h @ h.mT + torch.eye(h.shape[0]))
+        return torch.einsum("ij,jk->ik", gram, h) + torch.fft.rfft(h, n=14).abs() + torch.special.expit(h)
+
+
+def test_the_calls_of_an_fx_graph_module_are_named_as_the_eager_models():
+    eager, x = Numerics(), torch.randn(4, 8)
+    traced = torch.fx.symbolic_trace(eager)
+    assert "torch._C._nn.gelu(" in traced.code and "torch.functional.einsum(" in traced.code
+    frames = [ModuleFunctionKernelProfiler().profile(model, [((x,), {})])[0] for model in (eager, traced)]
+    calls = [frame.loc[frame["op"] == frame["call_op"]].groupby("function_name")["op"].agg(sorted) for frame in frames]
+    assert calls[1].to_dict() == calls[0].to_dict()
+    named = {"gelu", "softplus", "linear", "torch.linalg.cholesky", "torch.einsum", "torch.fft.rfft"}
+    assert named | {"torch.special.expit"} <= set(calls[1].index)
+    assert torch._C._nn.gelu is F.gelu and torch.functional.einsum is torch.einsum, "put back"
