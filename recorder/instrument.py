@@ -298,6 +298,8 @@ def _install(
     patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, functions: bool = True
 ) -> None:
     optimized_type = optimized_module_type()
+    plan = patch_plan(calls) if functions else None
+    originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
     compiled_roots: list[str] = []
     observed = []
     for name, module in named_modules:
@@ -318,14 +320,13 @@ def _install(
         if folds_into_its_call(module) and functions:
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
         else:
-            graph = scoped_graph_forward(module, name) if has_module_stacks(module) else None
+            stacks = has_module_stacks(module)
+            graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
             wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
         patches.set_item(vars(module), "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
-    if not functions:
+    if plan is None:
         return
-
-    plan = patch_plan(calls)
     for owner, values in plan.groups:
         patches.set_all(owner, values)
     if calls == "all":

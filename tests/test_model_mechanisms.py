@@ -5,7 +5,9 @@ of its own handed to a compiled block, as transformers' DynamicCache: each pass'
 warm-up's prediction of the recorded pass was wrong and the model ran one pass more), and a torch.fx GraphModule
 (its generated code calls F.gelu, torch.linalg.cholesky and torch.einsum where torch defines them,
 ``torch._C._nn.gelu``, ``torch._C._linalg.linalg_cholesky``, ``torch.functional.einsum``: their rows were named after
-their operators)."""
+their operators), and a GraphModule of ``torch.fx.symbolic_trace`` whose nodes record the modules they ran in (it ran
+as an exported program, node by node: the nodes of the root module were scoped in the module of the node before
+them, and its functions, called as the nodes hold them, had no call names)."""
 
 import warnings
 
@@ -109,3 +111,45 @@ def test_the_calls_of_an_fx_graph_module_are_named_as_the_eager_models():
     named = {"gelu", "softplus", "linear", "torch.linalg.cholesky", "torch.einsum", "torch.fft.rfft"}
     assert named | {"torch.special.expit"} <= set(calls[1].index)
     assert torch._C._nn.gelu is F.gelu and torch.functional.einsum is torch.einsum, "put back"
+
+
+class TracedBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj, self.norm = nn.Linear(8, 8), nn.LayerNorm(8)
+
+    def forward(self, x):
+        return self.norm(F.gelu(self.proj(x))) + x
+
+
+class Tower(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks, self.head = nn.Sequential(TracedBlock(), TracedBlock()), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.head(F.relu(self.blocks(x)))
+
+
+def _module_calls(model, x) -> dict:
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+    return frame.groupby(["module_name", "function_name"])["op"].agg(sorted).to_dict()
+
+
+class Leaves(nn.Module):
+    """Its trace calls its two Linears as modules (leaves, whose nodes alone have stacks) and F.gelu between them."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+@pytest.mark.parametrize("eager", [Tower, Leaves])
+def test_a_symbolic_trace_has_the_modules_and_calls_of_the_eager_model(eager):
+    eager, x = eager().eval(), torch.randn(2, 8)
+    traced = torch.fx.symbolic_trace(eager)
+    assert _module_calls(traced, x) == _module_calls(eager, x)
+    assert torch.equal(traced(x), eager(x)) and "forward" not in vars(traced)
