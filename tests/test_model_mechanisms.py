@@ -7,7 +7,9 @@ warm-up's prediction of the recorded pass was wrong and the model ran one pass m
 ``torch._C._nn.gelu``, ``torch._C._linalg.linalg_cholesky``, ``torch.functional.einsum``: their rows were named after
 their operators), and a GraphModule of ``torch.fx.symbolic_trace`` whose nodes record the modules they ran in (it ran
 as an exported program, node by node: the nodes of the root module were scoped in the module of the node before
-them, and its functions, called as the nodes hold them, had no call names)."""
+them, and its functions, called as the nodes hold them, had no call names), and a model whose helpers, in another
+module of its own code, import functionals by name (their rows were named after their operators, or after the
+torch-level call inside them)."""
 
 import warnings
 
@@ -18,6 +20,7 @@ import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.analyzer.samples import TensorMeta  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from mechanism_ops import activation, normalized  # noqa: E402
 from torch import nn  # noqa: E402
 
 
@@ -153,3 +156,22 @@ def test_a_symbolic_trace_has_the_modules_and_calls_of_the_eager_model(eager):
     traced = torch.fx.symbolic_trace(eager)
     assert _module_calls(traced, x) == _module_calls(eager, x)
     assert torch.equal(traced(x), eager(x)) and "forward" not in vars(traced)
+
+
+class UsesHelpers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return normalized(activation(self.fc(x)))
+
+
+def test_functionals_a_helper_module_imports_by_name_are_named():
+    import mechanism_ops
+
+    model, x = UsesHelpers().eval(), torch.randn(2, 8)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+    calls = frame.loc[frame["op"] == frame["call_op"], "function_name"]
+    assert set(calls) == {"linear", "gelu", "layer_norm"}
+    assert mechanism_ops.gelu is F.gelu and mechanism_ops.layer_norm is F.layer_norm, "put back"
