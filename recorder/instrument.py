@@ -302,6 +302,13 @@ def _install(
     originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
     compiled_roots: list[str] = []
     observed = []
+    patched: dict[int, tuple[nn.Module, dict[str, tuple[Any, Any]]]] = {}  # see _copies_without_patches
+
+    def patch_module(module: nn.Module, key: str, value: Any) -> None:
+        entry = patched.setdefault(id(module), (module, {}))
+        entry[1][key] = (vars(module).get(key, _MISSING), value)
+        patches.set_item(vars(module), key, value)
+
     for name, module in named_modules:
         if any(root == "" or name.startswith(root + ".") for root in compiled_roots):
             continue  # traced into a compiled module's graphs: a patch would fail its guards
@@ -313,7 +320,7 @@ def _install(
             namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
             scope = MODULE_PREFIX + scope_text(name)
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
-            patches.set_item(vars(module), attribute, wrapper)
+            patch_module(module, attribute, wrapper)
             continue
         if launches_no_kernel(module):
             continue
@@ -323,8 +330,9 @@ def _install(
             stacks = has_module_stacks(module)
             graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
             wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
-        patches.set_item(vars(module), "forward", wrapper)
+        patch_module(module, "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
+    _copies_without_patches(patches, patched)
     if plan is None:
         return
     for owner, values in plan.groups:
@@ -332,3 +340,26 @@ def _install(
     if calls == "all":
         for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
             patches.set_item(owner, key, replacement)
+
+
+def _copies_without_patches(patches: _Patches, patched: dict) -> None:
+    """While the patches are in place, ``nn.Module.__getstate__`` (what copy.deepcopy, copy.copy and pickle read) gives
+    a patched module's forward as it was: a model that copies a submodule in its forward (and changes the copy's
+    weights) would run the original module through the copy's wrapper, and one that saves it could not pickle the
+    wrapper. (A functional held by reference, replaced by its wrapper, is copied as the wrapper, which calls it.)"""
+    original = vars(nn.Module)["__getstate__"]
+
+    def __getstate__(self):  # noqa: N807 (the name pickle looks up)
+        state = original(self)
+        entry = patched.get(id(self))
+        if entry is None or entry[0] is not self:
+            return state
+        for key, (before, put) in entry[1].items():
+            if state.get(key, _MISSING) is put:
+                if before is _MISSING:
+                    del state[key]
+                else:
+                    state[key] = before
+        return state
+
+    patches.set_attribute(nn.Module, "__getstate__", wraps(__getstate__, original, "__getstate__"))

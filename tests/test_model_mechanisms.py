@@ -9,8 +9,11 @@ their operators), and a GraphModule of ``torch.fx.symbolic_trace`` whose nodes r
 as an exported program, node by node: the nodes of the root module were scoped in the module of the node before
 them, and its functions, called as the nodes hold them, had no call names), and a model whose helpers, in another
 module of its own code, import functionals by name (their rows were named after their operators, or after the
-torch-level call inside them)."""
+torch-level call inside them), and a model that copies or saves a submodule in its forward (the copy ran the
+original module through the wrapper copied with it, and saving it could not pickle the wrapper)."""
 
+import copy
+import io
 import warnings
 
 import pytest
@@ -175,3 +178,33 @@ def test_functionals_a_helper_module_imports_by_name_are_named():
     calls = frame.loc[frame["op"] == frame["call_op"], "function_name"]
     assert set(calls) == {"linear", "gelu", "layer_norm"}
     assert mechanism_ops.gelu is F.gelu and mechanism_ops.layer_norm is F.layer_norm, "put back"
+
+
+class CopiesItsLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        torch.save(self.fc, io.BytesIO())
+        doubled = copy.deepcopy(self.fc)
+        doubled.weight.data.mul_(2)
+        return doubled(x) - self.fc(x)
+
+
+class KeepsOutputs(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.outputs = inner, []
+
+    def forward(self, x):
+        self.outputs.append(self.inner(x))
+        return self.outputs[-1]
+
+
+def test_a_submodule_copied_or_saved_in_the_forward_runs_as_the_copy():
+    model, x = KeepsOutputs(CopiesItsLayer().eval()), torch.randn(2, 8)
+    expected = model(x)
+    ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+    assert all(torch.equal(output, expected) for output in model.outputs[1:]), "every pass as plain torch's"
+    assert "__getstate__" in vars(nn.Module) and vars(nn.Module)["__getstate__"].__module__ == nn.Module.__module__
