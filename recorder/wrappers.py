@@ -15,7 +15,6 @@ called outside any recording (a reference kept past one) calls its function unsc
 from __future__ import annotations
 
 import inspect
-import sys
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -332,45 +331,24 @@ class PatchPlan:
             wrapper = self.wrappers.get(id(function))  # torch.conv2d is F.conv2d: keep the functional's name
             if wrapper is None:
                 kind = _KINDS.get(name) or (functional_kind if owner is F else _TORCH_CALL)
-                wrapper = self._wrapper(kind, function, name, made_before)
+                key = (kind, name, id(function))
+                before = made_before.get(key)
+                wrapper = before[1] if before is not None and before[0] is function else _make(kind, function, name)
+                self.made[key] = (function, wrapper)
                 self.wrappers[id(function)], self.originals[id(function)] = wrapper, function
-            self._group(owners, owner)[attribute] = wrapper
-            home = _HOMES.get(getattr(function, "__module__", None)) if calls == "all" else None
-            if home is not None and home is not owner and vars(home).get(function.__name__) is function:
-                # a torch-level call there, of the functional's name: torch's own code calls torch._C._nn.elu_ inside
-                # F.elu, and a compiled graph calls torch._C._nn.linear, each inside a call that holds it
-                self._group(owners, home)[function.__name__] = self._wrapper(_TORCH_CALL, function, name, made_before)
-
-    def _wrapper(self, kind: str, function: Any, name: str, made_before: dict) -> Any:
-        """The wrapper of ``function`` as a call of ``kind`` named ``name``: the one made before, where there is one."""
-        key = (kind, name, id(function))
-        made = self.made.get(key) or made_before.get(key)
-        if made is None or made[0] is not function:
-            made = (function, _make(kind, function, name))
-        self.made[key] = made
-        return made[1]
-
-    def _group(self, owners: dict[int, dict[str, Any]], owner: Any) -> dict[str, Any]:
-        group = owners.get(id(owner))
-        if group is None:
-            group = owners[id(owner)] = {}
-            self.groups.append((owner, group))
-        return group
+            group = owners.get(id(owner))
+            if group is None:
+                group = owners[id(owner)] = {}
+                self.groups.append((owner, group))
+            group[attribute] = wrapper
 
     def current(self) -> bool:
         """Whether every attribute the plan was made from is still the object it was."""
         return attributes_unchanged(self.state, _read_owners())
 
 
-# The modules that define the C functions of the patched namespaces (F.gelu is torch._C._nn.gelu, torch.linalg.cholesky
-# is torch._C._linalg.linalg_cholesky) and torch.functional's (torch.einsum): torch.fx's generated code reads them from
-# there (``torch._C._nn.gelu(x)``), so with calls="all" each is patched there too, under its own name.
-_HOMES = {home.__name__: home for home in (torch._C._nn, torch._C._linalg, torch._C._fft, torch._C._special)}
-_HOMES["torch.functional"] = sys.modules["torch.functional"]
-
-
 def _read_owners() -> list[Any]:
-    return [F, *watched_owners(), *_HOMES.values()]
+    return [F, *watched_owners()]
 
 
 _plans: dict[str, PatchPlan] = {}
