@@ -5,7 +5,11 @@ GraphModule's own module alone. Its nodes say which modules of the exported mode
 (``node.meta["nn_module_stack"]``, outermost first). While recorded, such a GraphModule runs its graph node by node
 (``torch.fx.Interpreter``: the same operators on the same values) and opens, around each node, kernelscope's module
 scope of every module the node ran in, named by the exported path under the GraphModule's own name. The graph's
-Python code is not run then; the Interpreter costs a few microseconds of CPU per node, none on the device."""
+Python code is not run then; the Interpreter costs a few microseconds of CPU per node, none on the device.
+
+A ``torch.fx.symbolic_trace`` that traced into submodules is run so too: its nodes of the root module have no stack
+(they are scoped in the root), and the functions its nodes hold (``F.gelu`` itself) are called as the recording
+patched them, as its own code would read them."""
 
 from __future__ import annotations
 
@@ -19,24 +23,33 @@ from .scope_gate import OPEN as scopes_open
 
 _Scope = torch._C._profiler._RecordFunctionFast
 _STACK = "nn_module_stack"
+_CALLS = ("call_function", "call_method", "call_module")
 
 
 def has_module_stacks(module: Any) -> bool:
-    """Whether ``module`` is a GraphModule whose nodes record the modules they ran in (an exported program's)."""
+    """Whether ``module`` is a GraphModule whose operations record the modules they ran in (an exported program's, or
+    a ``torch.fx.symbolic_trace`` that traced into submodules). One whose only stacks are on its ``call_module``
+    nodes (a symbolic trace of leaf modules) runs those modules' own forwards, which have their scopes: its code
+    runs as it is."""
     graph = getattr(module, "graph", None)
-    return isinstance(module, torch.fx.GraphModule) and any(_STACK in node.meta for node in graph.nodes)
+    return isinstance(module, torch.fx.GraphModule) and any(
+        node.op in _CALLS[:2] and node.meta.get(_STACK) for node in graph.nodes
+    )
 
 
 class _ScopedInterpreter(torch.fx.Interpreter):
     """Runs the graph with the module scopes of each node open around it."""
 
-    def __init__(self, module: torch.fx.GraphModule, paths: dict[torch.fx.Node, list[str]]) -> None:
+    def __init__(self, module: torch.fx.GraphModule, paths: dict, originals: dict, wrappers: dict) -> None:
         super().__init__(module)
         self.paths = paths  # node -> the scope names of the modules it ran in, outermost first
+        self.originals, self.wrappers = originals, wrappers
         self.open: list[tuple[str, Any]] = []
 
     def run_node(self, node: torch.fx.Node) -> Any:
         wanted = self.paths.get(node)
+        if wanted is None and node.op in _CALLS:  # a symbolic trace's operations of the root module have no stack
+            wanted = []
         if wanted is not None:
             kept = 0
             while kept < min(len(wanted), len(self.open)) and self.open[kept][0] == wanted[kept]:
@@ -47,6 +60,13 @@ class _ScopedInterpreter(torch.fx.Interpreter):
                 scope.__enter__()
                 self.open.append((scope_name, scope))
         return super().run_node(node)
+
+    def call_function(self, target: Any, args: tuple, kwargs: dict) -> Any:
+        """The node's function as the recording patched it (a symbolic trace's nodes hold ``F.gelu`` itself, which the
+        graph's own code would read from its namespace); an exported graph's operators are none of them."""
+        if self.originals.get(id(target)) is target:
+            target = self.wrappers[id(target)]
+        return super().call_function(target, args, kwargs)
 
     def _close_to(self, depth: int) -> None:
         while len(self.open) > depth:
@@ -60,11 +80,11 @@ class _ScopedInterpreter(torch.fx.Interpreter):
             self._close_to(0)
 
 
-def scoped_graph_forward(module: torch.fx.GraphModule, name: str) -> Any:
+def scoped_graph_forward(module: torch.fx.GraphModule, name: str, originals: dict, wrappers: dict) -> Any:
     """A forward for ``module`` (named ``name`` in the profiled model) that runs its graph with its nodes' module
     scopes while scopes are open (else the GraphModule's own forward), for instrument.py's module forward to run
     on the model's threads; its arguments are bound to the GraphModule's own signature (the graph takes them in
-    that order)."""
+    that order). ``originals``, ``wrappers``: ``id(function)`` -> each function the recording patches, its wrapper."""
     forward, signature = module.forward, inspect.signature(module.forward)
     above = f"{name}." if name else ""
     paths = {
@@ -79,6 +99,6 @@ def scoped_graph_forward(module: torch.fx.GraphModule, name: str) -> Any:
         bound = signature.bind(*args, **kwargs)
         if bound.kwargs:  # keyword-only arguments, which the graph's placeholders do not take in order
             return forward(*args, **kwargs)
-        return _ScopedInterpreter(module, paths).run_scoped(*bound.args)
+        return _ScopedInterpreter(module, paths, originals, wrappers).run_scoped(*bound.args)
 
     return forward_with_module_scopes

@@ -299,8 +299,17 @@ def _install(
     patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, functions: bool = True
 ) -> None:
     optimized_type = optimized_module_type()
+    plan = patch_plan(calls) if functions else None
+    originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
     compiled_roots: list[str] = []
     observed, observed_names = [], []
+    patched: dict[int, tuple[nn.Module, dict[str, tuple[Any, Any]]]] = {}  # see _copies_without_patches
+
+    def patch_module(module: nn.Module, key: str, value: Any) -> None:
+        entry = patched.setdefault(id(module), (module, {}))
+        entry[1][key] = (vars(module).get(key, _MISSING), value)
+        patches.set_item(vars(module), key, value)
+
     for name, module in named_modules:
         if any(root == "" or name.startswith(root + ".") for root in compiled_roots):
             continue  # traced into a compiled module's graphs: a patch would fail its guards
@@ -313,22 +322,22 @@ def _install(
             namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
             scope = MODULE_PREFIX + scope_text(name)
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
-            patches.set_item(vars(module), attribute, wrapper)
+            patch_module(module, attribute, wrapper)
             continue
         if launches_no_kernel(module):
             continue
         if folds_into_its_call(module) and functions:
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
         else:
-            graph = scoped_graph_forward(module, name) if has_module_stacks(module) else None
+            stacks = has_module_stacks(module)
+            graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
             wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
-        patches.set_item(vars(module), "forward", wrapper)
+        patch_module(module, "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
-    if not functions:
+    _copies_without_patches(patches, patched)
+    if plan is None:
         _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls)
         return
-
-    plan = patch_plan(calls)
     for owner, values in plan.groups:
         patches.set_all(owner, values)
     if calls == "all":

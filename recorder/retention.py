@@ -152,6 +152,8 @@ def _storage(tensor: torch.Tensor) -> tuple[Any, int]:
         return id(tensor), 0
     try:
         storage = tensor.untyped_storage()
+        if storage.device.type == "meta":  # a FakeTensor's: no memory behind it either (and its data_ptr() warns)
+            return id(tensor), 0
         return (tensor.device, storage.data_ptr()), storage.nbytes()
     except (RuntimeError, NotImplementedError):  # sparse, nested, functional tensors: no plain storage
         return id(tensor), tensor.numel() * tensor.element_size()

@@ -263,8 +263,8 @@ def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dic
     if left_out:
         warnings.warn(
             f"kernelscope: the inputs of {left_out} distinct signatures hold tensors that cannot be saved as plain "
-            "tensors (a subclass with no storage of its own, as MaskedTensor): samples.pt leaves them out; "
-            "function_data holds them live",
+            "tensors (a subclass with no storage of its own, as MaskedTensor, or a FakeTensor): samples.pt leaves "
+            "them out; function_data holds them live",
             RuntimeWarning,
             stacklevel=5,  # profile()'s caller: profile -> _profile -> write_run -> here
         )

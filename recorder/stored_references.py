@@ -6,8 +6,9 @@ A functional stored before the recording (``self.act = F.gelu``, ``ACTS = {"relu
 patch seeing it: its kernels would be named after its operator (``aten::gelu``) or the torch call inside it
 (``torch.relu``). The places searched, for the observed modules (those a compiled graph does not trace):
 
-- their instance attributes, the globals of the Python modules that define their classes, and the items of the
-  dicts, lists and tuples those hold (one level: a registry of activations);
+- their instance attributes, the globals of the Python modules that define their classes and of the modules of the
+  same package those import from (``from .ops import mlp``, where ``ops`` holds ``from torch.nn.functional import
+  gelu``), and the items of the dicts, lists and tuples those hold (one level: a registry of activations);
 - the default arguments of the functions their classes define and of the functions among those globals.
 
 A reference is the original itself (replaced by its wrapper) or a ``functools.partial`` of it (replaced by the same
@@ -17,6 +18,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
+import sys
+import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -130,8 +134,34 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
         defining = inspect.getmodule(type(module))
         if defining is None:
             continue
-        for key, value in list(vars(defining).items()):
-            sites.extend(_sites_in(vars(defining), key, value, originals, wrappers))
-            if inspect.isfunction(value) and value.__module__ == name:
-                sites.extend(_default_sites(value, originals, wrappers))
+        helpers = _module_sites(defining, sites, originals, wrappers)
+        for helper in helpers:  # one step only: the helpers' own imports are not looked into
+            if helper.__name__ not in seen_modules:
+                seen_modules.add(helper.__name__)
+                _module_sites(helper, sites, originals, wrappers)
     return sites
+
+
+def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wrappers: dict) -> list[types.ModuleType]:
+    """Add the sites of a Python module's globals to ``sites``; returns the other modules of the same code that it
+    holds or holds functions and classes of (``from .ops import mlp``, whose ``ops`` may hold
+    ``from torch.nn.functional import gelu``): of its top-level package, or beside it in its folder."""
+    name, helpers = namespace.__name__, {}
+    package, folder = name.partition(".")[0] + ".", _folder(namespace)
+    for key, value in list(vars(namespace).items()):
+        sites.extend(_sites_in(vars(namespace), key, value, originals, wrappers))
+        if inspect.isfunction(value) and value.__module__ == name:
+            sites.extend(_default_sites(value, originals, wrappers))
+        helper = value if isinstance(value, types.ModuleType) else None
+        if helper is None and (inspect.isfunction(value) or isinstance(value, type)):
+            helper = sys.modules.get(getattr(value, "__module__", None) or "")
+        if helper is None or helper is namespace or not isinstance(getattr(helper, "__name__", None), str):
+            continue
+        if helper.__name__.startswith(package) or folder is not None and _folder(helper) == folder:
+            helpers[id(helper)] = helper
+    return list(helpers.values())
+
+
+def _folder(module: types.ModuleType) -> str | None:
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(path) if isinstance(path, str) else None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any
 
@@ -59,8 +60,9 @@ def _loadable_tensor(tensor: torch.Tensor) -> torch.Tensor:
 def save_samples(header: dict, kept: dict[str, list], path: str | os.PathLike) -> int:
     """Write samples.pt: ``header`` with ``functions``, each of ``kept``'s samples (args, kwargs) made loadable, None
     where the recorder kept no inputs and where its tensors cannot be made plain ones (a wrapper subclass with no
-    storage of its own, as torch.masked's MaskedTensor: the analyzer then reads it back as its description).
-    Returns how many samples were left out so."""
+    storage of its own, as torch.masked's MaskedTensor: the analyzer then reads it back as its description) or
+    cannot be written at all (a FakeTensor or a FunctionalTensor, whose storage holds no data: a model that works out
+    shapes under a FakeTensorMode calls the functions with them). Returns how many samples were left out so."""
     left_out = 0
     functions: dict[str, list] = {}
     for name, samples in kept.items():
@@ -71,5 +73,35 @@ def save_samples(header: dict, kept: dict[str, list], path: str | os.PathLike) -
             except Exception:  # noqa: BLE001 (whatever a tensor subclass raises when made plain)
                 entry, left_out = None, left_out + 1
             functions[name].append(entry)
-    save({**header, "functions": functions}, path)
+    try:
+        save({**header, "functions": functions}, path)
+    except OSError:
+        raise
+    except Exception:  # noqa: BLE001 (whatever pickling a tensor with no data of its own raises)
+        left_out += _leave_out_unwritable(functions)  # only then: trying each entry alone writes them all twice
+        save({**header, "functions": functions}, path)
+    return left_out
+
+
+class _Discard(io.RawIOBase):
+    """A file that keeps nothing, to try whether ``torch.save`` can write a value."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        return memoryview(data).nbytes
+
+
+def _leave_out_unwritable(functions: dict[str, list]) -> int:
+    """Set to None every entry of ``functions`` that ``torch.save`` cannot write alone; returns how many."""
+    left_out = 0
+    for entries in functions.values():
+        for position, entry in enumerate(entries):
+            if entry is None:
+                continue
+            try:
+                torch.save(entry, _Discard())
+            except Exception:  # noqa: BLE001 (as in save_samples)
+                entries[position], left_out = None, left_out + 1
     return left_out
