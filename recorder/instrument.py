@@ -48,6 +48,7 @@ from .compiled import (
     dynamo_tracing,
     import_what_the_profiler_imports,
     optimized_module_type,
+    with_own_values,
 )
 from .exported import has_module_stacks, scoped_graph_forward
 from .samples import SampleBook
@@ -346,6 +347,29 @@ def _install(
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls)
 
 
+def _copies_without_patches(patches: _Patches, patched: dict) -> None:
+    """While the patches are in place, ``nn.Module.__getstate__`` (what copy.deepcopy, copy.copy and pickle read) gives
+    a patched module's forward as it was: a model that copies a submodule in its forward (and changes the copy's
+    weights) would run the original module through the copy's wrapper, and one that saves it could not pickle the
+    wrapper. (A functional held by reference, replaced by its wrapper, is copied as the wrapper, which calls it.)"""
+    original = vars(nn.Module)["__getstate__"]
+
+    def __getstate__(self):  # noqa: N807 (the name pickle looks up)
+        state = original(self)
+        entry = patched.get(id(self))
+        if entry is None or entry[0] is not self:
+            return state
+        for key, (before, put) in entry[1].items():
+            if state.get(key, _MISSING) is put:
+                if before is _MISSING:
+                    del state[key]
+                else:
+                    state[key] = before
+        return state
+
+    patches.set_attribute(nn.Module, "__getstate__", wraps(__getstate__, original, "__getstate__"))
+
+
 def _scope_compiled_methods(patches: _Patches, named_modules: Iterable, sampled: Any, calls: str) -> None:
     """Scope the compiled methods a module holds beside its forward (``compiled.compiled_methods``) as the call
     ``torch.compile`` in the module's scope; while one runs, the module attributes patched in its modules hold the
@@ -358,27 +382,6 @@ def _scope_compiled_methods(patches: _Patches, named_modules: Iterable, sampled:
         held = [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
         namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
         for attribute, method in methods:
-            scoped = compiled_forward(_with_own_values(method, held), MODULE_PREFIX + scope_text(name), namer,
+            scoped = compiled_forward(with_own_values(method, held, _MISSING), MODULE_PREFIX + scope_text(name), namer,
                                       marks_its_calls=calls == "all")  # fmt: skip
             patches.set_item(vars(module), attribute, scoped)
-
-
-def _with_own_values(compiled: Any, held: list) -> Any:
-    """``compiled`` run with the values ``held`` ((dict, key, the model's value, the recorder's), as _Patches saves
-    them) put back while it runs, and the recorder's after."""
-
-    def with_own_values(*args, **kwargs):
-        swapped = [(owner, key, own, put) for owner, key, own, put in held if owner.get(key, _MISSING) is put]
-        for owner, key, own, _ in swapped:
-            if own is _MISSING:
-                del owner[key]
-            else:
-                owner[key] = own
-        try:
-            return compiled(*args, **kwargs)
-        finally:
-            for owner, key, own, put in swapped:
-                if owner.get(key, _MISSING) is own:
-                    owner[key] = put
-
-    return wraps(with_own_values, compiled)

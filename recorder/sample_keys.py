@@ -4,10 +4,8 @@ Two calls share a signature when every tensor at every position (nested lists/tu
 has the same shape, dtype, strides and device, and every other argument has the same value: a numpy array,
 made afresh in every pass like a tensor (``x[np.arange(n)]``), by its shape, dtype and strides; a scalar of
 a subclass of int, float or str (numpy.float64, an IntEnum) by the plain value torch takes it for; an
-object that compares by identity (no ``__eq__`` of its own: a ``DynamicCache``, a ``torch.Generator``, made afresh
-in every pass like a tensor) by its type alone, as two of them have no value to tell them apart; an unhashable object
-by its identity, and so is an object whose ``__eq__`` raises where the keying compares it (a hash collision with
-another argument's key): a distinct, unkeyable value, which never makes the keying raise. The key is
+unhashable object by its identity, and so is an object whose ``__eq__`` raises where the keying compares it (a hash
+collision with another argument's key): a distinct, unkeyable value, which never makes the keying raise. The key is
 built on the recorder's per-call path, so it is a plain tuple, cheap to hash.
 """
 
@@ -26,8 +24,6 @@ _strided = torch.strided
 _PLAIN = frozenset({int, bool, str, type(None), torch.dtype, torch.device})
 _SCALARS = _PLAIN | {torch.layout, torch.memory_format}  # equal exactly when their values are
 _SCALAR_TUPLE = object()
-_BY_TYPE = "its type"  # the key of an object that compares by identity, beside its type
-_compares_by_identity = object.__eq__
 
 
 def tensor_shape(value: torch.Tensor) -> tuple[int | None, ...]:
@@ -99,8 +95,6 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1, by_iden
         return (kind, value.shape, value.dtype.str, value.strides)
     if by_identity:
         return (kind, id(value))
-    if kind.__eq__ is _compares_by_identity and not isinstance(value, type):
-        return (kind, _BY_TYPE)  # a cache, a Generator made in every pass: no value to tell two of them apart
     try:
         hash(value)
     except Exception:  # noqa: BLE001 (unhashable, or a __hash__ of the model's own that raises)
