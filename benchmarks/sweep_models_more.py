@@ -8,6 +8,7 @@ cuDNN's benchmark mode; a forward that syncs on data (``.item()``, boolean masks
 from __future__ import annotations
 
 import torch
+from sweep_programs import small_llama
 from torch import nn
 from torch.nn import functional as F
 from workload import BF16, DEVICE, HALF, Workload
@@ -76,13 +77,7 @@ def hf_bert_autocast() -> Workload:
 
 
 def hf_static_cache_generate() -> Workload:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=4000, hidden_size=256, intermediate_size=1024, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=256, pad_token_id=0, bos_token_id=1, eos_token_id=2,
-    )  # fmt: skip
-    model = LlamaForCausalLM(config).to(DEVICE, HALF).eval()
+    model = small_llama(max_positions=256)
     ids = torch.randint(3, 4000, (2, 16), device=DEVICE)
 
     def generate():

@@ -135,14 +135,19 @@ def user_ranges() -> Workload:
     return Workload("user_ranges", model, [((x,), {})], model, "NVTX and record_function ranges of the user's own")
 
 
-def hf_llama_generate() -> Workload:
+def small_llama(max_positions: int = 512) -> nn.Module:
+    """A 2-layer Llama of random weights (GQA, vocabulary 4000), fp16, for the generate() programs."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
         vocab_size=4000, hidden_size=256, intermediate_size=1024, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=512, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+        num_key_value_heads=2, max_position_embeddings=max_positions, pad_token_id=0, bos_token_id=1, eos_token_id=2,
     )  # fmt: skip
-    model = LlamaForCausalLM(config).to(DEVICE, HALF).eval()
+    return LlamaForCausalLM(config).to(DEVICE, HALF).eval()
+
+
+def hf_llama_generate() -> Workload:
+    model = small_llama()
     ids = torch.randint(3, 4000, (2, 32), device=DEVICE)
 
     def generate():
