@@ -23,10 +23,12 @@
 -- The runtime and driver calls that launch device work, one per correlation (validate.sql refuses a trace
 -- with two): where each was made, and whether it must have device events (a kernel or graph launch: a
 -- cudaMemsetAsync of zero bytes legitimately has none; seen on the H200, cuBLAS's memsets inside aten::addmm).
+-- capture_step marks the calls that begin and end a stream capture, for the launch check.
 CREATE OR REPLACE TEMP TABLE ks_launches AS
 SELECT correlation, pid, tid, ts_ns, external_id,
        CASE WHEN ks_graph_launch(name) THEN event_id END AS graph_launch_id,
-       ks_kernel_launch(name) OR ks_graph_launch(name) AS must_launch
+       ks_kernel_launch(name) OR ks_graph_launch(name) AS must_launch,
+       ks_capture_step(name) AS capture_step
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND ks_launch_category(cat)
   AND correlation IS NOT NULL;
@@ -83,13 +85,31 @@ SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, 
 FROM cpu_ops;
 
 -- The launch check (returned at the end): did the profiler keep, for every launch that must have device events,
--- one, and for every device event, its launch? Only kernel and graph launches must have device events.
+-- one, and for every device event, its launch? Only kernel and graph launches must have device events, and not
+-- those a thread made while it captured a stream (a CUDA graph recorded in the pass: torch.compile's cudagraph
+-- trees record again for new static inputs), which run later as the graph's replay: a thread captures from a
+-- call that leaves it capturing (its begins less its ends so far > 0) to its next capture call.
 SET VARIABLE ks_launch_check = (
-    SELECT {launches: (SELECT count(*) FROM ks_launches WHERE must_launch),
+    WITH unmatched AS (
+        SELECT pid, tid, ts_ns FROM ks_launches l
+        WHERE must_launch AND NOT EXISTS (SELECT 1 FROM ks_items r WHERE r.correlation = l.correlation)
+    ),
+    capture_calls AS (
+        SELECT pid, tid, ts_ns AS from_ns,
+               lead(ts_ns) OVER (PARTITION BY pid, tid ORDER BY ts_ns, correlation) AS to_ns,
+               sum(capture_step) OVER (PARTITION BY pid, tid ORDER BY ts_ns, correlation
+                                       ROWS UNBOUNDED PRECEDING) AS capturing
+        FROM ks_launches WHERE capture_step IS NOT NULL
+    ),
+    captured AS (
+        SELECT count(*) AS n FROM unmatched u
+        WHERE EXISTS (SELECT 1 FROM capture_calls c
+                      WHERE c.capturing > 0 AND c.pid = u.pid AND c.tid = u.tid
+                        AND u.ts_ns > c.from_ns AND (c.to_ns IS NULL OR u.ts_ns < c.to_ns))
+    )
+    SELECT {launches: (SELECT count(*) FROM ks_launches WHERE must_launch) - (SELECT n FROM captured),
             device_events: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op),
-            launches_without_device_event: (
-                SELECT count(*) FROM ks_launches l
-                WHERE must_launch AND NOT EXISTS (SELECT 1 FROM ks_items r WHERE r.correlation = l.correlation)),
+            launches_without_device_event: (SELECT count(*) FROM unmatched) - (SELECT n FROM captured),
             device_events_without_launch: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL)}
 );
 

@@ -54,6 +54,12 @@ CREATE OR REPLACE MACRO ks_launch_category(cat) AS
 CREATE OR REPLACE MACRO ks_graph_launch(name) AS
     starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') OR starts_with(name, 'hipGraphLaunch');
 
+-- ks_capture_step(name): +1 for a call that begins a stream capture (cudaStreamBeginCapture, cuStreamBeginCapture,
+--   hipStreamBeginCapture, …ToGraph, any suffix), -1 for one that ends it (…StreamEndCapture), else NULL: the launches
+--   a thread makes between the two are recorded into a graph, not run, so they have no device events.
+CREATE OR REPLACE MACRO ks_capture_step(name) AS
+    CASE WHEN contains(name, 'StreamBeginCapture') THEN 1 WHEN contains(name, 'StreamEndCapture') THEN -1 END;
+
 CREATE OR REPLACE MACRO ks_kernel_launch(name) AS
     (starts_with(name, 'cu') OR starts_with(name, 'hip'))
     AND contains(name, 'Launch') AND contains(name[strpos(name, 'Launch') + 6:], 'Kernel');

@@ -7,7 +7,8 @@ cannot build here is reported as skipped, never as passed.
     python benchmarks/model_sweep.py OUT [name ...] [--deadline SECONDS]
 
 Writes OUT/model_sweep.json (one result per model, as gpu_check.json's) and prints a table. The run directories
-are written under a temporary directory and removed: only the numbers come back.
+are written under a temporary directory and removed: only the numbers come back, unless ``--keep`` writes them under
+OUT/runs/ (to look into a model's finding offline).
 """
 
 from __future__ import annotations
@@ -297,6 +298,7 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("names", nargs="*")
     parser.add_argument("--deadline", type=float, default=480, help="start no model after this many seconds")
+    parser.add_argument("--keep", action="store_true", help="keep the run directories under OUT/runs/")
     args = parser.parse_intermixed_args()  # gpu_session.py puts the names after --deadline
     factories = _factories()
     names = args.names or list(factories)
@@ -304,6 +306,8 @@ def main() -> None:
     env, results, began = environment(), [], time.perf_counter()
     print(json.dumps(env), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
+        runs = args.out / "runs" if args.keep else Path(tmp)
+        runs.mkdir(exist_ok=True)
         for name in names:
             if time.perf_counter() - began > args.deadline:
                 results.append({"workload": name, "skipped": "past the deadline"})
@@ -315,7 +319,7 @@ def main() -> None:
                 results.append({"workload": name, "skipped": f"{type(exc).__name__}: {str(exc)[:200]}"})
             else:
                 try:
-                    results.append(check(w, Path(tmp)))
+                    results.append(check(w, runs))
                 except Exception as exc:  # a failure of kernelscope on this model: the finding
                     results.append(
                         {"workload": name, "error": f"{type(exc).__name__}: {exc}"[:500],

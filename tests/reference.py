@@ -9,7 +9,9 @@ Device events reach their launch by correlation. Timestamps are parsed as exact 
 
 from __future__ import annotations
 
+import bisect
 import gzip
+import itertools
 import json
 import math
 import re
@@ -290,18 +292,48 @@ def total_device_ns(path: Path) -> int:
 
 def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     """(launches that must have device events, device events, such launches without one, device events
-    without a launch), counted over the trace's complete events: the kernel and graph launches must."""
+    without a launch), counted over the trace's complete events: the kernel and graph launches must, but for those
+    that a stream capture recorded (and that have none)."""
     events = [e for e in load_events(path) if e.get("ph") == "X"]
-    runtime = {
-        e["args"]["correlation"]: e["name"]
+    runtime_events = {
+        e["args"]["correlation"]: e
         for e in events
         if e.get("cat") in LAUNCH_CATEGORIES and isinstance((e.get("args") or {}).get("correlation"), int)
     }
+    runtime = {corr: e["name"] for corr, e in runtime_events.items()}
+    captures = _stream_captures(runtime_events)
     must = {  # CUDA's and ROCm's (hip…) kernel launches, Launch…Kernel in any spelling, and graph launches
         corr for corr, name in runtime.items() if re.match(r"(cu|hip)\w*Launch\w*Kernel|(cuda|cu|hip)GraphLaunch", name)
     }
     device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
-    return len(must), len(device), len(must - set(device)), sum(corr not in runtime for corr in device)
+    unmatched = must - set(device)
+    captured = {corr for corr in unmatched if _captured(runtime_events[corr], captures)} if unmatched else set()
+    return len(must - captured), len(device), len(unmatched - captured), sum(corr not in runtime for corr in device)
+
+
+def _stream_captures(runtime_events: dict) -> dict:
+    """(pid, tid) -> (times, capturing after each): the thread's calls that begin (+1) and end (-1) a stream
+    capture, in time order, and how many captures it holds open after each."""
+    steps: dict = {}
+    for corr, e in runtime_events.items():
+        step = 1 if "StreamBeginCapture" in e["name"] else -1 if "StreamEndCapture" in e["name"] else 0
+        if step:
+            steps.setdefault((e.get("pid"), e.get("tid")), []).append((_ns(e["ts"]), corr, step))
+    captures = {}
+    for thread, calls in steps.items():
+        calls.sort()
+        open_after = list(itertools.accumulate(step for _, _, step in calls))
+        captures[thread] = ([t for t, _, _ in calls], open_after)
+    return captures
+
+
+def _captured(launch: dict, captures: dict) -> bool:
+    """A launch its thread made while capturing a stream: after a capture call that left one open and before the
+    thread's next capture call (strictly): recorded into a graph, not run, so it has no device event."""
+    times, open_after = captures.get((launch.get("pid"), launch.get("tid")), ([], []))
+    t = _ns(launch["ts"])
+    i = bisect.bisect_left(times, t)
+    return i > 0 and open_after[i - 1] > 0 and (i == len(times) or times[i] > t)
 
 
 def _us(ns: int):

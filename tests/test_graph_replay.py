@@ -8,13 +8,14 @@ the same, but for the replay's sample id, which only format 1's scope carries.""
 import gzip
 import json
 import shutil
+from dataclasses import astuple
 
 import pandas as pd
 import pytest
 from conftest import REPO, SHARED_TRACES
 from kernelscope.analyzer import describe_results, diff, load_run
 from kernelscope.analyzer.rundir import GRAPH_REPLAY_CALL
-from reference import assert_matches_reference
+from reference import assert_matches_reference, reference_launch_check
 
 SCOPED = REPO / "sample_traces" / "cuda_graph"
 
@@ -167,3 +168,58 @@ def test_the_launch_check_counts_a_graph_launch_without_kernels(tmp_path):
     with load_run(target) as run:
         check = run.launch_check()
     assert (check.launches, check.launches_without_device_event, check.device_events) == (2, 1, 3)
+
+
+def test_the_launches_a_graph_capture_records_in_the_pass_are_no_losses():
+    """sample_traces/static_cache_generate (H200): generate() with a static cache calls its reduce-overhead compiled
+    decoding step, whose cudagraph trees record a graph in the recorded pass (a new StaticCache per call: new static
+    addresses). The 40 kernel launches between its cudaStreamBeginCapture and cudaStreamEndCapture are recorded into
+    the graph and run as its replays: they have no device events of their own, and the profiler lost nothing."""
+    run_dir = REPO / "sample_traces" / "static_cache_generate"
+    with load_run(run_dir) as run:
+        check = run.launch_check()
+    assert check.ok and (check.launches, check.device_events) == (504 - 40, 732)
+    assert astuple(check) == reference_launch_check(run_dir / "trace.json.gz")
+
+
+def _capture_call(name, tid, ts, correlation):
+    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 469, "tid": tid, "ts": ts, "dur": 1.0,
+            "args": {"correlation": correlation}}  # fmt: skip
+
+
+# the linear's cuLaunchKernelEx runs at 5172028934012.156 on thread 469; its kernel is taken out
+LAUNCH_TS = 5172028934012.156
+
+
+@pytest.mark.parametrize(
+    "captures, lost",
+    [
+        ([], 1),
+        ([("cudaStreamBeginCapture", 469, LAUNCH_TS - 5), ("cudaStreamEndCapture", 469, LAUNCH_TS + 500)], 0),
+        ([("cuStreamBeginCapture_v2", 469, LAUNCH_TS - 5)], 0),  # never ended: captures to the trace's end
+        ([("cudaStreamBeginCapture", 470, LAUNCH_TS - 5), ("cudaStreamEndCapture", 470, LAUNCH_TS + 500)], 1),
+        ([("cudaStreamBeginCapture", 469, LAUNCH_TS - 9), ("cudaStreamEndCapture", 469, LAUNCH_TS - 5)], 1),
+        ([("cudaStreamBeginCapture", 469, LAUNCH_TS + 5), ("cudaStreamEndCapture", 469, LAUNCH_TS + 9)], 1),
+        # two streams captured from one thread: the launch after the first end is still captured
+        ([("cudaStreamBeginCapture", 469, LAUNCH_TS - 9), ("hipStreamBeginCapture", 469, LAUNCH_TS - 7),
+          ("cudaStreamEndCapture", 469, LAUNCH_TS - 5), ("cudaStreamEndCapture", 469, LAUNCH_TS + 500)], 0),
+        ([("cudaStreamBeginCapture", 469, LAUNCH_TS - 9), ("cudaStreamEndCapture", 469, LAUNCH_TS - 7),
+          ("cudaStreamEndCapture", 469, LAUNCH_TS - 5)], 1),  # an end more than the begins opens nothing
+    ],
+)  # fmt: skip
+def test_a_launch_without_kernel_is_lost_unless_its_thread_was_capturing(tmp_path, captures, lost):
+    """A kernel launch its thread made while capturing a stream (after a begin that left a capture open, before its
+    next capture call) needs no device event; any other still does, whatever other threads capture."""
+    target = shutil.copytree(REPO / "sample_traces" / "cuda_graph_format3", tmp_path / "run")
+    doc = json.loads(gzip.decompress((target / "trace.json.gz").read_bytes()))
+    launch = next(e for e in doc["traceEvents"] if e.get("name") == "cuLaunchKernelEx")
+    assert launch["ts"] == LAUNCH_TS
+    kernel = launch["args"]["correlation"]
+    doc["traceEvents"] = [
+        e for e in doc["traceEvents"] if not (e.get("cat") == "kernel" and e["args"]["correlation"] == kernel)
+    ] + [_capture_call(name, tid, ts, 900_000 + i) for i, (name, tid, ts) in enumerate(captures)]
+    (target / "trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with load_run(target) as run:
+        check = run.launch_check()
+    assert (check.launches, check.launches_without_device_event) == (2 - (1 - lost), lost)
+    assert astuple(check) == reference_launch_check(target / "trace.json.gz")
