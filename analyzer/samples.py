@@ -88,11 +88,17 @@ def contiguous_stride(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(stride))
 
 
-def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None, depth: int = 1) -> Any:
+def encode(
+    value: Any,
+    tensor: Callable[[Any], dict | None] = lambda value: None,
+    depth: int = 1,
+    object_repr: Callable[[Any], str] | None = None,
+) -> Any:
     """JSON-ready form of an argument; ``tensor(v)`` returns the tensor dict for tensors, else None (the
-    default, for decoded samples, whose tensors are TensorMeta). A container nested deeper than MAX_NESTING
-    (``depth`` counts the containers around ``value``, itself included) is written as an object of its type
-    whose repr says so, which decode reads back."""
+    default, for decoded samples, whose tensors are TensorMeta); ``object_repr`` writes any other object's repr
+    (safe_repr by default). A container nested deeper than MAX_NESTING (``depth`` counts the containers around
+    ``value``, itself included) is written as an object of its type whose repr says so, which decode reads
+    back."""
     value = plain_scalar(value)
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -110,15 +116,18 @@ def encode(value: Any, tensor: Callable[[Any], dict | None] = lambda value: None
         return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": too_deep(kind)}}
     if isinstance(value, tuple):
         tag = "size" if type(value).__name__ == "Size" else "tuple"
-        return {tag: [encode(v, tensor, depth + 1) for v in value]}
+        return {tag: [encode(v, tensor, depth + 1, object_repr) for v in value]}
     if isinstance(value, list):
-        return {"list": [encode(v, tensor, depth + 1) for v in value]}
+        return {"list": [encode(v, tensor, depth + 1, object_repr) for v in value]}
     if isinstance(value, dict):
-        return {"dict": [[encode(k, tensor, depth + 1), encode(v, tensor, depth + 1)] for k, v in value.items()]}
+        pairs = value.items()
+        return {"dict": [[encode(k, tensor, depth + 1, object_repr), encode(v, tensor, depth + 1, object_repr)]
+                         for k, v in pairs]}  # fmt: skip
     if isinstance(value, ObjectRepr):  # a decoded store encodes back to what it was read from
         return {"object": {"type": value.type, "repr": value.repr}}
     kind = type(value)
-    return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": safe_repr(value)}}
+    text = (object_repr or safe_repr)(value)
+    return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": text}}
 
 
 _PLAIN_SCALARS = (bool, int, float, str)

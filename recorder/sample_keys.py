@@ -163,3 +163,36 @@ def _keyed_by_identity(kind: type, value: Any) -> bool:
     if type(value) is kind:
         return kind.__eq__ is object.__eq__
     return type(value) is int
+
+
+def holds_containers(args: tuple, kwargs: dict) -> bool:
+    """Whether a call's arguments hold a list or a dict (in a tuple too), which the model may change after the call:
+    DenseNet's ``torch.cat(features)``, then ``features.append``. Its kept sample and its calls held for keying
+    after the pass copy them (``as_called``), so they read as the call saw them."""
+    return any(_holds_containers(value, 1) for group in (args, kwargs.values()) for value in group)
+
+
+def _holds_containers(value: Any, depth: int) -> bool:
+    kind = type(value)
+    if kind is list or kind is dict:
+        return True
+    return kind is tuple and depth < MAX_NESTING and any(_holds_containers(v, depth + 1) for v in value)
+
+
+def as_called(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` with their lists and dicts copied (and the tuples that hold them), down to the depth
+    the keys read: what a later change of the model's containers leaves as it was. Tensors and other objects are
+    the same objects."""
+    return _copied(args, 1), {k: _copied(v, 1) for k, v in kwargs.items()}
+
+
+def _copied(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if depth > MAX_NESTING or not (kind is list or kind is dict or kind is tuple):
+        return value
+    if kind is dict:
+        return {k: _copied(v, depth + 1) for k, v in value.items()}
+    items = [_copied(v, depth + 1) for v in value]
+    if kind is list:
+        return items
+    return value if all(a is b for a, b in zip(items, value, strict=True)) else tuple(items)

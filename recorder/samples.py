@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import torch
-from kernelscope.analyzer.samples import encode, tensor_bytes
+from kernelscope.analyzer.samples import encode, safe_repr, tensor_bytes
 
-from .sample_keys import across_passes, call_key, tensor_key, tensor_shape
+from .sample_keys import across_passes, as_called, call_key, holds_containers, tensor_key, tensor_shape
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
@@ -71,16 +71,20 @@ class SampleBook:
         persistent = self.persistent
         book = self
         prediction = None  # (an iterator over the warm-up's order, hold) while the book predicts
+        copies = False  # its calls took lists or dicts: held and kept as they were at the call (as_called)
 
         def record(args: tuple, kwargs: dict) -> int:
             if prediction is not None:
                 predicted, hold = prediction
                 sample_id = next(predicted, -1)  # atomic: calls from several threads each get their own id
+                if copies:
+                    args, kwargs = as_called(args, kwargs)
                 hold((key_call, sample_id, args, kwargs))
                 return sample_id
             return key_call(args, kwargs)
 
         def key_call(args: tuple, kwargs: dict) -> int:
+            nonlocal copies
             if not order:  # the first call since the last reset
                 book._used.append(control)
                 if book.predicting:
@@ -95,6 +99,9 @@ class SampleBook:
                 counts[sample_id] += 1
             else:
                 sample_id = ids[key] = len(samples)
+                copies = copies or holds_containers(args, kwargs)  # a new signature: the only new structure
+                if copies:
+                    args, kwargs = as_called(args, kwargs)
                 if not samples:  # functions that were never called have no entry
                     book.samples[function_name], book.counts[function_name] = samples, counts
                     book.descriptions[function_name] = descriptions
@@ -272,9 +279,33 @@ def describe(args: tuple, kwargs: dict) -> dict:
     as they were then, for a model may reshape them in place after the call (``h.t_()``)."""
     return {
         "tensor_bytes": tensor_bytes((args, kwargs)),
-        "args": encode(args, tensor_meta),
-        "kwargs": encode(kwargs, tensor_meta),
+        "args": encode(args, tensor_meta, object_repr=repr_without_values),
+        "kwargs": encode(kwargs, tensor_meta, object_repr=repr_without_values),
     }
+
+
+def repr_without_values(value: Any) -> str:
+    """safe_repr of an argument of no JSON type, its tensors shown by shape, dtype and device: printing their
+    values reads them off the device (a synchronization and a copy inside the recorded pass, device events that
+    are not the model's: Mask R-CNN slices its masks by 0-dim CUDA tensors), and a large one's fill megabytes."""
+    if type(value) is slice:
+        return f"slice({', '.join(repr_without_values(v) for v in (value.start, value.stop, value.step))})"
+    if isinstance(value, _Tensor):
+        return _tensor_text(value)
+    own = {name: vars(_Tensor)[name] for name in ("__repr__", "__format__")}
+    _Tensor.__repr__, _Tensor.__format__ = _tensor_text, _tensor_format  # an object of the model's that prints some
+    try:
+        return safe_repr(value)
+    finally:
+        _Tensor.__repr__, _Tensor.__format__ = own["__repr__"], own["__format__"]
+
+
+def _tensor_text(value: Any, *_: Any, **__: Any) -> str:
+    return f"tensor(shape={list(tensor_shape(value))}, dtype={value.dtype}, device={value.device})"
+
+
+def _tensor_format(value: Any, spec: str) -> str:
+    return _tensor_text(value)
 
 
 def tensor_meta(value: Any) -> dict | None:
