@@ -82,7 +82,7 @@ def one_pass(w, capture=None):
 
 def flatten(out):
     if isinstance(out, torch.Tensor):
-        return [out]
+        return list(out.unbind()) if out.is_nested else [out]  # torch.equal has no jagged layout
     if isinstance(out, (list, tuple)):
         return [t for o in out for t in flatten(o)]
     if isinstance(out, dict):
@@ -240,7 +240,11 @@ def check(w, out_root: Path) -> dict:
         def scopes(run):
             return run.sql("SELECT count(*) AS n FROM events WHERE name LIKE 'ks.%'")["n"].iloc[0]
 
-        result["rows_equal_reference"] = rows(frame) == rows(reference_frame)
+        here, there = rows(frame), rows(reference_frame)
+        result["rows_equal_reference"] = here == there
+        if here != there:  # what differs, to look into offline: (row, count) of each side's surplus
+            result["rows_only_here"] = [(list(r), n) for r, n in (here - there).most_common(8)]
+            result["rows_only_reference"] = [(list(r), n) for r, n in (there - here).most_common(8)]
         result["samples_equal_reference"] = profiler.book.metadata() == reference.book.metadata()
         result["scopes"], result["reference_scopes"] = int(scopes(profiler.run)), int(scopes(reference.run))
         reference.release()
