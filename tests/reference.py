@@ -328,12 +328,11 @@ def _stream_captures(runtime_events: dict) -> dict:
 
 
 def _captured(launch: dict, captures: dict) -> bool:
-    """A launch its thread made while capturing a stream: after a capture call that left one open and before the
-    thread's next capture call (strictly): recorded into a graph, not run, so it has no device event."""
+    """A launch its thread made while capturing a stream: its capture calls that began before it opened more
+    captures than they closed. Recorded into a graph, not run, it has no device event."""
     times, open_after = captures.get((launch.get("pid"), launch.get("tid")), ([], []))
-    t = _ns(launch["ts"])
-    i = bisect.bisect_left(times, t)
-    return i > 0 and open_after[i - 1] > 0 and (i == len(times) or times[i] > t)
+    earlier = bisect.bisect_left(times, _ns(launch["ts"]))
+    return earlier > 0 and open_after[earlier - 1] > 0
 
 
 def _us(ns: int):
