@@ -87,7 +87,7 @@ def split_event_array(
     limits = limits or Limits()
     with open_trace(path, compressed, threads) as stream:
         head = _read_head(stream)
-        found = _find_events_key(head)
+        found = find_events_key(head)
         if found is None:
             return _slow_path(path, head, stream, scratch, on_part, limits)
         key_start, array_start = found
@@ -130,7 +130,7 @@ def _read_head(stream: BinaryIO) -> bytes:
     return head
 
 
-def _find_events_key(head: bytes) -> tuple[int, int] | None:
+def find_events_key(head: bytes) -> tuple[int, int] | None:
     """(offset of the key, offset of its array's ``[``) when ``"traceEvents"`` is a top-level key."""
     pos = head.find(b'"traceEvents"')
     while pos != -1:
