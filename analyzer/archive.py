@@ -47,7 +47,7 @@ def run_id_of(path: str | os.PathLike) -> str:
     """``run-`` and 12 hex digits of a SHA-256 over every rank's manifest, sample store and trace bytes."""
     path = Path(path)
     digest = hashlib.sha256()
-    for source in find_ranks(path):
+    for source in find_ranks(path, notice=False):  # Run says what it leaves out
         files = [source.trace] if source.manifest is None else [source.trace.parent / MANIFEST]
         files += [] if source.manifest is None else [source.samples, source.trace]
         for file in files:

@@ -33,11 +33,12 @@ FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND ks_launch_category(cat)
   AND correlation IS NOT NULL;
 
--- The operator each External id of a launch or device event names: the first operator with it, and where it ran
--- (read from events: ks_enclosers keeps only the operators that may hold a launch).
+-- The operator each External id of a launch or device event names: the first operator with it, where it ran and
+-- whether its name has a namespace (read from events: ks_enclosers keeps only the operators that may hold a launch).
 CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
 SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
-       arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns
+       arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns,
+       arg_min(contains(name, '::'), event_id) AS namespaced
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
@@ -112,9 +113,12 @@ DROP TABLE ks_launches;
 -- The points and spans whose holders the attribution reads: a launch point is held where the spans of its thread
 -- hold [at_ns, at_ns + 1); a CPU operator (op_id) is held where they hold its own span ([at_ns, at_end_ns), 1 ns
 -- when it lasts 0 ns), by a span that comes before it in nesting order (not itself, nor an identical span later
--- in the trace, which it holds: see ks_innermost). A point's key (anchor) is the least event id of its rows, an
--- aggregate that runs on every thread (numbering the points with row_number() ran on one: 0.1 s of a 1 GB trace
--- at any core count); event ids are unique, so no two points share one.
+-- in the trace, which it holds: see ks_innermost). A device event whose launch the trace lacks (the profiler lost
+-- the runtime call, or the trace was cut) is held as the operator its External id names is: that operator made
+-- the launch, so the spans that hold it held the launch (those inside it may not have). A point's key (anchor) is
+-- the least event id of its rows (an operator's: its own), an aggregate that runs on every thread (numbering the
+-- points with row_number() ran on one: 0.1 s of a 1 GB trace at any core count); event ids are unique, so no two
+-- points share one.
 CREATE OR REPLACE TEMP TABLE ks_anchors AS
 SELECT min(event_id) AS anchor, at_pid AS pid, at_tid AS tid, at_ns, at_ns + 1 AS at_end_ns,
        CAST(NULL AS BIGINT) AS op_id, CAST(NULL AS BIGINT) AS op_end_ns
@@ -124,7 +128,11 @@ GROUP BY at_pid, at_tid, at_ns
 UNION ALL
 SELECT event_id, at_pid, at_tid, at_ns, at_ns + greatest(dur_ns, 1), event_id, at_ns + dur_ns
 FROM ks_items
-WHERE is_cpu_op;
+WHERE is_cpu_op
+UNION ALL
+SELECT op_id, pid, tid, ts_ns, greatest(end_ns, ts_ns + 1), op_id, end_ns
+FROM ks_ops_by_id
+WHERE external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL);
 
 -- The time bucket (2^shift ns) by which ks_enclosers drops spans: a span inside one bucket holds no launch point
 -- unless a point of its thread falls in that bucket. Half of a trace's operators are leaves (aten::view,
@@ -243,23 +251,28 @@ DROP TABLE ks_enclosers;
 -- parent (parent_op_id). Its call's operator (call_op_id: the outermost one in its call scope, or of all outside
 -- one) and, outside any call scope, the operator the trace rule names its call after (named_op_id, where the
 -- variable other_operator_call turns that rule on: the outermost one with a namespace in its module scope, or of all
--- outside one, else the outermost one there): a CPU row holds itself for both.
+-- outside one, else the outermost one there): a row held as an operator (held_op_id: a CPU row, and a device event
+-- without a launch, ks_anchors) holds that operator for both. A device event without a launch was launched from its
+-- operator's thread (at_pid, at_tid); its at_ns stays NULL.
 CREATE OR REPLACE TEMP TABLE ks_rows AS
 SELECT it.*, i.module.id AS module_id, i.function.id AS function_id,
-       CASE WHEN it.is_cpu_op THEN it.event_id ELSE coalesce(obi.op_id, i.inner_op.id) END AS op_id,
+       CASE WHEN it.is_cpu_op THEN it.event_id ELSE coalesce(it.external_op_id, i.inner_op.id) END AS op_id,
        CASE WHEN it.is_cpu_op THEN i.inner_op.id END AS parent_op_id,
-       coalesce(CASE WHEN i.function IS NULL THEN i.outer_op.id ELSE c.inside_op_id END,
-                CASE WHEN it.is_cpu_op THEN it.event_id END) AS call_op_id,
+       coalesce(CASE WHEN i.function IS NULL THEN i.outer_op.id ELSE c.inside_op_id END, it.held_op_id) AS call_op_id,
        CASE WHEN i.function IS NULL AND getvariable('other_operator_call') IS NOT NULL
-            THEN coalesce(c.inside_namespaced_op_id, CASE WHEN it.is_cpu_op AND it.namespaced THEN it.event_id END,
-                          c.inside_op_id, CASE WHEN it.is_cpu_op THEN it.event_id END) END AS named_op_id
-FROM ks_items it
+            THEN coalesce(c.inside_namespaced_op_id, CASE WHEN it.held_op_namespaced THEN it.held_op_id END,
+                          c.inside_op_id, it.held_op_id) END AS named_op_id
+FROM (SELECT it.* REPLACE (coalesce(it.at_pid, obi.pid) AS at_pid, coalesce(it.at_tid, obi.tid) AS at_tid),
+             obi.op_id AS external_op_id,
+             CASE WHEN it.is_cpu_op THEN it.event_id WHEN it.at_ns IS NULL THEN obi.op_id END AS held_op_id,
+             CASE WHEN it.is_cpu_op THEN it.namespaced WHEN it.at_ns IS NULL THEN obi.namespaced END
+                 AS held_op_namespaced,
+             CASE WHEN it.at_ns IS NULL AND NOT it.is_cpu_op THEN obi.ts_ns ELSE it.at_ns END AS held_ns
+      FROM ks_items it LEFT JOIN ks_ops_by_id obi ON obi.external_id = it.external_id) it
 LEFT JOIN ks_anchors a
-  ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.at_ns
- AND a.op_id IS NOT DISTINCT FROM CASE WHEN it.is_cpu_op THEN it.event_id END
+  ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.held_ns AND a.op_id IS NOT DISTINCT FROM it.held_op_id
 LEFT JOIN ks_innermost i USING (anchor)
-LEFT JOIN ks_call_ops c USING (anchor)
-LEFT JOIN ks_ops_by_id obi ON obi.external_id = it.external_id;
+LEFT JOIN ks_call_ops c USING (anchor);
 DROP TABLE ks_items;
 DROP TABLE ks_anchors;
 DROP TABLE ks_innermost;

@@ -87,7 +87,7 @@ def split_event_array(
     limits = limits or Limits()
     with open_trace(path, compressed, threads) as stream:
         head = _read_head(stream)
-        found = _find_events_key(head)
+        found = find_events_key(head)
         if found is None:
             return _slow_path(path, head, stream, scratch, on_part, limits)
         key_start, array_start = found
@@ -130,7 +130,7 @@ def _read_head(stream: BinaryIO) -> bytes:
     return head
 
 
-def _find_events_key(head: bytes) -> tuple[int, int] | None:
+def find_events_key(head: bytes) -> tuple[int, int] | None:
     """(offset of the key, offset of its array's ``[``) when ``"traceEvents"`` is a top-level key."""
     pos = head.find(b'"traceEvents"')
     while pos != -1:
@@ -259,6 +259,8 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
         if first is not None and not isinstance(first, dict):  # a memory timeline (export_memory_timeline): arrays
             kind = _JSON_KINDS.get(type(first), "value")
             raise BadInputError(path, f"is JSON but not a Kineto/Chrome trace (an array of {kind}s, not of events)")
+        if _legacy_export(doc):
+            raise BadInputError(path, LEGACY_EXPORT)
         doc = {"traceEvents": doc}
     if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "traceEvents" not in doc:
         raise BadInputError(
@@ -272,6 +274,23 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
         out.write(orjson.dumps(doc.pop("traceEvents")))
     on_part(0, Part(0, part_file(scratch, 0)))
     return doc
+
+
+# torch.autograd.profiler's own exporter (EventList.export_chrome_trace: torch's legacy profiler, and
+# prof.function_events in later torch) writes a bare array of events of these processes, with no category but its
+# flows' (cpu_to_cuda), no correlation and no External id: nothing says what an event is or what launched a kernel.
+LEGACY_PIDS = ("CPU functions", "CUDA functions")
+LEGACY_EXPORT = (
+    'is a trace of torch.autograd.profiler\'s legacy exporter (EventList.export_chrome_trace: events of pid "CPU'
+    ' functions" without categories, correlations or External ids), which kernelscope cannot attribute: export'
+    " the profile with torch.profiler.profile()'s export_chrome_trace"
+)
+
+
+def _legacy_export(events: list) -> bool:
+    objects = [event for event in events if isinstance(event, dict)]
+    legacy = any(event.get("pid") in LEGACY_PIDS for event in objects)
+    return legacy and all(str(event.get("cat", "cpu_to_")).startswith("cpu_to_") for event in objects)
 
 
 def _is_utf16(data: bytes) -> bool:

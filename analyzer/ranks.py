@@ -14,6 +14,7 @@ from pathlib import Path
 from .errors import BadInputError
 from .rundir import MANIFEST, MAX_RANK, SAMPLES, TRACE, is_rank, json_text, read_manifest
 from .samples import read_samples, render_call
+from .trace_kind import not_a_trace
 
 RANK_DIR = "rank-{rank}"
 ARCHIVE_MARKER = "kernelscope-archive.json"  # archive.MARKER: an archive's folder is no directory of traces
@@ -56,13 +57,15 @@ def is_job_directory(path: Path) -> bool:
     return path.is_dir() and not (path / MANIFEST).exists() and bool(rank_directories(path))
 
 
-def find_ranks(path: Path) -> list[RankSource]:
-    """The recordings at ``path``, in rank order, checked to belong together."""
+def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
+    """The recordings at ``path``, in rank order, checked to belong together. In a directory of plain traces, the
+    JSON files that are no traces are left out, with a RuntimeWarning naming them (``notice``)."""
     if path.is_dir():
         if is_job_directory(path):
             return _job(path)
         traces = plain_traces(path)
         if traces:
+            traces = _traces_of(path, traces, notice)
             return [RankSource(None, _readable_trace(trace), None, {}, None) for trace in traces]
         return [_run_directory(path, None)]
     if path.exists():
@@ -77,6 +80,20 @@ def plain_traces(path: Path) -> list[Path]:
     if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
         return []
     return sorted(child for child in path.iterdir() if child.name.endswith((".json", ".json.gz")) and child.is_file())
+
+
+def _traces_of(path: Path, files: list[Path], notice: bool) -> list[Path]:
+    """The traces among the JSON ``files`` of a directory of plain traces: those that are JSON of another kind
+    (trace_kind.py) are left out, and a directory that holds no trace is refused."""
+    kinds = {file: not_a_trace(file) for file in files}
+    others = [f"{file.name} ({kind})" for file, kind in kinds.items() if kind is not None]
+    traces = [file for file, kind in kinds.items() if kind is None]
+    listed = ", ".join(others[:10]) + (f", … ({len(others)} in all)" if len(others) > 10 else "")
+    if not traces:
+        raise BadInputError(path, f"holds no Kineto trace, only JSON of other kinds: {listed}")
+    if others and notice:
+        warnings.warn(f"{path}: leaves out the JSON files that are not Kineto traces: {listed}", RuntimeWarning, 4)
+    return traces
 
 
 def _readable_trace(path: Path) -> Path:

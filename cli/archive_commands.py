@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .loading import prefix_options
+from .loading import prefix_options, warnings_as_lines
 from .output import Output, emit, output_options
 from .rows import TOP_K, note_rows_left_out, rows_to_show
 
@@ -30,7 +30,8 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
 
     store = Archive(archive_path, create=True)
     for source in sources:
-        run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)
+        with warnings_as_lines():
+            run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)
         click.echo(f"{run_id}  {source}: " + ("archived" if added else "already in the archive, unchanged"))
 
 

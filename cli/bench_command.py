@@ -90,7 +90,7 @@ def bench(
             raise click.UsageError(str(exc)) from None
     for warning in caught:
         if issubclass(warning.category, RuntimeWarning):
-            click.echo(f"warning: {str(warning.message).removeprefix('kernelscope: ')}", err=True)
+            click.echo(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}", err=True)
     shown = frame[TABLE_COLUMNS] if output.to_terminal else frame
     emit(shown, output, title=f"{run}: {_where(frame)}")
     saved = recorder_bench.bench_savings(frame)

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import warnings
+from contextlib import contextmanager
+
 import click
 
 
@@ -51,9 +54,27 @@ def load(path: str, module_prefix: str | None, function_prefix: str | None, run_
     if run_ref is not None:
         raise click.UsageError(f"--run names a run of an archive, and {path} is not one")
     try:
-        return load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
+        with warnings_as_lines():
+            return load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+@contextmanager
+def warnings_as_lines():
+    """The analyzer's RuntimeWarnings in the block (the files or ranks a load leaves out) as the CLI's one line
+    each, ``kernelscope: warning: …``, after it; any other warning as Python shows it."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)
+            yield
+    finally:
+        for warning in caught:
+            if issubclass(warning.category, RuntimeWarning):
+                click.echo(f"kernelscope: warning: {warning.message}", err=True)
+            else:
+                warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
 
 def load_run_of(

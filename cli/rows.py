@@ -92,7 +92,7 @@ def print_footer(run, rank: int | None = None) -> None:
     check = run.launch_check() if rank is None else run.parts[rank].check
     if not check.ok:
         click.echo(
-            f"warning: the profiler lost events: {check.launches_without_device_event} launches without "
+            f"kernelscope: warning: the profiler lost events: {check.launches_without_device_event} launches without "
             f"device event, {check.device_events_without_launch} device events without launch.",
             err=True,
         )

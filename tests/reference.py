@@ -156,11 +156,11 @@ def reference_attribution(
     device = [(i, e, s, end) for i, e, s, end in spans if e.get("cat") in DEVICE_CATS]
     cpu_mode = not device
 
-    first_ops: dict = {}  # External id -> (pid, tid, start, end) of the first operator that has it
-    for _i, e, s, end in spans:
+    first_ops: dict = {}  # External id -> (pid, tid, start, end, event index) of the first operator that has it
+    for i, e, s, end in spans:
         external = e.get("args", {}).get("External id")
         if role(e) == "op" and external is not None:
-            first_ops.setdefault(external, (e.get("pid"), e.get("tid"), s, end))
+            first_ops.setdefault(external, (e.get("pid"), e.get("tid"), s, end, i))
 
     launch_by_corr: dict = {}
     launch_external: dict = {}  # a kernel that carries no External id has its launch's
@@ -213,8 +213,11 @@ def reference_attribution(
             "named_op_event": named[3] if named else None,
         }
 
-    contexts: dict = {}  # (pid, tid, t) -> attribution of a launch at time t; CPU: event index -> attribution
+    contexts: dict = {}  # (pid, tid, t) -> attribution of a launch at time t; an operator's: event index -> its
     wanted: dict = {}
+    # a device event whose launch the trace lacks is held as the operator its External id names is held
+    lost = [e["args"] for _i, e, _s, _end in device if e["args"].get("correlation") not in launch_by_corr]
+    held_ops = {first_ops[a["External id"]][4] for a in lost if a.get("External id") in first_ops}
     if not cpu_mode:
         for pid, tid, t in launch_by_corr.values():
             wanted.setdefault((pid, tid), set()).add(t)
@@ -231,7 +234,7 @@ def reference_attribution(
             while stack and s >= stack[-1][1]:
                 stack.pop()
             entry = (s, end, e, i)
-            if cpu_mode and role(e) == "op":  # held by the spans that contain it and came before it
+            if (cpu_mode or i in held_ops) and role(e) == "op":  # held by the spans that contain it, before it
                 contexts[i] = read([x for x in stack if x[1] >= end and x[1] > s], entry)
             stack.append(entry)
         while p < len(points):
@@ -277,7 +280,9 @@ def reference_attribution(
     for i, e, s, end in device:
         args = e.get("args", {})
         launch = launch_by_corr.get(args.get("correlation"))
-        ctx = (contexts.get(launch) if launch else None) or empty
+        if launch is None and args.get("External id") in first_ops:
+            launch = first_ops[args["External id"]][4]
+        ctx = (contexts.get(launch) if launch is not None else None) or empty
         external = args.get("External id", launch_external.get(args.get("correlation")))
         op = ops_by_external.get(external) or ctx["inner_op"]
         ctx = named_from_the_trace(ctx, graph_launches.get(args.get("correlation")))

@@ -137,7 +137,8 @@ SPAN_KINDS = [("cpu_op", "aten::op{}"), ("user_annotation", "ks.module:m{}"), ("
 @st.composite
 def spans_around_launch_points(draw):
     """Launch points and overlapping spans on a grid of one to 2^16 ns, on one or two threads: spans start and end
-    on points, straddle and fill the attribution's time buckets (powers of two of ns), or hold no point."""
+    on points, straddle and fill the attribution's time buckets (powers of two of ns), or hold no point; a third of
+    the launches lost, their kernels held as the operator their External id names (if they carry one)."""
     unit = draw(st.sampled_from([1, 3, 1000, 1 << 16]))
     threads = draw(st.sampled_from([[1], [1, 2]]))
 
@@ -148,6 +149,7 @@ def spans_around_launch_points(draw):
     for i, tick in enumerate(sorted(set(draw(st.lists(st.integers(0, 300), min_size=1, max_size=10))))):
         tid = draw(st.sampled_from(threads))
         args = {"correlation": 100 + i, "External id": draw(st.integers(0, 12))}
+        lost = draw(st.sampled_from([False, False, True]))  # the profiler lost the launch: the kernel is left
         events.append(
             {
                 "ph": "X",
@@ -160,6 +162,8 @@ def spans_around_launch_points(draw):
                 "args": args,
             }
         )
+        if lost:
+            events.pop()
         events.append(
             {
                 "ph": "X",
@@ -468,3 +472,35 @@ def test_a_launch_filed_under_another_thread_is_its_operator_s(tmp_path, far_apa
         3,
     ]
     assert frame.loc[6, ["function_name", "thread"]].tolist() == ["Tensor.add_", 2]
+
+
+@pytest.mark.parametrize("far_apart", [False, True], ids=["integer key", "struct key"])
+def test_a_kernel_whose_launch_was_lost_is_held_as_its_operator(tmp_path, far_apart):
+    """A device event whose correlation has no launch in the trace (the profiler lost the runtime call, or the trace
+    was cut) belongs to the operator its External id names, on that operator's thread, and to the scopes that hold
+    that operator (not to one inside it, which may not have held the launch); the launch check still counts it."""
+    events = [
+        _span("ks.module:block", "user_annotation", 0, 100, tid=3),
+        _span("ks.fn:linear#0", "user_annotation", 10, 80, tid=3),
+        _span("aten::linear", "cpu_op", 20, 60, tid=3, **{"External id": 1}),
+        _span("aten::addmm", "cpu_op", 25, 40, tid=3, **{"External id": 2}),
+        _span("ks.fn:relu#0", "user_annotation", 26, 30, tid=3),  # inside the operator: not the lost launch's call
+        _span("cudaLaunchKernel", "cuda_runtime", 30, 5, tid=3, correlation=7, **{"External id": 2}),
+        {**_kernel(7, 200), "args": {"correlation": 7, "External id": 2, "device": 0, "stream": 7}},
+        {**_kernel(11, 210), "args": {"correlation": 11, "External id": 2, "device": 0, "stream": 7}},  # lost
+        _span("ks.module:block.head", "user_annotation", 120, 20, tid=3),
+        _span("aten::mul", "cpu_op", 125, 5, tid=3, **{"External id": 3}),
+        {**_kernel(12, 220), "args": {"correlation": 12, "External id": 3, "device": 0, "stream": 7}},  # lost
+        _kernel(13, 230),  # lost, and no External id: nothing to attribute it by
+    ]
+    with _load(tmp_path, events, far_apart) as run:
+        rows = run.profiling_df().set_index("correlation")
+        check = run.launch_check()
+        ids = dict(run.sql("SELECT name, event_id FROM events WHERE cat = 'cpu_op'").itertuples(index=False))
+    columns = ["module_name", "function_name", "op", "call_op", "thread", "call_event_id"]
+    got = {c: rows.loc[c, columns].tolist() for c in (7, 11, 12)}
+    assert got[7][:5] == ["block", "relu", "aten::addmm", None, 3]
+    assert got[11][:5] == ["block", "linear", "aten::addmm", "aten::linear", 3]
+    assert got[12] == ["block.head", "aten::mul", "aten::mul", "aten::mul", 3, ids["aten::mul"]]
+    assert rows.loc[13, columns].isna().all()
+    assert (check.device_events, check.device_events_without_launch) == (6 if far_apart else 4, 3)

@@ -72,7 +72,8 @@ def test_a_cuda_recording_replayed_on_the_cpu_warns_and_writes_every_column(tmp_
     result = invoke("bench", REPO / "sample_traces" / "demo", "--function", "Tensor.__add__", "--device", "cpu",
                     "--repeat", 2, "--warmup", 0, "-o", target)  # fmt: skip
     assert result.exit_code == 0
-    assert "warning: " in result.stderr and "recorded on cuda (NVIDIA H200) and is replayed on cpu" in result.stderr
+    assert result.stderr.startswith("kernelscope: warning: ")
+    assert "recorded on cuda (NVIDIA H200) and is replayed on cpu" in result.stderr
     rows = json.loads(target.read_text())  # .json: one document
     assert [r["sample_id"] for r in rows] == [0, 1] and {r["replayed_on"] for r in rows} == {"cpu"}
     assert all(r["ratio"] is None and r["recorded_us"] > 0 for r in rows)

@@ -375,3 +375,21 @@ def test_the_default_run_directory_is_ignored_by_git():
     patterns = (REPO / ".gitignore").read_text().split()
     name = _default_run_dir("demo").name
     assert any(fnmatch.fnmatch(name + "/", pattern.strip("/") + "/") for pattern in patterns if "*" in pattern)
+
+
+def test_events_the_profiler_lost_are_one_warning_line_as_the_others(tmp_path):
+    """A trace whose profiler lost a launch: the footer's warning carries the prefix of every CLI warning."""
+
+    def span(name, cat, ts, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 5, "args": args}
+
+    kernel = {**span("k", "kernel", 40, correlation=2, device=0, stream=7), "pid": 0, "tid": 7}
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"traceEvents": [span("aten::mm", "cpu_op", 0), kernel]}))
+    for args in (["analyze", trace], ["analyze", trace, "--rank", 0]):
+        result = invoke(*args)
+        assert result.exit_code == 0
+        assert result.stderr == (
+            "kernelscope: warning: the profiler lost events: 0 launches without device event, 1 device events "
+            "without launch.\n"
+        )
