@@ -327,7 +327,7 @@ def _install(
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patch_module(module, attribute, wrapper)
             continue
-        if launches_no_kernel(module):
+        if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
             continue
         if folds_into_its_call(module) and functions:
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
