@@ -130,7 +130,8 @@ class Run:
         for position, source in enumerate(sources):
             named = calls_named_from_the_trace(source.manifest)
             escaped = rundir.names_escaped(source.manifest)
-            define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False)
+            define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False,
+                               torchscript_paths=rundir.torchscript_paths(source.manifest))  # fmt: skip
             try:
                 header = ingest_trace(con, source.trace, progress=progress)
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)

@@ -112,6 +112,20 @@ def read_at_most(path: Path, limit: int, what: str) -> bytes:
     return b"".join(chunks)
 
 
+def torchscript_paths(manifest: dict | None) -> list[tuple[str, str, str]]:
+    """(TorchScript module, path inside it, module) for each module path a recording of TorchScript modules maps
+    (annotation ``torchscript_modules``, checked by check_manifest; docs/format.md); none elsewhere."""
+    paths = {} if manifest is None else manifest.get("annotation", {}).get("torchscript_modules", {})
+    return [(scope, path, module) for scope, modules in paths.items() for path, module in modules.items()]
+
+
+def _is_path_map(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(modules, dict) and all(isinstance(m, str) for m in (*modules, *modules.values()))
+        for modules in value.values()
+    )
+
+
 def check_manifest(path: str | os.PathLike, manifest: object) -> None:
     """A parsed manifest (of a run directory at ``path``, or archived there), checked for the fields and version this
     analyzer understands; ``files`` and ``annotation`` are set to ``{}`` where missing, ``files``' names to their
@@ -133,6 +147,8 @@ def check_manifest(path: str | os.PathLike, manifest: object) -> None:
     for key, value in manifest["annotation"].items():
         if key in NAMING_ANNOTATIONS and not (isinstance(value, str) and value):
             raise BadInputError(path, f"has annotation.{key} {value!r}, not a non-empty string")
+    if not _is_path_map(manifest["annotation"].get("torchscript_modules", {})):
+        raise BadInputError(path, "has annotation.torchscript_modules that is not an object of objects of strings")
     for key, default in (("trace", TRACE), ("samples", SAMPLES), ("sample_tensors", None)):
         name = manifest["files"].setdefault(key, default)
         if name is not None and not _is_plain_name(name):

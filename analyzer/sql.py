@@ -67,6 +67,11 @@ def drop_held(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
 
 
+def _path_struct(entry: tuple[str, str, str]) -> str:
+    scope, path, module = map(quote, entry)
+    return f"{{scope: {scope}, path: {path}, module: {module}}}"
+
+
 def define_scope_names(
     con: duckdb.DuckDBPyConnection,
     module_prefix: str,
@@ -76,6 +81,7 @@ def define_scope_names(
     other_operator_call: str | None = None,
     *,
     names_escaped: bool = False,
+    torchscript_paths: list[tuple[str, str, str]] = (),
     macros: bool = True,
 ) -> None:
     """The variables and macros (scope_names.sql) by which the SQL files tell scopes apart and read names; the
@@ -86,7 +92,8 @@ def define_scope_names(
     format 3); None (SQL NULL) elsewhere. ``other_operator_call``: where not None, the kernels no call scope holds
     are named after an operator (attribution.sql), this name for an operator without a namespace.
     ``names_escaped``: the scopes carry module and call names percent-escaped (rundir.scope_text), which the macros
-    read back."""
+    read back. ``torchscript_paths``: (TorchScript module, path inside it, module) of a recording's TorchScript
+    modules (rundir.torchscript_paths), the modules their operators' Module Hierarchy names (attribution.sql)."""
     variables = (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),
@@ -102,5 +109,7 @@ def define_scope_names(
             for name, value in variables
         )
         + f"SET VARIABLE names_escaped = {'true' if names_escaped else 'false'};"
+        + f"SET VARIABLE torchscript_paths = CAST([{', '.join(map(_path_struct, torchscript_paths))}] "
+        + "AS STRUCT(scope VARCHAR, path VARCHAR, module VARCHAR)[]);"
         + (sql_text("scope_names.sql") if macros else "")
     )

@@ -31,10 +31,9 @@ def has_module_stacks(module: Any) -> bool:
     a ``torch.fx.symbolic_trace`` that traced into submodules). One whose only stacks are on its ``call_module``
     nodes (a symbolic trace of leaf modules) runs those modules' own forwards, which have their scopes: its code
     runs as it is."""
-    graph = getattr(module, "graph", None)
-    return isinstance(module, torch.fx.GraphModule) and any(
-        node.op in _CALLS[:2] and node.meta.get(_STACK) for node in graph.nodes
-    )
+    if not isinstance(module, torch.fx.GraphModule):  # before reading graph: a TorchScript ModuleList's raises
+        return False
+    return any(node.op in _CALLS[:2] and node.meta.get(_STACK) for node in module.graph.nodes)
 
 
 class _ScopedInterpreter(torch.fx.Interpreter):

@@ -18,6 +18,8 @@ the model's binding):
   (``F.multi_head_attention_forward`` -> ``F.linear``) are each scoped and the innermost owns its kernels;
 - with ``calls="all"`` (recorder/calls.py): torch-level calls outside functionals and functionals held by
   stored references.
+- ``nn.Module.__reduce_ex__``, so that a module the model copies or pickles while recorded holds its own values
+  (recorder/copies.py).
 
 The functions' wrappers are made once per process, for the exact objects they wrap (recorder/wrappers.py).
 
@@ -50,6 +52,7 @@ from .compiled import (
     optimized_module_type,
     with_own_values,
 )
+from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
@@ -304,12 +307,11 @@ def _install(
     originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
     compiled_roots: list[str] = []
     observed, observed_names = [], []
-    patched: dict[int, tuple[nn.Module, dict[str, tuple[Any, Any]]]] = {}  # see _copies_without_patches
+    bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
 
     def patch_module(module: nn.Module, key: str, value: Any) -> None:
-        entry = patched.setdefault(id(module), (module, {}))
-        entry[1][key] = (vars(module).get(key, _MISSING), value)
         patches.set_item(vars(module), key, value)
+        bound.append(patches.saved[-1])
 
     for name, module in named_modules:
         if any(root == "" or name.startswith(root + ".") for root in compiled_roots):
@@ -325,7 +327,7 @@ def _install(
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patch_module(module, attribute, wrapper)
             continue
-        if launches_no_kernel(module):
+        if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
             continue
         if folds_into_its_call(module) and functions:
             wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
@@ -335,42 +337,19 @@ def _install(
             wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
         patch_module(module, "forward", wrapper)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
-    _copies_without_patches(patches, patched)
-    if plan is None:
-        _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls)
-        return
-    for owner, values in plan.groups:
-        patches.set_all(owner, values)
-    if calls == "all":
-        for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
-            patches.set_item(owner, key, replacement)
-    _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls)
+    if plan is not None:
+        for owner, values in plan.groups:
+            patches.set_all(owner, values)
+        if calls == "all":
+            for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
+                patches.set_item(owner, key, replacement)
+    _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
+    copies_without_patches(patches, bound, _MISSING)
 
 
-def _copies_without_patches(patches: _Patches, patched: dict) -> None:
-    """While the patches are in place, ``nn.Module.__getstate__`` (what copy.deepcopy, copy.copy and pickle read) gives
-    a patched module's forward as it was: a model that copies a submodule in its forward (and changes the copy's
-    weights) would run the original module through the copy's wrapper, and one that saves it could not pickle the
-    wrapper. (A functional held by reference, replaced by its wrapper, is copied as the wrapper, which calls it.)"""
-    original = vars(nn.Module)["__getstate__"]
-
-    def __getstate__(self):  # noqa: N807 (the name pickle looks up)
-        state = original(self)
-        entry = patched.get(id(self))
-        if entry is None or entry[0] is not self:
-            return state
-        for key, (before, put) in entry[1].items():
-            if state.get(key, _MISSING) is put:
-                if before is _MISSING:
-                    del state[key]
-                else:
-                    state[key] = before
-        return state
-
-    patches.set_attribute(nn.Module, "__getstate__", wraps(__getstate__, original, "__getstate__"))
-
-
-def _scope_compiled_methods(patches: _Patches, named_modules: Iterable, sampled: Any, calls: str) -> None:
+def _scope_compiled_methods(
+    patches: _Patches, named_modules: Iterable, sampled: Any, calls: str, patch_module: Any
+) -> None:
     """Scope the compiled methods a module holds beside its forward (``compiled.compiled_methods``) as the call
     ``torch.compile`` in the module's scope; while one runs, the module attributes patched in its modules hold the
     model's own values again, which its compiled graphs guard."""
@@ -384,4 +363,4 @@ def _scope_compiled_methods(patches: _Patches, named_modules: Iterable, sampled:
         for attribute, method in methods:
             scoped = compiled_forward(with_own_values(method, held, _MISSING), MODULE_PREFIX + scope_text(name), namer,
                                       marks_its_calls=calls == "all")  # fmt: skip
-            patches.set_item(vars(module), attribute, scoped)
+            patch_module(module, attribute, scoped)

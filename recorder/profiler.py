@@ -39,6 +39,7 @@ from .run_writer import (
 from .sample_form import check_samples
 from .samples import Sample, SampleBook
 from .threads import model_threads
+from .torchscript import torchscript_paths
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
 DEFAULT_SAMPLE_MEMORY_LIMIT_MB = 1024.0
@@ -155,6 +156,9 @@ class ModuleFunctionKernelProfiler:
             tags=tags,
             calls=self.calls,
         )
+        scripted = torchscript_paths(named_modules)  # their operators' module paths (recorder/torchscript.py)
+        if scripted:
+            manifest["annotation"]["torchscript_modules"] = scripted
         with model_threads(), torch.no_grad():  # a pool the model makes at its first call is the model's
             for _ in range(warmup_iterations - patched_warm_ups):
                 _run_pass(fn, data)
@@ -162,7 +166,7 @@ class ModuleFunctionKernelProfiler:
         book = self.book
 
         def recorded_pass():
-            recording = profile(activities=activities, **profiler_options())
+            recording = profile(activities=activities, **profiler_options(with_modules=bool(scripted)))
             with quiet_cycle_warning(), quiet_start_and_stop(recording) as prof:
                 with scope_gate.set_open(True):  # the profiler runs: a scope opened now is closed with it running
                     _run_pass(fn, data)
@@ -328,15 +332,16 @@ def torch_profiler_running() -> bool:
     return bool(torch.autograd.profiler._is_profiler_enabled) or torch._C._autograd._profiler_enabled()
 
 
-def profiler_options() -> dict:
-    """torch.profiler.profile options of a recording, as far as this torch has them.
+def profiler_options(with_modules: bool = False) -> dict:
+    """torch.profiler.profile options of a recording, as far as this torch has them; ``with_modules``: the module path
+    of each TorchScript operator (a model holding TorchScript modules: recorder/torchscript.py).
 
     ``acc_events=True`` (one cycle only) silences torch's warning that events are cleared at the end of a
     cycle, but without ``trace_only`` it also makes torch build its Python event objects when the profiler
     stops, which kernelscope never reads (a cost per trace event: benchmarks/RESULTS.md); then the
     option is left out and the warning filtered (``quiet_cycle_warning``)."""
     config = experimental_config()
-    options = {"experimental_config": config}
+    options = {"experimental_config": config, **({"with_modules": True} if with_modules else {})}
     if "acc_events" in inspect.signature(profile.__init__).parameters and getattr(config, "trace_only", False):
         options["acc_events"] = True
     return options

@@ -306,6 +306,19 @@ def _make(kind: str, function: Any, name: str) -> Any:
     return _marked_call(function, name, outermost_only=kind == _TORCH_CALL)
 
 
+def _named_after_its_place(wrapper: Any, owner: Any, attribute: str) -> Any:
+    """``wrapper`` named as the attribute it is first patched in (``torch.nn.functional.relu``), so that a module
+    holding it can be pickled while recorded (recorder/copies.py): pickle writes a function as its module and
+    qualified name, and checks that they hold it (while recorded they hold the wrapper), and that name loads as the
+    function itself."""
+    if isinstance(wrapper, types.FunctionType):
+        if isinstance(owner, types.ModuleType):
+            wrapper.__module__, wrapper.__qualname__ = owner.__name__, attribute
+        elif isinstance(owner, type):
+            wrapper.__module__, wrapper.__qualname__ = owner.__module__, f"{owner.__qualname__}.{attribute}"
+    return wrapper
+
+
 _KINDS = {TRITON_LAUNCH: _TRITON, AUTOGRAD_APPLY: _AUTOGRAD}  # the targets whose name is their kind's
 
 
@@ -333,7 +346,10 @@ class PatchPlan:
                 kind = _KINDS.get(name) or (functional_kind if owner is F else _TORCH_CALL)
                 key = (kind, name, id(function))
                 before = made_before.get(key)
-                wrapper = before[1] if before is not None and before[0] is function else _make(kind, function, name)
+                if before is not None and before[0] is function:
+                    wrapper = before[1]
+                else:
+                    wrapper = _named_after_its_place(_make(kind, function, name), owner, attribute)
                 self.made[key] = (function, wrapper)
                 self.wrappers[id(function)], self.originals[id(function)] = wrapper, function
             group = owners.get(id(owner))

@@ -260,6 +260,11 @@ RUN_CASES = {
         "manifest.json",
         "has annotation.function_prefix '', not a non-empty string",
     ),
+    "manifest with a malformed TorchScript map": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["annotation", "torchscript_modules"], {"": [1]}))),
+        "manifest.json",
+        "has annotation.torchscript_modules that is not an object of objects of strings",
+    ),
     "newer sample store": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("samples.json", _set_in(["format_version"], 7))),
         "samples.json",

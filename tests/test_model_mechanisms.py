@@ -8,10 +8,13 @@ as an exported program, node by node: the nodes of the root module were scoped i
 them, and its functions, called as the nodes hold them, had no call names), and a model whose helpers, in another
 module of its own code, import functionals by name (their rows were named after their operators, or after the
 torch-level call inside them), and a model that copies or saves a submodule in its forward (the copy ran the
-original module through the wrapper copied with it, and saving it could not pickle the wrapper)."""
+original module through the wrapper copied with it, and saving it could not pickle the wrapper), and one that
+copies or saves itself with modules whose classes define their own ``__getstate__`` (nn.GRU's, a user's) and with
+functionals it holds by reference (the GRU's copy ran the original GRU; no functional's wrapper could be pickled)."""
 
 import copy
 import io
+import pickle
 import warnings
 
 import pytest
@@ -182,4 +185,50 @@ def test_a_submodule_copied_or_saved_in_the_forward_runs_as_the_copy():
     expected = model(x)
     ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
     assert all(torch.equal(output, expected) for output in model.outputs[1:]), "every pass as plain torch's"
-    assert "__getstate__" in vars(nn.Module) and vars(nn.Module)["__getstate__"].__module__ == nn.Module.__module__
+    assert "__reduce_ex__" not in vars(nn.Module) and vars(nn.Module)["__getstate__"].__module__ == nn.Module.__module__
+
+
+class OwnState(nn.Module):
+    """Defines its own ``__getstate__``, which gives its ``__dict__`` itself, as a user's module may."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def __getstate__(self):
+        return self.__dict__
+
+
+class SavesItself(nn.Module):
+    """Saves itself and runs a copy of itself with doubled weights in its forward, holding functionals by reference."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.rnn, self.own = nn.Linear(8, 8), nn.GRU(8, 8, batch_first=True), OwnState()
+        self.act, self.acts, self.table = F.relu, [F.gelu], {"silu": F.silu}
+        self.saved = []
+
+    def activations(self, x):
+        return self.table["silu"](self.acts[0](self.act(x)))
+
+    def forward(self, x):
+        if not self.saved:
+            self.saved.append(pickle.dumps(self))
+            torch.save(self, io.BytesIO())
+        doubled = copy.deepcopy(self)
+        for parameter in doubled.parameters():
+            parameter.data.mul_(2)
+        return self.activations(self.fc(x)) + doubled.own.fc(x) + doubled.rnn(x[None])[0][0] + doubled.activations(x)
+
+
+def test_a_module_holding_functionals_copies_and_pickles_itself_as_it_is():
+    model, x = SavesItself().eval(), torch.randn(2, 8)
+    expected, model.saved = model(x), []
+    outputs = KeepsOutputs(model)
+    frame, _ = ModuleFunctionKernelProfiler().profile(outputs, [((x,), {})], warmup_iterations=1)
+    assert all(torch.equal(output, expected) for output in outputs.outputs), "every pass as plain torch's"
+    assert {"relu", "gelu", "silu"} <= set(frame.loc[frame["module_name"] == "inner", "function_name"])
+    loaded = pickle.loads(model.saved[0])  # pickled while recorded, loaded after: the model as it is
+    assert (loaded.act, loaded.acts, loaded.table) == (F.relu, [F.gelu], {"silu": F.silu})
+    assert not any("forward" in vars(module) for module in loaded.modules()) and torch.equal(loaded(x), expected)
+    assert "__reduce_ex__" not in vars(nn.Module) and type(model.own).__getstate__ is OwnState.__getstate__

@@ -1,0 +1,70 @@
+"""Copies and pickles of a module taken while it is recorded, by the model or a hook of its user
+(``copy.deepcopy(self.layer)``, ``torch.save(self)``).
+
+What the recorder set in a module's ``__dict__`` for the module itself (its scoped ``forward``, a compiled module's
+scoped entry, a compiled method's) is bound to that module: copied with it, the copy's forward would run the original
+module (wrong outputs once the copy's weights change), and pickle cannot write it. While the patches are in place
+``nn.Module.__reduce_ex__``, through which copy.copy, copy.deepcopy and pickle take every module apart, gives the
+module's state with the model's own values there: whatever ``__getstate__`` the module's class defines (``nn.RNNBase``
+has its own; a user's module may) is the one called, and its state is put right afterwards.
+
+The wrapper of a function a module holds by reference (``self.act = F.relu``, ``self.acts = [F.gelu]``) stays in the
+state: it is what that name holds while recorded, copies call it as the model does, and it pickles as the name it is
+patched under (``PatchPlan``, recorder/wrappers.py), which loads as the function itself. The function itself could
+not be pickled there: pickle writes a function as its name, and checks that the name holds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from .wrapping import wraps
+
+
+def _own_values(saved: list) -> dict[int, tuple[dict, dict]]:
+    """id(a module's __dict__) -> (it, {attribute: (the model's value, the recorder's)}), from ``saved``: patches as
+    _Patches saves them, (dict, key, the value before, the value put there)."""
+    held: dict[int, tuple[dict, dict]] = {}
+    for namespace, key, before, put in saved:
+        _, values = held.setdefault(id(namespace), (namespace, {}))
+        values[key] = (values[key][0] if key in values else before, put)
+    return held
+
+
+def state_without_patches(module: nn.Module, state: Any, held: dict, missing: Any) -> Any:
+    """``state`` (what the module's ``__getstate__`` gave: a dict, or a (dict, slots) pair) with the model's values
+    where the recorder's are; ``missing``: _Patches' marker of an attribute the module did not have."""
+    if type(state) is tuple and len(state) == 2 and isinstance(state[0], dict):
+        return state_without_patches(module, state[0], held, missing), state[1]
+    entry = held.get(id(vars(module)))
+    if not isinstance(state, dict) or entry is None or entry[0] is not vars(module):
+        return state  # a module the recorder set nothing in, or a state of its class's own making
+    fixed = state
+    for key, (own, put) in entry[1].items():
+        if state.get(key, missing) is not put:  # not in the state, or set by the model meanwhile
+            continue
+        if fixed is state:
+            fixed = dict(state)  # never the module's own __dict__, which a __getstate__ may give as it is
+        if own is missing:
+            del fixed[key]
+        else:
+            fixed[key] = own
+    return fixed
+
+
+def copies_without_patches(patches: Any, saved: list, missing: Any) -> None:
+    """Patch ``nn.Module.__reduce_ex__`` through ``patches`` (a _Patches) so that a copied or pickled module's state
+    holds the model's own values for the module attributes ``saved`` lists (patches it saved; module docstring)."""
+    held = _own_values(saved)
+    own = vars(nn.Module).get("__reduce_ex__", object.__reduce_ex__)
+
+    def __reduce_ex__(self, protocol):  # noqa: N807 (the name copy and pickle look up)
+        reduced = own(self, protocol)
+        if not isinstance(reduced, tuple) or len(reduced) < 3:
+            return reduced
+        state = state_without_patches(self, reduced[2], held, missing)
+        return reduced if state is reduced[2] else (*reduced[:2], state, *reduced[3:])
+
+    patches.set_attribute(nn.Module, "__reduce_ex__", wraps(__reduce_ex__, own, "__reduce_ex__"))
