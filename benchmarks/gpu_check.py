@@ -349,29 +349,12 @@ def main() -> None:
     if args.pack:
         print("packed:", ", ".join(path.name for path in pack(traces, out)), flush=True)
     columns = [
-        "workload",
-        "rows",
-        "plain_device_events",
-        "same_device_events_as_plain",
-        "pct_time_in_rows",
-        "pct_time_named_function",
-        "pct_time_named_functional_only",
-        "in_process_equals_offline",
-        "outputs_bit_identical",
-        "launch_check_ok",
-        "profile_e2e_s",
-        "profile_e2e_with_tensors_s",
-        "sample_tensors_MB",
-        "sample_keys",
-        "rows_equal_reference",
-        "samples_equal_reference",
-        "scopes",
-        "reference_scopes",
-        "compiled_code",
-        "pct_time_named_warmup_0",
-        "pct_time_named_warmup_1",
-        "compiled_entries_unchanged",
-    ]
+        "workload", "rows", "plain_device_events", "same_device_events_as_plain", "pct_time_in_rows",
+        "pct_time_named_function", "pct_time_named_functional_only", "in_process_equals_offline",
+        "outputs_bit_identical", "launch_check_ok", "profile_e2e_s", "profile_e2e_with_tensors_s", "sample_tensors_MB",
+        "sample_keys", "rows_equal_reference", "samples_equal_reference", "scopes", "reference_scopes",
+        "compiled_code", "pct_time_named_warmup_0", "pct_time_named_warmup_1", "compiled_entries_unchanged",
+    ]  # fmt: skip
     table = pd.DataFrame(results).reindex(columns=columns)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 3):
         print(table.to_string(index=False))
