@@ -118,6 +118,8 @@ def check_manifest(path: str | os.PathLike, manifest: object) -> None:
     defaults."""
     if not isinstance(manifest, dict) or type(manifest.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope manifest (no integer format_version)")
+    if manifest["format_version"] < 1:  # versions count from 1: no kernelscope writes 0 or less
+        raise BadInputError(path, f"has format version {manifest['format_version']}, which no kernelscope writes")
     if manifest["format_version"] > FORMAT_VERSION:
         raise BadInputError(
             path,
@@ -135,8 +137,9 @@ def check_manifest(path: str | os.PathLike, manifest: object) -> None:
             raise BadInputError(path, f"has annotation.{key} {value!r}, not a non-empty string")
     for key, default in (("trace", TRACE), ("samples", SAMPLES), ("sample_tensors", None)):
         name = manifest["files"].setdefault(key, default)
-        if name is not None and not _is_plain_name(name):
-            raise BadInputError(path, f"names files.{key} {name!r}, which is not a file name inside the run directory")
+        if (name is not None or default is not None) and not _is_plain_name(name):  # samples.pt alone may be none
+            shown = repr(name) if isinstance(name, str) else json_text(name)
+            raise BadInputError(path, f"names files.{key} {shown}, which is not a file name inside the run directory")
 
 
 def _check_fields(path: str | os.PathLike, manifest: dict) -> None:

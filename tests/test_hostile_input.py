@@ -54,6 +54,21 @@ HOSTILE_CASES = {
         "manifest.json",
         "has rank 2147483648, not an integer from 0 to 2147483647",
     ),
+    "manifest files.trace null": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "trace"], None))),
+        "manifest.json",
+        "names files.trace null, which is not a file name inside the run directory",
+    ),
+    "manifest files.samples a list": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "samples"], ["samples.json"]))),
+        "manifest.json",
+        'names files.samples ["samples.json"], which is not a file name inside the run directory',
+    ),
+    "manifest format version 0": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["format_version"], 0))),
+        "manifest.json",
+        "has format version 0, which no kernelscope writes",
+    ),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),
         "manifest.json",
