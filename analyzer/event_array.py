@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import orjson
 
-from .errors import BadInputError
+from .errors import BadInputError, json_fault
 from .gzip_members import MemberStream, gzip_members
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
@@ -253,7 +253,7 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
     except orjson.JSONDecodeError as exc:
         if _is_utf16(data):
             raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
-        raise BadInputError(path, f"is not valid JSON ({exc})") from None
+        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc, _is_gzip_stream(stream))})") from None
     if isinstance(doc, list):  # the Chrome trace format also allows a bare array of events
         first = next((item for item in doc if item is not None), None)
         if first is not None and not isinstance(first, dict):  # a memory timeline (export_memory_timeline): arrays
@@ -291,6 +291,11 @@ def _legacy_export(events: list) -> bool:
     objects = [event for event in events if isinstance(event, dict)]
     legacy = any(event.get("pid") in LEGACY_PIDS for event in objects)
     return legacy and all(str(event.get("cat", "cpu_to_")).startswith("cpu_to_") for event in objects)
+
+
+def _is_gzip_stream(stream: BinaryIO) -> bool:
+    """Whether open_trace's ``stream`` decompresses the file (its bytes are not the file's own)."""
+    return isinstance(stream, (MemberStream, _GzipReader))
 
 
 def _is_utf16(data: bytes) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from .atomic import kind_of
-from .errors import BadInputError
+from .errors import BadInputError, json_fault
 
 # 2: call scopes may carry their module (MODULE_SEPARATOR); 3: no scope around CUDA graph replays, whose
 # kernels the analyzer names GRAPH_REPLAY_CALL from their launch (manifest annotation.graph_replay_call), and
@@ -70,11 +70,13 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
     """The manifest of a run directory, checked for the fields and version this analyzer understands."""
     path = held_file(run_dir, MANIFEST, f"is not a kernelscope run directory (no {MANIFEST})")
     try:
-        manifest = orjson.loads(read_at_most(path, MANIFEST_BYTES, "a manifest"))
-    except orjson.JSONDecodeError:
-        raise BadInputError(path, "is not valid JSON") from None
+        data = read_at_most(path, MANIFEST_BYTES, "a manifest")
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        manifest = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
     check_manifest(path, manifest)
     for key, what in (("trace", "trace"), ("samples", "sample store")):
         name = manifest["files"][key]

@@ -47,6 +47,20 @@ def _fifo(tmp_path):
     return path
 
 
+def _bytes_of(tmp_path, name, change):
+    """The trace of RUN as ``name``, its JSON text changed by ``change`` (bytes to bytes), gzipped for ``.gz``."""
+    import gzip
+
+    path = tmp_path / f"{next(_names)}-{name}"
+    text = change(json.dumps(EVENTS).encode())
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    return path
+
+
+def _first_kernel_name(text, by):
+    return text.replace(b'"nvjet', b'"nv' + by + b"jet", 1)
+
+
 # name -> builder(tmp_path) of (bad input, where its message points, the fault it names); read by analyze and archive
 HOSTILE_CASES = {
     "manifest rank past 2**31": lambda tmp_path: (
@@ -68,6 +82,28 @@ HOSTILE_CASES = {
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["format_version"], 0))),
         "manifest.json",
         "has format version 0, which no kernelscope writes",
+    ),
+    "a kernel name that is not UTF-8": lambda tmp_path: (
+        _bytes_of(tmp_path, "latin1.json", lambda text: _first_kernel_name(text, b"\xe9")),
+        "latin1.json",
+        "is not valid JSON (byte 0xe9 at line 1 column ",
+    ),
+    "a gzip trace gzipped again": lambda tmp_path: (
+        _bytes_of(tmp_path, "twice.json.gz", __import__("gzip").compress),
+        "twice.json.gz",
+        "is not valid JSON (it decompresses to gzip-compressed data, not JSON: it was compressed twice)",
+    ),
+    "a zstd file named .json": lambda tmp_path: (
+        _bytes_of(tmp_path, "zstd.json", lambda text: b"\x28\xb5\x2f\xfd" + text),
+        "zstd.json",
+        "is not valid JSON (it is zstd-compressed data: decompress it, or gzip it (.json.gz))",
+    ),
+    "a manifest that is not UTF-8": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path, lambda run: (run / "manifest.json").write_bytes(b'{"format_version": 1, "hostname": "v\xffm"}')
+        ),
+        "manifest.json",
+        "is not valid JSON (byte 0xff at line 1 column 37 is not UTF-8)",
     ),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),
