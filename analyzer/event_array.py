@@ -33,6 +33,7 @@ from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
     BOUNDARY,
     CHUNK,
+    ENDS_EARLY,
     TAIL_KEEP,
     Advance,
     Limits,
@@ -50,6 +51,7 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
     _GzipReader, _IsalError = gzip.GzipFile, zlib.error
 
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
+WHOLE_CHECK_BYTES = 64 << 20  # a plain trace whose end is not found is parsed whole, for the reason, up to this size
 GZIP_MAGIC = b"\x1f\x8b"
 UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
 SEARCH_WINDOW = 4 << 20  # a plain trace is cut at the first boundary between two events this far past each target
@@ -165,7 +167,11 @@ def _copy_parts(
     fd = raw.fileno()
     size = os.fstat(fd).st_size
     tail_start = max(array_start, size - TAIL_KEEP)
-    cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start))
+    try:
+        cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start))
+    except BadInputError:
+        _refuse_what_is_not_cut_short(path, fd, size)
+        raise
     end = tail_start + cut
     ranges, start = [], array_start  # part i is bytes [first, last) of the file, each a whole number of events
     count = max(1, round((end - array_start) / max(part_bytes, 1)))
@@ -194,6 +200,20 @@ def _copy_parts(
         advance(last - first, raw)
         on_part(index, Part(index, out_path))
     return tail_keys
+
+
+def _refuse_what_is_not_cut_short(path: Path, fd: int, size: int) -> None:
+    """A plain file whose tail does not end the trace object: where it is small enough to parse whole and its JSON
+    is wrong in another way than ending early (text after the trace object: a file rewritten in place by a shorter
+    one, two files in one), the parser's reason; else the caller's message, that the JSON ends early."""
+    if size > WHOLE_CHECK_BYTES:
+        return
+    data = os.pread(fd, size, 0)
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if exc.msg != "unexpected end of data":
+            raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
 
 
 def _first_boundary(fd: int, offset: int) -> re.Match | None:
@@ -253,6 +273,8 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
     except orjson.JSONDecodeError as exc:
         if _is_utf16(data):
             raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
+        if exc.msg == "unexpected end of data":
+            raise BadInputError(path, ENDS_EARLY) from None
         raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc, _is_gzip_stream(stream))})") from None
     if isinstance(doc, list):  # the Chrome trace format also allows a bare array of events
         first = next((item for item in doc if item is not None), None)

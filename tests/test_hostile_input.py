@@ -105,6 +105,16 @@ HOSTILE_CASES = {
         "manifest.json",
         "is not valid JSON (byte 0xff at line 1 column 37 is not UTF-8)",
     ),
+    "text after the trace object (a file rewritten in place by a shorter one)": lambda tmp_path: (
+        _bytes_of(tmp_path, "rewritten.json", lambda text: text + b'GARBAGE{["'),
+        "rewritten.json",
+        "is not valid JSON (unexpected content after document: line 1 column ",
+    ),
+    "a trace cut short inside an event's array of objects": lambda tmp_path: (
+        _bytes_of(tmp_path, "cut.json", lambda text: text[: text.rindex(b"}, {") + 4] + b'"args": {"x": [{"a": 1}]}'),
+        "cut.json",
+        "the JSON ends before the trace object is complete (truncated or corrupt)",
+    ),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),
         "manifest.json",
