@@ -252,7 +252,11 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
             raise OSError(exc.errno, problem, tempfile.gettempdir()) from None
         if isinstance(exc, OSError) and exc.errno is not None:  # the system's refusal (EIO, EACCES), not gzip's
             raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
-        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
+        reason = str(exc)
+        if reason.startswith("Not a gzipped file"):  # the file begins as gzip: bytes after a member are not a member
+            start = reason.removeprefix("Not a gzipped file").strip().strip("()")
+            reason = f"bytes after a gzip member, {start}…, are not gzip: garbage after the data"
+        raise BadInputError(path, f"cannot be decompressed or read ({reason})") from None
 
 
 def parse_whole(path: Path, stream: BinaryIO, scratch: str, limits: Limits | None = None) -> dict:

@@ -54,6 +54,8 @@ def _bytes_of(tmp_path, name, change):
     path = tmp_path / f"{next(_names)}-{name}"
     text = change(json.dumps(EVENTS).encode())
     path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    if name.startswith("tail"):
+        path.write_bytes(path.read_bytes() + b"GARBAGEGARBAGE")
     return path
 
 
@@ -114,6 +116,11 @@ HOSTILE_CASES = {
         _bytes_of(tmp_path, "cut.json", lambda text: text[: text.rindex(b"}, {") + 4] + b'"args": {"x": [{"a": 1}]}'),
         "cut.json",
         "the JSON ends before the trace object is complete (truncated or corrupt)",
+    ),
+    "garbage after a gzip member": lambda tmp_path: (
+        _bytes_of(tmp_path, "tail.json.gz", lambda text: text),
+        "tail.json.gz",
+        "cannot be decompressed or read (bytes after a gzip member, b'GA'…, are not gzip: garbage after the data)",
     ),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),
