@@ -307,7 +307,7 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
 # flows' (cpu_to_cuda), no correlation and no External id: nothing says what an event is or what launched a kernel.
 LEGACY_PIDS = ("CPU functions", "CUDA functions")
 LEGACY_EXPORT = (
-    'is a trace of torch.autograd.profiler\'s legacy exporter (EventList.export_chrome_trace: events of pid "CPU'
+    "is a trace of torch.autograd.profiler's legacy exporter (EventList.export_chrome_trace: events of pid \"CPU"
     ' functions" without categories, correlations or External ids), which kernelscope cannot attribute: export'
     " the profile with torch.profiler.profile()'s export_chrome_trace"
 )
