@@ -47,3 +47,31 @@ class RecordingBusyError(KernelscopeError, RuntimeError):
 
 class BadSamplesError(KernelscopeError, ValueError):
     """profile() was given samples that are not a sequence of (args, kwargs) pairs."""
+
+
+# the first bytes of files that other compressors write: a trace compressed with one of them is not JSON
+_COMPRESSED = {
+    b"\x1f\x8b": "gzip",
+    b"\x28\xb5\x2f\xfd": "zstd",
+    b"BZh": "bzip2",
+    b"\xfd7zXZ\x00": "xz",
+    b"PK\x03\x04": "zip",
+}
+
+
+def json_fault(data: bytes, reason: object, decompressed: bool = False) -> str:
+    """Why ``data`` (a file's bytes, or what a gzip file ``decompressed`` to) is not JSON, for a message: the
+    compressor whose data it is, or where it stops being UTF-8 (orjson says ``line 1 column 1 (char 0)`` of any
+    such document), else the parser's ``reason``."""
+    for magic, kind in _COMPRESSED.items():
+        if data.startswith(magic) and decompressed:
+            return f"it decompresses to {kind}-compressed data, not JSON: it was compressed twice"
+        if data.startswith(magic):
+            return f"it is {kind}-compressed data: decompress it, or gzip it (.json.gz)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return f"byte 0x{data[exc.start]:02x} at line {line} column {column} is not UTF-8"
+    return str(reason)

@@ -27,12 +27,13 @@ from typing import BinaryIO
 
 import orjson
 
-from .errors import BadInputError
+from .errors import BadInputError, json_fault
 from .gzip_members import MemberStream, gzip_members
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
     BOUNDARY,
     CHUNK,
+    ENDS_EARLY,
     TAIL_KEEP,
     Advance,
     Limits,
@@ -50,6 +51,7 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
     _GzipReader, _IsalError = gzip.GzipFile, zlib.error
 
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
+WHOLE_CHECK_BYTES = 64 << 20  # a plain trace whose end is not found is parsed whole, for the reason, up to this size
 GZIP_MAGIC = b"\x1f\x8b"
 UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
 SEARCH_WINDOW = 4 << 20  # a plain trace is cut at the first boundary between two events this far past each target
@@ -165,7 +167,11 @@ def _copy_parts(
     fd = raw.fileno()
     size = os.fstat(fd).st_size
     tail_start = max(array_start, size - TAIL_KEEP)
-    cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start))
+    try:
+        cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start))
+    except BadInputError:
+        _refuse_what_is_not_cut_short(path, fd, size)
+        raise
     end = tail_start + cut
     ranges, start = [], array_start  # part i is bytes [first, last) of the file, each a whole number of events
     count = max(1, round((end - array_start) / max(part_bytes, 1)))
@@ -194,6 +200,20 @@ def _copy_parts(
         advance(last - first, raw)
         on_part(index, Part(index, out_path))
     return tail_keys
+
+
+def _refuse_what_is_not_cut_short(path: Path, fd: int, size: int) -> None:
+    """A plain file whose tail does not end the trace object: where it is small enough to parse whole and its JSON
+    is wrong in another way than ending early (text after the trace object: a file rewritten in place by a shorter
+    one, two files in one), the parser's reason; else the caller's message, that the JSON ends early."""
+    if size > WHOLE_CHECK_BYTES:
+        return
+    data = os.pread(fd, size, 0)
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if exc.msg != "unexpected end of data":
+            raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
 
 
 def _first_boundary(fd: int, offset: int) -> re.Match | None:
@@ -232,7 +252,11 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
             raise OSError(exc.errno, problem, tempfile.gettempdir()) from None
         if isinstance(exc, OSError) and exc.errno is not None:  # the system's refusal (EIO, EACCES), not gzip's
             raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
-        raise BadInputError(path, f"cannot be decompressed or read ({exc})") from None
+        reason = str(exc)
+        if reason.startswith("Not a gzipped file"):  # the file begins as gzip: bytes after a member are not a member
+            start = reason.removeprefix("Not a gzipped file").strip().strip("()")
+            reason = f"bytes after a gzip member, {start}…, are not gzip: garbage after the data"
+        raise BadInputError(path, f"cannot be decompressed or read ({reason})") from None
 
 
 def parse_whole(path: Path, stream: BinaryIO, scratch: str, limits: Limits | None = None) -> dict:
@@ -253,7 +277,9 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
     except orjson.JSONDecodeError as exc:
         if _is_utf16(data):
             raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
-        raise BadInputError(path, f"is not valid JSON ({exc})") from None
+        if exc.msg == "unexpected end of data":
+            raise BadInputError(path, ENDS_EARLY) from None
+        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc, _is_gzip_stream(stream))})") from None
     if isinstance(doc, list):  # the Chrome trace format also allows a bare array of events
         first = next((item for item in doc if item is not None), None)
         if first is not None and not isinstance(first, dict):  # a memory timeline (export_memory_timeline): arrays
@@ -281,7 +307,7 @@ def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part:
 # flows' (cpu_to_cuda), no correlation and no External id: nothing says what an event is or what launched a kernel.
 LEGACY_PIDS = ("CPU functions", "CUDA functions")
 LEGACY_EXPORT = (
-    'is a trace of torch.autograd.profiler\'s legacy exporter (EventList.export_chrome_trace: events of pid "CPU'
+    "is a trace of torch.autograd.profiler's legacy exporter (EventList.export_chrome_trace: events of pid \"CPU"
     ' functions" without categories, correlations or External ids), which kernelscope cannot attribute: export'
     " the profile with torch.profiler.profile()'s export_chrome_trace"
 )
@@ -291,6 +317,11 @@ def _legacy_export(events: list) -> bool:
     objects = [event for event in events if isinstance(event, dict)]
     legacy = any(event.get("pid") in LEGACY_PIDS for event in objects)
     return legacy and all(str(event.get("cat", "cpu_to_")).startswith("cpu_to_") for event in objects)
+
+
+def _is_gzip_stream(stream: BinaryIO) -> bool:
+    """Whether open_trace's ``stream`` decompresses the file (its bytes are not the file's own)."""
+    return isinstance(stream, (MemberStream, _GzipReader))
 
 
 def _is_utf16(data: bytes) -> bool:

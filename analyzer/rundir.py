@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from .atomic import kind_of
-from .errors import BadInputError
+from .errors import BadInputError, json_fault
 
 # 2: call scopes may carry their module (MODULE_SEPARATOR); 3: no scope around CUDA graph replays, whose
 # kernels the analyzer names GRAPH_REPLAY_CALL from their launch (manifest annotation.graph_replay_call), and
@@ -70,11 +70,13 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
     """The manifest of a run directory, checked for the fields and version this analyzer understands."""
     path = held_file(run_dir, MANIFEST, f"is not a kernelscope run directory (no {MANIFEST})")
     try:
-        manifest = orjson.loads(read_at_most(path, MANIFEST_BYTES, "a manifest"))
-    except orjson.JSONDecodeError:
-        raise BadInputError(path, "is not valid JSON") from None
+        data = read_at_most(path, MANIFEST_BYTES, "a manifest")
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        manifest = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
     check_manifest(path, manifest)
     for key, what in (("trace", "trace"), ("samples", "sample store")):
         name = manifest["files"][key]
@@ -132,6 +134,8 @@ def check_manifest(path: str | os.PathLike, manifest: object) -> None:
     defaults."""
     if not isinstance(manifest, dict) or type(manifest.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope manifest (no integer format_version)")
+    if manifest["format_version"] < 1:  # versions count from 1: no kernelscope writes 0 or less
+        raise BadInputError(path, f"has format version {manifest['format_version']}, which no kernelscope writes")
     if manifest["format_version"] > FORMAT_VERSION:
         raise BadInputError(
             path,
@@ -151,8 +155,9 @@ def check_manifest(path: str | os.PathLike, manifest: object) -> None:
         raise BadInputError(path, "has annotation.torchscript_modules that is not an object of objects of strings")
     for key, default in (("trace", TRACE), ("samples", SAMPLES), ("sample_tensors", None)):
         name = manifest["files"].setdefault(key, default)
-        if name is not None and not _is_plain_name(name):
-            raise BadInputError(path, f"names files.{key} {name!r}, which is not a file name inside the run directory")
+        if (name is not None or default is not None) and not _is_plain_name(name):  # samples.pt alone may be none
+            shown = repr(name) if isinstance(name, str) else json_text(name)
+            raise BadInputError(path, f"names files.{key} {shown}, which is not a file name inside the run directory")
 
 
 def _check_fields(path: str | os.PathLike, manifest: dict) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pandas as pd
 
-from .errors import BadInputError
+from .errors import BadInputError, json_fault
 from .rundir import read_at_most
 
 SAMPLES_FORMAT = 1
@@ -263,11 +263,13 @@ def read_samples(path: str | os.PathLike) -> dict:
     """samples.json, checked: {function_name: [entry, ...]} with entries as written by the recorder."""
     path = Path(path)
     try:
-        doc = orjson.loads(read_at_most(path, samples_limit_bytes(), "a sample store"))
-    except orjson.JSONDecodeError:
-        raise BadInputError(path, "is not valid JSON") from None
+        data = read_at_most(path, samples_limit_bytes(), "a sample store")
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
     functions = doc.get("functions") if isinstance(doc, dict) else None
     if not isinstance(functions, dict) or type(doc.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope sample store (no format_version and functions)")

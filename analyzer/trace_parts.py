@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 CHUNK = 8 << 20
 TAIL_KEEP = 1 << 20
+ENDS_EARLY = "the JSON ends before the trace object is complete (truncated or corrupt)"
 SEARCH_OVERLAP = 64  # a boundary the last search could not see whole starts at most this far before its end
 # between two events: the end of one object, a comma, the start of the next one's first key (a match
 # inside a string or a nested value is possible, never silent: the part is then not valid JSON)
@@ -181,7 +182,7 @@ def find_array_end(path: Path, tail: bytes) -> tuple[int, dict]:
             keys.pop("traceEvents", None)
             return pos + 1, keys
         break
-    raise BadInputError(path, "the JSON ends before the trace object is complete (truncated or corrupt)")
+    raise BadInputError(path, ENDS_EARLY)
 
 
 def copy_range(path: Path, fd: int, out: BinaryIO, offset: int, count: int) -> None:

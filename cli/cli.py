@@ -20,6 +20,7 @@ from .output import TERMINAL, Output, emit, output_options
 from .report_command import report
 from .rows import (
     FULL_NAMES,
+    SUMMARY_ROWS,
     TOP_K,
     first_rows,
     kernel_table,
@@ -136,7 +137,7 @@ def _import_recorder():
     default=None,
     help="The run directory to write, its missing parents created (default: ./kernelscope-demo-<time>).",
 )
-@TOP_K
+@SUMMARY_ROWS
 @FORCE_RUN
 def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -> None:
     """Profile the bundled demo model and print its per-function summary."""
@@ -175,8 +176,14 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
     default=None,
     help="The run directory to write, its missing parents created (default: ./kernelscope-<factory>-<time>).",
 )
-@click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True)
-@TOP_K
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Passes over the samples before the recorded one.",
+)
+@SUMMARY_ROWS
 @click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag stored in the manifest.")
 @FORCE_RUN
 def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: tuple[str, ...], force: bool) -> None:

@@ -32,6 +32,7 @@ class Output:
     fmt: str | None = None
     path: Path | None = None
     force: bool = False
+    inputs: tuple[str, ...] = ()  # the paths the command reads: --force replaces none of their files
 
     @property
     def format(self) -> str:
@@ -65,12 +66,37 @@ class Output:
             raise KernelscopeError(self.path, "is a directory, not a file to write")
         if (self.path.exists() or self.path.is_symlink()) and not self.force:
             raise OutputExistsError(self.path, "already exists; choose another name, or replace it with --force")
+        refusal = input_holding(self.path, self.inputs) if self.path.exists() else None
+        if refusal is not None:
+            raise KernelscopeError(self.path, refusal)
         refuse_unless_regular(self.path)  # even with --force: never /dev/null, a FIFO or a link replaced
         if not (self.path.parent if str(self.path.parent) else Path(".")).is_dir():
             raise KernelscopeError(self.path.parent, "is not an existing directory to write the output into")
 
 
 TERMINAL = Output()
+INPUTS = ("run", "run_a", "run_b", "archive_path")  # the parameters of the commands that name what they read
+
+
+def input_holding(path: Path, inputs: tuple[str, ...]) -> str | None:
+    """Why ``--force`` may not replace the existing file ``path``: it is an input of the command (a trace), or lies
+    inside one (a run, job, trace or archive folder), which replacing it would damage (``analyze RUN -o
+    RUN/trace.json.gz --force``); None where it is neither. (A hard link elsewhere is only a name: the rename that
+    replaces it leaves the input's file as it was.)"""
+    try:
+        target = path.resolve()
+    except OSError:
+        return None
+    for given in inputs:
+        try:
+            source = Path(given).resolve()
+        except OSError:
+            continue
+        if target == source:
+            return f"is {given}, which this command reads; write the output elsewhere"
+        if source.is_dir() and target.is_relative_to(source):
+            return f"is inside {given}, which this command reads: --force replaces no file there; write it elsewhere"
+    return None
 
 
 def output_options(command: Callable) -> Callable:
@@ -79,7 +105,8 @@ def output_options(command: Callable) -> Callable:
 
     @functools.wraps(command)
     def with_output(*args, output_format, output_path, output_force, **kwargs):
-        output = Output(output_format, output_path, output_force)
+        inputs = tuple(str(kwargs[name]) for name in INPUTS if kwargs.get(name) is not None)
+        output = Output(output_format, output_path, output_force, inputs)
         output.format  # noqa: B018 (an unknown extension is refused before any work)
         output.check_destination()
         return command(*args, output=output, **kwargs)

@@ -43,7 +43,7 @@ def report(
         raise click.UsageError("--run names the run of an ARCHIVE given as RUN; with --archive, RUN is the run")
     names = [run] if run_b is None else [run, run_b]
     path = output_path or Path(_default_name(names))
-    Output(path=path, force=force).check_destination()
+    Output(path=path, force=force, inputs=tuple(n for n in (run, run_b, archive_path) if n)).check_destination()
     with ExitStack() as stack:
         if archive_path is None:
             refs = [(run, run_ref)] + ([(run_b, None)] if run_b else [])

@@ -16,6 +16,12 @@ TOP_K = click.option(
     default=None,
     help=f"Rows to show; 0 = all [default: {TABLE_ROWS} in a table, all in csv/json/parquet].",
 )
+SUMMARY_ROWS = click.option(  # demo and record print one table of the summary, to the terminal only
+    "--top-k",
+    type=click.IntRange(min=0),
+    default=None,
+    help=f"Rows of the summary to show; 0 = all [default: {TABLE_ROWS}].",
+)
 FULL_NAMES = click.option(
     "--full-names", is_flag=True, help="Kernels' full names in tables (default: short names, docs/analysis.md)."
 )
@@ -47,7 +53,7 @@ def first_rows(frame: pd.DataFrame, limit: int | None, by: str | None = None) ->
 
 def note_rows_left_out(shown: int, total: int, what: str) -> None:
     if shown < total:
-        click.echo(f"{shown} of {total} {what} shown; --top-k 0 shows all.")
+        click.echo(f"{shown:,} of {total:,} {what} shown; --top-k 0 shows all.")
 
 
 def note_levels_left_out(counts: list[tuple[str, int, int]]) -> None:
@@ -85,8 +91,9 @@ def print_footer(run, rank: int | None = None) -> None:
     outside = max(0.0, 100.0 * (total - in_function) / total) if total else 0.0  # never -0.0 from rounding
     what = "device" if run.device == "cuda" else "CPU operator"
     scope = "" if rank is None else f"rank {rank}: "
+    counted = f"{rows:,} {what} {'row' if rows == 1 else 'rows'}"  # 10,133 like the times; 1 row
     click.echo(
-        f"{scope}{rows} {what} rows, {total:,.1f} µs in all; {inside:.1f}% inside a named call, "
+        f"{scope}{counted}, {total:,.1f} µs in all; {inside:.1f}% inside a named call, "
         f"{outside:.1f}% outside any (see --kernels)."
     )
     check = run.launch_check() if rank is None else run.parts[rank].check

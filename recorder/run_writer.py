@@ -74,6 +74,12 @@ def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
     """Fail before any work when the run would replace something or has nowhere to go. Missing folders above
     ``out`` are fine: write_run creates them. ``probe=False``: ``out``'s folder is known to be writable (a
     temporary run's, made by the profiler), so no folder is made there to find out."""
+    try:  # torch.profiler's export takes only a path that is text (a str of UTF-8): the trace could not be written
+        os.fspath(out.absolute()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise KernelscopeError(
+            out, "is a path that is not UTF-8 text, where torch.profiler cannot write its trace"
+        ) from None
     if out.exists() and not overwrite:
         raise RunExistsError(
             out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
@@ -288,6 +294,15 @@ def checked_tags(tags: Any) -> dict:
     return dict(tags)
 
 
+def _utf8(word: str) -> str:
+    """A command-line word as JSON holds it: the bytes of one that is not UTF-8 (Python keeps them as lone surrogates,
+    which no JSON writer takes) as ``\\xff`` escapes."""
+    try:
+        return os.fsencode(word).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte
+        return word.encode("utf-8", "backslashreplace").decode()
+
+
 def base_manifest(
     *, device: str, warmup_iterations: int, samples_per_pass: int, tags: dict | None, calls: str = "all"
 ) -> dict:
@@ -310,7 +325,7 @@ def base_manifest(
         "rank": rank,
         "world_size": world_size,
         "backend": backend,
-        "command_line": list(sys.argv),
+        "command_line": [_utf8(word) for word in sys.argv],
         "git_commit": None,  # profile() fills it in from git_commit_in_background()
         "start_time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "annotation": {

@@ -393,3 +393,14 @@ def test_events_the_profiler_lost_are_one_warning_line_as_the_others(tmp_path):
             "kernelscope: warning: the profiler lost events: 0 launches without device event, 1 device events "
             "without launch.\n"
         )
+
+
+def test_the_footer_counts_rows_as_it_counts_time():
+    """10,133 rows with their thousands separated, like the µs beside them; one row is a row."""
+    many = REPO / "sample_traces" / "external" / "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz"
+    result = CliRunner().invoke(main, ["analyze", str(many), "--kernels"])
+    assert result.exit_code == 0, result.output
+    assert "10 of 10,133 device rows shown; --top-k 0 shows all." in result.output
+    assert "\n10,133 device rows, 987,884.0 µs in all;" in result.output
+    one = CliRunner().invoke(main, ["analyze", str(REPO / "sample_traces" / "plain_kineto" / "with_stack.json.gz")])
+    assert one.exit_code == 0 and "\n1 device row, 3.6 µs in all;" in one.output, one.output

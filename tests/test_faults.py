@@ -234,6 +234,21 @@ def test_an_unwritable_directory_is_refused_before_the_model_runs(tmp_path, monk
     assert model.calls == [0] and leftovers(tmp_path) == []
 
 
+def test_a_run_path_that_is_not_utf8_is_refused_before_the_model_runs(tmp_path):
+    out = tmp_path / os.fsdecode(b"run-\xff")  # a name of bytes that are not UTF-8, as os.listdir gives it
+    model = Probe()
+    with pytest.raises(KernelscopeError, match=r"is a path that is not UTF-8 text, where torch.profiler cannot write"):
+        ModuleFunctionKernelProfiler().profile(model, SAMPLES, out=out)
+    assert model.calls == [0] and leftovers(tmp_path) == []
+
+
+def test_a_command_line_word_that_is_not_utf8_is_kept_as_its_escapes(tmp_path, monkeypatch):
+    monkeypatch.setattr(run_writer.sys, "argv", ["train.py", os.fsdecode(b"--data=caf\xe9"), "\ud800"])
+    ModuleFunctionKernelProfiler().profile(Probe(), SAMPLES, out=tmp_path / "run")
+    manifest = __import__("json").loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["command_line"] == ["train.py", "--data=caf\\xe9", "\\ud800"]
+
+
 def test_a_second_thread_gets_a_clear_error_and_nothing_is_patched_twice():
     inside, release = threading.Event(), threading.Event()
     original_relu = F.relu

@@ -47,12 +47,80 @@ def _fifo(tmp_path):
     return path
 
 
+def _bytes_of(tmp_path, name, change):
+    """The trace of RUN as ``name``, its JSON text changed by ``change`` (bytes to bytes), gzipped for ``.gz``."""
+    import gzip
+
+    path = tmp_path / f"{next(_names)}-{name}"
+    text = change(json.dumps(EVENTS).encode())
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    if name.startswith("tail"):
+        path.write_bytes(path.read_bytes() + b"GARBAGEGARBAGE")
+    return path
+
+
+def _first_kernel_name(text, by):
+    return text.replace(b'"nvjet', b'"nv' + by + b"jet", 1)
+
+
 # name -> builder(tmp_path) of (bad input, where its message points, the fault it names); read by analyze and archive
 HOSTILE_CASES = {
     "manifest rank past 2**31": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], 2**31))),
         "manifest.json",
         "has rank 2147483648, not an integer from 0 to 2147483647",
+    ),
+    "manifest files.trace null": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "trace"], None))),
+        "manifest.json",
+        "names files.trace null, which is not a file name inside the run directory",
+    ),
+    "manifest files.samples a list": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "samples"], ["samples.json"]))),
+        "manifest.json",
+        'names files.samples ["samples.json"], which is not a file name inside the run directory',
+    ),
+    "manifest format version 0": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["format_version"], 0))),
+        "manifest.json",
+        "has format version 0, which no kernelscope writes",
+    ),
+    "a kernel name that is not UTF-8": lambda tmp_path: (
+        _bytes_of(tmp_path, "latin1.json", lambda text: _first_kernel_name(text, b"\xe9")),
+        "latin1.json",
+        "is not valid JSON (byte 0xe9 at line 1 column ",
+    ),
+    "a gzip trace gzipped again": lambda tmp_path: (
+        _bytes_of(tmp_path, "twice.json.gz", __import__("gzip").compress),
+        "twice.json.gz",
+        "is not valid JSON (it decompresses to gzip-compressed data, not JSON: it was compressed twice)",
+    ),
+    "a zstd file named .json": lambda tmp_path: (
+        _bytes_of(tmp_path, "zstd.json", lambda text: b"\x28\xb5\x2f\xfd" + text),
+        "zstd.json",
+        "is not valid JSON (it is zstd-compressed data: decompress it, or gzip it (.json.gz))",
+    ),
+    "a manifest that is not UTF-8": lambda tmp_path: (
+        _copy_of_run(
+            tmp_path, lambda run: (run / "manifest.json").write_bytes(b'{"format_version": 1, "hostname": "v\xffm"}')
+        ),
+        "manifest.json",
+        "is not valid JSON (byte 0xff at line 1 column 37 is not UTF-8)",
+    ),
+    "text after the trace object (a file rewritten in place by a shorter one)": lambda tmp_path: (
+        _bytes_of(tmp_path, "rewritten.json", lambda text: text + b'GARBAGE{["'),
+        "rewritten.json",
+        "is not valid JSON (unexpected content after document: line 1 column ",
+    ),
+    "a trace cut short inside an event's array of objects": lambda tmp_path: (
+        _bytes_of(tmp_path, "cut.json", lambda text: text[: text.rindex(b"}, {") + 4] + b'"args": {"x": [{"a": 1}]}'),
+        "cut.json",
+        "the JSON ends before the trace object is complete (truncated or corrupt)",
+    ),
+    "garbage after a gzip member": lambda tmp_path: (
+        _bytes_of(tmp_path, "tail.json.gz", lambda text: text),
+        "tail.json.gz",
+        "cannot be decompressed or read (bytes after a gzip member, b'GA'…, are not gzip: garbage after the data)",
     ),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),

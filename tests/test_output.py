@@ -266,3 +266,46 @@ def test_a_write_by_duckdb_that_fails_names_the_destination(tmp_path):
     assert done.stderr.splitlines() == [f"kernelscope: error: {name}: File too large" for name in commands]
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
     assert left == ["arch", "arch/kernelscope-archive.json"], "nothing but the archive's marker"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["analyze", "{run}"], ["sql", "{run}", "SELECT 1 AS x"], ["diff", "{run}", RUN], ["report", "{run}"]],
+    ids=["analyze", "sql", "diff", "report"],
+)
+@pytest.mark.parametrize("name", ["trace.json.gz", "manifest.json", "summary.csv"])
+def test_force_replaces_no_file_of_the_input(command, name, tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    (run / "summary.csv").write_text("kept\n")
+    before = {path.name: path.read_bytes() for path in run.iterdir()}
+    target = run / name
+    formats = [] if command[0] == "report" else ["--format", "csv"]
+    result = invoke(
+        *[part.format(run=run) if isinstance(part, str) else part for part in command],
+        *formats,
+        "-o",
+        target,
+        "--force",
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"kernelscope: error: {target}: is inside {run}, which this command reads: --force replaces no file there; "
+        "write it elsewhere"
+    )
+    assert {path.name: path.read_bytes() for path in run.iterdir()} == before, "the run as it was, nothing added"
+
+
+def test_force_replaces_no_trace_read_and_a_new_file_beside_the_input_is_written(tmp_path):
+    trace = tmp_path / "trace.json.gz"
+    trace.write_bytes((RUN / "trace.json.gz").read_bytes())
+    result = invoke("analyze", trace, "--format", "csv", "-o", trace, "--force")
+    assert result.exit_code == 2
+    assert (
+        result.stderr.strip()
+        == f"kernelscope: error: {trace}: is {trace}, which this command reads; write the output elsewhere"
+    )
+    assert trace.read_bytes() == (RUN / "trace.json.gz").read_bytes()
+    assert invoke("analyze", RUN, "-o", tmp_path / "summary.csv", "--force").exit_code == 0
