@@ -100,8 +100,10 @@ def encode(
     ``value``, itself included) is written as an object of its type whose repr says so, which decode reads
     back."""
     value = plain_scalar(value)
-    if value is None or isinstance(value, (bool, str)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, str):  # a lone surrogate (a file name os.fsdecode'd) has no UTF-8: JSON cannot hold it
+        return value if value.isascii() or _utf8(value) else {"object": {"type": "builtins.str", "repr": ascii(value)}}
     if isinstance(value, int):
         return value if -_INT64 <= value < _INT64 else {"int": str(value)}
     if isinstance(value, float):
@@ -127,10 +129,20 @@ def encode(
         return {"object": {"type": value.type, "repr": value.repr}}
     kind = type(value)
     text = (object_repr or safe_repr)(value)
+    text = text if text.isascii() or _utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
     return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": text}}
 
 
 _PLAIN_SCALARS = (bool, int, float, str)
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def plain_scalar(value: Any) -> Any:

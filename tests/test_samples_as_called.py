@@ -79,3 +79,27 @@ def test_slices_by_tensors_are_described_without_reading_the_tensors(tmp_path):
     indices = [sample["args"]["tuple"][1] for sample in functions["Tensor.__getitem__"]]
     reprs = [v["object"]["repr"] for i in indices if isinstance(i, dict) for v in i.get("tuple", []) if "object" in v]
     assert reprs and all(r.startswith("slice(tensor(shape=[], dtype=torch.int64, device=cpu), ") for r in reprs)
+
+
+class Tagged(torch.autograd.Function):
+    """An autograd Function of the model's own that takes a file name, as ``os.fsdecode`` gives it."""
+
+    @staticmethod
+    def forward(ctx, x, tag):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2, None
+
+
+class TaggedModel(nn.Module):
+    def forward(self, x):
+        return Tagged.apply(x, "caf\udce9.bin")  # a Latin-1 byte of a file name: a lone surrogate
+
+
+def test_a_string_without_utf8_is_kept_as_its_ascii_repr(tmp_path):
+    """JSON holds no lone surrogate: the write of samples.json failed after the model had run."""
+    ModuleFunctionKernelProfiler().profile(TaggedModel(), [((torch.randn(3),), {})], out=tmp_path / "run")
+    (sample,) = json.loads((tmp_path / "run" / "samples.json").read_text())["functions"]["Tagged.apply"]
+    assert sample["args"]["tuple"][-1] == {"object": {"type": "builtins.str", "repr": "'caf\\udce9.bin'"}}
