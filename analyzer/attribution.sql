@@ -294,25 +294,6 @@ SELECT event_id, ks_scope_module(coalesce(f.name, e.name)) AS module_name
 FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
 WHERE event_id IN (SELECT module_id FROM ks_rows);
 
--- In a TorchScript module (variable torchscript_paths: the manifest's annotation.torchscript_modules, docs/format.md),
--- the module a row's operator ran in: the path its Module Hierarchy names (each "name(Class)::method." after TOP's;
--- TorchScript functions' "::name." frames between them are not modules) mapped to its module, where the row's module
--- scope (the root's where none) is that TorchScript module's.
-CREATE OR REPLACE TEMP TABLE ks_script_modules AS
-WITH paths AS (
-    SELECT p.scope, p.path, p.module FROM (SELECT unnest(getvariable('torchscript_paths')) AS p)
-),
-held AS (
-    SELECT r.event_id, coalesce(m.module_name, '') AS scope,
-           array_to_string(regexp_extract_all(json_extract_string(e.args, '$."Module Hierarchy"'),
-                                              '\.([^.()]*\([^()]*\))::', 1), '.') AS path
-    FROM ks_rows r
-    LEFT JOIN ks_modules m ON m.event_id = r.module_id
-    JOIN events e ON e.event_id = r.op_id
-    WHERE len(getvariable('torchscript_paths')) > 0 AND contains(e.args, '"Module Hierarchy"')
-)
-SELECT h.event_id, p.module AS module_name FROM held h JOIN paths p USING (scope, path);
-
 -- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
 -- once and joined back by name: every call with the same signature repeats its scope's name, so cutting the names
 -- row by row would do the same work many times over.
@@ -344,7 +325,7 @@ SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
 -- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
 CREATE OR REPLACE TABLE kernels AS
 WITH named AS (
-    SELECT r.*, coalesce(s.module_name, m.module_name) AS module_name, f.sample_id, o.name AS op, co.name AS call_op,
+    SELECT r.*, m.module_name, f.sample_id, o.name AS op, co.name AS call_op,
            coalesce(
                CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
                CASE WHEN starts_with(co.name, 'Torch-Compiled Region')
@@ -357,7 +338,6 @@ WITH named AS (
            ) AS call
     FROM ks_rows r
     LEFT JOIN ks_modules m ON m.event_id = r.module_id
-    LEFT JOIN ks_script_modules s ON s.event_id = r.event_id
     LEFT JOIN ks_functions f ON f.event_id = r.function_id
     LEFT JOIN ks_names o ON o.event_id = r.op_id
     LEFT JOIN ks_names co ON co.event_id = r.call_op_id
@@ -384,11 +364,10 @@ FROM named r
 JOIN events k ON k.event_id = r.event_id
 LEFT JOIN ks_children ch ON ch.event_id = r.event_id;
 
-DROP TABLE ks_rows;
+-- ks_rows and ks_modules are dropped by attribution_end.sql, after torchscript_modules.sql where a recording has
+-- TorchScript modules.
 DROP TABLE ks_names;
 DROP TABLE ks_children;
-DROP TABLE ks_modules;
-DROP TABLE ks_script_modules;
 DROP TABLE ks_functions;
 DROP TABLE ks_frame_scopes;
 SELECT c.launches, c.device_events, c.launches_without_device_event, c.device_events_without_launch

@@ -61,8 +61,7 @@ class Run:
     """One recording in DuckDB: tables ``events``, ``kernels``, ``samples``, ``summary`` (docs/sql.md).
 
     The ranks of a ``torch.distributed`` job (a job directory of ``rank-<N>/`` run directories) load as one
-    run: every table has a ``rank`` column, ``describe()`` merges them, ``describe(rank=N)`` takes one.
-    """
+    run: every table has a ``rank`` column, ``describe()`` merges them, ``describe(rank=N)`` takes one."""
 
     def __init__(
         self,
@@ -128,10 +127,10 @@ class Run:
         trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
         parts = []
         for position, source in enumerate(sources):
-            named = calls_named_from_the_trace(source.manifest)
+            named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
             escaped = rundir.names_escaped(source.manifest)
             define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False,
-                               torchscript_paths=rundir.torchscript_paths(source.manifest))  # fmt: skip
+                               torchscript_paths=script_paths)  # fmt: skip
             try:
                 header = ingest_trace(con, source.trace, progress=progress)
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
@@ -147,6 +146,9 @@ class Run:
                 run_sql_file(con, "frames.sql")
             try:
                 check = LaunchCheck(*run_sql_file(con, "attribution.sql").fetchone())
+                if script_paths:
+                    run_sql_file(con, "torchscript_modules.sql")
+                run_sql_file(con, "attribution_end.sql")
             except duckdb.OutOfMemoryException as exc:
                 raise BadInputError(source.trace, beyond_the_limits(con, exc)) from None
             directory = source.trace.parent if source.manifest is not None else None
@@ -192,10 +194,8 @@ class Run:
         return connection.shared(self._con)
 
     def _define_views(self) -> None:
-        samples = pd.concat(  # noqa: F841 (read by name below)
-            [samples_frame(part.function_data).assign(rank=rank) for rank, part in self.parts.items()],
-            ignore_index=True,
-        ).astype({"rank": "int32"})
+        frames = [samples_frame(part.function_data).assign(rank=rank) for rank, part in self.parts.items()]
+        samples = pd.concat(frames, ignore_index=True).astype({"rank": "int32"})  # noqa: F841 (read by name below)
         sample_totals = sample_totals_frame(self.function_data())  # noqa: F841
         con = self._con
         con.execute("CREATE OR REPLACE TABLE samples AS SELECT * FROM samples")
