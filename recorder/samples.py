@@ -288,6 +288,8 @@ def repr_without_values(value: Any) -> str:
     """safe_repr of an argument of no JSON type, its tensors shown by shape, dtype and device: printing their
     values reads them off the device (a synchronization and a copy inside the recorded pass, device events that
     are not the model's: Mask R-CNN slices its masks by 0-dim CUDA tensors), and a large one's fill megabytes."""
+    if type(value) in _PLAIN_REPRS:  # a slice's int bounds: nothing of theirs prints a tensor
+        return repr(value)
     if type(value) is slice:
         return f"slice({', '.join(repr_without_values(v) for v in (value.start, value.stop, value.step))})"
     if isinstance(value, _Tensor):
@@ -298,6 +300,9 @@ def repr_without_values(value: Any) -> str:
         return safe_repr(value)
     finally:
         _Tensor.__repr__, _Tensor.__format__ = own["__repr__"], own["__format__"]
+
+
+_PLAIN_REPRS = frozenset({type(None), bool, int, float, str})
 
 
 def _tensor_text(value: Any, *_: Any, **__: Any) -> str:
