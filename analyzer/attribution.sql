@@ -33,19 +33,17 @@ FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND ks_launch_category(cat)
   AND correlation IS NOT NULL;
 
--- The operator each External id of a launch or device event names: the first operator with it, where it ran and
--- whether its name has a namespace (read from events: ks_enclosers keeps only the operators that may hold a launch).
+-- The operator each External id of a launch names: the first operator with it and where it ran (read from events:
+-- ks_enclosers keeps only the operators that may hold a launch). Those of device events without a launch, and
+-- whether their names have a namespace, are merged in after ks_items, which finds them.
 CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
 SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
        arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns,
-       arg_min(contains(name, '::'), event_id) AS namespaced
+       CAST(NULL AS BOOLEAN) AS namespaced
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
-  AND external_id IN (SELECT external_id FROM ks_launches
-                      UNION ALL
-                      SELECT external_id FROM events
-                      WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND external_id IS NOT NULL)
+  AND external_id IN (SELECT external_id FROM ks_launches)
 GROUP BY external_id;
 
 -- One row per result row, with where (thread, time) it was launched from: device events through the
@@ -84,6 +82,23 @@ LEFT JOIN ks_ops_by_id o
 UNION ALL
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, namespaced
 FROM cpu_ops;
+
+-- The operators that device events without a launch name, with whether their names have a namespace (ks_rows holds
+-- such an event as its operator). Apart from the statement above, which would otherwise scan every device event for
+-- its External id and test every operator's name: a trace with all its launches (most) merges nothing here, its
+-- empty set of ids ending the scan of events at once (200 MB of JSON: 60-95 ms less CPU).
+MERGE INTO ks_ops_by_id USING (
+    SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
+           arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns,
+           arg_min(contains(name, '::'), event_id) AS namespaced
+    FROM events
+    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+      AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
+      AND external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL)
+    GROUP BY external_id
+) AS named USING (external_id)
+WHEN MATCHED THEN UPDATE SET namespaced = named.namespaced
+WHEN NOT MATCHED THEN INSERT BY NAME;
 
 -- The launch check (returned at the end): did the profiler keep, for every launch that must have device events,
 -- one, and for every device event, its launch? Only kernel and graph launches must have device events, and not

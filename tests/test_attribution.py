@@ -131,7 +131,12 @@ def test_identical_spans_are_told_apart_by_their_order_in_the_trace(tmp_path, fa
         )
 
 
-SPAN_KINDS = [("cpu_op", "aten::op{}"), ("user_annotation", "ks.module:m{}"), ("user_annotation", "ks.fn:f{}#{}")]
+SPAN_KINDS = [
+    ("cpu_op", "aten::op{}"),
+    ("cpu_op", "op{}"),
+    ("user_annotation", "ks.module:m{}"),
+    ("user_annotation", "ks.fn:f{}#{}"),
+]
 
 
 @st.composite
@@ -229,6 +234,28 @@ def test_an_operator_that_starts_with_the_call_is_its_operator_only_when_nested_
         assert_matches_reference(run, path)
         row = run.profiling_df().iloc[0]
     assert (row.function_name, row.call_op) == ("linear", "aten::linear" if inside else None)
+
+
+def test_a_kernel_whose_launch_is_lost_is_named_by_its_operator_when_another_launch_of_it_was_kept(tmp_path):
+    """A plain trace where the profiler kept one of an operator's two launches: the kernel left without its launch
+    is held as the operator its External id names, and its call is named after that operator (it has a namespace;
+    the operator around it has none) as the kept launch's is."""
+    external = {"External id": 5}
+    events = [
+        _span("outer_plain", "cpu_op", 0, 100, **{"External id": 4}),
+        _span("aten::inner", "cpu_op", 5, 90, **external),
+        _span("cudaLaunchKernel", "cuda_runtime", 10, 1, correlation=1, **external),
+        {**_kernel(1, 50), "args": {"correlation": 1, "device": 0, "stream": 7, **external}},
+        {**_kernel(2, 60), "args": {"correlation": 2, "device": 0, "stream": 7, **external}},  # its launch lost
+    ]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        rows = run.profiling_df().set_index("correlation")[["function_name", "op", "call_op"]]
+    assert rows.to_dict("index") == {
+        c: {"function_name": "aten::inner", "op": "aten::inner", "call_op": "outer_plain"} for c in (1, 2)
+    }
 
 
 def _load(tmp_path, events, far_apart: bool, device: bool = True):
