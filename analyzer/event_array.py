@@ -28,7 +28,7 @@ from typing import BinaryIO
 import orjson
 
 from .errors import BadInputError, json_fault
-from .gzip_members import MemberStream, gzip_members
+from .gzip_members import MemberStream, bytes_after_members, gzip_members
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
     BOUNDARY,
@@ -252,11 +252,23 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
             raise OSError(exc.errno, problem, tempfile.gettempdir()) from None
         if isinstance(exc, OSError) and exc.errno is not None:  # the system's refusal (EIO, EACCES), not gzip's
             raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
-        reason = str(exc)
-        if reason.startswith("Not a gzipped file"):  # the file begins as gzip: bytes after a member are not a member
-            start = reason.removeprefix("Not a gzipped file").strip().strip("()")
-            reason = f"bytes after a gzip member, {start}…, are not gzip: garbage after the data"
-        raise BadInputError(path, f"cannot be decompressed or read ({reason})") from None
+        raise BadInputError(path, f"cannot be decompressed or read ({_gzip_fault(path, exc)})") from None
+
+
+def _gzip_fault(path: Path, exc: BaseException) -> str:
+    """Why the gzip file at ``path`` did not decompress: where its members end and what follows them when that is
+    not gzip (the readers say "Not a gzipped file" of such bytes, or, of fewer than a header's, that the data
+    ended early), else the decompressor's reason."""
+    try:
+        with open(path, "rb") as raw:
+            after = bytes_after_members(raw.fileno())
+    except OSError:
+        after = None
+    if after is None:
+        return str(exc)
+    offset, following = after
+    shown = f"{following[:8]!r}{'…' if len(following) > 8 else ''}"
+    return f"bytes after a gzip member at byte {offset}, {shown}, are not gzip: garbage after the data"
 
 
 def parse_whole(path: Path, stream: BinaryIO, scratch: str, limits: Limits | None = None) -> dict:

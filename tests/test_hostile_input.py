@@ -54,9 +54,17 @@ def _bytes_of(tmp_path, name, change):
     path = tmp_path / f"{next(_names)}-{name}"
     text = change(json.dumps(EVENTS).encode())
     path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
-    if name.startswith("tail"):
-        path.write_bytes(path.read_bytes() + b"GARBAGEGARBAGE")
     return path
+
+
+def _after_gzip(tmp_path, tail, shown, zeros=0):
+    """The trace of RUN gzipped, ``tail`` after it: the case of HOSTILE_CASES, whose message says where the gzip data
+    ends (after the zeros gzip readers skip) and what follows."""
+    path = tmp_path / f"{next(_names)}-tail.json.gz"
+    data = __import__("gzip").compress(json.dumps(EVENTS).encode())
+    path.write_bytes(data + tail)
+    where = f"bytes after a gzip member at byte {len(data) + zeros}, {shown}, are not gzip: garbage after the data"
+    return path, "tail.json.gz", f"cannot be decompressed or read ({where})"
 
 
 def _first_kernel_name(text, by):
@@ -117,11 +125,12 @@ HOSTILE_CASES = {
         "cut.json",
         "the JSON ends before the trace object is complete (truncated or corrupt)",
     ),
-    "garbage after a gzip member": lambda tmp_path: (
-        _bytes_of(tmp_path, "tail.json.gz", lambda text: text),
-        "tail.json.gz",
-        "cannot be decompressed or read (bytes after a gzip member, b'GA'…, are not gzip: garbage after the data)",
+    "garbage after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"GARBAGEGARBAGE", "b'GARBAGEG'…"),
+    "fewer bytes than a gzip header after a gzip member, after zeros": lambda tmp_path: _after_gzip(
+        tmp_path, b"\0\0GARBA", "b'GARBA'", zeros=2
     ),
+    "a newline after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\n", "b'\\n'"),
+    "half a gzip magic after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\x1f", "b'\\x1f'"),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),
         "manifest.json",
