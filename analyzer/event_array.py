@@ -100,7 +100,9 @@ def split_event_array(
                 tail_keys = stream_member_parts(path, stream, taken, array_start, scratch, on_part, advance, limits)
             else:
                 first = head[array_start:]
-                tail_keys = stream_parts(path, stream, first, scratch, part_bytes, on_part, advance, in_place, limits)
+                tail_keys = stream_parts(
+                    path, stream, first, scratch, part_bytes, on_part, advance, in_place, limits, first_at=array_start
+                )
         else:
             tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance, in_place)
     keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", "the header before traceEvents")
@@ -168,7 +170,7 @@ def _copy_parts(
     size = os.fstat(fd).st_size
     tail_start = max(array_start, size - TAIL_KEEP)
     try:
-        cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start))
+        cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start), tail_start)
     except BadInputError:
         _refuse_what_is_not_cut_short(path, fd, size)
         raise

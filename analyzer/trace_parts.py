@@ -169,12 +169,14 @@ def part_file(scratch: str, index: int) -> str:
     return os.path.join(scratch, f"events-{index:05d}.json")
 
 
-def find_array_end(path: Path, tail: bytes) -> tuple[int, dict]:
-    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it."""
+def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompressed: bool = False) -> tuple[int, dict]:
+    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it. Where no ``]`` ends a
+    trace object, but one does that text follows (``tail_at``: where ``tail`` begins in the JSON, which a gzip trace
+    ``decompressed`` to), that text is named with its offset; else the JSON ends early."""
     pos = tail.rfind(b"]")
     while pos != -1:
         try:
-            keys = orjson.loads(b'{"traceEvents":[]' + tail[pos + 1 :])
+            keys = orjson.loads(_KEYS_START + tail[pos + 1 :])
         except orjson.JSONDecodeError:
             pos = tail.rfind(b"]", 0, pos)
             continue
@@ -182,7 +184,35 @@ def find_array_end(path: Path, tail: bytes) -> tuple[int, dict]:
             keys.pop("traceEvents", None)
             return pos + 1, keys
         break
+    after = None if tail_at is None else _text_after(tail)
+    if after is not None:
+        where = f"byte {tail_at + after}{' of the JSON it decompresses to' if decompressed else ''}"
+        raise BadInputError(path, f"is not valid JSON (trailing data at {where}, after the trace object)")
     raise BadInputError(path, ENDS_EARLY)
+
+
+_KEYS_START = b'{"traceEvents":[]'
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what surrogateescape decodes a byte that is not UTF-8 to
+
+
+def _text_after(tail: bytes) -> int | None:
+    """Where in ``tail`` text begins that follows a trace object ended by one of its ``]`` (the last such), or None.
+    Bytes that are not UTF-8 read as '?', so that the garbage may hold them. Text that could go on a JSON value
+    (``,`` ``}`` ``]``) follows no trace object: that ``]`` closed an array inside an event of a trace cut short."""
+    text = tail.decode("utf-8", "surrogateescape")  # one character for each byte that is not UTF-8
+    data = _ESCAPED_BYTE.sub("?", text).encode()  # as long as tail, byte for byte
+    pos = data.rfind(b"]")
+    while pos != -1:
+        try:
+            orjson.loads(_KEYS_START + data[pos + 1 :])
+        except orjson.JSONDecodeError as exc:
+            if exc.msg == "unexpected content after document":
+                start = pos + 1 + len(data[pos + 1 :].decode()[: exc.pos - len(_KEYS_START)].encode())
+                start += len(data[start:]) - len(data[start:].lstrip())
+                if data[start : start + 1] not in (b",", b"}", b"]"):
+                    return start
+        pos = data.rfind(b"]", 0, pos)
+    return None
 
 
 def copy_range(path: Path, fd: int, out: BinaryIO, offset: int, count: int) -> None:
