@@ -7,6 +7,7 @@ last two is written to the part file only when a reader needs a file.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
 CHUNK = 8 << 20
 TAIL_KEEP = 1 << 20
 ENDS_EARLY = "the JSON ends before the trace object is complete (truncated or corrupt)"
+# JSON says nothing of a key given twice: readers keep the first value or the last, and a trace keeps its events in one
+TWO_ARRAYS = (
+    'has two traceEvents arrays (the key "traceEvents" twice in the trace object): which is the trace is not known'
+)
 SEARCH_OVERLAP = 64  # a boundary the last search could not see whole starts at most this far before its end
 # between two events: the end of one object, a comma, the start of the next one's first key (a match
 # inside a string or a nested value is possible, never silent: the part is then not valid JSON)
@@ -181,6 +186,10 @@ def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompre
             pos = tail.rfind(b"]", 0, pos)
             continue
         if isinstance(keys, dict):
+            if b'"traceEvents"' in tail[pos + 1 :] and top_level_keys(_KEYS_START + tail[pos + 1 :]).count(
+                "traceEvents"
+            ) > 1:
+                raise BadInputError(path, TWO_ARRAYS)
             keys.pop("traceEvents", None)
             return pos + 1, keys
         break
@@ -189,6 +198,13 @@ def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompre
         where = f"byte {tail_at + after}{' of the JSON it decompresses to' if decompressed else ''}"
         raise BadInputError(path, f"is not valid JSON (trailing data at {where}, after the trace object)")
     raise BadInputError(path, ENDS_EARLY)
+
+
+def top_level_keys(document: bytes) -> list[str]:
+    """The keys of the JSON object ``document``, each as often as it is given (a parsed object keeps one)."""
+    pairs: list = []
+    json.loads(document, object_pairs_hook=lambda found: pairs.append(found) or dict(found))
+    return [key for key, _ in pairs[-1]]  # the outermost object's hook runs last
 
 
 _KEYS_START = b'{"traceEvents":[]'
