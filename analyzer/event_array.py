@@ -28,13 +28,13 @@ from typing import BinaryIO
 import orjson
 
 from .errors import BadInputError, json_fault
-from .gzip_members import MemberStream, gzip_members
+from .gzip_members import MemberStream, bytes_after_members, gzip_members
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
     BOUNDARY,
     CHUNK,
-    ENDS_EARLY,
     TAIL_KEEP,
+    TWO_ARRAYS,
     Advance,
     Limits,
     OnPart,
@@ -43,6 +43,7 @@ from .trace_parts import (
     find_array_end,
     part_file,
 )
+from .whole_document import find_events_key, parse_document
 
 try:  # ISA-L: same format as gzip, decompresses faster; plain gzip where it is not installed
     from isal.igzip import IGzipFile as _GzipReader
@@ -53,7 +54,6 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
 WHOLE_CHECK_BYTES = 64 << 20  # a plain trace whose end is not found is parsed whole, for the reason, up to this size
 GZIP_MAGIC = b"\x1f\x8b"
-UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
 SEARCH_WINDOW = 4 << 20  # a plain trace is cut at the first boundary between two events this far past each target
 FIRST_SEARCH_WINDOW = 64 << 10
 
@@ -91,7 +91,7 @@ def split_event_array(
         head = _read_head(stream)
         found = find_events_key(head)
         if found is None:
-            return _slow_path(path, head, stream, scratch, on_part, limits)
+            return parse_document(path, head, stream, scratch, on_part, limits, _is_gzip_stream(stream))
         key_start, array_start = found
         if compressed:
             advance(len(head), stream)
@@ -100,10 +100,14 @@ def split_event_array(
                 tail_keys = stream_member_parts(path, stream, taken, array_start, scratch, on_part, advance, limits)
             else:
                 first = head[array_start:]
-                tail_keys = stream_parts(path, stream, first, scratch, part_bytes, on_part, advance, in_place, limits)
+                tail_keys = stream_parts(
+                    path, stream, first, scratch, part_bytes, on_part, advance, in_place, limits, first_at=array_start
+                )
         else:
             tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance, in_place)
     keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", "the header before traceEvents")
+    if "traceEvents" in keys:  # a first traceEvents that is no array: the one streamed is the second
+        raise BadInputError(path, TWO_ARRAYS)
     keys.update(tail_keys)
     return keys
 
@@ -132,26 +136,6 @@ def _read_head(stream: BinaryIO) -> bytes:
     return head
 
 
-def find_events_key(head: bytes) -> tuple[int, int] | None:
-    """(offset of the key, offset of its array's ``[``) when ``"traceEvents"`` is a top-level key."""
-    pos = head.find(b'"traceEvents"')
-    while pos != -1:
-        before = head[:pos].rstrip()
-        after = head[pos + len(b'"traceEvents"') :]
-        stripped = after.lstrip()
-        if (before.endswith(b"{") or before.endswith(b",")) and stripped.startswith(b":"):
-            rest = stripped[1:].lstrip()
-            if rest.startswith(b"["):
-                try:
-                    orjson.loads(before.rstrip(b",") + b"}")
-                except orjson.JSONDecodeError:
-                    pass
-                else:
-                    return pos, len(head) - len(rest)
-        pos = head.find(b'"traceEvents"', pos + 1)
-    return None
-
-
 def _copy_parts(
     path: Path,
     raw: BinaryIO,
@@ -168,7 +152,7 @@ def _copy_parts(
     size = os.fstat(fd).st_size
     tail_start = max(array_start, size - TAIL_KEEP)
     try:
-        cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start))
+        cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start), tail_start)
     except BadInputError:
         _refuse_what_is_not_cut_short(path, fd, size)
         raise
@@ -252,71 +236,30 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
             raise OSError(exc.errno, problem, tempfile.gettempdir()) from None
         if isinstance(exc, OSError) and exc.errno is not None:  # the system's refusal (EIO, EACCES), not gzip's
             raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
-        reason = str(exc)
-        if reason.startswith("Not a gzipped file"):  # the file begins as gzip: bytes after a member are not a member
-            start = reason.removeprefix("Not a gzipped file").strip().strip("()")
-            reason = f"bytes after a gzip member, {start}…, are not gzip: garbage after the data"
-        raise BadInputError(path, f"cannot be decompressed or read ({reason})") from None
+        raise BadInputError(path, f"cannot be decompressed or read ({_gzip_fault(path, exc)})") from None
+
+
+def _gzip_fault(path: Path, exc: BaseException) -> str:
+    """Why the gzip file at ``path`` did not decompress: where its members end and what follows them when that is
+    not gzip (the readers say "Not a gzipped file" of such bytes, or, of fewer than a header's, that the data
+    ended early), else the decompressor's reason."""
+    try:
+        with open(path, "rb") as raw:
+            after = bytes_after_members(raw.fileno())
+    except OSError:
+        after = None
+    if after is None:
+        return str(exc)
+    offset, following = after
+    shown = f"{following[:8]!r}{'…' if len(following) > 8 else ''}"
+    return f"bytes after a gzip member at byte {offset}, {shown}, are not gzip: garbage after the data"
 
 
 def parse_whole(path: Path, stream: BinaryIO, scratch: str, limits: Limits | None = None) -> dict:
     """Parse the whole document (``stream`` from open_trace); write its traceEvents as part 0 in
     ``scratch``; return the other keys."""
-    return _slow_path(path, b"", stream, scratch, lambda index, file: None, limits or Limits())
-
-
-def _slow_path(path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part: OnPart, limits: Limits) -> dict:
-    """Whole-document parse, for JSON whose ``traceEvents`` is not where Kineto puts it: of at most
-    ``limits.whole_document_bytes``, which the parse needs several times over in memory."""
-    room = limits.whole_document_bytes - len(head)
-    data = head + stream.read(max(room, 0) + 1)
-    if len(data) > limits.whole_document_bytes:
-        raise BadInputError(path, limits.whole_document_refusal())
-    try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        if _is_utf16(data):
-            raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
-        if exc.msg == "unexpected end of data":
-            raise BadInputError(path, ENDS_EARLY) from None
-        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc, _is_gzip_stream(stream))})") from None
-    if isinstance(doc, list):  # the Chrome trace format also allows a bare array of events
-        first = next((item for item in doc if item is not None), None)
-        if first is not None and not isinstance(first, dict):  # a memory timeline (export_memory_timeline): arrays
-            kind = _JSON_KINDS.get(type(first), "value")
-            raise BadInputError(path, f"is JSON but not a Kineto/Chrome trace (an array of {kind}s, not of events)")
-        if _legacy_export(doc):
-            raise BadInputError(path, LEGACY_EXPORT)
-        doc = {"traceEvents": doc}
-    if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "traceEvents" not in doc:
-        raise BadInputError(
-            path,
-            "is a PyTorch Execution Trace (nodes, no traceEvents), not a Kineto trace: load the Kineto trace"
-            " recorded with it",
-        )
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise BadInputError(path, "is JSON but not a Kineto/Chrome trace (no traceEvents array)")
-    with open(part_file(scratch, 0), "wb") as out:
-        out.write(orjson.dumps(doc.pop("traceEvents")))
-    on_part(0, Part(0, part_file(scratch, 0)))
-    return doc
-
-
-# torch.autograd.profiler's own exporter (EventList.export_chrome_trace: torch's legacy profiler, and
-# prof.function_events in later torch) writes a bare array of events of these processes, with no category but its
-# flows' (cpu_to_cuda), no correlation and no External id: nothing says what an event is or what launched a kernel.
-LEGACY_PIDS = ("CPU functions", "CUDA functions")
-LEGACY_EXPORT = (
-    "is a trace of torch.autograd.profiler's legacy exporter (EventList.export_chrome_trace: events of pid \"CPU"
-    ' functions" without categories, correlations or External ids), which kernelscope cannot attribute: export'
-    " the profile with torch.profiler.profile()'s export_chrome_trace"
-)
-
-
-def _legacy_export(events: list) -> bool:
-    objects = [event for event in events if isinstance(event, dict)]
-    legacy = any(event.get("pid") in LEGACY_PIDS for event in objects)
-    return legacy and all(str(event.get("cat", "cpu_to_")).startswith("cpu_to_") for event in objects)
+    on_part = lambda index, file: None  # noqa: E731 - the part is part 0, which the caller reads
+    return parse_document(path, b"", stream, scratch, on_part, limits or Limits(), _is_gzip_stream(stream))
 
 
 def _is_gzip_stream(stream: BinaryIO) -> bool:
@@ -324,14 +267,6 @@ def _is_gzip_stream(stream: BinaryIO) -> bool:
     return isinstance(stream, (MemberStream, _GzipReader))
 
 
-def _is_utf16(data: bytes) -> bool:
-    """A UTF-16 byte order mark, or two ASCII characters (JSON's first ones are) each with a 0 byte beside it."""
-    head = data[:4]
-    pairs = len(head) == 4 and all(bool(head[i]) != bool(head[i + 1]) for i in (0, 2))
-    return head[:2] in UTF16_MARKS or pairs
-
-
-_JSON_KINDS = {list: "array", dict: "object", str: "string", int: "number", float: "number", bool: "boolean"}
 
 
 def _parse_object(path: Path, text: bytes, what: str) -> dict:

@@ -132,6 +132,37 @@ def gzip_members(fd: int) -> list[Member] | None:
     return members if members else None
 
 
+def bytes_after_members(fd: int) -> tuple[int, bytes] | None:
+    """Where the gzip members of the file open at ``fd`` end and the first (up to 9) bytes that follow them, when
+    those are not another member (garbage appended, even a byte of it: the readers say only that the data ended
+    early, or that it is not gzip); None where every member is whole and nothing follows but the zeros readers
+    skip, or a member itself is cut short or corrupt. Called on the error path only: it decompresses the file
+    again."""
+    size, offset = os.fstat(fd).st_size, 0
+    while True:
+        decoder, position = _zlib.decompressobj(31), offset  # 31: one gzip member, header and trailer checked
+        try:
+            while not decoder.eof:
+                chunk = os.pread(fd, READ_CHUNK, position)
+                if not chunk:
+                    return None  # the member is cut short
+                position += len(chunk)
+                while chunk and not decoder.eof:  # the output is dropped, at most READ_CHUNK at a time
+                    decoder.decompress(chunk, READ_CHUNK)
+                    chunk = decoder.unconsumed_tail
+        except _zlib.error:
+            return None
+        offset = position - len(decoder.unused_data)
+        while offset < size and (zeros := os.pread(fd, READ_CHUNK, offset)).strip(b"\0") == b"":
+            offset += len(zeros)  # gzip readers skip zeros padding a member (GNU gzip too)
+        if offset >= size:
+            return None
+        offset += len(zeros) - len(zeros.lstrip(b"\0"))
+        following = os.pread(fd, 9, offset)
+        if not following.startswith(_HEADER_START[:2]) or size - offset < 18:  # 18: a header and a trailer
+            return offset, following
+
+
 def json_size(path: Path) -> int | None:
     """What the gzip file at ``path`` decompresses to, from its members' trailers (None: not such a file)."""
     with open(path, "rb") as raw:

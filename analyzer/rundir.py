@@ -45,6 +45,8 @@ FIGURE_FIELDS = {
     "sample_tensors": ("bytes", "limit_bytes"),
     "sample_memory": ("limit_bytes", "kept_bytes", "signatures", "signatures_not_kept"),
 }
+# the recording's shape: counts, each an integer from its least value (or null), as the recorder writes them
+COUNT_FIELDS = {"warmup_iterations": 0, "samples_per_pass": 0}
 NAMING_ANNOTATIONS = (
     "module_prefix", "function_prefix", "sample_separator", "graph_replay_call", "compiled_region_call", "name_escape"
 )  # fmt: skip
@@ -174,6 +176,10 @@ def _check_fields(path: str | os.PathLike, manifest: dict) -> None:
         isinstance(command_line, list) and all(isinstance(word, str) for word in command_line)
     ):
         raise BadInputError(path, f"has command_line {json_text(command_line)}, not a list of strings")
+    for key, least in COUNT_FIELDS.items():
+        count = manifest.get(key)
+        if count is not None and not (type(count) is int and least <= count <= MAX_RANK):
+            raise BadInputError(path, f"has {key} {json_text(count)}, not an integer from {least} to {MAX_RANK}")
     tags = manifest.get("tags")
     if tags is not None and not isinstance(tags, dict):
         raise BadInputError(path, f"has tags {json_text(tags)}, not a JSON object")

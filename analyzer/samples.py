@@ -196,8 +196,8 @@ def decode(value: Any, depth: int = 1) -> Any:
             and 0 <= body["nbytes"] <= MAX_COUNT
         ):
             raise ValueError(
-                "a tensor needs integer lists shape (null for a ragged size) and stride, strings dtype and device, "
-                f"nbytes from 0 to {MAX_COUNT}"
+                f"a tensor needs integer lists shape (sizes from 0 to {MAX_COUNT}, null for a ragged size) and stride,"
+                f" strings dtype and device, nbytes from 0 to {MAX_COUNT}"
             )
         return TensorMeta.from_json(body)
     if tag in ("tuple", "size", "list", "dict") and depth > MAX_NESTING:
@@ -234,8 +234,8 @@ def _ints(value: Any) -> bool:
 
 
 def _sizes(value: Any) -> bool:
-    """A shape: integers, null where a nested tensor's size is ragged."""
-    return isinstance(value, list) and all(v is None or type(v) is int for v in value)
+    """A shape: sizes from 0 to MAX_COUNT (a size of -1 is no tensor's), null where a nested tensor's is ragged."""
+    return isinstance(value, list) and all(v is None or (type(v) is int and 0 <= v <= MAX_COUNT) for v in value)
 
 
 def _hashable(key: Any) -> Any:

@@ -47,10 +47,12 @@ def stream_parts(
     advance: Advance,
     in_memory: bool,
     limits: Limits,
+    first_at: int = 0,
 ) -> dict:
     """A compressed stream: parts of about ``part_bytes``, each decompressed straight into a buffer and cut at the
     first boundary past that size; handed out in memory, or written to a part file (not ``in_memory``). Refused
-    past ``limits``: a part of more than max_part_bytes, a stream of more than max_json_bytes."""
+    past ``limits``: a part of more than max_part_bytes, a stream of more than max_json_bytes. ``first_at``: where
+    ``first`` begins in the JSON."""
     buffers = Buffers(min(part_bytes, MAX_BUFFER_BYTES, limits.max_part_bytes) + 2 * CHUNK)  # grown for larger parts
     index, out = 0, _PartWriter(part_file(scratch, 0), buffers, in_memory)
     out.write(first)
@@ -85,7 +87,7 @@ def stream_parts(
                 raise BadInputError(path, limits.json_refusal())
             advance(count, stream)
         tail = _last_bytes(before, memoryview(out.buffer)[raw_start : out.size])
-        cut, tail_keys = find_array_end(path, tail)
+        cut, tail_keys = find_array_end(path, tail, first_at + streamed - len(tail), decompressed=True)
         after = len(tail) - cut  # bytes after the array: they must all be in the last part
         if after >= out.size:
             raise CutFailed
@@ -245,7 +247,7 @@ def stream_member_parts(
             buffer, size, start = following, count, match.end()
         with memoryview(buffer) as view:
             tail = bytes(view[max(start, size - TAIL_KEEP) : size])
-        cut, tail_keys = find_array_end(path, tail)
+        cut, tail_keys = find_array_end(path, tail, streamed - len(tail), decompressed=True)
         size -= len(tail) - cut + 1  # the array's "]" and what follows it
         if size < start:
             raise CutFailed

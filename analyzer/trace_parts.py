@@ -7,6 +7,7 @@ last two is written to the part file only when a reader needs a file.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
 CHUNK = 8 << 20
 TAIL_KEEP = 1 << 20
 ENDS_EARLY = "the JSON ends before the trace object is complete (truncated or corrupt)"
+# JSON says nothing of a key given twice: readers keep the first value or the last, and a trace keeps its events in one
+TWO_ARRAYS = (
+    'has two traceEvents arrays (the key "traceEvents" twice in the trace object): which is the trace is not known'
+)
 SEARCH_OVERLAP = 64  # a boundary the last search could not see whole starts at most this far before its end
 # between two events: the end of one object, a comma, the start of the next one's first key (a match
 # inside a string or a nested value is possible, never silent: the part is then not valid JSON)
@@ -169,20 +174,61 @@ def part_file(scratch: str, index: int) -> str:
     return os.path.join(scratch, f"events-{index:05d}.json")
 
 
-def find_array_end(path: Path, tail: bytes) -> tuple[int, dict]:
-    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it."""
+def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompressed: bool = False) -> tuple[int, dict]:
+    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it. Where no ``]`` ends a
+    trace object, but one does that text follows (``tail_at``: where ``tail`` begins in the JSON, which a gzip trace
+    ``decompressed`` to), that text is named with its offset; else the JSON ends early."""
     pos = tail.rfind(b"]")
     while pos != -1:
         try:
-            keys = orjson.loads(b'{"traceEvents":[]' + tail[pos + 1 :])
+            keys = orjson.loads(_KEYS_START + tail[pos + 1 :])
         except orjson.JSONDecodeError:
             pos = tail.rfind(b"]", 0, pos)
             continue
         if isinstance(keys, dict):
+            if b'"traceEvents"' in tail[pos + 1 :] and top_level_keys(_KEYS_START + tail[pos + 1 :]).count(
+                "traceEvents"
+            ) > 1:
+                raise BadInputError(path, TWO_ARRAYS)
             keys.pop("traceEvents", None)
             return pos + 1, keys
         break
+    after = None if tail_at is None else _text_after(tail)
+    if after is not None:
+        where = f"byte {tail_at + after}{' of the JSON it decompresses to' if decompressed else ''}"
+        raise BadInputError(path, f"is not valid JSON (trailing data at {where}, after the trace object)")
     raise BadInputError(path, ENDS_EARLY)
+
+
+def top_level_keys(document: bytes) -> list[str]:
+    """The keys of the JSON object ``document``, each as often as it is given (a parsed object keeps one)."""
+    pairs: list = []
+    json.loads(document, object_pairs_hook=lambda found: pairs.append(found) or dict(found))
+    return [key for key, _ in pairs[-1]]  # the outermost object's hook runs last
+
+
+_KEYS_START = b'{"traceEvents":[]'
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # what surrogateescape decodes a byte that is not UTF-8 to
+
+
+def _text_after(tail: bytes) -> int | None:
+    """Where in ``tail`` text begins that follows a trace object ended by one of its ``]`` (the last such), or None.
+    Bytes that are not UTF-8 read as '?', so that the garbage may hold them. Text that could go on a JSON value
+    (``,`` ``}`` ``]``) follows no trace object: that ``]`` closed an array inside an event of a trace cut short."""
+    text = tail.decode("utf-8", "surrogateescape")  # one character for each byte that is not UTF-8
+    data = _ESCAPED_BYTE.sub("?", text).encode()  # as long as tail, byte for byte
+    pos = data.rfind(b"]")
+    while pos != -1:
+        try:
+            orjson.loads(_KEYS_START + data[pos + 1 :])
+        except orjson.JSONDecodeError as exc:
+            if exc.msg == "unexpected content after document":
+                start = pos + 1 + len(data[pos + 1 :].decode()[: exc.pos - len(_KEYS_START)].encode())
+                start += len(data[start:]) - len(data[start:].lstrip())
+                if data[start : start + 1] not in (b",", b"}", b"]"):
+                    return start
+        pos = data.rfind(b"]", 0, pos)
+    return None
 
 
 def copy_range(path: Path, fd: int, out: BinaryIO, offset: int, count: int) -> None:

@@ -204,3 +204,18 @@ def test_a_bomb_of_indexed_members_is_refused_within_the_limits(tmp_path):
         assert len(members_of(raw.fileno())) == 12_002
     with pytest.raises(BadInputError, match=r"spaced\.json\.gz: decompresses to more than 183 MiB of JSON, more than"):
         load_run(bomb, memory_limit="64MB", disk_limit="32MB")
+
+
+@pytest.mark.parametrize("tail", [b"GARBAGE!", b"\n", b"GARBAGEGARBAGE", b'{"traceEvents": []}'])
+def test_bytes_after_a_file_of_members_say_where_the_members_end(indexed_gpt2, tmp_path, tail):
+    """Bytes after the last member, even fewer than a gzip header (which readers only call data ending early), are
+    named with the offset where the members end: the chain no longer ends at the file's end, so it is read as one
+    stream, and the sentence is the same as for a file of one member."""
+    _, data, _ = indexed_gpt2
+    path = tmp_path / "tail.json.gz"
+    path.write_bytes(data + tail)
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    shown = f"{tail[:8]!r}{'…' if len(tail) > 8 else ''}"
+    where = f"bytes after a gzip member at byte {len(data)}, {shown}, are not gzip: garbage after the data"
+    assert _one_sentence(path, raised.value) == f"{path}: cannot be decompressed or read ({where})"

@@ -54,9 +54,17 @@ def _bytes_of(tmp_path, name, change):
     path = tmp_path / f"{next(_names)}-{name}"
     text = change(json.dumps(EVENTS).encode())
     path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
-    if name.startswith("tail"):
-        path.write_bytes(path.read_bytes() + b"GARBAGEGARBAGE")
     return path
+
+
+def _after_gzip(tmp_path, tail, shown, zeros=0):
+    """The trace of RUN gzipped, ``tail`` after it: the case of HOSTILE_CASES, whose message says where the gzip data
+    ends (after the zeros gzip readers skip) and what follows."""
+    path = tmp_path / f"{next(_names)}-tail.json.gz"
+    data = __import__("gzip").compress(json.dumps(EVENTS).encode())
+    path.write_bytes(data + tail)
+    where = f"bytes after a gzip member at byte {len(data) + zeros}, {shown}, are not gzip: garbage after the data"
+    return path, "tail.json.gz", f"cannot be decompressed or read ({where})"
 
 
 def _first_kernel_name(text, by):
@@ -117,11 +125,12 @@ HOSTILE_CASES = {
         "cut.json",
         "the JSON ends before the trace object is complete (truncated or corrupt)",
     ),
-    "garbage after a gzip member": lambda tmp_path: (
-        _bytes_of(tmp_path, "tail.json.gz", lambda text: text),
-        "tail.json.gz",
-        "cannot be decompressed or read (bytes after a gzip member, b'GA'…, are not gzip: garbage after the data)",
+    "garbage after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"GARBAGEGARBAGE", "b'GARBAGEG'…"),
+    "fewer bytes than a gzip header after a gzip member, after zeros": lambda tmp_path: _after_gzip(
+        tmp_path, b"\0\0GARBA", "b'GARBA'", zeros=2
     ),
+    "a newline after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\n", "b'\\n'"),
+    "half a gzip magic after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\x1f", "b'\\x1f'"),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),
         "manifest.json",
@@ -352,3 +361,48 @@ def test_ranks_of_different_annotation_schemes_are_refused_unless_the_prefix_is_
         load_run(job)
     with load_run(job, module_prefix="ks.module:") as run:
         assert run.ranks == [0, 1]
+
+
+TRAILING = [
+    b'GARBAGE{["',  # a file rewritten in place by a shorter one
+    b'\n"traceEvents"',  # a second trace's start
+    b'  x}"\xe9',  # a byte that is not UTF-8
+]
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain larger than 64 MiB", "gzip"])
+@pytest.mark.parametrize("tail", TRAILING, ids=["garbage", "a second trace's start", "latin-1"])
+def test_text_after_the_trace_object_is_trailing_data_at_its_offset_not_a_truncation(
+    tail, compressed, tmp_path, monkeypatch
+):
+    """Text after the trace object, in a plain trace too large to parse whole for orjson's reason (the limit made 0
+    here) or in what a gzip trace decompresses to, is named as trailing data at the byte where it begins: the file
+    is whole, and 'truncated' would send its owner looking for a write that was cut short."""
+    from kernelscope.analyzer import BadInputError, event_array, ingest, load_run
+
+    monkeypatch.setattr(event_array, "WHOLE_CHECK_BYTES", 0)
+    monkeypatch.setattr(ingest, "WHOLE_PARSE_LIMIT", 0)
+    text = json.dumps(EVENTS).encode()
+    path = tmp_path / ("trailing.json.gz" if compressed else "trailing.json")
+    path.write_bytes(__import__("gzip").compress(text + tail) if compressed else text + tail)
+    where = f"byte {len(text) + len(tail) - len(tail.lstrip())}"
+    where += " of the JSON it decompresses to" if compressed else ""
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path}: is not valid JSON (trailing data at {where}, after the trace object)"
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain larger than 64 MiB", "gzip"])
+@pytest.mark.parametrize("cut", [0.5, 0.9, -3])
+def test_a_trace_cut_short_is_still_one_that_ends_early(cut, compressed, tmp_path, monkeypatch):
+    """A ']' of an event's array near the cut closes a trace object whose next text is ',' '}' or ']' (more of the
+    events): a trace cut short there is not taken for one with trailing data."""
+    from kernelscope.analyzer import BadInputError, event_array, load_run
+
+    monkeypatch.setattr(event_array, "WHOLE_CHECK_BYTES", 0)
+    text = json.dumps(EVENTS).encode()
+    text = text[: int(len(text) * cut) if cut > 0 else cut]
+    path = tmp_path / ("cut.json.gz" if compressed else "cut.json")
+    path.write_bytes(__import__("gzip").compress(text) if compressed else text)
+    with pytest.raises(BadInputError, match="the JSON ends before the trace object is complete"):
+        load_run(path)

@@ -1,0 +1,136 @@
+"""A trace document parsed whole, where its ``traceEvents`` array cannot be streamed out of it (event_array.py): a
+bare array of events, a key before the array too large to read ahead or written with escapes, or a streamed cut
+that failed (keys after the array that hold arrays). The array's own bytes become the one part, so that the
+readers see what the file holds (a key twice in an event, which a parsed object would keep once) and read it as
+they read a streamed part; a second top-level ``traceEvents`` is refused, as no rule says which array is the trace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from .errors import BadInputError, json_fault
+from .trace_parts import ENDS_EARLY, TWO_ARRAYS, Limits, OnPart, Part, part_file, top_level_keys
+
+UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
+
+
+def parse_document(
+    path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part: OnPart, limits: Limits, decompressed: bool
+) -> dict:
+    """Whole-document parse (``head``, then the rest of ``stream``: what a gzip file ``decompressed`` to), for JSON
+    whose ``traceEvents`` is not where Kineto puts it: of at most ``limits.whole_document_bytes``, which the parse
+    needs several times over in memory. Its traceEvents go to part 0 as written (events_text); the other keys are
+    returned."""
+    room = limits.whole_document_bytes - len(head)
+    data = head + stream.read(max(room, 0) + 1)
+    if len(data) > limits.whole_document_bytes:
+        raise BadInputError(path, limits.whole_document_refusal())
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if _is_utf16(data):
+            raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
+        if exc.msg == "unexpected end of data":
+            raise BadInputError(path, ENDS_EARLY) from None
+        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc, decompressed)})") from None
+    bare = isinstance(doc, list)
+    if bare:  # the Chrome trace format also allows a bare array of events
+        first = next((item for item in doc if item is not None), None)
+        if first is not None and not isinstance(first, dict):  # a memory timeline (export_memory_timeline): arrays
+            kind = _JSON_KINDS.get(type(first), "value")
+            raise BadInputError(path, f"is JSON but not a Kineto/Chrome trace (an array of {kind}s, not of events)")
+        if _legacy_export(doc):
+            raise BadInputError(path, LEGACY_EXPORT)
+        doc = {"traceEvents": doc}
+    if isinstance(doc, dict) and isinstance(doc.get("nodes"), list) and "traceEvents" not in doc:
+        raise BadInputError(
+            path,
+            "is a PyTorch Execution Trace (nodes, no traceEvents), not a Kineto trace: load the Kineto trace"
+            " recorded with it",
+        )
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise BadInputError(path, "is JSON but not a Kineto/Chrome trace (no traceEvents array)")
+    events = data if bare else _events_text(path, data)
+    with open(part_file(scratch, 0), "wb") as out:
+        out.write(orjson.dumps(doc["traceEvents"]) if events is None else events)
+    doc.pop("traceEvents")
+    on_part(0, Part(0, part_file(scratch, 0)))
+    return doc
+
+
+def _events_text(path: Path, data: bytes) -> memoryview | None:
+    """The bytes of the top-level ``traceEvents`` array of the trace object ``data`` (valid JSON), or None where its
+    key is written with escapes (the parsed array is then written instead). Refused where the object holds the key
+    twice: the parsed object keeps the last, the streamed cut reads the first."""
+    found = find_events_key(data)
+    if found is None:
+        return None
+    key_start, array_start = found
+    view = memoryview(data)
+    try:
+        orjson.loads(view[array_start:])
+    except orjson.JSONDecodeError as exc:  # the array, then the rest of the object: "unexpected content"
+        end = array_start + _byte_offset(view[array_start:], exc.pos)
+    else:  # the array alone: not where find_events_key found it in a valid trace object
+        return None
+    if data.count(b'"traceEvents"') > 1:  # the object's own keys, its array left out
+        if top_level_keys(data[:array_start] + b"[]" + data[end:]).count("traceEvents") > 1:
+            raise BadInputError(path, TWO_ARRAYS)
+    return view[array_start:end]
+
+
+def _byte_offset(data: memoryview, char_pos: int) -> int:
+    """The byte offset in UTF-8 ``data`` of character ``char_pos`` (orjson counts characters)."""
+    head = bytes(data[: char_pos * 4])
+    return char_pos if head.isascii() else len(head.decode("utf-8", "ignore")[:char_pos].encode())
+
+
+# torch.autograd.profiler's own exporter (EventList.export_chrome_trace: torch's legacy profiler, and
+# prof.function_events in later torch) writes a bare array of events of these processes, with no category but its
+# flows' (cpu_to_cuda), no correlation and no External id: nothing says what an event is or what launched a kernel.
+LEGACY_PIDS = ("CPU functions", "CUDA functions")
+LEGACY_EXPORT = (
+    "is a trace of torch.autograd.profiler's legacy exporter (EventList.export_chrome_trace: events of pid \"CPU"
+    ' functions" without categories, correlations or External ids), which kernelscope cannot attribute: export'
+    " the profile with torch.profiler.profile()'s export_chrome_trace"
+)
+
+
+def _legacy_export(events: list) -> bool:
+    objects = [event for event in events if isinstance(event, dict)]
+    legacy = any(event.get("pid") in LEGACY_PIDS for event in objects)
+    return legacy and all(str(event.get("cat", "cpu_to_")).startswith("cpu_to_") for event in objects)
+
+
+def _is_utf16(data: bytes) -> bool:
+    """A UTF-16 byte order mark, or two ASCII characters (JSON's first ones are) each with a 0 byte beside it."""
+    head = data[:4]
+    pairs = len(head) == 4 and all(bool(head[i]) != bool(head[i + 1]) for i in (0, 2))
+    return head[:2] in UTF16_MARKS or pairs
+
+
+_JSON_KINDS = {list: "array", dict: "object", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def find_events_key(head: bytes) -> tuple[int, int] | None:
+    """(offset of the key, offset of its array's ``[``) when ``"traceEvents"`` is a top-level key."""
+    pos = head.find(b'"traceEvents"')
+    while pos != -1:
+        before = head[:pos].rstrip()
+        after = head[pos + len(b'"traceEvents"') :]
+        stripped = after.lstrip()
+        if (before.endswith(b"{") or before.endswith(b",")) and stripped.startswith(b":"):
+            rest = stripped[1:].lstrip()
+            if rest.startswith(b"["):
+                try:
+                    orjson.loads(before.rstrip(b",") + b"}")
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    return pos, len(head) - len(rest)
+        pos = head.find(b'"traceEvents"', pos + 1)
+    return None
