@@ -84,7 +84,9 @@ def compare(w: workloads.Workload) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, metavar="OUT.json", help="where the results go")
-    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", help="benchmarks/workloads.py names (default: all)")
+    parser.add_argument(
+        "workloads", nargs="*", default=[], metavar="WORKLOAD", help="workloads.py names (default: all)"
+    )
     parser.add_argument("--cpu", action="store_true", help="the demo model on the CPU instead of the workloads")
     args = parser.parse_args(argv)
     out, wanted = args.out, set(args.workloads)
