@@ -13,6 +13,7 @@ import pandas as pd
 
 from .loading import rank_option
 from .output import Output, emit, output_options, print_table
+from .paths import UserPath
 
 MISMATCH_EXIT = 1
 TABLE_COLUMNS = [  # the table on a terminal; --format and -o give every column
@@ -23,7 +24,7 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
 
 
 @click.command()
-@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
 @click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
 @click.option(
     "--top-k",
@@ -50,7 +51,7 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
 @click.option("--no-flush-l2", is_flag=True, help="Do not clear the GPU's L2 before each timed call.")
 @click.option(
     "--scripts",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=None,
     help="Write one standalone benchmark script per call (and its samples) into this directory.",
 )

@@ -17,6 +17,7 @@ from .diff_command import diff
 from .interrupts import ended_by_signals, exit_code, name
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import TERMINAL, Output, emit, output_options
+from .paths import UserPath
 from .report_command import report
 from .rows import (
     FULL_NAMES,
@@ -133,7 +134,7 @@ def _import_recorder():
 )
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=None,
     help="The run directory to write, its missing parents created (default: ./kernelscope-demo-<time>).",
 )
@@ -172,7 +173,7 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
 @click.argument("target")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=None,
     help="The run directory to write, its missing parents created (default: ./kernelscope-<factory>-<time>).",
 )
@@ -215,7 +216,7 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 
 
 @main.command()
-@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
 @TOP_K
 @click.option(
     "--kernels", is_flag=True, help="One row per kernel (profiling_df) instead of the summary; in a table the longest."

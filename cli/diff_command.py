@@ -10,18 +10,19 @@ import pandas as pd
 
 from .loading import load_run_of, prefix_options
 from .output import Output, emit, output_options
+from .paths import UserPath
 from .rows import FULL_NAMES, TOP_K, first_rows, note_levels_left_out, rows_to_show, shorten_kernel_names
 
 REGRESSION_EXIT = 1
 
 
 @click.command()
-@click.argument("run_a", type=click.Path(path_type=str))
-@click.argument("run_b", type=click.Path(path_type=str))
+@click.argument("run_a", type=UserPath(path_type=str))
+@click.argument("run_b", type=UserPath(path_type=str))
 @click.option(
     "--archive",
     "archive_path",
-    type=click.Path(file_okay=False, path_type=str),
+    type=UserPath(file_okay=False, path_type=str),
     default=None,
     help="RUN_A and RUN_B are runs of this archive (ids, unique id prefixes or names).",
 )

@@ -14,6 +14,8 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from .paths import UserPath
+
 FORMATS = ("table", "csv", "json", "jsonl", "parquet")
 SUFFIXES = {
     ".csv": "csv",
@@ -119,7 +121,7 @@ def output_options(command: Callable) -> Callable:
         "-o",
         "--output",
         "output_path",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=UserPath(dir_okay=False, path_type=Path),
         default=None,
         help="Write to this file instead of stdout (format: --format, else the extension: "
         ".csv, .json, .jsonl/.ndjson, .parquet, .txt).",

@@ -9,16 +9,17 @@ import click
 
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import Output
+from .paths import UserPath
 
 
 @click.command()
-@click.argument("run", type=click.Path(path_type=str))
-@click.argument("run_b", required=False, type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
+@click.argument("run_b", required=False, type=UserPath(path_type=str))
 @click.option(
     "-o",
     "--output",
     "output_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=UserPath(dir_okay=False, path_type=Path),
     default=None,
     help="The HTML file to write (default: ./<run>-report.html, ./<run_b>-vs-<run>-report.html).",
 )
@@ -26,7 +27,7 @@ from .output import Output
 @click.option(
     "--archive",
     "archive_path",
-    type=click.Path(file_okay=False, path_type=str),
+    type=UserPath(file_okay=False, path_type=str),
     default=None,
     help="RUN (and RUN_B) are runs of this archive (ids, unique id prefixes or names).",
 )

@@ -9,12 +9,13 @@ import pandas as pd
 
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import stdout_console
+from .paths import UserPath
 
 STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 
 
 @click.command()
-@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
 @click.option(
     "--min-pct",
     type=click.FloatRange(min=0),
