@@ -21,6 +21,13 @@ ARCHIVE_MARKER = "kernelscope-archive.json"  # archive.MARKER: an archive's fold
 _RANK_DIR = re.compile(r"rank-([0-9]+)")  # ASCII digits only: \d also takes those of other scripts (rank-١)
 
 
+class UnknownRank(ValueError):
+    """A rank asked for (``rank=``, ``--rank``) that the run does not hold; every command words it alike."""
+
+    def __init__(self, where: object, rank: int, ranks: list[int]):
+        super().__init__(f"{where} has no rank {rank} (its ranks: {', '.join(map(str, ranks))})")
+
+
 @dataclass(frozen=True)
 class RankSource:
     """Where one rank's recording lies; ``rank`` is None for a bare trace (its header may say)."""

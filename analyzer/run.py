@@ -17,7 +17,7 @@ from .ingest import TraceHeader, beyond_the_limits, ingest_trace
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
-from .ranks import find_ranks, header_rank, merge_function_data, one_scheme, rank_twice
+from .ranks import UnknownRank, find_ranks, header_rank, merge_function_data, one_scheme, rank_twice
 from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
 from .sample_tensors import load_sample_tensors
@@ -325,7 +325,7 @@ class Run:
 
     def _rank(self, rank: int) -> int:
         if rank not in self.parts:
-            raise ValueError(f"rank {rank} is not in this run (ranks: {', '.join(map(str, self.parts))})")
+            raise UnknownRank(self.path, rank, list(self.parts))
         return int(rank)
 
     def close(self) -> None:

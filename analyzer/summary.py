@@ -22,10 +22,14 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def summary_query(top_k: int | None = None) -> str:
-    """summary.sql's text: the ``top_k`` first functions (None: all of them)."""
+def summary_query(top_k: int | None = None, kernels: str = "kernels", sample_totals: str = "sample_totals") -> str:
+    """summary.sql's text: the ``top_k`` first functions (None: all of them) of the relations ``kernels`` and
+    ``sample_totals`` (the run's, or one rank's views of one_rank.sql: names from this package, never user input)."""
     text = Template(sql_text("summary.sql")).substitute(
-        graph_replay_call=quote(GRAPH_REPLAY_CALL), other_operator_call=quote(OTHER_OPERATOR_CALL)
+        graph_replay_call=quote(GRAPH_REPLAY_CALL),
+        other_operator_call=quote(OTHER_OPERATOR_CALL),
+        kernels=kernels,
+        sample_totals=sample_totals,
     )
     return text.replace("getvariable('top_k')", str(2**63 - 1 if top_k is None else int(top_k)))
 

@@ -1,7 +1,8 @@
 -- summary.sql: one row per named call, most expensive first (describe_results / `summary`).
--- Reads `kernels` (rows with a function_name count) and `sample_totals` (function_name, calls,
+-- Reads ${kernels} (rows with a function_name count) and ${sample_totals} (function_name, calls,
 -- num_distinct_samples, tensor_bytes: only functions whose samples were collected; the others get NULL,
 -- which pandas shows as NaN). time_spent_pct is the share of all functions' time, top_k cut or not.
+-- The placeholders are `kernels` and `sample_totals`, or one rank's (report/one_rank.sql), substituted by summary.py.
 -- CUDA graph replays named by their launch (${graph_replay_call}, run format 3) have no samples: their
 -- calls are their launches, one correlation per launch (per rank) shared by the kernels it ran. Calls named after
 -- an operator (attribution.sql's trace rule: a name with "::", or ${other_operator_call}) have none either: their
@@ -27,11 +28,11 @@ FROM (
                count(DISTINCT (rank, call_event_id))
                    FILTER (WHERE (contains(function_name, '::') OR function_name = ${other_operator_call})
                                  AND call_event_id IS NOT NULL)   AS operator_calls
-        FROM kernels
+        FROM ${kernels}
         WHERE function_name IS NOT NULL
         GROUP BY function_name
     ) k
-    LEFT JOIN sample_totals s USING (function_name)
+    LEFT JOIN ${sample_totals} s USING (function_name)
 )
 WHERE rank <= getvariable('top_k')
 ORDER BY rank

@@ -9,6 +9,7 @@ Prints the first profile()'s seconds, its cProfile sorted by cumulative time, th
 
 from __future__ import annotations
 
+import argparse
 import cProfile
 import io
 import pstats
@@ -24,8 +25,13 @@ import workloads  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 
 
-def main() -> None:
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp(prefix="first-profile-"))
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outdir", nargs="?", default=None, help="where the two runs go (default: a temporary one)")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        parser.error("needs a CUDA device (the mlp workload, timed with torch.cuda.synchronize)")
+    out = Path(args.outdir or tempfile.mkdtemp(prefix="first-profile-"))
     w = workloads.mlp()
     with torch.no_grad():
         w.one_pass()

@@ -13,6 +13,7 @@ recorded modules, how many chains of module frames, and whether each chain is on
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -80,10 +81,16 @@ def compare(w: workloads.Workload) -> dict:
     return result
 
 
-def main() -> None:
-    out = Path(sys.argv[1])
-    wanted = set(sys.argv[2:])
-    if "--cpu" in wanted:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, metavar="OUT.json", help="where the results go")
+    parser.add_argument(
+        "workloads", nargs="*", default=[], metavar="WORKLOAD", help="workloads.py names (default: all)"
+    )
+    parser.add_argument("--cpu", action="store_true", help="the demo model on the CPU instead of the workloads")
+    args = parser.parse_args(argv)
+    out, wanted = args.out, set(args.workloads)
+    if args.cpu:
         from kernelscope.demo import demo_workload
 
         model, samples = demo_workload("cpu", torch.float32)

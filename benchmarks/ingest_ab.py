@@ -12,6 +12,7 @@ link ``kernelscope`` to a checkout, its C extension built in place). KS_THREADS=
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -57,9 +58,18 @@ os._exit(0)
 
 
 def main(argv: list[str]) -> None:
-    rounds, mode = int(argv[0]), argv[1]
-    split = argv.index("--")
-    traces, trees = argv[2:split], [a.split("=", 1) for a in argv[split + 1 :]]
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], usage="%(prog)s ROUNDS MODE TRACE... -- NAME=PYTHONPATH ..."
+    )
+    parser.add_argument("rounds", type=int)
+    parser.add_argument("mode", choices=("load", "ingest", "cut"))
+    parser.add_argument("traces", nargs="+", metavar="TRACE")
+    split = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:split])
+    trees = [a.split("=", 1) for a in argv[split + 1 :]]
+    if not trees or any(len(tree) != 2 for tree in trees):
+        parser.error("name the trees to compare after '--', each as NAME=PYTHONPATH")
+    rounds, mode, traces = args.rounds, args.mode, args.traces
     results: dict[tuple[str, str], list[dict]] = {}
     for round_ in range(rounds):
         for trace in traces:

@@ -10,6 +10,7 @@ held a USDT line; exits 1 if one did.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -54,10 +55,19 @@ print(json.dumps({{"workload": {name!r}, "start_ms": windows[0], "stop_ms": wind
 """
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "workloads",
+        nargs="*",
+        metavar="WORKLOAD",
+        default=["demo", "mlp"],
+        help="benchmarks/workloads.py names (default: demo mlp)",
+    )
+    args = parser.parse_args(argv)
     benchmarks = str(Path(__file__).parent)
     failed = False
-    for name in sys.argv[1:] or ["demo", "mlp"]:
+    for name in args.workloads:
         done = subprocess.run(
             [sys.executable, "-c", CHILD.format(benchmarks=benchmarks, name=name)], capture_output=True, text=True
         )

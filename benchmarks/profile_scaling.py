@@ -19,6 +19,7 @@ per event in brackets.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import time
@@ -78,7 +79,8 @@ def one_profile(model, samples) -> tuple[dict, int]:
     return dict(steps), events
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)  # no options; --help
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model, two = demo_workload(device, torch.float16 if device == "cuda" else torch.float32)
     one_profile(model, two)  # imports, first connection

@@ -3,7 +3,7 @@ the recorder's steps (the patched passes with the recorded pass, writing the run
 frame, function_data, release), and inside load_run the analyzer's (load_stages.py). What they leave is "other":
 the unpatched warm-ups, the manifest, the threads started and awaited.
 
-    python benchmarks/profile_stages.py [--device cuda] [--workloads tiny,mlp] [--repeat 10] [--out STAGES.json]
+    python benchmarks/profile_stages.py [--device cuda] [--workloads tiny,demo] [--repeat 10] [--out STAGES.json]
 
 Prints, per workload, each stage's median seconds and share of the median profile(), after two untimed calls (the
 process's first-call costs are profile_vs_aitune.py's business).
@@ -83,7 +83,9 @@ def timed_profiles(w, warmup: int, repeat: int) -> dict[str, list[float]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument("--workloads", default="tiny,mlp", help="comma-separated names of profile_vs_aitune's")
+    parser.add_argument(
+        "--workloads", default=None, help="comma-separated names of profile_vs_aitune's (default: all of the device's)"
+    )
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--out", default=None, help="write every timing as JSON here")
@@ -95,9 +97,13 @@ def main(argv: list[str] | None = None) -> None:
     import workloads_small
 
     factories = workloads_small.for_device(args.device)
+    names = args.workloads.split(",") if args.workloads else list(factories)
+    unknown = [name for name in names if name not in factories]
+    if unknown:  # before any timing: a typo found after minutes of profiles wastes them
+        parser.error(f"no workload {', '.join(unknown)} on {args.device}; known: {', '.join(factories)}")
     print(f"device {args.device}, torch {torch.__version__}, {args.repeat} profile() calls per workload, median")
     results = {}
-    for name in args.workloads.split(","):
+    for name in names:
         runs = timed_profiles(factories[name](), args.warmup, args.repeat)
         medians = {stage: statistics.median(values) for stage, values in runs.items()}
         results[name] = {"median_s": medians, "times_s": runs}

@@ -14,6 +14,7 @@ Prints one line per piece and device (ns per call), then the last 6000 character
 
 from __future__ import annotations
 
+import argparse
 import cProfile
 import io
 import pstats
@@ -150,6 +151,9 @@ def profile_pass(name: str) -> None:
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", help="factories of benchmarks/workloads.py (CUDA)")
+    sys.argv[1:] = parser.parse_args().workloads
     pieces("cpu")
     new_signatures("cpu")
     if torch.cuda.is_available():

@@ -8,16 +8,17 @@ import click
 
 from .loading import prefix_options, warnings_as_lines
 from .output import Output, emit, output_options
+from .paths import UserPath
 from .rows import TOP_K, note_rows_left_out, rows_to_show
 
 
 @click.command()
-@click.argument("sources", metavar="RUN...", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("sources", metavar="RUN...", nargs=-1, required=True, type=UserPath(path_type=str))
 @click.option(
     "--to",
     "archive_path",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     help="The archive folder (created when missing).",
 )
 @prefix_options
@@ -36,7 +37,7 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
 
 
 @click.command()
-@click.argument("archive_path", metavar="ARCHIVE", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("archive_path", metavar="ARCHIVE", type=UserPath(file_okay=False, path_type=Path))
 @TOP_K
 @output_options
 def runs(archive_path: Path, top_k: int | None, output: Output) -> None:

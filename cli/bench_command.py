@@ -11,7 +11,9 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from .loading import rank_option
 from .output import Output, emit, output_options, print_table
+from .paths import UserPath
 
 MISMATCH_EXIT = 1
 TABLE_COLUMNS = [  # the table on a terminal; --format and -o give every column
@@ -22,7 +24,7 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
 
 
 @click.command()
-@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
 @click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
 @click.option(
     "--top-k",
@@ -45,11 +47,11 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
 )
 @click.option("--rtol", type=click.FloatRange(min=0), default=None, help="Relative tolerance (default: by dtype).")
 @click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance (default: by dtype).")
-@click.option("--rank", type=int, default=None, help="The rank to replay, in a job of several ranks.")
+@rank_option(default="the run's only rank; a job of several ranks needs one")
 @click.option("--no-flush-l2", is_flag=True, help="Do not clear the GPU's L2 before each timed call.")
 @click.option(
     "--scripts",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=None,
     help="Write one standalone benchmark script per call (and its samples) into this directory.",
 )
@@ -77,6 +79,8 @@ def bench(
         if getattr(exc, "name", None) == "torch":
             raise click.ClickException(TORCH_HINT) from None
         raise
+    from kernelscope.analyzer.ranks import UnknownRank
+
     against = _parse_against(alternatives)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -86,6 +90,8 @@ def bench(
                 against=against, rtol=rtol, atol=atol, rank=rank, flush_l2=not no_flush_l2, scripts=scripts,
                 overwrite=output.force,
             )  # fmt: skip
+        except UnknownRank as exc:
+            raise click.BadParameter(str(exc), param_hint="--rank") from None
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     for warning in caught:

@@ -15,8 +15,9 @@ from .archive_commands import archive, runs
 from .bench_command import bench
 from .diff_command import diff
 from .interrupts import ended_by_signals, exit_code, name
-from .loading import load_run_of, prefix_options, run_option
+from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import TERMINAL, Output, emit, output_options
+from .paths import UserPath
 from .report_command import report
 from .rows import (
     FULL_NAMES,
@@ -133,7 +134,7 @@ def _import_recorder():
 )
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=None,
     help="The run directory to write, its missing parents created (default: ./kernelscope-demo-<time>).",
 )
@@ -172,7 +173,7 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
 @click.argument("target")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=UserPath(file_okay=False, path_type=Path),
     default=None,
     help="The run directory to write, its missing parents created (default: ./kernelscope-<factory>-<time>).",
 )
@@ -215,12 +216,12 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 
 
 @main.command()
-@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
 @TOP_K
 @click.option(
     "--kernels", is_flag=True, help="One row per kernel (profiling_df) instead of the summary; in a table the longest."
 )
-@click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
+@rank_option
 @click.option("--by-rank", is_flag=True, help="One summary per rank, with a rank column.")
 @click.option(
     "--by",
@@ -260,8 +261,7 @@ def analyze(
         raise click.UsageError(f"--by-rank is a summary of calls per rank; with {other}, name one rank with --rank N")
     limit = rows_to_show(top_k, output)
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
-        if rank is not None and rank not in loaded.ranks:
-            raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
+        check_rank(run, loaded, rank)
         if kernels:
             title, what = "kernels, the longest first" if limit else "kernels", "device rows"
             frame = kernel_table(loaded.profiling_df(rank, top_k=limit), output)

@@ -8,20 +8,21 @@ import warnings
 import click
 import pandas as pd
 
-from .loading import load_run_of
+from .loading import load_run_of, prefix_options
 from .output import Output, emit, output_options
+from .paths import UserPath
 from .rows import FULL_NAMES, TOP_K, first_rows, note_levels_left_out, rows_to_show, shorten_kernel_names
 
 REGRESSION_EXIT = 1
 
 
 @click.command()
-@click.argument("run_a", type=click.Path(path_type=str))
-@click.argument("run_b", type=click.Path(path_type=str))
+@click.argument("run_a", type=UserPath(path_type=str))
+@click.argument("run_b", type=UserPath(path_type=str))
 @click.option(
     "--archive",
     "archive_path",
-    type=click.Path(file_okay=False, path_type=str),
+    type=UserPath(file_okay=False, path_type=str),
     default=None,
     help="RUN_A and RUN_B are runs of this archive (ids, unique id prefixes or names).",
 )
@@ -42,6 +43,7 @@ REGRESSION_EXIT = 1
     "(every function counts, shown or not).",
 )
 @FULL_NAMES
+@prefix_options
 @output_options
 def diff(
     run_a: str,
@@ -51,6 +53,8 @@ def diff(
     top_k: int | None,
     fail_above: float | None,
     full_names: bool,
+    module_prefix: str | None,
+    function_prefix: str | None,
     output: Output,
 ) -> None:
     """Compare RUN_B against RUN_A: time, calls, share, delta and ratio per function, module and kernel,
@@ -60,10 +64,12 @@ def diff(
 
     if archive_path is None:
         pick = "compare two of its runs with kernelscope diff --archive ARCHIVE ID_A ID_B"
-        a, b = load_run_of(run_a, None, None, pick=pick), load_run_of(run_b, None, None, pick=pick)
+        a = load_run_of(run_a, module_prefix, function_prefix, pick=pick)
+        b = load_run_of(run_b, module_prefix, function_prefix, pick=pick)
         title = f"{run_b} against {run_a}"
     else:
-        a, b = load_run_of(archive_path, None, None, run_a), load_run_of(archive_path, None, None, run_b)
+        a = load_run_of(archive_path, module_prefix, function_prefix, run_a)
+        b = load_run_of(archive_path, module_prefix, function_prefix, run_b)
         title = f"{archive_path}: {run_b} against {run_a}"
     with a, b, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)

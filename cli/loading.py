@@ -33,6 +33,21 @@ def prefix_options(command):
     )(command)
 
 
+def rank_option(command=None, *, default: str = "all, merged"):
+    """--rank, the same option in every command that reads one rank of a job; ``default`` says what it does without."""
+    help_text = f"Only this rank of a job of ranks (default: {default})."
+    option = click.option("--rank", type=int, default=None, help=help_text)
+    return option if command is None else option(command)
+
+
+def check_rank(where: str, loaded, rank: int | None) -> None:
+    """A --rank that ``loaded`` does not hold is a usage error, in the same words for every command."""
+    from kernelscope.analyzer.ranks import UnknownRank
+
+    if rank is not None and rank not in loaded.ranks:
+        raise click.BadParameter(str(UnknownRank(where, rank, loaded.ranks)), param_hint="--rank")
+
+
 def run_option(command):
     return click.option(
         "--run",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import click
 import pandas as pd
+
+from .paths import UserPath
 
 FORMATS = ("table", "csv", "json", "jsonl", "parquet")
 SUFFIXES = {
@@ -118,7 +121,7 @@ def output_options(command: Callable) -> Callable:
         "-o",
         "--output",
         "output_path",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=UserPath(dir_okay=False, path_type=Path),
         default=None,
         help="Write to this file instead of stdout (format: --format, else the extension: "
         ".csv, .json, .jsonl/.ndjson, .parquet, .txt).",
@@ -193,16 +196,26 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
     replace_atomically(path, write)
 
 
+NARROWEST_NAME = 12  # characters a folded name keeps per line in a table squeezed by a narrow terminal
+PIPED_COLUMNS = 200  # a table piped to a file or a pager is not cut to a terminal's width, unless COLUMNS says
+
+
 def stdout_console(**options):
-    """A rich console on stdout (200 columns when piped) that leaves a closed pipe to the command (cli.py ends
-    quietly), where rich's own exits with status 1."""
+    """A rich console on stdout (when piped: COLUMNS wide where it is set, else 200) that leaves a closed pipe to
+    the command (cli.py ends quietly), where rich's own exits with status 1."""
     from rich.console import Console
 
     class PipedConsole(Console):
         def on_broken_pipe(self) -> None:
             raise BrokenPipeError
 
-    return PipedConsole(file=sys.stdout, width=None if sys.stdout.isatty() else 200, **options)
+    options.setdefault("width", None if sys.stdout.isatty() else _piped_width())
+    return PipedConsole(file=sys.stdout, **options)
+
+
+def _piped_width() -> int:
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_COLUMNS
 
 
 def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
@@ -213,17 +226,28 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     from rich.text import Text
 
     table = Table(header_style="bold")
-    cells = []
+    cells, minimums = [], []
     for column in frame.columns:
         numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
-        table.add_column(Text(printable(str(column))), justify="right" if numeric else "left", overflow="fold")
-        cells.append(_format_column(str(column), frame[column]) if numeric else [_text(v) for v in frame[column]])
+        values = _format_column(str(column), frame[column]) if numeric else [_text(v) for v in frame[column]]
+        # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads) and a name
+        # folds no narrower than NARROWEST_NAME: a table that needs more is printed wider than the terminal.
+        widest = max(map(len, values), default=0)
+        least = widest if numeric else min(widest, NARROWEST_NAME)
+        minimums.append(least)
+        table.add_column(
+            Text(printable(str(column))), justify="right" if numeric else "left", overflow="fold", min_width=least
+        )
+        cells.append(values)
     for row in zip(*cells, strict=True) if cells else ():
         table.add_row(*(Text(printable(cell)) for cell in row))
     console = stdout_console()
+    needed = sum(minimums) + 3 * len(minimums) + 1  # with each column's padding and rule, and the last rule
+    if needed > console.width:
+        console = stdout_console(width=needed)
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
         console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
-    console.print(table)
+    console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
 
 
 MEASURES = ("_us", "_pct", "_MB", "ratio")  # columns of times, shares, sizes and ratios: always with decimals

@@ -7,18 +7,19 @@ from pathlib import Path
 
 import click
 
-from .loading import load_run_of, run_option
+from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import Output
+from .paths import UserPath
 
 
 @click.command()
-@click.argument("run", type=click.Path(path_type=str))
-@click.argument("run_b", required=False, type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
+@click.argument("run_b", required=False, type=UserPath(path_type=str))
 @click.option(
     "-o",
     "--output",
     "output_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=UserPath(dir_okay=False, path_type=Path),
     default=None,
     help="The HTML file to write (default: ./<run>-report.html, ./<run_b>-vs-<run>-report.html).",
 )
@@ -26,13 +27,23 @@ from .output import Output
 @click.option(
     "--archive",
     "archive_path",
-    type=click.Path(file_okay=False, path_type=str),
+    type=UserPath(file_okay=False, path_type=str),
     default=None,
     help="RUN (and RUN_B) are runs of this archive (ids, unique id prefixes or names).",
 )
+@rank_option
 @run_option
+@prefix_options
 def report(
-    run: str, run_b: str | None, output_path: Path | None, force: bool, archive_path: str | None, run_ref: str | None
+    run: str,
+    run_b: str | None,
+    output_path: Path | None,
+    force: bool,
+    archive_path: str | None,
+    rank: int | None,
+    run_ref: str | None,
+    module_prefix: str | None,
+    function_prefix: str | None,
 ) -> None:
     """Write the report of RUN (a run, a job of ranks, a trace, or an archived run with --run ID) as one HTML file
     that opens offline: the module tree as a zoomable icicle, the costliest calls, what each input signature
@@ -41,6 +52,10 @@ def report(
 
     if archive_path is not None and run_ref is not None:
         raise click.UsageError("--run names the run of an ARCHIVE given as RUN; with --archive, RUN is the run")
+    if rank is not None and run_b is not None:
+        raise click.UsageError(
+            "--rank reports one rank of RUN; the comparison of RUN_B against RUN compares whole runs"
+        )
     names = [run] if run_b is None else [run, run_b]
     path = output_path or Path(_default_name(names))
     Output(path=path, force=force, inputs=tuple(n for n in (run, run_b, archive_path) if n)).check_destination()
@@ -49,9 +64,12 @@ def report(
             refs = [(run, run_ref)] + ([(run_b, None)] if run_b else [])
         else:
             refs = [(archive_path, name) for name in names]
-        runs = [stack.enter_context(load_run_of(where, None, None, ref)) for where, ref in refs]
+        runs = [stack.enter_context(load_run_of(where, module_prefix, function_prefix, ref)) for where, ref in refs]
         if run_b is None:
-            write_report(runs[0], path, name=run if run_ref is None else f"{run} --run {run_ref}", progress=True)
+            check_rank(run, runs[0], rank)
+            name = run if run_ref is None else f"{run} --run {run_ref}"
+            name = name if rank is None else f"{name} --rank {rank}"
+            write_report(runs[0], path, name=name, rank=rank, progress=True)
         else:
             write_comparison(runs[0], runs[1], path, names=(run, run_b), progress=True)
     click.echo(f"report: {path}")

@@ -13,6 +13,7 @@ import pandas as pd
 
 from .loading import load, prefix_options, run_option
 from .output import Output, emit, output_options, print_table
+from .paths import UserPath
 
 SHELL_ROWS = 200
 SHELL_HELP = (
@@ -23,7 +24,7 @@ QUIT_WORDS = ("exit", "quit")
 
 
 @click.command()
-@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
 @click.argument("query", required=False)
 @run_option
 @prefix_options

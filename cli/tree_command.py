@@ -7,14 +7,15 @@ import math
 import click
 import pandas as pd
 
-from .loading import load_run_of, prefix_options, run_option
+from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import stdout_console
+from .paths import UserPath
 
 STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 
 
 @click.command()
-@click.argument("run", type=click.Path(path_type=str))
+@click.argument("run", type=UserPath(path_type=str))
 @click.option(
     "--min-pct",
     type=click.FloatRange(min=0),
@@ -25,7 +26,7 @@ STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 @click.option("--depth", type=click.IntRange(min=0), default=None, help="Print this many levels below the root.")
 @click.option("--show-calls", is_flag=True, help="List under each module its calls, and under each call its kernels.")
 @click.option("--full-names", is_flag=True, help="With --show-calls: kernels by their full names, not short ones.")
-@click.option("--rank", type=int, default=None, help="Only this rank of a multi-rank run (default: all, merged).")
+@rank_option
 @run_option
 @prefix_options
 def tree(
@@ -45,8 +46,7 @@ def tree(
     from kernelscope.analyzer.tree import shown_tree
 
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
-        if rank is not None and rank not in loaded.ranks:
-            raise click.BadParameter(f"{run} has ranks {', '.join(map(str, loaded.ranks))}", param_hint="--rank")
+        check_rank(run, loaded, rank)
         nodes = shown_tree(loaded, rank, min_pct=min_pct, max_depth=depth, show_calls=show_calls)
     root_name = run if rank is None else f"{run} (rank {rank})"
     print_tree(nodes, root_name, min_pct, full_names)

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from kernelscope.analyzer import Run, load_run
 from kernelscope.analyzer.errors import BadInputError, KernelscopeError
+from kernelscope.analyzer.ranks import UnknownRank
 from kernelscope.analyzer.samples import TensorMeta
 
 from .replay import metadata_of
@@ -64,7 +65,7 @@ def _run_samples(run: Run, rank: int | None, where: str) -> Samples:
             raise ValueError(f"{where} has ranks {', '.join(map(str, run.ranks))}: pass rank= (--rank) to bench one")
         rank = run.ranks[0]
     elif rank not in run.ranks:
-        raise ValueError(f"{where} has no rank {rank} (ranks: {', '.join(map(str, run.ranks))})")
+        raise UnknownRank(where, rank, run.ranks)
     part = run.parts[rank]
     if part.directory is None:
         problem = "is a bare trace or an archived run, not a run directory: it has no samples to replay"

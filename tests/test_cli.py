@@ -404,3 +404,14 @@ def test_the_footer_counts_rows_as_it_counts_time():
     assert "\n10,133 device rows, 987,884.0 µs in all;" in result.output
     one = CliRunner().invoke(main, ["analyze", str(REPO / "sample_traces" / "plain_kineto" / "with_stack.json.gz")])
     assert one.exit_code == 0 and "\n1 device row, 3.6 µs in all;" in one.output, one.output
+
+
+def test_a_tilde_the_shell_left_is_the_home_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "runs").mkdir()
+    os.symlink(DEMO, tmp_path / "runs" / "demo")
+    read = CliRunner().invoke(main, ["analyze", "~/runs/demo", "--format", "csv", "--output=~/summary.csv"])
+    assert read.exit_code == 0, read.output
+    assert (tmp_path / "summary.csv").read_text().startswith("function_name,calls,")
+    tree = CliRunner().invoke(main, ["tree", "~/runs/demo", "--depth", "0"])
+    assert tree.exit_code == 0 and str(tmp_path / "runs" / "demo") in tree.output

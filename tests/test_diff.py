@@ -173,3 +173,15 @@ def test_kernel_rows_of_a_table_have_short_names():
     csv = CliRunner().invoke(main, ["diff", str(DEMO), str(DEMO), "--level", "kernel", "--format", "csv"])
     assert "vectorized_layer_norm_kernel " in table.output and "c10::Half" not in table.output
     assert "c10::Half" in csv.output
+
+
+def test_diff_reads_runs_with_the_prefix_options_of_analyze():
+    from kernelscope.cli import main
+
+    misc = str(REPO / "sample_traces" / "plain_kineto" / "misc.json.gz")
+    options = ["--module-prefix", "probe:", "--level", "module", "--format", "csv"]
+    probed = CliRunner().invoke(main, ["diff", misc, misc, *options])
+    assert probed.exit_code == 0, probed.output
+    assert "module,inner," in probed.output, "the probe: scopes are modules, as analyze --module-prefix reads them"
+    empty = CliRunner().invoke(main, ["diff", misc, misc, "--module-prefix", ""])
+    assert empty.exit_code == 2 and "--module-prefix must not be empty" in empty.output

@@ -5,10 +5,10 @@ from their fenced code.
   sample_traces/mlp and a copy of sample_traces/demo tagged team=infra) and returns rows, or none where its
   comment says "no rows on".
 - ```console: each `$ kernelscope …` line runs (the lines after it that close its quotes belong to it), in a
-  folder of the doc's own where RUN is sample_traces/demo and ARCHIVE that archive, ID one of its runs and
-  "SELECT ..." a query; it exits 0. The lines under it are what it printed: exactly, when it reads only
-  sample_traces/ (its numbers are those of the checked-in H200 runs); its table's header, when it records
-  here.
+  folder of the doc's own where RUN is sample_traces/demo, JOB a job of it and mlp as ranks 0 and 1, ARCHIVE that
+  archive, ID one of its runs and "SELECT ..." a query; it exits 0. The lines under it are what it printed:
+  exactly, when it reads only sample_traces/ (its numbers are those of the checked-in H200 runs); its table's
+  header, when it records here.
 - ```python: each block runs, in order, in that folder; a block that imports what is not installed (polars,
   pyspark) is skipped. A ```text block right after a block is what the block printed, exactly.
 - ```json: parses; a samples.json example decodes as the analyzer decodes samples.json.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
+from conftest import REPO, make_job
 from kernelscope.analyzer import archive_runs, load_run
 from kernelscope.analyzer.archive import Archive
 from kernelscope.cli import main
@@ -110,6 +110,7 @@ def folders(tmp_path_factory, archive) -> dict:
         (folder / "RUN_A").symlink_to(SAMPLE_RUN)  # two runs to compare: the same model would be the usual case
         (folder / "RUN_B").symlink_to(REPO / "sample_traces" / "mlp")
         (folder / "ARCHIVE").symlink_to(archive)
+        make_job(folder / "JOB", {0: SAMPLE_RUN, 1: REPO / "sample_traces" / "mlp"})
         made[doc] = folder
     return made
 
@@ -176,7 +177,7 @@ def run_command(argv: list[str], demo_command) -> tuple[int, str]:
 
 
 def _only_sample_traces(argv: list[str]) -> bool:
-    paths = [arg for arg in argv[1:] if not arg.startswith("-") and ("/" in arg or arg in ("RUN", "ARCHIVE"))]
+    paths = [arg for arg in argv[1:] if not arg.startswith("-") and ("/" in arg or arg in ("RUN", "ARCHIVE", "JOB"))]
     return bool(paths) and all(arg.startswith(("sample_traces/", "RUN")) for arg in paths)
 
 

@@ -127,7 +127,7 @@ def test_cli_describes_one_rank_or_each(gloo_job):
     one = CliRunner().invoke(main, ["analyze", str(gloo_job), "--rank", "1", "--kernels", "--format", "csv"])
     assert one.exit_code == 0 and {line.split(",")[-1] for line in one.output.strip().splitlines()[1:]} == {"1"}
     missing = CliRunner().invoke(main, ["analyze", str(gloo_job), "--rank", "5"])
-    assert missing.exit_code == 2 and "has ranks 0, 1" in missing.output
+    assert missing.exit_code == 2 and "has no rank 5 (its ranks: 0, 1)" in missing.output
 
 
 SAMPLES = REPO / "sample_traces"

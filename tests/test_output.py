@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
+from kernelscope.analyzer import load_run
 from kernelscope.cli import main
 
 RUN = REPO / "sample_traces" / "mlp"
@@ -309,3 +310,18 @@ def test_force_replaces_no_trace_read_and_a_new_file_beside_the_input_is_written
     )
     assert trace.read_bytes() == (RUN / "trace.json.gz").read_bytes()
     assert invoke("analyze", RUN, "-o", tmp_path / "summary.csv", "--force").exit_code == 0
+
+
+def test_a_piped_table_is_as_wide_as_columns_says_and_never_cuts_a_number():
+    demo = str(REPO / "sample_traces" / "demo")
+    fits = CliRunner().invoke(main, ["analyze", demo, "--by", "kernel", "--top-k", "3"], env={"COLUMNS": "60"})
+    assert fits.exit_code == 0, fits.output
+    table = [line for line in fits.output.splitlines() if line[:1] in "┏┃┡│└"]
+    assert table and max(map(len, table)) == 60, "the table fills the 60 columns COLUMNS gives, not 200"
+    narrow = CliRunner().invoke(main, ["analyze", demo, "--top-k", "3"], env={"COLUMNS": "40"})
+    assert narrow.exit_code == 0, narrow.output
+    with load_run(demo) as run:
+        summary = run.describe(3)
+    for value in [*summary["time_spent_us"], *summary["time_spent_pct"]]:
+        assert f" {value:,.3f} │" in narrow.output, f"{value:.3f} whole on one line of a 40-column table"
+    assert "│ linear " in narrow.output and "─┘" in narrow.output, "the last column is printed, not cropped"

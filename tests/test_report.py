@@ -17,6 +17,7 @@ from kernelscope.analyzer.report import write_comparison, write_report
 from kernelscope.analyzer.report.progress import steps
 from kernelscope.analyzer.report.render import inline_script
 from kernelscope.cli import main
+from pandas.testing import assert_frame_equal
 
 SAMPLES = REPO / "sample_traces"
 PAGE_LIMIT_BYTES = 15 * 2**20
@@ -269,3 +270,46 @@ def test_a_job_is_reported_as_one_run_with_its_ranks(tmp_path):
     text = page.read_text()
     assert "<dt>ranks</dt><dd>0, 1</dd>" in text
     assert '<th class="num rank">rank</th>' in text, "signatures are per rank"
+
+
+def test_one_rank_of_a_job_is_reported_as_that_rank_alone(tmp_path):
+    from conftest import make_job
+    from kernelscope.analyzer.report.views import run_views
+
+    job = make_job(tmp_path / "job", {0: SAMPLES / "demo", 1: SAMPLES / "mlp"})
+    with load_run(job) as run, load_run(SAMPLES / "mlp") as alone:
+        one, whole = run_views(run, "job", rank=1), run_views(alone, "mlp")
+        described = run.describe(None, rank=1)  # analyze --rank 1's numbers
+    assert list(one.summary["function_name"]) == list(described["function_name"])
+    assert list(one.summary["time_spent_us"]) == pytest.approx(list(described["time_spent_us"]))
+    for section in ("top_calls", "summary", "ops", "kernels", "streams", "icicle"):
+        assert_frame_equal(getattr(one, section), getattr(whole, section), obj=section)
+    assert_frame_equal(one.samples.drop(columns="rank"), whole.samples.drop(columns="rank"), obj="samples")
+    assert one.header.totals == whole.header.totals
+    assert ("rank", "1 of the job's 0, 1") in one.header.facts
+
+
+def test_report_takes_the_rank_and_prefix_options_of_tree_and_analyze(tmp_path, monkeypatch):
+    from conftest import make_job
+
+    monkeypatch.chdir(tmp_path)
+    job = str(make_job(tmp_path / "job", {0: SAMPLES / "demo", 1: SAMPLES / "mlp"}))
+    done = CliRunner().invoke(main, ["report", job, "--rank", "1", "-o", "one.html"], catch_exceptions=False)
+    assert done.exit_code == 0 and done.output == "report: one.html\n"
+    assert "<dt>rank</dt><dd>1 of the job&#39;s 0, 1</dd>" in (tmp_path / "one.html").read_text()
+    expected = f"kernelscope: error: Invalid value for --rank: {job} has no rank 7 (its ranks: 0, 1)"
+    for command in (["report", job, "-o", "seven.html"], ["analyze", job], ["tree", job], ["bench", job]):
+        bad = CliRunner().invoke(main, [*command, "--rank", "7"])
+        assert bad.exit_code == 2 and bad.output.startswith(expected + f" (see 'main {command[0]} --help')")
+    assert not (tmp_path / "seven.html").exists()
+    both = CliRunner().invoke(main, ["report", job, job, "--rank", "1"])
+    assert both.exit_code == 2 and "--rank reports one rank of RUN" in both.output
+    misc = str(_trace("misc.json.gz"))
+    probed = CliRunner().invoke(main, ["report", misc, "--module-prefix", "probe:", "-o", "probe.html"])
+    assert probed.exit_code == 0, probed.output
+    details = set(_page_data(tmp_path / "probe.html")["icicle"]["detail"])
+    with load_run(misc, module_prefix="probe:") as run:
+        modules = set(run.sql("SELECT DISTINCT module_name FROM kernels WHERE module_name IS NOT NULL")["module_name"])
+    assert modules and modules <= details, "the prefix names the page's modules, as it does tree's"
+    empty = CliRunner().invoke(main, ["report", misc, "--function-prefix", ""])
+    assert empty.exit_code == 2 and "--function-prefix must not be empty" in empty.output

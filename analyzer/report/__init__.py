@@ -14,12 +14,15 @@ from .views import comparison_views, run_header, run_views
 __all__ = ["write_comparison", "write_report"]
 
 
-def write_report(run: Run, path: str | os.PathLike, *, name: str | None = None, progress: bool = False) -> Path:
-    """Write the report of ``run`` to ``path`` (HTML); ``name`` heads the page (default: the run's path)."""
+def write_report(
+    run: Run, path: str | os.PathLike, *, name: str | None = None, rank: int | None = None, progress: bool = False
+) -> Path:
+    """Write the report of ``run`` to ``path`` (HTML); ``name`` heads the page (default: the run's path); ``rank``:
+    only that rank of a job (default: its ranks together)."""
     path = Path(path)
     with steps(progress) as step:
         step("reading the module tree, calls and kernels")
-        views = run_views(run, name or str(run.path))
+        views = run_views(run, name or str(run.path), rank)
         step("laying out the page")
         html = render_report(views, _version())
         step(f"writing {path}")

@@ -1,6 +1,7 @@
 -- report.sql: what the HTML report shows of a run, as temporary views (the page computes nothing of its own).
--- Reads `kernels`, `summary`, `sample_costs` and ks_report_tree (tree_shown.sql of the whole run with its calls and
--- kernels, created by views.py); needs kernel_short (kernel_names.sql). All ranks of a job together.
+-- Reads ${kernels}, ${summary}, ${sample_costs} (the run's views, all ranks of a job together, or one rank's:
+-- one_rank.sql; substituted by views.py) and ks_report_tree (tree_shown.sql of the same rows with their calls and
+-- kernels, created by views.py); needs kernel_short (kernel_names.sql).
 
 -- The icicle: module -> call -> kernel, with the children under the report's threshold folded into one node.
 -- The chart sizes a node by its children's sum and its own value, so a node with children has value 0.
@@ -26,14 +27,14 @@ ORDER BY t.kind = 'more', t.node_id, t.parent_id;
 
 -- The costliest calls (the bar chart).
 CREATE OR REPLACE TEMP VIEW ks_report_top_calls AS
-SELECT function_name, time_spent_us, time_spent_pct, calls FROM summary LIMIT 20;
+SELECT function_name, time_spent_us, time_spent_pct, calls FROM ${summary} LIMIT 20;
 
 -- Without calls (a plain trace): the time by operator instead.
 CREATE OR REPLACE TEMP VIEW ks_report_ops AS
 SELECT op, count(*) AS kernels, sum(kernel_us) AS time_us,
        CASE WHEN sum(sum(kernel_us)) OVER () > 0 THEN 100.0 * sum(kernel_us) / sum(sum(kernel_us)) OVER () ELSE 0.0 END
            AS share_pct
-FROM kernels
+FROM ${kernels}
 GROUP BY op
 ORDER BY time_us DESC, op NULLS LAST
 LIMIT 20;
@@ -43,14 +44,14 @@ LIMIT 20;
 CREATE OR REPLACE TEMP VIEW ks_report_samples AS
 WITH top AS (
     SELECT function_name, time_spent_us, row_number() OVER (ORDER BY time_spent_us DESC, function_name) AS position
-    FROM summary WHERE num_distinct_samples IS NOT NULL
+    FROM ${summary} WHERE num_distinct_samples IS NOT NULL
     QUALIFY position <= 8
 ),
 ranked AS (
     SELECT c.*, t.position, t.time_spent_us AS function_us,
            row_number() OVER (PARTITION BY c.function_name ORDER BY c.time_us DESC, c.rank, c.sample_id) AS place,
            count(*) OVER (PARTITION BY c.function_name) AS signatures
-    FROM sample_costs c JOIN top t USING (function_name)
+    FROM ${sample_costs} c JOIN top t USING (function_name)
 )
 SELECT position, function_name, function_us, signatures, place, rank, sample_id, signature, calls, time_us,
        us_per_call, function_pct
@@ -65,7 +66,7 @@ SELECT kernel_short(kernel) AS short_name, kernel, string_agg(DISTINCT kind, ', 
        CASE WHEN sum(sum(kernel_us)) OVER () > 0 THEN 100.0 * sum(kernel_us) / sum(sum(kernel_us)) OVER () ELSE 0.0 END
            AS share_pct,
        string_agg(DISTINCT CAST(stream AS VARCHAR), ', ' ORDER BY CAST(stream AS VARCHAR)) AS streams
-FROM kernels
+FROM ${kernels}
 GROUP BY kernel
 ORDER BY time_us DESC, kernel
 LIMIT 30;
@@ -75,6 +76,6 @@ CREATE OR REPLACE TEMP VIEW ks_report_streams AS
 SELECT kind, device, stream, count(*) AS rows, sum(kernel_us) AS time_us,
        CASE WHEN sum(sum(kernel_us)) OVER () > 0 THEN 100.0 * sum(kernel_us) / sum(sum(kernel_us)) OVER () ELSE 0.0 END
            AS share_pct
-FROM kernels
+FROM ${kernels}
 GROUP BY kind, device, stream
 ORDER BY time_us DESC, kind, device, stream;

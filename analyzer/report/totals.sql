@@ -1,5 +1,6 @@
 -- totals.sql: the report's header numbers of a run (both pages): its device time and rows, the share inside a
--- named call and inside a module, how many ranks, functions, modules and distinct kernels. All ranks together.
+-- named call and inside a module, how many ranks, functions, modules and distinct kernels, of ${kernels}: all
+-- ranks together, or one rank's (one_rank.sql; substituted by views.py).
 CREATE OR REPLACE TEMP VIEW ks_report_totals AS
 SELECT coalesce(sum(kernel_us), 0.0) AS total_us,
        count(*) AS rows,
@@ -13,4 +14,4 @@ SELECT coalesce(sum(kernel_us), 0.0) AS total_us,
        count(DISTINCT function_name) AS functions,
        count(DISTINCT module_name) AS modules,
        count(DISTINCT kernel) AS distinct_kernels
-FROM kernels;
+FROM ${kernels};

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from string import Template
 
 import duckdb
 import pandas as pd
@@ -13,8 +14,13 @@ from ..diff import diff
 from ..kernel_names import define_kernel_short
 from ..ranks import header_gpu_names
 from ..run import Run
-from ..sql import run_sql_file
+from ..sql import run_sql_file, sql_text
+from ..summary import summary_query
 from ..tree import shown_tree_query
+
+# The relations report.sql and totals.sql read: the run's views (a job's ranks together), or one rank's (one_rank.sql).
+WHOLE_RUN = {"kernels": "kernels", "summary": "summary", "sample_costs": "sample_costs"}
+ONE_RANK = {"kernels": "ks_rank_kernels", "summary": "ks_rank_summary", "sample_costs": "ks_rank_sample_costs"}
 
 # The icicle folds the children under this share of the run (percent) into one node per parent: a large run's
 # page stays small and quick to draw; hovering the folded node says how many it holds.
@@ -46,28 +52,46 @@ class RunViews:
     streams: pd.DataFrame
 
 
-def run_header(run: Run, name: str) -> RunHeader:
-    """The header of ``run``, from its manifest (or trace header), ks_report_totals and its launch check."""
-    run_sql_file(run.con, "report/totals.sql")
+def report_relations(run: Run, rank: int | None) -> dict[str, str]:
+    """The relations the report's SQL reads for ``rank`` (None: the whole run), its one-rank views defined."""
+    if rank is None:
+        return WHOLE_RUN
+    con = run.con
+    con.execute(f"SET VARIABLE ks_rank = {run._rank(rank)}")
+    run_sql_file(con, "report/one_rank.sql")
+    summary = summary_query(kernels=ONE_RANK["kernels"], sample_totals="ks_rank_sample_totals")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW ks_rank_summary AS {summary}")
+    return ONE_RANK
+
+
+def _run_report_sql(run: Run, name: str, relations: dict[str, str]) -> None:
+    run.con.execute(Template(sql_text(name)).substitute(relations))
+
+
+def run_header(run: Run, name: str, rank: int | None = None) -> RunHeader:
+    """The header of ``run`` (or of its rank ``rank``), from its manifest (or trace header), ks_report_totals and
+    its launch check."""
+    _run_report_sql(run, "report/totals.sql", report_relations(run, rank))
     cursor = run.con.execute("SELECT * FROM ks_report_totals")
     totals = dict(zip([c[0] for c in cursor.description], cursor.fetchone(), strict=True))
-    check = run.launch_check()
-    return RunHeader(name, run_facts(run, totals, check), check.ok, trace_file(run), totals)
+    check = run.launch_check() if rank is None else run.parts[rank].check
+    return RunHeader(name, run_facts(run, totals, check, rank), check.ok, trace_file(run, rank), totals)
 
 
-def run_views(run: Run, name: str) -> RunViews:
-    """Every section's rows, from report.sql's views over ``run`` (all ranks together)."""
+def run_views(run: Run, name: str, rank: int | None = None) -> RunViews:
+    """Every section's rows, from report.sql's views over ``run``: all ranks together, or the rank ``rank``."""
     con = run.con
-    header = run_header(run, name)
+    header = run_header(run, name, rank)  # defines the one-rank views too
+    relations = WHOLE_RUN if rank is None else ONE_RANK
     define_kernel_short(con)
-    tree = shown_tree_query(run, None, min_pct=ICICLE_MIN_PCT, show_calls=True)
+    tree = shown_tree_query(run, rank, min_pct=ICICLE_MIN_PCT, show_calls=True)
     con.execute(f"CREATE OR REPLACE TEMP TABLE ks_report_tree AS {tree}")  # read twice by ks_report_icicle
-    run_sql_file(con, "report/report.sql")
+    _run_report_sql(run, "report/report.sql", relations)
     return RunViews(
         header=header,
         icicle=_frame(con, "ks_report_icicle"),
         top_calls=_frame(con, "ks_report_top_calls"),
-        summary=_frame(con, "summary"),
+        summary=_frame(con, relations["summary"]),
         ops=_frame(con, "ks_report_ops"),
         samples=_frame(con, "ks_report_samples"),
         kernels=_frame(con, "ks_report_kernels"),
@@ -75,10 +99,13 @@ def run_views(run: Run, name: str) -> RunViews:
     )
 
 
-def run_facts(run: Run, totals: dict, check) -> list[tuple[str, str]]:
-    """The header: what the manifest (or a bare trace's header) says the run is, its totals and its launch check."""
-    manifest = run.manifest or {}
-    keys = run.header.keys if run.header is not None else {}
+def run_facts(run: Run, totals: dict, check, rank: int | None = None) -> list[tuple[str, str]]:
+    """The header: what the manifest (or a bare trace's header) says the run (or its rank ``rank``) is, its totals
+    and its launch check."""
+    part = run.parts[rank] if rank is not None else None
+    manifest = (run.manifest if part is None else part.manifest) or {}
+    header = run.header if part is None else part.header
+    keys = header.keys if header is not None else {}
     gpu = manifest.get("gpu_name") or next(iter(header_gpu_names(keys)), None)
     cuda = manifest.get("cuda_version") or _cuda_runtime(keys.get("cuda_runtime_version"))
     versions = manifest.get("torch_version") or cuda
@@ -89,7 +116,8 @@ def run_facts(run: Run, totals: dict, check) -> list[tuple[str, str]]:
         ("torch / CUDA", " / ".join(v or "?" for v in (manifest.get("torch_version"), cuda)) if versions else None),
         ("recorded", manifest.get("start_time") or _base_time(keys.get("baseTimeNanoseconds"))),
         ("host", manifest.get("hostname")),
-        ("ranks", ", ".join(map(str, run.ranks)) if len(run.ranks) > 1 else None),
+        ("ranks", ", ".join(map(str, run.ranks)) if len(run.ranks) > 1 and rank is None else None),
+        ("rank", f"{rank} of the job's {', '.join(map(str, run.ranks))}" if rank is not None else None),
         ("device time", f"{totals['total_us']:,.1f} µs in {totals['rows']:,} rows"),
         ("named", f"{totals['named_pct']:.1f}% inside a named call, {totals['in_module_pct']:.1f}% inside a module"),
         ("launch check", _launch_check(check)),
@@ -119,10 +147,10 @@ def _base_time(nanoseconds) -> str | None:
     return dt.datetime.fromtimestamp(nanoseconds / 1e9, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def trace_file(run: Run) -> str | None:
-    """The trace a person can open in Perfetto: the run directory's (the first rank's), or the bare trace itself;
-    None for a run read from an archive, which keeps no trace file."""
-    part = next(iter(run.parts.values()))
+def trace_file(run: Run, rank: int | None = None) -> str | None:
+    """The trace a person can open in Perfetto: the run directory's (the first rank's, or ``rank``'s), or the bare
+    trace itself; None for a run read from an archive, which keeps no trace file."""
+    part = next(iter(run.parts.values())) if rank is None else run.parts[rank]
     if part.directory is not None and part.manifest is not None:
         return str(part.directory / part.manifest.get("files", {}).get("trace", "trace.json.gz"))
     if part.header is not None:
