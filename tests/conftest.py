@@ -10,6 +10,10 @@ SHARED_TRACES = sorted((REPO / "sample_traces" / "plain_kineto").glob("*.json.gz
 SAMPLE_RUNS = sorted(p.parent for p in (REPO / "sample_traces").glob("*/manifest.json"))
 
 sys.path.insert(0, str(TESTS))
+# pytest-xdist's workers get COLUMNS=80 and LINES=24 (execnet sets them), which a piped table's width follows: the
+# tests that want a width set COLUMNS themselves, the rest print as on a machine that has none.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 from torch_required import pytest_make_collect_report, pytest_runtest_makereport  # noqa: E402, F401 (hooks)
 
