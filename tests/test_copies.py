@@ -15,7 +15,6 @@ import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from torch import nn  # noqa: E402
 
-
 PICKLES: list[bytes] = []  # what HoldsFunctions wrote in its forward
 COPIES: list[nn.Module] = []
 
