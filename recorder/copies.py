@@ -10,17 +10,29 @@ has its own; a user's module may) is the one called, and its state is put right 
 
 The wrapper of a function a module holds by reference (``self.act = F.relu``, ``self.acts = [F.gelu]``) stays in the
 state: it is what that name holds while recorded, copies call it as the model does, and it pickles as the name it is
-patched under (``PatchPlan``, recorder/wrappers.py), which loads as the function itself. The function itself could
-not be pickled there: pickle writes a function as its name, and checks that the name holds it.
+patched under (``PatchPlan``, recorder/wrappers.py), which loads as the function itself. The function itself cannot
+be pickled while recorded: pickle writes a function as its name, and checks that the name holds it. So where a
+module's state holds a patched function that no stored reference patch replaced (``calls="functional"`` replaces
+none; a reference nested deeper than a registry's items), a pickle's state holds its wrapper instead
+(``pickled_as_wrappers``), in the containers of the state (dicts, lists, tuples, partials) to a few levels; a copy's
+holds the function itself, as the module does.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import sys
 from typing import Any
 
 from torch import nn
 
 from .wrapping import wraps
+
+_COPIES = frozenset({copy.copy.__code__, copy.deepcopy.__code__})  # the callers of __reduce_ex__ that copy
+_LEVELS = 4  # containers looked into below a module's state: a registry of activations, a config's nested lists
+_LARGEST = 1024  # items of a container looked into: a registry, not a vocabulary
+_ABSENT = object()
 
 
 def _own_values(saved: list) -> dict[int, tuple[dict, dict]]:
@@ -54,9 +66,31 @@ def state_without_patches(module: nn.Module, state: Any, held: dict, missing: An
     return fixed
 
 
-def copies_without_patches(patches: Any, saved: list, missing: Any) -> None:
+def pickled_as_wrappers(value: Any, wrappers: dict[int, Any], levels: int = _LEVELS) -> Any:
+    """``value`` with each function of ``wrappers`` (id(function) -> its wrapper) it holds replaced by its wrapper,
+    in new containers where one holds any; ``value`` itself where it holds none."""
+    wrapper = wrappers.get(id(value), _ABSENT)
+    if wrapper is not _ABSENT and wrapper.__wrapped__ is value:
+        return wrapper
+    kind = type(value)
+    if kind is functools.partial:
+        func = pickled_as_wrappers(value.func, wrappers, 0)
+        return value if func is value.func else functools.partial(func, *value.args, **value.keywords)
+    if levels == 0 or kind not in (dict, list, tuple) or not 0 < len(value) <= _LARGEST:
+        return value
+    if kind is dict:
+        items = {key: pickled_as_wrappers(item, wrappers, levels - 1) for key, item in value.items()}
+        return value if all(items[key] is item for key, item in value.items()) else items
+    items = [pickled_as_wrappers(item, wrappers, levels - 1) for item in value]
+    if all(new is old for new, old in zip(items, value, strict=True)):
+        return value
+    return items if kind is list else tuple(items)
+
+
+def copies_without_patches(patches: Any, saved: list, missing: Any, wrappers: dict[int, Any]) -> None:
     """Patch ``nn.Module.__reduce_ex__`` through ``patches`` (a _Patches) so that a copied or pickled module's state
-    holds the model's own values for the module attributes ``saved`` lists (patches it saved; module docstring)."""
+    holds the model's own values for the module attributes ``saved`` lists (patches it saved), and a pickled one's
+    the wrappers of the functions ``wrappers`` maps (``pickled_as_wrappers``; module docstring)."""
     held = _own_values(saved)
     own = vars(nn.Module).get("__reduce_ex__", object.__reduce_ex__)
 
@@ -65,6 +99,8 @@ def copies_without_patches(patches: Any, saved: list, missing: Any) -> None:
         if not isinstance(reduced, tuple) or len(reduced) < 3:
             return reduced
         state = state_without_patches(self, reduced[2], held, missing)
+        if wrappers and sys._getframe(1).f_code not in _COPIES:  # pickled: copy and deepcopy call from their frame
+            state = pickled_as_wrappers(state, wrappers)
         return reduced if state is reduced[2] else (*reduced[:2], state, *reduced[3:])
 
     patches.set_attribute(nn.Module, "__reduce_ex__", wraps(__reduce_ex__, own, "__reduce_ex__"))

@@ -344,7 +344,7 @@ def _install(
             for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
                 patches.set_item(owner, key, replacement)
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
-    copies_without_patches(patches, bound, _MISSING)
+    copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
 
 
 def _scope_compiled_methods(

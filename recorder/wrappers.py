@@ -306,16 +306,24 @@ def _make(kind: str, function: Any, name: str) -> Any:
     return _marked_call(function, name, outermost_only=kind == _TORCH_CALL)
 
 
+def _place(owner: Any, attribute: str) -> tuple[str, str]:
+    """(module, qualified name) under which pickle finds ``owner.attribute``."""
+    if isinstance(owner, types.ModuleType):
+        return owner.__name__, attribute
+    return owner.__module__, f"{owner.__qualname__}.{attribute}"
+
+
+def _pickled_name(function: Any) -> tuple[Any, Any]:
+    return getattr(function, "__module__", None), getattr(function, "__qualname__", None)
+
+
 def _named_after_its_place(wrapper: Any, owner: Any, attribute: str) -> Any:
     """``wrapper`` named as the attribute it is first patched in (``torch.nn.functional.relu``), so that a module
     holding it can be pickled while recorded (recorder/copies.py): pickle writes a function as its module and
     qualified name, and checks that they hold it (while recorded they hold the wrapper), and that name loads as the
     function itself."""
-    if isinstance(wrapper, types.FunctionType):
-        if isinstance(owner, types.ModuleType):
-            wrapper.__module__, wrapper.__qualname__ = owner.__name__, attribute
-        elif isinstance(owner, type):
-            wrapper.__module__, wrapper.__qualname__ = owner.__module__, f"{owner.__qualname__}.{attribute}"
+    if isinstance(wrapper, types.FunctionType) and isinstance(owner, (types.ModuleType, type)):
+        wrapper.__module__, wrapper.__qualname__ = _place(owner, attribute)
     return wrapper
 
 
@@ -325,7 +333,9 @@ _KINDS = {TRITON_LAUNCH: _TRITON, AUTOGRAD_APPLY: _AUTOGRAD}  # the targets whos
 class PatchPlan:
     """Every attribute one recording patches, by owner: ``(owner, {attribute: wrapper})``, the namespace of
     ``torch.nn.functional`` first; ``originals`` and ``wrappers`` map ``id(original)`` to the original and its
-    wrapper (for stored references to the originals)."""
+    wrapper (for stored references to the originals); ``pickled_as_wrappers`` maps the id of each original that
+    pickle writes as the name of a patched attribute to its wrapper, which pickles as a name that loads the original
+    (recorder/copies.py)."""
 
     def __init__(self, calls: str, made_before: dict) -> None:
         self.state = attributes_state(_read_owners())  # read before any choice, which it then vouches for
@@ -334,6 +344,7 @@ class PatchPlan:
         self.wrappers: dict[int, Any] = {}
         self.groups: list[tuple[Any, dict[str, Any]]] = []
         owners: dict[int, dict[str, Any]] = {}
+        places: set[tuple[str, str]] = set()  # (module, qualified name) of every patched attribute, as pickle names it
         functional_kind = _MARKED_FUNCTIONAL if calls == "all" else _FUNCTIONAL
         targets = [(F, name, name) for name in functional_names()]
         if calls == "all":
@@ -357,6 +368,12 @@ class PatchPlan:
                 group = owners[id(owner)] = {}
                 self.groups.append((owner, group))
             group[attribute] = wrapper
+            places.add(_place(owner, attribute))
+        self.pickled_as_wrappers = {
+            key: self.wrappers[key]
+            for key, original in self.originals.items()
+            if isinstance(self.wrappers[key], types.FunctionType) and _pickled_name(original) in places
+        }
 
     def current(self) -> bool:
         """Whether every attribute the plan was made from is still the object it was."""
