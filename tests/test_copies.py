@@ -40,12 +40,18 @@ class HoldsFunctions(nn.Module):
         return hardtanh(silu(self.tanh_gelu(self.act(self.fc(x)))))
 
 
-def _holds_the_originals(module: HoldsFunctions) -> bool:
+def _holds_the_originals(module: HoldsFunctions, unwrapped=lambda function: function) -> bool:
     silu, (hardtanh,) = module.nested["acts"]
+    act, conv, silu, hardtanh, gelu = map(unwrapped, (module.act, module.conv, silu, hardtanh, module.tanh_gelu.func))
     return (
-        module.act is F.relu and module.conv is F.conv1d and silu is F.silu and hardtanh is F.hardtanh
-        and module.tanh_gelu.func is F.gelu and module.tanh_gelu.keywords == {"approximate": "tanh"}
+        act is F.relu and conv is F.conv1d and silu is F.silu and hardtanh is F.hardtanh and gelu is F.gelu
+        and module.tanh_gelu.keywords == {"approximate": "tanh"}
     )  # fmt: skip
+
+
+def _wrapped(function):
+    """The function a recorder's wrapper calls (a copy made while recorded holds what the model holds)."""
+    return getattr(function, "__wrapped__", function)
 
 
 @pytest.mark.parametrize("calls", ["functional", "all"])
@@ -55,9 +61,12 @@ def test_a_module_holding_functions_pickles_and_copies_itself_while_recorded_as_
     PICKLES.clear(), COPIES.clear()
     frame, _ = ModuleFunctionKernelProfiler(calls=calls).profile(model, [((x,), {})], warmup_iterations=1)
     assert len(PICKLES) == 4 and len(frame)
-    for saved in PICKLES:  # written while recorded, loaded after: the model as it was
+    for saved in list(PICKLES):  # written while recorded, loaded after (running one pickles it again: a copy)
         loaded = pickle.loads(saved) if saved[:1] == b"\x80" else torch.load(io.BytesIO(saved), weights_only=False)
         assert _holds_the_originals(loaded) and torch.equal(loaded(x), expected)
-    for copied in COPIES:  # a copy holds the functions themselves, not their wrappers
-        assert _holds_the_originals(copied) and torch.equal(copied(x), expected)
+    for copied in list(COPIES):  # a copy holds what the model held: the functions, or (calls="all") their wrappers
+        if calls == "all":  # whose names no longer hold them once recorded: such a copy cannot pickle itself then
+            assert _holds_the_originals(copied, _wrapped)
+        else:
+            assert _holds_the_originals(copied) and torch.equal(copied(x), expected)
     assert _holds_the_originals(model) and "__reduce_ex__" not in vars(nn.Module)
