@@ -67,6 +67,21 @@ def _scanned(value: Any) -> bool:
     return plain and 0 < len(value) <= _LARGEST_SCANNED
 
 
+# What a value must be for _sites_in to find anything in it: a patched function (by id), a partial, or a container.
+_HOLDERS = (functools.partial, dict, list, tuple)
+
+
+def _items_sites(owner: dict, items: Any, originals: dict, wrappers: dict, skip: Any = _ABSENT) -> list:
+    """_sites_in for every item of ``owner`` (a namespace's or an instance's dict) but ``skip``: the few that can
+    hold a patched function are picked first, in one pass that calls nothing per item (a package's globals run to
+    thousands of names, and this runs for every recording)."""
+    sites: list[tuple[Any, Any, Any]] = []
+    for key, value in [(k, v) for k, v in items if id(v) in originals or isinstance(v, _HOLDERS)]:
+        if key != skip:
+            sites.extend(_sites_in(owner, key, value, originals, wrappers))
+    return sites
+
+
 def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
     """(owner, key, replacement) for ``value``, held at ``owner[key]``, and for the items it holds."""
     replacement = _replacement(value, originals, wrappers)
@@ -74,7 +89,8 @@ def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict)
         yield owner, key, replacement
     elif _scanned(value):
         items = value.items() if type(value) is dict else enumerate(value)
-        found = [(k, r) for k, v in items if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
+        held = [(k, v) for k, v in items if id(v) in originals or isinstance(v, functools.partial)]
+        found = [(k, r) for k, v in held if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
         if not found:
             return
         if isinstance(value, tuple):  # immutable: the whole tuple is replaced where it is held, as its own type
@@ -114,9 +130,8 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
     original, its wrapper."""
     sites: list[tuple[Any, Any, Any]] = []
     for module in modules:
-        for key, value in vars(module).items():
-            if key != "forward":
-                sites.extend(_sites_in(vars(module), key, value, originals, wrappers))
+        namespace = vars(module)
+        sites.extend(_items_sites(namespace, namespace.items(), originals, wrappers, skip="forward"))
     seen_modules: set[str] = set()
     seen_classes: set[int] = set()
     for module in modules:
@@ -125,7 +140,7 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
                 continue
             seen_classes.add(id(kind))
             for value in vars(kind).values():
-                if inspect.isfunction(value):
+                if isinstance(value, types.FunctionType) and (value.__defaults__ or value.__kwdefaults__):
                     sites.extend(_default_sites(value, originals, wrappers))
         name = type(module).__module__
         if name in seen_modules or name.startswith("torch."):
@@ -148,12 +163,14 @@ def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wra
     ``from torch.nn.functional import gelu``): of its top-level package, or beside it in its folder."""
     name, helpers = namespace.__name__, {}
     package, folder = name.partition(".")[0] + ".", _folder(namespace)
-    for key, value in list(vars(namespace).items()):
-        sites.extend(_sites_in(vars(namespace), key, value, originals, wrappers))
-        if inspect.isfunction(value) and value.__module__ == name:
+    items = list(vars(namespace).items())
+    sites.extend(_items_sites(vars(namespace), items, originals, wrappers))
+    for key, value in items:
+        function = isinstance(value, types.FunctionType)
+        if function and value.__module__ == name and (value.__defaults__ or value.__kwdefaults__):
             sites.extend(_default_sites(value, originals, wrappers))
         helper = value if isinstance(value, types.ModuleType) else None
-        if helper is None and (inspect.isfunction(value) or isinstance(value, type)):
+        if helper is None and (function or isinstance(value, type)):
             helper = sys.modules.get(getattr(value, "__module__", None) or "")
         if helper is None or helper is namespace or not isinstance(getattr(helper, "__name__", None), str):
             continue
