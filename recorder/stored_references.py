@@ -22,6 +22,7 @@ import os
 import sys
 import types
 from collections.abc import Iterator
+from itertools import repeat
 from typing import Any
 
 _ABSENT = object()
@@ -67,19 +68,33 @@ def _scanned(value: Any) -> bool:
     return plain and 0 < len(value) <= _LARGEST_SCANNED
 
 
-# What a value must be for _sites_in to find anything in it: a patched function (by id), a partial, or a container.
-_HOLDERS = (functools.partial, dict, list, tuple)
+# What a value must be for _sites_in to find anything in it, besides a patched function (by id): a plain container
+# of a registry's size, or a partial or named tuple (their subclasses too).
+_CONTAINERS = frozenset((dict, list, tuple))
+_SUBCLASSED = (functools.partial, tuple)
 
 
-def _items_sites(owner: dict, items: Any, originals: dict, wrappers: dict, skip: Any = _ABSENT) -> list:
-    """_sites_in for every item of ``owner`` (a namespace's or an instance's dict) but ``skip``: the few that can
-    hold a patched function are picked first, in one pass that calls nothing per item (a package's globals run to
-    thousands of names, and this runs for every recording)."""
+def _items_sites(owner: dict, items: Any, originals: dict, wrappers: dict, skip: str) -> list:
+    """_sites_in for every item of ``owner`` (a namespace's or an instance's dict) but ``skip`` and the
+    interpreter's ``__builtins__``: the few that can hold a patched function are picked first, in one pass that
+    calls nothing per item (a package's globals run to thousands of names, and this runs for every recording)."""
     sites: list[tuple[Any, Any, Any]] = []
-    for key, value in [(k, v) for k, v in items if id(v) in originals or isinstance(v, _HOLDERS)]:
-        if key != skip:
+    picked = [
+        (k, v)
+        for k, v in items
+        if id(v) in originals
+        or (type(v) in _CONTAINERS and 0 < len(v) <= _LARGEST_SCANNED)
+        or isinstance(v, _SUBCLASSED)
+    ]
+    for key, value in picked:
+        if key != skip and key != "__builtins__":
             sites.extend(_sites_in(owner, key, value, originals, wrappers))
     return sites
+
+
+def _may_hold(values: Any, originals: dict) -> bool:
+    """Whether a container's items include a patched function or a partial, tested at C speed (most hold neither)."""
+    return not originals.keys().isdisjoint(map(id, values)) or any(map(isinstance, values, repeat(functools.partial)))
 
 
 def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
@@ -87,10 +102,9 @@ def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict)
     replacement = _replacement(value, originals, wrappers)
     if replacement is not _ABSENT:
         yield owner, key, replacement
-    elif _scanned(value):
+    elif _scanned(value) and _may_hold(value.values() if type(value) is dict else value, originals):
         items = value.items() if type(value) is dict else enumerate(value)
-        held = [(k, v) for k, v in items if id(v) in originals or isinstance(v, functools.partial)]
-        found = [(k, r) for k, v in held if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
+        found = [(k, r) for k, v in items if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
         if not found:
             return
         if isinstance(value, tuple):  # immutable: the whole tuple is replaced where it is held, as its own type
@@ -164,7 +178,7 @@ def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wra
     name, helpers = namespace.__name__, {}
     package, folder = name.partition(".")[0] + ".", _folder(namespace)
     items = list(vars(namespace).items())
-    sites.extend(_items_sites(vars(namespace), items, originals, wrappers))
+    sites.extend(_items_sites(vars(namespace), items, originals, wrappers, skip="__builtins__"))
     for key, value in items:
         function = isinstance(value, types.FunctionType)
         if function and value.__module__ == name and (value.__defaults__ or value.__kwdefaults__):
