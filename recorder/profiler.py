@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import shutil
 import tempfile
 import threading
@@ -21,13 +20,15 @@ from kernelscope.analyzer import load_run
 from kernelscope.analyzer.connection import prepare as prepare_connection
 from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError
 from torch import nn
+from torch.nn import functional as F
 from torch.profiler import ProfilerActivity, profile
 
 from . import scope_gate
+from .calls import patched_functions
 from .compiled import record_keeping_compiled_code
 from .instrument import CALLS, instrumented
 from .kineto_notices import quiet_start_and_stop
-from .retention import CappedSampleBook, warn_on_samples_not_kept
+from .retention import CappedSampleBook, hold_limit_bytes, warn_on_samples_not_kept
 from .run_writer import (
     base_manifest,
     check_destination,
@@ -40,6 +41,7 @@ from .sample_form import check_samples
 from .samples import Sample, SampleBook
 from .threads import model_threads
 from .torchscript import torchscript_paths
+from .wrappers import patch_plan
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
 DEFAULT_SAMPLE_MEMORY_LIMIT_MB = 1024.0
@@ -91,7 +93,7 @@ class ModuleFunctionKernelProfiler:
 
     def profile(
         self,
-        fn: Callable,
+        fn: Callable | None = None,
         data: Sequence[Sample] | None = None,
         *,
         module: nn.Module | None = None,
@@ -99,13 +101,18 @@ class ModuleFunctionKernelProfiler:
         out: str | Path | None = None,
         overwrite: bool = False,
         tags: dict | None = None,
+        function: Callable | None = None,
     ) -> tuple[pd.DataFrame, dict[str, list[tuple[int, Sample]]]]:
         """Warm up, record one pass over ``data`` and return ``(profiling_df, function_data)``.
 
         ``data`` is a sequence of ``(args, kwargs)`` pairs, one per call (anything else is a BadSamplesError,
         a ValueError). The run directory goes to ``out`` (kept; missing folders above it are created) or to a
-        temporary directory removed when this profiler is released or profiles again.
+        temporary directory removed when this profiler is released or profiles again. ``function=`` is ``fn``
+        by the name aitune's profiler gives it.
         """
+        if (fn is None) == (function is None):
+            raise TypeError("profile() takes the model or function to run once: fn (or function=, as aitune names it)")
+        fn = function if fn is None else fn
         if module is None and isinstance(fn, nn.Module):
             module = fn
         if module is None:
@@ -252,6 +259,12 @@ class ModuleFunctionKernelProfiler:
         """One row per function, most expensive first, at most ``top_k`` (SPEC §1)."""
         return _describe_results(profiling_df, function_data, top_k)
 
+    def get_functions_to_patch(self, module: Any = F) -> list[tuple[str, Any]]:
+        """``(name, function)`` of each attribute of ``module`` (``torch.nn.functional``, ``torch``,
+        ``torch.Tensor``…) that a recording with this profiler's ``calls`` runs in a scope of its own, the functions
+        as they are outside a recording: aitune's method of the same name, by kernelscope's rule."""
+        return patched_functions(patch_plan(self.calls, recording=_active.locked()), module)
+
     def _release(self) -> None:
         """Drop the previous recording: samples (live tensors), the analyzer's tables, a temporary run."""
         self.book.clear()
@@ -267,19 +280,6 @@ class ModuleFunctionKernelProfiler:
     def release(self) -> None:
         """Free what the last recording holds (also done when the profiler is garbage collected)."""
         self._release()
-
-
-def hold_limit_bytes(device: str, book: CappedSampleBook) -> int | None:
-    """How much input storage a recording may hold while its samples are keyed after the recorded pass: half
-    the memory free when the warm-up starts, on the GPU (the model's own needs are in the allocator's cache
-    by then) or in RAM; the sample memory cap where the free RAM is unknown."""
-    if device == "cuda":
-        free, _ = torch.cuda.mem_get_info()
-        return free // 2
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
-    except (AttributeError, ValueError, OSError):  # not a POSIX system that reports it
-        return book.limit_bytes
 
 
 def record_pass(

@@ -11,6 +11,7 @@ attributed, but its tensors are neither kept in ``function_data`` nor saved in s
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -177,3 +178,16 @@ def warn_on_samples_not_kept(book: CappedSampleBook, limit_mb: float | None) -> 
                 RuntimeWarning,
                 stacklevel=4,
             )
+
+
+def hold_limit_bytes(device: str, book: CappedSampleBook) -> int | None:
+    """How much input storage a recording may hold while its samples are keyed after the recorded pass: half
+    the memory free when the warm-up starts, on the GPU (the model's own needs are in the allocator's cache
+    by then) or in RAM; the sample memory cap where the free RAM is unknown."""
+    if device == "cuda":
+        free, _ = torch.cuda.mem_get_info()
+        return free // 2
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (AttributeError, ValueError, OSError):  # not a POSIX system that reports it
+        return book.limit_bytes

@@ -387,9 +387,10 @@ def _read_owners() -> list[Any]:
 _plans: dict[str, PatchPlan] = {}
 
 
-def patch_plan(calls: str) -> PatchPlan:
-    """The plan of a recording with ``calls`` (``"all"`` or ``"functional"``), made again where it is not current."""
+def patch_plan(calls: str, recording: bool = False) -> PatchPlan:
+    """The plan of a recording with ``calls`` (``"all"`` or ``"functional"``), made again where it is not current;
+    while a ``recording`` runs, the one made before it, of the originals (its patches make no plan current)."""
     plan = _plans.get(calls)
-    if plan is None or not plan.current():
+    if plan is None or not (recording or plan.current()):
         plan = _plans[calls] = PatchPlan(calls, {} if plan is None else plan.made)
     return plan
