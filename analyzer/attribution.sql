@@ -56,19 +56,10 @@ GROUP BY external_id;
 -- around a replay (variable graph_replay_call, from the manifest) they are the replay's call when no call scope
 -- holds the launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
 CREATE OR REPLACE TEMP TABLE ks_items AS
-WITH
-device_events AS (
+WITH device_events AS (
     SELECT event_id, cat, ts_ns, dur_ns, correlation, external_id, device, stream
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
-),
-cpu_ops AS (
-    SELECT event_id, pid, tid, ts_ns, dur_ns, contains(name, '::') AS namespaced
-    FROM events
-    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
-      AND NOT starts_with(name, getvariable('module_prefix'))
-      AND NOT starts_with(name, getvariable('function_prefix'))
-      AND NOT EXISTS (SELECT 1 FROM device_events)
 )
 SELECT d.event_id,
        CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
@@ -78,27 +69,16 @@ SELECT d.event_id,
        false AS namespaced
 FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 LEFT JOIN ks_ops_by_id o
-  ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns
-UNION ALL
-SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, namespaced
-FROM cpu_ops;
+  ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns;
 
--- The operators that device events without a launch name, with whether their names have a namespace (ks_rows holds
--- such an event as its operator). Apart from the statement above, which would otherwise scan every device event for
--- its External id and test every operator's name: a trace with all its launches (most) merges nothing here, its
--- empty set of ids ending the scan of events at once (200 MB of JSON: 60-95 ms less CPU).
-MERGE INTO ks_ops_by_id USING (
-    SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
-           arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns,
-           arg_min(contains(name, '::'), event_id) AS namespaced
-    FROM events
-    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
-      AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
-      AND external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL)
-    GROUP BY external_id
-) AS named USING (external_id)
-WHEN MATCHED THEN UPDATE SET namespaced = named.namespaced
-WHEN NOT MATCHED THEN INSERT BY NAME;
+-- A trace without device events: its operators.
+-- run if: NOT EXISTS (SELECT 1 FROM ks_items)
+INSERT INTO ks_items
+SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::')
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+  AND NOT starts_with(name, getvariable('module_prefix'))
+  AND NOT starts_with(name, getvariable('function_prefix'));
 
 -- The launch check (returned at the end): did the profiler keep, for every launch that must have device events,
 -- one, and for every device event, its launch? Only kernel and graph launches must have device events, and not
@@ -123,6 +103,25 @@ SET VARIABLE ks_launch_check = (
     FROM lost
 );
 
+-- The operators that device events without a launch name, with whether their names have a namespace (ks_rows holds
+-- such an event as its operator). Apart from the statement above, which would otherwise scan every device event for
+-- its External id and test every operator's name: a trace with all its launches (most) merges nothing here, its
+-- empty set of ids ending the scan of events at once (200 MB of JSON: 60-95 ms less CPU); and only where the
+-- launch check counted such events.
+-- run if: getvariable('ks_launch_check').device_events_without_launch > 0
+MERGE INTO ks_ops_by_id USING (
+    SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
+           arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns,
+           arg_min(contains(name, '::'), event_id) AS namespaced
+    FROM events
+    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+      AND NOT starts_with(name, getvariable('module_prefix')) AND NOT starts_with(name, getvariable('function_prefix'))
+      AND external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL)
+    GROUP BY external_id
+) AS named USING (external_id)
+WHEN MATCHED THEN UPDATE SET namespaced = named.namespaced
+WHEN NOT MATCHED THEN INSERT BY NAME;
+
 DROP TABLE ks_launches;
 
 -- The points and spans whose holders the attribution reads: a launch point is held where the spans of its thread
@@ -143,8 +142,11 @@ GROUP BY at_pid, at_tid, at_ns
 UNION ALL
 SELECT event_id, at_pid, at_tid, at_ns, at_ns + greatest(dur_ns, 1), event_id, at_ns + dur_ns
 FROM ks_items
-WHERE is_cpu_op
-UNION ALL
+WHERE is_cpu_op;
+
+-- The operators that made the launches the trace lacks, where it lacks any.
+-- run if: getvariable('ks_launch_check').device_events_without_launch > 0
+INSERT INTO ks_anchors
 SELECT op_id, pid, tid, ts_ns, greatest(end_ns, ts_ns + 1), op_id, end_ns
 FROM ks_ops_by_id
 WHERE external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL);
@@ -202,9 +204,9 @@ SET VARIABLE ks_key_bits = (
           FROM ks_enclosers)
 );
 
+-- run if: getvariable('ks_key_bits').packed
 CREATE OR REPLACE TEMP TABLE ks_innermost AS
-WITH
-packed AS (
+WITH packed AS (
     SELECT a.anchor,
            max(e.k) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
            max(e.k) FILTER (WHERE e.kind = 1) AS function,
@@ -212,22 +214,7 @@ packed AS (
            min(e.k) FILTER (WHERE e.kind = 2) AS outer_op,
            min(e.k) FILTER (WHERE e.namespaced) AS outer_namespaced_op
     FROM ks_anchors a
-    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, event_id) AS k
-          FROM ks_enclosers WHERE getvariable('ks_key_bits').packed) e
-      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
-     AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
-    GROUP BY a.anchor
-),
-general AS (
-    SELECT a.anchor,
-           max(e.o) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
-           max(e.o) FILTER (WHERE e.kind = 1) AS function,
-           max(e.o) FILTER (WHERE e.kind = 2) AS inner_op,
-           min(e.o) FILTER (WHERE e.kind = 2) AS outer_op,
-           min(e.o) FILTER (WHERE e.namespaced) AS outer_namespaced_op
-    FROM ks_anchors a
-    JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o
-          FROM ks_enclosers WHERE NOT getvariable('ks_key_bits').packed) e
+    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, event_id) AS k FROM ks_enclosers) e
       ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
      AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
     GROUP BY a.anchor
@@ -235,9 +222,22 @@ general AS (
 SELECT anchor, ks_span_order_of_key(module) AS module, ks_span_order_of_key(function) AS function,
        ks_span_order_of_key(inner_op) AS inner_op, ks_span_order_of_key(outer_op) AS outer_op,
        ks_span_order_of_key(outer_namespaced_op) AS outer_namespaced_op
-FROM packed
-UNION ALL
-SELECT * FROM general;
+FROM packed;
+
+-- The same by orders that are structs, where the spans do not fit one key.
+-- run if: NOT getvariable('ks_key_bits').packed
+CREATE OR REPLACE TEMP TABLE ks_innermost AS
+SELECT a.anchor,
+       max(e.o) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
+       max(e.o) FILTER (WHERE e.kind = 1) AS function,
+       max(e.o) FILTER (WHERE e.kind = 2) AS inner_op,
+       min(e.o) FILTER (WHERE e.kind = 2) AS outer_op,
+       min(e.o) FILTER (WHERE e.namespaced) AS outer_namespaced_op
+FROM ks_anchors a
+JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o FROM ks_enclosers) e
+  ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
+ AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
+GROUP BY a.anchor;
 
 -- The outermost operator holding the point inside its innermost call scope, else inside its innermost module
 -- scope, else of all. In a call, that is the call's operator (aten::linear for F.linear); in none, the operator
@@ -248,8 +248,11 @@ SELECT * FROM general;
 CREATE OR REPLACE TEMP TABLE ks_call_ops AS
 SELECT anchor, outer_op.id AS inside_op_id, outer_namespaced_op.id AS inside_namespaced_op_id
 FROM ks_innermost
-WHERE coalesce(function, module) IS NULL OR outer_op > coalesce(function, module)
-UNION ALL
+WHERE coalesce(function, module) IS NULL OR outer_op > coalesce(function, module);
+
+-- The points whose outermost operator is outside their scope (none in any recording of the sample traces).
+-- run if: EXISTS (SELECT 1 FROM ks_innermost WHERE outer_op < coalesce(function, module))
+INSERT INTO ks_call_ops
 SELECT a.anchor, min(e.o).id, (min(e.o) FILTER (WHERE e.namespaced)).id
 FROM (SELECT a.*, coalesce(i.function, i.module) AS scope
       FROM ks_anchors a JOIN ks_innermost i USING (anchor)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import weakref
 from functools import cache
 from importlib import resources
@@ -26,6 +27,11 @@ def quote(value: str) -> str:
 # trace's attribution (attribution.sql: 12 ms to parse on a 2-core machine), and a parsed statement is copied, not
 # parsed again, each time it runs.
 _parsed: dict[str, list[duckdb.Statement]] = {}
+# A statement whose leading comment holds a line "-- run if: <expression>" runs only where that SQL boolean, read
+# when its turn comes, is true: a step whose input is empty on most traces then costs a SELECT instead of its
+# plan's operators, each of which costs a fixed part of a millisecond however few its rows (benchmarks/RESULTS.md).
+_GUARD = re.compile(r"--\s*run if:\s*(.+?)\s*$")
+_guards: dict[str, list[str | None]] = {}  # each file's statements' guards, by position
 # The DROP statements held back on a connection (hold_drops), by their text.
 _held: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, duckdb.Statement]] = weakref.WeakKeyDictionary()
 
@@ -38,19 +44,43 @@ def parsed_statements(con: duckdb.DuckDBPyConnection, name: str) -> list[duckdb.
     return statements
 
 
+def statement_guard(statement: duckdb.Statement) -> str | None:
+    """The expression of the statement's "-- run if:" line, if its leading comment holds one."""
+    for line in statement.query.lstrip().splitlines():
+        if not line.startswith("--"):
+            return None
+        guard = _GUARD.match(line)
+        if guard:
+            return guard.group(1)
+    return None
+
+
+def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | None]:
+    guards = _guards.get(name)
+    if guards is None:
+        guards = _guards[name] = [statement_guard(s) for s in parsed_statements(con, name)]
+    return guards
+
+
+def runs(con: duckdb.DuckDBPyConnection, guard: str | None) -> bool:
+    """Whether a statement with ``guard`` (statement_guard) runs on ``con`` now."""
+    return guard is None or bool(con.execute(f"SELECT {guard}").fetchone()[0])
+
+
 def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:
-    """Execute every statement of ``name``; ``${key}`` placeholders become quoted string literals (a file with
-    none runs from its parsed statements). On a connection that holds its drops back (hold_drops), a DROP
+    """Execute every statement of ``name`` but those whose "-- run if:" guard is false (a file's last statement and
+    the statements of a file with literals have none); ``${key}`` placeholders become quoted string literals (a file
+    with none runs from its parsed statements). On a connection that holds its drops back (hold_drops), a DROP
     statement is kept for drop_held instead of run.
 
     Returns ``con``, holding the result of the last statement."""
     if literals:
         return con.execute(Template(sql_text(name)).safe_substitute({k: quote(v) for k, v in literals.items()}))
     held = _held.get(con)
-    for statement in parsed_statements(con, name):
+    for statement, guard in zip(parsed_statements(con, name), _statement_guards(con, name), strict=True):
         if held is not None and statement.type == duckdb.StatementType.DROP:
             held[statement.query] = statement
-        else:
+        elif runs(con, guard):
             con.execute(statement)
     return con
 

@@ -166,6 +166,13 @@ def timed():
         statements = con.extract_statements(text)  # parsed once here, the timers' own cost
         stages.add("attribution.sql/(split into statements)", time.perf_counter() - whole)
         for statement in statements:
+            guard = sql.statement_guard(statement)
+            if guard is not None:
+                asked = time.perf_counter()
+                skipped = not sql.runs(con, guard)
+                stages.add("attribution.sql/(run if)", time.perf_counter() - asked)
+                if skipped:
+                    continue
             query = str(statement.query)
             made = _MADE.search(re.sub(r"--[^\n]*", "", query))
             label = f"attribution.sql/{made.group(1) if made else query.split()[0]}"

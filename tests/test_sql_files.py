@@ -40,3 +40,29 @@ def test_a_load_runs_the_files_from_their_parsed_statements(name):
     parsed = sql._parsed[name]
     load_run(REPO / "sample_traces" / "demo").close()
     assert sql._parsed[name] is parsed
+
+
+def test_a_guarded_statement_runs_only_where_its_expression_is_true(monkeypatch, tmp_path):
+    (tmp_path / "guarded.sql").write_text(
+        "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
+        "-- a step for some inputs only\n-- run if: EXISTS (SELECT 1 FROM t WHERE x > 1)\nINSERT INTO t VALUES (10);\n"
+        "-- run if: (SELECT count(*) FROM t) = 1\nINSERT INTO t VALUES (2);\n"
+        "INSERT INTO t SELECT 3 -- run if: false (not a leading comment: no guard)\n;\n"
+        "SELECT list(x ORDER BY x) FROM t;\n"
+    )
+    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
+    monkeypatch.setattr(sql, "_parsed", {})
+    monkeypatch.setattr(sql, "_guards", {})
+    assert sql.run_sql_file(duckdb.connect(), "guarded.sql").fetchone()[0] == [1, 2, 3]
+    guards = [None, "EXISTS (SELECT 1 FROM t WHERE x > 1)", "(SELECT count(*) FROM t) = 1", None, None]
+    assert sql._guards["guarded.sql"] == guards
+
+
+def test_no_file_with_literals_and_no_last_statement_is_guarded():
+    folder = REPO / "analyzer"
+    for path in [*folder.glob("*.sql"), *folder.glob("report/*.sql")]:
+        text = path.read_text()
+        statements = duckdb.connect().extract_statements(text) if "${" not in text else []
+        assert "${" not in text or "-- run if:" not in text, path.name
+        if statements:
+            assert sql.statement_guard(statements[-1]) is None, path.name
