@@ -136,6 +136,15 @@ def output_options(command: Callable) -> Callable:
     )(with_output)
 
 
+def diagnostic(line: str) -> None:
+    """``line`` (an error, warning or note) on stderr as one line of plain characters: a name it quotes from a trace,
+    a manifest or a folder cannot end the line, forge another or drive the terminal (its control characters are
+    escaped, as in a table)."""
+    from kernelscope.analyzer.errors import printable
+
+    click.echo(printable(line), err=True)
+
+
 def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None) -> None:
     """Print or write ``frame`` as ``output`` asks."""
     fmt = output.format
@@ -149,11 +158,21 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
             raise click.UsageError("--format parquet needs -o FILE (Parquet is binary)")
         write_parquet(output.path, frame)
         return
-    text = render(frame, fmt)
     if output.path is None:
-        click.echo(text, nl=not text.endswith("\n"))
+        # to a terminal, a name's control characters are escaped as in a table; piped, the text is exact (click's
+        # echo would strip the ANSI sequences of names where stdout is not a terminal)
+        text = render(_escaped(frame) if sys.stdout.isatty() else frame, fmt)
+        click.echo(text, nl=not text.endswith("\n"), color=True)
     else:
-        write_atomically(output.path, text)
+        write_atomically(output.path, render(frame, fmt))
+
+
+def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the control characters of its texts escaped."""
+    from kernelscope.analyzer.errors import printable
+
+    texts = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
+    return frame.assign(**{c: frame[c].map(lambda v: printable(v) if isinstance(v, str) else v) for c in texts})
 
 
 def render(frame: pd.DataFrame, fmt: str) -> str:

@@ -12,7 +12,7 @@ import duckdb
 import pandas as pd
 
 from .loading import load, prefix_options, run_option
-from .output import Output, emit, output_options, print_table
+from .output import Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
 
 SHELL_ROWS = 200
@@ -41,7 +41,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
             save_database(loaded.con, output.path)
-            click.echo(f"database: {output.path}", err=True)
+            diagnostic(f"database: {output.path}")
             if query is not None:
                 emit(run_query(loaded.con, query))
             return
@@ -179,14 +179,14 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     try:
         statements = con.extract_statements(text)
     except duckdb.Error as exc:
-        click.echo(f"error: {_first_line(exc)}", err=True)
+        diagnostic(f"error: {_first_line(exc)}")
         return 1
     failed = 0
     for statement in statements:
         try:
             frame = con.execute(statement).df()
         except duckdb.Error as exc:
-            click.echo(f"error: {_first_line(exc)}", err=True)
+            diagnostic(f"error: {_first_line(exc)}")
             failed += 1
             continue
         print_table(frame.head(SHELL_ROWS))
