@@ -6,6 +6,7 @@ import datetime as _dt
 import errno
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -49,6 +50,9 @@ class KernelscopeGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             returned = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare `kernelscope`: its help, as click shows it
+            click.echo(exc.format_message(), err=True)  # the help's own lines: nothing quoted
+            sys.exit(USAGE_EXIT)
         except click.ClickException as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
             diagnostic(f"kernelscope: error: {exc.format_message()}{hint}")
@@ -74,7 +78,8 @@ class KernelscopeGroup(click.Group):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
                 sys.exit(0)
             except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt) and not received:  # Ctrl-C: the cleanup ran on the way here
+                # Ctrl-C (noted, or outside the main thread's handler): the cleanup ran on the way here
+                if received == [signal.SIGINT] or (isinstance(exc, KeyboardInterrupt) and not received):
                     diagnostic("kernelscope: interrupted")
                     sys.exit(INTERRUPTED_EXIT)
                 if received:  # whatever the signal turned into on its way out

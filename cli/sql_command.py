@@ -11,6 +11,7 @@ import click
 import duckdb
 import pandas as pd
 
+from .interrupts import ctrl_c_handled
 from .loading import load, prefix_options, run_option
 from .output import Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
@@ -103,7 +104,8 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
                 line = input(("...> " if buffer else "ks> ") if interactive else "")
             except EOFError:
                 break
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line
+                ctrl_c_handled()
                 buffer = []
                 click.echo()
                 continue
@@ -189,6 +191,11 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
             diagnostic(f"error: {_first_line(exc)}")
             failed += 1
             continue
+        except (KeyboardInterrupt, RuntimeError):  # DuckDB's error for a query Ctrl-C stopped is a RuntimeError
+            if not ctrl_c_handled():
+                raise
+            diagnostic("error: interrupted")  # the prompt goes on; the statements after this one are dropped
+            return failed + 1
         print_table(frame.head(SHELL_ROWS))
         if len(frame) > SHELL_ROWS:
             click.echo(
