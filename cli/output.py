@@ -156,7 +156,7 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
     if fmt == "parquet":
         if output.path is None:
             raise click.UsageError("--format parquet needs -o FILE (Parquet is binary)")
-        write_parquet(output.path, frame)
+        write_parquet(output.path, frame, overwrite=output.force)
         return
     if output.path is None:
         # to a terminal, a name's control characters are escaped as in a table; piped, the text is exact (click's
@@ -164,7 +164,7 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
         text = render(_escaped(frame) if sys.stdout.isatty() else frame, fmt)
         click.echo(text, nl=not text.endswith("\n"), color=True)
     else:
-        write_atomically(output.path, render(frame, fmt))
+        write_atomically(output.path, render(frame, fmt), overwrite=output.force)
 
 
 def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
@@ -189,14 +189,15 @@ def _csv_number(value: float) -> str:
     return "0" if value == 0 else f"{value:.15g}"  # -0.0 too
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file."""
+def write_atomically(path: Path, text: str, *, overwrite: bool = True) -> None:
+    """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file; without
+    ``overwrite``, never over a file another command wrote meanwhile."""
     from kernelscope.analyzer.atomic import replace_atomically
 
-    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), overwrite=overwrite)
 
 
-def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+def write_parquet(path: Path, frame: pd.DataFrame, *, overwrite: bool = True) -> None:
     """``frame`` as a Parquet file, written by DuckDB (no pyarrow needed), atomically."""
     import duckdb
     from kernelscope.analyzer.atomic import replace_atomically, unwritten
@@ -212,7 +213,7 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
         finally:
             con.close()
 
-    replace_atomically(path, write)
+    replace_atomically(path, write, overwrite=overwrite)
 
 
 NARROWEST_NAME = 12  # characters a folded name keeps per line in a table squeezed by a narrow terminal

@@ -41,7 +41,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
-            save_database(loaded.con, output.path)
+            save_database(loaded.con, output.path, overwrite=output.force)
             diagnostic(f"database: {output.path}")
             if query is not None:
                 emit(run_query(loaded.con, query))
@@ -63,7 +63,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
         raise KernelscopeError(None, f"the query failed: {_first_line(exc)}") from None
 
 
-def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling. An archive's
     views name its files by absolute path, so the file opens from anywhere on this machine."""
     from kernelscope.analyzer.atomic import replace_atomically, unwritten
@@ -84,7 +84,7 @@ def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                 raise unwritten(path, exc) from None
             raise
 
-    replace_atomically(path, write)
+    replace_atomically(path, write, overwrite=overwrite)
 
 
 def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:

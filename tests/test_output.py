@@ -251,6 +251,49 @@ def test_csv_to_stdout_is_the_names_exactly_when_piped(tmp_path):
     assert shown == f"kernel,n\n{EVIL_SHOWN},1\n"
 
 
+@pytest.mark.parametrize("command", ["analyze", "report"])
+def test_an_output_another_command_writes_meanwhile_is_not_replaced_without_force(command, tmp_path, monkeypatch):
+    """Two commands writing one -o at once: the check before the work passes for both, and the one that finishes
+    second must not rename its file over the first's (its hard link fails where the name exists)."""
+    import kernelscope.analyzer.report as report
+    from kernelscope import output
+
+    target = tmp_path / ("k.csv" if command == "analyze" else "r.html")
+    module, name = (output, "render") if command == "analyze" else (report, "render_report")
+    real = getattr(module, name)
+
+    def meanwhile(*args, **kwargs):
+        target.write_text("the other command's")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, meanwhile)
+    result = invoke(command, RUN, *(["--kernels"] if command == "analyze" else []), "-o", target)
+    assert result.exit_code == 2, result.output
+    assert (
+        result.stderr
+        == f"kernelscope: error: {target}: already exists; choose another name, or replace it with --force\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == [target.name] and target.read_text() == "the other command's"
+
+
+def test_a_file_written_meanwhile_is_replaced_only_with_overwrite(tmp_path):
+    """replace_atomically, which every output goes through (the DuckDB database and Parquet files too)."""
+    from kernelscope.analyzer.atomic import replace_atomically
+    from kernelscope.analyzer.errors import OutputExistsError
+
+    target = tmp_path / "db.duckdb"
+
+    def write(tmp):
+        Path(tmp).write_text("ours")
+        target.write_text("theirs")
+
+    with pytest.raises(OutputExistsError):
+        replace_atomically(target, write, overwrite=False)
+    assert [p.name for p in tmp_path.iterdir()] == [target.name] and target.read_text() == "theirs"
+    replace_atomically(target, write, overwrite=True)
+    assert [p.name for p in tmp_path.iterdir()] == [target.name] and target.read_text() == "ours"
+
+
 def test_integers_past_what_a_float_holds_print_exactly_in_tables():
     """Nanosecond timestamps since the epoch (external traces) are past 2**53: printed through a float they came
     out rounded, with decimals."""
