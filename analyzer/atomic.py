@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import KernelscopeError
+from .errors import KernelscopeError, OutputExistsError
 
 _ATTEMPTS = 100
 _ERRNO = re.compile(r'"errno":\s*"(\d+)"')  # the system's error number in a DuckDB IO Error's JSON
@@ -122,8 +122,10 @@ def unwritten(path: str | os.PathLike, exc: Exception) -> Exception:
     return KernelscopeError(path, f"could not be written ({lines[0] if lines else type(exc).__name__})")
 
 
-def replace_atomically(path: Path, write: Callable[[str], object]) -> None:
-    """Call ``write(tmp)`` on a temporary sibling of ``path``, flush it to disk, then rename it to ``path``."""
+def replace_atomically(path: Path, write: Callable[[str], object], *, overwrite: bool = True) -> None:
+    """Call ``write(tmp)`` on a temporary sibling of ``path``, flush it to disk, then rename it to ``path``. Without
+    ``overwrite`` it is put in place only where ``path`` still does not exist (OutputExistsError otherwise): another
+    command may have written it while this one worked, and a rename would replace that file."""
     refuse_unless_regular(path)
     folder = path.parent if str(path.parent) else Path(".")
     with errors_naming(path):
@@ -132,12 +134,28 @@ def replace_atomically(path: Path, write: Callable[[str], object]) -> None:
             write(tmp)
             fsync_file(tmp)
             refuse_unless_regular(path)  # again: the work may have taken long
-            os.replace(tmp, path)
+            if overwrite or not _linked_in_place(tmp, path):
+                os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
         fsync_dir(folder)
 
 
-def write_bytes_atomically(path: Path, data: bytes) -> None:
-    replace_atomically(path, lambda tmp: Path(tmp).write_bytes(data))
+def _linked_in_place(tmp: str, path: Path) -> bool:
+    """Give ``tmp`` the name ``path`` unless a file has it (a hard link fails where the name exists, where a rename
+    would replace it), and drop the name ``tmp``; False where the file system makes no hard links."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        raise OutputExistsError(path, "already exists; choose another name, or replace it with --force") from None
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            return False  # no hard links here (FAT, some network file systems): the check before the work stands
+        raise
+    os.unlink(tmp)
+    return True
+
+
+def write_bytes_atomically(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+    replace_atomically(path, lambda tmp: Path(tmp).write_bytes(data), overwrite=overwrite)

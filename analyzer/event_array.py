@@ -267,8 +267,6 @@ def _is_gzip_stream(stream: BinaryIO) -> bool:
     return isinstance(stream, (MemberStream, _GzipReader))
 
 
-
-
 def _parse_object(path: Path, text: bytes, what: str) -> dict:
     try:
         value = orjson.loads(text)

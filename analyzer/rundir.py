@@ -231,5 +231,6 @@ def json_text(value: object, limit: int = 40) -> str:
 
 
 def _is_plain_name(name: object) -> bool:
-    """A file name of the run directory itself: no directory part, no '..', nothing absolute."""
-    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+    """A file name of the run directory itself: no directory part, no '..', nothing absolute, no NUL (which no file
+    name holds: the system call would refuse the path)."""
+    return isinstance(name, str) and name not in ("", ".", "..") and not any(c in name for c in "/\\\0")

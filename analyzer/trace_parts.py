@@ -186,9 +186,10 @@ def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompre
             pos = tail.rfind(b"]", 0, pos)
             continue
         if isinstance(keys, dict):
-            if b'"traceEvents"' in tail[pos + 1 :] and top_level_keys(_KEYS_START + tail[pos + 1 :]).count(
-                "traceEvents"
-            ) > 1:
+            if (
+                b'"traceEvents"' in tail[pos + 1 :]
+                and top_level_keys(_KEYS_START + tail[pos + 1 :]).count("traceEvents") > 1
+            ):
                 raise BadInputError(path, TWO_ARRAYS)
             keys.pop("traceEvents", None)
             return pos + 1, keys

@@ -12,7 +12,7 @@ import click
 import pandas as pd
 
 from .loading import rank_option
-from .output import Output, emit, output_options, print_table
+from .output import Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
 
 MISMATCH_EXIT = 1
@@ -96,7 +96,7 @@ def bench(
             raise click.UsageError(str(exc)) from None
     for warning in caught:
         if issubclass(warning.category, RuntimeWarning):
-            click.echo(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}", err=True)
+            diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
     shown = frame[TABLE_COLUMNS] if output.to_terminal else frame
     emit(shown, output, title=f"{run}: {_where(frame)}")
     saved = recorder_bench.bench_savings(frame)
@@ -104,17 +104,16 @@ def bench(
         print_table(saved, title="projected saving over the pass (the samples where the alternative matched)")
     elif against:
         for row in saved.itertuples(index=False):
-            click.echo(
+            diagnostic(
                 f"projected saving of {row.implementation} on {row.function_name}: {row.saving_us:,.1f} µs "
-                f"({row.saving_pct:.2f}% of the pass), {row.speedup:.2f}x",
-                err=True,
+                f"({row.saving_pct:.2f}% of the pass), {row.speedup:.2f}x"
             )
     if scripts is not None:
-        click.echo(f"benchmark scripts: {scripts}", err=not output.to_terminal)
+        (click.echo if output.to_terminal else diagnostic)(f"benchmark scripts: {scripts}")
     failed = frame[frame["status"].isin(recorder_bench.FAILED) & (frame["implementation"] != "original")]
     if len(failed):
         for name, group in failed.groupby("implementation", sort=False):
-            click.echo(f"kernelscope: {name} does not match the original: {_failures(group)}", err=True)
+            diagnostic(f"kernelscope: {name} does not match the original: {_failures(group)}")
         sys.exit(MISMATCH_EXIT)
 
 

@@ -6,6 +6,7 @@ import datetime as _dt
 import errno
 import importlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from .bench_command import bench
 from .diff_command import diff
 from .interrupts import ended_by_signals, exit_code, name
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
-from .output import TERMINAL, Output, emit, output_options
+from .output import TERMINAL, Output, diagnostic, emit, output_options
 from .paths import UserPath
 from .report_command import report
 from .rows import (
@@ -49,12 +50,15 @@ class KernelscopeGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             returned = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare `kernelscope`: its help, as click shows it
+            click.echo(exc.format_message(), err=True)  # the help's own lines: nothing quoted
+            sys.exit(USAGE_EXIT)
         except click.ClickException as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
-            click.echo(f"kernelscope: error: {exc.format_message()}{hint}", err=True)
+            diagnostic(f"kernelscope: error: {exc.format_message()}{hint}")
             sys.exit(USAGE_EXIT)
         except (click.Abort, KeyboardInterrupt, EOFError):
-            click.echo("kernelscope: interrupted", err=True)
+            diagnostic("kernelscope: interrupted")
             sys.exit(INTERRUPTED_EXIT)
         except OSError as exc:
             if exc.errno != errno.EPIPE:
@@ -64,7 +68,7 @@ class KernelscopeGroup(click.Group):
         sys.exit(returned if isinstance(returned, int) else 0)
 
     def invoke(self, ctx):
-        from kernelscope.analyzer.errors import KernelscopeError, printable
+        from kernelscope.analyzer.errors import KernelscopeError
 
         with ended_by_signals() as received:
             try:
@@ -74,18 +78,19 @@ class KernelscopeGroup(click.Group):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
                 sys.exit(0)
             except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt) and not received:  # Ctrl-C: the cleanup ran on the way here
-                    click.echo("kernelscope: interrupted", err=True)
+                # Ctrl-C (noted, or outside the main thread's handler): the cleanup ran on the way here
+                if received == [signal.SIGINT] or (isinstance(exc, KeyboardInterrupt) and not received):
+                    diagnostic("kernelscope: interrupted")
                     sys.exit(INTERRUPTED_EXIT)
                 if received:  # whatever the signal turned into on its way out
-                    click.echo(f"kernelscope: stopped by {name(received[0])}", err=True)
+                    diagnostic(f"kernelscope: stopped by {name(received[0])}")
                     sys.exit(exit_code(received[0]))
                 if isinstance(exc, KernelscopeError):
-                    click.echo(f"kernelscope: error: {exc}", err=True)
+                    diagnostic(f"kernelscope: error: {exc}")
                     sys.exit(exc.exit_code)
                 if isinstance(exc, OSError):  # a full disk or a vanished directory while writing: not a bug
                     where = f"{exc.filename}: " if exc.filename else ""
-                    click.echo(printable(f"kernelscope: error: {where}{exc.strerror or exc}"), err=True)
+                    diagnostic(f"kernelscope: error: {where}{exc.strerror or exc}")
                     sys.exit(2)
                 raise
             if received:
@@ -283,7 +288,7 @@ def analyze(
             note_rows_left_out(len(frame), total, what + (" (per rank)" if by_rank else ""))
             print_footer(loaded, rank)
         for note in loaded.notes():  # on stderr, whatever the format: device events no row holds
-            click.echo(f"kernelscope: note: {note}", err=True)
+            diagnostic(f"kernelscope: note: {note}")
 
 
 def _summary(loaded, group: str | None, rank: int | None, by_rank: bool):

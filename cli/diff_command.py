@@ -9,7 +9,7 @@ import click
 import pandas as pd
 
 from .loading import load_run_of, prefix_options
-from .output import Output, emit, output_options
+from .output import Output, diagnostic, emit, output_options
 from .paths import UserPath
 from .rows import FULL_NAMES, TOP_K, first_rows, note_levels_left_out, rows_to_show, shorten_kernel_names
 
@@ -75,7 +75,7 @@ def diff(
         warnings.simplefilter("always", UserWarning)
         frame = diff_runs(a, b)
     for warning in caught:
-        click.echo(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope diff: ')}", err=True)
+        diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope diff: ')}")
     chosen = frame[frame["level"].isin(("total", *(levels or ("function", "module", "kernel"))))]
     shown = first_rows(chosen.reset_index(drop=True), rows_to_show(top_k, output), by="level")
     shown = shorten_kernel_names(shown, output, full_names, column="name", only=shown["level"] == "kernel")
@@ -88,7 +88,7 @@ def diff(
     if fail_above is not None:
         failed = regressions(frame, fail_above)
         if len(failed):
-            click.echo(f"kernelscope: regression above {fail_above:g}%: {_describe(failed)}", err=True)
+            diagnostic(f"kernelscope: regression above {fail_above:g}%: {_describe(failed)}")
             sys.exit(REGRESSION_EXIT)
 
 

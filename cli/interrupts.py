@@ -1,8 +1,11 @@
-"""SIGTERM and SIGHUP end a command the way an error does: every ``finally`` and ``with`` on the way out runs, so
-scratch and spill folders, an archive's staging and temporary files are removed, and the process exits with
+"""SIGTERM, SIGHUP and Ctrl-C end a command the way an error does: every ``finally`` and ``with`` on the way out runs,
+so scratch and spill folders, an archive's staging and temporary files are removed, and the process exits with
 128 + the signal's number (143, 129; Ctrl-C: 130). Without this, their default action ends the process at once
 and leaves all of that behind. A second signal while the first one's cleanup runs is ignored; SIGKILL is not
-(a later ``kernelscope archive`` removes what an add killed that way left)."""
+(a later ``kernelscope archive`` removes what an add killed that way left).
+
+Ctrl-C is noted too, not only raised: DuckDB turns the KeyboardInterrupt raised while a query runs into its own
+``RuntimeError: Query interrupted``, which only the note tells from a bug."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import threading
 from collections.abc import Iterator
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_received: list[int] = []  # the signals of the running command (one command runs at a time, in the main thread)
 
 
 class Interrupted(BaseException):
@@ -24,9 +28,11 @@ class Interrupted(BaseException):
 
 @contextlib.contextmanager
 def ended_by_signals() -> Iterator[list[int]]:
-    """Turn SIGTERM and SIGHUP into Interrupted while the block runs; yields the list of the signals received (a
-    query DuckDB was running when one came is interrupted, and its error may hide the Interrupted)."""
-    received: list[int] = []
+    """Turn SIGTERM and SIGHUP into Interrupted, and Ctrl-C into KeyboardInterrupt, while the block runs; yields the
+    list of the signals received (a query DuckDB was running when one came is interrupted, and its error may hide
+    the Interrupted or KeyboardInterrupt)."""
+    received = _received
+    received.clear()
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
@@ -35,14 +41,24 @@ def ended_by_signals() -> Iterator[list[int]]:
         if received:  # the first one's cleanup is running: let it finish
             return
         received.append(signum)
-        raise Interrupted(signum)
+        raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
 
-    previous = {signum: signal.signal(signum, interrupt) for signum in SIGNALS}
+    previous = {signum: signal.signal(signum, interrupt) for signum in (*SIGNALS, signal.SIGINT)}
     try:
         yield received
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        received.clear()
+
+
+def ctrl_c_handled() -> bool:
+    """Whether a Ctrl-C was noted, forgetting it: a command that goes on after one (sql's prompt drops the line or
+    statement) calls this, so that the next Ctrl-C is noted again."""
+    handled = _received == [signal.SIGINT]
+    if handled:
+        _received.clear()
+    return handled
 
 
 def exit_code(signum: int) -> int:

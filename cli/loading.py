@@ -8,6 +8,8 @@ from contextlib import contextmanager
 
 import click
 
+from .output import diagnostic
+
 
 def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is not None and not value:
@@ -87,7 +89,7 @@ def warnings_as_lines():
     finally:
         for warning in caught:
             if issubclass(warning.category, RuntimeWarning):
-                click.echo(f"kernelscope: warning: {warning.message}", err=True)
+                diagnostic(f"kernelscope: warning: {warning.message}")
             else:
                 warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 

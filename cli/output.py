@@ -136,6 +136,15 @@ def output_options(command: Callable) -> Callable:
     )(with_output)
 
 
+def diagnostic(line: str) -> None:
+    """``line`` (an error, warning or note) on stderr as one line of plain characters: a name it quotes from a trace,
+    a manifest or a folder cannot end the line, forge another or drive the terminal (its control characters are
+    escaped, as in a table)."""
+    from kernelscope.analyzer.errors import printable
+
+    click.echo(printable(line), err=True)
+
+
 def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None) -> None:
     """Print or write ``frame`` as ``output`` asks."""
     fmt = output.format
@@ -147,13 +156,23 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
     if fmt == "parquet":
         if output.path is None:
             raise click.UsageError("--format parquet needs -o FILE (Parquet is binary)")
-        write_parquet(output.path, frame)
+        write_parquet(output.path, frame, overwrite=output.force)
         return
-    text = render(frame, fmt)
     if output.path is None:
-        click.echo(text, nl=not text.endswith("\n"))
+        # to a terminal, a name's control characters are escaped as in a table; piped, the text is exact (click's
+        # echo would strip the ANSI sequences of names where stdout is not a terminal)
+        text = render(_escaped(frame) if sys.stdout.isatty() else frame, fmt)
+        click.echo(text, nl=not text.endswith("\n"), color=True)
     else:
-        write_atomically(output.path, text)
+        write_atomically(output.path, render(frame, fmt), overwrite=output.force)
+
+
+def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the control characters of its texts escaped."""
+    from kernelscope.analyzer.errors import printable
+
+    texts = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
+    return frame.assign(**{c: frame[c].map(lambda v: printable(v) if isinstance(v, str) else v) for c in texts})
 
 
 def render(frame: pd.DataFrame, fmt: str) -> str:
@@ -170,14 +189,15 @@ def _csv_number(value: float) -> str:
     return "0" if value == 0 else f"{value:.15g}"  # -0.0 too
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file."""
+def write_atomically(path: Path, text: str, *, overwrite: bool = True) -> None:
+    """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file; without
+    ``overwrite``, never over a file another command wrote meanwhile."""
     from kernelscope.analyzer.atomic import replace_atomically
 
-    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), overwrite=overwrite)
 
 
-def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+def write_parquet(path: Path, frame: pd.DataFrame, *, overwrite: bool = True) -> None:
     """``frame`` as a Parquet file, written by DuckDB (no pyarrow needed), atomically."""
     import duckdb
     from kernelscope.analyzer.atomic import replace_atomically, unwritten
@@ -193,7 +213,7 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
         finally:
             con.close()
 
-    replace_atomically(path, write)
+    replace_atomically(path, write, overwrite=overwrite)
 
 
 NARROWEST_NAME = 12  # characters a folded name keeps per line in a table squeezed by a narrow terminal

@@ -69,9 +69,9 @@ def report(
             check_rank(run, runs[0], rank)
             name = run if run_ref is None else f"{run} --run {run_ref}"
             name = name if rank is None else f"{name} --rank {rank}"
-            write_report(runs[0], path, name=name, rank=rank, progress=True)
+            write_report(runs[0], path, name=name, rank=rank, progress=True, overwrite=force)
         else:
-            write_comparison(runs[0], runs[1], path, names=(run, run_b), progress=True)
+            write_comparison(runs[0], runs[1], path, names=(run, run_b), progress=True, overwrite=force)
     click.echo(f"report: {path}")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import click
 import pandas as pd
 
-from .output import Output
+from .output import Output, diagnostic
 
 TABLE_ROWS = 10  # --top-k's default in a table; csv, json and parquet get every row unless --top-k is given
 
@@ -98,8 +98,7 @@ def print_footer(run, rank: int | None = None) -> None:
     )
     check = run.launch_check() if rank is None else run.parts[rank].check
     if not check.ok:
-        click.echo(
+        diagnostic(
             f"kernelscope: warning: the profiler lost events: {check.launches_without_device_event} launches without "
-            f"device event, {check.device_events_without_launch} device events without launch.",
-            err=True,
+            f"device event, {check.device_events_without_launch} device events without launch."
         )

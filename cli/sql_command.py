@@ -11,8 +11,9 @@ import click
 import duckdb
 import pandas as pd
 
+from .interrupts import ctrl_c_handled
 from .loading import load, prefix_options, run_option
-from .output import Output, emit, output_options, print_table
+from .output import Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
 
 SHELL_ROWS = 200
@@ -40,8 +41,8 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
-            save_database(loaded.con, output.path)
-            click.echo(f"database: {output.path}", err=True)
+            save_database(loaded.con, output.path, overwrite=output.force)
+            diagnostic(f"database: {output.path}")
             if query is not None:
                 emit(run_query(loaded.con, query))
             return
@@ -62,7 +63,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
         raise KernelscopeError(None, f"the query failed: {_first_line(exc)}") from None
 
 
-def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling. An archive's
     views name its files by absolute path, so the file opens from anywhere on this machine."""
     from kernelscope.analyzer.atomic import replace_atomically, unwritten
@@ -83,7 +84,7 @@ def save_database(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                 raise unwritten(path, exc) from None
             raise
 
-    replace_atomically(path, write)
+    replace_atomically(path, write, overwrite=overwrite)
 
 
 def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
@@ -103,7 +104,8 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
                 line = input(("...> " if buffer else "ks> ") if interactive else "")
             except EOFError:
                 break
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line
+                ctrl_c_handled()
                 buffer = []
                 click.echo()
                 continue
@@ -179,16 +181,21 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     try:
         statements = con.extract_statements(text)
     except duckdb.Error as exc:
-        click.echo(f"error: {_first_line(exc)}", err=True)
+        diagnostic(f"error: {_first_line(exc)}")
         return 1
     failed = 0
     for statement in statements:
         try:
             frame = con.execute(statement).df()
         except duckdb.Error as exc:
-            click.echo(f"error: {_first_line(exc)}", err=True)
+            diagnostic(f"error: {_first_line(exc)}")
             failed += 1
             continue
+        except (KeyboardInterrupt, RuntimeError):  # DuckDB's error for a query Ctrl-C stopped is a RuntimeError
+            if not ctrl_c_handled():
+                raise
+            diagnostic("error: interrupted")  # the prompt goes on; the statements after this one are dropped
+            return failed + 1
         print_table(frame.head(SHELL_ROWS))
         if len(frame) > SHELL_ROWS:
             click.echo(

@@ -54,6 +54,7 @@ def tree(
 
 def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: bool = False) -> None:
     """``nodes`` (tree_shown.sql: parents before children, folded children last) as a rich tree on stdout."""
+    from kernelscope.analyzer.errors import printable
     from rich.markup import escape
     from rich.tree import Tree
 
@@ -68,7 +69,7 @@ def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: 
             name = root_name
         else:
             name = node.kernel if full_names and node.kind == "kernel" else node.label
-        name = escape(name)
+        name = escape(printable(name))  # plain text: no rich markup, no control characters
         label = f"{_times(node.time_us, node.share_pct)}  [{STYLES[node.kind]}]{name}[/]"
         if node.kind == "module" and node.own_us > 0 and node.own_us < node.time_us:
             label += f"  [dim](own {node.own_us:,.1f} µs)[/dim]"

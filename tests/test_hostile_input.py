@@ -83,6 +83,11 @@ HOSTILE_CASES = {
         "manifest.json",
         "names files.trace null, which is not a file name inside the run directory",
     ),
+    "manifest files.trace with a NUL byte": lambda tmp_path: (
+        _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "trace"], "trace\x00.json.gz"))),
+        "manifest.json",
+        "names files.trace 'trace\\x00.json.gz', which is not a file name inside the run directory",
+    ),
     "manifest files.samples a list": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["files", "samples"], ["samples.json"]))),
         "manifest.json",

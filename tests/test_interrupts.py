@@ -46,26 +46,88 @@ CASES = {  # where the command waits: (module, function, command)
 def test_a_signal_removes_the_scratch_and_exits_128_plus_its_number(case, signum, tmp_path):
     module, function, command = CASES[case]
     scratch, archive = tmp_path / "tmp", tmp_path / "archive"
-    scratch.mkdir()
     args = [command, RUN] + (["--to", archive] if command == "archive" else [])
-    child = subprocess.Popen(
-        [sys.executable, "-c", STALLED.format(module=module, function=function), *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "TMPDIR": str(scratch)},
-    )
-    try:
-        assert child.stdout.readline() == "stalled\n", child.stderr.read()
-        assert os.listdir(scratch), "the command has its scratch or spill folder when it is signalled"
-        child.send_signal(signum)
-        _, errors = child.communicate(timeout=60)
-    finally:
-        child.kill()
-    assert child.returncode == 128 + signum, errors
-    said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"  # Ctrl-C's
-    assert errors.strip().splitlines() == [f"kernelscope: {said}"]
+    _signalled(STALLED.format(module=module, function=function), args, signum, "stalled", scratch)
     assert os.listdir(scratch) == []
     if command == "archive":
         assert sorted(p.name for p in archive.iterdir()) == ["events", "kernelscope-archive.json"]
         assert list((archive / "events").rglob("*.parquet")) == [], "the published file of the stopped add is gone"
+
+
+# Runs the CLI with the trace's validation made to run a query that never ends once it has done its work.
+IN_A_QUERY = """
+import sys
+import kernelscope.analyzer.run as target
+real = target.validate_events
+def in_a_query(con, *args, **kwargs):
+    real(con, *args, **kwargs)
+    print("stalled", flush=True)
+    con.execute("SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3").fetchall()
+target.validate_events = in_a_query
+from kernelscope.cli import main
+main(sys.argv[1:], prog_name="kernelscope")
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_duckdb_query_ends_the_command_like_any_other(signum, tmp_path):
+    """DuckDB stops a query on a signal and raises its own RuntimeError ("Query interrupted") in place of the
+    KeyboardInterrupt or Interrupted: the command still says it was interrupted, exits 128 + the signal and leaves
+    nothing, and a second Ctrl-C during the cleanup is ignored."""
+    scratch = tmp_path / "tmp"
+    _signalled(IN_A_QUERY, ["report", RUN, "-o", tmp_path / "r.html"], signum, "stalled", scratch, twice=True)
+    assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["tmp"]
+
+
+# Runs the command's entry point with the import of the CLI made to wait, as a slow import of pandas would.
+IMPORTING = """
+import importlib.abc, sys, time
+class Slow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "kernelscope.cli":
+            print("importing", flush=True)
+            time.sleep(120)
+sys.meta_path.insert(0, Slow())
+sys.argv = ["kernelscope", "analyze", sys.argv[1]]
+from kernelscope.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_cli_imports_ends_the_command_with_one_line(signum):
+    """The half second of imports before the CLI handles signals: one line and 128 + the signal, no traceback."""
+    _signalled(IMPORTING, [RUN], signum, "importing")
+
+
+def test_the_command_starts_at_the_entry_point():
+    import tomllib
+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts == {"kernelscope": "kernelscope.entry:main"}
+
+
+def _signalled(script: str, args: list, signum: int, cue: str, scratch=None, twice: bool = False) -> None:
+    """Run ``script`` with ``args``, send it ``signum`` (``twice``: a second at once) when it prints ``cue``; it must
+    end with the one line of that signal and exit 128 + it. ``scratch``: its TMPDIR, not empty when signalled."""
+    env = os.environ
+    if scratch is not None:
+        scratch.mkdir()
+        env = {**env, "TMPDIR": str(scratch)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout.readline() == cue + "\n", child.stderr.read()
+        assert scratch is None or os.listdir(scratch), "the command has its scratch or spill folder when signalled"
+        for _ in range(2 if twice else 1):
+            child.send_signal(signum)
+        _, errors = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"  # Ctrl-C's
+    assert (child.returncode, errors.strip().splitlines()) == (128 + signum, [f"kernelscope: {said}"]), errors

@@ -4,6 +4,7 @@ import errno
 import json
 import os
 import sys
+from pathlib import Path
 
 import duckdb
 import pandas as pd
@@ -181,6 +182,116 @@ def test_names_from_a_trace_print_as_plain_escaped_text_in_tables(tmp_path):
     assert "\x1b" not in result.output and "\x07" not in result.output
     cells = "".join(line.strip("│ ") for line in result.output.splitlines()[3:-1])
     assert cells == "evil\\x1b]0;owned\\x07[/x][bold]k\\nline"
+
+
+EVIL = "m\x1b]0;owned\x07\x1b[31m[red]x[/red]\r\nkernelscope: error: forged\u202e"
+EVIL_SHOWN = "m\\x1b]0;owned\\x07\\x1b[31m[red]x[/red]\\r\\nkernelscope: error: forged\\u202e"
+
+
+def _renamed(tmp_path, rename) -> Path:
+    """A copy of RUN whose trace has the names ``rename`` gives (name -> new name, or None to keep it)."""
+    import gzip
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    doc = json.loads(gzip.decompress((run / "trace.json.gz").read_bytes()))
+    for event in doc["traceEvents"]:
+        event["name"] = rename(event) or event.get("name")
+    (run / "trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return run
+
+
+def test_names_from_a_trace_print_as_plain_escaped_text_in_the_tree(tmp_path):
+    """A module named with terminal escapes, a line break and rich markup: one line of the tree, shown literally."""
+    run = _renamed(tmp_path, lambda e: "ks.module:0" + EVIL if e.get("name") == "ks.module:0" else None)
+    result = invoke("tree", run)
+    assert result.exit_code == 0, result.output
+    assert not {"\x1b", "\x07", "\r", "\u202e"} & set(result.output)
+    (line,) = [line for line in result.output.splitlines() if "owned" in line]
+    assert line.endswith("0" + EVIL_SHOWN)
+
+
+def test_names_in_notes_and_warnings_print_as_plain_escaped_text(tmp_path):
+    """A line on stderr quoting a trace (a note naming a category of device events, here) is one line whatever the
+    names hold: no forged second line, no escape taken by the terminal."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5},
+        {"ph": "X", "cat": EVIL, "name": "x", "pid": 2, "tid": 3, "ts": 2, "dur": 1},
+    ]
+    trace = tmp_path / "note.json"
+    trace.write_text(json.dumps({"traceEvents": events}))
+    result = invoke("analyze", trace)
+    assert result.exit_code == 0, result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("kernelscope: note: ") and EVIL_SHOWN in line
+
+
+def test_only_the_one_function_of_stderr_lines_writes_to_stderr():
+    """Every error, warning and note of the CLI goes through output.diagnostic, which escapes what it quotes; the
+    others write fixed text (the entry point's line for a signal during the imports, a bare command's help)."""
+    import re
+
+    sources = {path.name: path.read_text() for path in (REPO / "cli").glob("*.py")}
+    writes = {name: len(re.findall(r"err=|sys\.stderr", text)) for name, text in sources.items()}
+    assert {name: n for name, n in writes.items() if n} == {"output.py": 1, "entry.py": 1, "cli.py": 1}
+
+
+def test_csv_to_stdout_is_the_names_exactly_when_piped(tmp_path):
+    """CSV on a pipe holds the names byte for byte, as the file does (click's echo strips ANSI sequences where
+    stdout is not a terminal); on a terminal their control characters are escaped, as in a table."""
+    run = _renamed(tmp_path, lambda e: EVIL + e["name"] if e.get("cat") == "kernel" else None)
+    piped = invoke("analyze", run, "--kernels", "--format", "csv")
+    assert piped.exit_code == 0, piped.output
+    assert invoke("analyze", run, "--kernels", "-o", tmp_path / "k.csv").exit_code == 0
+    assert piped.stdout_bytes == (tmp_path / "k.csv").read_bytes() and EVIL.encode() in piped.stdout_bytes
+    from kernelscope import output
+
+    shown = output.render(output._escaped(pd.DataFrame({"kernel": [EVIL], "n": [1]})), "csv")
+    assert shown == f"kernel,n\n{EVIL_SHOWN},1\n"
+
+
+@pytest.mark.parametrize("command", ["analyze", "report"])
+def test_an_output_another_command_writes_meanwhile_is_not_replaced_without_force(command, tmp_path, monkeypatch):
+    """Two commands writing one -o at once: the check before the work passes for both, and the one that finishes
+    second must not rename its file over the first's (its hard link fails where the name exists)."""
+    import kernelscope.analyzer.report as report
+    from kernelscope import output
+
+    target = tmp_path / ("k.csv" if command == "analyze" else "r.html")
+    module, name = (output, "render") if command == "analyze" else (report, "render_report")
+    real = getattr(module, name)
+
+    def meanwhile(*args, **kwargs):
+        target.write_text("the other command's")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, meanwhile)
+    result = invoke(command, RUN, *(["--kernels"] if command == "analyze" else []), "-o", target)
+    assert result.exit_code == 2, result.output
+    assert (
+        result.stderr
+        == f"kernelscope: error: {target}: already exists; choose another name, or replace it with --force\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == [target.name] and target.read_text() == "the other command's"
+
+
+def test_a_file_written_meanwhile_is_replaced_only_with_overwrite(tmp_path):
+    """replace_atomically, which every output goes through (the DuckDB database and Parquet files too)."""
+    from kernelscope.analyzer.atomic import replace_atomically
+    from kernelscope.analyzer.errors import OutputExistsError
+
+    target = tmp_path / "db.duckdb"
+
+    def write(tmp):
+        Path(tmp).write_text("ours")
+        target.write_text("theirs")
+
+    with pytest.raises(OutputExistsError):
+        replace_atomically(target, write, overwrite=False)
+    assert [p.name for p in tmp_path.iterdir()] == [target.name] and target.read_text() == "theirs"
+    replace_atomically(target, write, overwrite=True)
+    assert [p.name for p in tmp_path.iterdir()] == [target.name] and target.read_text() == "ours"
 
 
 def test_integers_past_what_a_float_holds_print_exactly_in_tables():

@@ -15,10 +15,17 @@ __all__ = ["write_comparison", "write_report"]
 
 
 def write_report(
-    run: Run, path: str | os.PathLike, *, name: str | None = None, rank: int | None = None, progress: bool = False
+    run: Run,
+    path: str | os.PathLike,
+    *,
+    name: str | None = None,
+    rank: int | None = None,
+    progress: bool = False,
+    overwrite: bool = True,
 ) -> Path:
     """Write the report of ``run`` to ``path`` (HTML); ``name`` heads the page (default: the run's path); ``rank``:
-    only that rank of a job (default: its ranks together)."""
+    only that rank of a job (default: its ranks together); without ``overwrite``, an existing ``path`` is left as it
+    is (OutputExistsError)."""
     path = Path(path)
     with steps(progress) as step:
         step("reading the module tree, calls and kernels")
@@ -26,14 +33,20 @@ def write_report(
         step("laying out the page")
         html = render_report(views, _version())
         step(f"writing {path}")
-        write_html(path, html)
+        write_html(path, html, overwrite=overwrite)
     return path
 
 
 def write_comparison(
-    a: Run, b: Run, path: str | os.PathLike, *, names: tuple[str, str] | None = None, progress: bool = False
+    a: Run,
+    b: Run,
+    path: str | os.PathLike,
+    *,
+    names: tuple[str, str] | None = None,
+    progress: bool = False,
+    overwrite: bool = True,
 ) -> Path:
-    """Write the page comparing run ``b`` against run ``a`` to ``path`` (HTML)."""
+    """Write the page comparing run ``b`` against run ``a`` to ``path`` (HTML); ``overwrite`` as write_report's."""
     path = Path(path)
     name_a, name_b = names or (str(a.path), str(b.path))
     with steps(progress) as step:
@@ -43,7 +56,7 @@ def write_comparison(
         step("laying out the page")
         html = render_comparison(header_a, header_b, rows, chart, _version())
         step(f"writing {path}")
-        write_html(path, html)
+        write_html(path, html, overwrite=overwrite)
     return path
 
 

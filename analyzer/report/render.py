@@ -81,7 +81,7 @@ def render_comparison(a: RunHeader, b: RunHeader, rows: pd.DataFrame, chart: pd.
     )
 
 
-def write_html(path: Path, html: str) -> None:
+def write_html(path: Path, html: str, *, overwrite: bool = True) -> None:
     """``html`` to ``path`` through a temporary sibling: no half-written page; readable as the umask allows, like
     any file the user writes (the temporary file is private)."""
     umask = os.umask(0)
@@ -91,7 +91,7 @@ def write_html(path: Path, html: str) -> None:
         Path(tmp).write_text(html, encoding="utf-8")
         os.chmod(tmp, 0o666 & ~umask)
 
-    replace_atomically(path, write)
+    replace_atomically(path, write, overwrite=overwrite)
 
 
 def _columns(frame: pd.DataFrame) -> dict[str, list]:

@@ -1,0 +1,32 @@
+"""The ``kernelscope`` command's entry point. Importing the CLI (click, pandas, DuckDB) takes about half a second
+before any of its own handling of signals is in place: a Ctrl-C, SIGTERM or SIGHUP then ends the command the same
+way as later, one line and 128 + the signal, instead of a traceback or a silent death. Nothing is written yet."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+
+class _Stopped(BaseException):
+    pass
+
+
+def main() -> None:
+    def stop(signum: int, frame) -> None:
+        raise _Stopped(signum)
+
+    signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
+    previous = {signum: signal.signal(signum, stop) for signum in signums}
+    try:
+        try:
+            from .cli import main as command
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+    except _Stopped as stopped:
+        (signum,) = stopped.args
+        said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+        sys.stderr.write(f"kernelscope: {said}\n")
+        sys.exit(128 + signum)
+    command()
