@@ -22,6 +22,7 @@ CPU (CPU operators stand in for kernels; the device-event columns are empty) and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import platform
@@ -89,6 +90,8 @@ def flatten(out):
         return [t for o in out.values() for t in flatten(o)]
     if hasattr(out, "to_tuple"):
         return flatten(out.to_tuple())
+    if dataclasses.is_dataclass(out) and not isinstance(out, type):
+        return [t for field in dataclasses.fields(out) for t in flatten(getattr(out, field.name))]
     return []
 
 

@@ -4,7 +4,8 @@
 GraphModule's own module alone. Its nodes say which modules of the exported model they ran in
 (``node.meta["nn_module_stack"]``, outermost first). While recorded, such a GraphModule runs its graph node by node
 (``torch.fx.Interpreter``: the same operators on the same values) and opens, around each node, kernelscope's module
-scope of every module the node ran in, named by the exported path under the GraphModule's own name. The graph's
+scope of every module the node ran in, named by the exported path under the GraphModule's own name; the patched
+warm-ups run it node by node too, without scopes, so that they make the recorded pass's calls. The graph's
 Python code is not run then; the Interpreter costs a few microseconds of CPU per node, none on the device.
 
 A ``torch.fx.symbolic_trace`` that traced into submodules is run so too: its nodes of the root module have no stack
@@ -39,13 +40,18 @@ def has_module_stacks(module: Any) -> bool:
 class _ScopedInterpreter(torch.fx.Interpreter):
     """Runs the graph with the module scopes of each node open around it."""
 
-    def __init__(self, module: torch.fx.GraphModule, paths: dict, originals: dict, wrappers: dict) -> None:
+    def __init__(
+        self, module: torch.fx.GraphModule, paths: dict, originals: dict, wrappers: dict, scoped: bool = True
+    ) -> None:
         super().__init__(module)
         self.paths = paths  # node -> the scope names of the modules it ran in, outermost first
+        self.scoped = scoped  # False: no module scope opens (a warm-up pass)
         self.originals, self.wrappers = originals, wrappers
         self.open: list[tuple[str, Any]] = []
 
     def run_node(self, node: torch.fx.Node) -> Any:
+        if not self.scoped:
+            return super().run_node(node)
         wanted = self.paths.get(node)
         if wanted is None and node.op in _CALLS:  # a symbolic trace's operations of the root module have no stack
             wanted = []
@@ -93,11 +99,13 @@ def scoped_graph_forward(module: torch.fx.GraphModule, name: str, originals: dic
     }
 
     def forward_with_module_scopes(*args: Any, **kwargs: Any) -> Any:
-        if not scopes_open[0]:  # the scope gate (scope_gate.py): no scope before the recorded pass's profiler
-            return forward(*args, **kwargs)
         bound = signature.bind(*args, **kwargs)
         if bound.kwargs:  # keyword-only arguments, which the graph's placeholders do not take in order
             return forward(*args, **kwargs)
-        return _ScopedInterpreter(module, paths, originals, wrappers).run_scoped(*bound.args)
+        # The patched warm-ups run the graph node by node too, module scopes shut (the scope gate, scope_gate.py:
+        # no scope before the recorded pass's profiler): they make the recorded pass's calls, which the graph's own
+        # code does not (it calls ``torch._C._nn.gelu``, unpatched, where a node holds ``F.gelu``), so that the
+        # warm-up's prediction of the recorded pass's samples holds.
+        return _ScopedInterpreter(module, paths, originals, wrappers, scopes_open[0]).run_scoped(*bound.args)
 
     return forward_with_module_scopes

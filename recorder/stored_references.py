@@ -9,7 +9,11 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
 - their instance attributes, the globals of the Python modules that define their classes and of the modules of the
   same package those import from (``from .ops import mlp``, where ``ops`` holds ``from torch.nn.functional import
   gelu``), and the items of the dicts, lists and tuples those hold (one level: a registry of activations);
-- the default arguments of the functions their classes define and of the functions among those globals.
+- the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``) and of the
+  objects of the model's own code their instance attributes hold (one level: a config object's ``cfg.act``);
+- the default arguments of the functions their classes define and of the functions among those globals, and the
+  closures' cells of the functions their instance attributes hold (``self.act = make_act()``, a lambda closing over
+  ``F.silu``; not those of the methods of their classes, which compare what they close over as often as they call it).
 
 A reference is the original itself (replaced by its wrapper) or a ``functools.partial`` of it (replaced by the same
 partial of the wrapper). Only what holds a reference is replaced, and put back after the recording."""
@@ -24,6 +28,9 @@ import types
 from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
+
+import torch
+from torch import nn
 
 _ABSENT = object()
 _LARGEST_SCANNED = 1024  # items of a container looked into: a registry of activations, not a vocabulary
@@ -49,6 +56,30 @@ class Slots:
             self.target.__defaults__ = tuple(values)
         else:
             self.target[key] = value
+
+
+class Attributes(Slots):
+    """A class's attributes, read from its ``__dict__`` and written by ``setattr`` (a class's ``__dict__`` is
+    read-only)."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return vars(self.target).get(key, default)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self.target, key, value)
+
+
+class Cell(Slots):
+    """A closure's cell (its one slot, key 0), as a function made by another holds a functional it closed over."""
+
+    def get(self, key: int, default: Any = None) -> Any:
+        try:
+            return self.target.cell_contents
+        except ValueError:  # an empty cell
+            return default
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        self.target.cell_contents = value
 
 
 def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]) -> Any:
@@ -131,6 +162,44 @@ def _default_sites(function: Any, originals: dict, wrappers: dict) -> Iterator[t
                 yield keyword_defaults, key, replacement
 
 
+def _closure_sites(function: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
+    for cell in getattr(function, "__closure__", None) or ():
+        replacement = _replacement(Cell(cell).get(0, _ABSENT), originals, wrappers)
+        if replacement is not _ABSENT:
+            yield Cell(cell), 0, replacement
+
+
+def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
+    """The sites of a model's own class: its functions' defaults, and its attributes that hold a functional
+    (``act = F.softplus``, ``act = staticmethod(F.gelu)``). Not its methods' closures: a method closing over a
+    functional compares it (``if F.relu is not original_relu``) as often as it calls it."""
+    for key, value in list(vars(kind).items()):
+        if inspect.isfunction(value):
+            yield from _default_sites(value, originals, wrappers)
+        if key.startswith("__"):
+            continue
+        held = value.__func__ if isinstance(value, staticmethod) else value
+        replacement = _replacement(held, originals, wrappers)
+        if replacement is _ABSENT:
+            continue
+        if isinstance(value, staticmethod) or not inspect.isfunction(held):  # a builtin binds no instance
+            replacement = staticmethod(replacement)
+        yield Attributes(kind), key, replacement
+
+
+def _plain_object(value: Any) -> bool:
+    """Whether ``value`` is an object of the model's own code whose attributes are looked into (one level: a config
+    object holding an activation, ``self.cfg.act = F.gelu``): not a class, a Python module, a function, a container,
+    a tensor or a torch.nn module (the observed ones are looked into as modules), nor an object of torch's or of
+    Python's (a module's hook dicts are OrderedDicts, which have a ``__dict__``)."""
+    if isinstance(value, _NOT_PLAIN) or not hasattr(value, "__dict__"):
+        return False
+    return not type(value).__module__.startswith(("torch", "builtins", "collections"))
+
+
+_NOT_PLAIN = (type, types.ModuleType, types.FunctionType, dict, list, tuple, set, frozenset, nn.Module, torch.Tensor)
+
+
 def _own_classes(module: Any) -> Iterator[type]:
     """The classes of ``module``'s type that are not torch's (whose defaults are torch's business)."""
     for kind in type(module).__mro__:
@@ -143,9 +212,19 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
     ``owner`` is a dict (write ``owner[key]``) or a Slots. ``originals``, ``wrappers``: id(original) -> the
     original, its wrapper."""
     sites: list[tuple[Any, Any, Any]] = []
+    seen_objects: set[int] = set()
     for module in modules:
         namespace = vars(module)
         sites.extend(_items_sites(namespace, namespace.items(), originals, wrappers, skip="forward"))
+        for key, value in namespace.items():
+            if key == "forward":
+                continue
+            if isinstance(value, types.FunctionType):
+                sites.extend(_closure_sites(value, originals, wrappers))
+            elif id(value) not in seen_objects and _plain_object(value):
+                seen_objects.add(id(value))
+                held = vars(value)
+                sites.extend(_items_sites(held, list(held.items()), originals, wrappers, skip="__builtins__"))
     seen_modules: set[str] = set()
     seen_classes: set[int] = set()
     for module in modules:
@@ -153,9 +232,7 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
             if id(kind) in seen_classes:
                 continue
             seen_classes.add(id(kind))
-            for value in vars(kind).values():
-                if isinstance(value, types.FunctionType) and (value.__defaults__ or value.__kwdefaults__):
-                    sites.extend(_default_sites(value, originals, wrappers))
+            sites.extend(_class_sites(kind, originals, wrappers))
         name = type(module).__module__
         if name in seen_modules or name.startswith("torch."):
             continue

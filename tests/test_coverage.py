@@ -124,6 +124,45 @@ def test_functionals_held_in_registries_partials_and_defaults_are_named_and_put_
     assert type(NAMED_NORM).__name__ == "NamedNorm" and NAMED_NORM.norm is F.layer_norm
 
 
+def _closing_over(act):
+    return lambda x: act(x)
+
+
+class Settings:
+    """A config object of the model's own, holding an activation."""
+
+    def __init__(self):
+        self.act = F.gelu
+
+
+class HiddenReferences(nn.Module):
+    ACT = F.softplus  # a class attribute: a builtin, which binds no instance
+    NORM = staticmethod(F.layer_norm)
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 16)
+        self.closure = _closing_over(F.silu)
+        self.settings = Settings()
+
+    def forward(self, x):
+        x = self.settings.act(self.closure(self.ACT(self.linear(x))))
+        return self.NORM(x, (16,))
+
+
+def test_functionals_in_class_attributes_closures_and_config_objects_are_named_and_put_back():
+    model = HiddenReferences()
+    held = (vars(HiddenReferences)["ACT"], vars(HiddenReferences)["NORM"], model.closure.__closure__[0].cell_contents,
+            model.settings.act)  # fmt: skip
+    _, frame, data = _profile(model)
+    assert _named(frame) >= {"linear", "softplus", "silu", "gelu", "layer_norm"}, _named(frame)
+    assert not any(name.startswith(("aten::", "torch.")) for name in _named(frame)), _named(frame)
+    assert [calls for calls, _ in data["softplus"]] == [1] and [calls for calls, _ in data["layer_norm"]] == [1]
+    now = (vars(HiddenReferences)["ACT"], vars(HiddenReferences)["NORM"], model.closure.__closure__[0].cell_contents,
+           model.settings.act)  # fmt: skip
+    assert all(a is b for a, b in zip(now, held, strict=True)) and model.closure.__closure__[0].cell_contents is F.silu
+
+
 def test_naming_rule_cannot_collide_with_functional_names():
     # the targets named after their kind make dotted names per call: <Function>.apply, triton.<kernel>
     names = {name for _owner, _attribute, name in torch_call_targets()} - {AUTOGRAD_APPLY, TRITON_LAUNCH}

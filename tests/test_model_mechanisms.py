@@ -5,7 +5,9 @@ of its own handed to a compiled block, as transformers' DynamicCache: each pass'
 warm-up's prediction of the recorded pass was wrong and the model ran one pass more), and a GraphModule of
 ``torch.fx.symbolic_trace`` whose nodes record the modules they ran in (it ran
 as an exported program, node by node: the nodes of the root module were scoped in the module of the node before
-them, and its functions, called as the nodes hold them, had no call names), and a model whose helpers, in another
+them, and its functions, called as the nodes hold them, had no call names; and its warm-ups ran its code, which
+calls ``torch._C._nn.gelu`` unpatched, so the recorded pass's calls were not those predicted and it ran a pass more),
+and a model whose helpers, in another
 module of its own code, import functionals by name (their rows were named after their operators, or after the
 torch-level call inside them), and a model that copies or saves a submodule in its forward (the copy ran the
 original module through the wrapper copied with it, and saving it could not pickle the wrapper), and one that
@@ -137,6 +139,20 @@ def test_a_symbolic_trace_has_the_modules_and_calls_of_the_eager_model(eager):
     traced = torch.fx.symbolic_trace(eager)
     assert _module_calls(traced, x) == _module_calls(eager, x)
     assert torch.equal(traced(x), eager(x)) and "forward" not in vars(traced)
+
+
+def test_a_symbolic_trace_is_keyed_as_its_warm_up_predicted():
+    """Its code calls ``torch._C._nn.gelu`` where its node holds ``F.gelu``: the warm-ups ran that code (the call
+    unpatched, no sample) and the recorded pass the graph node by node (the call ``gelu``), so the prediction failed
+    and the model ran a pass more, with a warning."""
+    traced, x = torch.fx.symbolic_trace(Tower().eval()), torch.randn(2, 8)
+    assert "torch._C._nn.gelu" in traced.code
+    profiler = ModuleFunctionKernelProfiler()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _, data = profiler.profile(traced, [((x,), {})])
+    assert profiler.run.manifest["sample_keys"] == "predicted"
+    assert [calls for calls, _ in data["gelu"]] == [2] and [calls for calls, _ in data["linear"]] == [3]
 
 
 class UsesHelpers(nn.Module):
