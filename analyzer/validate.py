@@ -32,14 +32,18 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, 
     """Raise BadInputError naming ``path`` and the first unusable event of table ``events``.
 
     ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
-    only the repeats (rules 8, 9) are looked for."""
+    only the repeats (rules 8, 9) are looked for. A trace none of whose device events and launches has a
+    correlation (rule 5) has them linked by their External ids instead (linked_by_external_id.sql), and is checked
+    again."""
     if rows_checked and not run_sql_file(con, "validate_repeats.sql").fetchone()[0]:
         return  # the query that names the first fault costs more to plan than this one costs to run on a small trace
     con.execute(f"SET VARIABLE ks_rows_checked = {'true' if rows_checked else 'false'}")
     row = run_sql_file(con, "validate.sql").fetchone()
     if row is None:
         return
-    _rule, event_id, cat, name, problem, count = row
+    rule, event_id, cat, name, problem, count = row
+    if rule == 5 and run_sql_file(con, "linked_by_external_id.sql").fetchone()[0]:
+        return validate_events(con, path)
     what = _label(cat, name)
     more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
     raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
