@@ -15,6 +15,8 @@ import duckdb
 from .errors import BadInputError
 from .sql import run_sql_file
 
+NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
+NOT_TORCH = ", not a torch.profiler trace"
 NAME_CHARS = 60
 VALUE_CHARS = 40
 # the categories (and their 2021 names) of the events whose times must fit 64-bit nanoseconds (ingest.sql)
@@ -47,6 +49,19 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, 
     what = _label(cat, name)
     more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
     raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
+
+
+def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
+    """The problem of a trace with nothing to attribute: NOTHING_TO_ATTRIBUTE, and what wrote it where its events
+    show another profiler (foreign_trace.sql)."""
+    tf_process, browser_category = run_sql_file(con, "foreign_trace.sql").fetchone()
+    if tf_process is not None:
+        what = f"a TensorFlow or JAX profiler trace (process {_short(repr(tf_process), NAME_CHARS)})"
+    elif browser_category is not None:
+        what = f"a Chrome browser trace (category {_short(repr(browser_category), NAME_CHARS)})"
+    else:
+        return NOTHING_TO_ATTRIBUTE
+    return f"{NOTHING_TO_ATTRIBUTE}: it is {what}{NOT_TORCH}"
 
 
 def validate_escapes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> None:

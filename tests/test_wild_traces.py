@@ -44,3 +44,59 @@ def test_an_event_without_correlation_in_a_trace_that_writes_them_is_still_refus
     path.write_text(json.dumps(doc))
     with pytest.raises(BadInputError, match=rf"traceEvents\[{kernel}\] \(kernel 'Cijk_.*has no args.correlation$"):
         load_run(path)
+
+
+NOT_TORCH = "holds no device events (kernel, memcpy, memset) and no CPU operators: it is "
+# what TensorFlow's and JAX's profilers write for the trace viewer (trace.json.gz), and TensorFlow 1's timeline
+JAX = {
+    "displayTimeUnit": "ns",
+    "metadata": {"highres-ticks": True},
+    "traceEvents": [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0 (NVIDIA H100)"}},
+        {"ph": "X", "pid": 1, "tid": 2, "ts": 100.5, "dur": 20.25, "name": "fusion.1", "args": {"correlation_id": "1"}},
+        {"ph": "M", "pid": 701, "name": "process_name", "args": {"name": "/host:CPU"}},
+        {"ph": "X", "pid": 701, "tid": 3, "ts": 60, "dur": 5, "name": "cuLaunch", "args": {"correlation_id": "1"}},
+    ],
+}
+TF_TIMELINE = {
+    "traceEvents": [
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "/job:localhost/replica:0/task:0/device:GPU:0"}},
+        {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 1600000000000000, "dur": 12},
+    ]
+}
+CHROME = {"traceEvents": [{"cat": "devtools.timeline", "name": "RunTask", "ph": "X", "ts": 1, "dur": 5, "pid": 1}]}
+
+
+@pytest.mark.parametrize(
+    "doc, what",
+    [
+        (JAX, "a TensorFlow or JAX profiler trace (process '/device:GPU:0 (NVIDIA H100)')"),
+        (TF_TIMELINE, "a TensorFlow or JAX profiler trace (process '/job:localhost/replica:0/task:0/device:GPU:0')"),
+        (CHROME, "a Chrome browser trace (category 'devtools.timeline')"),
+    ],
+)
+def test_a_trace_of_another_profiler_is_refused_naming_it(tmp_path, doc, what):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path}: {NOT_TORCH}{what}, not a torch.profiler trace"
+
+
+@pytest.mark.parametrize(
+    "data, what",
+    [
+        (b"SQLite format 3\x00" + b"\x10", "it is an SQLite database, as Nsight Systems exports its reports, not JSON"),
+        (
+            b"\n\x1c\x82\x01\x19\n\x17\x08\x01\x12\x13track_event" + bytes(64),
+            "it is binary data that begins as a protobuf message does, as a Perfetto trace or an XPlane .pb, not JSON",
+        ),
+        (b'\n{"traceEvents": [{"name": "caf\xe9"}]}', "byte 0xe9 at line 2 column 31 is not UTF-8"),  # JSON, not UTF-8
+    ],
+)
+def test_a_binary_file_of_another_profiler_is_refused_naming_it(tmp_path, data, what):
+    path = tmp_path / "report.bin"
+    path.write_bytes(data)
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path}: is not valid JSON ({what})"
