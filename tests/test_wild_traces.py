@@ -100,3 +100,13 @@ def test_a_binary_file_of_another_profiler_is_refused_naming_it(tmp_path, data, 
     with pytest.raises(BadInputError) as raised:
         load_run(path)
     assert str(raised.value) == f"{path}: is not valid JSON ({what})"
+
+
+def test_libkineto_s_own_test_trace_names_its_kernel_after_the_operator_around_its_launch():
+    """libkineto's test writer (no torch): operators named op1…, a launch and kernel without External id, and
+    cuda_sync events, which are no device events kernelscope attributes."""
+    path = EXTERNAL / "kineto_libkineto_test_cuda_sync.json"
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        frame = run.profiling_df()
+        assert frame[["kernel", "op", "function_name"]].values.tolist() == [["Kernel", "op1", "(other operator)"]]
