@@ -315,7 +315,7 @@ class Run:
                 f"{where}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
                 f"they are in table events, not in kernels{rows}"
             )
-        return notes
+        return notes + [note for part in self.parts.values() if part.header is not None for note in part.header.notes()]
 
     def launch_check(self) -> LaunchCheck:
         """Profiler losses, added up over the ranks (each rank's correlation ids are its own)."""

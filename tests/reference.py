@@ -48,7 +48,9 @@ def load_events(path: Path) -> list[dict]:
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    events = json.loads(raw, parse_float=Decimal)["traceEvents"]
+    # a byte that is not UTF-8 reads as U+FFFD, each one (ingest.replace_bytes_not_utf8)
+    text = re.sub("[\udc80-\udcff]", "\ufffd", raw.decode("utf-8", "surrogateescape"))
+    events = json.loads(text, parse_float=Decimal)["traceEvents"]
     for e in events:
         if not isinstance(e, dict):
             continue

@@ -91,7 +91,7 @@ def test_a_trace_of_another_profiler_is_refused_naming_it(tmp_path, doc, what):
             b"\n\x1c\x82\x01\x19\n\x17\x08\x01\x12\x13track_event" + bytes(64),
             "it is binary data that begins as a protobuf message does, as a Perfetto trace or an XPlane .pb, not JSON",
         ),
-        (b'\n{"traceEvents": [{"name": "caf\xe9"}]}', "byte 0xe9 at line 2 column 31 is not UTF-8"),  # JSON, not UTF-8
+        (b'\n[{"name": "caf\xe9"}]', "byte 0xe9 at line 2 column 15 is not UTF-8"),  # JSON parsed whole, not UTF-8
     ],
 )
 def test_a_binary_file_of_another_profiler_is_refused_naming_it(tmp_path, data, what):
@@ -110,3 +110,30 @@ def test_libkineto_s_own_test_trace_names_its_kernel_after_the_operator_around_i
         assert_matches_reference(run, path)
         frame = run.profiling_df()
         assert frame[["kernel", "op", "function_name"]].values.tolist() == [["Kernel", "op1", "(other operator)"]]
+
+
+MLP = REPO / "sample_traces" / "mlp" / "trace.json.gz"  # 6 kernels
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("part_bytes", [None, 4 << 10], ids=["one part", "parts of 4 KiB"])
+def test_a_byte_that_is_not_utf8_reads_as_a_replacement_character(tmp_path, monkeypatch, compressed, part_bytes):
+    """A name holding bytes that are not UTF-8 (Latin-1 text, a character cut short, torch 1.8's garbage names): each
+    byte reads as U+FFFD in whichever part holds it, the trace loads with every row, and a note says how many."""
+    import gzip
+
+    from kernelscope.analyzer import ingest
+
+    if part_bytes is not None:
+        for name in ("MIN_PART_BYTES", "MAX_PART_BYTES", "STREAM_PART_BYTES"):
+            monkeypatch.setattr(ingest, name, part_bytes)
+    text = gzip.decompress(MLP.read_bytes())
+    last = text.rindex(b'"name": "nvjet')
+    text = text[:last] + text[last:].replace(b'"name": "nvjet', b'"name": "caf\xe9 \xe2\x82nvjet', 1)
+    path = tmp_path / ("latin1.json.gz" if compressed else "latin1.json")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert len(run.profiling_df()) == 6
+        assert run.profiling_df()["kernel"].str.startswith("caf\ufffd \ufffd\ufffdnvjet").sum() == 1
+        assert run.notes() == [f"{path}: holds 3 bytes that are not UTF-8, read as U+FFFD (\ufffd)"]
