@@ -166,6 +166,10 @@ def header_rank(keys: dict, trace: Path) -> int:
     return rank or 0
 
 
+# tensorboard_trace_handler names a cycle's trace so: the worker, a timestamp, .pt.trace.json[.gz]
+_CYCLE = re.compile(r"(?P<worker>.+)\.\d+\.pt\.trace\.json(\.gz)?$")
+
+
 def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
     """Why the traces of a directory of plain traces, ``[(rank, trace path)]``, are not one job: two name one rank."""
     seen: dict[int, str | None] = {}
@@ -173,8 +177,15 @@ def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
         if rank in seen:
             if trace is None or seen[rank] is None:
                 return f"holds rank {rank} twice"
+            first, second = Path(seen[rank]).name, Path(trace).name
+            worker = _CYCLE.match(first)
+            if worker and (other := _CYCLE.match(second)) and other["worker"] == worker["worker"]:
+                return (
+                    f"holds rank {rank} twice ({first} and {second}: two profiling cycles of worker"
+                    f" {worker['worker']!r}, as tensorboard_trace_handler names them): load each trace on its own"
+                )
             return (
-                f"holds rank {rank} twice ({Path(seen[rank]).name} and {Path(trace).name}, by their"
+                f"holds rank {rank} twice ({first} and {second}, by their"
                 " distributedInfo.rank, 0 where a trace names none): give one trace of each rank"
             )
         seen[rank] = trace

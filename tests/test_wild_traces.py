@@ -137,3 +137,19 @@ def test_a_byte_that_is_not_utf8_reads_as_a_replacement_character(tmp_path, monk
         assert len(run.profiling_df()) == 6
         assert run.profiling_df()["kernel"].str.startswith("caf\ufffd \ufffd\ufffdnvjet").sum() == 1
         assert run.notes() == [f"{path}: holds 3 bytes that are not UTF-8, read as U+FFFD (\ufffd)"]
+
+
+def test_two_cycles_of_one_worker_in_a_directory_are_named_as_such(tmp_path):
+    """tensorboard_trace_handler writes one trace per cycle of a repeating schedule, <worker>.<timestamp>.pt.trace.json,
+    none naming a rank: the directory is no job of ranks, and the message says what its traces are."""
+    import shutil
+
+    for stamp in ("1796405454339508786", "1796405454351176369"):
+        shutil.copy(ROCTRACER, tmp_path / f"w0.{stamp}.pt.trace.json")
+    with pytest.raises(BadInputError) as raised:
+        load_run(tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path}: holds rank 0 twice (w0.1796405454339508786.pt.trace.json and"
+        " w0.1796405454351176369.pt.trace.json: two profiling cycles of worker 'w0', as tensorboard_trace_handler"
+        " names them): load each trace on its own"
+    )
