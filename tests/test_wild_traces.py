@@ -12,6 +12,7 @@ from reference import assert_matches_reference
 REPO = Path(__file__).resolve().parent.parent
 EXTERNAL = REPO / "sample_traces" / "external"
 ROCTRACER = EXTERNAL / "tl_mi300_roctracer_gemm.json"  # launches and kernels linked by "External id" alone
+ROCPROFILER = EXTERNAL / "tl_mi300x_rocprofiler_sdk_add.json"  # ROCm 7's rocprofiler-sdk
 
 
 def test_a_roctracer_trace_links_its_kernels_to_their_launches_by_external_id():
@@ -153,3 +154,13 @@ def test_two_cycles_of_one_worker_in_a_directory_are_named_as_such(tmp_path):
         " w0.1796405454351176369.pt.trace.json: two profiling cycles of worker 'w0', as tensorboard_trace_handler"
         " names them): load each trace on its own"
     )
+
+
+def test_a_rocprofiler_sdk_trace_names_its_kernels_after_the_torch_call_that_launched_them():
+    """ROCm 7 through rocprofiler-sdk: kernel names end in '[clone .kd]', and hipDeviceSynchronize ends an ac2g flow
+    on the CPU thread, which is no device event. Its 10 kernels are torch.add's, from its with_stack frames."""
+    with load_run(ROCPROFILER) as run:
+        assert_matches_reference(run, ROCPROFILER)
+        frame = run.profiling_df()
+        assert len(frame) == 10 and set(frame["function_name"]) == {"torch.add"} and set(frame["op"]) == {"aten::add"}
+        assert round(frame["kernel_us"].sum(), 3) == 4210.194
