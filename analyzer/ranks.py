@@ -70,7 +70,7 @@ def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
     if path.is_dir():
         if is_job_directory(path):
             return _job(path)
-        traces = plain_traces(path)
+        traces = plain_traces(path) or nested_traces(path)
         if traces:
             traces = _traces_of(path, traces, notice)
             return [RankSource(None, _readable_trace(trace), None, {}, None) for trace in traces]
@@ -87,6 +87,14 @@ def plain_traces(path: Path) -> list[Path]:
     if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
         return []
     return sorted(child for child in path.iterdir() if child.name.endswith((".json", ".json.gz")) and child.is_file())
+
+
+def nested_traces(path: Path) -> list[Path]:
+    """The trace files one directory down, where ``path`` holds none itself and is no run directory: a job that
+    wrote each rank's traces into a directory of its own (rank0/, rank1/…), read as if they were side by side."""
+    if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
+        return []
+    return [trace for child in sorted(path.iterdir()) if child.is_dir() for trace in plain_traces(child)]
 
 
 def _traces_of(path: Path, files: list[Path], notice: bool) -> list[Path]:
@@ -177,7 +185,7 @@ def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
         if rank in seen:
             if trace is None or seen[rank] is None:
                 return f"holds rank {rank} twice"
-            first, second = Path(seen[rank]).name, Path(trace).name
+            first, second = _shown(Path(seen[rank]), Path(trace))
             worker = _CYCLE.match(first)
             if worker and (other := _CYCLE.match(second)) and other["worker"] == worker["worker"]:
                 return (
@@ -190,6 +198,13 @@ def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
             )
         seen[rank] = trace
     raise ValueError("no rank is held twice")
+
+
+def _shown(first: Path, second: Path) -> tuple[str, str]:
+    """Two traces' names as a message shows them: with their directories where those differ (nested_traces)."""
+    if first.parent == second.parent:
+        return first.name, second.name
+    return f"{first.parent.name}/{first.name}", f"{second.parent.name}/{second.name}"
 
 
 def header_gpu_names(keys: dict) -> list[str]:

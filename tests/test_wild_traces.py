@@ -164,3 +164,24 @@ def test_a_rocprofiler_sdk_trace_names_its_kernels_after_the_torch_call_that_lau
         frame = run.profiling_df()
         assert len(frame) == 10 and set(frame["function_name"]) == {"torch.add"} and set(frame["op"]) == {"aten::add"}
         assert round(frame["kernel_us"].sum(), 3) == 4210.194
+
+
+def _trace_of_rank(path, rank):
+    doc = json.loads(ROCPROFILER.read_text())
+    doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def test_a_directory_of_one_directory_per_rank_loads_as_a_job(tmp_path):
+    """A job that wrote each rank's trace into a directory of its own (rank0/, rank1/…: no manifest anywhere) reads as
+    a directory of those traces, each the rank its distributedInfo names; two traces of one rank (one directory per
+    iteration) are refused naming both with their directories."""
+    for rank in (0, 1):
+        _trace_of_rank(tmp_path / "job" / f"rank{rank}" / "trace.json", rank)
+    with load_run(tmp_path / "job") as run:
+        assert run.ranks == [0, 1] and len(run.profiling_df()) == 20
+    for iteration in (10, 20):
+        _trace_of_rank(tmp_path / "iterations" / f"iteration_{iteration}" / "rank0_trace.json", 0)
+    with pytest.raises(BadInputError, match=r"holds rank 0 twice \(iteration_10/rank0_trace.json and iteration_20/"):
+        load_run(tmp_path / "iterations")
