@@ -17,7 +17,8 @@
  *    or null: NULL.
  *  - args: the object written compact, as DuckDB's JSON writer does (no whitespace, "\/" as "/", the
  *    fraction's trailing zeros dropped); missing or null: NULL.
- *  - correlation, "External id", device, stream: an integer's value at the top of args; else NULL. external_id
+ *  - correlation, "External id", device, stream: an integer's value at the top of args, or a hexadecimal string's
+ *    ("0x0": roctracer's streams) as DuckDB casts it; else NULL. external_id
  *    is "external id"'s (the 2021 format's) where "External id" is missing or null.
  *  - cat: the 2021 format's categories by their later names (modernize_categories).
  *
@@ -862,6 +863,34 @@ static inline int join_key(const char *key, size_t len) {
     return -1;
 }
 
+/* A join key written as a string of a hexadecimal number, "0x…" or "0X…" and nothing else (roctracer's traces write a
+ * launch's stream so, "0x0"): its value as DuckDB's cast of the string gives it, NULL (*is_null) past int64, or past
+ * int32 for device and stream (narrow); the string copied to *out and s->p past it. 0 for any other string (s->p
+ * unmoved): DuckDB's reader reads that part. */
+static int read_hex_key(Scan *s, char **out, int64_t *value, int *is_null, int narrow) {
+    const char *p = s->p + 1;
+    if (s->end - p < 4 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X')) return 0;
+    p += 2;
+    const char *digits = p;
+    uint64_t v = 0;
+    int overflow = 0;
+    for (; p < s->end; p++) {
+        unsigned d = (unsigned char)*p;
+        d = d >= '0' && d <= '9' ? d - '0' : (d | 0x20) >= 'a' && (d | 0x20) <= 'f' ? (d | 0x20) - 'a' + 10 : 16;
+        if (d == 16) break;
+        overflow |= (v >> 60) != 0;
+        v = v << 4 | d;
+    }
+    if (p == digits || p >= s->end || *p != '"') return 0;
+    *is_null = overflow || v > (uint64_t)(narrow ? INT32_MAX : INT64_MAX);
+    *value = (int64_t)v;
+    size_t n = (size_t)(p + 1 - s->p);
+    memcpy(*out, s->p, n);
+    *out += n;
+    s->p = p + 1;
+    return 1;
+}
+
 /* args: copied compact to args_text, and the four join keys read from its top level. */
 static int read_args(Scan *s, int64_t keys[N_JOIN_KEYS], int found[N_JOIN_KEYS]) {
     char *o = s->args_end;
@@ -906,7 +935,12 @@ static int read_args(Scan *s, int64_t keys[N_JOIN_KEYS], int found[N_JOIN_KEYS])
                 memcpy(o, "null", 4);
                 o += 4;
             } else {
-                FAIL(s, "a join key that is not an integer");
+                int64_t value;
+                int is_null;
+                if (s->p >= s->end || *s->p != '"' || !read_hex_key(s, &o, &value, &is_null, which == 2 || which == 3))
+                    FAIL(s, "a join key that is not an integer");
+                if (is_null) found[which] = 2;
+                keys[which] = value;
             }
         } else if (!copy_value(s, &o, 1)) {
             return 0;

@@ -49,6 +49,7 @@ class BadSamplesError(KernelscopeError, ValueError):
     """profile() was given samples that are not a sequence of (args, kwargs) pairs."""
 
 
+PROTOBUF = "it is binary data that begins as a protobuf message does, as a Perfetto trace or an XPlane .pb, not JSON"
 # the first bytes of files that other compressors write: a trace compressed with one of them is not JSON
 _COMPRESSED = {
     b"\x1f\x8b": "gzip",
@@ -68,10 +69,20 @@ def json_fault(data: bytes, reason: object, decompressed: bool = False) -> str:
             return f"it decompresses to {kind}-compressed data, not JSON: it was compressed twice"
         if data.startswith(magic):
             return f"it is {kind}-compressed data: decompress it, or gzip it (.json.gz)"
+    if data.startswith(b"SQLite format 3\x00"):
+        return "it is an SQLite database, as Nsight Systems exports its reports, not JSON"
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if _protobuf_like(data, exc.start):
+            return PROTOBUF
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         return f"byte 0x{data[exc.start]:02x} at line {line} column {column} is not UTF-8"
     return str(reason)
+
+
+def _protobuf_like(data: bytes, not_utf8_at: int) -> bool:
+    """Whether ``data`` begins as a serialized protobuf message whose first field is a message (Perfetto's trace
+    packets, XPlane's planes: tag 0x0a, then a length that is no JSON character) and stops being UTF-8 at once."""
+    return data[:1] == b"\n" and len(data) > 1 and data[1:2] not in b" \t\r\n{[" and not_utf8_at < 64

@@ -12,6 +12,7 @@ with fixed columns (ingest.sql), with provisional ids renumbered at the end. Bot
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -43,6 +44,7 @@ MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 dec
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
 PROGRESS_MIN_BYTES = 64 << 20
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, decoded with surrogateescape
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
 
 
@@ -57,6 +59,12 @@ class TraceHeader:
     native_parts: list[int] = field(default_factory=list)  # the parts read by the native reader
     duckdb_parts: list[str] = field(default_factory=list)  # why each other part was left to DuckDB's reader
     rows_checked: list[int] = field(default_factory=list)  # native parts with no row breaking validate.sql's rules 1-7
+    not_utf8: list[int] = field(default_factory=list)  # bytes that are not UTF-8, read as U+FFFD, of each part with any
+
+    def notes(self) -> list[str]:
+        """A sentence where the trace held bytes that are not UTF-8 (replace_bytes_not_utf8)."""
+        count = sum(self.not_utf8)
+        return [f"{self.path}: holds {count:,} bytes that are not UTF-8, read as U+FFFD (\ufffd)"] if count else []
 
     @property
     def all_rows_checked(self) -> bool:
@@ -231,15 +239,31 @@ def _load_part(
             count = _insert_natively(part, index, counts, inserts, header)
         if count is None:
             with con.cursor() as cursor:
-                result = run_sql_file(
-                    cursor, "ingest.sql", events_file=part.as_file(), first_id=str(index << PART_ID_BITS)
-                )
+                first_id = str(index << PART_ID_BITS)
+                try:
+                    result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=first_id)
+                except duckdb.InvalidInputException as exc:
+                    if "invalid UTF-8" not in str(exc) or not replace_bytes_not_utf8(part.file, header):
+                        raise
+                    result = run_sql_file(cursor, "ingest.sql", events_file=part.file, first_id=first_id)
                 count = result.fetchone()[0]
         return count
     finally:
         counts.publish(index, count)
         if count is not None or os.path.exists(part.file):
             part.drop_data()  # loaded, or on file for a second look: the memory can go
+
+
+def replace_bytes_not_utf8(file: str, header: TraceHeader) -> bool:
+    """Rewrite part file ``file`` with each byte that is not UTF-8 as U+FFFD, as a browser shows it; whether it held
+    any. Kineto writes the bytes of a name as it finds them (torch 1.8 wrote garbage in some; a name cut inside a
+    character, text of another encoding), and one such byte is no reason to refuse the trace's every kernel."""
+    text = Path(file).read_bytes().decode("utf-8", "surrogateescape")  # each such byte one surrogate \udc80-\udcff
+    replaced, count = _NOT_UTF8.subn("\ufffd", text)
+    if count:
+        Path(file).write_bytes(replaced.encode())
+        header.not_utf8.append(count)
+    return count > 0
 
 
 class _ArrowStream:

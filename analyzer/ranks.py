@@ -70,7 +70,7 @@ def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
     if path.is_dir():
         if is_job_directory(path):
             return _job(path)
-        traces = plain_traces(path)
+        traces = plain_traces(path) or nested_traces(path)
         if traces:
             traces = _traces_of(path, traces, notice)
             return [RankSource(None, _readable_trace(trace), None, {}, None) for trace in traces]
@@ -87,6 +87,14 @@ def plain_traces(path: Path) -> list[Path]:
     if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
         return []
     return sorted(child for child in path.iterdir() if child.name.endswith((".json", ".json.gz")) and child.is_file())
+
+
+def nested_traces(path: Path) -> list[Path]:
+    """The trace files one directory down, where ``path`` holds none itself and is no run directory: a job that
+    wrote each rank's traces into a directory of its own (rank0/, rank1/…), read as if they were side by side."""
+    if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
+        return []
+    return [trace for child in sorted(path.iterdir()) if child.is_dir() for trace in plain_traces(child)]
 
 
 def _traces_of(path: Path, files: list[Path], notice: bool) -> list[Path]:
@@ -166,6 +174,10 @@ def header_rank(keys: dict, trace: Path) -> int:
     return rank or 0
 
 
+# tensorboard_trace_handler names a cycle's trace so: the worker, a timestamp, .pt.trace.json[.gz]
+_CYCLE = re.compile(r"(?P<worker>.+)\.\d+\.pt\.trace\.json(\.gz)?$")
+
+
 def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
     """Why the traces of a directory of plain traces, ``[(rank, trace path)]``, are not one job: two name one rank."""
     seen: dict[int, str | None] = {}
@@ -173,12 +185,26 @@ def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
         if rank in seen:
             if trace is None or seen[rank] is None:
                 return f"holds rank {rank} twice"
+            first, second = _shown(Path(seen[rank]), Path(trace))
+            worker = _CYCLE.match(first)
+            if worker and (other := _CYCLE.match(second)) and other["worker"] == worker["worker"]:
+                return (
+                    f"holds rank {rank} twice ({first} and {second}: two profiling cycles of worker"
+                    f" {worker['worker']!r}, as tensorboard_trace_handler names them): load each trace on its own"
+                )
             return (
-                f"holds rank {rank} twice ({Path(seen[rank]).name} and {Path(trace).name}, by their"
+                f"holds rank {rank} twice ({first} and {second}, by their"
                 " distributedInfo.rank, 0 where a trace names none): give one trace of each rank"
             )
         seen[rank] = trace
     raise ValueError("no rank is held twice")
+
+
+def _shown(first: Path, second: Path) -> tuple[str, str]:
+    """Two traces' names as a message shows them: with their directories where those differ (nested_traces)."""
+    if first.parent == second.parent:
+        return first.name, second.name
+    return f"{first.parent.name}/{first.name}", f"{second.parent.name}/{second.name}"
 
 
 def header_gpu_names(keys: dict) -> list[str]:

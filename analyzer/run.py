@@ -25,10 +25,9 @@ from .samples import check_totals, function_data_from_store, sample_totals_frame
 from .sql import define_scope_names, drop_held, hold_drops, run_sql_file, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
-from .validate import validate_escapes, validate_events
+from .validate import NOTHING_TO_ATTRIBUTE, nothing_to_attribute, validate_escapes, validate_events
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
-NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ class Run:
             if escaped:
                 validate_escapes(con, source.trace)
             if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
-                raise BadInputError(source.trace, NOTHING_TO_ATTRIBUTE)
+                raise BadInputError(source.trace, nothing_to_attribute(con))
             rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
             if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
                 run_sql_file(con, "frame_names.sql")
@@ -316,7 +315,7 @@ class Run:
                 f"{where}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
                 f"they are in table events, not in kernels{rows}"
             )
-        return notes
+        return notes + [note for part in self.parts.values() if part.header is not None for note in part.header.notes()]
 
     def launch_check(self) -> LaunchCheck:
         """Profiler losses, added up over the ranks (each rank's correlation ids are its own)."""

@@ -15,6 +15,8 @@ import duckdb
 from .errors import BadInputError
 from .sql import run_sql_file
 
+NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
+NOT_TORCH = ", not a torch.profiler trace"
 NAME_CHARS = 60
 VALUE_CHARS = 40
 # the categories (and their 2021 names) of the events whose times must fit 64-bit nanoseconds (ingest.sql)
@@ -32,17 +34,34 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, 
     """Raise BadInputError naming ``path`` and the first unusable event of table ``events``.
 
     ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
-    only the repeats (rules 8, 9) are looked for."""
+    only the repeats (rules 8, 9) are looked for. A trace none of whose device events and launches has a
+    correlation (rule 5) has them linked by their External ids instead (linked_by_external_id.sql), and is checked
+    again."""
     if rows_checked and not run_sql_file(con, "validate_repeats.sql").fetchone()[0]:
         return  # the query that names the first fault costs more to plan than this one costs to run on a small trace
     con.execute(f"SET VARIABLE ks_rows_checked = {'true' if rows_checked else 'false'}")
     row = run_sql_file(con, "validate.sql").fetchone()
     if row is None:
         return
-    _rule, event_id, cat, name, problem, count = row
+    rule, event_id, cat, name, problem, count = row
+    if rule == 5 and run_sql_file(con, "linked_by_external_id.sql").fetchone()[0]:
+        return validate_events(con, path)
     what = _label(cat, name)
     more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
     raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
+
+
+def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
+    """The problem of a trace with nothing to attribute: NOTHING_TO_ATTRIBUTE, and what wrote it where its events
+    show another profiler (foreign_trace.sql)."""
+    tf_process, browser_category = run_sql_file(con, "foreign_trace.sql").fetchone()
+    if tf_process is not None:
+        what = f"a TensorFlow or JAX profiler trace (process {_short(repr(tf_process), NAME_CHARS)})"
+    elif browser_category is not None:
+        what = f"a Chrome browser trace (category {_short(repr(browser_category), NAME_CHARS)})"
+    else:
+        return NOTHING_TO_ATTRIBUTE
+    return f"{NOTHING_TO_ATTRIBUTE}: it is {what}{NOT_TORCH}"
 
 
 def validate_escapes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> None:

@@ -34,17 +34,23 @@ LEGACY_CATS = {
     "Operator": "cpu_op",
     "User": "gpu_user_annotation",
 }
+# the events that roctracer's traces link by "External id" alone
+ROCTRACER_LINKED = {*DEVICE_CATS, "cuda_runtime", "cuda_driver"}
 # the runtime and driver calls whose correlation device events carry: CUDA/ROCm, Intel XPU, PrivateUse1 backends
 LAUNCH_CATEGORIES = {f"{device}_{kind}" for device in ("cuda", "xpu", "privateuse1") for kind in ("runtime", "driver")}
 
 
 def load_events(path: Path) -> list[dict]:
     """The trace's events, the 2021 format's read as the later one: legacy categories renamed, a memory event
-    without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"."""
+    without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"; in a
+    trace none of whose device events and CUDA/ROCm launches has a correlation (roctracer's), each one's
+    "External id" moved to its correlation."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    events = json.loads(raw, parse_float=Decimal)["traceEvents"]
+    # a byte that is not UTF-8 reads as U+FFFD, each one (ingest.replace_bytes_not_utf8)
+    text = re.sub("[\udc80-\udcff]", "\ufffd", raw.decode("utf-8", "surrogateescape"))
+    events = json.loads(text, parse_float=Decimal)["traceEvents"]
     for e in events:
         if not isinstance(e, dict):
             continue
@@ -55,6 +61,12 @@ def load_events(path: Path) -> list[dict]:
         args = e.get("args")
         if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
             args["External id"] = args["external id"]
+    linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
+    if not any("correlation" in (e.get("args") or {}) for e in linked):
+        for e in linked:
+            args = e.get("args") or {}
+            if isinstance(args.get("External id"), int):
+                args["correlation"] = args.pop("External id")
     return events
 
 

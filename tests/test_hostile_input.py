@@ -67,6 +67,11 @@ def _after_gzip(tmp_path, tail, shown, zeros=0):
     return path, "tail.json.gz", f"cannot be decompressed or read ({where})"
 
 
+def _bare_array(text):
+    """The trace's events as a bare array (the Chrome format allows it), which is parsed whole."""
+    return json.dumps(json.loads(text)["traceEvents"]).encode()
+
+
 def _first_kernel_name(text, by):
     return text.replace(b'"nvjet', b'"nv' + by + b"jet", 1)
 
@@ -98,8 +103,8 @@ HOSTILE_CASES = {
         "manifest.json",
         "has format version 0, which no kernelscope writes",
     ),
-    "a kernel name that is not UTF-8": lambda tmp_path: (
-        _bytes_of(tmp_path, "latin1.json", lambda text: _first_kernel_name(text, b"\xe9")),
+    "a bare array of events with a name that is not UTF-8 (parsed whole)": lambda tmp_path: (
+        _bytes_of(tmp_path, "latin1.json", lambda text: _first_kernel_name(_bare_array(text), b"\xe9")),
         "latin1.json",
         "is not valid JSON (byte 0xe9 at line 1 column ",
     ),

@@ -174,8 +174,13 @@ def _object(rng: random.Random, keys: list[str], depth: int, values=None) -> str
     return "{" + ",".join(items) + _ws(rng) + "}"
 
 
+# roctracer writes a launch's stream as a hexadecimal string ("0x0"); the reader reads those that are nothing else
+HEX_KEYS = ['"0x0"', '"0X1F"', '"0x7fffffff"', '"0x80000000"', '"0x8000000000000000"', '"0x000000000000000000001"']
+HEX_KEYS += ['"0x"', '"0x1g"', '" 0x1"', '"-0x1"']
+
+
 def _join_key(rng: random.Random, depth: int) -> str:
-    return rng.choice(["17", "-4", "0", "null", "2147483648", "3.0", '"5"', "true", "99999999999"])
+    return rng.choice(["17", "-4", "0", "null", "2147483648", "3.0", '"5"', "true", "99999999999"] + HEX_KEYS)
 
 
 def _time(rng: random.Random, depth: int) -> str:

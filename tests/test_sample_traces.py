@@ -178,8 +178,8 @@ def external(request):
         yield request.param, run
 
 
-def test_there_are_six_external_traces():
-    assert len(list(EXTERNAL.glob("*.json*"))) == 6
+def test_there_are_ten_external_traces():
+    assert len(list(EXTERNAL.glob("*.json*"))) == 10
 
 
 def test_external_traces_match_the_reference_attribution(external):

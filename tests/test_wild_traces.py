@@ -1,0 +1,187 @@
+"""Real traces of writers other than torch.profiler on CUDA (sample_traces/external/), each one of a kind the others are
+not: every one loads, and its rows are the reference's (tests/reference.py)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from kernelscope.analyzer import load_run
+from kernelscope.analyzer.errors import BadInputError
+from reference import assert_matches_reference
+
+REPO = Path(__file__).resolve().parent.parent
+EXTERNAL = REPO / "sample_traces" / "external"
+ROCTRACER = EXTERNAL / "tl_mi300_roctracer_gemm.json"  # launches and kernels linked by "External id" alone
+ROCPROFILER = EXTERNAL / "tl_mi300x_rocprofiler_sdk_add.json"  # ROCm 7's rocprofiler-sdk
+
+
+def test_a_roctracer_trace_links_its_kernels_to_their_launches_by_external_id():
+    """A ROCm build of libkineto that traces through roctracer writes no correlation: a launch and its kernel carry
+    the roctracer correlation id as "External id" (the ac2g flows between them too), and the operators External ids
+    of another counter. Every kernel reaches its launch, and its operator by the launch's place in time."""
+    with load_run(ROCTRACER) as run:
+        assert_matches_reference(run, ROCTRACER)
+        frame = run.profiling_df()
+        assert len(frame) == 20 and set(frame["op"]) == {"aten::mm"} and set(frame["function_name"]) == {"torch.mm"}
+        assert round(frame["kernel_us"].sum()) == 10_890
+        check = run.launch_check()
+        assert (check.launches, check.launches_without_device_event, check.device_events_without_launch) == (20, 0, 0)
+        # the External ids are correlations, not operators': none of them names an operator of the trace
+        linked = "SELECT count(*), count(external_id) FROM events WHERE cat IN ('kernel', 'cuda_runtime')"
+        assert run.con.execute(linked).fetchone() == (52, 0)
+
+
+def test_an_event_without_correlation_in_a_trace_that_writes_them_is_still_refused(tmp_path):
+    """External ids stand for correlations only where no device event and no launch has one: in a trace that
+    writes correlations, a kernel without one is a fault, and its External id (its operator's) would link it to
+    whichever launch has that number for correlation."""
+    doc = json.loads(ROCTRACER.read_text())
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("kernel", "cuda_runtime") and e.get("ph") == "X":
+            e["args"]["correlation"] = e["args"].pop("External id")
+    kernel = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel")
+    doc["traceEvents"][kernel]["args"]["External id"] = doc["traceEvents"][kernel]["args"].pop("correlation")
+    path = tmp_path / "one_kernel_unlinked.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BadInputError, match=rf"traceEvents\[{kernel}\] \(kernel 'Cijk_.*has no args.correlation$"):
+        load_run(path)
+
+
+NOT_TORCH = "holds no device events (kernel, memcpy, memset) and no CPU operators: it is "
+# what TensorFlow's and JAX's profilers write for the trace viewer (trace.json.gz), and TensorFlow 1's timeline
+JAX = {
+    "displayTimeUnit": "ns",
+    "metadata": {"highres-ticks": True},
+    "traceEvents": [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0 (NVIDIA H100)"}},
+        {"ph": "X", "pid": 1, "tid": 2, "ts": 100.5, "dur": 20.25, "name": "fusion.1", "args": {"correlation_id": "1"}},
+        {"ph": "M", "pid": 701, "name": "process_name", "args": {"name": "/host:CPU"}},
+        {"ph": "X", "pid": 701, "tid": 3, "ts": 60, "dur": 5, "name": "cuLaunch", "args": {"correlation_id": "1"}},
+    ],
+}
+TF_TIMELINE = {
+    "traceEvents": [
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "/job:localhost/replica:0/task:0/device:GPU:0"}},
+        {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 1600000000000000, "dur": 12},
+    ]
+}
+CHROME = {"traceEvents": [{"cat": "devtools.timeline", "name": "RunTask", "ph": "X", "ts": 1, "dur": 5, "pid": 1}]}
+
+
+@pytest.mark.parametrize(
+    "doc, what",
+    [
+        (JAX, "a TensorFlow or JAX profiler trace (process '/device:GPU:0 (NVIDIA H100)')"),
+        (TF_TIMELINE, "a TensorFlow or JAX profiler trace (process '/job:localhost/replica:0/task:0/device:GPU:0')"),
+        (CHROME, "a Chrome browser trace (category 'devtools.timeline')"),
+    ],
+)
+def test_a_trace_of_another_profiler_is_refused_naming_it(tmp_path, doc, what):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path}: {NOT_TORCH}{what}, not a torch.profiler trace"
+
+
+@pytest.mark.parametrize(
+    "data, what",
+    [
+        (b"SQLite format 3\x00" + b"\x10", "it is an SQLite database, as Nsight Systems exports its reports, not JSON"),
+        (
+            b"\n\x1c\x82\x01\x19\n\x17\x08\x01\x12\x13track_event" + bytes(64),
+            "it is binary data that begins as a protobuf message does, as a Perfetto trace or an XPlane .pb, not JSON",
+        ),
+        (b'\n[{"name": "caf\xe9"}]', "byte 0xe9 at line 2 column 15 is not UTF-8"),  # JSON parsed whole, not UTF-8
+    ],
+)
+def test_a_binary_file_of_another_profiler_is_refused_naming_it(tmp_path, data, what):
+    path = tmp_path / "report.bin"
+    path.write_bytes(data)
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path}: is not valid JSON ({what})"
+
+
+def test_libkineto_s_own_test_trace_names_its_kernel_after_the_operator_around_its_launch():
+    """libkineto's test writer (no torch): operators named op1…, a launch and kernel without External id, and
+    cuda_sync events, which are no device events kernelscope attributes."""
+    path = EXTERNAL / "kineto_libkineto_test_cuda_sync.json"
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        frame = run.profiling_df()
+        assert frame[["kernel", "op", "function_name"]].values.tolist() == [["Kernel", "op1", "(other operator)"]]
+
+
+MLP = REPO / "sample_traces" / "mlp" / "trace.json.gz"  # 6 kernels
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("part_bytes", [None, 4 << 10], ids=["one part", "parts of 4 KiB"])
+def test_a_byte_that_is_not_utf8_reads_as_a_replacement_character(tmp_path, monkeypatch, compressed, part_bytes):
+    """A name holding bytes that are not UTF-8 (Latin-1 text, a character cut short, torch 1.8's garbage names): each
+    byte reads as U+FFFD in whichever part holds it, the trace loads with every row, and a note says how many."""
+    import gzip
+
+    from kernelscope.analyzer import ingest
+
+    if part_bytes is not None:
+        for name in ("MIN_PART_BYTES", "MAX_PART_BYTES", "STREAM_PART_BYTES"):
+            monkeypatch.setattr(ingest, name, part_bytes)
+    text = gzip.decompress(MLP.read_bytes())
+    last = text.rindex(b'"name": "nvjet')
+    text = text[:last] + text[last:].replace(b'"name": "nvjet', b'"name": "caf\xe9 \xe2\x82nvjet', 1)
+    path = tmp_path / ("latin1.json.gz" if compressed else "latin1.json")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert len(run.profiling_df()) == 6
+        assert run.profiling_df()["kernel"].str.startswith("caf\ufffd \ufffd\ufffdnvjet").sum() == 1
+        assert run.notes() == [f"{path}: holds 3 bytes that are not UTF-8, read as U+FFFD (\ufffd)"]
+
+
+def test_two_cycles_of_one_worker_in_a_directory_are_named_as_such(tmp_path):
+    """tensorboard_trace_handler writes one trace per cycle of a repeating schedule, <worker>.<timestamp>.pt.trace.json,
+    none naming a rank: the directory is no job of ranks, and the message says what its traces are."""
+    import shutil
+
+    for stamp in ("1796405454339508786", "1796405454351176369"):
+        shutil.copy(ROCTRACER, tmp_path / f"w0.{stamp}.pt.trace.json")
+    with pytest.raises(BadInputError) as raised:
+        load_run(tmp_path)
+    assert str(raised.value) == (
+        f"{tmp_path}: holds rank 0 twice (w0.1796405454339508786.pt.trace.json and"
+        " w0.1796405454351176369.pt.trace.json: two profiling cycles of worker 'w0', as tensorboard_trace_handler"
+        " names them): load each trace on its own"
+    )
+
+
+def test_a_rocprofiler_sdk_trace_names_its_kernels_after_the_torch_call_that_launched_them():
+    """ROCm 7 through rocprofiler-sdk: kernel names end in '[clone .kd]', and hipDeviceSynchronize ends an ac2g flow
+    on the CPU thread, which is no device event. Its 10 kernels are torch.add's, from its with_stack frames."""
+    with load_run(ROCPROFILER) as run:
+        assert_matches_reference(run, ROCPROFILER)
+        frame = run.profiling_df()
+        assert len(frame) == 10 and set(frame["function_name"]) == {"torch.add"} and set(frame["op"]) == {"aten::add"}
+        assert round(frame["kernel_us"].sum(), 3) == 4210.194
+
+
+def _trace_of_rank(path, rank):
+    doc = json.loads(ROCPROFILER.read_text())
+    doc["distributedInfo"] = {"backend": "nccl", "rank": rank, "world_size": 2}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+
+
+def test_a_directory_of_one_directory_per_rank_loads_as_a_job(tmp_path):
+    """A job that wrote each rank's trace into a directory of its own (rank0/, rank1/…: no manifest anywhere) reads as
+    a directory of those traces, each the rank its distributedInfo names; two traces of one rank (one directory per
+    iteration) are refused naming both with their directories."""
+    for rank in (0, 1):
+        _trace_of_rank(tmp_path / "job" / f"rank{rank}" / "trace.json", rank)
+    with load_run(tmp_path / "job") as run:
+        assert run.ranks == [0, 1] and len(run.profiling_df()) == 20
+    for iteration in (10, 20):
+        _trace_of_rank(tmp_path / "iterations" / f"iteration_{iteration}" / "rank0_trace.json", 0)
+    with pytest.raises(BadInputError, match=r"holds rank 0 twice \(iteration_10/rank0_trace.json and iteration_20/"):
+        load_run(tmp_path / "iterations")
