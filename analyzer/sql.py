@@ -64,7 +64,15 @@ def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | N
 
 def runs(con: duckdb.DuckDBPyConnection, guard: str | None) -> bool:
     """Whether a statement with ``guard`` (statement_guard) runs on ``con`` now."""
-    return guard is None or bool(con.execute(f"SELECT {guard}").fetchone()[0])
+    if guard is None:
+        return True
+    question = _questions.get(guard)
+    if question is None:  # parsed once per process, as the files' statements are (a third of a small SELECT's cost)
+        question = _questions[guard] = con.extract_statements(f"SELECT {guard}")[0]
+    return bool(con.execute(question).fetchone()[0])
+
+
+_questions: dict[str, duckdb.Statement] = {}  # each guard's SELECT, parsed
 
 
 def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:
@@ -133,7 +141,7 @@ def define_scope_names(
         ("compiled_region_call", compiled_region_call),
         ("other_operator_call", other_operator_call),
     )
-    con.execute(
+    text = (
         "".join(
             f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)};"
             for name, value in variables
@@ -143,3 +151,14 @@ def define_scope_names(
         + "AS STRUCT(scope VARCHAR, path VARCHAR, module VARCHAR)[]);"
         + (sql_text("scope_names.sql") if macros else "")
     )
+    statements = _definitions.get(text)
+    if statements is None:  # the same for every run of a scheme: parsed once, as the files are
+        statements = con.extract_statements(text)
+        if len(_definitions) < MAX_DEFINITIONS:
+            _definitions[text] = statements
+    for statement in statements:
+        con.execute(statement)
+
+
+MAX_DEFINITIONS = 64  # the variable definitions kept parsed: a process loads runs of a few schemes
+_definitions: dict[str, list[duckdb.Statement]] = {}
