@@ -6,6 +6,7 @@ import datetime as _dt
 import errno
 import importlib
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ from .rows import (
 )
 from .sql_command import sql
 from .tree_command import tree
+from .user_code import recorder_warnings, user_code
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 FORCE_RUN = click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
@@ -159,10 +161,10 @@ def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -
     model, samples = demo_workload(device, dtype)
     out = out or _default_run_dir("demo")
     profiler = recorder.ModuleFunctionKernelProfiler()
-    profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
+    with recorder_warnings():
+        profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope demo ({device}, {dtype})")
-    click.echo(f"run directory: {out}")
-    click.echo(f"next: kernelscope analyze {out} --kernels")
+    _print_next(out)
 
 
 def _print_summary(profiler, profiling_df, function_data, top_k: int | None, title: str) -> None:
@@ -172,6 +174,12 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
     emit(shown, title=f"{title}: time by call")
     note_rows_left_out(len(shown), len(summary), "functions")
     print_footer(profiler.run)
+
+
+def _print_next(out: Path) -> None:
+    """Where the run went, and the command that reads it next (quoted for the shell, as a path may need)."""
+    click.echo(f"run directory: {out}")
+    click.echo(f"next: kernelscope analyze {shlex.quote(str(out))} --kernels")
 
 
 @main.command()
@@ -199,15 +207,19 @@ def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: 
     from .targets import made_by, resolve_factory
 
     parsed_tags = _parse_tags(tags)
-    factory = resolve_factory(target)
-    fn, data, module = made_by(target, factory())
+    with user_code(target, "importing its module"):
+        factory = resolve_factory(target)
+    with user_code(target, "the factory", caller="kernelscope.cli.record"):
+        made = factory()
+    fn, data, module = made_by(target, made)
     out = out or _default_run_dir(Path(target.rpartition(":")[2]).name)
     profiler = recorder.ModuleFunctionKernelProfiler()
-    profiling_df, function_data = profiler.profile(
-        fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
-    )
+    with recorder_warnings(), user_code(target, "the model", caller="kernelscope.recorder.profiler._run_pass"):
+        profiling_df, function_data = profiler.profile(
+            fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
+        )
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope record {target}")
-    click.echo(f"run directory: {out}")
+    _print_next(out)
 
 
 def _parse_tags(tags: tuple[str, ...]) -> dict:

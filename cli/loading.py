@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import click
@@ -78,19 +79,24 @@ def load(path: str, module_prefix: str | None, function_prefix: str | None, run_
 
 
 @contextmanager
-def warnings_as_lines():
-    """The analyzer's RuntimeWarnings in the block (the files or ranks a load leaves out) as the CLI's one line
-    each, ``kernelscope: warning: …``, after it; any other warning as Python shows it."""
+def warnings_as_lines(ours: Callable[[warnings.WarningMessage], bool] = lambda warning: True):
+    """kernelscope's RuntimeWarnings in the block (the files or ranks a load leaves out; ``ours`` tells them from
+    others) as the CLI's one line each, ``kernelscope: warning: …``, after it; any other warning as Python shows it,
+    once per place."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
             yield
     finally:
+        shown = set()
         for warning in caught:
-            if issubclass(warning.category, RuntimeWarning):
-                diagnostic(f"kernelscope: warning: {warning.message}")
-            else:
+            if issubclass(warning.category, RuntimeWarning) and ours(warning):
+                diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
+                continue
+            where = (str(warning.message), warning.category, warning.filename, warning.lineno)
+            if where not in shown:  # as Python's default filter shows them
+                shown.add(where)
                 warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
 
