@@ -436,3 +436,23 @@ def test_a_piped_table_is_as_wide_as_columns_says_and_never_cuts_a_number():
     for value in [*summary["time_spent_us"], *summary["time_spent_pct"]]:
         assert f" {value:,.3f} │" in narrow.output, f"{value:.3f} whole on one line of a 40-column table"
     assert "│ linear " in narrow.output and "─┘" in narrow.output, "the last column is printed, not cropped"
+
+
+@pytest.mark.parametrize("columns, width", [("80", 80), ("60", 76), ("120", 112)])
+def test_a_narrow_terminal_breaks_headers_after_an_underscore_never_inside_a_word(columns, width):
+    """The summary's headers (num_distinct_samples, 20 characters over 2-digit counts) fold after an underscore,
+    the ones that save most first, so the table fits 80 columns (60 it cannot: it is printed as narrow as its
+    numbers and headers' words allow); none breaks inside a word (function_nam / e)."""
+    demo = str(REPO / "sample_traces" / "demo")
+    result = CliRunner().invoke(main, ["analyze", demo, "--top-k", "3"], env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    table = [line for line in result.output.splitlines() if line[:1] in "┏┃┡│└"]
+    assert max(map(len, table)) <= width
+    cells = [[cell.strip() for cell in line.strip("┃").split("┃")] for line in table if line.startswith("┃")]
+    headers = ["".join(parts) for parts in zip(*cells, strict=True)]
+    with load_run(demo) as run:
+        assert headers == list(run.describe(3).columns)
+    for parts in zip(*cells, strict=True):
+        pieces = [piece for piece in parts if piece]
+        assert all(piece.endswith("_") for piece in pieces[:-1]), f"{pieces} breaks inside a word"
+    assert (len(cells) == 1) == (columns == "120"), "one line where it fits"
