@@ -338,8 +338,8 @@ ERRORS = ("_err",)  # an alternative's errors, 2.34e-04 of a float32 result: 3 s
 def _format_column(name: str, values: pd.Series) -> list[str]:
     """One number format per column: times, shares, sizes and ratios with three decimals; errors with three
     significant digits; other columns whose every value is whole (counts such as ``calls``, NaN where unknown) as
-    integers; a value that rounds to zero is 0, never -0.000. An integer column prints its values exactly (a nanosecond timestamp since the epoch
-    is past the 2**53 a float holds exactly)."""
+    integers; a value that rounds to zero is 0, never -0.000. An integer column prints its values exactly (a
+    nanosecond timestamp since the epoch is past the 2**53 a float holds exactly)."""
     if name.endswith(ERRORS):
         return ["-" if _missing(v) else f"{float(v):.3g}" for v in values]
     if pd.api.types.is_integer_dtype(values.dtype):
