@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from .loading import rank_option
+from .loading import in_run_directory, rank_option
 from .output import Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
 
@@ -84,7 +84,7 @@ def bench(
     from kernelscope.analyzer.ranks import UnknownRank
 
     against = _parse_against(alternatives)
-    with warnings.catch_warnings(record=True) as caught:
+    with in_run_directory(run), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
             frame = recorder_bench.bench(

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import shlex
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
@@ -72,10 +74,42 @@ def load(path: str, module_prefix: str | None, function_prefix: str | None, run_
     if run_ref is not None:
         raise click.UsageError(f"--run names a run of an archive, and {path} is not one")
     try:
-        with warnings_as_lines():
-            return load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
+        with in_run_directory(path), warnings_as_lines():
+            loaded = load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    run_dir = _run_directory_holding(path)
+    if run_dir is not None:  # the run's trace, read as a bare one: no calls counted, no input signatures
+        diagnostic(
+            f"kernelscope: note: {path} is the trace of the run directory {run_dir}, read without its samples "
+            f"(calls, input signatures): give {run_dir} for them"
+        )
+    return loaded
+
+
+def _run_directory_holding(path: str) -> str | None:
+    """The run directory ``path`` is a file of (its folder holds manifest.json), else None."""
+    file = Path(path)
+    if not file.is_file() or not (file.parent / "manifest.json").is_file():
+        return None
+    return shlex.quote(str(file.parent))
+
+
+@contextmanager
+def in_run_directory(path: str):
+    """A file of a run directory given where the run is expected (its manifest.json, samples.json: not a trace; its
+    trace to bench): the error also says to give the run directory."""
+    from kernelscope.analyzer.errors import KernelscopeError
+
+    try:
+        yield
+    except KernelscopeError as exc:
+        run_dir = _run_directory_holding(path) if exc.path == path else None
+        if run_dir is None:
+            raise
+        raise type(exc)(
+            exc.path, f"{exc.problem}; it is a file of the run directory {run_dir}: give {run_dir}"
+        ) from None
 
 
 @contextmanager
