@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -12,7 +13,7 @@ from .paths import UserPath
 from .rows import TOP_K, note_rows_left_out, rows_to_show
 
 
-@click.command()
+@click.command(short_help="Add runs to an archive of Parquet files.")
 @click.argument("sources", metavar="RUN...", nargs=-1, required=True, type=UserPath(path_type=str))
 @click.option(
     "--to",
@@ -26,6 +27,13 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
     """Add runs (run directories, job directories of ranks, traces) to an archive of hive-partitioned Parquet.
 
     A run already in the archive (same files, same id) is left as it is.
+
+    \b
+    Examples:
+      kernelscope archive runs/base runs/new --to archive/
+      kernelscope runs archive/
+      kernelscope sql archive/ "SELECT run_id, sum(kernel_us) FROM kernels
+                                GROUP BY ALL"
     """
     from kernelscope.analyzer.archive import Archive
 
@@ -34,15 +42,22 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
         with warnings_as_lines():
             run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)
         click.echo(f"{run_id}  {source}: " + ("archived" if added else "already in the archive, unchanged"))
+    click.echo(f"next: kernelscope runs {shlex.quote(str(archive_path))}")
 
 
-@click.command()
+@click.command(short_help="List the runs of an archive.")
 @click.argument("archive_path", metavar="ARCHIVE", type=UserPath(file_okay=False, path_type=Path))
 @TOP_K
 @output_options
 def runs(archive_path: Path, top_k: int | None, output: Output) -> None:
     """List the runs of an archive, oldest first: id, name, time, ranks, hosts, GPU, versions, git commit, tags,
-    totals. A table shows the newest --top-k (a fleet's archive holds thousands); files get every run."""
+    totals. A table shows the newest --top-k (a fleet's archive holds thousands); files get every run.
+
+    \b
+    Examples:
+      kernelscope runs archive/
+      kernelscope analyze archive/ --run ID     # by id, id prefix or name
+    """
     from kernelscope.analyzer.archive import Archive
 
     with Archive(archive_path) as store:

@@ -25,7 +25,7 @@ TABLE_NOTE = "ratio = replayed_us / recorded_us; every column (min_us, max_us, â
 TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kernelscope[record]'"
 
 
-@click.command()
+@click.command(short_help="Replay recorded calls as kernel benchmarks.")
 @click.argument("run", type=UserPath(path_type=str))
 @click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
 @click.option(
@@ -74,7 +74,14 @@ def bench(
     output: Output,
 ) -> None:
     """Replay every distinct input sample of RUN's calls as the model made them (default: the top-k by time),
-    timed against the recorded time, and time each --against implementation on the same samples."""
+    timed against the recorded time, and time each --against implementation on the same samples (docs/bench.md).
+
+    \b
+    Examples:
+      kernelscope bench RUN             # the 5 costliest calls
+      kernelscope bench RUN --function linear --against mine=my_kernels:linear
+      kernelscope bench RUN --function linear --scripts bench-scripts/
+    """
     try:
         recorder_bench = importlib.import_module("kernelscope.recorder.bench")
     except ImportError as exc:

@@ -103,7 +103,16 @@ class KernelscopeGroup(click.Group):
 @click.group(cls=KernelscopeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kernelscope")
 def main() -> None:
-    """Which torch.nn.functional call, inside which nn.Module, launched every GPU kernel."""
+    """Which torch.nn.functional call, inside which nn.Module, launched every GPU kernel.
+
+    \b
+    Start here:
+      kernelscope demo                  # record a small model, see its time
+      kernelscope record mymodels:make  # yours: def make(): return model, samples
+      kernelscope analyze RUN           # then tree, report, sql, diff, bench
+
+    kernelscope COMMAND --help shows a command's options and examples; README.md and docs/ say more.
+    """
 
 
 def _default_run_dir(stem: str) -> Path:
@@ -132,7 +141,7 @@ def _import_recorder():
         raise
 
 
-@main.command()
+@main.command(short_help="Record the bundled demo model: start here.")
 @click.option(
     "--device",
     type=click.Choice(["cpu", "cuda"]),
@@ -148,7 +157,14 @@ def _import_recorder():
 @SUMMARY_ROWS
 @FORCE_RUN
 def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -> None:
-    """Profile the bundled demo model and print its per-function summary."""
+    """Profile the bundled demo model and print its per-function summary: the whole record → analyze path on this
+    machine, no model of your own needed.
+
+    \b
+    Examples:
+      kernelscope demo                  # ./kernelscope-demo-<time>/, CUDA if any
+      kernelscope demo --device cpu --out demo-run
+    """
     recorder = _import_recorder()
     import torch
 
@@ -182,7 +198,7 @@ def _print_next(out: Path) -> None:
     click.echo(f"next: kernelscope analyze {shlex.quote(str(out))} --kernels")
 
 
-@main.command()
+@main.command(short_help="Record your model: pkg.module:factory.")
 @click.argument("target")
 @click.option(
     "--out",
@@ -202,7 +218,14 @@ def _print_next(out: Path) -> None:
 @FORCE_RUN
 def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: tuple[str, ...], force: bool) -> None:
     """Record TARGET, 'pkg.module:factory' (the current directory on the import path, as with python -m) or
-    'path/to/file.py:factory', whose factory returns (module, samples) or (fn, module)."""
+    'path/to/file.py:factory', whose factory returns (module, samples) or (fn, module): samples are a list of
+    (args, kwargs), one per call of the module; fn is called as fn() and module is the hierarchy it runs.
+
+    \b
+    Examples:
+      kernelscope record mymodels:make --out runs/base   # ./mymodels.py's make()
+      kernelscope record path/to/bert.py:build --warmup 5 --tag batch=8
+    """
     recorder = _import_recorder()
     from .targets import made_by, resolve_factory
 
@@ -232,7 +255,7 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
     return parsed
 
 
-@main.command()
+@main.command(short_help="The time by call, or the kernel rows, of a run.")
 @click.argument("run", type=UserPath(path_type=str))
 @TOP_K
 @click.option(
@@ -267,7 +290,15 @@ def analyze(
     output: Output,
 ) -> None:
     """Summarize a run directory, a job directory of ranks, any Kineto trace (.json / .json.gz), or one run
-    of an archive (--run ID): the same tables as the run it was archived from."""
+    of an archive (--run ID): the same tables as the run it was archived from.
+
+    \b
+    Examples:
+      kernelscope analyze RUN                   # time by call, the 10 costliest
+      kernelscope analyze RUN --by module_name --top-k 0       # every module
+      kernelscope analyze RUN --kernels -o kernels.csv  # every kernel row
+      kernelscope analyze trace.json.gz         # a torch.profiler trace
+    """
     if inclusive and group != "module_name":
         raise click.UsageError("--inclusive needs --by module_name (the time of a module with its submodules')")
     grouped = group not in (None, "function")

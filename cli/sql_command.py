@@ -24,7 +24,7 @@ SHELL_HELP = (
 QUIT_WORDS = ("exit", "quit")
 
 
-@click.command()
+@click.command(short_help="SQL over the tables of a run or an archive.")
 @click.argument("run", type=UserPath(path_type=str))
 @click.argument("query", required=False)
 @run_option
@@ -40,9 +40,10 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
     \b
     Examples:
-      kernelscope sql RUN "SELECT function_name, sum(kernel_us) FROM kernels GROUP BY ALL ORDER BY 2 DESC"
-      kernelscope sql RUN                      # the prompt: .tables, .schema kernels
-      kernelscope sql ARCHIVE "SELECT run_id, sum(kernel_us) FROM kernels GROUP BY ALL"
+      kernelscope sql RUN "SELECT function_name, sum(kernel_us) AS us
+                           FROM kernels GROUP BY ALL ORDER BY us DESC"
+      kernelscope sql RUN              # the prompt: .tables, .schema kernels
+      kernelscope sql ARCHIVE "SELECT run_id, count(*) FROM runs GROUP BY ALL"
     """
     from kernelscope.analyzer.errors import KernelscopeError
 
