@@ -65,6 +65,28 @@ def test_an_existing_output_is_refused_without_force_and_replaced_with_it(tmp_pa
     assert target.read_text().startswith("function_name,")
 
 
+def test_json_numbers_are_csvs_and_times_are_iso_text(tmp_path):
+    """pandas' JSON writer printed 1693.11 as 1693.1099999999999 and a sum as 2130.666000000001986, where CSV says
+    1693.11 and 2130.666; a run's start time was milliseconds since the epoch, where CSV and tables show the date."""
+    import csv
+    import io
+
+    from kernelscope.analyzer import archive_runs
+
+    query = "SELECT 1693.11::DOUBLE AS a, 0.1 + 0.2 AS b, 4.0::DOUBLE AS calls, 1e300 * 1e300 AS c, 'x' AS t"
+    rows = json.loads(invoke("sql", RUN, query, "--format", "json").output)
+    assert rows == [{"a": 1693.11, "b": 0.3, "calls": 4, "c": None, "t": "x"}]
+    assert '"a":1693.11,' in invoke("sql", RUN, query, "--format", "jsonl").output
+    text = invoke("sql", RUN, "SELECT * FROM summary", "--format", "json").output
+    from_csv = list(csv.DictReader(io.StringIO(invoke("sql", RUN, "SELECT * FROM summary", "--format", "csv").output)))
+    for row, line in zip(json.loads(text), from_csv, strict=True):
+        assert {k: "" if v is None else str(v) for k, v in row.items()} == line, "the numbers CSV writes"
+    archive = tmp_path / "archive"
+    archive_runs([RUN], archive)
+    (listed,) = json.loads(invoke("runs", archive, "--format", "json").output)
+    assert listed["start_time"] == json.loads((RUN / "manifest.json").read_text())["start_time"]
+
+
 def test_parquet_needs_a_file():
     result = invoke("sql", RUN, QUERY, "--format", "parquet")
     assert result.exit_code == 2 and "needs -o FILE" in result.output
