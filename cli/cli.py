@@ -329,7 +329,7 @@ def analyze(
         emit(frame, output, title=f"{_label(run, run_ref, loaded, rank)}: {title}")
         if output.to_terminal:
             note_rows_left_out(len(frame), total, what + (" (per rank)" if by_rank else ""))
-            print_footer(loaded, rank)
+            print_footer(loaded, rank, rows_shown=kernels)
         for note in loaded.notes():  # on stderr, whatever the format: device events no row holds
             diagnostic(f"kernelscope: note: {note}")
 
