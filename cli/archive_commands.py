@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from .loading import prefix_options, warnings_as_lines
 from .output import Output, emit, output_options
 from .paths import UserPath
 from .rows import TOP_K, note_rows_left_out, rows_to_show
+
+SUBCOMMANDS = ("add", "list", "ls", "create", "new", "init")  # words a user may try as `kernelscope archive add ...`
 
 
 @click.command(short_help="Add runs to an archive of Parquet files.")
@@ -36,7 +39,12 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
                                 GROUP BY ALL"
     """
     from kernelscope.analyzer.archive import Archive
+    from kernelscope.analyzer.errors import BadInputError
 
+    for source in sources:  # before the archive is made: a mistyped run leaves no empty archive behind
+        if not os.path.lexists(source):
+            verb = source in SUBCOMMANDS and "; kernelscope archive takes the runs themselves: archive RUN... --to DIR"
+            raise BadInputError(source, f"no such run directory or trace file{verb or ''}")
     store = Archive(archive_path, create=True)
     for source in sources:
         with warnings_as_lines():
