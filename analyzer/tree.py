@@ -59,7 +59,8 @@ def inclusive_module_time(run: Run, top_k: int) -> pd.DataFrame:
     if top_k < 0:
         raise ValueError("top_k must be >= 0")
     query = Template(sql_text("tree_breakdown.sql")).substitute(tree=tree_query(rows_of(run, None)), top_k=int(top_k))
-    return _frame(run.con.execute(query).df(), ["module_name"])
+    frame = _frame(run.con.execute(query).df(), ["module_name"])
+    return frame.rename(columns={"kernels": "cpu_operators"}) if run.device == "cpu" else frame  # as time_by names it
 
 
 def _frame(frame: pd.DataFrame, text_columns: list[str]) -> pd.DataFrame:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 
 import click
@@ -11,8 +13,10 @@ from .output import Output, emit, output_options
 from .paths import UserPath
 from .rows import TOP_K, note_rows_left_out, rows_to_show
 
+SUBCOMMANDS = ("add", "list", "ls", "create", "new", "init")  # words a user may try as `kernelscope archive add ...`
 
-@click.command()
+
+@click.command(short_help="Add runs to an archive of Parquet files.")
 @click.argument("sources", metavar="RUN...", nargs=-1, required=True, type=UserPath(path_type=str))
 @click.option(
     "--to",
@@ -26,23 +30,42 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
     """Add runs (run directories, job directories of ranks, traces) to an archive of hive-partitioned Parquet.
 
     A run already in the archive (same files, same id) is left as it is.
+
+    \b
+    Examples:
+      kernelscope archive runs/base runs/new --to archive/
+      kernelscope runs archive/
+      kernelscope sql archive/ "SELECT run_id, sum(kernel_us) FROM kernels
+                                GROUP BY ALL"
     """
     from kernelscope.analyzer.archive import Archive
+    from kernelscope.analyzer.errors import BadInputError
 
+    for source in sources:  # before the archive is made: a mistyped run leaves no empty archive behind
+        if not os.path.lexists(source):
+            verb = source in SUBCOMMANDS and "; kernelscope archive takes the runs themselves: archive RUN... --to DIR"
+            raise BadInputError(source, f"no such run directory or trace file{verb or ''}")
     store = Archive(archive_path, create=True)
     for source in sources:
         with warnings_as_lines():
             run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)
         click.echo(f"{run_id}  {source}: " + ("archived" if added else "already in the archive, unchanged"))
+    click.echo(f"next: kernelscope runs {shlex.quote(str(archive_path))}")
 
 
-@click.command()
+@click.command(short_help="List the runs of an archive.")
 @click.argument("archive_path", metavar="ARCHIVE", type=UserPath(file_okay=False, path_type=Path))
 @TOP_K
 @output_options
 def runs(archive_path: Path, top_k: int | None, output: Output) -> None:
     """List the runs of an archive, oldest first: id, name, time, ranks, hosts, GPU, versions, git commit, tags,
-    totals. A table shows the newest --top-k (a fleet's archive holds thousands); files get every run."""
+    totals. A table shows the newest --top-k (a fleet's archive holds thousands); files get every run.
+
+    \b
+    Examples:
+      kernelscope runs archive/
+      kernelscope analyze archive/ --run ID     # by id, id prefix or name
+    """
     from kernelscope.analyzer.archive import Archive
 
     with Archive(archive_path) as store:

@@ -11,19 +11,21 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from .loading import rank_option
+from .loading import in_run_directory, rank_option
 from .output import Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
 
 MISMATCH_EXIT = 1
-TABLE_COLUMNS = [  # the table on a terminal; --format and -o give every column
-    "function_name", "sample_id", "implementation", "status", "calls", "recorded_us", "replayed_us", "min_us",
-    "max_us", "ratio", "share_pct", "speedup", "saving_us", "max_abs_err", "signature", "reason",
+TABLE_COLUMNS = [  # the table on a terminal, less the columns with nothing to say; --format and -o give every column
+    "function_name", "sample_id", "implementation", "status", "calls", "recorded_us", "replayed_us", "ratio",
+    "share_pct", "speedup", "saving_us", "max_abs_err", "reason", "signature",
 ]  # fmt: skip
+ALTERNATIVE_COLUMNS = ("implementation", "speedup", "saving_us", "max_abs_err")  # say nothing without --against
+TABLE_NOTE = "ratio = replayed_us / recorded_us; every column (min_us, max_us, …): --format csv or -o FILE"
 TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kernelscope[record]'"
 
 
-@click.command()
+@click.command(short_help="Replay recorded calls as kernel benchmarks.")
 @click.argument("run", type=UserPath(path_type=str))
 @click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
 @click.option(
@@ -72,7 +74,14 @@ def bench(
     output: Output,
 ) -> None:
     """Replay every distinct input sample of RUN's calls as the model made them (default: the top-k by time),
-    timed against the recorded time, and time each --against implementation on the same samples."""
+    timed against the recorded time, and time each --against implementation on the same samples (docs/bench.md).
+
+    \b
+    Examples:
+      kernelscope bench RUN             # the 5 costliest calls
+      kernelscope bench RUN --function linear --against mine=my_kernels:linear
+      kernelscope bench RUN --function linear --scripts bench-scripts/
+    """
     try:
         recorder_bench = importlib.import_module("kernelscope.recorder.bench")
     except ImportError as exc:
@@ -82,7 +91,7 @@ def bench(
     from kernelscope.analyzer.ranks import UnknownRank
 
     against = _parse_against(alternatives)
-    with warnings.catch_warnings(record=True) as caught:
+    with in_run_directory(run), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
             frame = recorder_bench.bench(
@@ -97,8 +106,9 @@ def bench(
     for warning in caught:
         if issubclass(warning.category, RuntimeWarning):
             diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
-    shown = frame[TABLE_COLUMNS] if output.to_terminal else frame
-    emit(shown, output, title=f"{run}: {_where(frame)}")
+    emit(table_view(frame) if output.to_terminal else frame, output, title=f"{run}: {_where(frame)}")
+    if output.to_terminal and not frame.empty:
+        click.echo(TABLE_NOTE)
     saved = recorder_bench.bench_savings(frame)
     if against and output.to_terminal:
         print_table(saved, title="projected saving over the pass (the samples where the alternative matched)")
@@ -115,6 +125,15 @@ def bench(
         for name, group in failed.groupby("implementation", sort=False):
             diagnostic(f"kernelscope: {name} does not match the original: {_failures(group)}")
         sys.exit(MISMATCH_EXIT)
+
+
+def table_view(frame: pd.DataFrame) -> pd.DataFrame:
+    """The columns a terminal shows, the signature last (the widest): without an alternative, none of an
+    alternative's; ``reason`` only where a row has one."""
+    columns = [c for c in TABLE_COLUMNS if c != "reason" or frame["reason"].notna().any()]
+    if (frame["implementation"] == "original").all():
+        columns = [c for c in columns if c not in ALTERNATIVE_COLUMNS]
+    return frame[columns]
 
 
 def _parse_against(values: tuple[str, ...]) -> dict[str, str]:

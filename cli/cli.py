@@ -6,6 +6,7 @@ import datetime as _dt
 import errno
 import importlib
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ from .rows import (
 )
 from .sql_command import sql
 from .tree_command import tree
+from .user_code import recorder_warnings, user_code
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 FORCE_RUN = click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
@@ -101,7 +103,16 @@ class KernelscopeGroup(click.Group):
 @click.group(cls=KernelscopeGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kernelscope")
 def main() -> None:
-    """Which torch.nn.functional call, inside which nn.Module, launched every GPU kernel."""
+    """Which torch.nn.functional call, inside which nn.Module, launched every GPU kernel.
+
+    \b
+    Start here:
+      kernelscope demo                  # record a small model, see its time
+      kernelscope record mymodels:make  # yours: def make(): return model, samples
+      kernelscope analyze RUN           # then tree, report, sql, diff, bench
+
+    kernelscope COMMAND --help shows a command's options and examples; README.md and docs/ say more.
+    """
 
 
 def _default_run_dir(stem: str) -> Path:
@@ -130,7 +141,7 @@ def _import_recorder():
         raise
 
 
-@main.command()
+@main.command(short_help="Record the bundled demo model: start here.")
 @click.option(
     "--device",
     type=click.Choice(["cpu", "cuda"]),
@@ -146,7 +157,14 @@ def _import_recorder():
 @SUMMARY_ROWS
 @FORCE_RUN
 def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -> None:
-    """Profile the bundled demo model and print its per-function summary."""
+    """Profile the bundled demo model and print its per-function summary: the whole record → analyze path on this
+    machine, no model of your own needed.
+
+    \b
+    Examples:
+      kernelscope demo                  # ./kernelscope-demo-<time>/, CUDA if any
+      kernelscope demo --device cpu --out demo-run
+    """
     recorder = _import_recorder()
     import torch
 
@@ -159,10 +177,10 @@ def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -
     model, samples = demo_workload(device, dtype)
     out = out or _default_run_dir("demo")
     profiler = recorder.ModuleFunctionKernelProfiler()
-    profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
+    with recorder_warnings():
+        profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope demo ({device}, {dtype})")
-    click.echo(f"run directory: {out}")
-    click.echo(f"next: kernelscope analyze {out} --kernels")
+    _print_next(out)
 
 
 def _print_summary(profiler, profiling_df, function_data, top_k: int | None, title: str) -> None:
@@ -174,7 +192,13 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
     print_footer(profiler.run)
 
 
-@main.command()
+def _print_next(out: Path) -> None:
+    """Where the run went, and the command that reads it next (quoted for the shell, as a path may need)."""
+    click.echo(f"run directory: {out}")
+    click.echo(f"next: kernelscope analyze {shlex.quote(str(out))} --kernels")
+
+
+@main.command(short_help="Record your model: pkg.module:factory.")
 @click.argument("target")
 @click.option(
     "--out",
@@ -194,20 +218,31 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
 @FORCE_RUN
 def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: tuple[str, ...], force: bool) -> None:
     """Record TARGET, 'pkg.module:factory' (the current directory on the import path, as with python -m) or
-    'path/to/file.py:factory', whose factory returns (module, samples) or (fn, module)."""
+    'path/to/file.py:factory', whose factory returns (module, samples) or (fn, module): samples are a list of
+    (args, kwargs), one per call of the module; fn is called as fn() and module is the hierarchy it runs.
+
+    \b
+    Examples:
+      kernelscope record mymodels:make --out runs/base   # ./mymodels.py's make()
+      kernelscope record path/to/bert.py:build --warmup 5 --tag batch=8
+    """
     recorder = _import_recorder()
     from .targets import made_by, resolve_factory
 
     parsed_tags = _parse_tags(tags)
-    factory = resolve_factory(target)
-    fn, data, module = made_by(target, factory())
+    with user_code(target, "importing its module"):
+        factory = resolve_factory(target)
+    with user_code(target, "the factory", caller="kernelscope.cli.record"):
+        made = factory()
+    fn, data, module = made_by(target, made)
     out = out or _default_run_dir(Path(target.rpartition(":")[2]).name)
     profiler = recorder.ModuleFunctionKernelProfiler()
-    profiling_df, function_data = profiler.profile(
-        fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
-    )
+    with recorder_warnings(), user_code(target, "the model", caller="kernelscope.recorder.profiler._run_pass"):
+        profiling_df, function_data = profiler.profile(
+            fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
+        )
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope record {target}")
-    click.echo(f"run directory: {out}")
+    _print_next(out)
 
 
 def _parse_tags(tags: tuple[str, ...]) -> dict:
@@ -220,7 +255,7 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
     return parsed
 
 
-@main.command()
+@main.command(short_help="The time by call, or the kernel rows, of a run.")
 @click.argument("run", type=UserPath(path_type=str))
 @TOP_K
 @click.option(
@@ -255,7 +290,15 @@ def analyze(
     output: Output,
 ) -> None:
     """Summarize a run directory, a job directory of ranks, any Kineto trace (.json / .json.gz), or one run
-    of an archive (--run ID): the same tables as the run it was archived from."""
+    of an archive (--run ID): the same tables as the run it was archived from.
+
+    \b
+    Examples:
+      kernelscope analyze RUN                   # time by call, the 10 costliest
+      kernelscope analyze RUN --by module_name --top-k 0       # every module
+      kernelscope analyze RUN --kernels -o kernels.csv  # every kernel row
+      kernelscope analyze trace.json.gz         # a torch.profiler trace
+    """
     if inclusive and group != "module_name":
         raise click.UsageError("--inclusive needs --by module_name (the time of a module with its submodules')")
     grouped = group not in (None, "function")
@@ -286,7 +329,7 @@ def analyze(
         emit(frame, output, title=f"{_label(run, run_ref, loaded, rank)}: {title}")
         if output.to_terminal:
             note_rows_left_out(len(frame), total, what + (" (per rank)" if by_rank else ""))
-            print_footer(loaded, rank)
+            print_footer(loaded, rank, rows_shown=kernels)
         for note in loaded.notes():  # on stderr, whatever the format: device events no row holds
             diagnostic(f"kernelscope: note: {note}")
 

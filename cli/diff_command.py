@@ -16,7 +16,7 @@ from .rows import FULL_NAMES, TOP_K, first_rows, note_levels_left_out, rows_to_s
 REGRESSION_EXIT = 1
 
 
-@click.command()
+@click.command(short_help="Compare two runs: function, module, kernel.")
 @click.argument("run_a", type=UserPath(path_type=str))
 @click.argument("run_b", type=UserPath(path_type=str))
 @click.option(
@@ -58,7 +58,14 @@ def diff(
     output: Output,
 ) -> None:
     """Compare RUN_B against RUN_A: time, calls, share, delta and ratio per function, module and kernel,
-    most changed first (docs/sql.md, "diff")."""
+    most changed first (docs/sql.md, "diff").
+
+    \b
+    Examples:
+      kernelscope diff runs/base runs/new
+      kernelscope diff runs/base runs/new --fail-above 5   # exit 1 past +5%
+      kernelscope diff --archive ARCHIVE ID_A ID_B
+    """
     from kernelscope.analyzer.diff import diff as diff_runs
     from kernelscope.analyzer.diff import regressions
 

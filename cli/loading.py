@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import shlex
 import warnings
+from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
@@ -71,26 +74,63 @@ def load(path: str, module_prefix: str | None, function_prefix: str | None, run_
     if run_ref is not None:
         raise click.UsageError(f"--run names a run of an archive, and {path} is not one")
     try:
-        with warnings_as_lines():
-            return load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
+        with in_run_directory(path), warnings_as_lines():
+            loaded = load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    run_dir = _run_directory_holding(path)
+    if run_dir is not None:  # the run's trace, read as a bare one: no calls counted, no input signatures
+        diagnostic(
+            f"kernelscope: note: {path} is the trace of the run directory {run_dir}, read without its samples "
+            f"(calls, input signatures): give {run_dir} for them"
+        )
+    return loaded
+
+
+def _run_directory_holding(path: str) -> str | None:
+    """The run directory ``path`` is a file of (its folder holds manifest.json), else None."""
+    file = Path(path)
+    if not file.is_file() or not (file.parent / "manifest.json").is_file():
+        return None
+    return shlex.quote(str(file.parent))
 
 
 @contextmanager
-def warnings_as_lines():
-    """The analyzer's RuntimeWarnings in the block (the files or ranks a load leaves out) as the CLI's one line
-    each, ``kernelscope: warning: …``, after it; any other warning as Python shows it."""
+def in_run_directory(path: str):
+    """A file of a run directory given where the run is expected (its manifest.json, samples.json: not a trace; its
+    trace to bench): the error also says to give the run directory."""
+    from kernelscope.analyzer.errors import KernelscopeError
+
+    try:
+        yield
+    except KernelscopeError as exc:
+        run_dir = _run_directory_holding(path) if exc.path == path else None
+        if run_dir is None:
+            raise
+        raise type(exc)(
+            exc.path, f"{exc.problem}; it is a file of the run directory {run_dir}: give {run_dir}"
+        ) from None
+
+
+@contextmanager
+def warnings_as_lines(ours: Callable[[warnings.WarningMessage], bool] = lambda warning: True):
+    """kernelscope's RuntimeWarnings in the block (the files or ranks a load leaves out; ``ours`` tells them from
+    others) as the CLI's one line each, ``kernelscope: warning: …``, after it; any other warning as Python shows it,
+    once per place."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
             yield
     finally:
+        shown = set()
         for warning in caught:
-            if issubclass(warning.category, RuntimeWarning):
-                diagnostic(f"kernelscope: warning: {warning.message}")
-            else:
+            if issubclass(warning.category, RuntimeWarning) and ours(warning):
+                diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
+                continue
+            where = (str(warning.message), warning.category, warning.filename, warning.lineno)
+            if where not in shown:  # as Python's default filter shows them
+                shown.add(where)
                 warnings.showwarning(warning.message, warning.category, warning.filename, warning.lineno)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import orjson
 import pandas as pd
 
 from .paths import UserPath
@@ -179,10 +180,38 @@ def render(frame: pd.DataFrame, fmt: str) -> str:
     if fmt == "csv":  # 15 significant digits: 754.82, not 754.8199999999997; 53, not 53.0
         return frame.to_csv(index=False, float_format=_csv_number)
     if fmt == "json":
-        return frame.to_json(orient="records", double_precision=15) + "\n"
+        return orjson.dumps(json_rows(frame)).decode() + "\n"
     if fmt == "jsonl":
-        return frame.to_json(orient="records", lines=True, double_precision=15)
+        return "".join(orjson.dumps(row).decode() + "\n" for row in json_rows(frame))
     return frame.to_string(index=False) + "\n"
+
+
+def json_rows(frame: pd.DataFrame) -> list[dict]:
+    """``frame``'s rows for JSON: numbers as CSV writes them, to 15 significant digits (2130.666, where pandas'
+    writer gives 2130.666000000001986, and 1693.11 as 1693.1099999999999), a whole count as an integer, times as
+    ISO 8601 text (as CSV and tables show them), and null for a missing or infinite value."""
+    columns = []
+    for name in frame.columns:
+        values = frame[name]
+        if pd.api.types.is_float_dtype(values.dtype):
+            columns.append([_json_number(v) for v in values.tolist()])
+        elif pd.api.types.is_datetime64_any_dtype(values.dtype):
+            columns.append([None if pd.isna(v) else v.isoformat() for v in values])
+        else:
+            columns.append([None if _missing(v) else _json_number(v) for v in values.astype(object).tolist()])
+    names = [str(name) for name in frame.columns]
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)] if columns else []
+
+
+def _json_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
+    if isinstance(value, int):
+        return value
+    if not math.isfinite(value):
+        return None
+    rounded = float(f"{value:.15g}")
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 2**53 else rounded
 
 
 def _csv_number(value: float) -> str:
@@ -245,24 +274,34 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(header_style="bold")
-    cells, minimums = [], []
+    headers, numerics, leasts, widests, cells = [], [], [], [], []
     for column in frame.columns:
         numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
         values = _format_column(str(column), frame[column]) if numeric else [_text(v) for v in frame[column]]
         # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads) and a name
         # folds no narrower than NARROWEST_NAME: a table that needs more is printed wider than the terminal.
         widest = max(map(len, values), default=0)
-        least = widest if numeric else min(widest, NARROWEST_NAME)
-        minimums.append(least)
-        table.add_column(
-            Text(printable(str(column))), justify="right" if numeric else "left", overflow="fold", min_width=least
-        )
+        headers.append(printable(str(column)))
+        numerics.append(numeric)
+        leasts.append(widest if numeric else min(widest, NARROWEST_NAME))
+        widests.append(widest)
         cells.append(values)
+    console = stdout_console()
+    folds = _header_folds(headers, widests, leasts, console.width)
+    minimums = [
+        max(least, len(h) if fold is None else fold) for h, least, fold in zip(headers, leasts, folds, strict=True)
+    ]
+    table = Table(header_style="bold")
+    for header, numeric, minimum, fold in zip(headers, numerics, minimums, folds, strict=True):
+        table.add_column(
+            Text(header if fold is None else _folded_header(header, fold)),
+            justify="right" if numeric else "left",
+            overflow="fold",
+            min_width=minimum,
+        )
     for row in zip(*cells, strict=True) if cells else ():
         table.add_row(*(Text(printable(cell)) for cell in row))
-    console = stdout_console()
-    needed = sum(minimums) + 3 * len(minimums) + 1  # with each column's padding and rule, and the last rule
+    needed = _table_width(minimums)
     if needed > console.width:
         console = stdout_console(width=needed)
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
@@ -270,14 +309,68 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
 
 
+def _header_folds(headers: list[str], widests: list[int], leasts: list[int], width: int) -> list[int | None]:
+    """Per column, the width its header folds to (None: one line), so that the table fits ``width`` where it can:
+    on a narrow terminal the headers longer than their values break after an underscore (``time_`` /
+    ``spent_us``), those that save the most first and only as many as needed, on two lines before more; then the
+    names fold (to ``leasts``), their headers with them. A header never breaks inside a word."""
+    widths = [max(len(header), widest) for header, widest in zip(headers, widests, strict=True)]
+    folds: list[int | None] = [None] * len(headers)
+    for fold_to, values in ((_two_lines, widests), (_narrowest, widests), (_narrowest, leasts)):
+        targets = [max(value, fold_to(header)) for header, value in zip(headers, values, strict=True)]
+        for i in sorted(range(len(headers)), key=lambda i: targets[i] - widths[i]):
+            if _table_width(widths) <= width:
+                return folds
+            if targets[i] < widths[i]:
+                widths[i] = targets[i]
+                folds[i] = targets[i] if targets[i] < len(headers[i]) else None
+    return folds
+
+
+def _two_lines(header: str) -> int:
+    parts = _header_parts(header)
+    splits = (max(len("".join(parts[:k])), len("".join(parts[k:]))) for k in range(1, len(parts)))
+    return min(splits, default=len(header))
+
+
+def _narrowest(header: str) -> int:
+    return max(map(len, _header_parts(header)))
+
+
+def _table_width(widths: list[int]) -> int:
+    return sum(widths) + 3 * len(widths) + 1  # with each column's padding and rule, and the last rule
+
+
+def _header_parts(header: str) -> list[str]:
+    """``time_spent_us`` as ``time_``, ``spent_``, ``us``: the places a header may break on a narrow terminal."""
+    parts = [part + "_" for part in header.split("_")]
+    parts[-1] = parts[-1][:-1]
+    return [part for part in parts if part] or [""]
+
+
+def _folded_header(header: str, width: int) -> str:
+    """``header`` on as few lines of at most ``width`` characters as its underscores allow (``time_`` /
+    ``spent_us`` over a column of 10-character numbers): the column is then as narrow as its values."""
+    lines: list[str] = []
+    for part in _header_parts(header):
+        if lines and len(lines[-1]) + len(part) <= width:
+            lines[-1] += part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
 MEASURES = ("_us", "_pct", "_MB", "ratio")  # columns of times, shares, sizes and ratios: always with decimals
+ERRORS = ("_err",)  # an alternative's errors, 2.34e-04 of a float32 result: 3 significant digits, never 0.000
 
 
 def _format_column(name: str, values: pd.Series) -> list[str]:
-    """One number format per column: times, shares, sizes and ratios with three decimals; other columns whose
-    every value is whole (counts such as ``calls``, NaN where unknown) as integers; a value that rounds to
-    zero is 0, never -0.000. An integer column prints its values exactly (a nanosecond timestamp since the epoch
-    is past the 2**53 a float holds exactly)."""
+    """One number format per column: times, shares, sizes and ratios with three decimals; errors with three
+    significant digits; other columns whose every value is whole (counts such as ``calls``, NaN where unknown) as
+    integers; a value that rounds to zero is 0, never -0.000. An integer column prints its values exactly (a
+    nanosecond timestamp since the epoch is past the 2**53 a float holds exactly)."""
+    if name.endswith(ERRORS):
+        return ["-" if _missing(v) else f"{float(v):.3g}" for v in values]
     if pd.api.types.is_integer_dtype(values.dtype):
         decimals = ".000" if name.endswith(MEASURES) else ""
         return ["-" if _missing(v) else f"{int(v):,}{decimals}" for v in values]

@@ -12,7 +12,7 @@ from .output import Output
 from .paths import UserPath
 
 
-@click.command()
+@click.command(short_help="One HTML page of a run (or of B against A).")
 @click.argument("run", type=UserPath(path_type=str))
 @click.argument("run_b", required=False, type=UserPath(path_type=str))
 @click.option(
@@ -47,7 +47,14 @@ def report(
 ) -> None:
     """Write the report of RUN (a run, a job of ranks, a trace, or an archived run with --run ID) as one HTML file
     that opens offline: the module tree as a zoomable icicle, the costliest calls, what each input signature
-    costs, the costliest kernels. With RUN_B, the page comparing RUN_B against RUN (kernelscope diff's rows)."""
+    costs, the costliest kernels. With RUN_B, the page comparing RUN_B against RUN (kernelscope diff's rows).
+
+    \b
+    Examples:
+      kernelscope report RUN                    # ./RUN-report.html
+      kernelscope report RUN -o report.html
+      kernelscope report RUN_A RUN_B            # ./RUN_B-vs-RUN_A-report.html
+    """
     from kernelscope.analyzer.report import write_comparison, write_report
 
     if archive_path is not None and run_ref is not None:

@@ -79,9 +79,9 @@ def shorten_kernel_names(
     return frame
 
 
-def print_footer(run, rank: int | None = None) -> None:
+def print_footer(run, rank: int | None = None, rows_shown: bool = False) -> None:
     """Where the time of the run (or of one rank) went outside the table: totals, the share outside any named
-    call, profiler losses."""
+    call (and where to see it, unless the table is the rows themselves), profiler losses."""
     where = "" if rank is None else f"WHERE rank = {int(rank)}"
     total, in_function, rows = run.con.execute(
         "SELECT coalesce(sum(kernel_us), 0), coalesce(sum(kernel_us) FILTER (WHERE function_name IS NOT NULL), 0), "
@@ -94,7 +94,7 @@ def print_footer(run, rank: int | None = None) -> None:
     counted = f"{rows:,} {what} {'row' if rows == 1 else 'rows'}"  # 10,133 like the times; 1 row
     click.echo(
         f"{scope}{counted}, {total:,.1f} µs in all; {inside:.1f}% inside a named call, "
-        f"{outside:.1f}% outside any (see --kernels)."
+        f"{outside:.1f}% outside any{'' if rows_shown else ' (see --kernels)'}."
     )
     check = run.launch_check() if rank is None else run.parts[rank].check
     if not check.ok:

@@ -18,24 +18,32 @@ from .paths import UserPath
 
 SHELL_ROWS = 200
 SHELL_HELP = (
-    "End a statement with ';'. Dot commands: .tables, .schema NAME, .help, .quit (or exit, quit, Ctrl-D). "
+    "End a statement with ';'. Dot commands: .tables, .schema NAME, .help (or help), .quit (or exit, quit, Ctrl-D). "
     "The tables are described in docs/sql.md."
 )
 QUIT_WORDS = ("exit", "quit")
 
 
-@click.command()
+@click.command(short_help="SQL over the tables of a run or an archive.")
 @click.argument("run", type=UserPath(path_type=str))
 @click.argument("query", required=False)
 @run_option
 @prefix_options
 @output_options
 def sql(run: str, query: str | None, run_ref: str | None, module_prefix, function_prefix, output: Output) -> None:
-    """Run QUERY over RUN's tables (events, kernels, samples, sample_totals, summary) or, for an archive,
-    across its runs (runs, events, kernels, samples); see docs/sql.md.
+    """Run QUERY over RUN's tables and views (events, kernels, samples, sample_totals, sample_costs, summary,
+    module_tree, module_calls) or, for an archive, across its runs (runs, events, kernels, samples); see
+    docs/sql.md.
 
     Without QUERY, an interactive prompt. With -o FILE.duckdb, the database is written to FILE.duckdb
     (open it with any DuckDB client), and QUERY, if given, is printed.
+
+    \b
+    Examples:
+      kernelscope sql RUN "SELECT function_name, sum(kernel_us) AS us
+                           FROM kernels GROUP BY ALL ORDER BY us DESC"
+      kernelscope sql RUN              # the prompt: .tables, .schema kernels
+      kernelscope sql ARCHIVE "SELECT run_id, count(*) FROM runs GROUP BY ALL"
     """
     from kernelscope.analyzer.errors import KernelscopeError
 
@@ -60,7 +68,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
     try:
         return con.execute(query).df()
     except duckdb.Error as exc:
-        raise KernelscopeError(None, f"the query failed: {_first_line(exc)}") from None
+        raise KernelscopeError(None, f"the query failed: {_first_line(exc, con)}") from None
 
 
 def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:
@@ -112,6 +120,8 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
             stripped = line.strip()
             if not buffer and stripped.rstrip(";").strip().lower() in QUIT_WORDS:
                 return failed
+            if not buffer and stripped.rstrip(";").strip().lower() == "help":  # as exit and quit work bare
+                stripped = ".help"
             if not buffer and stripped.startswith("."):
                 if not _dot_command(con, stripped):
                     return failed
@@ -188,7 +198,7 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
         try:
             frame = con.execute(statement).df()
         except duckdb.Error as exc:
-            diagnostic(f"error: {_first_line(exc)}")
+            diagnostic(f"error: {_first_line(exc, con)}")
             failed += 1
             continue
         except (KeyboardInterrupt, RuntimeError):  # DuckDB's error for a query Ctrl-C stopped is a RuntimeError
@@ -210,10 +220,7 @@ def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
     if word in (".quit", ".exit", ".q"):
         return False
     if word == ".tables":
-        names = con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-        ).fetchall()
-        click.echo("  ".join(name for (name,) in names))
+        click.echo("  ".join(_tables(con)))
     elif word == ".schema" and argument.strip():
         _shell_statements(con, f"DESCRIBE {argument.strip()}")
     else:
@@ -221,6 +228,23 @@ def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
     return True
 
 
-def _first_line(exc: Exception) -> str:
+HINTS = ("Did you mean", "Candidate bindings")  # DuckDB's own suggestion, on the line after its message
+NO_TABLE = "Catalog Error: Table with name "
+
+
+def _first_line(exc: Exception, con: duckdb.DuckDBPyConnection | None = None) -> str:
+    """DuckDB's message on one line, with its suggestion (``Did you mean "kernels"?``) where it makes one, not the
+    query it quotes after them; for a table that does not exist, the tables there are (DuckDB's guess may be one of
+    its own catalog's, ``pg_sequences``)."""
     lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
+    if not lines:
+        return type(exc).__name__
+    hint = next((line.strip() for line in lines[1:3] if line.strip().startswith(HINTS)), None)
+    if con is not None and lines[0].startswith(NO_TABLE) and (hint is None or "pg_" in hint):
+        hint = f"The tables: {', '.join(_tables(con))}."
+    return lines[0] if hint is None else f"{lines[0]} {hint}"
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    query = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+    return [name for (name,) in con.execute(query).fetchall()]

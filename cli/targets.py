@@ -15,7 +15,7 @@ from kernelscope.analyzer.errors import KernelscopeError
 
 def resolve_factory(target: str) -> Callable:
     """The factory ``target`` names; a target that names nothing importable is one KernelscopeError. Errors
-    raised by the user's own module while it imports are left to propagate, with their traceback."""
+    raised by the user's own module while it imports propagate (``record`` prints their frames: user_code.py)."""
     where, _, attribute = target.rpartition(":")
     if not where or not attribute:
         raise KernelscopeError(target, "is not a target: expected 'pkg.module:factory' or 'path/to/file.py:factory'")

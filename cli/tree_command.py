@@ -14,7 +14,7 @@ from .paths import UserPath
 STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 
 
-@click.command()
+@click.command(short_help="The module tree, with each module's time.")
 @click.argument("run", type=UserPath(path_type=str))
 @click.option(
     "--min-pct",
@@ -42,7 +42,13 @@ def tree(
 ) -> None:
     """The module tree of RUN (a run, a job of ranks, a trace, or an archived run with --run ID): each module's
     device time with its submodules' (and its share of the total), children most expensive first; the root
-    holds the kernels outside any module. The same numbers: view module_tree, Run.tree()."""
+    holds the kernels outside any module. The same numbers: view module_tree, Run.tree().
+
+    \b
+    Examples:
+      kernelscope tree RUN
+      kernelscope tree RUN --depth 2 --show-calls --min-pct 5
+    """
     from kernelscope.analyzer.tree import shown_tree
 
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:

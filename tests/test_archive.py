@@ -456,3 +456,20 @@ def test_a_crafted_archive_file_is_one_line(case, one_run_archive, tmp_path):
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith(f"kernelscope: error: {path}") and problem in line, line
     assert not (tmp_path / "r.html").exists()
+
+
+def test_archive_checks_its_runs_before_it_makes_the_archive(tmp_path):
+    """`kernelscope archive add RUN --to A`, the subcommand a user guesses, made an empty archive A and then
+    refused 'add'; a mistyped run does not make the archive either."""
+    run = SAMPLES / "mlp"
+    archive = tmp_path / "archive"
+    guessed = CliRunner().invoke(main, ["archive", "add", str(run), "--to", str(archive)])
+    assert guessed.exit_code == 2 and not archive.exists()
+    assert guessed.stderr.strip() == (
+        "kernelscope: error: add: no such run directory or trace file; kernelscope archive takes the runs "
+        "themselves: archive RUN... --to DIR"
+    )
+    missing = CliRunner().invoke(main, ["archive", str(run), str(tmp_path / "nope"), "--to", str(archive)])
+    assert missing.exit_code == 2 and not archive.exists(), "nothing added, no archive"
+    added = CliRunner().invoke(main, ["archive", str(run), "--to", str(archive)])
+    assert added.exit_code == 0 and added.stdout.splitlines()[-1] == f"next: kernelscope runs {archive}"

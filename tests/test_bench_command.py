@@ -20,6 +20,10 @@ def addmm(bias, x, weight):
 
 def addmm_without_bias(bias, x, weight):
     return x @ weight
+
+def addmm_in_halves(bias, x, weight):  # another order of accumulation: a result off by float32 rounding
+    half = x.shape[1] // 2
+    return (bias + x[:, :half] @ weight[:half]) + x[:, half:] @ weight[half:]
 """
 
 
@@ -113,3 +117,35 @@ def test_every_column_and_option_is_documented():
         for flag in option.opts:
             if flag.startswith("--"):
                 assert f"`{flag}" in text, f"docs/bench.md does not document {flag}"
+
+
+def _first_table(output: str) -> tuple[list[str], list[str]]:
+    """The column names of the first table in ``output`` (each header's lines joined) and its body's lines."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    body = next(i for i in range(start, len(lines)) if lines[i].startswith("┡"))
+    end = next(i for i in range(body, len(lines)) if lines[i].startswith("└"))
+    cells = [[cell.strip() for cell in line.strip("┃").split("┃")] for line in lines[start + 1 : body]]
+    return ["".join(parts) for parts in zip(*cells, strict=True)], lines[start : end + 1]
+
+
+def test_the_terminal_table_fits_120_columns_with_what_a_first_look_needs(layouts_run, alternatives):
+    """16 columns folded every name to 12 characters and the signature over six lines: the terminal shows the
+    columns that say something, the signature last, and says where the others are."""
+    _, out = layouts_run
+    args = ["bench", str(out), "--function", "torch.addmm", "--repeat", "2", "--warmup", "0"]
+    plain = CliRunner().invoke(main, args, env={"COLUMNS": "120"})
+    assert plain.exit_code == 0, plain.output
+    header, table = _first_table(plain.stdout)
+    assert header == [
+        "function_name", "sample_id", "status", "calls", "recorded_us", "replayed_us", "ratio", "share_pct", "signature"
+    ]  # fmt: skip
+    assert max(map(len, table)) <= 120
+    assert plain.stdout.splitlines()[-1].startswith("ratio = replayed_us / recorded_us; every column (min_us")
+    compared = CliRunner().invoke(main, [*args, "--against", f"halves={alternatives}:addmm_in_halves"],
+                                  env={"COLUMNS": "120"})  # fmt: skip
+    assert compared.exit_code == 0, compared.output
+    header, table = _first_table(compared.stdout)
+    assert header[2] == "implementation" and header[-4:] == ["speedup", "saving_us", "max_abs_err", "signature"]
+    errors = [line.split("│")[-3].strip() for line in table if "│ halves " in line]
+    assert errors and all(e != "0.000" and float(e) >= 0 for e in errors), "three significant digits, never 0.000"

@@ -65,6 +65,28 @@ def test_an_existing_output_is_refused_without_force_and_replaced_with_it(tmp_pa
     assert target.read_text().startswith("function_name,")
 
 
+def test_json_numbers_are_csvs_and_times_are_iso_text(tmp_path):
+    """pandas' JSON writer printed 1693.11 as 1693.1099999999999 and a sum as 2130.666000000001986, where CSV says
+    1693.11 and 2130.666; a run's start time was milliseconds since the epoch, where CSV and tables show the date."""
+    import csv
+    import io
+
+    from kernelscope.analyzer import archive_runs
+
+    query = "SELECT 1693.11::DOUBLE AS a, 0.1 + 0.2 AS b, 4.0::DOUBLE AS calls, 1e300 * 1e300 AS c, 'x' AS t"
+    rows = json.loads(invoke("sql", RUN, query, "--format", "json").output)
+    assert rows == [{"a": 1693.11, "b": 0.3, "calls": 4, "c": None, "t": "x"}]
+    assert '"a":1693.11,' in invoke("sql", RUN, query, "--format", "jsonl").output
+    text = invoke("sql", RUN, "SELECT * FROM summary", "--format", "json").output
+    from_csv = list(csv.DictReader(io.StringIO(invoke("sql", RUN, "SELECT * FROM summary", "--format", "csv").output)))
+    for row, line in zip(json.loads(text), from_csv, strict=True):
+        assert {k: "" if v is None else str(v) for k, v in row.items()} == line, "the numbers CSV writes"
+    archive = tmp_path / "archive"
+    archive_runs([RUN], archive)
+    (listed,) = json.loads(invoke("runs", archive, "--format", "json").output)
+    assert listed["start_time"] == json.loads((RUN / "manifest.json").read_text())["start_time"]
+
+
 def test_parquet_needs_a_file():
     result = invoke("sql", RUN, QUERY, "--format", "parquet")
     assert result.exit_code == 2 and "needs -o FILE" in result.output
@@ -436,3 +458,23 @@ def test_a_piped_table_is_as_wide_as_columns_says_and_never_cuts_a_number():
     for value in [*summary["time_spent_us"], *summary["time_spent_pct"]]:
         assert f" {value:,.3f} │" in narrow.output, f"{value:.3f} whole on one line of a 40-column table"
     assert "│ linear " in narrow.output and "─┘" in narrow.output, "the last column is printed, not cropped"
+
+
+@pytest.mark.parametrize("columns, width", [("80", 80), ("60", 76), ("120", 112)])
+def test_a_narrow_terminal_breaks_headers_after_an_underscore_never_inside_a_word(columns, width):
+    """The summary's headers (num_distinct_samples, 20 characters over 2-digit counts) fold after an underscore,
+    the ones that save most first, so the table fits 80 columns (60 it cannot: it is printed as narrow as its
+    numbers and headers' words allow); none breaks inside a word (function_nam / e)."""
+    demo = str(REPO / "sample_traces" / "demo")
+    result = CliRunner().invoke(main, ["analyze", demo, "--top-k", "3"], env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    table = [line for line in result.output.splitlines() if line[:1] in "┏┃┡│└"]
+    assert max(map(len, table)) <= width
+    cells = [[cell.strip() for cell in line.strip("┃").split("┃")] for line in table if line.startswith("┃")]
+    headers = ["".join(parts) for parts in zip(*cells, strict=True)]
+    with load_run(demo) as run:
+        assert headers == list(run.describe(3).columns)
+    for parts in zip(*cells, strict=True):
+        pieces = [piece for piece in parts if piece]
+        assert all(piece.endswith("_") for piece in pieces[:-1]), f"{pieces} breaks inside a word"
+    assert (len(cells) == 1) == (columns == "120"), "one line where it fits"

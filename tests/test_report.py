@@ -313,3 +313,20 @@ def test_report_takes_the_rank_and_prefix_options_of_tree_and_analyze(tmp_path, 
     assert modules and modules <= details, "the prefix names the page's modules, as it does tree's"
     empty = CliRunner().invoke(main, ["report", misc, "--function-prefix", ""])
     assert empty.exit_code == 2 and "--function-prefix must not be empty" in empty.output
+
+
+def test_a_cpu_recordings_header_says_torch_alone_and_no_launches_to_check(demo_run):
+    """A CPU recording by a CPU build of torch showed 'torch / CUDA: 2.13.0+cpu / ?' (a CUDA version unknown, it
+    read) and 'launch check: ok: 0 launches, each with its device events'."""
+    from kernelscope.analyzer.report.views import run_header
+
+    out = demo_run[-1]
+    with load_run(out) as run:
+        facts = dict(run_header(run, "demo").facts)
+    manifest = json.loads((out / "manifest.json").read_text())
+    if manifest.get("cuda_version") is None:
+        assert facts["torch"] == manifest["torch_version"] and "torch / CUDA" not in facts
+    assert facts["launch check"] == "none to check: a CPU recording launches no kernels"
+    with load_run(REPO / "sample_traces" / "demo") as run:
+        gpu = dict(run_header(run, "demo").facts)
+    assert gpu["torch / CUDA"].count(" / ") == 1 and gpu["launch check"].startswith("ok: ")

@@ -130,3 +130,36 @@ def test_the_prompt_needs_no_terminal_to_read_a_script_from_a_pipe():
         timeout=120,
     )
     assert done.returncode == 0 and "4" in done.stdout and done.stderr == ""
+
+
+def test_the_help_names_every_table_a_run_and_an_archive_hold(tmp_path):
+    from kernelscope.analyzer import archive_runs
+
+    archive = tmp_path / "archive"
+    archive_runs([RUN], archive)
+    help_text = " ".join(CliRunner().invoke(main, ["sql", "--help"]).output.split())
+    for source in (RUN, archive):
+        tables = CliRunner().invoke(main, ["sql", str(source)], input=".tables\n").output.split()
+        assert tables and all(name in help_text for name in tables), (source, tables)
+    assert "Examples:" in help_text
+
+
+@pytest.mark.parametrize(
+    "query, suggestion",
+    [
+        ("SELECT * FROM kernel", 'does not exist! Did you mean "kernels"?'),
+        ("SELECT functon_name FROM summary", 'Candidate bindings: "function_name"'),
+        ("SELECT * FROM nosuch", "does not exist! The tables: events, kernels, module_calls, module_tree,"),
+    ],
+)
+def test_a_failing_query_keeps_duckdbs_suggestion_or_lists_the_tables(query, suggestion):
+    result = CliRunner().invoke(main, ["sql", str(RUN), query])
+    assert result.exit_code == 2 and suggestion in result.stderr and result.stderr.count("\n") == 1
+    prompt = CliRunner().invoke(main, ["sql", str(RUN)], input=query + ";\n")
+    assert suggestion in prompt.stderr, "the prompt's errors too"
+
+
+def test_help_at_the_prompt_is_the_prompts_help():
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input="help\nSELECT 3 AS three;\n")
+    assert result.exit_code == 0, result.output
+    assert "Dot commands: .tables" in result.output and "three" in result.output and "error" not in result.output

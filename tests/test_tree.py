@@ -215,3 +215,23 @@ def test_odd_module_names_still_nest(tmp_path):
     assert_tree_matches(tree, frame)
     assert tree.loc[tree["module"] == "a", "inclusive_us"].item() == 1.0 + 4.0 + 8.0, "a, a. and a..b; not ab"
     assert tree.loc[tree["module"] == "a.", "parent"].item() == "a"
+
+
+def test_a_cpu_recordings_inclusive_breakdown_has_the_columns_of_by(demo_run):
+    """--by module_name --inclusive is "the columns of --by, plus own_us" (docs/report.md): on a CPU recording the
+    count is cpu_operators there, and was kernels here."""
+    out = str(demo_run[-1])
+    by = CliRunner().invoke(main, ["analyze", out, "--by", "module_name", "--format", "csv"]).output.splitlines()[0]
+    inclusive = CliRunner().invoke(main, ["analyze", out, "--by", "module_name", "--inclusive", "--format", "csv"])
+    assert (
+        inclusive.output.splitlines()[0]
+        == by + ",own_us"
+        == "module_name,cpu_operators,time_spent_us,time_spent_pct,own_us"
+    )
+
+
+def test_the_footer_points_to_the_rows_unless_it_is_under_them(demo_run):
+    out = str(demo_run[-1])
+    summary = CliRunner().invoke(main, ["analyze", out]).output.splitlines()[-1]
+    rows = CliRunner().invoke(main, ["analyze", out, "--kernels"]).output.splitlines()[-1]
+    assert summary.endswith("outside any (see --kernels).") and rows.endswith("outside any.")

@@ -113,21 +113,31 @@ def run_facts(run: Run, totals: dict, check, rank: int | None = None) -> list[tu
         ("model", manifest.get("model")),
         ("command", " ".join(manifest.get("command_line") or []) or None),
         ("GPU", gpu if run.device == "cuda" else "none: a CPU recording (leaf operators stand in for kernels)"),
-        ("torch / CUDA", " / ".join(v or "?" for v in (manifest.get("torch_version"), cuda)) if versions else None),
+        _versions(manifest.get("torch_version"), cuda, run.device) if versions else (None, None),
         ("recorded", manifest.get("start_time") or _base_time(keys.get("baseTimeNanoseconds"))),
         ("host", manifest.get("hostname")),
         ("ranks", ", ".join(map(str, run.ranks)) if len(run.ranks) > 1 and rank is None else None),
         ("rank", f"{rank} of the job's {', '.join(map(str, run.ranks))}" if rank is not None else None),
         ("device time", f"{totals['total_us']:,.1f} µs in {totals['rows']:,} rows"),
         ("named", f"{totals['named_pct']:.1f}% inside a named call, {totals['in_module_pct']:.1f}% inside a module"),
-        ("launch check", _launch_check(check)),
+        ("launch check", _launch_check(check, run.device)),
         ("tags", ", ".join(f"{k}={v}" for k, v in (manifest.get("tags") or {}).items()) or None),
         ("kernelscope", manifest.get("kernelscope_version")),
     ]
     return [(label, str(value)) for label, value in facts if value is not None]
 
 
-def _launch_check(check) -> str:
+def _versions(torch_version: str | None, cuda: str | None, device: str) -> tuple[str, str]:
+    """The torch and CUDA versions; a CPU recording by a torch without CUDA is its torch version alone (``2.13.0+cpu
+    / ?`` read as a CUDA version unknown)."""
+    if device == "cpu" and cuda is None:
+        return ("torch", torch_version or "?")
+    return ("torch / CUDA", " / ".join(v or "?" for v in (torch_version, cuda)))
+
+
+def _launch_check(check, device: str) -> str:
+    if check.ok and check.launches == 0 and device == "cpu":  # not "ok: 0 launches, each with its device events"
+        return "none to check: a CPU recording launches no kernels"
     if check.ok:
         return f"ok: {check.launches:,} launches, each with its device events; no device event without its launch"
     return (

@@ -1,0 +1,113 @@
+"""``kernelscope record`` of the user's own code: what a failing import, factory or model prints (their traceback
+and one line, exit 2), the recorder's warnings as lines, and the command to run next."""
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+from kernelscope.cli import main
+
+pytest.importorskip("torch")
+
+MODELS = '''
+import warnings
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Drift(nn.Module):
+    """Each pass slices its input otherwise: the recorder warns that the passes' calls differed."""
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def forward(self, x):
+        self.n += 1
+        warnings.warn("the model's own warning", RuntimeWarning)
+        return F.relu(x[: self.n])
+
+
+def drift():
+    return Drift(), [((torch.randn(8, 4),), {})]
+
+
+def small():
+    return nn.Linear(4, 2), [((torch.randn(3, 4),), {})]
+
+
+def broken():
+    raise RuntimeError("cannot load weights from /nope.pt")
+
+
+def needs_an_argument(n):
+    return small()
+
+
+def closure_taking_x():
+    model = nn.Linear(4, 2)
+    return (lambda x: model(x)), model  # (fn, module): profile() calls fn() with no argument
+'''
+
+
+def record(tmp_path, monkeypatch, *args):
+    (tmp_path / "user_models.py").write_text(MODELS)
+    (tmp_path / "bad_import.py").write_text("import no_such_package_here\n\ndef model():\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    for name in ("user_models", "bad_import"):  # each test imports its own folder's
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return CliRunner().invoke(main, ["record", *map(str, args), "--warmup", "1"])
+
+
+def test_a_factory_that_raises_shows_its_own_frames_and_one_line(tmp_path, monkeypatch):
+    result = record(tmp_path, monkeypatch, "user_models:broken", "--out", tmp_path / "run")
+    assert result.exit_code == 2 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0] == "Traceback (most recent call last):" and "user_models.py" in lines[1], "from the user's frame"
+    assert "click" not in result.stderr and "cli.py" not in result.stderr, "no frame of the command before theirs"
+    assert lines[-1] == (
+        "kernelscope: error: user_models:broken: the factory raised RuntimeError: cannot load weights from /nope.pt "
+        "(traceback above)"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_module_that_fails_to_import_shows_its_own_frames_and_one_line(tmp_path, monkeypatch):
+    result = record(tmp_path, monkeypatch, "bad_import:model")
+    assert result.exit_code == 2 and "bad_import.py" in result.stderr.splitlines()[1]
+    assert result.stderr.splitlines()[-1] == (
+        "kernelscope: error: bad_import:model: importing its module raised ModuleNotFoundError: No module named "
+        "'no_such_package_here' (traceback above)"
+    )
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("user_models:needs_an_argument", "the factory raised TypeError: needs_an_argument() missing 1 required"),
+        ("user_models:closure_taking_x", "the model raised TypeError: closure_taking_x.<locals>.<lambda>() missing"),
+    ],
+)
+def test_a_call_with_arguments_the_users_code_does_not_take_is_one_line(tmp_path, monkeypatch, target, message):
+    result = record(tmp_path, monkeypatch, target, "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"kernelscope: error: {target}: {message}") and result.stderr.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_recorders_warnings_are_lines_and_the_models_own_stay_pythons(tmp_path, monkeypatch):
+    with pytest.warns(RuntimeWarning, match="the model's own warning") as shown:
+        result = record(tmp_path, monkeypatch, "user_models:drift", "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert "kernelscope: warning: the model's calls differed between the warm-up passes" in result.stderr
+    assert [str(w.message) for w in shown] == ["the model's own warning"], "shown by Python, once per place"
+
+
+def test_record_says_where_the_run_is_and_what_to_run_next(tmp_path, monkeypatch):
+    result = record(tmp_path, monkeypatch, "user_models:small", "--out", tmp_path / "my runs" / "small")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[-2] == f"run directory: {tmp_path / 'my runs' / 'small'}"
+    assert lines[-1] == f"next: kernelscope analyze '{tmp_path / 'my runs' / 'small'}' --kernels", "quoted for a shell"
