@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+from .json_text import BOM, describe_fault
+
 # C0 and C1 controls, DEL, the line and paragraph separators and the bidirectional overrides and isolates:
 # characters that would move the cursor, set a terminal's title, end the line or reorder what is shown
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -60,10 +62,29 @@ _COMPRESSED = {
 }
 
 
-def json_fault(data: bytes, reason: object, decompressed: bool = False) -> str:
+# Nsight Systems' own files, by their names (nothing published says what their first bytes are)
+NSIGHT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
+NSIGHT_REPORT = (
+    "it is an Nsight Systems report, not a torch.profiler trace: record the model with torch.profiler"
+    " (export_chrome_trace), or export the report with nsys export --type json/sqlite for Nsight's own tools"
+)
+
+
+def is_json_text(data: bytes) -> bool:
+    """Whether ``data`` begins as a JSON object or array does (blanks, or a byte order mark, before it)."""
+    return data.removeprefix(BOM).lstrip()[:1] in (b"{", b"[")
+
+
+def json_fault(
+    data: bytes, reason: object, decompressed: bool = False, path: str | os.PathLike | None = None, lenient=False
+) -> str:
     """Why ``data`` (a file's bytes, or what a gzip file ``decompressed`` to) is not JSON, for a message: the
-    compressor whose data it is, or where it stops being UTF-8 (orjson says ``line 1 column 1 (char 0)`` of any
-    such document), else the parser's ``reason``."""
+    compressor or tool whose data it is (Nsight's by the name of its file, ``path``); in JSON text, where and what
+    breaks a string (json_text.describe_fault); where it stops being UTF-8 (orjson says ``line 1 column 1 (char 0)``
+    of any such document), unless the text was read ``lenient``ly (json_text.readable_text: such bytes are no fault
+    of a trace's); else the parser's ``reason``."""
+    if path is not None and os.fspath(path).lower().endswith(NSIGHT_SUFFIXES) and not is_json_text(data):
+        return NSIGHT_REPORT
     for magic, kind in _COMPRESSED.items():
         if data.startswith(magic) and decompressed:
             return f"it decompresses to {kind}-compressed data, not JSON: it was compressed twice"
@@ -71,6 +92,10 @@ def json_fault(data: bytes, reason: object, decompressed: bool = False) -> str:
             return f"it is {kind}-compressed data: decompress it, or gzip it (.json.gz)"
     if data.startswith(b"SQLite format 3\x00"):
         return "it is an SQLite database, as Nsight Systems exports its reports, not JSON"
+    text = is_json_text(data)
+    located = describe_fault(data, decompressed) if text else None
+    if located is not None or (lenient and text):
+        return located or str(reason)
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

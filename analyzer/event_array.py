@@ -29,6 +29,7 @@ import orjson
 
 from .errors import BadInputError, json_fault
 from .gzip_members import MemberStream, bytes_after_members, gzip_members
+from .json_text import BOM, Leniencies, loads_readable
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
     BOUNDARY,
@@ -78,6 +79,7 @@ def split_event_array(
     in_place: bool = False,
     limits: Limits | None = None,
     threads: int = 1,
+    leniencies: Leniencies | None = None,
 ) -> dict:
     """Cut the bytes of ``traceEvents`` into parts (part files in ``scratch``); return the other top-level keys.
 
@@ -85,27 +87,44 @@ def split_event_array(
     a plain trace's parts are ranges of the file (Part.source), and a compressed one's are kept in memory
     (Part.data), neither written to a part file until a reader asks. Past ``limits`` the trace is refused.
     ``threads``: how many a gzip file of indexed members (gzip_members.py) is decoded on, ahead of the cuts.
+    ``leniencies``: where the keys around the array are read leniently (json_text.py), how much.
     """
     limits = limits or Limits()
     with open_trace(path, compressed, threads) as stream:
         head = _read_head(stream)
         found = find_events_key(head)
         if found is None:
-            return parse_document(path, head, stream, scratch, on_part, limits, _is_gzip_stream(stream))
+            return parse_document(
+                path, head, stream, scratch, on_part, limits, _is_gzip_stream(stream), leniencies
+            )
         key_start, array_start = found
         if compressed:
             advance(len(head), stream)
             taken = _member_parts(stream, part_bytes, limits)
             if taken is not None:
-                tail_keys = stream_member_parts(path, stream, taken, array_start, scratch, on_part, advance, limits)
+                tail_keys = stream_member_parts(
+                    path, stream, taken, array_start, scratch, on_part, advance, limits, leniencies
+                )
             else:
                 first = head[array_start:]
                 tail_keys = stream_parts(
-                    path, stream, first, scratch, part_bytes, on_part, advance, in_place, limits, first_at=array_start
+                    path,
+                    stream,
+                    first,
+                    scratch,
+                    part_bytes,
+                    on_part,
+                    advance,
+                    in_place,
+                    limits,
+                    first_at=array_start,
+                    leniencies=leniencies,
                 )
         else:
-            tail_keys = _copy_parts(path, stream, array_start, scratch, part_bytes, on_part, advance, in_place)
-    keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", "the header before traceEvents")
+            tail_keys = _copy_parts(
+                path, stream, array_start, scratch, part_bytes, on_part, advance, in_place, leniencies
+            )
+    keys = _parse_object(path, head[:key_start].rstrip().rstrip(b",") + b"}", leniencies)
     if "traceEvents" in keys:  # a first traceEvents that is no array: the one streamed is the second
         raise BadInputError(path, TWO_ARRAYS)
     keys.update(tail_keys)
@@ -145,6 +164,7 @@ def _copy_parts(
     on_part: OnPart,
     advance: Advance,
     in_place: bool,
+    leniencies: Leniencies | None = None,
 ) -> dict:
     """A plain file: find the array's end and evenly spaced cuts, then copy each part's byte range (or, in
     place, hand out each range of the file, between the array's brackets)."""
@@ -152,7 +172,8 @@ def _copy_parts(
     size = os.fstat(fd).st_size
     tail_start = max(array_start, size - TAIL_KEEP)
     try:
-        cut, tail_keys = find_array_end(path, os.pread(fd, size - tail_start, tail_start), tail_start)
+        tail = os.pread(fd, size - tail_start, tail_start)
+        cut, tail_keys = find_array_end(path, tail, tail_start, leniencies=leniencies)
     except BadInputError:
         _refuse_what_is_not_cut_short(path, fd, size)
         raise
@@ -171,7 +192,7 @@ def _copy_parts(
         inner = [(max(first, array_start + 1), min(last, end - 1)) for first, last in ranges]  # without [ ]
         for index, (first, last) in enumerate(inner):
             advance(last - first, raw)
-            on_part(index, Part(index, part_file(scratch, index), path, first, last))
+            on_part(index, Part(index, part_file(scratch, index), path, first, last, at=first - 1))
         return tail_keys
     for index, (first, last) in enumerate(ranges):
         out_path = part_file(scratch, index)
@@ -182,7 +203,7 @@ def _copy_parts(
             if index < len(ranges) - 1:
                 out.write(b"]")
         advance(last - first, raw)
-        on_part(index, Part(index, out_path))
+        on_part(index, Part(index, out_path, at=first if index == 0 else first - 1))
     return tail_keys
 
 
@@ -194,10 +215,10 @@ def _refuse_what_is_not_cut_short(path: Path, fd: int, size: int) -> None:
         return
     data = os.pread(fd, size, 0)
     try:
-        orjson.loads(data)
+        loads_readable(data.removeprefix(BOM))
     except orjson.JSONDecodeError as exc:
         if exc.msg != "unexpected end of data":
-            raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
+            raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc, path=path, lenient=True)})") from None
 
 
 def _first_boundary(fd: int, offset: int) -> re.Match | None:
@@ -255,11 +276,15 @@ def _gzip_fault(path: Path, exc: BaseException) -> str:
     return f"bytes after a gzip member at byte {offset}, {shown}, are not gzip: garbage after the data"
 
 
-def parse_whole(path: Path, stream: BinaryIO, scratch: str, limits: Limits | None = None) -> dict:
+def parse_whole(
+    path: Path, stream: BinaryIO, scratch: str, limits: Limits | None = None, leniencies: Leniencies | None = None
+) -> dict:
     """Parse the whole document (``stream`` from open_trace); write its traceEvents as part 0 in
     ``scratch``; return the other keys."""
     on_part = lambda index, file: None  # noqa: E731 - the part is part 0, which the caller reads
-    return parse_document(path, b"", stream, scratch, on_part, limits or Limits(), _is_gzip_stream(stream))
+    return parse_document(
+        path, b"", stream, scratch, on_part, limits or Limits(), _is_gzip_stream(stream), leniencies
+    )
 
 
 def _is_gzip_stream(stream: BinaryIO) -> bool:
@@ -267,11 +292,10 @@ def _is_gzip_stream(stream: BinaryIO) -> bool:
     return isinstance(stream, (MemberStream, _GzipReader))
 
 
-def _parse_object(path: Path, text: bytes, what: str) -> dict:
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        raise BadInputError(path, f"{what} is not valid JSON") from None
+def _parse_object(path: Path, text: bytes, leniencies: Leniencies | None) -> dict:
+    """The keys before traceEvents (find_events_key found them a JSON object), a byte order mark before them left
+    out, read leniently (json_text.loads_readable)."""
+    value = loads_readable(text.removeprefix(BOM), leniencies)
     if not isinstance(value, dict):
-        raise BadInputError(path, f"{what} is not a JSON object")
+        raise BadInputError(path, "the header before traceEvents is not a JSON object")
     return value

@@ -11,6 +11,7 @@ with fixed columns (ingest.sql), with provisional ids renumbered at the end. Bot
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 import sys
@@ -26,6 +27,7 @@ import duckdb
 
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, split_event_array
+from .json_text import Leniencies, describe_fault, read_file_leniently
 from .memory import PART_ROOM, in_flight_bytes, reading_limits
 from .sql import run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
@@ -44,7 +46,7 @@ MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 dec
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
 PROGRESS_MIN_BYTES = 64 << 20
-_NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, decoded with surrogateescape
+LENIENT_FAULT = re.compile("invalid UTF-8|control character")  # DuckDB's reasons to refuse what readable_text reads
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
 
 
@@ -59,12 +61,18 @@ class TraceHeader:
     native_parts: list[int] = field(default_factory=list)  # the parts read by the native reader
     duckdb_parts: list[str] = field(default_factory=list)  # why each other part was left to DuckDB's reader
     rows_checked: list[int] = field(default_factory=list)  # native parts with no row breaking validate.sql's rules 1-7
-    not_utf8: list[int] = field(default_factory=list)  # bytes that are not UTF-8, read as U+FFFD, of each part with any
+    leniencies: Leniencies = field(default_factory=Leniencies)  # text read leniently (json_text.py)
 
     def notes(self) -> list[str]:
-        """A sentence where the trace held bytes that are not UTF-8 (replace_bytes_not_utf8)."""
-        count = sum(self.not_utf8)
-        return [f"{self.path}: holds {count:,} bytes that are not UTF-8, read as U+FFFD (\ufffd)"] if count else []
+        """A sentence for each leniency the trace's text took (json_text.readable_text)."""
+        return self.leniencies.notes(self.path)
+
+    def start_over(self) -> None:
+        """Forget what a try that failed counted: the trace is read again."""
+        self.native_parts.clear()
+        self.duckdb_parts.clear()
+        self.rows_checked.clear()
+        self.leniencies.clear()
 
     @property
     def all_rows_checked(self) -> bool:
@@ -113,12 +121,10 @@ class _WholeParseNeeded(Exception):
 
 def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     run_sql_file(con, "events.sql")
-    header.native_parts.clear()
-    header.duckdb_parts.clear()
-    header.rows_checked.clear()
+    header.start_over()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         with open_trace(path, header.compressed) as stream:
-            keys = parse_whole(path, stream, scratch, reading_limits(con, 1))
+            keys = parse_whole(path, stream, scratch, reading_limits(con, 1), header.leniencies)
         file = part_file(scratch, 0)
         try:
             with _NativeInserts(con) as inserts:
@@ -133,9 +139,7 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
 
 def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, in_flight: int, progress: bool) -> dict:
     run_sql_file(con, "events.sql")
-    header.native_parts.clear()  # this may be the second try, as one part
-    header.duckdb_parts.clear()
-    header.rows_checked.clear()
+    header.start_over()  # this may be the second try, as one part
     loads: list[Future] = []
     with (
         tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch,
@@ -169,6 +173,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, i
                 limits=limits,
                 # a gzip file of members is decoded ahead on up to half the workers, within the in-flight budget
                 threads=max(1, min(workers // 2, MAX_DECODERS, in_flight // 2)),
+                leniencies=header.leniencies,
             )
         except CutFailed:
             raise _PartsFailed from None
@@ -184,6 +189,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, i
             problem = describe_unreadable_events(con, parts[0].as_file())
             if problem is None and os.path.getsize(parts[0].file) <= WHOLE_PARSE_LIMIT:
                 raise _WholeParseNeeded
+            problem = problem or _fault_in_strings(parts[0], header.compressed)
     if failures:
         if len(loads) > 1:
             raise _PartsFailed
@@ -243,7 +249,7 @@ def _load_part(
                 try:
                     result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=first_id)
                 except duckdb.InvalidInputException as exc:
-                    if "invalid UTF-8" not in str(exc) or not replace_bytes_not_utf8(part.file, header):
+                    if not LENIENT_FAULT.search(str(exc)) or not read_file_leniently(part.file, header.leniencies):
                         raise
                     result = run_sql_file(cursor, "ingest.sql", events_file=part.file, first_id=first_id)
                 count = result.fetchone()[0]
@@ -252,18 +258,6 @@ def _load_part(
         counts.publish(index, count)
         if count is not None or os.path.exists(part.file):
             part.drop_data()  # loaded, or on file for a second look: the memory can go
-
-
-def replace_bytes_not_utf8(file: str, header: TraceHeader) -> bool:
-    """Rewrite part file ``file`` with each byte that is not UTF-8 as U+FFFD, as a browser shows it; whether it held
-    any. Kineto writes the bytes of a name as it finds them (torch 1.8 wrote garbage in some; a name cut inside a
-    character, text of another encoding), and one such byte is no reason to refuse the trace's every kernel."""
-    text = Path(file).read_bytes().decode("utf-8", "surrogateescape")  # each such byte one surrogate \udc80-\udcff
-    replaced, count = _NOT_UTF8.subn("\ufffd", text)
-    if count:
-        Path(file).write_bytes(replaced.encode())
-        header.not_utf8.append(count)
-    return count > 0
 
 
 class _ArrowStream:
@@ -336,6 +330,14 @@ def _insert_natively(
     if scanned[2] == 0:
         header.rows_checked.append(index)
     return rows
+
+
+def _fault_in_strings(part: Part, compressed: bool) -> str | None:
+    """Where and what breaks a string in the part file of a one-part trace too large to parse whole
+    (json_text.describe_fault), for the message."""
+    with open(part.file, "rb") as raw, mmap.mmap(raw.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        fault = describe_fault(mapped, compressed, part.at)
+    return None if fault is None else f"is not valid JSON ({fault})"
 
 
 def _pages_lost(part: Part, header: TraceHeader, exc: OSError) -> BadInputError:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import BadInputError
+from .json_text import Leniencies
 from .trace_parts import (
     BOUNDARY,
     CHUNK,
@@ -48,6 +49,7 @@ def stream_parts(
     in_memory: bool,
     limits: Limits,
     first_at: int = 0,
+    leniencies: Leniencies | None = None,
 ) -> dict:
     """A compressed stream: parts of about ``part_bytes``, each decompressed straight into a buffer and cut at the
     first boundary past that size; handed out in memory, or written to a part file (not ``in_memory``). Refused
@@ -71,7 +73,7 @@ def stream_parts(
                 before = _last_bytes(before, memoryview(out.buffer)[raw_start : match.end()])
                 out.size = match.start() + 1
                 out.write(b"]")
-                on_part(index, out.part(index))
+                on_part(index, out.part(index, first_at))
                 index += 1
                 out = _PartWriter(part_file(scratch, index), buffers, in_memory)
                 out.write(b"[")
@@ -87,7 +89,7 @@ def stream_parts(
                 raise BadInputError(path, limits.json_refusal())
             advance(count, stream)
         tail = _last_bytes(before, memoryview(out.buffer)[raw_start : out.size])
-        cut, tail_keys = find_array_end(path, tail, first_at + streamed - len(tail), decompressed=True)
+        cut, tail_keys = find_array_end(path, tail, first_at + streamed - len(tail), True, leniencies)
         after = len(tail) - cut  # bytes after the array: they must all be in the last part
         if after >= out.size:
             raise CutFailed
@@ -95,7 +97,7 @@ def stream_parts(
     except BaseException:
         out.abandon()
         raise
-    on_part(index, out.part(index))
+    on_part(index, out.part(index, first_at))
     return tail_keys
 
 
@@ -185,15 +187,17 @@ class _PartWriter:
             self.buffers.give(self.buffer)
             self.buffer = None
 
-    def part(self, index: int) -> Part:
-        """The part, which then holds the buffer (in memory) or its bytes on file (and the buffer is reused)."""
+    def part(self, index: int, first_at: int) -> Part:
+        """The part, which then holds the buffer (in memory) or its bytes on file (and the buffer is reused); part 0
+        begins at ``first_at`` in the JSON."""
         buffer, self.buffer = self.buffer, None
+        at = first_at if index == 0 else None
         if self.in_memory:
-            return Part(index, self.file, data=memoryview(buffer)[: self.size], buffers=self.buffers)
+            return Part(index, self.file, data=memoryview(buffer)[: self.size], buffers=self.buffers, at=at)
         with open(self.file, "wb") as out, memoryview(buffer) as view:
             out.write(view[: self.size])
         self.buffers.give(buffer)
-        return Part(index, self.file)
+        return Part(index, self.file, at=at)
 
 
 def stream_member_parts(
@@ -205,6 +209,7 @@ def stream_member_parts(
     on_part: OnPart,
     advance: Advance,
     limits: Limits,
+    leniencies: Leniencies | None = None,
 ) -> dict:
     """A gzip file of indexed members, each decoded into a buffer of its own (gzip_members.MemberStream; ``first``:
     the first member's buffer, its size and how much of it was read, its ``[`` at ``array_start``): a part per
@@ -242,12 +247,13 @@ def stream_member_parts(
                 pool.give(following)
                 continue
             data, buffer = _view(buffer, start, size), None  # the part holds it now
-            on_part(index, Part(index, part_file(scratch, index), data=data, buffers=pool, bare=True))
+            at = array_start if index == 0 else None
+            on_part(index, Part(index, part_file(scratch, index), data=data, buffers=pool, bare=True, at=at))
             index += 1
             buffer, size, start = following, count, match.end()
         with memoryview(buffer) as view:
             tail = bytes(view[max(start, size - TAIL_KEEP) : size])
-        cut, tail_keys = find_array_end(path, tail, streamed - len(tail), decompressed=True)
+        cut, tail_keys = find_array_end(path, tail, streamed - len(tail), True, leniencies)
         size -= len(tail) - cut + 1  # the array's "]" and what follows it
         if size < start:
             raise CutFailed
@@ -255,7 +261,8 @@ def stream_member_parts(
         if buffer is not None:
             pool.give(buffer)
         raise
-    on_part(index, Part(index, part_file(scratch, index), data=_view(buffer, start, size), buffers=pool, bare=True))
+    data, at = _view(buffer, start, size), array_start if index == 0 else None  # as a file, a "[" before its events
+    on_part(index, Part(index, part_file(scratch, index), data=data, buffers=pool, bare=True, at=at))
     return tail_keys
 
 

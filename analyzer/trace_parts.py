@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO
 import orjson
 
 from .errors import BadInputError
+from .json_text import Leniencies, loads_readable, readable_text
 
 if TYPE_CHECKING:
     from .streamed_parts import Buffers
@@ -102,6 +103,7 @@ class Part:
     data: memoryview | None = None  # a streamed part kept in memory: its JSON array, until read
     buffers: Buffers | None = None  # where data's memory goes back once read
     bare: bool = False  # data holds the events alone ({…},{…}), not an array (a part of gzip members)
+    at: int | None = None  # where the part file's first byte stands in the JSON (part 0's: the array's "["), or None
 
     def drop_data(self) -> None:
         """Give a part kept in memory back to its buffers (its data must be on file if still needed)."""
@@ -174,14 +176,21 @@ def part_file(scratch: str, index: int) -> str:
     return os.path.join(scratch, f"events-{index:05d}.json")
 
 
-def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompressed: bool = False) -> tuple[int, dict]:
-    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it. Where no ``]`` ends a
-    trace object, but one does that text follows (``tail_at``: where ``tail`` begins in the JSON, which a gzip trace
-    ``decompressed`` to), that text is named with its offset; else the JSON ends early."""
+def find_array_end(
+    path: Path,
+    tail: bytes,
+    tail_at: int | None = None,
+    decompressed: bool = False,
+    leniencies: Leniencies | None = None,
+) -> tuple[int, dict]:
+    """Offset just past the array's closing ``]`` in ``tail``, and the keys that follow it (read leniently:
+    json_text.loads_readable, counted in ``leniencies``). Where no ``]`` ends a trace object, but one does that text
+    follows (``tail_at``: where ``tail`` begins in the JSON, which a gzip trace ``decompressed`` to), that text is
+    named with its offset; else the JSON ends early."""
     pos = tail.rfind(b"]")
     while pos != -1:
         try:
-            keys = orjson.loads(_KEYS_START + tail[pos + 1 :])
+            keys = loads_readable(_KEYS_START + tail[pos + 1 :])
         except orjson.JSONDecodeError:
             pos = tail.rfind(b"]", 0, pos)
             continue
@@ -192,6 +201,8 @@ def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompre
             ):
                 raise BadInputError(path, TWO_ARRAYS)
             keys.pop("traceEvents", None)
+            if leniencies is not None:  # counted once, for the "]" that ends the array
+                leniencies.add(readable_text(tail[pos + 1 :]))
             return pos + 1, keys
         break
     after = None if tail_at is None else _text_after(tail)
@@ -204,7 +215,8 @@ def find_array_end(path: Path, tail: bytes, tail_at: int | None = None, decompre
 def top_level_keys(document: bytes) -> list[str]:
     """The keys of the JSON object ``document``, each as often as it is given (a parsed object keeps one)."""
     pairs: list = []
-    json.loads(document, object_pairs_hook=lambda found: pairs.append(found) or dict(found))
+    text = document.decode("utf-8", "replace")  # read as loads_readable reads it
+    json.loads(text, strict=False, object_pairs_hook=lambda found: pairs.append(found) or dict(found))
     return [key for key, _ in pairs[-1]]  # the outermost object's hook runs last
 
 

@@ -12,31 +12,54 @@ from typing import BinaryIO
 
 import orjson
 
-from .errors import BadInputError, json_fault
+from .errors import BadInputError, is_json_text, json_fault
+from .json_text import BOM, Leniencies, loads_readable, readable_text
 from .trace_parts import ENDS_EARLY, TWO_ARRAYS, Limits, OnPart, Part, part_file, top_level_keys
 
 UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
 
 
 def parse_document(
-    path: Path, head: bytes, stream: BinaryIO, scratch: str, on_part: OnPart, limits: Limits, decompressed: bool
+    path: Path,
+    head: bytes,
+    stream: BinaryIO,
+    scratch: str,
+    on_part: OnPart,
+    limits: Limits,
+    decompressed: bool,
+    leniencies: Leniencies | None = None,
 ) -> dict:
     """Whole-document parse (``head``, then the rest of ``stream``: what a gzip file ``decompressed`` to), for JSON
     whose ``traceEvents`` is not where Kineto puts it: of at most ``limits.whole_document_bytes``, which the parse
-    needs several times over in memory. Its traceEvents go to part 0 as written (events_text); the other keys are
-    returned."""
+    needs several times over in memory. Its traceEvents go to part 0 as written (events_text), or as read
+    leniently (json_text.readable_text, counted in ``leniencies``) where it holds bytes that are not UTF-8 or raw
+    control characters in strings; the other keys are returned."""
     room = limits.whole_document_bytes - len(head)
     data = head + stream.read(max(room, 0) + 1)
     if len(data) > limits.whole_document_bytes:
+        if not is_json_text(data):  # a large binary file (an Nsight report): what it is, not its size
+            reason = f"it begins with {data[:8]!r}, not as JSON text does"
+            raise BadInputError(path, f"is not valid JSON ({json_fault(data[:4096], reason, decompressed, path)})")
         raise BadInputError(path, limits.whole_document_refusal())
+    data = data[len(BOM) :] if data.startswith(BOM) else data  # a byte order mark an editor put before the JSON
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        if _is_utf16(data):
-            raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
-        if exc.msg == "unexpected end of data":
-            raise BadInputError(path, ENDS_EARLY) from None
-        raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc, decompressed)})") from None
+        text = readable_text(data)
+        try:
+            if not (text.not_utf8 or text.controls):
+                raise exc
+            doc = orjson.loads(text.data)
+        except orjson.JSONDecodeError as last:
+            if _is_utf16(data):
+                raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
+            if last.msg == "unexpected end of data":
+                raise BadInputError(path, ENDS_EARLY) from None
+            fault = json_fault(data, last, decompressed, path, lenient=True)
+            raise BadInputError(path, f"is not valid JSON ({fault})") from None
+        data = text.data
+        if leniencies is not None:
+            leniencies.add(text)
     bare = isinstance(doc, list)
     if bare:  # the Chrome trace format also allows a bare array of events
         first = next((item for item in doc if item is not None), None)
@@ -126,8 +149,8 @@ def find_events_key(head: bytes) -> tuple[int, int] | None:
         if (before.endswith(b"{") or before.endswith(b",")) and stripped.startswith(b":"):
             rest = stripped[1:].lstrip()
             if rest.startswith(b"["):
-                try:
-                    orjson.loads(before.rstrip(b",") + b"}")
+                try:  # the keys before it, read as _parse_object in event_array.py reads them
+                    loads_readable(before.removeprefix(BOM).rstrip(b",") + b"}")
                 except orjson.JSONDecodeError:
                     pass
                 else:

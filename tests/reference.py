@@ -48,9 +48,11 @@ def load_events(path: Path) -> list[dict]:
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
-    # a byte that is not UTF-8 reads as U+FFFD, each one (ingest.replace_bytes_not_utf8)
-    text = re.sub("[\udc80-\udcff]", "\ufffd", raw.decode("utf-8", "surrogateescape"))
-    events = json.loads(text, parse_float=Decimal)["traceEvents"]
+    # a byte that is not UTF-8 reads as U+FFFD, each one, a raw control character in a string as itself, and a byte
+    # order mark before the JSON is left out (analyzer/json_text.py)
+    text = re.sub("[\udc80-\udcff]", "\ufffd", raw.decode("utf-8", "surrogateescape")).removeprefix("\ufeff")
+    doc = json.loads(text, parse_float=Decimal, strict=False)
+    events = doc if isinstance(doc, list) else doc["traceEvents"]
     for e in events:
         if not isinstance(e, dict):
             continue

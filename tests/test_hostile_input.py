@@ -103,10 +103,10 @@ HOSTILE_CASES = {
         "manifest.json",
         "has format version 0, which no kernelscope writes",
     ),
-    "a bare array of events with a name that is not UTF-8 (parsed whole)": lambda tmp_path: (
-        _bytes_of(tmp_path, "latin1.json", lambda text: _first_kernel_name(_bare_array(text), b"\xe9")),
-        "latin1.json",
-        "is not valid JSON (byte 0xe9 at line 1 column ",
+    "a bare array of events with a quote inside a name (parsed whole)": lambda tmp_path: (
+        _bytes_of(tmp_path, "quoted.json", lambda text: _first_kernel_name(_bare_array(text), b'say "hi"')),
+        "quoted.json",
+        'is not valid JSON (an unescaped quote (") inside a string, which ends it early, at byte ',
     ),
     "a gzip trace gzipped again": lambda tmp_path: (
         _bytes_of(tmp_path, "twice.json.gz", __import__("gzip").compress),

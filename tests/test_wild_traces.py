@@ -92,7 +92,7 @@ def test_a_trace_of_another_profiler_is_refused_naming_it(tmp_path, doc, what):
             b"\n\x1c\x82\x01\x19\n\x17\x08\x01\x12\x13track_event" + bytes(64),
             "it is binary data that begins as a protobuf message does, as a Perfetto trace or an XPlane .pb, not JSON",
         ),
-        (b'\n[{"name": "caf\xe9"}]', "byte 0xe9 at line 2 column 15 is not UTF-8"),  # JSON parsed whole, not UTF-8
+        (b"caf\xe9 au lait", "byte 0xe9 at line 1 column 4 is not UTF-8"),  # text, not JSON, not UTF-8
     ],
 )
 def test_a_binary_file_of_another_profiler_is_refused_naming_it(tmp_path, data, what):
