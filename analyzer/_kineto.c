@@ -21,6 +21,7 @@
  *    ("0x0": roctracer's streams) as DuckDB casts it; else NULL. external_id
  *    is "external id"'s (the 2021 format's) where "External id" is missing or null.
  *  - cat: the 2021 format's categories by their later names (modernize_categories).
+ *  - flow_id: a flow event's (ph "s", "t", "f") "id", read as pid and tid are; NULL on other events (keep_flow_ids).
  *
  * One file, longer than the project's modules: the scan's hot path is small inline functions that the
  * compiler must see together, and the Arrow export below it is the scan's only output.
@@ -261,7 +262,7 @@ static int32_t dictionary_index(Dictionary *d, const char *s, size_t n) {
 /* ------------------------------------------------------------------ the scan */
 
 enum { PH, CAT, NAME, N_DICTIONARIES };
-enum { EVENT_ID, PID, TID, TS_NS, DUR_NS, CORRELATION, EXTERNAL_ID, DEVICE, STREAM, N_COLUMNS };
+enum { EVENT_ID, PID, TID, TS_NS, DUR_NS, CORRELATION, EXTERNAL_ID, DEVICE, STREAM, FLOW_ID, N_COLUMNS };
 
 /* args go into one buffer with room for the whole input, because args written compact are never longer than
  * their text: each byte written stands for a byte read before it (whitespace is dropped, "\/" becomes "/",
@@ -279,6 +280,7 @@ typedef struct {
     const char *problem; /* why the part is left to DuckDB's reader; NULL while all is well */
     const char *problem_at;
     int64_t rows, row_capacity;
+    int64_t ids; /* events with an "id": flow events, whose flow_id keep_flow_ids keeps */
     Dictionary dictionaries[N_DICTIONARIES];
     Column columns[N_COLUMNS];
     char *args_text;        /* room for the whole input (see ARGS_OVERRUN) */
@@ -781,14 +783,17 @@ static inline int read_key(Scan *s, const char **key, size_t *len) {
     return end_key(s);
 }
 
-/* The keys of an event this reader reads; the others are skipped. Kineto writes them in this order. */
-enum { KEY_PH, KEY_CAT, KEY_NAME, KEY_PID, KEY_TID, KEY_TS, KEY_DUR, KEY_ARGS, N_EVENT_KEYS, KEY_OTHER = N_EVENT_KEYS };
+/* The keys of an event this reader reads; the others are skipped. Kineto writes them in this order (a flow's "id"
+ * after its "ph"). */
+enum { KEY_PH, KEY_CAT, KEY_NAME, KEY_PID, KEY_TID, KEY_TS, KEY_DUR, KEY_ARGS, KEY_ID, N_EVENT_KEYS,
+       KEY_OTHER = N_EVENT_KEYS };
 
 static inline int event_key(const char *key, size_t len) {
     switch (len) {
     case 2:
         if (key[0] == 'p' && key[1] == 'h') return KEY_PH;
         if (key[0] == 't' && key[1] == 's') return KEY_TS;
+        if (key[0] == 'i' && key[1] == 'd') return KEY_ID;
         break;
     case 3:
         if (memcmp(key, "cat", 3) == 0) return KEY_CAT;
@@ -811,7 +816,7 @@ typedef struct {
     size_t length;
 } QuotedKey;
 
-static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args"};
+static const char *const EVENT_KEYS[N_EVENT_KEYS] = {"ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id"};
 static QuotedKey QUOTED_EVENT_KEYS[N_EVENT_KEYS];
 
 static void init_quoted_event_keys(void) {
@@ -1052,8 +1057,8 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
     skip_space(s);
     int seen[N_EVENT_KEYS] = {0};
     int32_t text[N_DICTIONARIES] = {0};
-    int64_t pid = 0, tid = 0, ts = 0, dur = 0;
-    int has_text[N_DICTIONARIES] = {0}, has_pid = 0, has_tid = 0, has_ts = 0, has_dur = 0, has_args = 0;
+    int64_t pid = 0, tid = 0, ts = 0, dur = 0, id = 0;
+    int has_text[N_DICTIONARIES] = {0}, has_pid = 0, has_tid = 0, has_ts = 0, has_dur = 0, has_args = 0, has_id = 0;
     int64_t keys[N_JOIN_KEYS] = {0};
     int found[N_JOIN_KEYS] = {0};
     if (s->p < s->end && *s->p == '}') {
@@ -1076,6 +1081,7 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
             case KEY_TID: ok = read_id(s, &tid, &has_tid); break;
             case KEY_TS: ok = read_time(s, &ts, &has_ts); break;
             case KEY_DUR: ok = read_time(s, &dur, &has_dur); break;
+            case KEY_ID: ok = read_id(s, &id, &has_id); break;
             case KEY_ARGS:
                 if (at_null(s)) {
                     s->p += 4;
@@ -1107,6 +1113,8 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
     column_set64(&c[EXTERNAL_ID], row, legacy_external ? keys[4] : keys[1], found[1] == 1 || legacy_external);
     column_set32(&c[DEVICE], row, keys[2], found[2] == 1);
     column_set32(&c[STREAM], row, keys[3], found[3] == 1);
+    column_set64(&c[FLOW_ID], row, id, has_id);
+    s->ids += has_id;
     column_set_valid(&s->args_valid, row, has_args);
     s->args_offsets[row + 1] = (int64_t)(s->args_end - s->args_text);
     return 1;
@@ -1203,8 +1211,8 @@ static struct ArrowArray *new_array(struct ArrowArray *array, int64_t length, in
 
 static const char *const COLUMN_NAMES[] = {"event_id", "ph",          "cat",         "name",   "pid",
                                            "tid",      "ts_ns",       "dur_ns",      "correlation",
-                                           "external_id", "device",   "stream",      "args"};
-#define N_FIELDS 13
+                                           "external_id", "device",   "stream",      "args",   "flow_id"};
+#define N_FIELDS 14
 
 /* args is valid JSON (this reader parsed it), so it goes out as the canonical extension type arrow.json, which
  * DuckDB reads as JSON without parsing it again (half the insert's cost). Metadata: int32 count, then int32
@@ -1380,6 +1388,8 @@ static struct ArrowArrayStream *export_stream(Scan *s) {
             s->args_offsets = NULL;
             s->args_text = s->args_end = NULL;
             child = new_array(NULL, rows, nulls, 3, bitmap, offsets, text);
+        } else if (i == 13) {
+            child = column_array(&s->columns[FLOW_ID], rows, -1);
         } else {
             /* event_id is never null: its bitmap is left unset */
             child = column_array(&s->columns[i == 0 ? EVENT_ID : i - 3], rows, i == 0 ? 0 : -1);
@@ -1514,6 +1524,26 @@ enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR, CAT_LAUNCH };
  * operator event),
  * a device or runtime event without correlation, a device, runtime or operator event without name, a runtime or
  * operator event without pid or tid; and a device event whose ph is not "X". */
+/* flow_id only where the event is a flow (ph "s", "t", "f"), as ingest.sql keeps it: an "id" of another event is
+ * dropped. 0 when out of memory. */
+static int keep_flow_ids(Scan *s) {
+    if (!s->ids) return 1;
+    const Dictionary *ph = &s->dictionaries[PH];
+    uint8_t *flow = calloc((size_t)ph->count + 1, 1);
+    if (!flow) return 0;
+    for (int32_t i = 0; i < ph->count; i++) flow[i] = text_is(ph, i, "s") || text_is(ph, i, "t") || text_is(ph, i, "f");
+    Column *ids = &s->columns[FLOW_ID];
+    const int32_t *phs = ph->indices.values;
+    for (int64_t row = 0; row < s->rows; row++) {
+        if (is_present(ids, row) && !(is_present(&ph->indices, row) && flow[phs[row]])) {
+            ids->valid[row >> 3] &= (uint8_t)~(1u << (row & 7));
+            ((int64_t *)ids->values)[row] = 0;
+        }
+    }
+    free(flow);
+    return 1;
+}
+
 static int64_t rows_breaking_rules(const Scan *s) {
     const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
     uint8_t *complete = calloc((size_t)ph->count + 1, 1), *kind = calloc((size_t)cat->count + 1, 1);
@@ -1616,7 +1646,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int64_t broken = -1; /* -1: out of memory */
     Py_BEGIN_ALLOW_THREADS
     ok = scan_array_guarded(s, first_id, bare);
-    if (ok == 1 && modernize_categories(s)) broken = rows_breaking_rules(s);
+    if (ok == 1 && modernize_categories(s) && keep_flow_ids(s)) broken = rows_breaking_rules(s);
     Py_END_ALLOW_THREADS
     PyObject *result;
     if (ok < 0) {

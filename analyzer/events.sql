@@ -14,5 +14,6 @@ CREATE OR REPLACE TABLE events (
     external_id BIGINT,
     device      INTEGER,
     stream      INTEGER,
-    args        JSON
+    args        JSON,
+    flow_id     BIGINT
 );

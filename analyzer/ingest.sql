@@ -5,7 +5,8 @@
 -- fails and validate.py names the event, where it is one validate.sql's rules hold (a device event, launch, operator
 -- or annotation); on any other event the time is NULL: Kineto writes a profiler span ("Trace") whose end precedes
 -- its start with an unsigned 64-bit wrap for its dur (18446744073709551.615 µs), and nothing reads it.
--- pid/tid that are strings in the trace ("Spans", "Traces") become NULL; the full args stay as JSON, and
+-- pid/tid that are strings in the trace ("Spans", "Traces") become NULL, as does a flow's id (ph s, t, f: the
+-- arrows between a launch and its device events); the full args stay as JSON, and
 -- the join keys the attribution needs come from one parse of them (json_transform: the same values as
 -- TRY_CAST(json_extract(args, path)) of each, in one pass instead of one each; "external id" apart, as a
 -- struct's field names ignore case, and parsed only from args whose text holds it).
@@ -16,7 +17,7 @@ INSERT INTO events
 SELECT event_id, ph, cat, name, pid, tid,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
        CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
-       correlation, external_id, device, stream, args
+       correlation, external_id, device, stream, args, flow_id
 FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'xpu_runtime',
                          'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'cpu_op', 'user_annotation')
                  AS held_to_rules
@@ -38,13 +39,14 @@ FROM (SELECT
                                                                                             AS external_id,
     keys.device                                                                             AS device,
     keys.stream                                                                             AS stream,
-    args
+    args,
+    CASE WHEN ph IN ('s', 't', 'f') THEN TRY_CAST(id AS BIGINT) END                         AS flow_id
 FROM (
     SELECT *, json_transform(args, '{"correlation": "BIGINT", "External id": "BIGINT", "device": "INTEGER", "stream": "INTEGER"}') AS keys
     FROM read_json(
         ${events_file},
         format = 'array',
         columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
-                   ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON'}
+                   ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON', id: 'JSON'}
     )
 )));

@@ -3,5 +3,5 @@
 -- to `events`; ${first_id}: the events of the parts before it, so event_id is the position in the array.
 INSERT INTO events
 SELECT event_id + CAST(${first_id} AS BIGINT), ph, cat, name, pid, tid, ts_ns, dur_ns, correlation, external_id,
-       device, stream, args
+       device, stream, args, flow_id
 FROM scanned_part;

@@ -15,6 +15,7 @@ import duckdb
 from .errors import BadInputError
 from .sql import run_sql_file
 
+RELINKS = ("linked_by_external_id.sql", "linked_by_flow.sql")  # in turn, where device events lack correlations
 NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
 NOT_TORCH = ", not a torch.profiler trace"
 NAME_CHARS = 60
@@ -35,8 +36,8 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, 
 
     ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
     only the repeats (rules 8, 9) are looked for. A trace none of whose device events and launches has a
-    correlation (rule 5) has them linked by their External ids instead (linked_by_external_id.sql), and is checked
-    again."""
+    correlation (rule 5) has them linked by their External ids instead (linked_by_external_id.sql), and one whose device
+    events alone lack them has those linked through their ac2g flows (linked_by_flow.sql); then it is checked again."""
     if rows_checked and not run_sql_file(con, "validate_repeats.sql").fetchone()[0]:
         return  # the query that names the first fault costs more to plan than this one costs to run on a small trace
     con.execute(f"SET VARIABLE ks_rows_checked = {'true' if rows_checked else 'false'}")
@@ -44,7 +45,7 @@ def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, 
     if row is None:
         return
     rule, event_id, cat, name, problem, count = row
-    if rule == 5 and run_sql_file(con, "linked_by_external_id.sql").fetchone()[0]:
+    if rule == 5 and any(run_sql_file(con, f).fetchone()[0] for f in RELINKS):
         return validate_events(con, path)
     what = _label(cat, name)
     more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
@@ -97,7 +98,7 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
     # a key ingest.sql reads, twice in an event: DuckDB's reader refuses the event (JSON has no rule for which counts)
     twice = (
         "(SELECT k FROM (SELECT unnest(json_keys(e)) AS k) WHERE k IN ('ph', 'cat', 'name', 'pid', 'tid', 'ts', 'dur',"
-        " 'args') GROUP BY k HAVING count(*) > 1 ORDER BY k LIMIT 1)"
+        " 'args', 'id') GROUP BY k HAVING count(*) > 1 ORDER BY k LIMIT 1)"
     )
     query = f"""
         SELECT i, json_type(e), e->>'cat', e->>'name', e->'ts', e->'dur',

@@ -69,7 +69,46 @@ def load_events(path: Path) -> list[dict]:
             args = e.get("args") or {}
             if isinstance(args.get("External id"), int):
                 args["correlation"] = args.pop("External id")
+    else:
+        _link_through_flows(events)
     return events
+
+
+def _link_through_flows(events: list) -> None:
+    """A device event without a correlation, in a trace whose launches have them, takes the correlation of the launch
+    its ac2g flow starts in: the finish ("f") on its own pid and tid within it (at its start, or before its end), the
+    start ("s") of the same id, and the
+    innermost launch (latest start, then shortest) on the start's thread that holds it."""
+    objects = [e for e in events if isinstance(e, dict)]
+    starts = {e.get("id"): e for e in objects if e.get("ph") == "s" and e.get("cat") == "ac2g"}
+    finishes = [e for e in objects if e.get("ph") == "f" and e.get("cat") == "ac2g"]
+    launches = [
+        e
+        for e in objects
+        if e.get("ph") == "X"
+        and e.get("cat") in LAUNCH_CATEGORIES
+        and isinstance((e.get("args") or {}).get("correlation"), int)
+    ]
+    for e in objects:
+        args = e.get("args") or {}
+        if e.get("ph") != "X" or e.get("cat") not in DEVICE_CATS or "correlation" in args:
+            continue
+        start, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
+        holding = []
+        for f in finishes:
+            s = starts.get(f.get("id"))
+            at = _ns(f["ts"])
+            on_it = (f.get("pid"), f.get("tid")) == (e.get("pid"), e.get("tid")) and (at == start or start <= at < end)
+            if not on_it or s is None:
+                continue
+            for launch in launches:
+                launch_start = _ns(launch["ts"])
+                if (launch.get("pid"), launch.get("tid")) == (s.get("pid"), s.get("tid")) and (
+                    launch_start <= _ns(s["ts"]) <= launch_start + _ns(launch["dur"])
+                ):
+                    holding.append(((launch_start, -_ns(launch["dur"])), launch["args"]["correlation"]))
+        if holding:
+            e["args"] = {**args, "correlation": max(holding)[1]}
 
 
 def _ns(value) -> int:

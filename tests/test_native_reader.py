@@ -205,7 +205,7 @@ def _event(rng: random.Random) -> str:
         {k: _join_key for k in ("correlation", "External id", "external id", "device", "stream")},
     )
     values = {
-        "ph": lambda r, d: r.choice(['"X"', '"f"', '"M"', '"i"', "null", "3"]),
+        "ph": lambda r, d: r.choice(['"X"', '"f"', '"s"', '"M"', '"i"', "null", "3"]),
         "cat": lambda r, d: r.choice(CATEGORIES),
         "name": lambda r, d: r.choice(STRINGS[:14] + ['"[memory]"'] if r.random() < 0.95 else STRINGS),
         "pid": _pid,
@@ -213,8 +213,10 @@ def _event(rng: random.Random) -> str:
         "ts": _time,
         "dur": _time,
         "args": lambda r, d: args if r.random() < 0.9 else r.choice(["null", "[]", '"a"']),
+        # a flow's (ph s, f): flow_id, read as pid is
+        "id": lambda r, d: r.choice(["3", "1166093", '"12"', '"Spans"', "null"]) if r.random() < 0.8 else _pid(r, d),
     }
-    keys = list(values) + ["id", "bp", "s", "Ph"]
+    keys = list(values) + ["bp", "s", "Ph"]
     return _object(rng, keys, 0, values)
 
 
@@ -350,6 +352,7 @@ def test_the_rewrites_the_native_reader_makes_are_duckdbs(tmp_path):
         None,
         '{"f":1.5,"g":[2.0,100.0,-0.5,0.000001,0.0006373486297004461],"s":"x/y\\n","correlation":9,'
         '"External id":null,"big":12345678901234567890}',
+        None,
     )
 
 

@@ -1,6 +1,7 @@
 """Real traces of writers other than torch.profiler on CUDA (sample_traces/external/), each one of a kind the others are
 not: every one loads, and its rows are the reference's (tests/reference.py)."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -34,16 +35,61 @@ def test_a_roctracer_trace_links_its_kernels_to_their_launches_by_external_id():
 def test_an_event_without_correlation_in_a_trace_that_writes_them_is_still_refused(tmp_path):
     """External ids stand for correlations only where no device event and no launch has one: in a trace that
     writes correlations, a kernel without one is a fault, and its External id (its operator's) would link it to
-    whichever launch has that number for correlation."""
+    whichever launch has that number for correlation. (Its ac2g flow, which would link it, is taken out too.)"""
     doc = json.loads(ROCTRACER.read_text())
     for e in doc["traceEvents"]:
         if e.get("cat") in ("kernel", "cuda_runtime") and e.get("ph") == "X":
             e["args"]["correlation"] = e["args"].pop("External id")
     kernel = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel")
     doc["traceEvents"][kernel]["args"]["External id"] = doc["traceEvents"][kernel]["args"].pop("correlation")
+    flow = doc["traceEvents"][kernel]["args"]["External id"]
+    doc["traceEvents"][kernel + 1 :] = [e for e in doc["traceEvents"][kernel + 1 :] if e.get("id") != flow]
     path = tmp_path / "one_kernel_unlinked.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(BadInputError, match=rf"traceEvents\[{kernel}\] \(kernel 'Cijk_.*has no args.correlation$"):
+        load_run(path)
+
+
+MI300_BERT = EXTERNAL / "tl_mi300_bert_small.json.gz"  # ROCm, torch 2.7: 60 kernels and a memcpy, each with its flow
+
+
+def _linked_by_flows_alone(tmp_path, keep=lambda event: True):
+    """The ROCm BERT trace as a writer that links a device event to its launch only by the ac2g flow between them
+    writes it: its device events keep their operator's External id and lose their correlation (where ``keep`` says),
+    and the flows' ids are renumbered, so that no flow id is a correlation."""
+    doc = json.loads(gzip.decompress(MI300_BERT.read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "ac2g":
+            e["id"] += 7_000_000
+        elif e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and keep(e):
+            del e["args"]["correlation"]
+    path = tmp_path / "flows.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_device_events_without_correlations_reach_their_launches_through_their_flows(tmp_path):
+    """Every device event reaches the launch its flow starts at (the flow's finish on its stream within it, bound to
+    it by "bp": "e"), and is attributed as in the trace that wrote the correlations."""
+    path = _linked_by_flows_alone(tmp_path)
+    columns = ["kernel", "op", "function_name", "kernel_us", "correlation"]
+    with load_run(MI300_BERT) as original, load_run(path) as run:
+        assert_matches_reference(run, path)
+        frame = run.profiling_df()
+        assert len(frame) == 61 and frame["correlation"].notna().all()
+        assert frame[columns].equals(original.profiling_df()[columns])
+        assert run.launch_check() == original.launch_check()
+
+
+def test_a_device_event_without_correlation_or_flow_is_still_refused(tmp_path):
+    """A device event whose flow is gone too is no device event of a launch: refused as any without a correlation."""
+    path = _linked_by_flows_alone(tmp_path)
+    doc = json.loads(path.read_text())
+    kernel = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel")
+    ts = doc["traceEvents"][kernel]["ts"]
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not (e.get("ph") == "f" and e.get("ts") == ts)]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(BadInputError, match=rf"traceEvents\[{kernel}\] \(kernel .*has no args.correlation$"):
         load_run(path)
 
 
