@@ -56,6 +56,9 @@ def load_events(path: Path) -> list[dict]:
     for e in events:
         if not isinstance(e, dict):
             continue
+        for key in ("pid", "tid"):  # a string of an integer's digits reads as that integer (the 2021 format's tid)
+            if isinstance(e.get(key), str) and re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", e[key]):
+                e[key] = int(e[key])
         if e.get("cat") in LEGACY_CATS:
             e["cat"] = LEGACY_CATS[e["cat"]]
         elif e.get("cat") is None and e.get("ph") == "i" and e.get("name") == "[memory]":
@@ -211,7 +214,7 @@ def reference_attribution(
 
     first_ops: dict = {}  # External id -> (pid, tid, start, end, event index) of the first operator that has it
     for i, e, s, end in spans:
-        external = e.get("args", {}).get("External id")
+        external = (e.get("args") or {}).get("External id")
         if role(e) == "op" and external is not None:
             first_ops.setdefault(external, (e.get("pid"), e.get("tid"), s, end, i))
 
@@ -219,14 +222,14 @@ def reference_attribution(
     launch_external: dict = {}  # a kernel that carries no External id has its launch's
     graph_launches: dict = {}  # correlation -> the graph launch's event index
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
-        corr = e.get("args", {}).get("correlation")
+        corr = (e.get("args") or {}).get("correlation")
         if e.get("cat") in LAUNCH_CATEGORIES and corr is not None:
             pid, tid = e["pid"], e["tid"]
-            op = first_ops.get(e.get("args", {}).get("External id"))
+            op = first_ops.get((e.get("args") or {}).get("External id"))
             if op is not None and op[0] == pid and op[1] != tid and op[2] <= s < op[3]:
                 tid = op[1]  # filed under another thread's id: it was made on its operator's thread
             launch_by_corr.setdefault(corr, (pid, tid, s))
-            launch_external.setdefault(corr, e.get("args", {}).get("External id"))
+            launch_external.setdefault(corr, (e.get("args") or {}).get("External id"))
             if e.get("name", "").startswith(GRAPH_LAUNCHES):
                 graph_launches.setdefault(corr, i)
 
@@ -296,7 +299,7 @@ def reference_attribution(
 
     ops_by_external = {}
     for i, e, s, end in spans:
-        ext = e.get("args", {}).get("External id")
+        ext = (e.get("args") or {}).get("External id")
         if role(e) == "op" and ext is not None:
             ops_by_external.setdefault(ext, e["name"])
 
@@ -331,7 +334,7 @@ def reference_attribution(
     empty = dict.fromkeys(("module_name", "function_label", "function_event", "inner_op", "call_op"))
     empty |= dict.fromkeys(("call_op_event", "named_op", "named_op_event"))
     for i, e, s, end in device:
-        args = e.get("args", {})
+        args = (e.get("args") or {})
         launch = launch_by_corr.get(args.get("correlation"))
         if launch is None and args.get("External id") in first_ops:
             launch = first_ops[args["External id"]][4]

@@ -3,6 +3,7 @@ raw control character inside a string as itself, wherever in the trace they stan
 with a note; a quote that ends a string early or a backslash that starts no escape is refused, saying where."""
 
 import gzip
+import json
 
 import pytest
 from conftest import REPO
@@ -172,3 +173,36 @@ def test_an_nsight_systems_report_is_named(tmp_path, name, size):
         " with torch.profiler (export_chrome_trace), or export the report with nsys export --type json/sqlite for"
         " Nsight's own tools)"
     )
+
+
+def _each(cat, change):
+    def edit(doc):
+        for e in doc["traceEvents"]:
+            if e.get("ph") == "X" and (cat is None or e.get("cat") == cat):
+                change(e)
+
+    return edit
+
+
+SHAPES = {  # what third-party writers and hands do to a trace, which changes no row
+    "ts and dur as strings": _each(None, lambda e: e.update(ts=str(e["ts"]), dur=str(e["dur"]))),
+    "pid and tid of operators as strings of digits": _each(
+        "cpu_op", lambda e: e.update(pid=str(e["pid"]), tid=str(e["tid"]))
+    ),
+    "args null on operators": _each("cpu_op", lambda e: e.update(args=None)),
+    "integer microseconds": _each(None, lambda e: e.update(ts=int(e["ts"]))),
+    "operators listed twice": lambda doc: doc["traceEvents"].extend(
+        [e for e in doc["traceEvents"] if e.get("cat") == "cpu_op"][:3]
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_trace_of_another_shape_reads_the_same_by_both_readers(tmp_path, shape, reader):
+    doc = json.loads(TEXT)
+    SHAPES[shape](doc)
+    path = _write(tmp_path, json.dumps(doc).encode(), False)
+    with load_run(path) as run, load_run(MLP) as original:
+        assert_matches_reference(run, path)
+        columns = ["kernel", "op", "function_name", "kernel_us"]
+        assert run.profiling_df()[columns].equals(original.profiling_df()[columns])
