@@ -26,6 +26,7 @@ from torch.profiler import ProfilerActivity, profile
 from . import scope_gate
 from .calls import patched_functions
 from .compiled import record_keeping_compiled_code
+from .git_head import git_commit_in_background
 from .instrument import CALLS, instrumented
 from .kineto_notices import quiet_start_and_stop
 from .predictions import why_missed
@@ -34,7 +35,6 @@ from .run_writer import (
     base_manifest,
     check_destination,
     checked_tags,
-    git_commit_in_background,
     run_destination,
     write_run,
 )
