@@ -201,7 +201,7 @@ def write_run(
             (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
             if durable:
                 _sync(staging)
-            _move_into_place(staging, out)
+            _move_into_place(staging, out, overwrite)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             _remove_made(created)
@@ -219,20 +219,56 @@ def _sync(directory: Path) -> None:
             os.close(fd)
 
 
-def _move_into_place(staging: Path, out: Path) -> None:
-    """Rename ``staging`` to ``out``; an existing ``out`` (overwrite=True) is moved aside first and put
-    back if the swap fails, so a failure leaves the old run, never no run."""
-    if not out.exists():
-        os.rename(staging, out)
+def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
+    """Rename ``staging`` to ``out``. With ``overwrite``, a run at ``out`` is moved aside first, removed once the new
+    one is in place, and put back if the swap fails, so a failure leaves the old run, never no run; without it, a run
+    put at ``out`` since ``check_destination`` is a RunExistsError.
+
+    Writers racing for one ``out`` (two ``profile(out=X, overwrite=True)``) leave nothing behind in any interleaving:
+    a run that another writer puts in place, or moves aside, between these steps is moved aside and removed in its
+    turn, so the last writer's run stands, whole."""
+    while True:
+        try:
+            os.rename(staging, out)  # where out is missing (or an empty folder, which overwrite may replace)
+            return
+        except OSError as exc:
+            if exc.errno not in _OCCUPIED:
+                raise
+        if not overwrite:
+            raise RunExistsError(
+                out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
+            )
+        aside = out.parent / f".{out.name}.{uuid.uuid4().hex}.old"
+        try:
+            os.rename(out, aside)
+        except FileNotFoundError:  # another writer moved it aside meanwhile
+            continue
+        try:
+            os.rename(staging, out)
+        except OSError as exc:
+            if exc.errno not in _OCCUPIED:
+                _put_back(aside, out)
+                raise
+            shutil.rmtree(aside, ignore_errors=True)  # another writer's run is in place: the old one is replaced
+            continue  # and ours replaces that one in its turn
+        except BaseException:
+            _put_back(aside, out)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
         return
-    trash = out.parent / f".{out.name}.{uuid.uuid4().hex}.old"
-    os.rename(out, trash)
+
+
+_OCCUPIED = (errno.EEXIST, errno.ENOTEMPTY)  # a rename onto a folder that holds files
+
+
+def _put_back(aside: Path, out: Path) -> None:
+    """Put the run moved aside back at ``out``, or remove it where another writer's run is there now (where the file
+    system refuses both renames, the old run stays aside rather than be lost, and the first failure propagates)."""
     try:
-        os.rename(staging, out)
-    except BaseException:
-        os.rename(trash, out)
-        raise
-    shutil.rmtree(trash, ignore_errors=True)
+        os.rename(aside, out)
+    except OSError as exc:
+        if exc.errno in _OCCUPIED:
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 def _kept_samples(book: CappedSampleBook) -> dict[str, list]:
