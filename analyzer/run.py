@@ -75,7 +75,7 @@ class Run:
             connection.close(con)
             raise
         self._assemble(con, path, parts, module_prefix, function_prefix)
-        if not allow_empty and self._con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 0:
+        if not allow_empty and self._counts()[1] == 0:
             connection.close(self._con)
             raise BadInputError(sources[0].trace if len(sources) == 1 else path, NOTHING_TO_ATTRIBUTE)
 
@@ -97,7 +97,8 @@ class Run:
         if len({part.rank for part in parts}) != len(parts):
             raise BadInputError(path, rank_twice([(part.rank, part.header and part.header.path) for part in parts]))
         self._con, self.path = con, path
-        self._views_defined = False
+        self._views_defined = self._closed = False
+        self._counted: tuple[int, int] | None = None  # (device events, rows) of table kernels, counted once
         self.module_prefix, self.function_prefix = module_prefix, function_prefix
         self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
         self.manifest: dict | None = next(iter(self.parts.values())).manifest
@@ -145,8 +146,24 @@ class Run:
     @property
     def device(self) -> str:
         """'cuda' when the trace holds device events, else 'cpu' (CPU operators, by self time, stand in for kernels)."""
-        row = self._con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
-        return "cuda" if row[0] else "cpu"
+        return "cuda" if self._counts()[0] else "cpu"
+
+    def _counts(self) -> tuple[int, int]:
+        """(device events, rows) of table ``kernels``, counted at the first need: the table is made once, at load."""
+        if self._counted is None:
+            query = "SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels"
+            self._counted = tuple(self._con.execute(query).fetchone())
+        return self._counted
+
+    def __repr__(self) -> str:
+        """``Run('runs/mlp', ranks=[0], device='cuda', rows=1234)``: what was loaded, in one line; a closed run's rows
+        are not counted any more."""
+        ranks = self.ranks
+        shown = repr(ranks) if len(ranks) <= 4 else f"[{ranks[0]}, {ranks[1]}, …, {ranks[-1]}] ({len(ranks)})"
+        fields = [repr(os.fspath(self.path)), f"ranks={shown}"]
+        if self._counted is not None or not self._closed:
+            fields += [f"device={self.device!r}", f"rows={self._counts()[1]}"]
+        return f"{type(self).__name__}({', '.join(fields + ['closed'] * self._closed)})"
 
     def profiling_df(self, rank: int | None = None, *, top_k: int | None = None) -> pd.DataFrame:
         """One row per device event (SPEC §1 columns first), in device start order, rank by rank; with ``top_k``,
@@ -254,6 +271,7 @@ class Run:
 
     def close(self) -> None:
         connection.close(self._con)
+        self._closed = True
 
     def __enter__(self) -> Run:
         return self
