@@ -10,7 +10,8 @@ from .errors import (
     RecordingBusyError,
     RunExistsError,
 )
-from .run import LaunchCheck, RankPart, Run, load_run
+from .rank_parts import LaunchCheck, RankPart
+from .run import Run, load_run
 from .samples import ObjectRepr, TensorMeta
 from .summary import describe_results
 

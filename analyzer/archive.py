@@ -28,8 +28,9 @@ from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import errors_naming, unwritten, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
+from .rank_parts import LaunchCheck, RankPart
 from .ranks import ARCHIVE_MARKER, find_ranks
-from .run import LaunchCheck, RankPart, Run
+from .run import Run
 from .rundir import MANIFEST
 from .samples import check_totals, encode
 from .sql import quote, sql_text

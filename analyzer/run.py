@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import astuple, dataclass
+from dataclasses import astuple
 from pathlib import Path
 from string import Template
 
@@ -13,47 +13,22 @@ import pandas as pd
 from . import connection, rundir
 from .errors import BadInputError
 from .event_array import is_gzip
-from .ingest import TraceHeader, beyond_the_limits, ingest_trace
+from .ingest import TraceHeader
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
-from .ranks import UnknownRank, find_ranks, header_rank, merge_function_data, one_scheme, rank_twice
+from .rank_parts import LaunchCheck, RankPart, calls_named_from_the_trace, ingest_ranks
+from .ranks import UnknownRank, find_ranks, merge_function_data, one_scheme, rank_twice
 from .run_settings import keeps_steps, limit_optimizers, limit_threads
-from .rundir import COMPILED_REGION_CALL, FUNCTION_PREFIX, GRAPH_REPLAY_CALL, MODULE_PREFIX, OTHER_OPERATOR_CALL
+from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
 from .sample_tensors import load_sample_tensors
-from .samples import check_totals, function_data_from_store, sample_totals_frame, samples_frame
-from .sql import define_scope_names, drop_held, hold_drops, run_sql_file, sql_text
+from .samples import check_totals, sample_totals_frame, samples_frame
+from .sql import drop_held, hold_drops, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
-from .validate import NOTHING_TO_ATTRIBUTE, nothing_to_attribute, validate_escapes, validate_events
+from .validate import NOTHING_TO_ATTRIBUTE
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
-
-
-@dataclass(frozen=True)
-class LaunchCheck:
-    """Launches without their device event and device events without their launch: profiler losses."""
-
-    launches: int
-    device_events: int
-    launches_without_device_event: int
-    device_events_without_launch: int
-
-    @property
-    def ok(self) -> bool:
-        return not (self.launches_without_device_event or self.device_events_without_launch)
-
-
-@dataclass(frozen=True)
-class RankPart:
-    """What a run keeps of each rank besides its rows: manifest, decoded samples, profiler losses."""
-
-    rank: int
-    manifest: dict | None
-    function_data: dict
-    check: LaunchCheck
-    directory: Path | None = None  # the rank's run directory (None for a bare trace or an archive)
-    header: TraceHeader | None = None  # the trace's keys other than traceEvents (None in an archive)
 
 
 class Run:
@@ -93,14 +68,14 @@ class Run:
         if keeps_steps(json_size):
             hold_drops(con)
         try:
-            parts = self._ingest(con, sources, module_prefix, function_prefix, progress, not allow_empty)
+            parts = ingest_ranks(con, sources, module_prefix, function_prefix, progress, not allow_empty)
             if len(parts) > 1:  # the ranks' samples merged (function_data()) add up too
                 check_totals(merge_function_data({part.rank: part.function_data for part in parts}), path)
         except BaseException:
             connection.close(con)
             raise
         self._assemble(con, path, parts, module_prefix, function_prefix)
-        if not allow_empty and self._con.execute("SELECT count(*) FROM kernels").fetchone()[0] == 0:
+        if not allow_empty and self._counts()[1] == 0:
             connection.close(self._con)
             raise BadInputError(sources[0].trace if len(sources) == 1 else path, NOTHING_TO_ATTRIBUTE)
 
@@ -118,61 +93,12 @@ class Run:
         run._assemble(con, Path(path), parts, module_prefix, function_prefix)
         return run
 
-    @staticmethod
-    def _ingest(
-        con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool
-    ) -> list[RankPart]:
-        """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
-        trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
-        parts = []
-        for position, source in enumerate(sources):
-            named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
-            escaped = rundir.names_escaped(source.manifest)
-            define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False,
-                               torchscript_paths=script_paths)  # fmt: skip
-            try:
-                header = ingest_trace(con, source.trace, progress=progress)
-            except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
-                raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
-            validate_events(con, source.trace, rows_checked=header.all_rows_checked)
-            if escaped:
-                validate_escapes(con, source.trace)
-            if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
-                raise BadInputError(source.trace, nothing_to_attribute(con))
-            rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
-            if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
-                run_sql_file(con, "frame_names.sql")
-                run_sql_file(con, "frames.sql")
-            try:
-                check = LaunchCheck(*run_sql_file(con, "attribution.sql").fetchone())
-                if script_paths:
-                    run_sql_file(con, "torchscript_modules.sql")
-                run_sql_file(con, "attribution_end.sql")
-            except duckdb.OutOfMemoryException as exc:
-                raise BadInputError(source.trace, beyond_the_limits(con, exc)) from None
-            directory = source.trace.parent if source.manifest is not None else None
-            function_data = function_data_from_store(source.store, source.samples)
-            if source.samples is not None:
-                _check_sample_ids(con, source.trace, source.samples, function_data)
-            for table in ("events", "kernels"):  # a single trace's tables need no renaming
-                if position == 0:
-                    con.execute(f"ALTER TABLE {table} ADD COLUMN rank INTEGER DEFAULT {int(rank)}")
-                    con.execute(f"ALTER TABLE {table} ALTER COLUMN rank DROP DEFAULT")
-                    if len(sources) > 1:
-                        con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
-                else:
-                    con.execute(f"INSERT INTO ks_all_{table} SELECT *, {int(rank)} FROM {table}")
-                    con.execute(f"DROP TABLE {table}")
-            parts.append(RankPart(rank, source.manifest, function_data, check, directory, header))
-        for table in ("events", "kernels") if len(sources) > 1 else ():
-            con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
-        return parts
-
     def _assemble(self, con, path: Path, parts: list[RankPart], module_prefix: str, function_prefix: str) -> None:
         if len({part.rank for part in parts}) != len(parts):
             raise BadInputError(path, rank_twice([(part.rank, part.header and part.header.path) for part in parts]))
         self._con, self.path = con, path
-        self._views_defined = False
+        self._views_defined = self._closed = False
+        self._counted: tuple[int, int] | None = None  # (device events, rows) of table kernels, counted once
         self.module_prefix, self.function_prefix = module_prefix, function_prefix
         self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
         self.manifest: dict | None = next(iter(self.parts.values())).manifest
@@ -220,8 +146,24 @@ class Run:
     @property
     def device(self) -> str:
         """'cuda' when the trace holds device events, else 'cpu' (CPU operators, by self time, stand in for kernels)."""
-        row = self._con.execute("SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels").fetchone()
-        return "cuda" if row[0] else "cpu"
+        return "cuda" if self._counts()[0] else "cpu"
+
+    def _counts(self) -> tuple[int, int]:
+        """(device events, rows) of table ``kernels``, counted at the first need: the table is made once, at load."""
+        if self._counted is None:
+            query = "SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels"
+            self._counted = tuple(self._con.execute(query).fetchone())
+        return self._counted
+
+    def __repr__(self) -> str:
+        """``Run('runs/mlp', ranks=[0], device='cuda', rows=1234)``: what was loaded, in one line; a closed run's rows
+        are not counted any more."""
+        ranks = self.ranks
+        shown = repr(ranks) if len(ranks) <= 4 else f"[{ranks[0]}, {ranks[1]}, …, {ranks[-1]}] ({len(ranks)})"
+        fields = [repr(os.fspath(self.path)), f"ranks={shown}"]
+        if self._counted is not None or not self._closed:
+            fields += [f"device={self.device!r}", f"rows={self._counts()[1]}"]
+        return f"{type(self).__name__}({', '.join(fields + ['closed'] * self._closed)})"
 
     def profiling_df(self, rank: int | None = None, *, top_k: int | None = None) -> pd.DataFrame:
         """One row per device event (SPEC §1 columns first), in device start order, rank by rank; with ``top_k``,
@@ -329,6 +271,7 @@ class Run:
 
     def close(self) -> None:
         connection.close(self._con)
+        self._closed = True
 
     def __enter__(self) -> Run:
         return self
@@ -341,17 +284,6 @@ def _checked_top_k(top_k: int) -> int:
     if top_k < 0:
         raise ValueError("top_k must be >= 0")
     return int(top_k)
-
-
-def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
-    """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
-    named = con.execute(
-        "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
-    ).fetchall()
-    for name, sample_id in named:
-        if not 0 <= sample_id < len(function_data.get(name, ())):
-            problem = f"names sample {sample_id} of {name!r}, which {samples_path.name} does not hold"
-            raise BadInputError(trace, problem + " (files of two runs?)")
 
 
 def load_run(
@@ -383,16 +315,3 @@ def load_run(
         memory_limit=memory_limit,
         disk_limit=disk_limit,
     )
-
-
-def calls_named_from_the_trace(manifest: dict | None) -> tuple[str | None, str | None, str | None]:
-    """The call names a recording gives the kernels that no call scope holds: of CUDA graph launches, of compiled
-    regions, and of other operators (the trace rule, docs/sql.md): ``(graph_replay_call, compiled_region_call,
-    other_operator_call)``. A ``calls="all"`` recording of format 3 names the first two in its manifest's annotation
-    (``calls="functional"`` names none, keeping aitune's view) and gets the trace rule; a bare trace, which has no
-    call scopes, gets all three; older recordings (a scope named replays) none."""
-    if manifest is None:
-        return GRAPH_REPLAY_CALL, COMPILED_REGION_CALL, OTHER_OPERATOR_CALL
-    annotation = manifest.get("annotation", {})
-    other = OTHER_OPERATOR_CALL if "graph_replay_call" in annotation else None
-    return annotation.get("graph_replay_call"), annotation.get("compiled_region_call"), other

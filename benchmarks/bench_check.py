@@ -38,7 +38,7 @@ import bench_alternatives  # noqa: E402
 import workloads  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from kernelscope.recorder.bench import bench, bench_savings  # noqa: E402
-from kernelscope.recorder.run_writer import git_commit  # noqa: E402
+from kernelscope.recorder.git_head import git_commit  # noqa: E402
 
 CUDA = torch.cuda.is_available()
 WITHIN = 0.10  # "agree": the replayed time within 10 % of the recorded one

@@ -125,13 +125,13 @@ def _wrap(owner, name: str, stages: Stages, stage: str, *, summed: bool = False,
 @contextmanager
 def timed():
     """A Stages that the analyzer's functions add their times to while the block runs."""
-    from kernelscope.analyzer import event_array, ingest, run, sql, validate  # noqa: F401
+    from kernelscope.analyzer import event_array, ingest, rank_parts, run, sql, validate  # noqa: F401
 
     stages = Stages()
     undo: list = []
     _wrap(run.connection, "connect", stages, "connect", undo=undo)
     _wrap(run, "limit_memory", stages, "memory settings", undo=undo)
-    _wrap(run, "ingest_trace", stages, "ingest", undo=undo)
+    _wrap(rank_parts, "ingest_trace", stages, "ingest", undo=undo)
     _wrap(ingest, "split_event_array", stages, "ingest/cut and hand out parts (one thread)", undo=undo)
     _wrap(ingest, "_load_part", stages, "ingest: load a part (all threads)", summed=True, undo=undo)
     _wrap(ingest._NativeInserts, "insert", stages, "ingest: insert (all threads)", summed=True, undo=undo)
@@ -151,8 +151,8 @@ def timed():
         ingest.native_reader = reader
         _wrap(reader, "scan", stages, "ingest: native scan (all threads)", summed=True, undo=undo)
         undo.append((ingest, "native_reader", original_module))
-    _wrap(run, "validate_events", stages, "validate.sql", undo=undo)
-    original_run_sql_file = run.run_sql_file
+    _wrap(rank_parts, "validate_events", stages, "validate.sql", undo=undo)
+    original_run_sql_file = rank_parts.run_sql_file
 
     def run_sql_file(con, name, **literals):
         if name != "attribution.sql":
@@ -187,8 +187,8 @@ def timed():
         stages.add(name, time.perf_counter() - whole, cpu=_process_cpu() - whole_cpu)
         return con
 
-    run.run_sql_file = run_sql_file
-    undo.append((run, "run_sql_file", original_run_sql_file))
+    rank_parts.run_sql_file = run_sql_file
+    undo.append((rank_parts, "run_sql_file", original_run_sql_file))
     try:
         yield stages
     finally:

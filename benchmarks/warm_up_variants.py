@@ -34,8 +34,8 @@ class HoldsNothing(CappedSampleBook):
     """The predicted pass holds no input (so nothing is confirmed: for timing only)."""
 
     def _start_predicting(self) -> None:
-        for control, order, _ in self._predicted:
-            control.predict(order, lambda call: None)
+        for predicted in self._predicted:
+            predicted.control.predict(predicted, lambda call: None, self.thread)
         self.predicting = True
 
 

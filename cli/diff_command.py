@@ -11,7 +11,15 @@ import pandas as pd
 from .loading import load_run_of, prefix_options
 from .output import Output, diagnostic, emit, output_options
 from .paths import UserPath
-from .rows import FULL_NAMES, TOP_K, first_rows, note_levels_left_out, rows_to_show, shorten_kernel_names
+from .rows import (
+    FULL_NAMES,
+    TOP_K,
+    first_rows,
+    name_the_root,
+    note_levels_left_out,
+    rows_to_show,
+    shorten_kernel_names,
+)
 
 REGRESSION_EXIT = 1
 
@@ -86,6 +94,7 @@ def diff(
     chosen = frame[frame["level"].isin(("total", *(levels or ("function", "module", "kernel"))))]
     shown = first_rows(chosen.reset_index(drop=True), rows_to_show(top_k, output), by="level")
     shown = shorten_kernel_names(shown, output, full_names, column="name", only=shown["level"] == "kernel")
+    shown = name_the_root(shown, output, f"{run_b} against {run_a}")
     emit(shown, output, title=title)
     if output.to_terminal:
         levels_shown = ("function", "module", "kernel")

@@ -1,5 +1,5 @@
-"""What a table shows: how many rows (``--top-k``), kernels' short names, and the lines under a table that say
-what it left out and where its time went."""
+"""What a table shows: how many rows (``--top-k``), kernels' short names, the root module's name, and the lines under
+a table that say what it left out and where its time went."""
 
 from __future__ import annotations
 
@@ -76,6 +76,33 @@ def shorten_kernel_names(
     names = short_kernel_names(frame.loc[rows, column])
     frame = frame.copy()
     frame.loc[rows, column] = frame.loc[rows, column].map(names)
+    return frame
+
+
+MODULE_COLUMNS = ("module_name", "module", "parent")  # what holds a module's name in a table: "" is the root
+
+
+def root_name(run: str, rank: int | None = None) -> str:
+    """What a table or the tree calls the root module (whose ``module_name`` is ""): the run it is the whole model of,
+    as the tree's top line names it."""
+    return run if rank is None else f"{run} (rank {rank})"
+
+
+def name_the_root(frame: pd.DataFrame, output: Output, root: str) -> pd.DataFrame:
+    """A table shows the root module by ``root`` (root_name), where its name "" would be a blank cell: in the columns of
+    module names and, in a diff, the names of the rows of level module. csv, json and parquet keep "", the name the SQL
+    tables and DataFrames give it."""
+    if output.format != "table" or frame.empty:
+        return frame
+    columns = [c for c in MODULE_COLUMNS if c in frame and pd.api.types.is_string_dtype(frame[c])]
+    diffed = "level" in frame and "name" in frame
+    if not columns and not diffed:
+        return frame
+    frame = frame.copy()
+    for column in columns:
+        frame.loc[frame[column].eq(""), column] = root
+    if diffed:
+        frame.loc[frame["level"].eq("module") & frame["name"].eq(""), "name"] = root
     return frame
 
 

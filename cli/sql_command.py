@@ -13,8 +13,9 @@ import pandas as pd
 
 from .interrupts import ctrl_c_handled
 from .loading import load, prefix_options, run_option
-from .output import Output, diagnostic, emit, output_options, print_table
+from .output import TERMINAL, Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
+from .rows import name_the_root, root_name
 
 SHELL_ROWS = 200
 SHELL_HELP = (
@@ -59,7 +60,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
             if failed and not sys.stdin.isatty():  # a script fed to the prompt fails as a whole
                 raise KernelscopeError(None, f"{failed} statement{'s' if failed > 1 else ''} of the input failed")
             return
-        emit(run_query(loaded.con, query), output)
+        emit(name_the_root(run_query(loaded.con, query), output, root_name(run)), output)
 
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
@@ -129,12 +130,12 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
             if stripped:
                 buffer.append(line)
             if stripped.endswith(";"):
-                failed += _shell_statements(con, "\n".join(buffer))
+                failed += _shell_statements(con, "\n".join(buffer), root_name(name))
                 if history is not None:
                     history.merge(len(buffer))
                 buffer = []
         if buffer:
-            failed += _shell_statements(con, "\n".join(buffer))
+            failed += _shell_statements(con, "\n".join(buffer), root_name(name))
         return failed
     finally:
         if history is not None:
@@ -186,8 +187,9 @@ class _History:
             pass
 
 
-def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
-    """Run every statement of ``text`` and print each result; returns how many failed."""
+def _shell_statements(con: duckdb.DuckDBPyConnection, text: str, root: str = "") -> int:
+    """Run every statement of ``text`` and print each result (the root module named ``root``: rows.name_the_root);
+    returns how many failed."""
     try:
         statements = con.extract_statements(text)
     except duckdb.Error as exc:
@@ -206,7 +208,7 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
                 raise
             diagnostic("error: interrupted")  # the prompt goes on; the statements after this one are dropped
             return failed + 1
-        print_table(frame.head(SHELL_ROWS))
+        print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL, root) if root else frame.head(SHELL_ROWS))
         if len(frame) > SHELL_ROWS:
             click.echo(
                 f"({len(frame) - SHELL_ROWS} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)"

@@ -10,6 +10,7 @@ import pandas as pd
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import stdout_console
 from .paths import UserPath
+from .rows import root_name
 
 STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 
@@ -54,8 +55,7 @@ def tree(
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         check_rank(run, loaded, rank)
         nodes = shown_tree(loaded, rank, min_pct=min_pct, max_depth=depth, show_calls=show_calls)
-    root_name = run if rank is None else f"{run} (rank {rank})"
-    print_tree(nodes, root_name, min_pct, full_names)
+    print_tree(nodes, root_name(run, rank), min_pct, full_names)
 
 
 def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: bool = False) -> None:

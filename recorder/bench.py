@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 from kernelscope.analyzer.samples import render_call
 
-from .bench_scripts import check_script_destination, write_script
+from .bench_scripts import check_script_destination, script_stems, write_script
 from .bench_sources import Samples, open_samples, recorded_times, replay_device_name
 from .compare import compare
 from .replay import Callee, NotReplayable, SampleInputs, error_reason, resolve_call
@@ -66,8 +66,9 @@ def bench(
         chosen = chosen_functions(samples, functions, top_k)
         if alternatives and len(chosen) != 1:
             raise ValueError(f"an alternative (against) replaces one call: name it (functions), not {len(chosen)}")
+        stems = script_stems(chosen)
         if scripts is not None:
-            check_script_destination(Path(scripts), chosen, overwrite)
+            check_script_destination(Path(scripts), stems, overwrite)
         comparable = samples.recorded_on == replayed_on
         if samples.recorded_on is not None and not comparable:
             warnings.warn(
@@ -84,7 +85,9 @@ def bench(
                 rows.extend(function_rows)
                 if scripts is not None and script is not None:
                     recorded_on = samples.recorded_on or "an unknown device"
-                    write_script(Path(scripts), *script, samples.recorded_type, recorded_on, samples.where)
+                    write_script(
+                        Path(scripts), stems[function], *script, samples.recorded_type, recorded_on, samples.where
+                    )
         finally:
             release_buffers()
     frame = pd.DataFrame(rows, columns=COLUMNS)

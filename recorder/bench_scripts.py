@@ -8,6 +8,7 @@ into it.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import io
 import math
@@ -15,6 +16,7 @@ import os
 import pickle
 import re
 import warnings
+from collections import Counter
 from pathlib import Path
 
 import torch
@@ -85,13 +87,33 @@ if __name__ == "__main__":
 '''
 
 
-def script_paths(directory: Path, function: str) -> tuple[Path, Path]:
-    """``(DIR/<call>.py, DIR/<call>.samples.pt)``, the call's name made a file name."""
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", function)
+def script_stems(functions: list[str]) -> dict[str, str]:
+    """The file name (less ``.py``) of each call's script. A name of letters, digits, ``_`` and ``.`` (not first) is
+    its own (``linear``, ``Tensor.__add__``); any other, and one that another call's differs from in letter case only
+    (which a file system may not tell apart), has its other characters replaced by ``_`` and ``-`` and 8 hex digits
+    of the SHA-1 of the name added (``a/b`` -> ``a_b-<8 hex digits>``, never ``a_b``'s). So no two calls share a
+    file, and a call's file is named the same in every run (but for a call that its letter case alone sets apart)."""
+    lowered = Counter(function.lower() for function in set(functions))
+    stems = {}
+    for function in functions:
+        if _PLAIN_NAME.fullmatch(function) and lowered[function.lower()] == 1:
+            stems[function] = function
+        else:
+            digest = hashlib.sha1(function.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+            stems[function] = f"{_OTHER_CHARACTERS.sub('_', function)}-{digest}"
+    return stems
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*")  # not a hidden file's (".x")
+_OTHER_CHARACTERS = re.compile(r"^\.|[^A-Za-z0-9_.]")
+
+
+def script_paths(directory: Path, stem: str) -> tuple[Path, Path]:
+    """``(DIR/<stem>.py, DIR/<stem>.samples.pt)``: a call's script and its samples (``script_stems``)."""
     return directory / f"{stem}.py", directory / f"{stem}.samples.pt"
 
 
-def check_script_destination(directory: Path, functions: list[str], overwrite: bool) -> None:
+def check_script_destination(directory: Path, stems: dict[str, str], overwrite: bool) -> None:
     """Fail before any work when the scripts have nowhere to go or would replace files without ``overwrite``."""
     if directory.exists() and not directory.is_dir():
         raise KernelscopeError(directory, "is not a directory to write the benchmark scripts into")
@@ -100,25 +122,26 @@ def check_script_destination(directory: Path, functions: list[str], overwrite: b
         raise KernelscopeError(parent, "is not an existing directory to write the benchmark scripts into")
     if not os.access(parent, os.W_OK):
         raise KernelscopeError(parent, "is not writable")
-    for function in functions:
-        for path in script_paths(directory, function):
+    for stem in stems.values():
+        for path in script_paths(directory, stem):
             if path.exists() and not overwrite:
                 raise OutputExistsError(path, "already exists; choose another directory, or replace it with --force")
 
 
 def write_script(
     directory: Path,
+    stem: str,
     callee: Callee,
     samples: list[tuple[int, int, str, float, SampleInputs]],
     recorded_type: str,
     recorded_on: str,
     where: str,
 ) -> Path | None:
-    """Write ``DIR/<call>.py`` and its samples; ``samples``: ``(sample id, calls, signature, recorded µs per
-    call, inputs)`` of each replayable sample. A sample the script could not replay (its inputs are not made,
-    or hold what ``torch.load(weights_only=True)`` does not read) is left out with a RuntimeWarning saying why;
-    None, and nothing written, when no sample is left."""
-    script, store = script_paths(directory, callee.name)
+    """Write ``DIR/<stem>.py`` and its samples (``script_stems``); ``samples``: ``(sample id, calls, signature,
+    recorded µs per call, inputs)`` of each replayable sample. A sample the script could not replay (its inputs are
+    not made, or hold what ``torch.load(weights_only=True)`` does not read) is left out with a RuntimeWarning saying
+    why; None, and nothing written, when no sample is left."""
+    script, store = script_paths(directory, stem)
     entries, left_out = [], []
     for sample_id, calls, signature, recorded_us, inputs in samples:
         try:

@@ -1,4 +1,5 @@
-"""The commit a working directory's repository is at, asked of git once and known again while nothing it read changed.
+"""The commit a working directory's repository is at (``git_commit``, the manifest's field), asked of git once and
+known again while nothing it read changed.
 
 Asking is a ``git rev-parse`` subprocess (a few ms of wall time, and a core, per recording). Its answer is kept per
 working directory and environment, with the state of every file git resolved it from: the ``.git`` entries of the
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ _known: dict[tuple, tuple[list[tuple[str, _FileState]], str]] = {}  # (folder, e
 # --symbolic-full-name applies to the names after it.
 _ASK = ["rev-parse", "--show-cdup", "--absolute-git-dir", "--git-common-dir", "HEAD", "--symbolic-full-name", "HEAD"]
 UNUSUAL = object()
+GIT_TIMEOUT_S = 5
 
 
 def known_commit(folder: str) -> tuple[tuple, str | None]:
@@ -92,3 +96,49 @@ def run(arguments: list[str], cwd: str | os.PathLike | None, timeout: float) -> 
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 else None
+
+
+def git_commit_in_background(cwd: str | os.PathLike | None = None) -> Future:
+    """git_commit(cwd), answered now where it is known (known_commit), else on a thread of its own, started now: the
+    subprocess's few ms of wall time are spent while the model warms up instead of in line."""
+    answer: Future = Future()
+    folder = _folder(cwd)
+    if folder is not None:
+        _key, commit = known_commit(folder)
+        if commit is not None:
+            answer.set_result(commit)
+            return answer
+
+    def look_up() -> None:
+        try:
+            answer.set_result(git_commit(cwd))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
+            answer.set_exception(exc)
+
+    threading.Thread(target=look_up, name="kernelscope-git", daemon=True).start()
+    return answer
+
+
+def git_commit(cwd: str | os.PathLike | None = None) -> str | None:
+    """``git rev-parse HEAD`` of the repository the command runs in; None outside one, without git, or when
+    git does not answer within GIT_TIMEOUT_S (a recording never fails for want of this field). The answer is
+    kept while the files git read for it are unchanged (known_commit)."""
+    folder = _folder(cwd)
+    commit = UNUSUAL
+    if folder is not None:
+        key, commit = known_commit(folder)
+        if commit is None:
+            commit = ask_and_remember(key, lambda arguments: run(arguments, folder, GIT_TIMEOUT_S))
+    if commit is UNUSUAL:  # not a work tree: asked plainly, not kept
+        commit = run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd, GIT_TIMEOUT_S)
+    commit = (commit or "").strip()
+    if len(commit) not in (40, 64) or not all(c in "0123456789abcdef" for c in commit):
+        return None
+    return commit
+
+
+def _folder(cwd: str | os.PathLike | None) -> str | None:
+    try:
+        return os.path.abspath(os.getcwd() if cwd is None else cwd)
+    except OSError:  # the working directory was removed
+        return None

@@ -26,14 +26,15 @@ from torch.profiler import ProfilerActivity, profile
 from . import scope_gate
 from .calls import patched_functions
 from .compiled import record_keeping_compiled_code
+from .git_head import git_commit_in_background
 from .instrument import CALLS, instrumented
 from .kineto_notices import quiet_start_and_stop
+from .predictions import why_missed
 from .retention import CappedSampleBook, hold_limit_bytes, warn_on_samples_not_kept
 from .run_writer import (
     base_manifest,
     check_destination,
     checked_tags,
-    git_commit_in_background,
     run_destination,
     write_run,
 )
@@ -210,14 +211,7 @@ class ModuleFunctionKernelProfiler:
         prof, manifest["sample_keys"], recordings = recorded
         if manifest["sample_keys"] == "per_call_after_miss":
             warnings.warn(
-                (
-                    "kernelscope: inputs of the recorded pass's calls were changed in place after their call (a "
-                    "reshape such as x.t_() or x.unsqueeze_(0)), which keying them after the pass cannot tell from "
-                    "calls that differ between passes"
-                    if recordings > 1 and book.calls_as_predicted()
-                    else "kernelscope: the model's calls differed between the warm-up passes and the recorded pass "
-                    "(other calls, or inputs of other shapes)"
-                )
+                why_missed(book, recordings)
                 + ", so the recorded pass was keyed as each call was made"
                 + (
                     f": the model ran {warmup_iterations + 2} passes, not {warmup_iterations + 1}"

@@ -75,6 +75,11 @@ class CappedSampleBook(SampleBook):
                 new[key] = nbytes
         return new
 
+    def renumbered(self, function_name: str, new_ids: list[int]) -> None:
+        for left_out in (self.not_kept, self.too_deep, self.transformed):
+            if function_name in left_out:
+                left_out[function_name] = {new_ids[sample_id] for sample_id in left_out[function_name]}
+
     def is_kept(self, function_name: str, sample_id: int) -> bool:
         """Whether the live inputs of this signature are kept (else only their metadata)."""
         left_out = (self.not_kept, self.too_deep, self.transformed)

@@ -13,10 +13,8 @@ import socket
 import stat
 import sys
 import tempfile
-import threading
 import uuid
 import warnings
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +42,11 @@ from kernelscope.analyzer.rundir import (
 )
 from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
-from . import git_head
 from .retention import CappedSampleBook
 from .torch_files import save_samples
 
 GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
 GZIP_MEMBER_BYTES = MEMBER_BYTES  # JSON per gzip member: members decompress in parallel in the analyzer
-GIT_TIMEOUT_S = 5
 # why a temporary run's manifest says its sample tensors were not saved (bench_sources.py reads it to say what to do)
 TEMPORARY_RUN_TENSORS = "a temporary run (profile() without out=) leaves them in function_data, live"
 
@@ -205,7 +201,7 @@ def write_run(
             (staging / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
             if durable:
                 _sync(staging)
-            _move_into_place(staging, out)
+            _move_into_place(staging, out, overwrite)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             _remove_made(created)
@@ -223,20 +219,56 @@ def _sync(directory: Path) -> None:
             os.close(fd)
 
 
-def _move_into_place(staging: Path, out: Path) -> None:
-    """Rename ``staging`` to ``out``; an existing ``out`` (overwrite=True) is moved aside first and put
-    back if the swap fails, so a failure leaves the old run, never no run."""
-    if not out.exists():
-        os.rename(staging, out)
+def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
+    """Rename ``staging`` to ``out``. With ``overwrite``, a run at ``out`` is moved aside first, removed once the new
+    one is in place, and put back if the swap fails, so a failure leaves the old run, never no run; without it, a run
+    put at ``out`` since ``check_destination`` is a RunExistsError.
+
+    Writers racing for one ``out`` (two ``profile(out=X, overwrite=True)``) leave nothing behind in any interleaving:
+    a run that another writer puts in place, or moves aside, between these steps is moved aside and removed in its
+    turn, so the last writer's run stands, whole."""
+    while True:
+        try:
+            os.rename(staging, out)  # where out is missing (or an empty folder, which overwrite may replace)
+            return
+        except OSError as exc:
+            if exc.errno not in _OCCUPIED:
+                raise
+        if not overwrite:
+            raise RunExistsError(
+                out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
+            )
+        aside = out.parent / f".{out.name}.{uuid.uuid4().hex}.old"
+        try:
+            os.rename(out, aside)
+        except FileNotFoundError:  # another writer moved it aside meanwhile
+            continue
+        try:
+            os.rename(staging, out)
+        except OSError as exc:
+            if exc.errno not in _OCCUPIED:
+                _put_back(aside, out)
+                raise
+            shutil.rmtree(aside, ignore_errors=True)  # another writer's run is in place: the old one is replaced
+            continue  # and ours replaces that one in its turn
+        except BaseException:
+            _put_back(aside, out)
+            raise
+        shutil.rmtree(aside, ignore_errors=True)
         return
-    trash = out.parent / f".{out.name}.{uuid.uuid4().hex}.old"
-    os.rename(out, trash)
+
+
+_OCCUPIED = (errno.EEXIST, errno.ENOTEMPTY)  # a rename onto a folder that holds files
+
+
+def _put_back(aside: Path, out: Path) -> None:
+    """Put the run moved aside back at ``out``, or remove it where another writer's run is there now (where the file
+    system refuses both renames, the old run stays aside rather than be lost, and the first failure propagates)."""
     try:
-        os.rename(staging, out)
-    except BaseException:
-        os.rename(trash, out)
-        raise
-    shutil.rmtree(trash, ignore_errors=True)
+        os.rename(aside, out)
+    except OSError as exc:
+        if exc.errno in _OCCUPIED:
+            shutil.rmtree(aside, ignore_errors=True)
 
 
 def _kept_samples(book: CappedSampleBook) -> dict[str, list]:
@@ -345,49 +377,3 @@ def base_manifest(
         "samples_per_pass": samples_per_pass,
         "tags": checked_tags(tags),
     }
-
-
-def git_commit_in_background(cwd: str | os.PathLike | None = None) -> Future:
-    """git_commit(cwd), answered now where it is known (git_head), else on a thread of its own, started now: the
-    subprocess's few ms of wall time are spent while the model warms up instead of in line."""
-    answer: Future = Future()
-    folder = _folder(cwd)
-    if folder is not None:
-        _key, commit = git_head.known_commit(folder)
-        if commit is not None:
-            answer.set_result(commit)
-            return answer
-
-    def look_up() -> None:
-        try:
-            answer.set_result(git_commit(cwd))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller of result()
-            answer.set_exception(exc)
-
-    threading.Thread(target=look_up, name="kernelscope-git", daemon=True).start()
-    return answer
-
-
-def git_commit(cwd: str | os.PathLike | None = None) -> str | None:
-    """``git rev-parse HEAD`` of the repository the command runs in; None outside one, without git, or when
-    git does not answer within GIT_TIMEOUT_S (a recording never fails for want of this field). The answer is
-    kept while the files git read for it are unchanged (git_head)."""
-    folder = _folder(cwd)
-    commit = git_head.UNUSUAL
-    if folder is not None:
-        key, commit = git_head.known_commit(folder)
-        if commit is None:
-            commit = git_head.ask_and_remember(key, lambda arguments: git_head.run(arguments, folder, GIT_TIMEOUT_S))
-    if commit is git_head.UNUSUAL:  # not a work tree: asked plainly, not kept
-        commit = git_head.run(["rev-parse", "--verify", "--quiet", "HEAD"], cwd, GIT_TIMEOUT_S)
-    commit = (commit or "").strip()
-    if len(commit) not in (40, 64) or not all(c in "0123456789abcdef" for c in commit):
-        return None
-    return commit
-
-
-def _folder(cwd: str | os.PathLike | None) -> str | None:
-    try:
-        return os.path.abspath(os.getcwd() if cwd is None else cwd)
-    except OSError:  # the working directory was removed
-        return None

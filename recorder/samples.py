@@ -4,11 +4,13 @@ order, with their call counts and live references.
 
 from __future__ import annotations
 
+from threading import get_ident
 from typing import Any, NamedTuple
 
 import torch
 from kernelscope.analyzer.samples import encode, safe_repr, tensor_bytes
 
+from .predictions import Prediction, ids_by_key, inverse, renumbered
 from .sample_keys import across_passes, as_called, call_key, holds_containers, tensor_key, tensor_shape
 
 Sample = tuple[tuple, dict]
@@ -30,6 +32,9 @@ class SampleBook:
     checked (``confirm_predictions``). A wrong prediction (a model whose calls differ between passes) is
     reported, never kept: the caller records the pass again, keyed per call.
 
+    Positions count on the thread that runs the passes only: the threads the model starts (a thread pool's
+    heads) call in another order in every pass, so their calls are looked up by key (recorder/predictions.py).
+
     Only the recorders called since the last reset are visited between passes (``calls="all"`` makes
     over a thousand): visiting them all right before the recorded pass slows the pass itself, as it evicts
     the operators' code and data from the CPU's caches.
@@ -45,11 +50,14 @@ class SampleBook:
         self.predicting = False
         self.hold_limit_bytes: int | None = None
         self._unpredicted = False  # a function the warm-up never called was called while predicting
+        self._by_thread_order = False  # an id was predicted from the order of calls from several threads
+        self.thread = get_ident()  # the thread that runs the passes (watch_warm_up, predict_next_pass)
         self._recorders: dict[str, Any] = {}
         self._controls: list[_RecorderControl] = []
         self._used: list[_RecorderControl] = []  # the recorders keyed per call since the last reset
-        self._predicted: list[tuple[_RecorderControl, list, list]] = []  # (recorder, the warm-up's ids, its keys)
-        self._missed: list[tuple[_RecorderControl, list, list]] = []  # the _predicted of a wrong prediction
+        self._predicted: list[Prediction] = []
+        self._missed: list[Prediction] = []  # the _predicted of a wrong prediction
+        self._missed_by_thread_order = False
 
     def remember(self, tensors: Any) -> None:
         """Key these tensors once, up front: the parameters and buffers of the observed modules, which keep
@@ -68,20 +76,42 @@ class SampleBook:
         counts: list[int] = []
         descriptions: list[dict] = []
         order: list[int] = []  # the sample id of each call, in call order
+        threads: list[int] = []  # the thread of each call of a watched warm-up, in call order
         persistent = self.persistent
         book = self
-        prediction = None  # (an iterator over the warm-up's order, hold) while the book predicts
+        prediction = None  # (an iterator over the warm-up's ids on the book's thread, hold, that thread)
+        elsewhere: Any = None  # [the Prediction, its ids by key once needed, an iterator over other threads' ids]
         copies = False  # its calls took lists or dicts: held and kept as they were at the call (as_called)
 
         def record(args: tuple, kwargs: dict) -> int:
             if prediction is not None:
-                predicted, hold = prediction
-                sample_id = next(predicted, -1)  # atomic: calls from several threads each get their own id
+                predicted, hold, thread = prediction
+                if get_ident() == thread:
+                    sample_id = next(predicted, -1)
+                else:
+                    sample_id = on_another_thread(args, kwargs)
                 if copies:
                     args, kwargs = as_called(args, kwargs)
-                hold((key_call, sample_id, args, kwargs))
+                hold((control, sample_id, args, kwargs))
                 return sample_id
             return key_call(args, kwargs)
+
+        def on_another_thread(args: tuple, kwargs: dict) -> int:
+            """A call of a thread the model started: the warm-up's id of its key, whatever the threads' order."""
+            predicted, by_key, in_order = elsewhere
+            if by_key is None:  # built at the first such call (threads racing here build equal ones)
+                by_key = elsewhere[1] = ids_by_key(predicted.keys)
+            try:
+                key = call_key(args, kwargs, persistent)
+                sample_id = by_key.get(key)
+                if sample_id is None:
+                    sample_id = by_key.get(across_passes(key))  # an argument made anew in every pass
+            except Exception:  # noqa: BLE001 (an argument's __eq__ of the model's own)
+                sample_id = None
+            if sample_id is None:
+                book._by_thread_order = True
+                return next(in_order, -1)  # atomic: calls from several threads each get their own id
+            return sample_id
 
         def key_call(args: tuple, kwargs: dict) -> int:
             nonlocal copies
@@ -111,30 +141,45 @@ class SampleBook:
                 book.new_signature(function_name, sample_id, args, kwargs)
             order.append(sample_id)
             if book.holding:
+                threads.append(get_ident())
                 book.hold(args, kwargs)
             return sample_id
 
         def forget() -> None:
-            nonlocal prediction
-            prediction = None
+            nonlocal prediction, elsewhere
+            prediction = elsewhere = None
             ids.clear()
             samples.clear()
             counts.clear()
             descriptions.clear()
             order.clear()
+            threads.clear()
 
-        def predict(predicted: list[int], hold: Any) -> None:
-            nonlocal prediction
-            prediction = (iter(predicted), hold)
+        def predict(predicted: Prediction, hold: Any, thread: int) -> None:
+            nonlocal prediction, elsewhere
+            prediction = (iter(predicted.own), hold, thread)
+            elsewhere = [predicted, None, iter(predicted.others)]
 
         def calls() -> tuple[list[int], list]:
             return order[:], list(ids)
+
+        def callers() -> list[int]:
+            return threads[:]
 
         def stop_predicting() -> None:
             nonlocal prediction
             prediction = None
 
-        control = _RecorderControl(forget, calls, predict, stop_predicting)
+        def renumber(new_ids: list[int]) -> None:
+            """Sample id ``i`` becomes ``new_ids[i]`` (a permutation)."""
+            old_ids = inverse(new_ids)
+            for values in (samples, counts, descriptions):
+                values[:] = [values[old] for old in old_ids]
+            for key, sample_id in ids.items():
+                ids[key] = new_ids[sample_id]
+            order[:] = [new_ids[sample_id] for sample_id in order]
+
+        control = _RecorderControl(function_name, forget, calls, callers, predict, stop_predicting, key_call, renumber)
         first = self._recorders.setdefault(function_name, record)  # atomic: threads' first calls race here
         if first is record:
             self._controls.append(control)
@@ -146,9 +191,10 @@ class SampleBook:
         ``predict_next_pass`` predicts from; holding its inputs grows the allocator's cache to what the
         predicted pass will hold."""
         self.reset()
-        self._missed = []
+        self._missed, self._missed_by_thread_order = [], False
         self.holding = True
         self.hold_limit_bytes = hold_limit_bytes
+        self.thread = get_ident()
 
     def hold(self, args: tuple, kwargs: dict) -> None:
         """Hold one warm-up call's inputs until ``predict_next_pass`` (CappedSampleBook applies the limit)."""
@@ -158,11 +204,12 @@ class SampleBook:
         """After the watched warm-up: the next pass predicts its calls' sample ids and holds their inputs, if
         the warm-up's were all held (True); otherwise (False) it is keyed per call."""
         fits = self.holding
-        warm_up = [(control, control.calls()) for control in self._used]
+        thread = self.thread = get_ident()
+        warm_up = [Prediction.of(control, thread) for control in self._used] if fits else []
         self.reset()  # the warm-up's inputs are let go: their memory stays in the allocator's cache
         if not fits:
             return False
-        self._predicted = [(control, order, keys) for control, (order, keys) in warm_up]
+        self._predicted = warm_up
         self._start_predicting()
         return True
 
@@ -179,9 +226,10 @@ class SampleBook:
     def _start_predicting(self) -> None:
         self.held = []
         hold = self.held.append
-        for control, order, _ in self._predicted:
-            control.predict(order, hold)
+        for predicted in self._predicted:
+            predicted.control.predict(predicted, hold, self.thread)
         self.predicting = True
+        self._by_thread_order = False
 
     def confirm_predictions(self) -> bool:
         """After the predicted pass: key its held calls in call order (counts, samples, new signatures: what
@@ -190,18 +238,38 @@ class SampleBook:
         predicted, self._predicted = self._predicted, []
         right = as_many_calls = not self._unpredicted  # as many calls of each function as the warm-up, no other
         self.predicting = self._unpredicted = False
-        for control, _, _ in predicted:
-            control.stop_predicting()
-        for key_call, sample_id, args, kwargs in held:
-            if key_call(args, kwargs) != sample_id:
-                right = False
+        for prediction in predicted:
+            prediction.control.stop_predicting()
+        keyed = [control.key_call(args, kwargs) for control, _, args, kwargs in held]
+        other_ids = {  # functions whose signatures were first seen in another order than in the warm-up
+            call[0].name: call[0] for call, sample_id in zip(held, keyed, strict=True) if call[1] != sample_id
+        }
+        new_ids = {name: renumbered(held, keyed, control) for name, control in other_ids.items()}
         # Equal ids need equal keys too: a call's inputs reshaped in place after it would show other keys.
-        for control, warm_up_order, warm_up_keys in predicted:
-            order, found = control.calls()
-            right = right and _equal(found, warm_up_keys[: len(found)])
-            as_many_calls = as_many_calls and len(order) == len(warm_up_order)
+        for prediction in predicted:
+            order, found = prediction.control.calls()
+            numbering = new_ids.get(prediction.control.name, ())
+            if numbering is None:
+                right = False
+            elif numbering:
+                found = [found[old] for old in inverse(numbering)]
+            right = right and _equal(found, prediction.keys[: len(found)])
+            as_many_calls = as_many_calls and len(order) == len(prediction.order)
+        if right:
+            for name, numbering in new_ids.items():
+                other_ids[name].renumber(numbering)
+                self.renumbered(name, numbering)
         self._missed = predicted if as_many_calls and not right else []
+        self._missed_by_thread_order = self._by_thread_order and not right
         return right
+
+    def missed_by_thread_order(self) -> bool:
+        """After a wrong prediction: whether some of its ids were predicted from the order of the calls that several
+        threads made, which differs between passes (the keys of those calls did not tell them apart)."""
+        return self._missed_by_thread_order
+
+    def renumbered(self, function_name: str, new_ids: list[int]) -> None:
+        """Called when a function's sample id ``i`` becomes ``new_ids[i]`` (recorder/predictions.py)."""
 
     def calls_as_predicted(self) -> bool:
         """After a wrong prediction and the pass recorded again, keyed per call: whether the predicted pass made as
@@ -210,7 +278,7 @@ class SampleBook:
         calls (``h.t_()``), so that keyed after the pass they showed other keys."""
         if not self._missed:
             return False
-        warm_up = {id(control): (order, keys) for control, order, keys in self._missed}
+        warm_up = {id(missed.control): (missed.order, missed.keys) for missed in self._missed}
         return len(self._used) == len(warm_up) and all(
             _equal(warm_up.get(id(control)), control.calls()) for control in self._used
         )
@@ -239,8 +307,8 @@ class SampleBook:
         made with the scopes in place is not counted."""
         for control in self._used:
             control.forget()
-        for control, _, _ in self._predicted:
-            control.forget()
+        for prediction in self._predicted:
+            prediction.control.forget()
         self._used, self._predicted = [], []
         self.samples, self.counts, self.descriptions = {}, {}, {}
         self.held = []
@@ -268,10 +336,14 @@ def _equal(keys: Any, others: Any) -> bool:
 
 
 class _RecorderControl(NamedTuple):
+    name: str
     forget: Any
     calls: Any
+    callers: Any
     predict: Any
     stop_predicting: Any
+    key_call: Any
+    renumber: Any
 
 
 def describe(args: tuple, kwargs: dict) -> dict:

@@ -528,12 +528,12 @@ def test_an_unreadable_file_is_bad_input(monkeypatch):
     """Permission denied (what a non-root user gets; simulated, since CI runs as root) names the file."""
     import errno
 
-    from kernelscope.analyzer import run as run_module
+    from kernelscope.analyzer import rank_parts
 
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(run_module, "ingest_trace", refuse)
+    monkeypatch.setattr(rank_parts, "ingest_trace", refuse)
     with pytest.raises(BadInputError, match=r"mlp/trace\.json\.gz: cannot be read \(Permission denied\)$"):
         load_run(RUN)
     from kernelscope.analyzer import rundir

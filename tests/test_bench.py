@@ -287,3 +287,39 @@ def test_samples_a_script_cannot_replay_are_left_out_of_it_with_the_reason(tmp_p
     assert [s["sample_id"] for s in torch.load(scripts / "gelu.samples.pt", weights_only=True)["samples"]] == [2]
     status = frame.set_index(["function_name", "sample_id"])["status"].to_dict()
     assert status == {("gelu", 0): "failed", ("gelu", 1): "failed", ("gelu", 2): "ok", ("Tensor.__getitem__", 0): "ok"}
+
+
+def test_script_names_are_the_calls_names_and_never_shared():
+    from kernelscope.recorder.bench_scripts import script_stems
+
+    names = ["linear", "Tensor.__add__", "torch.linalg.vector_norm", "a/b", "a_b", "a b", "torch.gradient",
+             "torch.Gradient", ".hidden"]  # fmt: skip
+    stems = script_stems(names)
+    assert [stems[name] for name in names[:3]] == names[:3] and stems["a_b"] == "a_b", "the common names as they are"
+    assert len({stem.lower() for stem in stems.values()}) == len(names), "unique, also where letter case is not told"
+    assert all(
+        stems[name].startswith(prefix)
+        for name, prefix in [
+            ("a/b", "a_b-"),
+            ("a b", "a_b-"),
+            ("torch.gradient", "torch.gradient-"),
+            ("torch.Gradient", "torch.Gradient-"),
+            (".hidden", "_hidden-"),
+        ]
+    )
+    assert script_stems(["a/b"]) == {"a/b": stems["a/b"]}, "a name's own file, whichever others are written with it"
+
+
+def test_calls_whose_names_make_one_file_name_each_get_their_script(tmp_path, monkeypatch):
+    from kernelscope.recorder import bench as bench_module
+    from kernelscope.recorder.replay import Callee
+
+    monkeypatch.setattr(bench_module, "resolve_call", lambda name: Callee(name, F.relu, "torch.nn.functional.relu"))
+    data = {"a/b": [(1, ((torch.randn(2),), {}))], "a_b": [(1, ((torch.randn(3),), {}))]}
+    bench(data, list(data), scripts=tmp_path, **FAST)
+    scripts = sorted(path.name for path in tmp_path.glob("*.py"))
+    assert len(scripts) == 2 and "a_b.py" in scripts, scripts
+    for script in scripts:
+        [sample] = torch.load(tmp_path / script.replace(".py", ".samples.pt"), weights_only=True)["samples"]
+        expected = (2,) if script != "a_b.py" else (3,)
+        assert sample["args"][0].shape == expected, "each script holds its own call's samples"

@@ -267,25 +267,25 @@ def test_a_known_commit_is_answered_again_until_git_changes_it(tmp_path, monkeyp
     run = git_head.run
     monkeypatch.setattr(git_head, "run", lambda arguments, *rest: asked.append(arguments) or run(arguments, *rest))
     git_head.forget()
-    assert run_writer.git_commit(sub) == first and len(asked) == 1
-    assert run_writer.git_commit(sub) == first and len(asked) == 1, "known: git is not asked again"
-    assert run_writer.git_commit_in_background(sub).result(0) == first, "known: answered without a thread"
+    assert git_head.git_commit(sub) == first and len(asked) == 1
+    assert git_head.git_commit(sub) == first and len(asked) == 1, "known: git is not asked again"
+    assert git_head.git_commit_in_background(sub).result(0) == first, "known: answered without a thread"
     second = commit()
-    assert run_writer.git_commit(sub) == second, "a commit on the branch"
+    assert git_head.git_commit(sub) == second, "a commit on the branch"
     subprocess.run([*git, "checkout", "-q", "--detach"], check=True, timeout=30)
     subprocess.run([*git, "pack-refs", "--all"], check=True, timeout=30)
-    assert run_writer.git_commit(sub) == second
+    assert git_head.git_commit(sub) == second
     third = commit()
-    assert run_writer.git_commit(sub) == third, "a commit on a detached HEAD"
+    assert git_head.git_commit(sub) == third, "a commit on a detached HEAD"
     subprocess.run([*git, "checkout", "-q", "-"], check=True, timeout=30)
-    assert run_writer.git_commit(sub) == second, "a checkout"
+    assert git_head.git_commit(sub) == second, "a checkout"
     git[-1] = str(sub)
     subprocess.run(["git", "init", "-q", str(sub)], check=True, timeout=30)
-    assert run_writer.git_commit(sub) is None, "a repository made inside the work tree, without a commit yet"
+    assert git_head.git_commit(sub) is None, "a repository made inside the work tree, without a commit yet"
     inner = commit()
-    assert run_writer.git_commit(sub) == inner != second
+    assert git_head.git_commit(sub) == inner != second
     monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
-    assert run_writer.git_commit(sub) == second, "another environment is asked anew"
+    assert git_head.git_commit(sub) == second, "another environment is asked anew"
     git_head.forget()
 
 

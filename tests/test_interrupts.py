@@ -29,7 +29,7 @@ main(sys.argv[1:], prog_name="kernelscope")
 
 CASES = {  # where the command waits: (module, function, command)
     "analyze, reading the trace": ("ingest", "split_event_array", "analyze"),
-    "analyze, attributing": ("run", "validate_events", "analyze"),
+    "analyze, attributing": ("rank_parts", "validate_events", "analyze"),
     "archive, between its renames": ("archive_commit", "_rename_into", "archive"),
 }
 
@@ -57,7 +57,7 @@ def test_a_signal_removes_the_scratch_and_exits_128_plus_its_number(case, signum
 # Runs the CLI with the trace's validation made to run a query that never ends once it has done its work.
 IN_A_QUERY = """
 import sys
-import kernelscope.analyzer.run as target
+import kernelscope.analyzer.rank_parts as target
 real = target.validate_events
 def in_a_query(con, *args, **kwargs):
     real(con, *args, **kwargs)

@@ -4,7 +4,7 @@ attribution.sql on its own, and leaves the analyzer as it found it."""
 import sys
 
 from conftest import REPO
-from kernelscope.analyzer import ingest, load_run, run
+from kernelscope.analyzer import ingest, load_run, rank_parts
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import load_stages  # noqa: E402
@@ -16,7 +16,11 @@ ROWS = "SELECT * FROM kernels ORDER BY event_id"
 def test_a_timed_load_gives_the_same_rows_and_times_each_stage():
     with load_run(TRACE) as untimed:
         expected = untimed.sql(ROWS)
-    patched = lambda: (run.run_sql_file, run.ingest_trace, run.validate_events, ingest.native_reader, ingest._load_part)  # noqa: E731
+
+    def patched():
+        steps = (rank_parts.run_sql_file, rank_parts.ingest_trace, rank_parts.validate_events)
+        return (*steps, ingest.native_reader, ingest._load_part)
+
     originals = patched()
     with load_stages.timed() as stages, load_run(TRACE) as timed:
         rows = timed.sql(ROWS)

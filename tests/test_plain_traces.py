@@ -290,20 +290,20 @@ def test_a_note_goes_to_stderr_in_every_format():
 
 
 def test_a_trace_with_nothing_to_attribute_is_refused_before_the_attribution(tmp_path, monkeypatch):
-    from kernelscope.analyzer import run as run_module
+    from kernelscope.analyzer import rank_parts
     from kernelscope.analyzer.errors import BadInputError
 
     path = _plain_trace(tmp_path, ["nn.Module: Net_0"])
     trace = json.loads(path.read_text())
     trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] not in ("kernel", "cpu_op")]
     path.write_text(json.dumps(trace))
-    read = run_module.run_sql_file
+    read = rank_parts.run_sql_file
 
     def no_attribution(con, name, **literals):
         assert name not in ("frames.sql", "attribution.sql"), "refusing costs no more than reading"
         return read(con, name, **literals)
 
-    monkeypatch.setattr(run_module, "run_sql_file", no_attribution)
+    monkeypatch.setattr(rank_parts, "run_sql_file", no_attribution)
     with pytest.raises(BadInputError, match="holds no device events .* and no CPU operators$"):
         load_run(path)
 

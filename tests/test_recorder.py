@@ -368,11 +368,11 @@ def test_a_plain_torch_profiler_trace_analyzes(tmp_path):
 
 
 def test_manifest_records_the_git_commit_of_the_working_directory(tmp_path, monkeypatch):
-    from kernelscope.recorder import run_writer
+    from kernelscope.recorder import git_head
 
     outside = tmp_path / "plain"
     outside.mkdir()
-    assert run_writer.git_commit(outside) is None, "not a repository"
+    assert git_head.git_commit(outside) is None, "not a repository"
     repo = tmp_path / "repo"
     repo.mkdir()
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
@@ -384,7 +384,7 @@ def test_manifest_records_the_git_commit_of_the_working_directory(tmp_path, monk
     profiler.profile(nn.Linear(2, 2), [((torch.randn(1, 2),), {})], warmup_iterations=0, out=tmp_path / "run")
     assert profiler.run.manifest["git_commit"] == head.strip()
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin-here"))  # git absent: no field, no failure
-    assert run_writer.git_commit(repo) is None
+    assert git_head.git_commit(repo) is None
 
 
 class _GcWatcher(nn.Module):

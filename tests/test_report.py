@@ -330,3 +330,18 @@ def test_a_cpu_recordings_header_says_torch_alone_and_no_launches_to_check(demo_
     with load_run(REPO / "sample_traces" / "demo") as run:
         gpu = dict(run_header(run, "demo").facts)
     assert gpu["torch / CUDA"].count(" / ") == 1 and gpu["launch check"].startswith("ok: ")
+
+
+def _kernel_table_headers(page) -> list[str]:
+    section = page.read_text().split('<section id="kernels">', 1)[1].split("</table>", 1)[0]
+    return [cell.split("</th>", 1)[0].strip() for cell in section.split("<th")[1:] if ">" in cell]
+
+
+def test_a_cpu_recordings_kernel_table_counts_cpu_operators_not_launches(demo_run, pages, tmp_path):
+    """A CPU recording's rows are CPU operators, which launch nothing: its table counts them as the other CPU views
+    name them (analyze --by: cpu_operators; the footer: CPU operator rows)."""
+    with load_run(demo_run[-1]) as run:
+        write_report(run, tmp_path / "cpu.html", name="cpu")
+    cpu, gpu = _kernel_table_headers(tmp_path / "cpu.html"), _kernel_table_headers(pages["bert"])
+    assert 'class="num">CPU operators' in cpu and not any("launches" in header for header in cpu)
+    assert 'class="num">launches' in gpu

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import connection, load_run, run_settings
-from kernelscope.analyzer import run as run_module
+from kernelscope.analyzer import connection, load_run, rank_parts, run_settings
 from kernelscope.analyzer.run import Run
 from kernelscope.analyzer.run_settings import LEAN_PASSES, THREAD_BYTES, run_threads
 
@@ -26,14 +25,14 @@ def _disabled(con) -> set[str]:
 def _settings_at_attribution(monkeypatch) -> list[tuple[int, set[str]]]:
     """(threads, disabled optimizer passes) of each attribution.sql that runs from now on."""
     seen = []
-    run_sql_file = run_module.run_sql_file
+    run_sql_file = rank_parts.run_sql_file
 
     def spy(con, name, **literals):
         if name == "attribution.sql":
             seen.append((_threads(con), _disabled(con)))
         return run_sql_file(con, name, **literals)
 
-    monkeypatch.setattr(run_module, "run_sql_file", spy)
+    monkeypatch.setattr(rank_parts, "run_sql_file", spy)
     return seen
 
 

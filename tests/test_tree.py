@@ -1,7 +1,9 @@
 """The module tree (tree.sql, module_calls.sql, tree_nodes.sql, tree_shown.sql; `kernelscope tree`), each number
 checked against sums over profiling_df computed here, row by row, on every sample run and trace."""
 
+import json
 from collections import defaultdict
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -235,3 +237,31 @@ def test_the_footer_points_to_the_rows_unless_it_is_under_them(demo_run):
     summary = CliRunner().invoke(main, ["analyze", out]).output.splitlines()[-1]
     rows = CliRunner().invoke(main, ["analyze", out, "--kernels"]).output.splitlines()[-1]
     assert summary.endswith("outside any (see --kernels).") and rows.endswith("outside any.")
+
+
+def _first_cells(output: str) -> list[str]:
+    """The first cell of each row of a printed table."""
+    return [line.split("│")[1].strip() for line in output.splitlines() if line.startswith("│")]
+
+
+def _invoke(*arguments) -> str:
+    """The command's output, its tables as wide as they need (no name folded over lines)."""
+    return CliRunner(env={"COLUMNS": "400"}).invoke(main, [str(a) for a in arguments], catch_exceptions=False).output
+
+
+def test_tables_name_the_root_module_as_the_tree_does_and_files_keep_its_empty_name(tmp_path):
+    run = str(REPO / "sample_traces" / "demo")  # its root module runs kernels of its own
+    assert _invoke("tree", run).splitlines()[0].split("%  ")[1].startswith(f"{run}  (own "), "the tree's top line"
+    inclusive = ["--by", "module_name", "--inclusive"]
+    assert _first_cells(_invoke("analyze", run, *inclusive))[0] == run
+    assert _invoke("analyze", run, *inclusive, "--format", "csv").splitlines()[1].startswith(",52,")
+    diff = _invoke("diff", run, run, "--level", "module").splitlines()
+    rows = [[cell.strip() for cell in line.split("│")[1:3]] for line in diff if line.startswith("│")]
+    assert rows[1] == ["module", f"{run} against {run}"], "a diff's root: both runs'"
+    rows = json.loads(_invoke("diff", run, run, "--format", "json"))
+    assert [row["name"] for row in rows if row["level"] == "module"][0] == ""
+    query = "SELECT module_name FROM kernels WHERE module_name = '' LIMIT 1"
+    assert _first_cells(_invoke("sql", run, query)) == [run]
+    assert _invoke("sql", run, query, "--format", "csv") == 'module_name\n""\n'
+    job = make_job(tmp_path / "job", {0: Path(run), 1: Path(run)})
+    assert _first_cells(_invoke("analyze", job, *inclusive, "--rank", "1"))[0] == f"{job} (rank 1)", "as the tree"

@@ -36,6 +36,7 @@ class RunHeader:
     launch_ok: bool
     trace: str | None
     totals: dict
+    device: str = "cuda"  # "cpu": its rows are CPU operators, which launch nothing (Run.device)
 
 
 @dataclass
@@ -75,7 +76,8 @@ def run_header(run: Run, name: str, rank: int | None = None) -> RunHeader:
     cursor = run.con.execute("SELECT * FROM ks_report_totals")
     totals = dict(zip([c[0] for c in cursor.description], cursor.fetchone(), strict=True))
     check = run.launch_check() if rank is None else run.parts[rank].check
-    return RunHeader(name, run_facts(run, totals, check, rank), check.ok, trace_file(run, rank), totals)
+    facts = run_facts(run, totals, check, rank)
+    return RunHeader(name, facts, check.ok, trace_file(run, rank), totals, run.device)
 
 
 def run_views(run: Run, name: str, rank: int | None = None) -> RunViews:

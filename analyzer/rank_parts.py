@@ -1,0 +1,118 @@
+"""Each rank of a run ingested and attributed in DuckDB (``ingest_ranks``), and what a run keeps of it besides its
+rows (``RankPart``): its manifest, its decoded samples, its profiler losses (``LaunchCheck``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from . import rundir
+from .errors import BadInputError
+from .ingest import TraceHeader, beyond_the_limits, ingest_trace
+from .ranks import header_rank
+from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
+from .samples import function_data_from_store
+from .sql import define_scope_names, run_sql_file
+from .validate import nothing_to_attribute, validate_escapes, validate_events
+
+
+@dataclass(frozen=True)
+class LaunchCheck:
+    """Launches without their device event and device events without their launch: profiler losses."""
+
+    launches: int
+    device_events: int
+    launches_without_device_event: int
+    device_events_without_launch: int
+
+    @property
+    def ok(self) -> bool:
+        return not (self.launches_without_device_event or self.device_events_without_launch)
+
+
+@dataclass(frozen=True)
+class RankPart:
+    """What a run keeps of each rank besides its rows: manifest, decoded samples, profiler losses."""
+
+    rank: int
+    manifest: dict | None
+    function_data: dict
+    check: LaunchCheck
+    directory: Path | None = None  # the rank's run directory (None for a bare trace or an archive)
+    header: TraceHeader | None = None  # the trace's keys other than traceEvents (None in an archive)
+
+
+def ingest_ranks(
+    con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool
+) -> list[RankPart]:
+    """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
+    trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
+    parts = []
+    for position, source in enumerate(sources):
+        named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
+        escaped = rundir.names_escaped(source.manifest)
+        define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False,
+                           torchscript_paths=script_paths)  # fmt: skip
+        try:
+            header = ingest_trace(con, source.trace, progress=progress)
+        except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
+            raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
+        validate_events(con, source.trace, rows_checked=header.all_rows_checked)
+        if escaped:
+            validate_escapes(con, source.trace)
+        if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
+            raise BadInputError(source.trace, nothing_to_attribute(con))
+        rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
+        if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
+            run_sql_file(con, "frame_names.sql")
+            run_sql_file(con, "frames.sql")
+        try:
+            check = LaunchCheck(*run_sql_file(con, "attribution.sql").fetchone())
+            if script_paths:
+                run_sql_file(con, "torchscript_modules.sql")
+            run_sql_file(con, "attribution_end.sql")
+        except duckdb.OutOfMemoryException as exc:
+            raise BadInputError(source.trace, beyond_the_limits(con, exc)) from None
+        directory = source.trace.parent if source.manifest is not None else None
+        function_data = function_data_from_store(source.store, source.samples)
+        if source.samples is not None:
+            _check_sample_ids(con, source.trace, source.samples, function_data)
+        for table in ("events", "kernels"):  # a single trace's tables need no renaming
+            if position == 0:
+                con.execute(f"ALTER TABLE {table} ADD COLUMN rank INTEGER DEFAULT {int(rank)}")
+                con.execute(f"ALTER TABLE {table} ALTER COLUMN rank DROP DEFAULT")
+                if len(sources) > 1:
+                    con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
+            else:
+                con.execute(f"INSERT INTO ks_all_{table} SELECT *, {int(rank)} FROM {table}")
+                con.execute(f"DROP TABLE {table}")
+        parts.append(RankPart(rank, source.manifest, function_data, check, directory, header))
+    for table in ("events", "kernels") if len(sources) > 1 else ():
+        con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
+    return parts
+
+
+def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
+    """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
+    named = con.execute(
+        "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
+    ).fetchall()
+    for name, sample_id in named:
+        if not 0 <= sample_id < len(function_data.get(name, ())):
+            problem = f"names sample {sample_id} of {name!r}, which {samples_path.name} does not hold"
+            raise BadInputError(trace, problem + " (files of two runs?)")
+
+
+def calls_named_from_the_trace(manifest: dict | None) -> tuple[str | None, str | None, str | None]:
+    """The call names a recording gives the kernels that no call scope holds: of CUDA graph launches, of compiled
+    regions, and of other operators (the trace rule, docs/sql.md): ``(graph_replay_call, compiled_region_call,
+    other_operator_call)``. A ``calls="all"`` recording of format 3 names the first two in its manifest's annotation
+    (``calls="functional"`` names none, keeping aitune's view) and gets the trace rule; a bare trace, which has no
+    call scopes, gets all three; older recordings (a scope named replays) none."""
+    if manifest is None:
+        return GRAPH_REPLAY_CALL, COMPILED_REGION_CALL, OTHER_OPERATOR_CALL
+    annotation = manifest.get("annotation", {})
+    other = OTHER_OPERATOR_CALL if "graph_replay_call" in annotation else None
+    return annotation.get("graph_replay_call"), annotation.get("compiled_region_call"), other
