@@ -30,7 +30,6 @@ from .rows import (
     name_the_root,
     note_rows_left_out,
     print_footer,
-    root_name,
     rows_to_show,
     shorten_kernel_names,
 )
@@ -327,7 +326,7 @@ def analyze(
         else:
             whole, title, what, by = _summary(loaded, group, rank, by_rank)
             frame, total = first_rows(whole, limit, by), len(whole)
-        frame = name_the_root(shorten_kernel_names(frame, output, full_names), output, root_name(run, rank))
+        frame = name_the_root(shorten_kernel_names(frame, output, full_names), output)
         emit(frame, output, title=f"{_label(run, run_ref, loaded, rank)}: {title}")
         if output.to_terminal:
             note_rows_left_out(len(frame), total, what + (" (per rank)" if by_rank else ""))

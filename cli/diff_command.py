@@ -94,7 +94,7 @@ def diff(
     chosen = frame[frame["level"].isin(("total", *(levels or ("function", "module", "kernel"))))]
     shown = first_rows(chosen.reset_index(drop=True), rows_to_show(top_k, output), by="level")
     shown = shorten_kernel_names(shown, output, full_names, column="name", only=shown["level"] == "kernel")
-    shown = name_the_root(shown, output, f"{run_b} against {run_a}")
+    shown = name_the_root(shown, output)
     emit(shown, output, title=title)
     if output.to_terminal:
         levels_shown = ("function", "module", "kernel")

@@ -83,15 +83,17 @@ MODULE_COLUMNS = ("module_name", "module", "parent")  # what holds a module's na
 
 
 def root_name(run: str, rank: int | None = None) -> str:
-    """What a table or the tree calls the root module (whose ``module_name`` is ""): the run it is the whole model of,
-    as the tree's top line names it."""
+    """What the tree's top line calls the root module (whose ``module_name`` is ""): the run it is the model of."""
     return run if rank is None else f"{run} (rank {rank})"
 
 
-def name_the_root(frame: pd.DataFrame, output: Output, root: str) -> pd.DataFrame:
-    """A table shows the root module by ``root`` (root_name), where its name "" would be a blank cell: in the columns of
-    module names and, in a diff, the names of the rows of level module. csv, json and parquet keep "", the name the SQL
-    tables and DataFrames give it."""
+ROOT_IN_TABLES = "(root)"  # a table's name for the root module: no module path holds parentheses
+
+
+def name_the_root(frame: pd.DataFrame, output: Output, root: str = ROOT_IN_TABLES) -> pd.DataFrame:
+    """A table shows the root module as ``root``, where its name "" would be a blank cell: in the columns of module
+    names and, in a diff, the names of the rows of level module. csv, json and parquet keep "", the name the SQL tables
+    and DataFrames give it."""
     if output.format != "table" or frame.empty:
         return frame
     columns = [c for c in MODULE_COLUMNS if c in frame and pd.api.types.is_string_dtype(frame[c])]

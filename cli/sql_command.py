@@ -15,7 +15,7 @@ from .interrupts import ctrl_c_handled
 from .loading import load, prefix_options, run_option
 from .output import TERMINAL, Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
-from .rows import name_the_root, root_name
+from .rows import name_the_root
 
 SHELL_ROWS = 200
 SHELL_HELP = (
@@ -60,7 +60,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
             if failed and not sys.stdin.isatty():  # a script fed to the prompt fails as a whole
                 raise KernelscopeError(None, f"{failed} statement{'s' if failed > 1 else ''} of the input failed")
             return
-        emit(name_the_root(run_query(loaded.con, query), output, root_name(run)), output)
+        emit(name_the_root(run_query(loaded.con, query), output), output)
 
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
@@ -130,12 +130,12 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
             if stripped:
                 buffer.append(line)
             if stripped.endswith(";"):
-                failed += _shell_statements(con, "\n".join(buffer), root_name(name))
+                failed += _shell_statements(con, "\n".join(buffer))
                 if history is not None:
                     history.merge(len(buffer))
                 buffer = []
         if buffer:
-            failed += _shell_statements(con, "\n".join(buffer), root_name(name))
+            failed += _shell_statements(con, "\n".join(buffer))
         return failed
     finally:
         if history is not None:
@@ -187,8 +187,8 @@ class _History:
             pass
 
 
-def _shell_statements(con: duckdb.DuckDBPyConnection, text: str, root: str = "") -> int:
-    """Run every statement of ``text`` and print each result (the root module named ``root``: rows.name_the_root);
+def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
+    """Run every statement of ``text`` and print each result (the root module named as rows.name_the_root names it);
     returns how many failed."""
     try:
         statements = con.extract_statements(text)
@@ -208,7 +208,7 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str, root: str = "")
                 raise
             diagnostic("error: interrupted")  # the prompt goes on; the statements after this one are dropped
             return failed + 1
-        print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL, root) if root else frame.head(SHELL_ROWS))
+        print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL))
         if len(frame) > SHELL_ROWS:
             click.echo(
                 f"({len(frame) - SHELL_ROWS} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)"

@@ -249,19 +249,19 @@ def _invoke(*arguments) -> str:
     return CliRunner(env={"COLUMNS": "400"}).invoke(main, [str(a) for a in arguments], catch_exceptions=False).output
 
 
-def test_tables_name_the_root_module_as_the_tree_does_and_files_keep_its_empty_name(tmp_path):
+def test_tables_name_the_root_module_and_files_keep_its_empty_name(tmp_path):
     run = str(REPO / "sample_traces" / "demo")  # its root module runs kernels of its own
     assert _invoke("tree", run).splitlines()[0].split("%  ")[1].startswith(f"{run}  (own "), "the tree's top line"
     inclusive = ["--by", "module_name", "--inclusive"]
-    assert _first_cells(_invoke("analyze", run, *inclusive))[0] == run
+    assert _first_cells(_invoke("analyze", run, *inclusive))[0] == "(root)"
     assert _invoke("analyze", run, *inclusive, "--format", "csv").splitlines()[1].startswith(",52,")
     diff = _invoke("diff", run, run, "--level", "module").splitlines()
     rows = [[cell.strip() for cell in line.split("│")[1:3]] for line in diff if line.startswith("│")]
-    assert rows[1] == ["module", f"{run} against {run}"], "a diff's root: both runs'"
+    assert rows[1] == ["module", "(root)"]
     rows = json.loads(_invoke("diff", run, run, "--format", "json"))
     assert [row["name"] for row in rows if row["level"] == "module"][0] == ""
     query = "SELECT module_name FROM kernels WHERE module_name = '' LIMIT 1"
-    assert _first_cells(_invoke("sql", run, query)) == [run]
+    assert _first_cells(_invoke("sql", run, query)) == ["(root)"]
     assert _invoke("sql", run, query, "--format", "csv") == 'module_name\n""\n'
     job = make_job(tmp_path / "job", {0: Path(run), 1: Path(run)})
-    assert _first_cells(_invoke("analyze", job, *inclusive, "--rank", "1"))[0] == f"{job} (rank 1)", "as the tree"
+    assert _first_cells(_invoke("analyze", job, *inclusive, "--rank", "1"))[0] == "(root)"
