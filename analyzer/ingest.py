@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO
 
 import duckdb
 
 from .errors import BadInputError
-from .event_array import is_gzip, open_trace, parse_whole, split_event_array
+from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
 from .memory import PART_ROOM, in_flight_bytes, reading_limits
 from .sql import run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
@@ -43,7 +40,6 @@ MIN_FLIGHT_PART_BYTES = 8 << 20  # and at least this size, however many workers 
 MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 decode ~5 GB/s, more only hold memory
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
-PROGRESS_MIN_BYTES = 64 << 20
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, decoded with surrogateescape
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
 
@@ -60,16 +56,29 @@ class TraceHeader:
     duckdb_parts: list[str] = field(default_factory=list)  # why each other part was left to DuckDB's reader
     rows_checked: list[int] = field(default_factory=list)  # native parts with no row breaking validate.sql's rules 1-7
     not_utf8: list[int] = field(default_factory=list)  # bytes that are not UTF-8, read as U+FFFD, of each part with any
+    # whether the first part, where the native reader was asked (a part that may be the only one), holds the repeats
+    # validate_repeats.sql looks for; None where it was not asked
+    first_part_repeats: bool | None = None
 
     def notes(self) -> list[str]:
         """A sentence where the trace held bytes that are not UTF-8 (replace_bytes_not_utf8)."""
         count = sum(self.not_utf8)
         return [f"{self.path}: holds {count:,} bytes that are not UTF-8, read as U+FFFD (\ufffd)"] if count else []
 
+    def forget_parts(self) -> None:
+        """Forget what the parts of a first try said (a second try reads them again)."""
+        self.native_parts, self.duckdb_parts, self.rows_checked, self.first_part_repeats = [], [], [], None
+
     @property
     def all_rows_checked(self) -> bool:
         """Every part was read natively and holds no row that breaks validate.sql's rules 1-7."""
         return bool(self.native_parts) and not self.duckdb_parts and len(self.rows_checked) == len(self.native_parts)
+
+    @property
+    def repeats(self) -> bool | None:
+        """Whether the trace holds the repeats validate_repeats.sql looks for (rules 8, 9), where the native reader read
+        it as one part and was asked; else None (unknown: a repeat may lie across parts)."""
+        return self.first_part_repeats if self.native_parts == [0] and not self.duckdb_parts else None
 
 
 def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False) -> TraceHeader:
@@ -113,16 +122,14 @@ class _WholeParseNeeded(Exception):
 
 def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     run_sql_file(con, "events.sql")
-    header.native_parts.clear()
-    header.duckdb_parts.clear()
-    header.rows_checked.clear()
+    header.forget_parts()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         with open_trace(path, header.compressed) as stream:
             keys = parse_whole(path, stream, scratch, reading_limits(con, 1))
         file = part_file(scratch, 0)
         try:
             with _NativeInserts(con) as inserts:
-                _load_part(con, 0, Part(0, file), header, _PartCounts(), inserts)
+                _load_part(con, 0, Part(0, file), header, _PartCounts(), inserts, UNLIMITED)
         except duckdb.Error as exc:
             problem = describe_unreadable_events(con, file)
             raise BadInputError(
@@ -133,15 +140,16 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
 
 def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, in_flight: int, progress: bool) -> dict:
     run_sql_file(con, "events.sql")
-    header.native_parts.clear()  # this may be the second try, as one part
-    header.duckdb_parts.clear()
-    header.rows_checked.clear()
+    header.forget_parts()  # this may be the second try, as one part
+    # the first part may be the whole array where it is shorter than a streamed part, or a plain trace is one part:
+    # only then is the native reader asked for the repeats (validate.py)
+    alone_bytes = part_bytes if header.compressed or part_bytes >= header.size_bytes else 0
     loads: list[Future] = []
     with (
         tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch,
         _NativeInserts(con) as inserts,
         ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") as pool,
-        _progress(path, header.size_bytes, progress) as advance,
+        progress_bar(path, header.size_bytes, progress) as advance,
     ):
         parts: list[Part] = []
         counts = _PartCounts()
@@ -154,7 +162,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, i
         def on_part(index: int, part: Part) -> None:
             parts.append(part)
             slots.acquire()
-            loads.append(pool.submit(_load_part, con, index, part, header, counts, inserts))
+            loads.append(pool.submit(_load_part, con, index, part, header, counts, inserts, alone_bytes))
             loads[-1].add_done_callback(lambda _: slots.release())
 
         try:
@@ -228,15 +236,17 @@ def _load_part(
     header: TraceHeader,
     counts: _PartCounts,
     inserts: _NativeInserts,
+    alone_bytes: int,
 ) -> int:
     """Append one part to ``events``; return how many events it held.
 
     A part the native reader reads gets its final ids; one DuckDB's reader reads gets provisional ones,
-    ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them)."""
+    ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them). The first part, where it
+    holds less than ``alone_bytes``, may be the only one: the native reader also looks for its repeats."""
     count = None
     try:
         if native_reader is not None:
-            count = _insert_natively(part, index, counts, inserts, header)
+            count = _insert_natively(part, index, counts, inserts, header, alone_bytes)
         if count is None:
             with con.cursor() as cursor:
                 first_id = str(index << PART_ID_BITS)
@@ -318,12 +328,12 @@ class _NativeInserts:
 
 
 def _insert_natively(
-    part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader
+    part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader, alone_bytes: int
 ) -> int | None:
     """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
     with part.contents() as (data, bare):
         try:
-            scanned = native_reader.scan(data, 0, bare)
+            scanned = native_reader.scan(data, 0, bare, index == 0 and len(data) < alone_bytes)
         except OSError as exc:  # a mapped page could not be read (SIGBUS, caught): the file shrank or its device failed
             raise _pages_lost(part, header, exc) from None
     rows, stream = scanned[0], scanned[1]
@@ -335,6 +345,8 @@ def _insert_natively(
     header.native_parts.append(index)
     if scanned[2] == 0:
         header.rows_checked.append(index)
+    if scanned[3] is not None:
+        header.first_part_repeats = scanned[3]
     return rows
 
 
@@ -363,30 +375,3 @@ def beyond_the_limits(con: duckdb.DuckDBPyConnection, exc: duckdb.OutOfMemoryExc
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-@contextmanager
-def _progress(path: Path, size: int, enabled: bool):
-    """A byte-progress bar on stderr for large inputs; a no-op callback otherwise."""
-    if not enabled or size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
-        yield lambda n, stream: None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(f"reading {path.name}", total=size)
-
-        def advance(n: int, stream: BinaryIO) -> None:
-            raw = getattr(stream, "fileobj", None)  # compressed bytes consumed, comparable to the file size
-            if raw is not None:
-                bar.update(task, completed=raw.tell())
-            else:
-                bar.advance(task, n)
-
-        yield advance

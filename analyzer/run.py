@@ -134,7 +134,7 @@ class Run:
                 header = ingest_trace(con, source.trace, progress=progress)
             except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
                 raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
-            validate_events(con, source.trace, rows_checked=header.all_rows_checked)
+            validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
             if escaped:
                 validate_escapes(con, source.trace)
             if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:

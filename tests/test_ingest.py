@@ -172,9 +172,9 @@ def test_a_trace_truncated_while_it_is_read_is_one_line(plain_gpt2, tmp_path, mo
 
     class TruncatingReader:
         @staticmethod
-        def scan(data, first_id, bare):
+        def scan(data, first_id, *flags):
             os.truncate(path, 4096)  # the part is mapped already: only its first page is left
-            return scan(data, first_id, bare)
+            return scan(data, first_id, *flags)
 
     monkeypatch.setattr(ingest, "native_reader", TruncatingReader)
     with pytest.raises(BadInputError, match=r"trace\.json: was truncated while it was read \(is it still being"):
