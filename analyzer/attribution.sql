@@ -377,7 +377,8 @@ SELECT
     r.at_tid                                                                AS thread,
     r.correlation,
     r.event_id,
-    r.call.id                                                               AS call_event_id
+    r.call.id                                                               AS call_event_id,
+    k.rank
 FROM named r
 JOIN events k ON k.event_id = r.event_id
 LEFT JOIN ks_children ch ON ch.event_id = r.event_id;

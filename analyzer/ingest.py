@@ -56,6 +56,7 @@ class TraceHeader:
     duckdb_parts: list[str] = field(default_factory=list)  # why each other part was left to DuckDB's reader
     rows_checked: list[int] = field(default_factory=list)  # native parts with no row breaking validate.sql's rules 1-7
     not_utf8: list[int] = field(default_factory=list)  # bytes that are not UTF-8, read as U+FFFD, of each part with any
+    rank: int = 0  # the rank the events were loaded with (ingest_trace's; the header's own is distributedInfo's)
     # whether the first part, where the native reader was asked (a part that may be the only one), holds the repeats
     # validate_repeats.sql looks for; None where it was not asked
     first_part_repeats: bool | None = None
@@ -81,15 +82,18 @@ class TraceHeader:
         return self.first_part_repeats if self.native_parts == [0] and not self.duckdb_parts else None
 
 
-def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False) -> TraceHeader:
-    """Create table ``events`` (see events.sql) from the trace at ``path`` and return its header keys."""
+def ingest_trace(
+    con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False, rank: int = 0
+) -> TraceHeader:
+    """Create table ``events`` (see events.sql) from the trace at ``path``, every row of rank ``rank``, and return its
+    header keys."""
     path = Path(path)
     if not path.is_file():
         raise BadInputError(path, "no such trace file" if not path.exists() else "is not a file")
     size = path.stat().st_size
     if size == 0:
         raise BadInputError(path, "the file is empty")
-    header = TraceHeader(str(path), is_gzip(path), size)
+    header = TraceHeader(str(path), is_gzip(path), size, rank=int(rank))
     workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchone()[0]))
     budget = in_flight_bytes(con)
     if header.compressed:
@@ -249,13 +253,13 @@ def _load_part(
             count = _insert_natively(part, index, counts, inserts, header, alone_bytes)
         if count is None:
             with con.cursor() as cursor:
-                first_id = str(index << PART_ID_BITS)
+                ids = {"first_id": str(index << PART_ID_BITS), "rank": str(header.rank)}
                 try:
-                    result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=first_id)
+                    result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), **ids)
                 except duckdb.InvalidInputException as exc:
                     if "invalid UTF-8" not in str(exc) or not replace_bytes_not_utf8(part.file, header):
                         raise
-                    result = run_sql_file(cursor, "ingest.sql", events_file=part.file, first_id=first_id)
+                    result = run_sql_file(cursor, "ingest.sql", events_file=part.file, **ids)
                 count = result.fetchone()[0]
         return count
     finally:
@@ -297,7 +301,7 @@ class _NativeInserts:
         self.cursors: list[duckdb.DuckDBPyConnection] = []
         self.lock = threading.Lock()
 
-    def insert(self, stream, first_id: int) -> None:
+    def insert(self, stream, first_id: int, rank: int) -> None:
         cursor = getattr(self.local, "cursor", None)
         if cursor is None:
             cursor = self.local.cursor = self.con.cursor()
@@ -305,7 +309,7 @@ class _NativeInserts:
             with self.lock:
                 self.cursors.append(cursor)
         cursor.register("scanned_part", _ArrowStream(stream))
-        run_sql_file(cursor, "ingest_scanned.sql", first_id=str(first_id))
+        run_sql_file(cursor, "ingest_scanned.sql", first_id=str(first_id), rank=str(rank))
         cursor.unregister("scanned_part")
 
     def abandon(self) -> None:
@@ -341,7 +345,7 @@ def _insert_natively(
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
         return None
     counts.publish(index, rows)  # the parts after this one need not wait for its insert
-    inserts.insert(stream, counts.first_id(index))
+    inserts.insert(stream, counts.first_id(index), header.rank)
     header.native_parts.append(index)
     if scanned[2] == 0:
         header.rows_checked.append(index)
