@@ -23,7 +23,7 @@ import duckdb
 
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
-from .memory import PART_ROOM, in_flight_bytes, reading_limits
+from .memory import PART_ROOM, Settings, in_flight_bytes, read_settings, reading_limits
 from .sql import run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
 from .validate import describe_unreadable_events
@@ -94,8 +94,9 @@ def ingest_trace(
     if size == 0:
         raise BadInputError(path, "the file is empty")
     header = TraceHeader(str(path), is_gzip(path), size, rank=int(rank))
-    workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchone()[0]))
-    budget = in_flight_bytes(con)
+    settings = read_settings(con)
+    workers = max(1, settings.threads)
+    budget = in_flight_bytes(settings)
     if header.compressed:
         part_bytes = STREAM_PART_BYTES
     else:  # a multiple of the workers of parts, one loading on each worker (its range mapped) within the budget
@@ -107,11 +108,11 @@ def ingest_trace(
     in_flight = max(2, min(workers + 1, budget // part_bytes)) if header.compressed else workers + 1
     try:
         try:
-            header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress)
+            header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress, settings)
         except _PartsFailed:  # a cut fell inside an event: read the array again as one part
-            header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress)
+            header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress, settings)
     except _WholeParseNeeded:
-        header.keys = _load_whole(con, path, header)
+        header.keys = _load_whole(con, path, header, settings)
     return header
 
 
@@ -124,12 +125,12 @@ class _WholeParseNeeded(Exception):
     arrays). A whole-document parse settles which, for inputs of bounded size."""
 
 
-def _load_whole(con, path: Path, header: TraceHeader) -> dict:
+def _load_whole(con, path: Path, header: TraceHeader, settings: Settings) -> dict:
     run_sql_file(con, "events.sql")
     header.forget_parts()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         with open_trace(path, header.compressed) as stream:
-            keys = parse_whole(path, stream, scratch, reading_limits(con, 1))
+            keys = parse_whole(path, stream, scratch, reading_limits(settings, 1))
         file = part_file(scratch, 0)
         try:
             with _NativeInserts(con) as inserts:
@@ -142,7 +143,16 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     return keys
 
 
-def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, in_flight: int, progress: bool) -> dict:
+def _load(
+    con,
+    path: Path,
+    header: TraceHeader,
+    part_bytes: int,
+    workers: int,
+    in_flight: int,
+    progress: bool,
+    settings: Settings,
+) -> dict:
     run_sql_file(con, "events.sql")
     header.forget_parts()  # this may be the second try, as one part
     # the first part may be the whole array where it is shorter than a streamed part, or a plain trace is one part:
@@ -159,7 +169,7 @@ def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, i
         counts = _PartCounts()
         slots = threading.BoundedSemaphore(in_flight)  # a part waits for a free slot before it is handed out
         # one part (the second try) may take the whole memory limit; each of several, their share but their size
-        limits = reading_limits(con, 1 if part_bytes >= UNLIMITED else workers + 1)
+        limits = reading_limits(settings, 1 if part_bytes >= UNLIMITED else workers + 1)
         if part_bytes < UNLIMITED:
             limits = replace(limits, max_part_bytes=max(limits.max_part_bytes, part_bytes + PART_ROOM))
 

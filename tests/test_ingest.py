@@ -347,7 +347,7 @@ def test_the_parts_in_flight_stay_within_a_share_of_the_memory_limit_whatever_th
     monkeypatch.setattr(ingest, "MIN_PART_BYTES", 64 << 10)
     monkeypatch.setattr(ingest, "MIN_FLIGHT_PART_BYTES", 16 << 10)
     part = 100 << 10
-    monkeypatch.setattr(ingest, "in_flight_bytes", lambda con: 3 * part + 1000)
+    monkeypatch.setattr(ingest, "in_flight_bytes", lambda settings: 3 * part + 1000)
     lock, busy, most, parts = threading.Lock(), [0], [0], []
 
     def load_part(*args):
