@@ -7,7 +7,8 @@
  * number that DuckDB would rewrite, a duplicate key, JSON that is not valid…) it returns a sentence that
  * says what it met, and ingest.py loads that part with ingest.sql instead. The scan runs without the GIL,
  * so parts scan in parallel. It also counts the rows that break validate.sql's rules 1-7, so that validate.sql
- * need not pass over every event when no part has one.
+ * need not pass over every event when no part has one, and, when asked, says whether the part holds the repeats
+ * validate_repeats.sql looks for, so that a trace read as one part does not need that query either.
  *
  * What ingest.sql gives, and so what this file gives (tests/test_native_reader.py compares both):
  *  - ph, cat, name: the string, escapes decoded; missing or null: NULL. Kept as dictionaries.
@@ -1518,6 +1519,30 @@ static int modernize_categories(Scan *s) {
  * only rules 1-3 hold; CAT_OTHER: what no rule holds */
 enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR, CAT_LAUNCH };
 
+/* Whether each ph string is "X", and the kind (CAT_…) of each cat string; 0 when out of memory. */
+static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
+    const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
+    *complete = calloc((size_t)ph->count + 1, 1);
+    *kind = calloc((size_t)cat->count + 1, 1);
+    if (!*complete || !*kind) {
+        free(*complete);
+        free(*kind);
+        return 0;
+    }
+    for (int32_t i = 0; i < ph->count; i++) (*complete)[i] = (uint8_t)text_is(ph, i, "X");
+    for (int32_t i = 0; i < cat->count; i++) {
+        (*kind)[i] = text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset")
+                         ? CAT_DEVICE
+                     : text_is(cat, i, "cuda_runtime") || text_is(cat, i, "cuda_driver")  ? CAT_RUNTIME
+                     : text_is(cat, i, "cpu_op") || text_is(cat, i, "user_annotation") ? CAT_OPERATOR
+                     : text_is(cat, i, "xpu_runtime") || text_is(cat, i, "xpu_driver") ||
+                             text_is(cat, i, "privateuse1_runtime") || text_is(cat, i, "privateuse1_driver")
+                         ? CAT_LAUNCH
+                         : CAT_OTHER;
+    }
+    return 1;
+}
+
 /* How many rows break one of validate.sql's rules 1-7 (-1: out of memory), read off the columns as DuckDB will
  * hold them: when no part read here has any, and DuckDB's reader read none, validate.sql skips its scan of every
  * event for them. The rules, on complete events (ph "X"): no ts, no dur, a negative dur (of a device, launch or
@@ -1546,23 +1571,8 @@ static int keep_flow_ids(Scan *s) {
 
 static int64_t rows_breaking_rules(const Scan *s) {
     const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
-    uint8_t *complete = calloc((size_t)ph->count + 1, 1), *kind = calloc((size_t)cat->count + 1, 1);
-    if (!complete || !kind) {
-        free(complete);
-        free(kind);
-        return -1;
-    }
-    for (int32_t i = 0; i < ph->count; i++) complete[i] = (uint8_t)text_is(ph, i, "X");
-    for (int32_t i = 0; i < cat->count; i++) {
-        kind[i] = text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset")
-                      ? CAT_DEVICE
-                  : text_is(cat, i, "cuda_runtime") || text_is(cat, i, "cuda_driver")  ? CAT_RUNTIME
-                  : text_is(cat, i, "cpu_op") || text_is(cat, i, "user_annotation") ? CAT_OPERATOR
-                  : text_is(cat, i, "xpu_runtime") || text_is(cat, i, "xpu_driver") ||
-                          text_is(cat, i, "privateuse1_runtime") || text_is(cat, i, "privateuse1_driver")
-                      ? CAT_LAUNCH
-                      : CAT_OTHER;
-    }
+    uint8_t *complete, *kind;
+    if (!classify(s, &complete, &kind)) return -1;
     const int32_t *ph_index = ph->indices.values, *cat_index = cat->indices.values;
     const Column *c = s->columns, *name = &s->dictionaries[NAME].indices;
     const int64_t *dur = c[DUR_NS].values;
@@ -1581,6 +1591,93 @@ static int64_t rows_breaking_rules(const Scan *s) {
     free(complete);
     free(kind);
     return broken;
+}
+
+/* ------------------------------------------------------------------ validate_repeats.sql */
+
+static inline uint64_t mix64(uint64_t x) { /* splitmix64's finalizer */
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* A nullable column's value for grouping: NULLs are one group apart from every value (as in SQL's GROUP BY). */
+static inline int same_value(const Column *c, int64_t a, int64_t b) {
+    int present = is_present(c, a);
+    if (present != is_present(c, b)) return 0;
+    if (!present) return 1;
+    return c->width == 4 ? ((const int32_t *)c->values)[a] == ((const int32_t *)c->values)[b]
+                         : ((const int64_t *)c->values)[a] == ((const int64_t *)c->values)[b];
+}
+
+static inline uint64_t value_hash(const Column *c, int64_t row) {
+    if (!is_present(c, row)) return 0x5851F42D4C957F2DULL;
+    return mix64(c->width == 4 ? (uint64_t)(int64_t)((const int32_t *)c->values)[row]
+                               : (uint64_t)((const int64_t *)c->values)[row]);
+}
+
+/* Whether the part holds what validate_repeats.sql looks for (1), or not (0); -1 when out of memory: two launches
+ * (complete events of a category ks_launch_category names: CAT_RUNTIME and CAT_LAUNCH) with one correlation, or two
+ * device events (complete) with one correlation, device, stream and start, among those with a correlation. For a
+ * trace read as one part this is the query's answer, which validate.py then need not run; a repeat across parts
+ * only the query sees. A hash set of rows per group, which stops at the first repeat. */
+static int has_repeats(const Scan *s) {
+    const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
+    uint8_t *complete, *kind;
+    if (!classify(s, &complete, &kind)) return -1;
+    const int32_t *ph_index = ph->indices.values, *cat_index = cat->indices.values;
+    const Column *c = s->columns;
+    int64_t candidates = 0;
+    for (int64_t row = 0; row < s->rows; row++) {
+        candidates += is_present(&cat->indices, row) && kind[cat_index[row]] != CAT_OTHER &&
+                      kind[cat_index[row]] != CAT_OPERATOR && is_present(&ph->indices, row) &&
+                      complete[ph_index[row]] && is_present(&c[CORRELATION], row);
+    }
+    size_t n_slots = 16;
+    while (n_slots < (size_t)candidates * 2) n_slots *= 2;
+    /* one table per group: launches in the first half, device events in the second; a slot holds row + 1 */
+    int64_t *slots = calloc(n_slots * 2, sizeof(int64_t));
+    if (!slots) {
+        free(complete);
+        free(kind);
+        return -1;
+    }
+    const int64_t *correlation = c[CORRELATION].values;
+    int repeat = 0;
+    for (int64_t row = 0; row < s->rows && !repeat; row++) {
+        if (!is_present(&cat->indices, row) || !is_present(&ph->indices, row) || !complete[ph_index[row]] ||
+            !is_present(&c[CORRELATION], row))
+            continue;
+        int k = kind[cat_index[row]];
+        if (k != CAT_DEVICE && k != CAT_RUNTIME && k != CAT_LAUNCH) continue;
+        int device = k == CAT_DEVICE;
+        uint64_t h = mix64((uint64_t)correlation[row]);
+        if (device) {
+            h = mix64(h ^ value_hash(&c[DEVICE], row));
+            h = mix64(h ^ value_hash(&c[STREAM], row));
+            h = mix64(h ^ value_hash(&c[TS_NS], row));
+        }
+        int64_t *table = slots + (device ? n_slots : 0);
+        for (size_t i = (size_t)h & (n_slots - 1);; i = (i + 1) & (n_slots - 1)) {
+            if (!table[i]) {
+                table[i] = row + 1;
+                break;
+            }
+            int64_t other = table[i] - 1;
+            if (correlation[other] == correlation[row] &&
+                (!device || (same_value(&c[DEVICE], other, row) && same_value(&c[STREAM], other, row) &&
+                             same_value(&c[TS_NS], other, row)))) {
+                repeat = 1;
+                break;
+            }
+        }
+    }
+    free(slots);
+    free(complete);
+    free(kind);
+    return repeat;
 }
 
 /* ------------------------------------------------------------------ a mapped file that shrinks */
@@ -1631,8 +1728,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer view;
     long long first_id;
-    int bare = 0;
-    if (!PyArg_ParseTuple(args, "y*L|p", &view, &first_id, &bare)) return NULL;
+    int bare = 0, want_repeats = 0;
+    if (!PyArg_ParseTuple(args, "y*L|pp", &view, &first_id, &bare, &want_repeats)) return NULL;
     Scan *s = calloc(1, sizeof *s);
     if (!s) {
         PyBuffer_Release(&view);
@@ -1644,9 +1741,13 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     for (int d = 0; d < N_DICTIONARIES; d++) s->dictionaries[d].indices.width = 4;
     int ok;
     int64_t broken = -1; /* -1: out of memory */
+    int repeats = -2;    /* -2: not asked for; -1: out of memory */
     Py_BEGIN_ALLOW_THREADS
     ok = scan_array_guarded(s, first_id, bare);
-    if (ok == 1 && modernize_categories(s) && keep_flow_ids(s)) broken = rows_breaking_rules(s);
+    if (ok == 1 && modernize_categories(s) && keep_flow_ids(s)) {
+        broken = rows_breaking_rules(s);
+        if (want_repeats && broken >= 0) repeats = has_repeats(s);
+    }
     Py_END_ALLOW_THREADS
     PyObject *result;
     if (ok < 0) {
@@ -1656,7 +1757,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         int out_of_memory = strcmp(s->problem, "out of memory") == 0;
         result = out_of_memory ? PyErr_NoMemory()
                                : Py_BuildValue("(Osn)", Py_None, s->problem, (Py_ssize_t)(s->problem_at - s->start));
-    } else if (broken < 0) {
+    } else if (broken < 0 || repeats == -1) {
         result = PyErr_NoMemory();
     } else {
         struct ArrowArrayStream *stream = export_stream(s);
@@ -1668,7 +1769,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             }
             result = stream ? NULL : PyErr_NoMemory();
         } else {
-            result = Py_BuildValue("(LNL)", (long long)s->rows, capsule, (long long)broken);
+            PyObject *repeated = repeats == -2 ? Py_None : repeats ? Py_True : Py_False;
+            result = Py_BuildValue("(LNLO)", (long long)s->rows, capsule, (long long)broken, repeated);
         }
     }
     free_scan(s);
@@ -1679,8 +1781,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buffer, first_id, bare=False) -> (rows, arrow_array_stream capsule, rows breaking validate.sql's "
-     "rules 1-7), or (None, problem, offset) for "
+     "scan(buffer, first_id, bare=False, repeats=False) -> (rows, arrow_array_stream capsule, rows breaking "
+     "validate.sql's rules 1-7, whether the part holds what validate_repeats.sql looks for (None unless repeats)), "
+     "or (None, problem, offset) for "
      "a part this reader leaves to DuckDB's JSON reader. The buffer holds a JSON array of events or, with bare, "
      "the events alone ({...}, {...})."},
     {NULL, NULL, 0, NULL},

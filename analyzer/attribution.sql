@@ -303,13 +303,9 @@ SELECT event_id, name FROM events
 WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
                    UNION SELECT named_op_id FROM ks_rows);
 
--- A CPU row's children: the rows whose parent it is; its time is its duration less theirs.
-CREATE OR REPLACE TEMP TABLE ks_children AS
-SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows WHERE parent_op_id IS NOT NULL GROUP BY ALL;
-
 CREATE OR REPLACE TEMP TABLE ks_modules AS
-SELECT event_id, ks_scope_module(coalesce(f.name, e.name)) AS module_name
-FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
+SELECT event_id, ks_scope_module(name) AS module_name
+FROM ks_scope_names
 WHERE event_id IN (SELECT module_id FROM ks_rows);
 
 -- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
@@ -317,8 +313,8 @@ WHERE event_id IN (SELECT module_id FROM ks_rows);
 -- row by row would do the same work many times over.
 CREATE OR REPLACE TEMP TABLE ks_functions AS
 WITH scopes AS (
-    SELECT event_id, coalesce(f.name, e.name) AS name
-    FROM events e LEFT JOIN ks_frame_scopes f USING (event_id)
+    SELECT event_id, name
+    FROM ks_scope_names
     WHERE event_id IN (SELECT function_id FROM ks_rows)
 ),
 labels AS (
@@ -366,7 +362,7 @@ SELECT
     r.call.name                                                             AS function_name,
     r.op,
     k.name                                                                  AS kernel,
-    (r.dur_ns - coalesce(ch.children_ns, 0)) / 1000.0                       AS kernel_us,
+    r.dur_ns / 1000.0                                                       AS kernel_us,
     r.call_op,
     r.kind,
     r.device,
@@ -377,16 +373,26 @@ SELECT
     r.at_tid                                                                AS thread,
     r.correlation,
     r.event_id,
-    r.call.id                                                               AS call_event_id
+    r.call.id                                                               AS call_event_id,
+    k.rank
 FROM named r
-JOIN events k ON k.event_id = r.event_id
-LEFT JOIN ks_children ch ON ch.event_id = r.event_id;
+JOIN events k ON k.event_id = r.event_id;
+
+-- A CPU row's time is its duration less its children's: the rows whose parent it is. Only a trace without device
+-- events has CPU rows: a step of its own (rather than a join of every trace's `kernels`) costs the others a guard.
+-- run if: getvariable('ks_launch_check').device_events = 0
+UPDATE kernels k SET kernel_us = (s.dur_ns - s.children_ns) / 1000.0
+FROM (SELECT r.event_id, r.dur_ns, c.children_ns
+      FROM ks_rows r
+      JOIN (SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows
+            WHERE parent_op_id IS NOT NULL GROUP BY ALL) c USING (event_id)) s
+WHERE k.event_id = s.event_id;
 
 -- ks_rows and ks_modules are dropped by attribution_end.sql, after torchscript_modules.sql where a recording has
 -- TorchScript modules.
 DROP TABLE ks_names;
-DROP TABLE ks_children;
 DROP TABLE ks_functions;
 DROP TABLE ks_frame_scopes;
+DROP VIEW ks_scope_names;
 SELECT c.launches, c.device_events, c.launches_without_device_event, c.device_events_without_launch
 FROM (SELECT getvariable('ks_launch_check') AS c);

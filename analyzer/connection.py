@@ -7,8 +7,13 @@ again: ``connect()`` leases the process's idle instance (or makes one) and gives
 it (a cursor: its own variables, settings and temporary tables). ``close()`` (or the connection's garbage
 collection) gives the instance back: where the connection never left the analyzer (``shared()`` was not called: a
 user's SQL could have changed anything in it) and the run set no global setting the next one would not set again,
-its tables are dropped, the settings a run sets by its size (run_settings.py: threads, optimizer passes) set back to
-their defaults and it waits for the next run; else it is closed. A file database's connection is leased the same
+its tables are dropped and it waits for the next run; else it is closed. The settings a run sets by its size
+(run_settings.py: threads, optimizer passes; memory.py: memory and spill limits) stay as it left them, as the next
+run of a small trace would set them again: a run sets only those that differ (``connect(sized=True)``,
+``sized_settings()``), any other connection is given the default threads and passes, and so is a connection handed
+to a user (``shared()``). Setting them back and again cost a small trace's load ~1 ms, and setting memory_limit
+has DuckDB give its allocator's freed memory back to the system, which the next run faulted in again (3,250 against
+635 minor faults per load of a small trace: benchmarks/RESULTS.md). A file database's connection is leased the same
 way, on an instance of its own that is never used again. ``prepare()`` starts making an instance on a
 thread where none is idle (profile() calls it as its recording starts, so it is made while the model warms up). An
 instance is never used by a forked child (its threads are not there).
@@ -23,6 +28,7 @@ import tempfile
 import threading
 import weakref
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import duckdb
@@ -36,9 +42,22 @@ SET_BY_LARGE_RUNS = "block_allocator_memory"
 NEVER_CHECKPOINT = "1000TB"  # DuckDB's largest unit: no run writes this much
 
 _lock = threading.Lock()
-_idle: tuple[int, duckdb.DuckDBPyConnection, _Made] | None = None  # (pid, instance, its settings when made)
+# (pid, instance, its settings when made, its sized settings now)
+_idle: tuple[int, duckdb.DuckDBPyConnection, _Made, Sized] | None = None
 _making: tuple[int, Future] | None = None  # (pid, the instance being made on a thread)
 _leases: dict[int, _Lease] = {}  # id of a leased connection -> its lease
+
+
+@dataclass
+class Sized:
+    """The settings a run sets by its size, as its instance has them: threads and disabled_optimizers (run_settings.py)
+    as DuckDB shows them, and memory_limit and max_temp_directory_size (memory.py) as a run of a connection made with
+    ``sized`` set them last (None: unknown, to be set)."""
+
+    threads: int
+    disabled_optimizers: str
+    memory_limit: str | None = None
+    disk_limit: str | None = None
 
 
 class _Made(NamedTuple):
@@ -50,7 +69,11 @@ class _Made(NamedTuple):
     disabled_optimizers: str
     lean_optimizers: str
 
-    def restore(self, con: duckdb.DuckDBPyConnection, threads: str, disabled_optimizers: str) -> None:
+    @property
+    def defaults(self) -> Sized:
+        return Sized(self.threads, self.disabled_optimizers)
+
+    def restore(self, con: duckdb.DuckDBPyConnection, threads: str | int, disabled_optimizers: str) -> None:
         """Set the sized settings of ``con``'s instance, now ``threads`` and ``disabled_optimizers``, back."""
         if int(threads) != self.threads:
             con.execute(f"SET threads = {self.threads}")
@@ -62,29 +85,50 @@ class _Lease:
     """What gives a leased connection's instance back, and whether it may be used again."""
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection, instance: duckdb.DuckDBPyConnection, fresh: _Made, reusable: bool
+        self,
+        con: duckdb.DuckDBPyConnection,
+        instance: duckdb.DuckDBPyConnection,
+        fresh: _Made,
+        sized: Sized,
+        reusable: bool,
     ):
-        self.instance, self.reusable, self.fresh, self.handed_out = instance, reusable, fresh, False
+        self.instance, self.reusable, self.fresh, self.sized, self.handed_out = instance, reusable, fresh, sized, False
         self.give_back = weakref.finalize(con, _give_back, id(con), os.getpid(), instance, fresh, self)
 
 
-def connect(database: str = IN_MEMORY) -> duckdb.DuckDBPyConnection:
+def connect(database: str = IN_MEMORY, *, sized: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection to ``database`` with the runs' settings and macros: for an in-memory database, one of its own on
-    the process's idle instance (waiting for the one being made, if any), else one on a new instance."""
-    instance, fresh = _take() if database == IN_MEMORY else _instance(database)
+    the process's idle instance (waiting for the one being made, if any), else one on a new instance. ``sized``: the
+    caller sets the settings a run sets by its size itself (run_settings.py, memory.py), where they differ from
+    sized_settings(); else the threads and passes are the defaults."""
+    if database == IN_MEMORY:
+        instance, fresh, now = _take()
+    else:
+        instance, fresh = _instance(database)
+        now = fresh.defaults
     try:
         con = instance.cursor()
         run_sql_file(con, "connection.sql")
+        if not sized:  # and its memory settings unknown: whoever uses it may set them otherwise
+            fresh.restore(con, now.threads, now.disabled_optimizers)
+            now = fresh.defaults
     except BaseException:
         instance.close()
         raise
-    _leases[id(con)] = _Lease(con, instance, fresh, reusable=database == IN_MEMORY)
+    _leases[id(con)] = _Lease(con, instance, fresh, now, reusable=database == IN_MEMORY)
     return con
 
 
 def made_settings(con: duckdb.DuckDBPyConnection) -> _Made:
     """The settings ``con``'s instance had when it was made (``con`` from connect())."""
     return _leases[id(con)].fresh
+
+
+def sized_settings(con: duckdb.DuckDBPyConnection) -> Sized:
+    """The settings a run sets by its size as ``con``'s instance has them (``con`` from connect()): as the last run left
+    them, for a connection made with ``sized``, which limit_threads, limit_optimizers and limit_memory read and keep up
+    to date (the memory settings, which DuckDB shows rounded, are known only from them)."""
+    return _leases[id(con)].sized
 
 
 def shared(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
@@ -127,28 +171,32 @@ def prepare() -> Future:
     return made
 
 
-def _take() -> tuple[duckdb.DuckDBPyConnection, _Made]:
-    """The idle instance, else the one being made, else a new one, with its settings when made."""
+def _take() -> tuple[duckdb.DuckDBPyConnection, _Made, Sized]:
+    """The idle instance, else the one being made, else a new one, with its settings when made and its sized settings
+    now."""
     global _idle, _making
     pid = os.getpid()
     with _lock:
         if _idle is not None and _idle[0] == pid:
-            (_, instance, fresh), _idle = _idle, None
-            return instance, fresh
+            (_, instance, fresh, now), _idle = _idle, None
+            return instance, fresh, now
         making = None
         if _making is not None and _making[0] == pid:
             (_, making), _making = _making, None
     if making is not None:
         try:
-            return making.result()
+            instance, fresh = making.result()
+            return instance, fresh, fresh.defaults
         except duckdb.Error:  # made on the thread: the same failure, if any, comes again below
             pass
-    return _instance()
+    instance, fresh = _instance()
+    return instance, fresh, fresh.defaults
 
 
 def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> None:
-    """A leased connection is closed or gone: its instance waits for the next run, its tables dropped and its thread
-    count the default again, where it may be used again and none waits; else it is closed."""
+    """A leased connection is closed or gone: its instance waits for the next run, its tables dropped and its sized
+    settings as the run left them (the next run sets its own), where it may be used again and none waits; else it is
+    closed."""
     global _idle
     _leases.pop(key, None)
     if pid != os.getpid():
@@ -156,7 +204,7 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
     reusable = lease.reusable
     if reusable:
         try:
-            setting, threads, disabled_optimizers, views, tables = instance.execute(
+            setting, threads, disabled_optimizers, views, tables = instance.execute(  # as DuckDB has them
                 f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), current_setting('threads'), "
                 "current_setting('disabled_optimizers'), (SELECT count(*) FROM duckdb_views() WHERE NOT internal), "
                 "(SELECT list(table_name) FROM duckdb_tables())"
@@ -165,12 +213,12 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
             if reusable:
                 for table in tables or ():
                     instance.execute(f'DROP TABLE "{table}"')
-                fresh.restore(instance, threads, disabled_optimizers)
         except duckdb.Error:
             reusable = False
     with _lock:
         if reusable and _idle is None:
-            _idle, instance = (pid, instance, fresh), None
+            now = Sized(int(threads), disabled_optimizers, lease.sized.memory_limit, lease.sized.disk_limit)
+            _idle, instance = (pid, instance, fresh, now), None
     if instance is not None:
         instance.close()
 

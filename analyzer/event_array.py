@@ -19,6 +19,7 @@ import errno
 import gzip
 import os
 import re
+import sys
 import tempfile
 import zlib
 from contextlib import contextmanager
@@ -299,3 +300,33 @@ def _parse_object(path: Path, text: bytes, leniencies: Leniencies | None) -> dic
     if not isinstance(value, dict):
         raise BadInputError(path, "the header before traceEvents is not a JSON object")
     return value
+
+
+PROGRESS_MIN_BYTES = 64 << 20
+
+
+@contextmanager
+def progress_bar(path: Path, size: int, enabled: bool):
+    """A byte-progress bar on stderr for large inputs; a no-op callback otherwise."""
+    if not enabled or size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
+        yield lambda n, stream: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(f"reading {path.name}", total=size)
+
+        def advance(n: int, stream: BinaryIO) -> None:
+            raw = getattr(stream, "fileobj", None)  # compressed bytes consumed, comparable to the file size
+            if raw is not None:
+                bar.update(task, completed=raw.tell())
+            else:
+                bar.advance(task, n)
+
+        yield advance

@@ -1,6 +1,6 @@
 -- events.sql: table `events`, one row per trace event (docs/sql.md). ingest.sql fills it, one part of the
 -- trace's traceEvents array at a time (parts load in parallel); event_ids.sql then makes event_id the
--- position in the array.
+-- position in the array. The rank is the recording's (run.py; the inserts write it, so no ALTER adds it later).
 CREATE OR REPLACE TABLE events (
     event_id    BIGINT,
     ph          VARCHAR,
@@ -15,5 +15,6 @@ CREATE OR REPLACE TABLE events (
     device      INTEGER,
     stream      INTEGER,
     args        JSON,
-    flow_id     BIGINT
+    flow_id     BIGINT,
+    rank        INTEGER
 );

@@ -137,3 +137,7 @@ LEFT JOIN ks_module_chains c USING (event_id)
 WHERE s.event_id NOT IN (SELECT event_id FROM ks_inner_calls);
 DROP TABLE ks_inner_calls;
 DROP TABLE ks_module_chains;
+
+-- The scopes' names attribution.sql reads (frames_needed.sql): a frame that is a scope by its scope's name.
+CREATE OR REPLACE TEMP VIEW ks_scope_names AS
+SELECT e.event_id, coalesce(f.name, e.name) AS name FROM events e LEFT JOIN ks_frame_scopes f USING (event_id);

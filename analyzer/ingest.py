@@ -14,21 +14,18 @@ from __future__ import annotations
 import mmap
 import os
 import re
-import sys
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import BinaryIO
 
 import duckdb
 
 from .errors import BadInputError
-from .event_array import is_gzip, open_trace, parse_whole, split_event_array
+from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
 from .json_text import Leniencies, describe_fault, read_file_leniently
-from .memory import PART_ROOM, in_flight_bytes, reading_limits
+from .memory import PART_ROOM, Settings, in_flight_bytes, read_settings, reading_limits
 from .sql import run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
 from .validate import describe_unreadable_events
@@ -45,7 +42,6 @@ MIN_FLIGHT_PART_BYTES = 8 << 20  # and at least this size, however many workers 
 MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 decode ~5 GB/s, more only hold memory
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
-PROGRESS_MIN_BYTES = 64 << 20
 LENIENT_FAULT = re.compile("invalid UTF-8|control character")  # DuckDB's reasons to refuse what readable_text reads
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
 
@@ -62,16 +58,18 @@ class TraceHeader:
     duckdb_parts: list[str] = field(default_factory=list)  # why each other part was left to DuckDB's reader
     rows_checked: list[int] = field(default_factory=list)  # native parts with no row breaking validate.sql's rules 1-7
     leniencies: Leniencies = field(default_factory=Leniencies)  # text read leniently (json_text.py)
+    rank: int = 0  # the rank the events were loaded with (ingest_trace's; the header's own is distributedInfo's)
+    # whether the first part, where the native reader was asked (a part that may be the only one), holds the repeats
+    # validate_repeats.sql looks for; None where it was not asked
+    first_part_repeats: bool | None = None
 
     def notes(self) -> list[str]:
         """A sentence for each leniency the trace's text took (json_text.readable_text)."""
         return self.leniencies.notes(self.path)
 
     def start_over(self) -> None:
-        """Forget what a try that failed counted: the trace is read again."""
-        self.native_parts.clear()
-        self.duckdb_parts.clear()
-        self.rows_checked.clear()
+        """Forget what a try that failed counted and what its parts said: the trace is read again."""
+        self.native_parts, self.duckdb_parts, self.rows_checked, self.first_part_repeats = [], [], [], None
         self.leniencies.clear()
 
     @property
@@ -79,18 +77,28 @@ class TraceHeader:
         """Every part was read natively and holds no row that breaks validate.sql's rules 1-7."""
         return bool(self.native_parts) and not self.duckdb_parts and len(self.rows_checked) == len(self.native_parts)
 
+    @property
+    def repeats(self) -> bool | None:
+        """Whether the trace holds the repeats validate_repeats.sql looks for (rules 8, 9), where the native reader read
+        it as one part and was asked; else None (unknown: a repeat may lie across parts)."""
+        return self.first_part_repeats if self.native_parts == [0] and not self.duckdb_parts else None
 
-def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False) -> TraceHeader:
-    """Create table ``events`` (see events.sql) from the trace at ``path`` and return its header keys."""
+
+def ingest_trace(
+    con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False, rank: int = 0
+) -> TraceHeader:
+    """Create table ``events`` (see events.sql) from the trace at ``path``, every row of rank ``rank``, and return its
+    header keys."""
     path = Path(path)
     if not path.is_file():
         raise BadInputError(path, "no such trace file" if not path.exists() else "is not a file")
     size = path.stat().st_size
     if size == 0:
         raise BadInputError(path, "the file is empty")
-    header = TraceHeader(str(path), is_gzip(path), size)
-    workers = max(1, int(con.execute("SELECT current_setting('threads')").fetchone()[0]))
-    budget = in_flight_bytes(con)
+    header = TraceHeader(str(path), is_gzip(path), size, rank=int(rank))
+    settings = read_settings(con)
+    workers = max(1, settings.threads)
+    budget = in_flight_bytes(settings)
     if header.compressed:
         part_bytes = STREAM_PART_BYTES
     else:  # a multiple of the workers of parts, one loading on each worker (its range mapped) within the budget
@@ -102,11 +110,11 @@ def ingest_trace(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, pro
     in_flight = max(2, min(workers + 1, budget // part_bytes)) if header.compressed else workers + 1
     try:
         try:
-            header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress)
+            header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress, settings)
         except _PartsFailed:  # a cut fell inside an event: read the array again as one part
-            header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress)
+            header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress, settings)
     except _WholeParseNeeded:
-        header.keys = _load_whole(con, path, header)
+        header.keys = _load_whole(con, path, header, settings)
     return header
 
 
@@ -119,16 +127,16 @@ class _WholeParseNeeded(Exception):
     arrays). A whole-document parse settles which, for inputs of bounded size."""
 
 
-def _load_whole(con, path: Path, header: TraceHeader) -> dict:
+def _load_whole(con, path: Path, header: TraceHeader, settings: Settings) -> dict:
     run_sql_file(con, "events.sql")
     header.start_over()
     with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
         with open_trace(path, header.compressed) as stream:
-            keys = parse_whole(path, stream, scratch, reading_limits(con, 1), header.leniencies)
+            keys = parse_whole(path, stream, scratch, reading_limits(settings, 1), header.leniencies)
         file = part_file(scratch, 0)
         try:
             with _NativeInserts(con) as inserts:
-                _load_part(con, 0, Part(0, file), header, _PartCounts(), inserts)
+                _load_part(con, 0, Part(0, file), header, _PartCounts(), inserts, UNLIMITED)
         except duckdb.Error as exc:
             problem = describe_unreadable_events(con, file)
             raise BadInputError(
@@ -137,28 +145,40 @@ def _load_whole(con, path: Path, header: TraceHeader) -> dict:
     return keys
 
 
-def _load(con, path: Path, header: TraceHeader, part_bytes: int, workers: int, in_flight: int, progress: bool) -> dict:
+def _load(
+    con,
+    path: Path,
+    header: TraceHeader,
+    part_bytes: int,
+    workers: int,
+    in_flight: int,
+    progress: bool,
+    settings: Settings,
+) -> dict:
     run_sql_file(con, "events.sql")
     header.start_over()  # this may be the second try, as one part
+    # the first part may be the whole array where it is shorter than a streamed part, or a plain trace is one part:
+    # only then is the native reader asked for the repeats (validate.py)
+    alone_bytes = part_bytes if header.compressed or part_bytes >= header.size_bytes else 0
     loads: list[Future] = []
     with (
         tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch,
         _NativeInserts(con) as inserts,
         ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") as pool,
-        _progress(path, header.size_bytes, progress) as advance,
+        progress_bar(path, header.size_bytes, progress) as advance,
     ):
         parts: list[Part] = []
         counts = _PartCounts()
         slots = threading.BoundedSemaphore(in_flight)  # a part waits for a free slot before it is handed out
         # one part (the second try) may take the whole memory limit; each of several, their share but their size
-        limits = reading_limits(con, 1 if part_bytes >= UNLIMITED else workers + 1)
+        limits = reading_limits(settings, 1 if part_bytes >= UNLIMITED else workers + 1)
         if part_bytes < UNLIMITED:
             limits = replace(limits, max_part_bytes=max(limits.max_part_bytes, part_bytes + PART_ROOM))
 
         def on_part(index: int, part: Part) -> None:
             parts.append(part)
             slots.acquire()
-            loads.append(pool.submit(_load_part, con, index, part, header, counts, inserts))
+            loads.append(pool.submit(_load_part, con, index, part, header, counts, inserts, alone_bytes))
             loads[-1].add_done_callback(lambda _: slots.release())
 
         try:
@@ -234,24 +254,26 @@ def _load_part(
     header: TraceHeader,
     counts: _PartCounts,
     inserts: _NativeInserts,
+    alone_bytes: int,
 ) -> int:
     """Append one part to ``events``; return how many events it held.
 
     A part the native reader reads gets its final ids; one DuckDB's reader reads gets provisional ones,
-    ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them)."""
+    ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them). The first part, where it
+    holds less than ``alone_bytes``, may be the only one: the native reader also looks for its repeats."""
     count = None
     try:
         if native_reader is not None:
-            count = _insert_natively(part, index, counts, inserts, header)
+            count = _insert_natively(part, index, counts, inserts, header, alone_bytes)
         if count is None:
             with con.cursor() as cursor:
-                first_id = str(index << PART_ID_BITS)
+                ids = {"first_id": str(index << PART_ID_BITS), "rank": str(header.rank)}
                 try:
-                    result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), first_id=first_id)
+                    result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), **ids)
                 except duckdb.InvalidInputException as exc:
                     if not LENIENT_FAULT.search(str(exc)) or not read_file_leniently(part.file, header.leniencies):
                         raise
-                    result = run_sql_file(cursor, "ingest.sql", events_file=part.file, first_id=first_id)
+                    result = run_sql_file(cursor, "ingest.sql", events_file=part.file, **ids)
                 count = result.fetchone()[0]
         return count
     finally:
@@ -281,7 +303,7 @@ class _NativeInserts:
         self.cursors: list[duckdb.DuckDBPyConnection] = []
         self.lock = threading.Lock()
 
-    def insert(self, stream, first_id: int) -> None:
+    def insert(self, stream, first_id: int, rank: int) -> None:
         cursor = getattr(self.local, "cursor", None)
         if cursor is None:
             cursor = self.local.cursor = self.con.cursor()
@@ -289,7 +311,7 @@ class _NativeInserts:
             with self.lock:
                 self.cursors.append(cursor)
         cursor.register("scanned_part", _ArrowStream(stream))
-        run_sql_file(cursor, "ingest_scanned.sql", first_id=str(first_id))
+        run_sql_file(cursor, "ingest_scanned.sql", first_id=str(first_id), rank=str(rank))
         cursor.unregister("scanned_part")
 
     def abandon(self) -> None:
@@ -312,12 +334,12 @@ class _NativeInserts:
 
 
 def _insert_natively(
-    part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader
+    part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader, alone_bytes: int
 ) -> int | None:
     """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
     with part.contents() as (data, bare):
         try:
-            scanned = native_reader.scan(data, 0, bare)
+            scanned = native_reader.scan(data, 0, bare, index == 0 and len(data) < alone_bytes)
         except OSError as exc:  # a mapped page could not be read (SIGBUS, caught): the file shrank or its device failed
             raise _pages_lost(part, header, exc) from None
     rows, stream = scanned[0], scanned[1]
@@ -325,10 +347,12 @@ def _insert_natively(
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
         return None
     counts.publish(index, rows)  # the parts after this one need not wait for its insert
-    inserts.insert(stream, counts.first_id(index))
+    inserts.insert(stream, counts.first_id(index), header.rank)
     header.native_parts.append(index)
     if scanned[2] == 0:
         header.rows_checked.append(index)
+    if scanned[3] is not None:
+        header.first_part_repeats = scanned[3]
     return rows
 
 
@@ -365,30 +389,3 @@ def beyond_the_limits(con: duckdb.DuckDBPyConnection, exc: duckdb.OutOfMemoryExc
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
-
-
-@contextmanager
-def _progress(path: Path, size: int, enabled: bool):
-    """A byte-progress bar on stderr for large inputs; a no-op callback otherwise."""
-    if not enabled or size < PROGRESS_MIN_BYTES or not sys.stderr.isatty():
-        yield lambda n, stream: None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
-
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(f"reading {path.name}", total=size)
-
-        def advance(n: int, stream: BinaryIO) -> None:
-            raw = getattr(stream, "fileobj", None)  # compressed bytes consumed, comparable to the file size
-            if raw is not None:
-                bar.update(task, completed=raw.tell())
-            else:
-                bar.advance(task, n)
-
-        yield advance

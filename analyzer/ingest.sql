@@ -1,5 +1,5 @@
 -- ingest.sql: append one part of the trace's traceEvents array (a file holding a JSON array of consecutive
--- events) to `events`. event_id is ${first_id} + the position in the part (event_ids.sql renumbers).
+-- events) to `events`. event_id is ${first_id} + the position in the part (event_ids.sql renumbers); rank ${rank}.
 -- ts/dur are read as exact decimals and stored as integer nanoseconds, so containment tests are exact; 38
 -- digits hold epoch microseconds (16 integer digits), whose nanoseconds fit BIGINT until 2262. Past it the cast
 -- fails and validate.py names the event, where it is one validate.sql's rules hold (a device event, launch, operator
@@ -17,7 +17,7 @@ INSERT INTO events
 SELECT event_id, ph, cat, name, pid, tid,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
        CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
-       correlation, external_id, device, stream, args, flow_id
+       correlation, external_id, device, stream, args, flow_id, CAST(${rank} AS INTEGER) AS rank
 FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'xpu_runtime',
                          'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'cpu_op', 'user_annotation')
                  AS held_to_rules

@@ -17,6 +17,7 @@ import contextlib
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import duckdb
 
@@ -81,13 +82,23 @@ def limit_memory(
     limit: int | str,
     json_size: int = 0,
     disk_limit: int | str | None = None,
+    now=None,
 ) -> None:
     """Set ``con``'s memory limit (bytes, or DuckDB's '4GB') and the most it may spill to its spill directory
-    (``disk_limit``; default_disk_limit); ``json_size``: the JSON the run will load, in bytes."""
-    amount = quote(f"{limit}B" if isinstance(limit, int) else limit)
-    con.execute(f"SET memory_limit = {amount}")
+    (``disk_limit``; default_disk_limit); ``json_size``: the JSON the run will load, in bytes. ``now``: the instance's
+    settings as the last run set them (connection.sized_settings), kept up to date: where they are the same, nothing
+    is set. Setting memory_limit has DuckDB give its allocator's freed memory back to the system, which the next
+    statements then fault in again: on a small trace that cost more than setting it (benchmarks/RESULTS.md)."""
+    amount = f"{limit}B" if isinstance(limit, int) else limit
     disk = default_disk_limit(json_size) if disk_limit is None else disk_limit
-    con.execute(f"SET max_temp_directory_size = {quote(f'{disk}B' if isinstance(disk, int) else disk)}")
+    disk = f"{disk}B" if isinstance(disk, int) else disk
+    if now is None or (now.memory_limit, now.disk_limit) != (amount, disk):
+        if now is not None:
+            now.memory_limit = now.disk_limit = None  # unknown, should a SET fail
+        con.execute(f"SET memory_limit = {quote(amount)}")
+        con.execute(f"SET max_temp_directory_size = {quote(disk)}")
+        if now is not None:
+            now.memory_limit, now.disk_limit = amount, disk
     if json_size >= BLOCK_REUSE_MIN_JSON:
         # Blocks freed by one statement serve the next instead of going back to the system, up to half the limit:
         # that saves most of the page faults while the peak RSS stays within the memory goal, where the whole limit
@@ -112,19 +123,33 @@ def memory_bytes(limit: int | str) -> int | None:
     return int(float(match.group(1)) * base ** "BKMGT".index(unit[0]))
 
 
-def in_flight_bytes(con: duckdb.DuckDBPyConnection) -> int:
+class Settings(NamedTuple):
+    """The settings of a connection that reading a trace into it goes by, as DuckDB shows them."""
+
+    threads: int
+    memory_limit: str
+    disk_limit: str  # max_temp_directory_size
+
+
+def read_settings(con: duckdb.DuckDBPyConnection) -> Settings:
+    """``con``'s Settings, in one query (each statement costs a small trace's load a fixed part of a millisecond)."""
+    threads, memory, disk = con.execute(
+        "SELECT current_setting('threads'), current_setting('memory_limit'), current_setting('max_temp_directory_size')"
+    ).fetchone()
+    return Settings(int(threads), memory, disk)
+
+
+def in_flight_bytes(settings: Settings) -> int:
     """How many bytes of parts the ingest may have read or handed out at once (IN_FLIGHT_SHARE of the memory
     limit; UNLIMITED where the limit is not an amount)."""
-    memory = memory_bytes(con.execute("SELECT current_setting('memory_limit')").fetchone()[0])
+    memory = memory_bytes(settings.memory_limit)
     return UNLIMITED if memory is None else int(IN_FLIGHT_SHARE * memory)
 
 
-def reading_limits(con: duckdb.DuckDBPyConnection, parts_in_memory: int) -> Limits:
-    """What reading a trace into ``con`` may hold (trace_parts.Limits), from its memory and disk limits, with at
-    most ``parts_in_memory`` streamed parts in memory at once."""
-    memory_setting, disk_setting = con.execute(
-        "SELECT current_setting('memory_limit'), current_setting('max_temp_directory_size')"
-    ).fetchone()
+def reading_limits(settings: Settings, parts_in_memory: int) -> Limits:
+    """What reading a trace into a connection of ``settings`` may hold (trace_parts.Limits), from its memory and disk
+    limits, with at most ``parts_in_memory`` streamed parts in memory at once."""
+    memory_setting, disk_setting = settings.memory_limit, settings.disk_limit
     memory, disk = memory_bytes(memory_setting), memory_bytes(disk_setting)
     if memory is None:
         return Limits(memory=memory_setting, disk=disk_setting)

@@ -56,15 +56,18 @@ def ingest_ranks(
         define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False,
                            torchscript_paths=script_paths)  # fmt: skip
         try:
-            header = ingest_trace(con, source.trace, progress=progress)
+            # with the rank a run directory names; a bare trace's, its header's, is known once it is read
+            header = ingest_trace(con, source.trace, progress=progress, rank=source.rank or 0)
         except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
             raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
-        validate_events(con, source.trace, rows_checked=header.all_rows_checked)
+        validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
         if escaped:
             validate_escapes(con, source.trace)
         if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
             raise BadInputError(source.trace, nothing_to_attribute(con))
         rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
+        if rank != header.rank:
+            run_sql_file(con, "events_rank.sql", rank=str(rank))
         if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
             run_sql_file(con, "frame_names.sql")
             run_sql_file(con, "frames.sql")
@@ -79,14 +82,11 @@ def ingest_ranks(
         function_data = function_data_from_store(source.store, source.samples)
         if source.samples is not None:
             _check_sample_ids(con, source.trace, source.samples, function_data)
-        for table in ("events", "kernels"):  # a single trace's tables need no renaming
+        for table in ("events", "kernels") if len(sources) > 1 else ():  # each with its rank column
             if position == 0:
-                con.execute(f"ALTER TABLE {table} ADD COLUMN rank INTEGER DEFAULT {int(rank)}")
-                con.execute(f"ALTER TABLE {table} ALTER COLUMN rank DROP DEFAULT")
-                if len(sources) > 1:
-                    con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
+                con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
             else:
-                con.execute(f"INSERT INTO ks_all_{table} SELECT *, {int(rank)} FROM {table}")
+                con.execute(f"INSERT INTO ks_all_{table} SELECT * FROM {table}")
                 con.execute(f"DROP TABLE {table}")
         parts.append(RankPart(rank, source.manifest, function_data, check, directory, header))
     for table in ("events", "kernels") if len(sources) > 1 else ():

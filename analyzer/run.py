@@ -58,13 +58,13 @@ class Run:
         annotation = (sources[0].manifest or {}).get("annotation", {})
         module_prefix = module_prefix or annotation.get("module_prefix", MODULE_PREFIX)
         function_prefix = function_prefix or annotation.get("function_prefix", FUNCTION_PREFIX)
-        con = connection.connect(database)
+        con = connection.connect(database, sized=True)
         json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
         memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
-        limit_memory(con, memory, json_size, disk_limit)
-        made = connection.made_settings(con)
-        limit_threads(con, json_size, made.threads)
-        limit_optimizers(con, json_size, made.lean_optimizers)
+        made, now = connection.made_settings(con), connection.sized_settings(con)  # now: as the last run left them
+        limit_memory(con, memory, json_size, disk_limit, now)
+        limit_threads(con, json_size, made.threads, now.threads)
+        limit_optimizers(con, json_size, made.lean_optimizers, now.disabled_optimizers, made.disabled_optimizers)
         if keeps_steps(json_size):
             hold_drops(con)
         try:

@@ -18,13 +18,16 @@ attribution.sql ~4 ms of its load. A trace of less than LEAN_BYTES keeps them (a
 which removes temporary tables with it, or until the connection is handed to a user (sql.py, hold_drops; run.py,
 Run.con).
 
-The first two settings are global to a DuckDB instance: connection.py sets the defaults again when a run gives its
-instance back or hands its connection to a user.
+The first two settings are global to a DuckDB instance: a run sets them where the instance's last run left them
+otherwise (each SET, and setting the defaults back, costs a small trace ~0.15 ms), and connection.py gives any other
+connection, and a run's connection handed to a user, the defaults.
 """
 
 from __future__ import annotations
 
 import duckdb
+
+from .sql import quote
 
 THREAD_BYTES = 8 << 20
 LEAN_BYTES = 2 << 20
@@ -36,10 +39,11 @@ def run_threads(json_size: int, default: int) -> int:
     return max(1, min(default, json_size // THREAD_BYTES))
 
 
-def limit_threads(con: duckdb.DuckDBPyConnection, json_size: int, default: int) -> None:
-    """Give ``con``'s instance the threads a run of ``json_size`` bytes of JSON needs, of its ``default``."""
+def limit_threads(con: duckdb.DuckDBPyConnection, json_size: int, default: int, now: int | None = None) -> None:
+    """Give ``con``'s instance the threads a run of ``json_size`` bytes of JSON needs, of its ``default``; ``now``: its
+    threads now (None: the default)."""
     threads = run_threads(json_size, default)
-    if threads != default:
+    if threads != (default if now is None else now):
         con.execute(f"SET threads = {threads}")
 
 
@@ -49,11 +53,19 @@ def lean_disabled_optimizers(con: duckdb.DuckDBPyConnection) -> str:
     return ",".join(name for name in passes if name not in LEAN_PASSES)
 
 
-def limit_optimizers(con: duckdb.DuckDBPyConnection, json_size: int, lean: str) -> None:
+def limit_optimizers(
+    con: duckdb.DuckDBPyConnection, json_size: int, lean: str, now: str | None = None, default: str = ""
+) -> None:
     """Plan a run of ``json_size`` bytes of JSON with only LEAN_PASSES where it is small (``lean``: the value of
-    lean_disabled_optimizers for ``con``'s instance)."""
-    if json_size < LEAN_BYTES:
-        con.execute(f"SET disabled_optimizers = '{lean}'")
+    lean_disabled_optimizers for ``con``'s instance), else with its ``default`` passes; ``now``: the instance's
+    disabled_optimizers now (None: the default)."""
+    wanted = lean if json_size < LEAN_BYTES else default
+    if _passes(wanted) != _passes(default if now is None else now):  # DuckDB shows them in an order of its own
+        con.execute(f"SET disabled_optimizers = {quote(wanted)}")
+
+
+def _passes(disabled_optimizers: str) -> set[str]:
+    return {name.strip() for name in disabled_optimizers.split(",") if name.strip()}
 
 
 def keeps_steps(json_size: int) -> bool:

@@ -31,15 +31,25 @@ JSON_TYPES = {"VARCHAR": "string", "BOOLEAN": "boolean", "ARRAY": "array"} | dic
 )
 
 
-def validate_events(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, rows_checked: bool = False) -> None:
+def validate_events(
+    con: duckdb.DuckDBPyConnection,
+    path: str | os.PathLike,
+    *,
+    rows_checked: bool = False,
+    repeats: bool | None = None,
+) -> None:
     """Raise BadInputError naming ``path`` and the first unusable event of table ``events``.
 
     ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
-    only the repeats (rules 8, 9) are looked for. A trace none of whose device events and launches has a
-    correlation (rule 5) has them linked by their External ids instead (linked_by_external_id.sql), and one whose device
-    events alone lack them has those linked through their ac2g flows (linked_by_flow.sql); then it is checked again."""
-    if rows_checked and not run_sql_file(con, "validate_repeats.sql").fetchone()[0]:
-        return  # the query that names the first fault costs more to plan than this one costs to run on a small trace
+    only the repeats (rules 8, 9) are looked for. ``repeats``: whether there are any, where the native reader read
+    the trace as one part (TraceHeader.repeats: validate_repeats.sql's answer); None: validate_repeats.sql says.
+    A trace none of whose device events and launches has a correlation (rule 5) has them linked by their External
+    ids instead (linked_by_external_id.sql), and one whose device events alone lack them has those linked through
+    their ac2g flows (linked_by_flow.sql); then it is checked again."""
+    if rows_checked and repeats is None:  # the query that names the first fault costs more to plan than this one
+        repeats = run_sql_file(con, "validate_repeats.sql").fetchone()[0]  # costs to run on a small trace
+    if rows_checked and not repeats:
+        return
     con.execute(f"SET VARIABLE ks_rows_checked = {'true' if rows_checked else 'false'}")
     row = run_sql_file(con, "validate.sql").fetchone()
     if row is None:

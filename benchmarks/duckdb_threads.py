@@ -45,9 +45,9 @@ class Threads:
         self._rule = run_module.limit_threads
         run_module.limit_threads = self.limit
 
-    def limit(self, con, json_size: int, default: int) -> None:
+    def limit(self, con, json_size: int, default: int, now: int | None = None) -> None:
         if self.count == RULE:
-            self._rule(con, json_size, default)
+            self._rule(con, json_size, default, now)
         else:
             con.execute(f"SET threads = {self.count}")
 

@@ -3,8 +3,8 @@
  *
  * Each input is one part: its first byte picks the form (bit 0: bare events, no brackets), the rest is the part,
  * copied into a buffer of exactly its size so that a read past either end is a heap overflow. The input goes
- * through what scan() runs without the GIL (scan_array, modernize_categories, rows_breaking_rules) and the Arrow
- * export, and the exported batch is checked: every column as long as the rows, dictionary indices and args
+ * through what scan() runs without the GIL (scan_array, modernize_categories, rows_breaking_rules, has_repeats) and
+ * the Arrow export, and the exported batch is checked: every column as long as the rows, dictionary indices and args
  * offsets inside their buffers, each args text an object that the reader reads back to the same text. Python's
  * part (the buffer protocol, the capsule) is left out: it holds nothing the input reaches. Agreement with
  * DuckDB's reader is checked apart, on the corpus this grows (benchmarks/fuzz_kineto_diff.py).
@@ -120,6 +120,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         assert(modernize_categories(s));
         int64_t broken = rows_breaking_rules(s);
         assert(broken >= 0 && broken <= s->rows);
+        int repeats = has_repeats(s);
+        assert(repeats == 0 || repeats == 1);
         int64_t rows = s->rows;
         struct ArrowArrayStream *stream = export_stream(s);
         assert(stream);

@@ -4,9 +4,10 @@
     python benchmarks/fuzz_kineto.py diff DIR...   # every input of the corpora: native rows == DuckDB's rows
 
 The harness checks memory safety and what the reader's output must hold on its own; ``diff`` checks that every
-part the native reader reads gives exactly the rows of DuckDB's JSON reader (ingest.sql), the fallback, as
-tests/test_native_reader.py does for its random parts. It prints the counts (read, left to DuckDB) and each
-disagreement, and exits 1 if there was one. benchmarks/fuzz_kineto.sh runs both around the fuzzer.
+part the native reader reads gives exactly the rows of DuckDB's JSON reader (ingest.sql), the fallback, and the
+answer of validate_repeats.sql on them, as tests/test_native_reader.py does for its random parts. It prints the
+counts (read, left to DuckDB) and each disagreement, and exits 1 if there was one. benchmarks/fuzz_kineto.sh runs
+both around the fuzzer.
 """
 
 from __future__ import annotations
@@ -78,9 +79,12 @@ def seeds(out: Path) -> int:
 def diff(corpora: list[Path]) -> int:
     sys.path.insert(0, str(REPO / "tests"))
     import test_native_reader as tests
+    from kernelscope.analyzer.ingest import native_reader
+    from kernelscope.analyzer.sql import define_scope_names, sql_text
 
     read = left = 0
     bad = []
+    macros = False  # the macros validate_repeats.sql reads (ks_launch_category), on DuckDB's reader's connection
     with tempfile.TemporaryDirectory() as scratch:
         for corpus in corpora:
             for file in sorted(corpus.iterdir()):
@@ -97,6 +101,15 @@ def diff(corpora: list[Path]) -> int:
                 if native != duck:
                     bad.append(file)
                     print(f"{file}: native {native!r}\n  duckdb {duck!r}", file=sys.stderr)
+                    continue
+                con = tests._CONNECTIONS["duckdb"]  # holds the rows DuckDB's reader read
+                if not macros:
+                    define_scope_names(con, "ks.module:", "ks.fn:")
+                    macros = True
+                repeats = con.execute(sql_text("validate_repeats.sql")).fetchone()[0]
+                if native_reader.scan(part, 0, bare, True)[3] is not repeats:
+                    bad.append(file)
+                    print(f"{file}: validate_repeats.sql says {repeats}, the native reader not", file=sys.stderr)
     print(f"read natively {read}, left to DuckDB {left}, disagreements {len(bad)}")
     return 1 if bad else 0
 

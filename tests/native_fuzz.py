@@ -144,13 +144,15 @@ def fuzz(scan, cases: int, seed: int) -> dict:
         bare = rng.random() < 0.7
         data = part if bare else b"[" + part + b"]"
         for view in (buffers.at_end(data), buffers.at_start(data)):
-            scanned = scan(view, 0, bare)
+            repeats = rng.random() < 0.5  # the reader also looks for the repeats of validate_repeats.sql
+            scanned = scan(view, 0, bare, repeats)
             view.release()
             if scanned[0] is None:
                 assert isinstance(scanned[1], str) and 0 <= scanned[2] <= len(data), (scanned, data)
                 counts["left"] += 1
             else:
                 assert scanned[0] >= 0 and scanned[2] >= 0, (scanned, data)
+                assert scanned[3] in ((True, False) if repeats else (None,)), (scanned, data)
                 counts["rows"] += 1
     return counts
 
@@ -176,8 +178,8 @@ def main(path: str, cases: int) -> int:
 
     rng = random.Random(20261201)
     for i in range(cases):  # the random parts of the tests, scanned, every tenth inserted into DuckDB
-        part = tests._random_part(rng) if i % 2 else tests._rule_event(rng).encode()
-        scanned = reader.scan(part, 0, bool(i % 2 == 0))
+        part = (tests._random_part, lambda r: tests._rule_event(r).encode(), tests._repeat_part)[i % 3](rng)
+        scanned = reader.scan(part, 0, bool(i % 2 == 0), i % 4 < 2)
         if scanned[0] is not None and i % 10 == 1:
             tests._inserted(scanned[1]).execute("SELECT * FROM events").fetchall()
     traces = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + sorted(
@@ -187,7 +189,7 @@ def main(path: str, cases: int) -> int:
         header = ingest.ingest_trace(duckdb.connect(), trace)
         assert header.native_parts and not header.duckdb_parts, (trace, header.duckdb_parts)
     # the reader's own tests but the two that compare thousands of parts with DuckDB (scanned above) and this one
-    selection = "not random_parts_read_natively and not counts_the_events and not sanitizers"
+    selection = "not random_parts_read_natively and not counts_the_events and not finds_the_repeats and not sanitizers"
     return pytest.main(["-q", "-p", "no:cacheprovider", str(Path(tests.__file__)), "-k", selection])
 
 

@@ -545,8 +545,8 @@ def test_an_unreadable_file_is_bad_input(monkeypatch):
 
 def test_a_clean_trace_checked_by_the_native_reader_skips_the_query_that_names_faults(tmp_path, monkeypatch):
     """validate.sql names the first unusable event, and costs more to plan than a small trace's whole check: where
-    the native reader checked the rows (rules 1-7) and validate_repeats.sql finds no repeat, it is not run; a trace
-    with a repeat still gets its sentence (the cases above)."""
+    the native reader checked the rows (rules 1-7) and found no repeat in a trace it read as one part, neither it nor
+    validate_repeats.sql is run; a trace with a repeat still gets its sentence (the cases above)."""
     from kernelscope.analyzer import ingest, validate
 
     if ingest.native_reader is None:
@@ -555,8 +555,7 @@ def test_a_clean_trace_checked_by_the_native_reader_skips_the_query_that_names_f
     run_sql_file = validate.run_sql_file
     monkeypatch.setattr(validate, "run_sql_file", lambda con, name: asked.append(name) or run_sql_file(con, name))
     load_run(RUN).close()
-    assert asked == ["validate_repeats.sql"]
-    asked.clear()
+    assert asked == []
     with pytest.raises(BadInputError, match="repeats device event"):
         load_run(_trace(tmp_path, _duplicate(K)))
-    assert asked == ["validate_repeats.sql", "validate.sql"]
+    assert asked == ["validate.sql"], "the reader found the repeat: only the query that names it runs"

@@ -172,9 +172,9 @@ def test_a_trace_truncated_while_it_is_read_is_one_line(plain_gpt2, tmp_path, mo
 
     class TruncatingReader:
         @staticmethod
-        def scan(data, first_id, bare):
+        def scan(data, first_id, *flags):
             os.truncate(path, 4096)  # the part is mapped already: only its first page is left
-            return scan(data, first_id, bare)
+            return scan(data, first_id, *flags)
 
     monkeypatch.setattr(ingest, "native_reader", TruncatingReader)
     with pytest.raises(BadInputError, match=r"trace\.json: was truncated while it was read \(is it still being"):
@@ -347,7 +347,7 @@ def test_the_parts_in_flight_stay_within_a_share_of_the_memory_limit_whatever_th
     monkeypatch.setattr(ingest, "MIN_PART_BYTES", 64 << 10)
     monkeypatch.setattr(ingest, "MIN_FLIGHT_PART_BYTES", 16 << 10)
     part = 100 << 10
-    monkeypatch.setattr(ingest, "in_flight_bytes", lambda con: 3 * part + 1000)
+    monkeypatch.setattr(ingest, "in_flight_bytes", lambda settings: 3 * part + 1000)
     lock, busy, most, parts = threading.Lock(), [0], [0], []
 
     def load_part(*args):

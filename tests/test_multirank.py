@@ -215,6 +215,18 @@ def test_a_directory_of_plain_traces_loads_as_a_job_of_the_ranks_they_name(tmp_p
             assert run.profiling_df(rank).drop(columns="rank").reset_index(drop=True).equals(single)
 
 
+def test_every_row_has_its_ranks_column_without_a_default(tmp_path, gloo_job):
+    """The ingest writes the rank a run directory names; a bare trace's, which its header names, replaces it once the
+    trace is read (events_rank.sql). Either way the column is the tables' last, of no default, as an ALTER left it."""
+    named = _plain_trace(tmp_path / "named.json.gz", 3)
+    for path, ranks in ((named, [3]), (gloo_job / "rank-1", [1]), (gloo_job, [0, 1])):
+        with load_run(path) as run:
+            for table in ("events", "kernels"):
+                assert run.sql(f"SELECT DISTINCT rank FROM {table} ORDER BY 1")["rank"].tolist() == ranks, path
+                columns = run.sql(f"SELECT * FROM duckdb_columns() WHERE table_name = '{table}' ORDER BY column_index")
+                assert columns["column_name"].iloc[-1] == "rank" and columns["column_default"].isna().all(), path
+
+
 def test_a_directory_of_plain_traces_naming_one_rank_twice_is_refused_naming_both(tmp_path):
     job = tmp_path / "traces"
     job.mkdir()

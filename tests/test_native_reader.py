@@ -39,7 +39,7 @@ def _read_with_duckdb(part: bytes, tmp_path) -> list[tuple] | str:
     file.write_bytes(part)
     con = _connection("duckdb")
     try:
-        run_sql_file(con, "ingest.sql", events_file=str(file), first_id=str(7 << 40))
+        run_sql_file(con, "ingest.sql", events_file=str(file), first_id=str(7 << 40), rank="0")
     except duckdb.Error as exc:
         return f"error: {exc}"
     return con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
@@ -60,7 +60,7 @@ def _inserted(stream) -> duckdb.DuckDBPyConnection:
     """A connection whose ``events`` holds a scanned part (its Arrow stream), inserted as ingest.py does."""
     con = _connection("native")
     con.register("scanned_part", ingest._ArrowStream(stream))
-    run_sql_file(con, "ingest_scanned.sql", first_id="0")
+    run_sql_file(con, "ingest_scanned.sql", first_id="0", rank="0")
     return con
 
 
@@ -310,6 +310,66 @@ def test_the_native_reader_counts_the_events_validate_sql_refuses():
     assert clean > 25 and broken > 100, (clean, broken)
 
 
+REPEAT_FIELDS = {
+    "ph": ['"X"', '"X"', '"X"', '"i"', "null"],
+    "cat": ['"kernel"', '"gpu_memcpy"', '"gpu_memset"', '"cuda_runtime"', '"cuda_driver"', '"xpu_runtime"']
+    + ['"privateuse1_driver"', '"Runtime"', '"Kernel"', '"cpu_op"', '"x"'],
+    "ts": ["1", "2", "null"],
+    "correlation": ["5", "6", "null"],
+    "device": ["0", "1", "null"],
+    "stream": ["7", "8", "null"],
+}
+
+
+def _repeat_part(rng: random.Random) -> bytes:
+    """Launches and device events of few distinct correlations, devices, streams and starts, each present, null or
+    missing: often a copy of an event before it, as it is (a repeat) or with one field changed (nearly one)."""
+    events: list[dict] = []
+    for _ in range(rng.randrange(1, 7)):
+        if events and rng.random() < 0.5:
+            event = dict(rng.choice(events))
+            if rng.random() < 0.5:
+                key = rng.choice(list(REPEAT_FIELDS))
+                event[key] = rng.choice(REPEAT_FIELDS[key] + [None])  # None: missing
+        else:
+            event = {key: rng.choice(values) if rng.random() < 0.93 else None for key, values in REPEAT_FIELDS.items()}
+        events.append(event)
+
+    def members(event: dict, keys) -> list[str]:
+        return [f'"{key}": {event[key]}' for key in keys if event[key] is not None]
+
+    written = [
+        members(e, ("ph", "cat", "ts")) + ['"name": "n", "pid": 1, "tid": 2, "dur": 1']
+        + [f'"args": {{{", ".join(members(e, ("correlation", "device", "stream")))}}}']
+        for e in events
+    ]  # fmt: skip
+    return ("[" + ", ".join("{" + ", ".join(w) + "}" for w in written) + "]").encode()
+
+
+def test_the_native_reader_finds_the_repeats_validate_repeats_sql_finds():
+    """Its answer lets validate.py skip validate_repeats.sql on a trace read as one part: it must be the query's."""
+    rng = random.Random(1204)
+    found = {True: 0, False: 0}
+    define_scope_names(_connection("native"), "ks.module:", "ks.fn:")  # the macros of every run (ks_launch_category)
+    for _ in range(400):
+        part = _repeat_part(rng)
+        scanned = ingest.native_reader.scan(part, 0, False, True)
+        assert scanned[0] is not None, part
+        assert ingest.native_reader.scan(part, 0)[3] is None, "asked for only"
+        con = _inserted(scanned[1])
+        assert scanned[3] is con.execute(sql_text("validate_repeats.sql")).fetchone()[0], part
+        found[scanned[3]] += 1
+    assert min(found.values()) > 60, found  # both answers are exercised
+
+
+@pytest.mark.parametrize("trace", SAMPLE_TRACES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_real_traces_read_as_one_part_are_checked_for_repeats_natively(trace):
+    con = duckdb.connect()
+    header = ingest.ingest_trace(con, trace)
+    define_scope_names(con, "ks.module:", "ks.fn:")
+    assert header.repeats is con.execute(sql_text("validate_repeats.sql")).fetchone()[0] is False
+
+
 @pytest.mark.parametrize(
     "text, reason",
     [
@@ -338,7 +398,7 @@ def test_the_rewrites_the_native_reader_makes_are_duckdbs(tmp_path):
     )
     native = _read_natively(part)
     assert native == _read_with_duckdb(part, tmp_path)
-    assert native[0][1:] == (
+    assert native[0][1:-1] == (  # the columns the readers read (the last is the rank the insert writes)
         "X",
         "a/b",
         'q"\t',
@@ -406,6 +466,31 @@ def test_parts_read_by_either_reader_load_as_one_part_read_by_duckdb(compressed,
     header = ingest.ingest_trace(parts, path)
     assert len(header.native_parts) >= 4 and len(header.duckdb_parts) == 1
     assert parts.execute(query).fetchall() == whole.execute(query).fetchall()
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["json", "gz"])
+def test_a_repeat_across_parts_is_found_by_the_query(compressed, tmp_path, monkeypatch):
+    """The reader sees one part at a time: where a trace is read in several, validate_repeats.sql still runs."""
+    from kernelscope.analyzer import BadInputError
+    from kernelscope.analyzer.validate import validate_events
+
+    events = [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": i, "dur": 1,
+         "args": {"correlation": i}}
+        for i in range(3000)
+    ]  # fmt: skip
+    events[2900]["args"]["correlation"] = 10  # a launch that shares the correlation of one in the first part
+    text = json.dumps({"traceEvents": events}, indent=1).encode()
+    path = tmp_path / ("trace.json.gz" if compressed else "trace.json")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    for name in ("MIN_PART_BYTES", "MAX_PART_BYTES", "STREAM_PART_BYTES"):
+        monkeypatch.setattr(ingest, name, 32 << 10)
+    con = duckdb.connect()
+    header = ingest.ingest_trace(con, path)
+    assert len(header.native_parts) > 1 and header.all_rows_checked and header.repeats is None
+    define_scope_names(con, "ks.module:", "ks.fn:")
+    with pytest.raises(BadInputError, match=r"traceEvents\[2900\] .* shares correlation 10 with another launch"):
+        validate_events(con, path, rows_checked=header.all_rows_checked, repeats=header.repeats)
 
 
 def test_mutated_parts_in_guarded_buffers():

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from conftest import REPO
 from kernelscope.analyzer import connection, load_run, rank_parts, run_settings
+from kernelscope.analyzer.memory import MIN_DISK_LIMIT, MIN_LIMIT
 from kernelscope.analyzer.run import Run
 from kernelscope.analyzer.run_settings import LEAN_PASSES, THREAD_BYTES, run_threads
 
@@ -82,6 +83,35 @@ def test_a_small_run_is_planned_with_the_lean_passes_and_gives_all_back(monkeypa
     assert not _disabled(run.con), "a run's connection handed to a user has every pass"
     run.close()
     assert seen[1][1] == seen[0][1]
+    connection._close_instances()
+
+
+def test_an_instance_keeps_a_runs_settings_for_the_next_run_alone(monkeypatch):
+    """Setting them back at give-back and again at the next small run's start cost ~0.6 ms a load, and setting
+    memory_limit has DuckDB give its freed memory back to the system (benchmarks/RESULTS.md): the next run sets only
+    what differs, whatever it needs, and any other connection gets the defaults."""
+    connection._close_instances()
+    seen = _settings_at_attribution(monkeypatch)
+    load_run(MLP).close()
+    instance, made, left = connection._idle[1:]
+    assert left.threads == 1 and set(left.disabled_optimizers.split(",")) == seen[0][1], "as the small run had them"
+    assert (left.memory_limit, left.disk_limit) == (f"{MIN_LIMIT}B", f"{MIN_DISK_LIMIT}B")
+    load_run(MLP).close()
+    monkeypatch.setattr(run_settings, "LEAN_BYTES", 1)  # a run planned with every pass after one with the lean ones
+    load_run(MLP, memory_limit="64MB").close()
+    assert [disabled for _, disabled in seen] == [seen[0][1], seen[0][1], set()] and seen[0][1]
+    left = connection._idle[3]
+    assert connection._idle[1] is instance and (left.threads, left.disabled_optimizers) == (1, "")
+    monkeypatch.setattr(run_settings, "LEAN_BYTES", 2 << 20)
+    with load_run(MLP) as run:  # on the same instance, which its user's SQL then keeps from the next
+        assert run.con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == "512.0 MiB"
+    load_run(MLP).close()
+    instance = connection._idle[1]
+    con = connection.connect()
+    assert connection._leases[id(con)].instance is instance
+    assert (_threads(con), _disabled(con)) == (made.threads, set()), "any other connection has the defaults"
+    assert connection.sized_settings(con).memory_limit is None, "and sets its own memory limit"
+    connection.close(con)
     connection._close_instances()
 
 

@@ -34,7 +34,7 @@ def test_literals_are_substituted_and_not_cached(monkeypatch, tmp_path):
     assert "lit.sql" not in sql._parsed
 
 
-@pytest.mark.parametrize("name", ["attribution.sql", "validate_repeats.sql", "connection.sql"])
+@pytest.mark.parametrize("name", ["attribution.sql", "frames_needed.sql", "connection.sql"])
 def test_a_load_runs_the_files_from_their_parsed_statements(name):
     load_run(REPO / "sample_traces" / "mlp").close()
     parsed = sql._parsed[name]
