@@ -8,12 +8,13 @@ STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``sweep`
 (named_share.py), ``frames``
 (frames_vs_recording.py), ``notices`` (kineto_notices.py), ``tp`` (tensor_parallel_job.py, world size 1 on NCCL),
 ``bench`` (bench_check.py), ``overhead`` (recorder_overhead.py), ``aitune`` (profile_vs_aitune.py), ``stages``
-(profile_stages.py: tiny, mlp and transformer_encoder), ``scaling``
+(profile_stages.py), ``scaling``
 (profile_scaling.py), ``threads`` (duckdb_threads.py: the demo and 10 MB-100 MB traces per DuckDB thread
 count), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
 stages timed: load_stages.py), ``cores_gzip`` (analyzer_cores.py, the .json against the .json.gz of indexed members
 the recorder writes, 2-16 cores), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
-``=WORKLOAD,...`` names the workloads of check, sweep, frames and overhead (default: all). Each step writes under a
+``=WORKLOAD,...`` names the workloads of check, sweep, frames, overhead (default: all) and stages (default: tiny,
+mlp and transformer_encoder; any of profile_vs_aitune.py's). Each step writes under a
 scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is packed, sample tensors
 (``*.pt``) and plain traces left out, into OUT/part-aa, part-ab… (tar.gz cut into 15 MiB pieces: ``cat part-* | tar
 xz`` joins them), and a summary line per step (status, seconds) is printed and written to OUT/steps.json.
@@ -73,7 +74,8 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
         ),
         "stages": (
             py
-            + [str(HERE / "profile_stages.py"), "--device", "cuda", "--workloads", "tiny,mlp,transformer_encoder"]
+            + [str(HERE / "profile_stages.py"), "--device", "cuda", "--workloads"]
+            + [",".join(workloads.get("stages", ["tiny", "mlp", "transformer_encoder"]))]
             + ["--out", str(work / "stages" / "profile_stages.json")],
             120,
         ),

@@ -55,3 +55,13 @@ def test_profile_stages_names_the_known_workloads_for_an_unknown_one(capsys):
         profile_stages.main(["--workloads", "tiny,mlp"])
     assert stopped.value.code == 2
     assert "no workload mlp on cpu; known: tiny, demo, fast_path_encoder" in capsys.readouterr().err
+
+
+def test_gpu_session_passes_the_named_workloads_to_stages(tmp_path):
+    sys.path.insert(0, str(BENCHMARKS))
+    import gpu_session
+
+    named = gpu_session.commands(tmp_path, {"stages": ["vit", "mixtral"]})["stages"][0]
+    default = gpu_session.commands(tmp_path, {"stages": []})["stages"][0]
+    assert named[named.index("--workloads") + 1] == "vit,mixtral"
+    assert default[default.index("--workloads") + 1] == "tiny,mlp,transformer_encoder"
