@@ -5,9 +5,10 @@
   3. every patch is removed exactly: the ``__dict__`` of every observed module, of the Python modules that define
      their classes, of the patched namespaces (``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch._C._nn``,
      ``torch.linalg``, ``torch.fft``, ``torch.special``, ``torch.distributed``, ``torch.autograd.Function``,
-     ``nn.Module``, ``threading.Thread``, ``_thread``) identical to before, object for object (attributes that are
-     Python modules imported meanwhile, and the model's own state, which no patch holds, left aside); also when the
-     model raises mid-pass (a RuntimeError and a KeyboardInterrupt from a forward pre-hook in the recorded pass);
+     ``nn.Module``, ``threading.Thread``, ``_thread``, a loaded AOTInductor package's class) identical to before,
+     object for object (attributes that are Python modules imported meanwhile, and the model's own state, which no
+     patch holds, left aside); also when the model raises mid-pass (a RuntimeError and a KeyboardInterrupt from a
+     forward pre-hook in the recorded pass);
   4. every row has a function_name (SPEC: every kernel of a trace with a CPU side has one);
   5. the in-process frame equals ``load_run()`` of the run directory, and so do function_data's call counts;
   6. function_data follows SPEC: ``{name: [(calls, (args, kwargs)), ...]}``;
@@ -17,9 +18,10 @@
     python benchmarks/cpu_sweep.py OUT [name ...] [--deadline SECONDS]
 
 Models: sweep_cpu_models.py (transformers architectures from tiny configs, random init, no downloads; generate()),
-sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py and sweep_cpu_mechanisms_edge.py (torch mechanisms around
-small modules). A model its library cannot build here is reported
-as skipped, never as passed. Writes OUT/cpu_sweep.json and prints one line per model.
+sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py
+and sweep_cpu_mechanisms_unseen_more.py (torch mechanisms around small modules), sweep_cpu_models_unseen.py
+(transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves out). A model its library
+cannot build here is reported as skipped, never as passed. Writes OUT/cpu_sweep.json and prints one line per model.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gpu_check import flatten  # noqa: E402
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder.calls import aoti_compiled_model  # noqa: E402
 from kernelscope.recorder.profiler import _run_pass  # noqa: E402
 
 SUMMARY_COLUMNS = ["function_name", "calls", "num_distinct_samples", "num_modules", "time_spent_us",
@@ -81,6 +84,8 @@ def _owners(w) -> list:
               torch.nn.modules.module]  # fmt: skip
     if torch.distributed.is_available():
         owners.append(torch.distributed)
+    if aoti_compiled_model() is not None:  # a program that loaded an AOTInductor package
+        owners.append(aoti_compiled_model())
     modules = list(w.module.modules()) + list(w.notes.get("watch", []))
     owners += modules
     for m in modules:
@@ -270,9 +275,20 @@ def factories() -> dict:
     from sweep_cpu_mechanisms import MECHANISMS
     from sweep_cpu_mechanisms_edge import EDGE_MECHANISMS
     from sweep_cpu_mechanisms_more import MORE_MECHANISMS
+    from sweep_cpu_mechanisms_unseen import UNSEEN_MECHANISMS
+    from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
     from sweep_cpu_models import MODELS
+    from sweep_cpu_models_unseen import UNSEEN_MODELS
 
-    return {**MODELS, **MECHANISMS, **MORE_MECHANISMS, **EDGE_MECHANISMS}
+    return {
+        **MODELS,
+        **MECHANISMS,
+        **MORE_MECHANISMS,
+        **EDGE_MECHANISMS,
+        **UNSEEN_MODELS,
+        **UNSEEN_MECHANISMS,
+        **UNSEEN_MORE_MECHANISMS,
+    }
 
 
 def main() -> None:
@@ -304,6 +320,8 @@ def main() -> None:
                 except BaseException as exc:  # a failure of kernelscope on this model: the finding
                     results.append({"workload": name, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:500],
                                     "traceback": traceback.format_exc()[-3000:]})  # fmt: skip
+                finally:  # a program that changed a global of torch's (nn.Module.__call__) puts it back
+                    w.notes.get("cleanup", lambda: None)()
                 del w
             results[-1]["check_s"] = round(time.perf_counter() - start, 2)
             print(json.dumps(results[-1], default=str), flush=True)

@@ -13,6 +13,10 @@ With ``calls="all"``, during one recording:
   program has imported Triton: ``triton.<kernel>`` after the ``@triton.jit`` function's name. No torch operator
   launches them, so without this their kernels would have a module and no call. Inductor's kernels do not go
   through ``JITFunction.run`` (they are a compiled region's).
+- the calls of a loaded AOTInductor package (``torch._inductor.aoti_load_package(path)(x)``), where the program has
+  loaded one: ``AOTICompiledModel.__call__``. Its generated code launches its kernels from C++, where no torch
+  operator holds them, so without this their kernels would have a module and no call (on the CPU its kernels leave
+  no event, and its rows were named after the few ATen operators its code calls).
 - ``torch.autograd.Function`` subclasses of the program's own or a library's (``MatMul4Bit.apply(...)``; not torch's
   own): ``<Function>.apply``, which extension code uses to wrap kernels that no torch operator launches. Unlike
   the other torch-level calls it does not hold the calls it makes: a torch call or functional inside it has its own
@@ -69,7 +73,18 @@ COLLECTIVES = (
 
 
 TRITON_LAUNCH = "triton"  # the target name of JITFunction.run: its calls are named triton.<kernel>
+AOTI_CALL = "AOTICompiledModel.__call__"  # the name of a loaded AOTInductor package's calls
 AUTOGRAD_APPLY = "apply"  # the target name of torch.autograd.Function.apply: its calls are named <Function>.apply
+
+
+def aoti_compiled_model() -> type | None:
+    """The class of loaded AOTInductor packages where the program has loaded one (never imported here); torch
+    moved it from ``torch._inductor.package.package`` to ``torch.export.pt2_archive._package``."""
+    for module in ("torch.export.pt2_archive._package", "torch._inductor.package.package"):
+        kind = getattr(sys.modules.get(module), "AOTICompiledModel", None)
+        if isinstance(kind, type) and inspect.isfunction(vars(kind).get("__call__")):
+            return kind
+    return None
 
 
 def triton_jit_function() -> type | None:
@@ -110,15 +125,16 @@ def torch_call_targets() -> list[tuple[Any, str, str]]:
 
 def watched_owners() -> list[Any]:
     """Every owner of the attributes that _choose_targets reads that can change: the namespaces, torch.distributed,
-    Triton's JITFunction (once imported), torch.autograd.Function, and each class of Tensor's method resolution
-    order (which dir() and getattr_static read); torch._C._VariableFunctions's are read-only."""
+    Triton's JITFunction and AOTInductor's AOTICompiledModel (once imported), torch.autograd.Function, and each
+    class of Tensor's method resolution order (which dir() and getattr_static read); torch._C._VariableFunctions's
+    are read-only."""
     owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
     owners.append(torch.autograd.function.Function)
     if torch.distributed.is_available():
         owners.append(torch.distributed)
-    jit_function = triton_jit_function()
-    if jit_function is not None:
-        owners.append(jit_function)
+    for kind in (triton_jit_function(), aoti_compiled_model()):
+        if kind is not None:
+            owners.append(kind)
     return owners
 
 
@@ -163,6 +179,9 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
     jit_function = triton_jit_function()
     if jit_function is not None:
         targets.append((jit_function, "run", TRITON_LAUNCH))
+    package = aoti_compiled_model()
+    if package is not None:
+        targets.append((package, "__call__", AOTI_CALL))
     targets.append((torch.autograd.function.Function, "apply", AUTOGRAD_APPLY))
     tensor = torch.Tensor
     for attribute in sorted(set(dir(tensor))):

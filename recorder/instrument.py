@@ -169,8 +169,10 @@ class _Patches:
     def __init__(self) -> None:
         self.saved: list[tuple[Any, str, Any, Any]] = []  # (owner, key, the value before, the value put there)
 
-    def set_item(self, owner: dict | Slots, key: Any, value: Any) -> None:
-        self.saved.append((owner, key, owner.get(key, _MISSING), value))
+    def set_item(self, owner: dict | Slots, key: Any, value: Any, before: Any = None) -> None:
+        """``before``: what to put back, where reading the attribute filled a cache in ``owner`` (a loaded
+        TorchScript module keeps each method it is asked for in its ``__dict__``); else what ``owner`` holds now."""
+        self.saved.append((owner, key, owner.get(key, _MISSING) if before is None else before, value))
         owner[key] = value
 
     def set_attribute(self, owner: Any, key: str, value: Any) -> None:
@@ -309,8 +311,8 @@ def _install(
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
 
-    def patch_module(module: nn.Module, key: str, value: Any) -> None:
-        patches.set_item(vars(module), key, value)
+    def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
+        patches.set_item(vars(module), key, value, before)
         bound.append(patches.saved[-1])
 
     for name, module in named_modules:
@@ -318,6 +320,7 @@ def _install(
             continue  # traced into a compiled module's graphs: a patch would fail its guards
         observed.append(module)
         observed_names.append(name)
+        forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
         entry = compiled_entry(module, optimized_type)
         if entry is not None:
             compiled_roots.append(name)
@@ -335,7 +338,7 @@ def _install(
             stacks = has_module_stacks(module)
             graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
             wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
-        patch_module(module, "forward", wrapper)
+        patch_module(module, "forward", wrapper, forward_before)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
         for owner, values in plan.groups:

@@ -9,9 +9,9 @@ How a call name is resolved (the one rule; names are made in recorder/calls.py a
 - ``torch.<path>`` is that attribute of ``torch`` (``torch.addmm``, ``torch.linalg.vector_norm``);
 - anything else cannot be replayed: ``triton.<kernel>`` and ``<Function>.apply`` ran a Triton kernel or an
   autograd Function of the model's own code;
-  ``torch.compile`` and ``torch.cuda.CUDAGraph.replay`` ran the model's own compiled code or captured graph,
-  which a run does not hold; operator names (``aten::lstm``, the trace's own name for kernels outside any call)
-  have no recorded inputs; and names of other profilers' scopes.
+  ``torch.compile``, ``AOTICompiledModel.__call__`` and ``torch.cuda.CUDAGraph.replay`` ran the model's own
+  compiled code or captured graph, which a run does not hold; operator names (``aten::lstm``, the trace's own
+  name for kernels outside any call) have no recorded inputs; and names of other profilers' scopes.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL
 from kernelscope.analyzer.sample_tensors import read_limit_bytes
 from kernelscope.analyzer.samples import ObjectRepr, TensorMeta
 
+from .calls import AOTI_CALL
 from .layouts import device_mapper, map_arguments, rebuild
 from .samples import tensor_meta
 
@@ -33,6 +34,7 @@ REFUSED_CALLS = {
     COMPILED_REGION_CALL: "a torch.compile call ran the model's own compiled module or function, which the run "
     "does not hold",
     GRAPH_REPLAY_CALL: "a CUDA graph replay ran a graph the model captured, which the run does not hold",
+    AOTI_CALL: "a loaded AOTInductor package ran the model's own compiled code, which the run does not hold",
 }
 
 

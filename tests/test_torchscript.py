@@ -3,6 +3,7 @@ those submodules, by the module paths torch.profiler writes for them (its args' 
 been the TorchScript module's (or the root's, for a scripted or traced model); the rows are otherwise the reference's,
 and the model's outputs are plain torch's."""
 
+import io
 import re
 
 import pytest
@@ -104,3 +105,21 @@ def test_an_eager_model_records_without_module_hierarchies(tmp_path):
     with _rows(model, x, tmp_path) as run:
         assert "torchscript_modules" not in run.manifest["annotation"]
         assert run.sql("SELECT count(*) AS n FROM events WHERE contains(args, 'Module Hierarchy')").iloc[0, 0] == 0
+
+
+def test_a_loaded_torchscript_model_keeps_its_modules_dicts(tmp_path):
+    """A ScriptModule loaded from bytes fills its methods into a module's ``__dict__`` only when asked for them: the
+    recorder reads every submodule's forward, and puts back the ``__dict__`` it found, not torch's cache."""
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.script(Encoder().eval()), buffer)
+    buffer.seek(0)
+    model, x = torch.jit.load(buffer), torch.randn(2, 8)
+    expected = model(x)
+    before = {name: dict(vars(module)) for name, module in model.named_modules()}
+    ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+    after = {name: dict(vars(module)) for name, module in model.named_modules()}
+    assert after.keys() == before.keys()
+    for name, attributes in before.items():
+        assert after[name].keys() == attributes.keys(), name
+        assert all(after[name][key] is value for key, value in attributes.items()), name
+    assert torch.equal(model(x), expected)
