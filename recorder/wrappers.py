@@ -43,6 +43,7 @@ from .wrapping import wraps
 _Scope = torch._C._profiler._RecordFunctionFast
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
+_function_mode_on = torch._C._is_torch_function_mode_enabled
 
 
 def functional_names() -> list[str]:
@@ -164,7 +165,9 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     A function written in C (``Tensor.mul_``, ``torch.addmm``, ``F.linear``) makes no call the patches see (short
     of a tensor subclass's ``__torch_function__``, whose calls then get scopes of their own), so its wrapper does
     not mark itself open: the ContextVar's set and reset are a noticeable share of what a scoped call costs under
-    the profiler (benchmarks/RESULTS.md, "A C function's wrapper marking itself open").
+    the profiler (benchmarks/RESULTS.md, "A C function's wrapper marking itself open"). Under a TorchFunctionMode
+    (``with torch.device(...)``, a user's mode) it does: the mode calls the public function the C one stands for,
+    looked up on torch (``x + y`` calls the patched ``Tensor.add``), which is this call's business, not a second one.
 
     The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
     wrapper of a name): making one for each of the patched functions up front costs every recording time for
@@ -195,7 +198,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         scope = labels[record(args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
-        if written_in_c:
+        if written_in_c and not _function_mode_on():
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
         token = enter_call(True)

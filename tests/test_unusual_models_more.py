@@ -208,3 +208,30 @@ def test_an_exported_program_names_the_modules_its_nodes_ran_in():
     assert "forward" not in vars(program), "the program's own forward is back"
     assert torch.equal(program(x), expected)
 
+
+
+class PassesThrough(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class InAMode(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        with PassesThrough():
+            return F.relu(self.fc(x) + x) * 2
+
+
+def test_an_operator_call_under_a_torch_function_mode_is_one_call_not_two():
+    # the mode calls Tensor.add for x + y (looked up on torch, so the patched one): that is the same call's work
+    profiling_df, function_data = ModuleFunctionKernelProfiler(calls="all").profile(
+        InAMode().eval(), [((torch.randn(2, 4),), {})], warmup_iterations=3
+    )
+    assert {"Tensor.__add__", "Tensor.__mul__"} <= set(function_data)
+    assert not {"Tensor.add", "Tensor.mul"} & set(function_data), sorted(function_data)
+    named = set(profiling_df["function_name"])
+    assert {"Tensor.__add__", "Tensor.__mul__", "linear", "relu"} <= named
+    assert not {"Tensor.add", "Tensor.mul"} & named
