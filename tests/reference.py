@@ -66,6 +66,10 @@ def load_events(path: Path) -> list[dict]:
         args = e.get("args")
         if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
             args["External id"] = args["external id"]
+        for key in ("correlation", "External id"):  # and so do these, as the readers cast them to integers
+            if isinstance(args, dict) and isinstance(args.get(key), str) and re.fullmatch(r"-?[0-9]{1,18}", args[key]):
+                args[key] = int(args[key])
+    _pair_spans(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
     if not any("correlation" in (e.get("args") or {}) for e in linked):
         for e in linked:
@@ -75,6 +79,23 @@ def load_events(path: Path) -> list[dict]:
     else:
         _link_through_flows(events)
     return events
+
+
+def _pair_spans(events: list) -> None:
+    """Each "B" event ended by an "E" becomes the complete event the pair stands for, as Chrome pairs them: per
+    thread, in order of time (then of place), a stack of open "B"s; an "E" pops the top (or, with none open, is
+    ignored). The "B" takes ph "X", the time up to its "E" for dur and the "E"'s args over its own."""
+    marks = [e for e in events if isinstance(e, dict) and e.get("ph") in ("B", "E") and "ts" in e]
+    open_spans: dict[tuple, list[dict]] = {}
+    for e in sorted(marks, key=lambda e: _ns(e["ts"])):  # stable: events at one time keep the file's order
+        stack = open_spans.setdefault((e.get("pid"), e.get("tid")), [])
+        if e["ph"] == "B":
+            stack.append(e)
+        elif stack:
+            begin = stack.pop()
+            begin["ph"], begin["dur"] = "X", Decimal(str(e["ts"])) - Decimal(str(begin["ts"]))
+            if isinstance(e.get("args"), dict):
+                begin["args"] = {**(begin.get("args") or {}), **e["args"]}
 
 
 def _link_through_flows(events: list) -> None:
