@@ -10,11 +10,11 @@ Device events reach their launch by correlation. Timestamps are parsed as exact 
 from __future__ import annotations
 
 import bisect
-import gzip
 import itertools
 import json
 import math
 import re
+import zlib
 from decimal import Decimal
 from pathlib import Path
 
@@ -47,7 +47,7 @@ def load_events(path: Path) -> list[dict]:
     "External id" moved to its correlation."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        raw = _gunzip(raw)
     # a byte that is not UTF-8 reads as U+FFFD, each one, a raw control character in a string as itself, and a byte
     # order mark before the JSON is left out (analyzer/json_text.py)
     text = re.sub("[\udc80-\udcff]", "\ufffd", raw.decode("utf-8", "surrogateescape")).removeprefix("\ufeff")
@@ -79,6 +79,19 @@ def load_events(path: Path) -> list[dict]:
     else:
         _link_through_flows(events)
     return events
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Every gzip member of ``data`` decompressed, one after another; after the last only blanks (whitespace, zeros)
+    may follow, which are left out."""
+    out = []
+    while data.strip(b" \t\r\n\0"):
+        data = data.lstrip(b"\0")  # zeros may pad a member (gzip readers skip them)
+        decoder = zlib.decompressobj(31)
+        out.append(decoder.decompress(data))
+        assert decoder.eof, "a gzip member cut short"
+        data = decoder.unused_data
+    return b"".join(out)
 
 
 def _pair_spans(events: list) -> None:
