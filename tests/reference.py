@@ -51,7 +51,12 @@ def load_events(path: Path) -> list[dict]:
     # a byte that is not UTF-8 reads as U+FFFD, each one, a raw control character in a string as itself, and a byte
     # order mark before the JSON is left out (analyzer/json_text.py)
     text = re.sub("[\udc80-\udcff]", "\ufffd", raw.decode("utf-8", "surrogateescape")).removeprefix("\ufeff")
-    doc = json.loads(text, parse_float=Decimal, strict=False)
+    try:
+        doc = json.loads(text, parse_float=Decimal, strict=False)
+    except json.JSONDecodeError:  # the Chrome format's bare array may leave off its "]" (and end in a comma)
+        if not text.lstrip().startswith("["):
+            raise
+        doc = json.loads(text.rstrip().removesuffix(",") + "]", parse_float=Decimal, strict=False)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     for e in events:
         if not isinstance(e, dict):

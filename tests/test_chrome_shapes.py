@@ -170,3 +170,21 @@ def test_times_in_exponent_notation_read_exactly(tmp_path):
     path = tmp_path / "exponents.json"
     path.write_text(text)
     assert _rows(path) == complete
+
+
+@pytest.mark.parametrize("ending", ["", ",", ",\n", "\n"], ids=["no ]", "a comma", "a comma, a newline", "a newline"])
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_bare_array_may_leave_off_its_closing_bracket(tmp_path, ending, compressed):
+    """The Chrome format's array form lets its "]" be left off (a process that stopped while writing events): the
+    events up to the last whole one are the trace. One cut inside an event is still cut short."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    text = _text(doc["traceEvents"]).encode()
+    unclosed = text[: text.rindex(b"]")] + ending.encode()
+    path = tmp_path / ("unclosed.json.gz" if compressed else "unclosed.json")
+    path.write_bytes(gzip.compress(unclosed) if compressed else unclosed)
+    assert _rows(path) == complete
+    cut = unclosed[: len(unclosed) - len(ending) - 40]  # inside the last event
+    path.write_bytes(gzip.compress(cut) if compressed else cut)
+    with pytest.raises(BadInputError, match="ends before the trace object is complete"):
+        load_run(path)
