@@ -1518,8 +1518,10 @@ static int modernize_categories(Scan *s) {
 /* CAT_OPERATOR: cpu_op and user_annotation; CAT_LAUNCH: another runtime's launches (xpu_…, privateuse1_…), which
  * only rules 1-3 hold; CAT_OTHER: what no rule holds */
 enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR, CAT_LAUNCH };
+enum { PH_COMPLETE = 1, PH_BEGIN = 2 };
 
-/* Whether each ph string is "X", and the kind (CAT_…) of each cat string; 0 when out of memory. */
+/* Of each ph string, PH_COMPLETE for "X", PH_BEGIN for "B" (a span paired_spans.sql makes complete), else 0; and the
+ * kind (CAT_…) of each cat string; 0 when out of memory. */
 static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
     const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
     *complete = calloc((size_t)ph->count + 1, 1);
@@ -1529,7 +1531,8 @@ static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
         free(*kind);
         return 0;
     }
-    for (int32_t i = 0; i < ph->count; i++) (*complete)[i] = (uint8_t)text_is(ph, i, "X");
+    for (int32_t i = 0; i < ph->count; i++)
+        (*complete)[i] = text_is(ph, i, "X") ? PH_COMPLETE : text_is(ph, i, "B") ? PH_BEGIN : 0;
     for (int32_t i = 0; i < cat->count; i++) {
         (*kind)[i] = text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset")
                          ? CAT_DEVICE
@@ -1548,7 +1551,8 @@ static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
  * event for them. The rules, on complete events (ph "X"): no ts, no dur, a negative dur (of a device, launch or
  * operator event),
  * a device or runtime event without correlation, a device, runtime or operator event without name, a runtime or
- * operator event without pid or tid; and a device event whose ph is not "X". */
+ * operator event without pid or tid; and a device event whose ph is not "X". A "B" event counts too: it becomes a
+ * complete event only once paired with its "E" (paired_spans.sql), and is then checked by validate.sql. */
 /* flow_id only where the event is a flow (ph "s", "t", "f"), as ingest.sql keeps it: an "id" of another event is
  * dropped. 0 when out of memory. */
 static int keep_flow_ids(Scan *s) {
@@ -1579,8 +1583,8 @@ static int64_t rows_breaking_rules(const Scan *s) {
     int64_t broken = 0;
     for (int64_t row = 0; row < s->rows; row++) {
         int k = is_present(&cat->indices, row) ? kind[cat_index[row]] : CAT_OTHER;
-        if (!(is_present(&ph->indices, row) && complete[ph_index[row]])) {
-            broken += k == CAT_DEVICE;
+        if (!(is_present(&ph->indices, row) && complete[ph_index[row]] == PH_COMPLETE)) {
+            broken += k == CAT_DEVICE || (is_present(&ph->indices, row) && complete[ph_index[row]] == PH_BEGIN);
             continue;
         }
         broken += (k != CAT_OTHER && (!is_present(&c[TS_NS], row) || !is_present(&c[DUR_NS], row) || dur[row] < 0)) ||
@@ -1633,7 +1637,7 @@ static int has_repeats(const Scan *s) {
     for (int64_t row = 0; row < s->rows; row++) {
         candidates += is_present(&cat->indices, row) && kind[cat_index[row]] != CAT_OTHER &&
                       kind[cat_index[row]] != CAT_OPERATOR && is_present(&ph->indices, row) &&
-                      complete[ph_index[row]] && is_present(&c[CORRELATION], row);
+                      complete[ph_index[row]] == PH_COMPLETE && is_present(&c[CORRELATION], row);
     }
     size_t n_slots = 16;
     while (n_slots < (size_t)candidates * 2) n_slots *= 2;
@@ -1647,7 +1651,7 @@ static int has_repeats(const Scan *s) {
     const int64_t *correlation = c[CORRELATION].values;
     int repeat = 0;
     for (int64_t row = 0; row < s->rows && !repeat; row++) {
-        if (!is_present(&cat->indices, row) || !is_present(&ph->indices, row) || !complete[ph_index[row]] ||
+        if (!is_present(&cat->indices, row) || !is_present(&ph->indices, row) || complete[ph_index[row]] != PH_COMPLETE ||
             !is_present(&c[CORRELATION], row))
             continue;
         int k = kind[cat_index[row]];

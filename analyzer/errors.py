@@ -62,6 +62,8 @@ _COMPRESSED = {
 }
 
 
+# a torch.cuda.memory snapshot (_dump_snapshot) is a pickle: named by its first bytes, never unpickled
+PICKLE = "it is a Python pickle, as a CUDA memory snapshot is, not JSON: it is not unpickled (that could run any code)"
 # Nsight Systems' own files, by their names (nothing published says what their first bytes are)
 NSIGHT_SUFFIXES = (".nsys-rep", ".qdrep", ".qdstrm")
 NSIGHT_REPORT = (
@@ -90,6 +92,8 @@ def json_fault(
             return f"it decompresses to {kind}-compressed data, not JSON: it was compressed twice"
         if data.startswith(magic):
             return f"it is {kind}-compressed data: decompress it, or gzip it (.json.gz)"
+    if data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):  # PROTO opcode, protocols 2-5
+        return PICKLE
     if data.startswith(b"SQLite format 3\x00"):
         return "it is an SQLite database, as Nsight Systems exports its reports, not JSON"
     text = is_json_text(data)

@@ -29,7 +29,7 @@ from typing import BinaryIO
 import orjson
 
 from .errors import BadInputError, json_fault
-from .gzip_members import MemberStream, bytes_after_members, gzip_members
+from .gzip_members import MemberStream, Prefix, blank_tail_start, bytes_after_members, gzip_members
 from .json_text import BOM, Leniencies, loads_readable
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
@@ -250,7 +250,8 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
                 with MemberStream(path, raw, members, threads) as stream:
                     yield stream
                 return
-            with _GzipReader(fileobj=raw, mode="rb") as stream:
+            blanks = blank_tail_start(raw.fileno())
+            with _GzipReader(fileobj=raw if blanks is None else Prefix(raw, blanks), mode="rb") as stream:
                 yield stream
     except (OSError, EOFError, zlib.error, _IsalError) as exc:
         if isinstance(exc, OSError) and exc.errno in SCRATCH_FULL:  # writing the parts, not reading the trace

@@ -42,6 +42,7 @@ MAX_MEMBER_BYTES = 256 << 20  # a member said to decompress to more is not decod
 # sizes the run's memory and disk limits (memory.json_bytes), which a small file must not make unbounded
 MAX_RATIO = 64
 READ_CHUNK = 8 << 20
+MAX_BLANK_TAIL = 1 << 20  # blanks after the members that are left out (blank_tail_start); more are garbage
 SLACK_BYTES = 1 << 20  # room after a member's bytes in its buffer, for the end of its last event (next member's)
 # header: magic, CM deflate, FLG FEXTRA alone, MTIME 0, XFL 0, OS 255 (unknown); XLEN 12; subfield "KS", 8 bytes
 _HEADER_START = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff"
@@ -161,6 +162,44 @@ def bytes_after_members(fd: int) -> tuple[int, bytes] | None:
         following = os.pread(fd, 9, offset)
         if not following.startswith(_HEADER_START[:2]) or size - offset < 18:  # 18: a header and a trailer
             return offset, following
+
+
+def blank_tail_start(fd: int) -> int | None:
+    """Where the blanks (whitespace and zeros) after the last gzip member of the file open at ``fd`` begin, where the
+    file ends in whitespace no member holds (a newline a text tool or a transfer appended, which GNU gzip and
+    Python's gzip refuse though the data before it is whole and checked); None otherwise. A trailer may itself end
+    in such a byte (its size's top byte), so the members are decoded again to tell: only for a file whose last
+    byte is whitespace, and only this many blank bytes are looked through (more is garbage all the same)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) not in (b" ", b"\t", b"\r", b"\n"):
+        return None
+    after = bytes_after_members(fd)
+    if after is None or size - after[0] > MAX_BLANK_TAIL:
+        return None
+    offset = after[0]
+    return offset if not os.pread(fd, size - offset, offset).strip(b" \t\r\n\0") else None
+
+
+class Prefix:
+    """The first ``end`` bytes of the file ``raw``, for a gzip reader: its members without the blanks after them."""
+
+    def __init__(self, raw: BinaryIO, end: int) -> None:
+        self.raw, self.end = raw, end
+
+    def read(self, size: int | None = -1) -> bytes:
+        left = max(0, self.end - self.raw.tell())
+        return self.raw.read(left if size is None or size < 0 else min(size, left))
+
+    def readinto(self, target) -> int:
+        with memoryview(target) as view:
+            left = max(0, self.end - self.raw.tell())
+            return self.raw.readinto(view[: min(len(view), left)])
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self.raw.seek(offset, whence)
 
 
 def json_size(path: Path) -> int | None:

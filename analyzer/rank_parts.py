@@ -15,7 +15,7 @@ from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
 from .sql import define_scope_names, run_sql_file
-from .validate import nothing_to_attribute, validate_escapes, validate_events
+from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,11 @@ def ingest_ranks(
             header = ingest_trace(con, source.trace, progress=progress, rank=source.rank or 0)
         except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
             raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
-        validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
+        # spans paired from "B" and "E" events were not complete events when the native reader checked the rows
+        if pair_spans(con, source.trace, rows_checked=header.all_rows_checked):
+            validate_events(con, source.trace)
+        else:
+            validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
         if escaped:
             validate_escapes(con, source.trace)
         if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:

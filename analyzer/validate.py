@@ -62,6 +62,22 @@ def validate_events(
     raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
 
 
+def pair_spans(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, rows_checked: bool = False) -> bool:
+    """Make each "B" event of table ``events`` and its "E" one complete event (paired_spans.sql); whether the trace
+    held any "B". A "B" that nothing ends is refused where the attribution would read it as a span: its end, and
+    so what it holds, is not known. ``rows_checked``: the native reader found no "B" (a "B" breaks its check)."""
+    if rows_checked or not run_sql_file(con, "begin_events.sql").fetchone()[0]:
+        return False
+    row = run_sql_file(con, "paired_spans.sql").fetchone()
+    if row is not None:
+        event_id, cat, name, count = row
+        what = _label(cat, name)
+        more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
+        problem = 'begins a span ("ph": "B") that no "E" event of its thread (pid, tid) ends'
+        raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
+    return True
+
+
 def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
     """The problem of a trace with nothing to attribute: NOTHING_TO_ATTRIBUTE, and what wrote it where its events
     show another profiler (foreign_trace.sql)."""

@@ -45,21 +45,12 @@ def parse_document(
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        text = readable_text(data)
-        try:
-            if not (text.not_utf8 or text.controls):
-                raise exc
-            doc = orjson.loads(text.data)
-        except orjson.JSONDecodeError as last:
-            if _is_utf16(data):
-                raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
-            if last.msg == "unexpected end of data":
-                raise BadInputError(path, ENDS_EARLY) from None
-            fault = json_fault(data, last, decompressed, path, lenient=True)
-            raise BadInputError(path, f"is not valid JSON ({fault})") from None
-        data = text.data
-        if leniencies is not None:
-            leniencies.add(text)
+        closed = _closed_array(data) if exc.msg == "unexpected end of data" else None
+        doc = _loads_or_none(closed)
+        if closed is not None and doc is not None:
+            data = closed
+        else:
+            data, doc = _read_leniently(path, data, exc, decompressed, leniencies)
     bare = isinstance(doc, list)
     if bare:  # the Chrome trace format also allows a bare array of events
         first = next((item for item in doc if item is not None), None)
@@ -83,6 +74,44 @@ def parse_document(
     doc.pop("traceEvents")
     on_part(0, Part(0, part_file(scratch, 0)))
     return doc
+
+
+def _read_leniently(path, data: bytes, exc: orjson.JSONDecodeError, decompressed: bool, leniencies):
+    """``data`` as read leniently (json_text.readable_text) and its document, where it holds bytes that are not UTF-8
+    or raw control characters in strings; else the one sentence that says why it is not JSON."""
+    text = readable_text(data)
+    try:
+        if not (text.not_utf8 or text.controls):
+            raise exc
+        doc = orjson.loads(text.data)
+    except orjson.JSONDecodeError as last:
+        if _is_utf16(data):
+            raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
+        if last.msg == "unexpected end of data":
+            raise BadInputError(path, ENDS_EARLY) from None
+        fault = json_fault(data, last, decompressed, path, lenient=True)
+        raise BadInputError(path, f"is not valid JSON ({fault})") from None
+    if leniencies is not None:
+        leniencies.add(text)
+    return text.data, doc
+
+
+def _closed_array(data: bytes) -> bytes | None:
+    """``data`` with the "]" that the Chrome format lets a bare array of events leave off (a process that stopped
+    while writing events, or writes them as they come), after its last whole event and a comma after it if any;
+    None where ``data`` is no such array. A trace cut inside an event stays cut short."""
+    text = data.rstrip()
+    if not text.lstrip().startswith(b"["):
+        return None
+    text = text.removesuffix(b",").rstrip()
+    return text + b"]" if text.endswith(b"}") else None
+
+
+def _loads_or_none(data: bytes | None):
+    try:
+        return None if data is None else orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _events_text(path: Path, data: bytes) -> memoryview | None:

@@ -10,11 +10,11 @@ Device events reach their launch by correlation. Timestamps are parsed as exact 
 from __future__ import annotations
 
 import bisect
-import gzip
 import itertools
 import json
 import math
 import re
+import zlib
 from decimal import Decimal
 from pathlib import Path
 
@@ -47,11 +47,16 @@ def load_events(path: Path) -> list[dict]:
     "External id" moved to its correlation."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        raw = _gunzip(raw)
     # a byte that is not UTF-8 reads as U+FFFD, each one, a raw control character in a string as itself, and a byte
     # order mark before the JSON is left out (analyzer/json_text.py)
     text = re.sub("[\udc80-\udcff]", "\ufffd", raw.decode("utf-8", "surrogateescape")).removeprefix("\ufeff")
-    doc = json.loads(text, parse_float=Decimal, strict=False)
+    try:
+        doc = json.loads(text, parse_float=Decimal, strict=False)
+    except json.JSONDecodeError:  # the Chrome format's bare array may leave off its "]" (and end in a comma)
+        if not text.lstrip().startswith("["):
+            raise
+        doc = json.loads(text.rstrip().removesuffix(",") + "]", parse_float=Decimal, strict=False)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     for e in events:
         if not isinstance(e, dict):
@@ -66,6 +71,10 @@ def load_events(path: Path) -> list[dict]:
         args = e.get("args")
         if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
             args["External id"] = args["external id"]
+        for key in ("correlation", "External id"):  # and so do these, as the readers cast them to integers
+            if isinstance(args, dict) and isinstance(args.get(key), str) and re.fullmatch(r"-?[0-9]{1,18}", args[key]):
+                args[key] = int(args[key])
+    _pair_spans(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
     if not any("correlation" in (e.get("args") or {}) for e in linked):
         for e in linked:
@@ -75,6 +84,36 @@ def load_events(path: Path) -> list[dict]:
     else:
         _link_through_flows(events)
     return events
+
+
+def _gunzip(data: bytes) -> bytes:
+    """Every gzip member of ``data`` decompressed, one after another; after the last only blanks (whitespace, zeros)
+    may follow, which are left out."""
+    out = []
+    while data.strip(b" \t\r\n\0"):
+        data = data.lstrip(b"\0")  # zeros may pad a member (gzip readers skip them)
+        decoder = zlib.decompressobj(31)
+        out.append(decoder.decompress(data))
+        assert decoder.eof, "a gzip member cut short"
+        data = decoder.unused_data
+    return b"".join(out)
+
+
+def _pair_spans(events: list) -> None:
+    """Each "B" event ended by an "E" becomes the complete event the pair stands for, as Chrome pairs them: per
+    thread, in order of time (then of place), a stack of open "B"s; an "E" pops the top (or, with none open, is
+    ignored). The "B" takes ph "X", the time up to its "E" for dur and the "E"'s args over its own."""
+    marks = [e for e in events if isinstance(e, dict) and e.get("ph") in ("B", "E") and "ts" in e]
+    open_spans: dict[tuple, list[dict]] = {}
+    for e in sorted(marks, key=lambda e: _ns(e["ts"])):  # stable: events at one time keep the file's order
+        stack = open_spans.setdefault((e.get("pid"), e.get("tid")), [])
+        if e["ph"] == "B":
+            stack.append(e)
+        elif stack:
+            begin = stack.pop()
+            begin["ph"], begin["dur"] = "X", Decimal(str(e["ts"])) - Decimal(str(begin["ts"]))
+            if isinstance(e.get("args"), dict):
+                begin["args"] = {**(begin.get("args") or {}), **e["args"]}
 
 
 def _link_through_flows(events: list) -> None:

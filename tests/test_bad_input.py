@@ -148,9 +148,14 @@ TRACE_CASES = {
         "has no args.correlation",
     ),
     "device event not complete": lambda tmp_path: (
+        _trace(tmp_path, _set(K, "ph", "i")),
+        KERNEL,
+        'whose ph is "i", not "X"',
+    ),
+    "span begun and never ended": lambda tmp_path: (
         _trace(tmp_path, _set(K, "ph", "B")),
         KERNEL,
-        'whose ph is "B", not "X"',
+        'begins a span ("ph": "B") that no "E" event of its thread (pid, tid) ends',
     ),
     "launch on a string thread": lambda tmp_path: (
         _trace(tmp_path, _set(L, "tid", "main")),

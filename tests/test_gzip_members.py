@@ -15,6 +15,8 @@ from kernelscope.analyzer import BadInputError, event_array, gzip_members, inges
 from kernelscope.analyzer.gzip_members import HEADER_BYTES, MemberStream, write_members
 from kernelscope.analyzer.gzip_members import gzip_members as members_of
 from kernelscope.analyzer.memory import json_bytes
+from reference import assert_matches_reference
+from test_trace_text import reader  # noqa: F401 - the fixture of both readers
 
 GPT2 = REPO / "sample_traces" / "gpt2" / "trace.json.gz"
 
@@ -206,7 +208,24 @@ def test_a_bomb_of_indexed_members_is_refused_within_the_limits(tmp_path):
         load_run(bomb, memory_limit="64MB", disk_limit="32MB")
 
 
-@pytest.mark.parametrize("tail", [b"GARBAGE!", b"\n", b"GARBAGEGARBAGE", b'{"traceEvents": []}'])
+@pytest.mark.parametrize("tail", [b"\n", b"\r\n", b" \t \n", b"\0\0\n", b"\n" * 3])
+@pytest.mark.parametrize("members", ["one member", "indexed members"])
+@pytest.mark.usefixtures("reader")
+def test_blanks_after_the_last_member_are_left_out(indexed_gpt2, tmp_path, tail, members):
+    """Whitespace after the gzip data (a newline a text tool or a transfer appended), zeros before it or not, holds
+    nothing: the trace loads as without it, on either reader, where GNU gzip and Python's gzip give up. The members
+    are whole and checked (their CRCs and sizes), so no data is lost unseen."""
+    data = indexed_gpt2[1] if members == "indexed members" else GPT2.read_bytes()
+    path = tmp_path / "blank_tail.json.gz"
+    path.write_bytes(data + tail)
+    with load_run(GPT2) as run:
+        expected = run.profiling_df()[["event_id", "module_name", "function_name", "op", "kernel_us"]]
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert run.profiling_df()[expected.columns].equals(expected)
+
+
+@pytest.mark.parametrize("tail", [b"GARBAGE!", b"x", b"\nx", b"GARBAGEGARBAGE", b'{"traceEvents": []}'])
 def test_bytes_after_a_file_of_members_say_where_the_members_end(indexed_gpt2, tmp_path, tail):
     """Bytes after the last member, even fewer than a gzip header (which readers only call data ending early), are
     named with the offset where the members end: the chain no longer ends at the file's end, so it is read as one

@@ -139,7 +139,8 @@ HOSTILE_CASES = {
     "fewer bytes than a gzip header after a gzip member, after zeros": lambda tmp_path: _after_gzip(
         tmp_path, b"\0\0GARBA", "b'GARBA'", zeros=2
     ),
-    "a newline after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\n", "b'\\n'"),
+    "a byte after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"x", "b'x'"),
+    "a newline and a byte after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\nx", "b'\\nx'"),
     "half a gzip magic after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\x1f", "b'\\x1f'"),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),

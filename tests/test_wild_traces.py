@@ -3,11 +3,12 @@ not: every one loads, and its rows are the reference's (tests/reference.py)."""
 
 import gzip
 import json
+import pickle
 from pathlib import Path
 
 import pytest
 from kernelscope.analyzer import load_run
-from kernelscope.analyzer.errors import BadInputError
+from kernelscope.analyzer.errors import PICKLE, BadInputError
 from reference import assert_matches_reference
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,6 +140,8 @@ def test_a_trace_of_another_profiler_is_refused_naming_it(tmp_path, doc, what):
             "it is binary data that begins as a protobuf message does, as a Perfetto trace or an XPlane .pb, not JSON",
         ),
         (b"caf\xe9 au lait", "byte 0xe9 at line 1 column 4 is not UTF-8"),  # text, not JSON, not UTF-8
+        (pickle.dumps({"segments": [], "device_traces": [[]]}, protocol=2), PICKLE),  # a CUDA memory snapshot
+        (pickle.dumps({"segments": [], "device_traces": [[]]}, protocol=4), PICKLE),
     ],
 )
 def test_a_binary_file_of_another_profiler_is_refused_naming_it(tmp_path, data, what):
@@ -147,6 +150,32 @@ def test_a_binary_file_of_another_profiler_is_refused_naming_it(tmp_path, data, 
     with pytest.raises(BadInputError) as raised:
         load_run(path)
     assert str(raised.value) == f"{path}: is not valid JSON ({what})"
+
+
+class _Opens:
+    """Unpickled, opens (and so makes) the file ``path``: what a pickle can do when it is loaded."""
+
+    def __init__(self, path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_pickle_is_refused_by_its_first_bytes_and_never_unpickled(tmp_path, compressed):
+    """torch.cuda.memory._dump_snapshot writes a pickle: named as one, plain or gzipped, and never loaded, which
+    would run what it holds (here, make a file)."""
+    import gzip
+
+    made = tmp_path / "made_by_unpickling"
+    data = pickle.dumps({"segments": [], "device_traces": [[_Opens(made)]]}, protocol=4)
+    path = tmp_path / ("snapshot.pickle.gz" if compressed else "snapshot.pickle")
+    path.write_bytes(gzip.compress(data) if compressed else data)
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == f"{path}: is not valid JSON ({PICKLE})"
+    assert not made.exists()
 
 
 def test_libkineto_s_own_test_trace_names_its_kernel_after_the_operator_around_its_launch():

@@ -1,0 +1,190 @@
+"""Chrome-trace shapes other writers give a trace, on both readers: spans written as "B"/"E" pairs, phases the
+attribution does not read mixed in, a bare array, traceEvents after large keys, times in exponent notation, events
+in reverse order, correlations written as strings. Each gives the rows of the same trace written as Kineto writes
+it, and the reference's (tests/reference.py)."""
+
+import gzip
+import json
+import random
+import re
+from decimal import Decimal
+
+import pytest
+from click.testing import CliRunner
+from conftest import REPO
+from kernelscope.analyzer import load_run
+from kernelscope.analyzer.errors import BadInputError
+from kernelscope.cli import main
+from reference import assert_matches_reference
+from test_trace_text import reader  # noqa: F401 - the fixture of both readers
+
+pytestmark = pytest.mark.usefixtures("reader")  # every test on each reader
+
+MLP = REPO / "sample_traces" / "mlp" / "trace.json.gz"  # 6 kernels under ks.module/ks.fn scopes
+SPANS = ("cpu_op", "user_annotation", "cuda_runtime", "kernel")
+COLUMNS = ["module_name", "function_name", "op", "call_op", "kernel", "kernel_us"]
+
+
+def _doc() -> dict:
+    return json.loads(gzip.decompress(MLP.read_bytes()), parse_float=Decimal)
+
+
+def _text(doc) -> str:
+    """The JSON of ``doc``, its Decimal times written as the exact numbers they are."""
+    return re.sub(r'"@(-?[0-9.Ee+-]+)@"', r"\1", json.dumps(doc, default=lambda d: f"@{d}@"))
+
+
+def _write(tmp_path, doc, name="trace") -> object:
+    path = tmp_path / f"{name}.json"
+    path.write_text(_text(doc))
+    return path
+
+
+def _rows(path):
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        return run.profiling_df()[COLUMNS].to_dict("records")
+
+
+def _as_begin_end(doc: dict, seed: int = 0) -> dict:
+    """Every span of SPANS as a "B" and an "E" event (the E with the correlation of a launch, as a writer may put
+    it), in shuffled order."""
+    events = []
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X" or e.get("cat") not in SPANS:
+            events.append(e)
+            continue
+        begin, args = {**e, "ph": "B"}, dict(e.get("args") or {})
+        end = {"ph": "E", "pid": e["pid"], "tid": e["tid"], "ts": e["ts"] + begin.pop("dur")}
+        if "correlation" in args and e["cat"] == "cuda_runtime":
+            end["args"] = {"correlation": args.pop("correlation")}
+            begin["args"] = args
+        events += [begin, end]
+    random.Random(seed).shuffle(events)
+    # an "E" on a thread with no span open (ignored) and a "B"/"E" pair of a category nothing reads
+    thread = next(e for e in events if e.get("cat") == "cpu_op")
+    first = min(e["ts"] for e in events if "ts" in e)
+    events += [{"ph": "E", "pid": thread["pid"], "tid": thread["tid"], "ts": first - 5},
+               {"ph": "B", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": first}]  # fmt: skip
+    return {**doc, "traceEvents": events}
+
+
+def test_begin_and_end_events_pair_into_the_spans_they_stand_for(tmp_path):
+    """A writer that writes each span as a "B" and an "E" event gives the rows of the same trace written with
+    complete events: each "E" ends the latest "B" still open on its thread, as Chrome pairs them."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    paired = _rows(_write(tmp_path, _as_begin_end(doc)))
+    assert paired == complete and len(paired) == 6 and {r["function_name"] for r in paired} == {"linear", "relu"}
+
+
+def test_begin_events_at_one_time_nest_in_the_order_they_are_written(tmp_path):
+    """Spans that begin at the same time nest as the file orders them: the outer one's "B" first. The first "E"
+    then ends the inner one (an operator), the next the outer one (a scope a microsecond longer)."""
+    doc = _doc()
+    events = doc["traceEvents"]
+    op = next(e for e in events if e.get("ph") == "X" and e.get("name") == "aten::addmm")
+    events.remove(op)
+    end = op["ts"] + op["dur"]
+    thread = {"pid": op["pid"], "tid": op["tid"]}
+    events += [
+        {"ph": "B", "cat": "user_annotation", "name": "outer", "ts": op["ts"], **thread},
+        {**{k: v for k, v in op.items() if k != "dur"}, "ph": "B"},
+        {"ph": "E", "ts": end, **thread},
+        {"ph": "E", "ts": end + 1, **thread},
+    ]
+    path = _write(tmp_path, doc)
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        spans = run.sql(f"SELECT name, dur_ns FROM events WHERE ph = 'X' AND ts_ns = {int(op['ts'] * 1000)}")
+        assert dict(spans.itertuples(index=False, name=None)) == {
+            "outer": int(op["dur"] * 1000) + 1000,
+            "aten::addmm": int(op["dur"] * 1000),
+        }
+
+
+def test_a_begin_event_that_nothing_ends_is_refused(tmp_path):
+    """An operator's "B" with no "E" on its thread has no end, so what it holds is not known: refused, naming it,
+    with exit status 2 from the command."""
+    doc = _as_begin_end(_doc())
+    ends = [e for e in doc["traceEvents"] if e.get("ph") == "E" and e.get("args")]  # of launches
+    ends[0]["tid"] = 12345  # moved to another thread: its launch's "B", and the spans around it, end no more
+    path = _write(tmp_path, doc)
+    with pytest.raises(BadInputError, match=r'traceEvents\[\d+\] \(.*\) begins a span \("ph": "B"\) that no "E" '):
+        load_run(path)
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 2 and 'that no "E" event of its thread (pid, tid) ends' in result.output
+
+
+def _phases(doc):
+    at = doc["traceEvents"][-1]["ts"]
+    instants = [{"ph": p, "name": p, "ts": at, "pid": 1, "tid": 1, "id": 5, "cat": "x"} for p in "iInbeRPcNOD"]
+    instants.append({"ph": "C", "name": "counter", "ts": at, "pid": 1, "args": {"value": 3}})
+    return {**doc, "traceEvents": instants[:6] + doc["traceEvents"] + instants[6:]}
+
+
+SHAPES = {
+    "phases not read, mixed in": _phases,
+    "a bare array": lambda doc: doc["traceEvents"],
+    "traceEvents after large keys": lambda doc: {
+        "notes": "x" * (1 << 20),
+        "steps": list(range(50_000)),
+        "nested": {"traceEvents": [1]},
+        **doc,
+    },
+    "displayTimeUnit ns": lambda doc: {**doc, "displayTimeUnit": "ns"},
+    "reverse order": lambda doc: {**doc, "traceEvents": doc["traceEvents"][::-1]},
+    "process names twice": lambda doc: {
+        **doc,
+        "traceEvents": doc["traceEvents"] + [e for e in doc["traceEvents"] if e.get("name") == "process_name"],
+    },
+    "correlations as strings": lambda doc: {
+        **doc,
+        "traceEvents": [
+            {**e, "args": {k: str(v) if k in ("correlation", "External id") else v for k, v in e["args"].items()}}
+            if isinstance(e.get("args"), dict)
+            else e
+            for e in doc["traceEvents"]
+        ],
+    },
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_other_writers_shapes_give_the_rows_of_the_trace(tmp_path, shape):
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    assert _rows(_write(tmp_path, SHAPES[shape](_doc()))) == complete
+
+
+def test_times_in_exponent_notation_read_exactly(tmp_path):
+    """ts written as 5.561389141390792e+12 (a writer printing doubles) reads as the same nanoseconds."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    for e in doc["traceEvents"]:
+        if "ts" in e:
+            e["ts"] = f"{Decimal(e['ts']):e}"  # 5.561389141390792e+12: every digit kept
+    text = re.sub(r'"ts": "([0-9.e+]+)"', r'"ts": \1', json.dumps(doc, default=lambda d: f"@{d}@"))
+    text = re.sub(r'"@(-?[0-9.Ee+-]+)@"', r"\1", text)
+    assert '"ts": 5.149988115355895e+12' in text
+    path = tmp_path / "exponents.json"
+    path.write_text(text)
+    assert _rows(path) == complete
+
+
+@pytest.mark.parametrize("ending", ["", ",", ",\n", "\n"], ids=["no ]", "a comma", "a comma, a newline", "a newline"])
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_bare_array_may_leave_off_its_closing_bracket(tmp_path, ending, compressed):
+    """The Chrome format's array form lets its "]" be left off (a process that stopped while writing events): the
+    events up to the last whole one are the trace. One cut inside an event is still cut short."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    text = _text(doc["traceEvents"]).encode()
+    unclosed = text[: text.rindex(b"]")] + ending.encode()
+    path = tmp_path / ("unclosed.json.gz" if compressed else "unclosed.json")
+    path.write_bytes(gzip.compress(unclosed) if compressed else unclosed)
+    assert _rows(path) == complete
+    cut = unclosed[: len(unclosed) - len(ending) - 40]  # inside the last event
+    path.write_bytes(gzip.compress(cut) if compressed else cut)
+    with pytest.raises(BadInputError, match="ends before the trace object is complete"):
+        load_run(path)
