@@ -23,7 +23,7 @@ import orjson
 import pandas as pd
 
 from .archive_checks import archived_manifest, archived_sample, check_columns, check_format
-from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, remove_dead_adds
+from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, regular_files, remove_dead_adds
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import errors_naming, unwritten, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
@@ -218,7 +218,7 @@ class Archive:
 
     def _read(self, parts: list[Part], table: str, options: str = "", union: str = "true") -> str:
         """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
-        files = (str(part.path(self.root, table)) for part in parts)
+        files = map(str, regular_files([part.path(self.root, table) for part in parts]))
         listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
         return Template(sql_text("archive_view.sql")).substitute(files=listed, options=options, union=union)
 

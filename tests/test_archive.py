@@ -473,3 +473,56 @@ def test_archive_checks_its_runs_before_it_makes_the_archive(tmp_path):
     assert missing.exit_code == 2 and not archive.exists(), "nothing added, no archive"
     added = CliRunner().invoke(main, ["archive", str(run), "--to", str(archive)])
     assert added.exit_code == 0 and added.stdout.splitlines()[-1] == f"next: kernelscope runs {archive}"
+
+
+def _unblocking(fifo, stop, unblocked):
+    """Open ``fifo`` for writing whenever a reader waits on it (counted in ``unblocked``), so that a read that
+    blocks fails the test instead of hanging it."""
+    import os
+    import time
+
+    while not stop.is_set():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            unblocked.append(fifo)
+        except OSError:  # no reader yet (ENXIO)
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("table", ["events", "kernels", "samples", "runs", "index"])
+def test_a_fifo_in_place_of_an_archive_file_is_one_line_not_a_hang(table, one_run_archive, tmp_path):
+    """DuckDB's open of a FIFO waits for a writer forever, in a thread that no signal ends: a FIFO in place of a
+    committed run's file is refused before it is opened; one in place of the runs index is an index that cannot be
+    read, so the run is listed from its own files."""
+    import os
+    import threading
+
+    base, run_id = one_run_archive
+    path = tmp_path / "arch"
+    shutil.copytree(base, path)
+    if table == "index":
+        (path / ".index").mkdir(exist_ok=True)
+        fifo = path / ".index" / "runs-99-abc.parquet"
+    else:
+        fifo = next((path / table).rglob("*.parquet"))
+        fifo.unlink()
+    os.mkfifo(fifo)
+    stop, unblocked = threading.Event(), []
+    threading.Thread(target=_unblocking, args=(fifo, stop, unblocked), daemon=True).start()
+    try:
+        if table == "index":
+            listed = invoke("runs", path)
+            assert listed.exit_code == 0 and run_id in listed.stdout, listed.output
+            counted = invoke("sql", path, "SELECT count(*) AS n FROM runs", "--format", "csv")
+            assert counted.exit_code == 0 and counted.stdout == "n\n1\n", counted.output
+            assert not unblocked, "the index was opened"
+            return
+        reads = [["sql", path, f"SELECT count(*) FROM {table}"], ["analyze", path, "--run", run_id]]
+        for args in reads + ([["runs", path]] if table == "runs" else []):
+            result = invoke(*args)
+            assert result.exit_code == 2 and result.stdout == "", (args, result.output)
+            assert (
+                result.stderr == f"kernelscope: error: {fifo}: is a FIFO, not a regular file (the archive is damaged)\n"
+            )
+    finally:
+        stop.set()
