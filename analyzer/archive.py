@@ -11,6 +11,7 @@ changes nothing. Many processes may add to one archive at once, without a lock: 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import os
@@ -65,28 +66,38 @@ def run_id_of(path: str | os.PathLike) -> str:
 class Archive:
     """An archive folder: add runs, list them, query across them, reproduce one as a Run."""
 
-    def __init__(self, path: str | os.PathLike, *, create: bool = False):
+    def __init__(self, path: str | os.PathLike, *, create: bool | str = False):
         self.path = Path(path)
         self.root = Path(os.path.abspath(self.path))  # what DuckDB is given: no '~' of its own to expand
-        if not is_archive(self.path):
+        # create="on add": made by the first add once its run has loaded, so a run that fails leaves no empty archive
+        self._unmade = not is_archive(self.path)
+        if self._unmade:
             if not create:
                 raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
-            self._create()
-        check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
+            self._check_creatable() if create == "on add" else self._create()
+        else:
+            check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._parts: list[Part] = []
         self._index = Index()
         self._views: set[str] = set()
 
+    def _check_creatable(self) -> None:
+        """Fail unless the folder can become an archive: its parent is a folder, and it is missing, empty or one."""
+        if not self.root.parent.is_dir():
+            raise KernelscopeError(self.path.parent, "is not an existing directory to create the archive in")
+        if os.path.lexists(self.root) and not self.root.is_dir():
+            raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
+        if self.root.is_dir() and any(not name.startswith(f".{MARKER}.") for name in os.listdir(self.root)):
+            if not is_archive(self.root):
+                raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
+
     def _create(self) -> None:
         """Make the folder an archive; safe when other processes create the same archive at the same time (the
         marker is written before anything else, and whole, so a folder holding more is one already)."""
-        if not self.root.parent.is_dir():
-            raise KernelscopeError(self.path.parent, "is not an existing directory to create the archive in")
-        try:
+        self._check_creatable()
+        with contextlib.suppress(FileExistsError):
             os.mkdir(self.root, 0o777)
-        except FileExistsError:
-            pass
         if not self.root.is_dir():
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         others = [name for name in os.listdir(self.root) if not name.startswith(f".{MARKER}.")]
@@ -94,6 +105,8 @@ class Archive:
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         if not others:
             write_bytes_atomically(self.root / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
+        check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
+        self._unmade = False
 
     def run_ids(self) -> list[str]:
         """The ids of the complete runs, sorted."""
@@ -119,6 +132,8 @@ class Archive:
         if committed_parts(self.root, run_id):
             return run_id, False
         with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
+            if self._unmade:
+                self._create()
             add = Add(self.root, run_id)
             try:
                 with errors_naming(self.path, self.root / STAGING):
@@ -359,7 +374,7 @@ def archive_runs(
     function_prefix: str | None = None,
 ) -> list[tuple[str, bool]]:
     """Add every run at ``sources`` to the archive at ``to`` (created when missing): ``[(run_id, added)]``."""
-    archive = Archive(to, create=True)
+    archive = Archive(to, create="on add")
     return [archive.add(s, module_prefix=module_prefix, function_prefix=function_prefix) for s in sources]
 
 

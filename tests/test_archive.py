@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import REPO, SHARED_TRACES, make_job
 from kernelscope.analyzer import Archive, BadInputError, KernelscopeError, archive_runs, load_run
 from kernelscope.analyzer import archive as archive_module
+from kernelscope.analyzer.archive import run_id_of
 from kernelscope.cli import main
 
 SAMPLES = REPO / "sample_traces"
@@ -278,6 +279,26 @@ def test_an_archive_is_made_with_the_umask(tmp_path):
     folders = {name for name in modes if (tmp_path / name).is_dir()}
     assert {modes[name] for name in folders} == {0o750} and {modes[n] for n in set(modes) - folders} == {0o640}
     assert modes["arch/kernelscope-archive.json"] == 0o640
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["missing", "an empty folder"])
+def test_a_first_run_that_fails_to_load_leaves_no_archive(made, tmp_path):
+    """The archive is made by the first add once its run has loaded: a corrupt trace (or one refused for any other
+    reason) leaves the path as it was, not an empty archive."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("[" * 2000 + "]" * 2000)
+    path = tmp_path / "arch"
+    if made:
+        path.mkdir()
+    result = invoke("archive", bad, "--to", path)
+    assert result.exit_code == 2 and result.stderr.startswith(f"kernelscope: error: {bad}: is not valid JSON"), (
+        result.output
+    )
+    assert (list(path.iterdir()) == []) if made else not path.exists()
+    with pytest.raises(BadInputError, match="is not valid JSON"):
+        archive_runs([bad], path)
+    assert (list(path.iterdir()) == []) if made else not path.exists()
+    assert archive_runs([SAMPLES / "mlp"], path)[0][1] and Archive(path).run_ids() == [run_id_of(SAMPLES / "mlp")]
 
 
 def test_a_saved_archive_database_opens_from_anywhere(tmp_path, monkeypatch):
