@@ -23,7 +23,7 @@ import duckdb
 import orjson
 import pandas as pd
 
-from .archive_checks import archived_manifest, archived_sample, check_columns, check_format
+from .archive_checks import archived_manifest, archived_sample, check_columns, check_creatable, check_format
 from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, regular_files, remove_dead_adds
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import errors_naming, unwritten, write_bytes_atomically
@@ -74,7 +74,7 @@ class Archive:
         if self._unmade:
             if not create:
                 raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
-            self._check_creatable() if create == "on add" else self._create()
+            check_creatable(self.path, self.root) if create == "on add" else self._create()
         else:
             check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -82,20 +82,10 @@ class Archive:
         self._index = Index()
         self._views: set[str] = set()
 
-    def _check_creatable(self) -> None:
-        """Fail unless the folder can become an archive: its parent is a folder, and it is missing, empty or one."""
-        if not self.root.parent.is_dir():
-            raise KernelscopeError(self.path.parent, "is not an existing directory to create the archive in")
-        if os.path.lexists(self.root) and not self.root.is_dir():
-            raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
-        if self.root.is_dir() and any(not name.startswith(f".{MARKER}.") for name in os.listdir(self.root)):
-            if not is_archive(self.root):
-                raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
-
     def _create(self) -> None:
         """Make the folder an archive; safe when other processes create the same archive at the same time (the
         marker is written before anything else, and whole, so a folder holding more is one already)."""
-        self._check_creatable()
+        check_creatable(self.path, self.root)
         with contextlib.suppress(FileExistsError):
             os.mkdir(self.root, 0o777)
         if not self.root.is_dir():
@@ -176,8 +166,8 @@ class Archive:
             con.unregister("ks_samples_out")
             variables = {
                 "manifest": orjson.dumps(part.manifest).decode(),
-                "name": source.name,
-                "source": str(source.resolve()),
+                "name": os.fsencode(source.name).decode(errors="backslashreplace"),  # DuckDB takes UTF-8 only
+                "source": os.fsencode(source.resolve()).decode(errors="backslashreplace"),
                 "archived_at": archived_at,
                 "device": run.device,
                 "module_prefix": run.module_prefix,

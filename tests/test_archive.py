@@ -2,6 +2,7 @@
 run's tables, other engines (pyarrow) reading the files, and the CLI (archive, runs, sql, analyze --run)."""
 
 import json
+import os
 import re
 import shutil
 
@@ -547,3 +548,21 @@ def test_a_fifo_in_place_of_an_archive_file_is_one_line_not_a_hang(table, one_ru
             )
     finally:
         stop.set()
+
+
+def test_paths_that_are_not_utf8_are_named_in_the_archive_or_refused_before_it_is_made(tmp_path):
+    """DuckDB takes UTF-8 strings only: a run folder named in Latin-1 (surrogates in Python) made the add fail, blamed
+    on the archive; an archive at such a path cannot be written, and is refused before anything is made there."""
+    run = tmp_path / os.fsdecode(b"caf\xe9")
+    shutil.copytree(SAMPLES / "mlp", run)
+    path = tmp_path / "arch"
+    [(run_id, added)] = archive_runs([run], path)
+    assert added
+    names = Archive(path).sql("SELECT name, source FROM runs")
+    assert names.values.tolist() == [["caf\\xe9", str(run.resolve()).replace("\udce9", "\\xe9")]]
+    unwritable = tmp_path / os.fsdecode(b"arch\xe9")
+    result = invoke("archive", SAMPLES / "mlp", "--to", unwritable)
+    assert result.exit_code == 2 and result.stderr.endswith(
+        ": is not a UTF-8 path, which DuckDB cannot write an archive at\n"
+    )
+    assert not os.path.lexists(unwritable)
