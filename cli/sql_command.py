@@ -67,9 +67,12 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
     from kernelscope.analyzer.errors import KernelscopeError
 
     try:
-        return con.execute(query).df()
+        result = con.execute(query)
     except duckdb.Error as exc:
         raise KernelscopeError(None, f"the query failed: {_first_line(exc, con)}") from None
+    if result is None:  # DuckDB's answer to text of no statement: blank, comments or semicolons only
+        raise KernelscopeError(None, "the query holds no SQL statement")
+    return result.df()
 
 
 def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:
