@@ -34,7 +34,7 @@ from .ranks import ARCHIVE_MARKER, find_ranks
 from .run import Run
 from .rundir import MANIFEST
 from .samples import check_totals, encode
-from .sql import quote, sql_text
+from .sql import query_frame, quote, sql_text
 
 MARKER = ARCHIVE_MARKER
 ARCHIVE_FORMAT = 1
@@ -245,7 +245,7 @@ class Archive:
         any error of a query of kernelscope's own (``ours``), and of the user's one that names a file inside it."""
         for attempt in range(2):
             try:
-                return self.connect(tables, parts if attempt == 0 else None).execute(query).df()
+                return query_frame(self.connect(tables, parts if attempt == 0 else None), query)
             except duckdb.Error as exc:
                 if not (ours or isinstance(exc, duckdb.IOException) or self._names_a_file(exc)):
                     raise

@@ -65,14 +65,12 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
     from kernelscope.analyzer.errors import KernelscopeError
+    from kernelscope.analyzer.sql import query_frame
 
     try:
-        result = con.execute(query)
+        return query_frame(con, query)
     except duckdb.Error as exc:
         raise KernelscopeError(None, f"the query failed: {_first_line(exc, con)}") from None
-    if result is None:  # DuckDB's answer to text of no statement: blank, comments or semicolons only
-        raise KernelscopeError(None, "the query holds no SQL statement")
-    return result.df()
 
 
 def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:

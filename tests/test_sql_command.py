@@ -178,3 +178,13 @@ def test_a_query_of_no_statement_is_one_line(query, target, tmp_path):
     result = CliRunner().invoke(main, ["sql", str(path), "--", query])
     assert result.exit_code == 2 and result.stdout == "", result.output
     assert result.stderr == "kernelscope: error: the query holds no SQL statement\n"
+
+
+def test_the_api_answers_a_query_of_no_statement_with_the_same_sentence(tmp_path):
+    from kernelscope.analyzer import Archive, KernelscopeError, archive_runs
+
+    archive_runs([RUN], tmp_path / "arch")
+    with load_run(RUN) as run:
+        for sql in (run.sql, Archive(tmp_path / "arch").sql):
+            with pytest.raises(KernelscopeError, match="the query holds no SQL statement"):
+                sql(" ;\n-- nothing\n")
