@@ -11,6 +11,7 @@ changes nothing. Many processes may add to one archive at once, without a lock: 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import os
@@ -22,8 +23,8 @@ import duckdb
 import orjson
 import pandas as pd
 
-from .archive_checks import archived_manifest, archived_sample, check_columns, check_format
-from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, remove_dead_adds
+from .archive_checks import archived_manifest, archived_sample, check_columns, check_creatable, check_format
+from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, regular_files, remove_dead_adds
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import errors_naming, unwritten, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
@@ -33,7 +34,7 @@ from .ranks import ARCHIVE_MARKER, find_ranks
 from .run import Run
 from .rundir import MANIFEST
 from .samples import check_totals, encode
-from .sql import quote, sql_text
+from .sql import query_frame, quote, sql_text
 
 MARKER = ARCHIVE_MARKER
 ARCHIVE_FORMAT = 1
@@ -65,14 +66,17 @@ def run_id_of(path: str | os.PathLike) -> str:
 class Archive:
     """An archive folder: add runs, list them, query across them, reproduce one as a Run."""
 
-    def __init__(self, path: str | os.PathLike, *, create: bool = False):
+    def __init__(self, path: str | os.PathLike, *, create: bool | str = False):
         self.path = Path(path)
         self.root = Path(os.path.abspath(self.path))  # what DuckDB is given: no '~' of its own to expand
-        if not is_archive(self.path):
+        # create="on add": made by the first add once its run has loaded, so a run that fails leaves no empty archive
+        self._unmade = not is_archive(self.path)
+        if self._unmade:
             if not create:
                 raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
-            self._create()
-        check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
+            check_creatable(self.path, self.root) if create == "on add" else self._create()
+        else:
+            check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
         self._con: duckdb.DuckDBPyConnection | None = None
         self._parts: list[Part] = []
         self._index = Index()
@@ -81,12 +85,9 @@ class Archive:
     def _create(self) -> None:
         """Make the folder an archive; safe when other processes create the same archive at the same time (the
         marker is written before anything else, and whole, so a folder holding more is one already)."""
-        if not self.root.parent.is_dir():
-            raise KernelscopeError(self.path.parent, "is not an existing directory to create the archive in")
-        try:
+        check_creatable(self.path, self.root)
+        with contextlib.suppress(FileExistsError):
             os.mkdir(self.root, 0o777)
-        except FileExistsError:
-            pass
         if not self.root.is_dir():
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         others = [name for name in os.listdir(self.root) if not name.startswith(f".{MARKER}.")]
@@ -94,6 +95,8 @@ class Archive:
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         if not others:
             write_bytes_atomically(self.root / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
+        check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
+        self._unmade = False
 
     def run_ids(self) -> list[str]:
         """The ids of the complete runs, sorted."""
@@ -119,6 +122,8 @@ class Archive:
         if committed_parts(self.root, run_id):
             return run_id, False
         with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
+            if self._unmade:
+                self._create()
             add = Add(self.root, run_id)
             try:
                 with errors_naming(self.path, self.root / STAGING):
@@ -161,8 +166,8 @@ class Archive:
             con.unregister("ks_samples_out")
             variables = {
                 "manifest": orjson.dumps(part.manifest).decode(),
-                "name": source.name,
-                "source": str(source.resolve()),
+                "name": os.fsencode(source.name).decode(errors="backslashreplace"),  # DuckDB takes UTF-8 only
+                "source": os.fsencode(source.resolve()).decode(errors="backslashreplace"),
                 "archived_at": archived_at,
                 "device": run.device,
                 "module_prefix": run.module_prefix,
@@ -218,7 +223,7 @@ class Archive:
 
     def _read(self, parts: list[Part], table: str, options: str = "", union: str = "true") -> str:
         """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
-        files = (str(part.path(self.root, table)) for part in parts)
+        files = map(str, regular_files([part.path(self.root, table) for part in parts]))
         listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
         return Template(sql_text("archive_view.sql")).substitute(files=listed, options=options, union=union)
 
@@ -240,7 +245,7 @@ class Archive:
         any error of a query of kernelscope's own (``ours``), and of the user's one that names a file inside it."""
         for attempt in range(2):
             try:
-                return self.connect(tables, parts if attempt == 0 else None).execute(query).df()
+                return query_frame(self.connect(tables, parts if attempt == 0 else None), query)
             except duckdb.Error as exc:
                 if not (ours or isinstance(exc, duckdb.IOException) or self._names_a_file(exc)):
                     raise
@@ -359,7 +364,7 @@ def archive_runs(
     function_prefix: str | None = None,
 ) -> list[tuple[str, bool]]:
     """Add every run at ``sources`` to the archive at ``to`` (created when missing): ``[(run_id, added)]``."""
-    archive = Archive(to, create=True)
+    archive = Archive(to, create="on add")
     return [archive.add(s, module_prefix=module_prefix, function_prefix=function_prefix) for s in sources]
 
 

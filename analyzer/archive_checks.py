@@ -4,6 +4,7 @@ these find as bad input of the archive."""
 
 from __future__ import annotations
 
+import os
 import re
 import tempfile
 from functools import cache
@@ -12,7 +13,8 @@ from pathlib import Path
 import duckdb
 import orjson
 
-from .errors import BadInputError
+from .errors import BadInputError, KernelscopeError
+from .ranks import ARCHIVE_MARKER
 from .run import Run
 from .rundir import check_manifest
 from .samples import decode
@@ -44,6 +46,22 @@ def archived_sample(path: Path, name: str, calls: object, args: str | None, kwar
 
 
 MARKER_BYTES = 4096  # the marker the archive writes holds a few bytes: more is not one
+
+
+def check_creatable(archive: Path, root: Path) -> None:
+    """Fail unless the folder ``archive`` (``root``, absolute) can become an archive: its parent is a folder, it is
+    missing, empty or one, and its path is UTF-8, the only paths DuckDB takes (it reads and writes every file)."""
+    try:
+        str(root).encode()
+    except UnicodeEncodeError:
+        raise KernelscopeError(archive, "is not a UTF-8 path, which DuckDB cannot write an archive at") from None
+    if not root.parent.is_dir():
+        raise KernelscopeError(archive.parent, "is not an existing directory to create the archive in")
+    if os.path.lexists(root) and not root.is_dir():
+        raise KernelscopeError(archive, f"exists and is not a kernelscope archive (no {ARCHIVE_MARKER})")
+    if root.is_dir() and any(not name.startswith(f".{ARCHIVE_MARKER}.") for name in os.listdir(root)):
+        if not (root / ARCHIVE_MARKER).is_file():
+            raise KernelscopeError(archive, f"exists and is not a kernelscope archive (no {ARCHIVE_MARKER})")
 
 
 def check_format(archive: Path, marker: Path, newest: int) -> None:

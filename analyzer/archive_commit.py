@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .atomic import fsync_dir, fsync_file
-from .errors import KernelscopeError
+from .atomic import fsync_dir, fsync_file, kind_of
+from .errors import BadInputError, KernelscopeError
 
 DATA_TABLES = ("events", "kernels", "samples")
 TABLES = (*DATA_TABLES, "runs")  # runs last: its folder commits a run
@@ -66,6 +66,22 @@ def committed_parts(root: Path, run_id: str | None = None) -> list[Part]:
             if tokens:
                 parts.append(Part(run_dir[len("run_id=") :], int(rank.group(1)), tokens[0]))
     return sorted(parts, key=lambda p: (p.run_id, p.rank))
+
+
+def regular_files(paths: list[Path]) -> list[Path]:
+    """``paths``, each checked not to be a FIFO, device, socket or directory (through links) before DuckDB opens it:
+    its open of a FIFO waits for a writer forever, in a thread no signal ends. A missing file is left to DuckDB's
+    read, which names it as the damage it is."""
+    for path in paths:
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # a link that loops, a folder that cannot be searched
+            raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(mode):
+            raise BadInputError(path, f"is {kind_of(mode)}, not a regular file (the archive is damaged)")
+    return paths
 
 
 def _names(folder: str | Path) -> list[str]:

@@ -21,7 +21,17 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from .archive_commit import _RUN, DATA_TABLES, Owner, Part, _names, committed_parts, ensure_dirs, new_token
+from .archive_commit import (
+    _RUN,
+    DATA_TABLES,
+    Owner,
+    Part,
+    _names,
+    committed_parts,
+    ensure_dirs,
+    new_token,
+    regular_files,
+)
 from .atomic import fsync_dir, fsync_file
 from .sql import quote
 
@@ -58,6 +68,8 @@ def read_index(con: duckdb.DuckDBPyConnection, root: Path, committed: list[Part]
     if not files:
         return Index()
     path = root / INDEX / files[-1][1]
+    if not path.is_file():  # a FIFO, on which DuckDB's open would wait forever: an index that cannot be read
+        return Index()
     try:
         rows = con.execute(
             f"SELECT {', '.join(_KEY + SCHEMA_COLUMNS)} FROM read_parquet({quote(str(path))})"
@@ -77,7 +89,8 @@ def file_schemas(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part]) 
     one schema are read as one list."""
     frame = pd.DataFrame([(p.run_id, p.rank, p.token) for p in parts], columns=list(_KEY))
     for table, column in zip(DATA_TABLES, SCHEMA_COLUMNS, strict=True):
-        files = "[" + ", ".join(quote(_escaped(part.path(root, table))) for part in parts) + "]"
+        paths = regular_files([part.path(root, table) for part in parts])
+        files = "[" + ", ".join(quote(_escaped(path)) for path in paths) + "]"
         described = con.execute(
             "SELECT file_name, string_agg(col, ', ' ORDER BY col) FROM (SELECT file_name, "
             f"concat_ws(' ', name, type, CAST(logical_type AS VARCHAR)) AS col FROM parquet_schema({files})) "

@@ -23,7 +23,7 @@ from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
 from .sample_tensors import load_sample_tensors
 from .samples import check_totals, sample_totals_frame, samples_frame
-from .sql import drop_held, hold_drops, sql_text
+from .sql import drop_held, hold_drops, query_frame, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
 from .validate import NOTHING_TO_ATTRIBUTE
@@ -236,7 +236,7 @@ class Run:
 
     def sql(self, query: str) -> pd.DataFrame:
         """Any SQL over the run's tables and views."""
-        return self.con.execute(query).df()
+        return query_frame(self.con, query)
 
     def notes(self) -> list[str]:
         """One sentence per rank whose trace holds device events the attribution does not read (unmodeled.sql:

@@ -13,6 +13,17 @@ import duckdb
 from .rundir import MODULE_SEPARATOR, SAMPLE_SEPARATOR
 
 
+def query_frame(con: duckdb.DuckDBPyConnection, query: str):
+    """A user's ``query`` (of ``Run.sql``, ``Archive.sql``, ``kernelscope sql``) as a DataFrame; text of no statement
+    (blank, comments or semicolons only), which DuckDB answers with no result at all, is a KernelscopeError."""
+    from .errors import KernelscopeError
+
+    result = con.execute(query)
+    if result is None:
+        raise KernelscopeError(None, "the query holds no SQL statement")
+    return result.df()
+
+
 @cache
 def sql_text(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")

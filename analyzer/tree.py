@@ -3,6 +3,7 @@ kernels whose innermost module each one is (module_calls.sql)."""
 
 from __future__ import annotations
 
+import math
 from string import Template
 from typing import TYPE_CHECKING
 
@@ -91,8 +92,8 @@ def shown_tree_query(
     run: Run, rank: int | None = None, *, min_pct: float = 1.0, max_depth: int | None = None, show_calls: bool = False
 ) -> str:
     """tree_shown.sql's query for these options; defines kernel_short on the run's connection."""
-    if not (min_pct >= 0):
-        raise ValueError("min_pct must be >= 0")
+    if not (0 <= min_pct < math.inf):  # it is written into the query as a number, which inf and nan are not
+        raise ValueError(f"min_pct must be a finite number >= 0, not {min_pct!r}")
     if max_depth is not None and max_depth < 0:
         raise ValueError("max_depth must be >= 0")
     define_kernel_short(run.con)

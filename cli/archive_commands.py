@@ -45,7 +45,7 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
         if not os.path.lexists(source):
             verb = source in SUBCOMMANDS and "; kernelscope archive takes the runs themselves: archive RUN... --to DIR"
             raise BadInputError(source, f"no such run directory or trace file{verb or ''}")
-    store = Archive(archive_path, create=True)
+    store = Archive(archive_path, create="on add")
     for source in sources:
         with warnings_as_lines():
             run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)

@@ -12,6 +12,7 @@ import click
 import pandas as pd
 
 from .loading import in_run_directory, rank_option
+from .numbers import NON_NEGATIVE
 from .output import Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
 
@@ -47,8 +48,8 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
     metavar="NAME=MODULE:CALLABLE",
     help="An implementation of the call's signature to time and check on the same samples (repeatable).",
 )
-@click.option("--rtol", type=click.FloatRange(min=0), default=None, help="Relative tolerance (default: by dtype).")
-@click.option("--atol", type=click.FloatRange(min=0), default=None, help="Absolute tolerance (default: by dtype).")
+@click.option("--rtol", type=NON_NEGATIVE, default=None, help="Relative tolerance (default: by dtype).")
+@click.option("--atol", type=NON_NEGATIVE, default=None, help="Absolute tolerance (default: by dtype).")
 @rank_option(default="the run's only rank; a job of several ranks needs one")
 @click.option("--no-flush-l2", is_flag=True, help="Do not clear the GPU's L2 before each timed call.")
 @click.option(

@@ -9,6 +9,7 @@ import click
 import pandas as pd
 
 from .loading import load_run_of, prefix_options
+from .numbers import NON_NEGATIVE
 from .output import Output, diagnostic, emit, output_options
 from .paths import UserPath
 from .rows import (
@@ -44,7 +45,7 @@ REGRESSION_EXIT = 1
 @TOP_K
 @click.option(
     "--fail-above",
-    type=click.FloatRange(min=0),
+    type=NON_NEGATIVE,
     default=None,
     metavar="PCT",
     help="Exit with status 1 when the total or any function's time grew by more than PCT percent "

@@ -1,6 +1,7 @@
 """The ``kernelscope`` command's entry point. Importing the CLI (click, pandas, DuckDB) takes about half a second
-before any of its own handling of signals is in place: a Ctrl-C, SIGTERM or SIGHUP then ends the command the same
-way as later, one line and 128 + the signal, instead of a traceback or a silent death. Nothing is written yet."""
+before any of its own handling of signals is in place, and parsing the arguments comes before it too: a Ctrl-C,
+SIGTERM or SIGHUP then ends the command the same way as later, one line and 128 + the signal, instead of a traceback
+or a silent death. Nothing is written yet."""
 
 from __future__ import annotations
 
@@ -21,6 +22,10 @@ def main() -> None:
     try:
         try:
             from .cli import main as command
+
+            # kept while the arguments are parsed too: the command's own handlers (cli/interrupts.py) take over
+            # only once it runs, and put this one back after it
+            command()
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -29,4 +34,3 @@ def main() -> None:
         said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
         sys.stderr.write(f"kernelscope: {said}\n")
         sys.exit(128 + signum)
-    command()

@@ -65,9 +65,10 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
     from kernelscope.analyzer.errors import KernelscopeError
+    from kernelscope.analyzer.sql import query_frame
 
     try:
-        return con.execute(query).df()
+        return query_frame(con, query)
     except duckdb.Error as exc:
         raise KernelscopeError(None, f"the query failed: {_first_line(exc, con)}") from None
 

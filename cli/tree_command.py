@@ -8,6 +8,7 @@ import click
 import pandas as pd
 
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
+from .numbers import NON_NEGATIVE
 from .output import stdout_console
 from .paths import UserPath
 from .rows import root_name
@@ -19,7 +20,7 @@ STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 @click.argument("run", type=UserPath(path_type=str))
 @click.option(
     "--min-pct",
-    type=click.FloatRange(min=0),
+    type=NON_NEGATIVE,
     default=1.0,
     show_default=True,
     help="Fold the children under this share of the total device time into one '… N more' line.",

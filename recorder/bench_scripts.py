@@ -92,18 +92,20 @@ def script_stems(functions: list[str]) -> dict[str, str]:
     its own (``linear``, ``Tensor.__add__``); any other, and one that another call's differs from in letter case only
     (which a file system may not tell apart), has its other characters replaced by ``_`` and ``-`` and 8 hex digits
     of the SHA-1 of the name added (``a/b`` -> ``a_b-<8 hex digits>``, never ``a_b``'s). So no two calls share a
-    file, and a call's file is named the same in every run (but for a call that its letter case alone sets apart)."""
+    file, and a call's file is named the same in every run (but for a call that its letter case alone sets apart). A
+    name longer than _STEM_CHARACTERS is cut there before its digits: its files' names fit a file system's 255 bytes."""
     lowered = Counter(function.lower() for function in set(functions))
     stems = {}
     for function in functions:
-        if _PLAIN_NAME.fullmatch(function) and lowered[function.lower()] == 1:
+        if _PLAIN_NAME.fullmatch(function) and lowered[function.lower()] == 1 and len(function) <= _STEM_CHARACTERS:
             stems[function] = function
         else:
             digest = hashlib.sha1(function.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-            stems[function] = f"{_OTHER_CHARACTERS.sub('_', function)}-{digest}"
+            stems[function] = f"{_OTHER_CHARACTERS.sub('_', function)[:_STEM_CHARACTERS]}-{digest}"
     return stems
 
 
+_STEM_CHARACTERS = 128  # with "-<8 hex>.samples.pt" and a temporary file's affixes, well under 255 bytes
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*")  # not a hidden file's (".x")
 _OTHER_CHARACTERS = re.compile(r"^\.|[^A-Za-z0-9_.]")
 

@@ -2,6 +2,7 @@
 run's tables, other engines (pyarrow) reading the files, and the CLI (archive, runs, sql, analyze --run)."""
 
 import json
+import os
 import re
 import shutil
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 from conftest import REPO, SHARED_TRACES, make_job
 from kernelscope.analyzer import Archive, BadInputError, KernelscopeError, archive_runs, load_run
 from kernelscope.analyzer import archive as archive_module
+from kernelscope.analyzer.archive import run_id_of
 from kernelscope.cli import main
 
 SAMPLES = REPO / "sample_traces"
@@ -280,6 +282,26 @@ def test_an_archive_is_made_with_the_umask(tmp_path):
     assert modes["arch/kernelscope-archive.json"] == 0o640
 
 
+@pytest.mark.parametrize("made", [False, True], ids=["missing", "an empty folder"])
+def test_a_first_run_that_fails_to_load_leaves_no_archive(made, tmp_path):
+    """The archive is made by the first add once its run has loaded: a corrupt trace (or one refused for any other
+    reason) leaves the path as it was, not an empty archive."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("[" * 2000 + "]" * 2000)
+    path = tmp_path / "arch"
+    if made:
+        path.mkdir()
+    result = invoke("archive", bad, "--to", path)
+    assert result.exit_code == 2 and result.stderr.startswith(f"kernelscope: error: {bad}: is not valid JSON"), (
+        result.output
+    )
+    assert (list(path.iterdir()) == []) if made else not path.exists()
+    with pytest.raises(BadInputError, match="is not valid JSON"):
+        archive_runs([bad], path)
+    assert (list(path.iterdir()) == []) if made else not path.exists()
+    assert archive_runs([SAMPLES / "mlp"], path)[0][1] and Archive(path).run_ids() == [run_id_of(SAMPLES / "mlp")]
+
+
 def test_a_saved_archive_database_opens_from_anywhere(tmp_path, monkeypatch):
     """sql ARCHIVE -o FILE.duckdb keeps views over the archive's files by absolute path: the database opens from
     another working directory (a relative archive path in them would break there)."""
@@ -473,3 +495,74 @@ def test_archive_checks_its_runs_before_it_makes_the_archive(tmp_path):
     assert missing.exit_code == 2 and not archive.exists(), "nothing added, no archive"
     added = CliRunner().invoke(main, ["archive", str(run), "--to", str(archive)])
     assert added.exit_code == 0 and added.stdout.splitlines()[-1] == f"next: kernelscope runs {archive}"
+
+
+def _unblocking(fifo, stop, unblocked):
+    """Open ``fifo`` for writing whenever a reader waits on it (counted in ``unblocked``), so that a read that
+    blocks fails the test instead of hanging it."""
+    import os
+    import time
+
+    while not stop.is_set():
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            unblocked.append(fifo)
+        except OSError:  # no reader yet (ENXIO)
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("table", ["events", "kernels", "samples", "runs", "index"])
+def test_a_fifo_in_place_of_an_archive_file_is_one_line_not_a_hang(table, one_run_archive, tmp_path):
+    """DuckDB's open of a FIFO waits for a writer forever, in a thread that no signal ends: a FIFO in place of a
+    committed run's file is refused before it is opened; one in place of the runs index is an index that cannot be
+    read, so the run is listed from its own files."""
+    import os
+    import threading
+
+    base, run_id = one_run_archive
+    path = tmp_path / "arch"
+    shutil.copytree(base, path)
+    if table == "index":
+        (path / ".index").mkdir(exist_ok=True)
+        fifo = path / ".index" / "runs-99-abc.parquet"
+    else:
+        fifo = next((path / table).rglob("*.parquet"))
+        fifo.unlink()
+    os.mkfifo(fifo)
+    stop, unblocked = threading.Event(), []
+    threading.Thread(target=_unblocking, args=(fifo, stop, unblocked), daemon=True).start()
+    try:
+        if table == "index":
+            listed = invoke("runs", path)
+            assert listed.exit_code == 0 and run_id in listed.stdout, listed.output
+            counted = invoke("sql", path, "SELECT count(*) AS n FROM runs", "--format", "csv")
+            assert counted.exit_code == 0 and counted.stdout == "n\n1\n", counted.output
+            assert not unblocked, "the index was opened"
+            return
+        reads = [["sql", path, f"SELECT count(*) FROM {table}"], ["analyze", path, "--run", run_id]]
+        for args in reads + ([["runs", path]] if table == "runs" else []):
+            result = invoke(*args)
+            assert result.exit_code == 2 and result.stdout == "", (args, result.output)
+            assert (
+                result.stderr == f"kernelscope: error: {fifo}: is a FIFO, not a regular file (the archive is damaged)\n"
+            )
+    finally:
+        stop.set()
+
+
+def test_paths_that_are_not_utf8_are_named_in_the_archive_or_refused_before_it_is_made(tmp_path):
+    """DuckDB takes UTF-8 strings only: a run folder named in Latin-1 (surrogates in Python) made the add fail, blamed
+    on the archive; an archive at such a path cannot be written, and is refused before anything is made there."""
+    run = tmp_path / os.fsdecode(b"caf\xe9")
+    shutil.copytree(SAMPLES / "mlp", run)
+    path = tmp_path / "arch"
+    [(run_id, added)] = archive_runs([run], path)
+    assert added
+    names = Archive(path).sql("SELECT name, source FROM runs")
+    assert names.values.tolist() == [["caf\\xe9", str(run.resolve()).replace("\udce9", "\\xe9")]]
+    unwritable = tmp_path / os.fsdecode(b"arch\xe9")
+    result = invoke("archive", SAMPLES / "mlp", "--to", unwritable)
+    assert result.exit_code == 2 and result.stderr.endswith(
+        ": is not a UTF-8 path, which DuckDB cannot write an archive at\n"
+    )
+    assert not os.path.lexists(unwritable)

@@ -2,6 +2,7 @@
 samples that cannot be replayed listed with the reason; the call-name rule; the output comparison."""
 
 import math
+import os
 
 import pytest
 from conftest import REPO
@@ -308,6 +309,21 @@ def test_script_names_are_the_calls_names_and_never_shared():
         ]
     )
     assert script_stems(["a/b"]) == {"a/b": stems["a/b"]}, "a name's own file, whichever others are written with it"
+
+
+def test_a_call_whose_name_is_too_long_for_a_file_gets_a_file_name_that_fits(tmp_path):
+    """A run shared with the user names its calls: one of 300 characters made a file name past the 255 bytes of a
+    file system, and writing the scripts failed after the others were written."""
+    from kernelscope.analyzer.atomic import make_temp_file
+    from kernelscope.recorder.bench_scripts import script_paths, script_stems
+
+    names = ["a" * 300, "a" * 300 + "b", "x/" * 200, "linear"]
+    stems = script_stems(names)
+    assert stems["linear"] == "linear" and len(set(stems.values())) == len(names)
+    for stem in stems.values():
+        for path in script_paths(tmp_path, stem):
+            path.write_text("")
+            os.unlink(make_temp_file(tmp_path, f".{path.name}."))  # the sibling replace_atomically writes through
 
 
 def test_calls_whose_names_make_one_file_name_each_get_their_script(tmp_path, monkeypatch):

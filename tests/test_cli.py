@@ -322,6 +322,30 @@ def test_click_usage_errors_say_kernelscope_error_and_exit_2():
         assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("kernelscope: error: "), args
 
 
+@pytest.mark.parametrize("number", ["nan", "inf", "-nan", "1e400"])
+@pytest.mark.parametrize(
+    "args",
+    [["tree", str(DEMO), "--min-pct"], ["diff", str(DEMO), str(DEMO), "--fail-above"], ["bench", str(DEMO), "--rtol"]],
+    ids=["tree-min-pct", "diff-fail-above", "bench-rtol"],
+)
+def test_a_threshold_that_is_not_a_finite_number_is_a_usage_error(args, number):
+    """A NaN threshold compares false with everything (--fail-above nan would never fail) and inf reached the tree's
+    query as a column name: both are refused before anything is loaded."""
+    result = CliRunner().invoke(main, [*args, number])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith("kernelscope: error: ") and "is not a finite number" in lines[0], lines
+
+
+def test_the_tree_of_a_share_that_is_not_a_finite_number_is_a_value_error():
+    from kernelscope.analyzer.tree import shown_tree
+
+    with load_run(DEMO) as run:
+        for number in (float("nan"), float("inf"), -1.0):
+            with pytest.raises(ValueError, match="finite number >= 0"):
+                shown_tree(run, min_pct=number)
+
+
 def test_ctrl_c_exits_130(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     (tmp_path / "interrupted.py").write_text(

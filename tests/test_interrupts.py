@@ -100,6 +100,28 @@ def test_a_signal_while_the_cli_imports_ends_the_command_with_one_line(signum):
     _signalled(IMPORTING, [RUN], signum, "importing")
 
 
+PARSING = """
+import sys, time
+import click
+real = click.Group.make_context
+def slow(self, *args, **kwargs):
+    print("parsing", flush=True)
+    time.sleep(120)
+    return real(self, *args, **kwargs)
+click.Group.make_context = slow
+sys.argv = ["kernelscope", "analyze", sys.argv[1]]
+from kernelscope.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_after_the_imports_and_before_the_command_runs_ends_it_with_one_line(signum):
+    """Between the imports and the command's own handlers (its arguments parsed), SIGTERM's default action ended
+    the process with no line at all."""
+    _signalled(PARSING, [RUN], signum, "parsing")
+
+
 def test_the_command_starts_at_the_entry_point():
     import tomllib
 

@@ -345,3 +345,16 @@ def test_a_cpu_recordings_kernel_table_counts_cpu_operators_not_launches(demo_ru
     cpu, gpu = _kernel_table_headers(tmp_path / "cpu.html"), _kernel_table_headers(pages["bert"])
     assert 'class="num">CPU operators' in cpu and not any("launches" in header for header in cpu)
     assert 'class="num">launches' in gpu
+
+
+def test_a_run_folder_whose_name_is_not_utf8_makes_its_page(tmp_path):
+    """A folder named in Latin-1 reaches Python with surrogates (b'\\xe9' as '\\udce9'), which UTF-8 cannot write:
+    the page shows them escaped instead of the command ending in a traceback."""
+    import shutil
+
+    run = tmp_path / os.fsdecode(b"caf\xe9")
+    shutil.copytree(SAMPLES / "mlp", run)
+    page = tmp_path / "page.html"
+    result = CliRunner().invoke(main, ["report", str(run), "-o", str(page)])
+    assert result.exit_code == 0, result.output
+    assert "caf\\udce9" in page.read_text(encoding="utf-8")

@@ -163,3 +163,28 @@ def test_help_at_the_prompt_is_the_prompts_help():
     result = CliRunner().invoke(main, ["sql", str(RUN)], input="help\nSELECT 3 AS three;\n")
     assert result.exit_code == 0, result.output
     assert "Dot commands: .tables" in result.output and "three" in result.output and "error" not in result.output
+
+
+@pytest.mark.parametrize("query", ["", "   ", ";;;", "-- a comment only\n", "/* nothing */ ;"])
+@pytest.mark.parametrize("target", ["run", "archive"])
+def test_a_query_of_no_statement_is_one_line(query, target, tmp_path):
+    """DuckDB answers text without a statement with no result at all, which ended the command in a traceback."""
+    from kernelscope.analyzer import archive_runs
+
+    path = RUN
+    if target == "archive":
+        path = tmp_path / "arch"
+        archive_runs([RUN], path)
+    result = CliRunner().invoke(main, ["sql", str(path), "--", query])
+    assert result.exit_code == 2 and result.stdout == "", result.output
+    assert result.stderr == "kernelscope: error: the query holds no SQL statement\n"
+
+
+def test_the_api_answers_a_query_of_no_statement_with_the_same_sentence(tmp_path):
+    from kernelscope.analyzer import Archive, KernelscopeError, archive_runs
+
+    archive_runs([RUN], tmp_path / "arch")
+    with load_run(RUN) as run:
+        for sql in (run.sql, Archive(tmp_path / "arch").sql):
+            with pytest.raises(KernelscopeError, match="the query holds no SQL statement"):
+                sql(" ;\n-- nothing\n")

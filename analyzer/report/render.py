@@ -88,7 +88,8 @@ def write_html(path: Path, html: str, *, overwrite: bool = True) -> None:
     os.umask(umask)
 
     def write(tmp: str) -> None:
-        Path(tmp).write_text(html, encoding="utf-8")
+        # a path that is not UTF-8 (a run's folder named in Latin-1) holds surrogates, written as their escapes
+        Path(tmp).write_text(html, encoding="utf-8", errors="backslashreplace")
         os.chmod(tmp, 0o666 & ~umask)
 
     replace_atomically(path, write, overwrite=overwrite)

@@ -1,0 +1,22 @@
+"""The numbers commands take: click's FloatRange, which reads ``nan`` and ``inf`` as numbers, refuses them here,
+because a NaN threshold compares false with everything (``--fail-above nan`` would never fail) and no share or
+tolerance is infinite."""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click.FloatRange of finite numbers only."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+NON_NEGATIVE = FiniteFloatRange(min=0)
