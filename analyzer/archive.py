@@ -271,6 +271,8 @@ class Archive:
 
     def resolve(self, ref: str) -> str:
         """The run id that ``ref`` names: an id, a unique prefix of one, or a unique run name."""
+        if not ref:  # a prefix of every id: it would pick an archive's only run
+            raise BadInputError(self.path, f"names no run by empty text (kernelscope runs {self.path} lists them)")
         if committed_parts(self.root, ref):  # an id: found without listing the archive
             return ref
         ids = self.run_ids()

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 from kernelscope.analyzer import Run, load_run
+from kernelscope.analyzer.archive import is_archive
 from kernelscope.analyzer.errors import BadInputError, KernelscopeError
 from kernelscope.analyzer.ranks import UnknownRank
 from kernelscope.analyzer.samples import TensorMeta
@@ -42,6 +43,11 @@ def open_samples(source: Any, rank: int | None = None) -> Iterator[Samples]:
     """The samples of ``source``: a run directory path, a ``Run``, a ``ModuleFunctionKernelProfiler`` that has
     recorded, or a ``function_data`` dict. A run directory loaded here is closed afterwards."""
     if isinstance(source, (str, os.PathLike)):
+        if is_archive(source):  # its tables are the run's, its samples.pt is not kept
+            raise BadInputError(
+                source,
+                "is an archive, which keeps no sample tensors to replay: bench the run directory it was archived from",
+            )
         with load_run(source) as run:
             yield _run_samples(run, rank, str(source))
         return

@@ -566,3 +566,10 @@ def test_paths_that_are_not_utf8_are_named_in_the_archive_or_refused_before_it_i
         ": is not a UTF-8 path, which DuckDB cannot write an archive at\n"
     )
     assert not os.path.lexists(unwritable)
+
+
+def test_empty_text_names_no_run_even_in_an_archive_of_one(other_archive):
+    with pytest.raises(BadInputError, match="names no run by empty text"):
+        Archive(other_archive).run("")
+    refused = invoke("analyze", other_archive, "--run", "")
+    assert refused.exit_code == 2 and "names no run by empty text" in refused.output

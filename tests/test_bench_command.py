@@ -149,3 +149,12 @@ def test_the_terminal_table_fits_120_columns_with_what_a_first_look_needs(layout
     assert header[2] == "implementation" and header[-4:] == ["speedup", "saving_us", "max_abs_err", "signature"]
     errors = [line.split("│")[-3].strip() for line in table if "│ halves " in line]
     assert errors and all(e != "0.000" and float(e) >= 0 for e in errors), "three significant digits, never 0.000"
+
+
+def test_an_archive_is_refused_as_one_with_no_sample_tensors(tmp_path):
+    from kernelscope.analyzer import archive_runs
+
+    archive_runs([REPO / "sample_traces" / "mlp"], tmp_path / "arch")
+    refused = invoke("bench", tmp_path / "arch")
+    assert refused.exit_code == 2
+    assert "is an archive, which keeps no sample tensors to replay" in refused.output
