@@ -439,3 +439,38 @@ def test_a_tilde_the_shell_left_is_the_home_folder(tmp_path, monkeypatch):
     assert (tmp_path / "summary.csv").read_text().startswith("function_name,calls,")
     tree = CliRunner().invoke(main, ["tree", "~/runs/demo", "--depth", "0"])
     assert tree.exit_code == 0 and str(tmp_path / "runs" / "demo") in tree.output
+
+
+# The command run as its entry point does, with the analyzer's instance maker watched: where it ran.
+INSTANCE_MADE_ON = r"""
+import sys, threading
+from kernelscope.analyzer import connection
+
+made_on = []
+make = connection._instance
+
+
+def watched(*args, **kwargs):
+    made_on.append(threading.current_thread().name)
+    return make(*args, **kwargs)
+
+
+connection._instance = watched
+sys.argv = ["kernelscope", *sys.argv[1:]]
+from kernelscope.entry import main
+
+try:
+    main()
+except SystemExit as stopped:
+    assert not stopped.code, stopped.code
+print("made on", made_on)
+"""
+
+
+def test_a_loading_command_makes_its_duckdb_instance_on_a_thread_while_the_cli_imports():
+    done = subprocess.run(
+        [sys.executable, "-c", INSTANCE_MADE_ON, "analyze", str(REPO / "sample_traces" / "mlp")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "made on ['kernelscope-connect']"
