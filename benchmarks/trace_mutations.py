@@ -52,10 +52,11 @@ KINDS = {  # mutation: weight
     "shuffle": 8,
     "shuffle_keys": 5,
     "reformat": 3,
+    "begin_end": 6,
     "combo": 7,
     "run_dir": 7,
 }
-VALID_KINDS = {"shuffle", "shuffle_keys", "reformat"}  # the input stays valid: attribution must not change
+VALID_KINDS = {"shuffle", "shuffle_keys", "reformat", "begin_end"}  # the input stays valid: attribution must not change
 
 
 @dataclass
@@ -193,6 +194,52 @@ def shuffle_keys(doc: dict, rng: random.Random) -> str:
     return f"shuffle keys (traceEvents at {position} of {len(keys)})"
 
 
+def begin_end(doc: dict, rng: random.Random) -> str:
+    """Write a share of the complete spans as "B"/"E" pairs, after the other events, in the order Chrome pairs back
+    into the same spans (per thread an "E" ends the latest open "B"): the input stays valid. A thread whose chosen
+    spans overlap without nesting keeps them complete, as pairs cannot say that."""
+    share = rng.choice([1.0, rng.uniform(0.05, 0.9)])
+    events = _events(doc)
+    chosen: dict[tuple, list[tuple[int, int, int]]] = {}  # thread -> (start ns, end ns, index)
+    for i, e in enumerate(events):
+        if (
+            isinstance(e, dict) and e.get("ph") == "X" and rng.random() < share
+            and all(type(e.get(k)) in (int, float) for k in ("ts", "dur")) and e["dur"] > 0
+            and all(type(e.get(k)) in (int, str) for k in ("pid", "tid"))
+        ):  # fmt: skip
+            start = round(e["ts"] * 1000)
+            chosen.setdefault((e["pid"], e["tid"]), []).append((start, start + round(e["dur"] * 1000), i))
+    paired, marks = set(), []
+    for spans in chosen.values():
+        spans.sort(key=lambda span: (span[0], -span[1], span[2]))  # outer first; equal spans in the trace's order
+        ends: list[int] = []
+        if any(ends.append(end) or _overlaps(ends, start, end) for start, end, _ in spans):
+            continue
+        for order, (start, end, i) in enumerate(spans):
+            paired.add(i)
+            marks.append((start, 1, order, i, "B"))
+            marks.append((end, 0, -order, i, "E"))  # at one time ends come first, the innermost first
+    written = []
+    for ns, _, _, i, ph in sorted(marks):
+        e = events[i]
+        if ph == "B":
+            written.append({**{k: v for k, v in e.items() if k != "dur"}, "ph": "B"})
+        else:
+            written.append({"ph": "E", "name": e.get("name"), "pid": e["pid"], "tid": e["tid"], "ts": ns / 1000})
+    events[:] = [e for i, e in enumerate(events) if i not in paired] + written
+    return f"{len(paired)} spans as B/E pairs"
+
+
+def _overlaps(ends: list[int], start: int, end: int) -> bool:
+    """``ends``: the ends of the spans so far (this one's last); whether this span crosses an open one's end."""
+    ends.pop()
+    while ends and ends[-1] <= start:
+        ends.pop()
+    crossed = bool(ends) and end > ends[-1]
+    ends.append(end)
+    return crossed
+
+
 def header(doc: dict, rng: random.Random) -> str:
     """Damage the trace object around the events: a missing or ill-typed traceEvents, odd header keys."""
     choice = rng.randrange(4)
@@ -211,6 +258,7 @@ def header(doc: dict, rng: random.Random) -> str:
 
 
 MUTATORS = {
+    "begin_end": begin_end,
     "drop_field": drop_field,
     "change_type": change_type,
     "duplicate": duplicate,

@@ -1,7 +1,8 @@
 """Property tests, sized for CI, of what benchmarks/fuzz_traces.py checks at length: any mutation of a
 real trace or run directory loads (losing no device event) or fails with a KernelscopeError; a shuffled
-or reformatted trace gives exactly the same attribution; synthetic events of any shape and type do the
-same. Deterministic (derandomized); the long run and its results are in benchmarks/RESULTS.md."""
+or reformatted trace, or one with its spans written as "B"/"E" pairs, gives exactly the same attribution;
+synthetic events of any shape and type do the same. Deterministic (derandomized); the long run and its
+results are in benchmarks/RESULTS.md."""
 
 import gzip
 import json
@@ -11,6 +12,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -165,3 +167,10 @@ def test_a_shuffled_cpu_recording_gives_the_same_rows(demo_run):
             path.write_text(json.dumps(dict(doc, traceEvents=events)))
             with load_run(path) as run:
                 assert fuzz_traces.fingerprint(run) == expected
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_spans_rewritten_as_begin_end_pairs_give_the_same_attribution(name):
+    case, (outcome, detail) = _outcome(name, "begin_end", 3)
+    assert int(case.steps[0].split()[0]) > 0, case.steps
+    assert outcome == "same", detail
