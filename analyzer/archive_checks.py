@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import orjson
 
+from .atomic import refuse_unless_utf8
 from .errors import BadInputError, KernelscopeError
 from .ranks import ARCHIVE_MARKER
 from .run import Run
@@ -51,10 +52,7 @@ MARKER_BYTES = 4096  # the marker the archive writes holds a few bytes: more is 
 def check_creatable(archive: Path, root: Path) -> None:
     """Fail unless the folder ``archive`` (``root``, absolute) can become an archive: its parent is a folder, it is
     missing, empty or one, and its path is UTF-8, the only paths DuckDB takes (it reads and writes every file)."""
-    try:
-        str(root).encode()
-    except UnicodeEncodeError:
-        raise KernelscopeError(archive, "is not a UTF-8 path, which DuckDB cannot write an archive at") from None
+    refuse_unless_utf8(root, "an archive", shown=archive)
     if not root.parent.is_dir():
         raise KernelscopeError(archive.parent, "is not an existing directory to create the archive in")
     if os.path.lexists(root) and not root.is_dir():

@@ -38,6 +38,15 @@ def refuse_unless_regular(path: str | os.PathLike) -> None:
         raise KernelscopeError(path, f"is {kind_of(mode)}, not a regular file; kernelscope replaces only regular files")
 
 
+def refuse_unless_utf8(path: str | os.PathLike, what: str, shown: str | os.PathLike | None = None) -> None:
+    """Fail before anything is written when ``path`` is not UTF-8 (a folder named in Latin-1): DuckDB, which writes
+    ``what`` (``a Parquet file``), takes UTF-8 paths only. ``shown``: the path the message names (default ``path``)."""
+    try:
+        os.fspath(path).encode()
+    except UnicodeEncodeError:
+        raise KernelscopeError(shown or path, f"is not a UTF-8 path, which DuckDB cannot write {what} at") from None
+
+
 def kind_of(mode: int) -> str:
     """What a file of ``mode`` (``st_mode``) is, for a message: ``a directory``, ``a FIFO``…"""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")

@@ -229,8 +229,10 @@ def write_atomically(path: Path, text: str, *, overwrite: bool = True) -> None:
 def write_parquet(path: Path, frame: pd.DataFrame, *, overwrite: bool = True) -> None:
     """``frame`` as a Parquet file, written by DuckDB (no pyarrow needed), atomically."""
     import duckdb
-    from kernelscope.analyzer.atomic import replace_atomically, unwritten
+    from kernelscope.analyzer.atomic import refuse_unless_utf8, replace_atomically, unwritten
     from kernelscope.analyzer.sql import quote
+
+    refuse_unless_utf8(path, "a Parquet file")
 
     def write(tmp: str) -> None:
         con = duckdb.connect()

@@ -76,8 +76,10 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
 def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling. An archive's
     views name its files by absolute path, so the file opens from anywhere on this machine."""
-    from kernelscope.analyzer.atomic import replace_atomically, unwritten
+    from kernelscope.analyzer.atomic import refuse_unless_utf8, replace_atomically, unwritten
     from kernelscope.analyzer.sql import quote
+
+    refuse_unless_utf8(path, "a database")
 
     def write(tmp: str) -> None:
         os.unlink(tmp)  # DuckDB creates the file itself

@@ -474,3 +474,17 @@ def test_a_loading_command_makes_its_duckdb_instance_on_a_thread_while_the_cli_i
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "made on ['kernelscope-connect']"
+
+
+@pytest.mark.parametrize(
+    ("command", "name", "what"),
+    [(["analyze", "{run}"], "x.parquet", "a Parquet file"), (["sql", "{run}", "SELECT 1"], "x.duckdb", "a database")],
+)
+def test_an_output_duckdb_writes_at_a_path_that_is_not_utf8_is_refused_before_it_is_made(tmp_path, command, name, what):
+    folder = tmp_path / os.fsdecode(b"caf\xe9")  # a folder named in Latin-1: DuckDB takes UTF-8 paths only
+    folder.mkdir()
+    args = [part.format(run=REPO / "sample_traces" / "mlp") for part in command]
+    result = invoke(*args, "-o", folder / name)
+    assert result.exit_code == 2
+    assert result.stderr.endswith(f": is not a UTF-8 path, which DuckDB cannot write {what} at\n"), result.stderr
+    assert not any(folder.iterdir())
