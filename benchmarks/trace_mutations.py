@@ -212,8 +212,7 @@ def begin_end(doc: dict, rng: random.Random) -> str:
     paired, marks = set(), []
     for spans in chosen.values():
         spans.sort(key=lambda span: (span[0], -span[1], span[2]))  # outer first; equal spans in the trace's order
-        ends: list[int] = []
-        if any(ends.append(end) or _overlaps(ends, start, end) for start, end, _ in spans):
+        if not _nested(spans):
             continue
         for order, (start, end, i) in enumerate(spans):
             paired.add(i)
@@ -230,14 +229,16 @@ def begin_end(doc: dict, rng: random.Random) -> str:
     return f"{len(paired)} spans as B/E pairs"
 
 
-def _overlaps(ends: list[int], start: int, end: int) -> bool:
-    """``ends``: the ends of the spans so far (this one's last); whether this span crosses an open one's end."""
-    ends.pop()
-    while ends and ends[-1] <= start:
-        ends.pop()
-    crossed = bool(ends) and end > ends[-1]
-    ends.append(end)
-    return crossed
+def _nested(spans: list[tuple[int, int, int]]) -> bool:
+    """Whether ``spans`` (start, end, index), outer first, nest: none ends past the end of one still open."""
+    open_ends: list[int] = []
+    for start, end, _ in spans:
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+        if open_ends and end > open_ends[-1]:
+            return False
+        open_ends.append(end)
+    return True
 
 
 def header(doc: dict, rng: random.Random) -> str:
