@@ -18,6 +18,7 @@ import inspect
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from threading import get_ident
 from typing import Any
 
 import torch
@@ -43,7 +44,19 @@ from .wrapping import wraps
 _Scope = torch._C._profiler._RecordFunctionFast
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
-_function_mode_on = torch._C._is_torch_function_mode_enabled
+_has_torch_function = torch._C._has_torch_function  # a TorchFunctionMode on, or an argument overriding it
+
+
+def _dispatched(function: Any, args: tuple, kwargs: dict, calling_back: set[int]) -> Any:
+    """``function``'s call where a ``__torch_function__`` (a mode's, a tensor subclass's) handles it: the handler calls
+    the public function back, patched, so the same wrapper, and that call is this one's work, not a second call. The
+    wrapper lets it through unscoped while this thread is in ``calling_back``."""
+    thread = get_ident()
+    calling_back.add(thread)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        calling_back.discard(thread)
 
 
 def functional_names() -> list[str]:
@@ -127,6 +140,7 @@ def _functional(function: Any, name: str):
     it must mark itself open for them)."""
     record = labels = None  # made at the first call: most of the ~1400 patched functions are never called
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
+    calling_back: set[int] = set()  # threads whose call of it a __torch_function__ handles (_dispatched)
 
     def forget() -> None:  # the end of the recording
         nonlocal record, labels
@@ -134,7 +148,7 @@ def _functional(function: Any, name: str):
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
-        if dynamo_tracing():
+        if dynamo_tracing() or calling_back and get_ident() in calling_back:
             return function(*args, **kwargs)
         folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
         if folded is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
@@ -146,10 +160,14 @@ def _functional(function: Any, name: str):
         scope = labels[record(args, kwargs)]
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
+                if _has_torch_function(args):
+                    return _dispatched(function, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         token = enter_call(False)  # the functionals this call makes are its own, not the module's calls
         try:
             with _Scope(scope + folded) if scopes_open[0] else NO_SCOPE:
+                if _has_torch_function(args):
+                    return _dispatched(function, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         finally:
             leave_call(token)
@@ -165,9 +183,11 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     A function written in C (``Tensor.mul_``, ``torch.addmm``, ``F.linear``) makes no call the patches see (short
     of a tensor subclass's ``__torch_function__``, whose calls then get scopes of their own), so its wrapper does
     not mark itself open: the ContextVar's set and reset are a noticeable share of what a scoped call costs under
-    the profiler (benchmarks/RESULTS.md, "A C function's wrapper marking itself open"). Under a TorchFunctionMode
-    (``with torch.device(...)``, a user's mode) it does: the mode calls the public function the C one stands for,
-    looked up on torch (``x + y`` calls the patched ``Tensor.add``), which is this call's business, not a second one.
+    the profiler (benchmarks/RESULTS.md, "A C function's wrapper marking itself open"). Where a ``__torch_function__``
+    handles the call (a TorchFunctionMode, ``with torch.device(...)`` too, or a tensor subclass among its arguments)
+    it does: the handler calls the public function the C one stands for, looked up on torch (``x + y`` calls the
+    patched ``Tensor.add``), which is this call's business, not a second one; a call of this same function back is
+    let through (``_dispatched``).
 
     The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
     wrapper of a name): making one for each of the patched functions up front costs every recording time for
@@ -179,6 +199,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     record = labels = None
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
     written_in_c = isinstance(function, _C_FUNCTIONS) if holds_its_calls is None else not holds_its_calls
+    calling_back: set[int] = set()  # threads whose call of it a __torch_function__ handles (_dispatched)
 
     def forget() -> None:  # the end of the recording
         nonlocal record, labels
@@ -186,7 +207,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
 
     def call_in_scope(*args, **kwargs):
         nonlocal record, labels
-        if dynamo_tracing():
+        if dynamo_tracing() or calling_back and get_ident() in calling_back:
             return function(*args, **kwargs)
         state = inside_call()
         if state is True and outermost_only or state is OTHER_THREAD:  # OTHER_THREAD: recorder/threads.py
@@ -198,12 +219,15 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         scope = labels[record(args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
-        if written_in_c and not _function_mode_on():
+        dispatching = holds_its_calls is not False and _has_torch_function(args)
+        if written_in_c and not dispatching:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
         token = enter_call(True)
         try:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
+                if dispatching:
+                    return _dispatched(function, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         finally:
             leave_call(token)

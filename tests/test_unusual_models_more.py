@@ -163,7 +163,7 @@ def test_calls_inside_torch_func_transforms_are_described_and_the_run_is_written
 
 class MaskedSum(nn.Module):
     def forward(self, x):
-        return (x * 2).sum()
+        return (x * 2).sum(), torch.ones(3) * 2  # the second call's input, a plain tensor, samples.pt keeps
 
 
 def test_inputs_torch_save_cannot_write_plainly_are_left_out_of_samples_pt_with_a_warning(tmp_path):
@@ -235,3 +235,29 @@ def test_an_operator_call_under_a_torch_function_mode_is_one_call_not_two():
     named = set(profiling_df["function_name"])
     assert {"Tensor.__add__", "Tensor.__mul__", "linear", "relu"} <= named
     assert not {"Tensor.add", "Tensor.mul"} & named
+
+
+class Subclass(torch.Tensor):
+    pass  # torch.Tensor's own __torch_function__ calls the public function back, as a subclass's handler does
+
+
+class HandledFunctionals(nn.Module):
+    def __init__(self, mode: bool):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, x):
+        if self.mode:
+            with PassesThrough():
+                return F.layer_norm(F.gelu(x), (4,))
+        return F.layer_norm(F.gelu(x.as_subclass(Subclass)), (4,)).as_subclass(torch.Tensor)
+
+
+@pytest.mark.parametrize("mode", [True, False], ids=["mode", "subclass"])
+def test_a_functional_that_a_torch_function_handler_calls_back_is_one_call(mode):
+    # the handler calls the public function, F.layer_norm patched, back: that is the same call's work
+    _, function_data = ModuleFunctionKernelProfiler().profile(
+        HandledFunctionals(mode).eval(), [((torch.randn(2, 4),), {})], warmup_iterations=3
+    )
+    assert len(function_data["gelu"]) == 1
+    assert len(function_data["layer_norm"]) == 1, function_data["layer_norm"]  # one input sample, as called
