@@ -54,6 +54,7 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
+from .lazy_results import LAZY_RESULTS, resumed_in_scope
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -76,14 +77,18 @@ def _scope_namer(name: str, book: SampleBook | None):
 
 def _module_forward(forward: Any, scope_name: str, in_scope: Any = None):
     """``forward`` in the module's scope on the model's threads; ``in_scope``: what runs there in its place (an
-    exported program's graph with its own module scopes: recorder/exported.py)."""
+    exported program's graph with its own module scopes: recorder/exported.py). A generator or coroutine it returns
+    runs in that scope too, whenever it is resumed (recorder/lazy_results.py)."""
     inside_call, scoped = INSIDE_CALL.get, forward if in_scope is None else in_scope
 
     def forward_in_scope(*args, **kwargs):
         if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
             return forward(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
-            return scoped(*args, **kwargs)
+            result = scoped(*args, **kwargs)
+        if result.__class__ in LAZY_RESULTS:  # its code runs when the caller iterates or awaits it
+            return resumed_in_scope(result, scope_name)
+        return result
 
     return wraps(forward_in_scope, forward)
 

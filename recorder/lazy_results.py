@@ -1,0 +1,117 @@
+"""A forward whose result runs its code later: a generator, a coroutine (``async def forward``) or an async generator.
+
+Its code runs when the caller iterates or awaits it, after the forward's scope has closed, so its calls would land in
+the caller's module. The result is handed back as one of the same kind that runs each resume of the original in the
+module's scope (``resumed_in_scope``), with the call state the forward had, and nothing of the caller's in between:
+a scope held open across a ``yield`` would take in the caller's calls and break the nesting of scopes on the thread.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import AsyncGenerator, Coroutine, Generator
+from typing import Any
+
+import torch
+
+from .calls import INSIDE_CALL, OTHER_THREAD
+from .scope_gate import NO_SCOPE
+from .scope_gate import OPEN as scopes_open
+
+_Scope = torch._C._profiler._RecordFunctionFast
+LAZY_RESULTS = frozenset({types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType})
+
+
+def resumed_in_scope(result: Any, scope_name: str) -> Any:
+    """``result`` (a generator, coroutine or async generator of the forward scoped as ``scope_name``) as one of its
+    kind whose every resume runs in that scope, with the call state of the forward that made it."""
+    resume = _Resume(scope_name, INSIDE_CALL.get())
+    kind = result.__class__
+    if kind is types.GeneratorType:
+        return _stepped(result, resume)
+    if kind is types.CoroutineType:
+        return _coroutine_stepped(result, resume)
+    return _async_generator_stepped(result, resume)
+
+
+class _Resume:
+    """The context of one resume: the module's scope and the forward's call state, on a thread the recording scopes
+    while it runs; nothing elsewhere (the recording over, or another thread resuming it)."""
+
+    __slots__ = ("scope_name", "state", "token", "scope")
+
+    def __init__(self, scope_name: str, state: Any) -> None:
+        self.scope_name, self.state, self.token, self.scope = scope_name, state, None, None
+
+    def __enter__(self) -> None:
+        if INSIDE_CALL.get() is OTHER_THREAD:
+            self.token = None
+            return
+        self.token = INSIDE_CALL.set(self.state)
+        self.scope = _Scope(self.scope_name) if scopes_open[0] else NO_SCOPE
+        self.scope.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.token is not None:
+            try:
+                self.scope.__exit__(*exc_info)
+            finally:
+                INSIDE_CALL.reset(self.token)
+                self.token = self.scope = None
+
+
+def _stepped(inner: Any, resume: _Resume) -> Generator:
+    """``yield from inner`` (PEP 380: values sent, exceptions thrown, close and the return value passed through)
+    with each step of ``inner`` run inside ``resume``. ``inner``: a generator, or a coroutine's or an awaitable's
+    iterator (``send``, ``throw``, ``close``)."""
+    step, value = inner.send, None
+    while True:
+        try:
+            with resume:
+                item = step(value)
+        except StopIteration as stop:
+            return stop.value
+        try:
+            value = yield item
+            step = inner.send
+        except GeneratorExit:
+            with resume:
+                inner.close()
+            raise
+        except BaseException as exc:  # thrown in by the caller: thrown into the original, as yield from does
+            step, value = inner.throw, exc
+
+
+class _Awaited:
+    """An awaitable whose steps are those of an iterator of ``send``/``throw``/``close``."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: Generator) -> None:
+        self.steps = steps
+
+    def __await__(self) -> Generator:
+        return self.steps
+
+
+async def _coroutine_stepped(coroutine: Any, resume: _Resume) -> Coroutine:
+    return await _Awaited(_stepped(coroutine.__await__(), resume))
+
+
+async def _async_generator_stepped(generator: Any, resume: _Resume) -> AsyncGenerator:
+    """``async for item in generator: yield item``, with asend, athrow and aclose passed through, each step of the
+    original run inside ``resume``."""
+    step, value = generator.asend, None
+    while True:
+        try:
+            item = await _Awaited(_stepped(step(value), resume))
+        except StopAsyncIteration:
+            return
+        try:
+            value = yield item
+            step = generator.asend
+        except GeneratorExit:
+            await _Awaited(_stepped(generator.aclose(), resume))
+            raise
+        except BaseException as exc:  # thrown in by the caller (athrow): into the original
+            step, value = generator.athrow, exc

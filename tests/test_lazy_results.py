@@ -1,0 +1,182 @@
+"""A forward that returns a generator, a coroutine (``async def forward``) or an async generator: its code runs when
+the caller iterates or awaits it, after the forward returned, and its calls belong to the module whose code makes them,
+not to the caller's (recorder/lazy_results.py). The result the caller gets behaves as the original would: values
+sent, exceptions thrown, close and return values pass through, and it is of the same kind."""
+
+import asyncio
+import inspect
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.analyzer import load_run  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder.instrument import instrumented  # noqa: E402
+from kernelscope.recorder.samples import SampleBook  # noqa: E402
+from reference import assert_matches_reference  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class Heads(nn.Module):
+    """Yields one head at a time: its gelu and mul run when the caller asks for the next head."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(8, 8), nn.Linear(8, 8)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            yield F.gelu(layer(x)) * 2
+
+
+class Consumer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = Heads()
+
+    def forward(self, x):
+        return torch.stack([F.relu(head) for head in self.heads(x)])
+
+
+def _drive(coroutine):
+    """Runs a coroutine that awaits nothing but ``asyncio.sleep(0)`` (asyncio.run would repr its task's result)."""
+    while True:
+        try:
+            coroutine.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+
+class Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    async def forward(self, x):
+        await asyncio.sleep(0)
+        return F.silu(self.fc(x))
+
+
+class Stream(nn.Module):
+    async def forward(self, x):
+        for _ in range(2):
+            await asyncio.sleep(0)
+            yield F.softplus(x)
+
+
+class AwaitsItsChildren(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate, self.stream = Gate(), Stream()
+
+    def forward(self, x):
+        async def both():
+            y = await self.gate(x)
+            return torch.stack([F.tanh(z) async for z in self.stream(y)])
+
+        return _drive(both())
+
+
+def _calls_by_module(frame) -> dict:
+    named = frame.dropna(subset=["function_name"])
+    return {name: set(group["function_name"]) for name, group in named.groupby("module_name")}
+
+
+def test_a_generators_calls_belong_to_the_module_whose_forward_made_it(tmp_path):
+    model, x = Consumer().eval(), torch.randn(4, 8)
+    with torch.no_grad():
+        expected = model(x)
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], out=tmp_path / "run")
+    by_module = _calls_by_module(frame)
+    assert by_module["heads"] == {"gelu", "Tensor.__mul__"}, "resumed in Heads' scope, not the consumer's"
+    assert by_module[""] == {"relu", "torch.stack"}
+    assert by_module["heads.layers.0"] == by_module["heads.layers.1"] == {"linear"}
+    assert [calls for calls, _ in data["gelu"]] == [2], "each call once"
+    with load_run(tmp_path / "run") as run:
+        assert_matches_reference(run, tmp_path / "run" / "trace.json.gz")
+    with torch.no_grad():
+        assert torch.equal(model(x), expected)
+    assert "forward" not in vars(model.heads)
+
+
+def test_coroutines_and_async_generators_are_resumed_in_their_modules_scope():
+    model, x = AwaitsItsChildren().eval(), torch.randn(4, 8)
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
+    by_module = _calls_by_module(frame)
+    assert by_module["gate"] == {"silu"} and by_module["gate.fc"] == {"linear"}
+    assert by_module["stream"] == {"softplus"}
+    assert by_module[""] == {"tanh", "torch.stack"}
+    assert [calls for calls, _ in data["softplus"]] == [2]
+
+
+class Echo(nn.Module):
+    """A generator using the whole protocol: values sent in, an exception thrown in and handled, a return value."""
+
+    def __init__(self):
+        super().__init__()
+        self.closed = False
+
+    def forward(self, x):
+        try:
+            received = yield F.relu(x)
+            try:
+                yield received * 2
+            except KeyError as exc:
+                yield exc.args[0]
+            return "done"
+        finally:
+            self.closed = True
+
+
+def test_the_scoped_generator_passes_send_throw_close_and_return_through():
+    model, book = Echo(), SampleBook()
+    with instrumented([("", model)], book, None):
+        generator = model(torch.ones(2))
+        assert isinstance(generator, types.GeneratorType)
+        assert torch.equal(next(generator), torch.ones(2))
+        assert torch.equal(generator.send(torch.full((2,), 3.0)), torch.full((2,), 6.0))
+        assert generator.throw(KeyError("handled")) == "handled"
+        with pytest.raises(StopIteration) as stop:
+            next(generator)
+        assert stop.value.value == "done" and model.closed
+        model.closed = False
+        unfinished = model(torch.ones(2))
+        next(unfinished)
+        unfinished.close()
+        assert model.closed, "close() reaches the original's finally"
+        assert inspect.getgeneratorstate(unfinished) == inspect.GEN_CLOSED
+    assert "forward" not in vars(model)
+
+
+class Countdown(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.closed = False
+
+    async def forward(self, n):
+        try:
+            while n:
+                await asyncio.sleep(0)
+                n = (yield n) or n - 1
+        except ValueError:
+            yield "thrown"
+        finally:
+            self.closed = True
+
+
+def test_the_scoped_async_generator_passes_asend_athrow_and_aclose_through():
+    model, book = Countdown(), SampleBook()
+
+    async def use():
+        stream = model(3)
+        assert isinstance(stream, types.AsyncGeneratorType)
+        seen = [await stream.__anext__(), await stream.asend(None), await stream.asend(9)]
+        seen.append(await stream.athrow(ValueError()))
+        await stream.aclose()
+        seen.append(model.closed)
+        return seen
+
+    with instrumented([("", model)], book, None):
+        assert _drive(use()) == [3, 2, 9, "thrown", True], "aclose() reaches the original's finally"
