@@ -151,7 +151,6 @@ class ModuleFunctionKernelProfiler:
         # passes (which it must not slow down).
         git_commit = git_commit_in_background()
         connection = prepare_connection()  # the analyzer's DuckDB connection (load_run takes it)
-        named_modules = list(module.named_modules())
         device = "cuda" if torch.cuda.is_available() else "cpu"
         # The last warm-up passes run with the scopes in place: the one before last keyed call by call (the
         # prediction of the recorded pass's sample ids), the last one a rehearsal of the recorded pass (record_pass).
@@ -164,12 +163,14 @@ class ModuleFunctionKernelProfiler:
             tags=tags,
             calls=self.calls,
         )
-        scripted = torchscript_paths(named_modules)  # their operators' module paths (recorder/torchscript.py)
-        if scripted:
-            manifest["annotation"]["torchscript_modules"] = scripted
         with model_threads(), torch.no_grad():  # a pool the model makes at its first call is the model's
             for _ in range(warmup_iterations - patched_warm_ups):
                 _run_pass(fn, data)
+        # read after the unpatched warm-ups: a submodule the model registers at its first call is scoped too
+        named_modules = list(module.named_modules())
+        scripted = torchscript_paths(named_modules)  # their operators' module paths (recorder/torchscript.py)
+        if scripted:
+            manifest["annotation"]["torchscript_modules"] = scripted
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
         book = self.book
 

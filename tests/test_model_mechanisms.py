@@ -12,7 +12,9 @@ module of its own code, import functionals by name (their rows were named after 
 torch-level call inside them), and a model that copies or saves a submodule in its forward (the copy ran the
 original module through the wrapper copied with it, and saving it could not pickle the wrapper), and one that
 copies or saves itself with modules whose classes define their own ``__getstate__`` (nn.GRU's, a user's) and with
-functionals it holds by reference (the GRU's copy ran the original GRU; no functional's wrapper could be pickled)."""
+functionals it holds by reference (the GRU's copy ran the original GRU; no functional's wrapper could be pickled),
+and a model that registers a submodule at its first forward (the hierarchy was read before the warm-ups: the
+submodule had no scope, its rows were its parent's)."""
 
 import copy
 import io
@@ -248,3 +250,25 @@ def test_a_module_holding_functionals_copies_and_pickles_itself_as_it_is():
     assert (loaded.act, loaded.acts, loaded.table) == (F.relu, [F.gelu], {"silu": F.silu})
     assert not any("forward" in vars(module) for module in loaded.modules()) and torch.equal(loaded(x), expected)
     assert "__reduce_ex__" not in vars(nn.Module) and type(model.own).__getstate__ is OwnState.__getstate__
+
+
+class SizedAtFirstCall(nn.Module):
+    """Registers its projection at its first forward, sized from the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = None
+
+    def forward(self, x):
+        if self.proj is None:
+            self.proj = nn.Sequential(nn.Linear(x.shape[-1], 8), nn.GELU())
+        return F.relu(self.proj(x))
+
+
+def test_a_submodule_registered_at_the_first_forward_has_its_own_rows():
+    model = SizedAtFirstCall()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 6),), {})], warmup_iterations=3)
+    by_call = dict(zip(frame["function_name"], frame["module_name"], strict=False))
+    assert by_call["linear"] == "proj.0" and by_call["gelu"] == "proj.1" and by_call["relu"] == ""
+    assert all(frame.loc[frame["module_name"] == "proj.0", "module"].map(lambda m: m is model.proj[0]))
+    assert "forward" not in vars(model.proj[0])
