@@ -13,15 +13,18 @@
   5. the in-process frame equals ``load_run()`` of the run directory, and so do function_data's call counts;
   6. function_data follows SPEC: ``{name: [(calls, (args, kwargs)), ...]}``;
   7. describe_results() works and has SPEC's columns;
-  8. a second profile() in the same process gives the same rows (module, call, operator, kernel) and call counts.
+  8. a second profile() in the same process gives the same rows (module, call, operator, kernel) and call counts;
+  9. where a program states what a user expects (notes ``modules``: {call: the modules its rows have}; ``calls``:
+     {call: times it is made in a pass}), the rows and function_data say so.
 
     python benchmarks/cpu_sweep.py OUT [name ...] [--deadline SECONDS]
 
 Models: sweep_cpu_models.py (transformers architectures from tiny configs, random init, no downloads; generate()),
-sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py
-and sweep_cpu_mechanisms_unseen_more.py (torch mechanisms around small modules), sweep_cpu_models_unseen.py
-(transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves out). A model its library
-cannot build here is reported as skipped, never as passed. Writes OUT/cpu_sweep.json and prints one line per model.
+sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py,
+sweep_cpu_mechanisms_unseen_more.py and sweep_cpu_mechanisms_unseen3.py (torch mechanisms around small modules),
+sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
+out). A model its library cannot build here is reported as skipped, never as passed. Writes OUT/cpu_sweep.json and
+prints one line per model.
 """
 
 from __future__ import annotations
@@ -200,6 +203,20 @@ def counts(data: dict) -> dict:
     return {name: [calls for calls, _ in entries] for name, entries in data.items()}
 
 
+def expectation_problems(notes: dict, frame: pd.DataFrame, data: dict) -> list[str]:
+    """Where the rows or function_data differ from what the program says a user expects of them."""
+    problems = []
+    for name, modules in notes.get("modules", {}).items():
+        found = set(frame.loc[frame["function_name"] == name, "module_name"].astype(object).fillna("<none>"))
+        if found != set(modules):
+            problems.append(f"{name}: rows in {sorted(found)}, expected {sorted(modules)}")
+    for name, expected in notes.get("calls", {}).items():
+        made = sum(calls for calls, _ in data.get(name, []))
+        if made != expected:
+            problems.append(f"{name}: {made} calls, expected {expected}")
+    return problems
+
+
 def rows(frame: pd.DataFrame) -> Counter:
     return Counter(frame[ROW_COLUMNS].astype(str).itertuples(index=False))
 
@@ -207,11 +224,14 @@ def rows(frame: pd.DataFrame) -> Counter:
 def check(w, out_root: Path) -> dict:
     result = {"workload": w.name, "description": w.description}
     warm = w.notes.get("reference_warm_up", 1)
+    # "fresh": a factory of another model like it, which the unprofiled passes run, so that profile() makes the
+    # model's first call (lazy modules, which cannot be copied before it)
+    reference_fn = w.notes["fresh"]() if "fresh" in w.notes else w.fn
     with torch.no_grad():
         for _ in range(warm):
-            _run_pass(w.fn, w.samples)
+            _run_pass(reference_fn, w.samples)
         reference = []
-        _run_pass(capturing(w.fn, reference), w.samples)
+        _run_pass(capturing(reference_fn, reference), w.samples)
     captured = []
     run_dir = out_root / w.name
     profiler = ModuleFunctionKernelProfiler()
@@ -244,6 +264,7 @@ def check(w, out_root: Path) -> dict:
         result["in_process_equals_offline"] = False
         result["offline_diff"] = str(exc)[:300]
     result["function_data_problems"] = function_data_problems(data)
+    result["expectations_unmet"] = expectation_problems(w.notes, frame, data)
     summary = profiler.describe_results(frame, data, top_k=10)
     result["describe_ok"] = list(summary.columns[: len(SUMMARY_COLUMNS)]) == SUMMARY_COLUMNS
     first_rows, first_counts = rows(frame), counts(data)
@@ -265,6 +286,7 @@ def check(w, out_root: Path) -> dict:
     result["ok"] = bool(
         not result["patches_left"] and result["outputs_bit_identical"] and not result["unnamed_rows"]
         and result["in_process_equals_offline"] and not result["function_data_problems"] and result["describe_ok"]
+        and not result["expectations_unmet"]
         and result["second_profile_same_rows"] and result["second_profile_same_calls"]
         and not result.get("patches_left_after_error") and not result.get("patches_left_after_interrupt")
     )  # fmt: skip
@@ -276,6 +298,7 @@ def factories() -> dict:
     from sweep_cpu_mechanisms_edge import EDGE_MECHANISMS
     from sweep_cpu_mechanisms_more import MORE_MECHANISMS
     from sweep_cpu_mechanisms_unseen import UNSEEN_MECHANISMS
+    from sweep_cpu_mechanisms_unseen3 import UNSEEN3_MECHANISMS
     from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
     from sweep_cpu_models import MODELS
     from sweep_cpu_models_unseen import UNSEEN_MODELS
@@ -288,6 +311,7 @@ def factories() -> dict:
         **UNSEEN_MODELS,
         **UNSEEN_MECHANISMS,
         **UNSEEN_MORE_MECHANISMS,
+        **UNSEEN3_MECHANISMS,
     }
 
 

@@ -208,7 +208,8 @@ class ConsumesGenerator(nn.Module):
 
 def generator_forward():
     return _w("generator_forward", ConsumesGenerator().eval(),
-              description="a submodule whose forward returns a generator its caller consumes")  # fmt: skip
+              description="a submodule whose forward returns a generator its caller consumes",
+              modules={"gelu": {"lazy"}, "torch.stack": {""}}, calls={"gelu": 2})  # fmt: skip
 
 
 class KwargHooks(nn.Module):
