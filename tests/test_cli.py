@@ -286,9 +286,9 @@ def test_record_finds_a_factory_next_to_the_user_and_what_it_imports_later(tmp_p
     "target, factory, message",
     [
         ("nosuchmod:f", None, "nosuchmod:f: no module named 'nosuchmod' here"),
-        ("bad_small:small", "def small():\n    return 3\n", "bad_small:small: returned a int, not (module, samples)"),
+        ("bad_small:small", "def small():\n    return 3\n", "bad_small:small: returned an int, not (module, samples)"),
         ("bad_none:nothing", "X = 1\n", "bad_none:nothing: bad_none has no attribute 'nothing'"),
-        ("bad_x:X", "X = 1\n", "bad_x:X: bad_x.X is a int, not a factory to call"),
+        ("bad_x:X", "X = 1\n", "bad_x:X: bad_x.X is an int, not a factory to call"),
         ("no-colon", None, "no-colon: is not a target: expected 'pkg.module:factory'"),
     ],
 )
