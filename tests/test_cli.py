@@ -48,6 +48,27 @@ def test_analyze_kernels_json_to_file(demo_dir, tmp_path):
         assert [json.loads(line) for line in lines.read_text().splitlines()] == rows
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["diff", "--archive", "{missing}", "a", "b"], "--archive names an archive, and {missing} does not exist"),
+        (["report", "--archive", "{missing}", "a"], "--archive names an archive, and {missing} does not exist"),
+        (["diff", "--archive", "{demo}", "a", "b"], "--archive names an archive, and {demo} is not one"),
+        (["analyze", "{missing}", "--run", "a"], "--run names a run of an archive, and {missing} does not exist"),
+        (["tree", "{demo}", "--run", "a"], "--run names a run of an archive, and {demo} is not one"),
+    ],
+)
+def test_a_folder_that_is_no_archive_is_named_by_the_option_that_wanted_one(tmp_path, monkeypatch, args, said):
+    """diff --archive and report --archive named --run, which the user had not given, and a missing folder as one
+    that is not an archive."""
+    monkeypatch.chdir(tmp_path)
+    where = {"missing": str(tmp_path / "nothere"), "demo": str(REPO / "sample_traces" / "demo")}
+    result = CliRunner().invoke(main, [a.format(**where) for a in args])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"kernelscope: error: {said.format(**where)} (see '")
+    assert list(tmp_path.iterdir()) == [], "no report written"
+
+
 def test_an_unknown_extension_is_refused_in_one_line_before_any_work(tmp_path):
     target = tmp_path / "summary.xlsx"
     result = CliRunner().invoke(main, ["analyze", str(tmp_path / "not-loaded"), "-o", str(target)])
