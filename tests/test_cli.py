@@ -162,9 +162,16 @@ def test_bad_input_is_one_clear_line_and_exit_2(case, tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_existing_run_directory_is_refused(demo_dir):
+def test_existing_run_directory_is_refused_in_the_commands_words(demo_dir, tmp_path, monkeypatch):
+    """--force, not the API's overwrite=True; record refuses before its factory builds the model."""
+    said = f"kernelscope: error: {demo_dir}: already exists; choose another --out, or replace it with --force\n"
     result = CliRunner().invoke(main, ["demo", "--device", "cpu", "--out", str(demo_dir)])
-    assert result.exit_code == 2 and "already exists" in result.output
+    assert result.exit_code == 2 and result.output == said
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slow_model.py").write_text("def make():\n    open('built', 'w').close()\n")
+    result = CliRunner().invoke(main, ["record", "slow_model.py:make", "--out", str(demo_dir)])
+    assert result.exit_code == 2 and result.output == said
+    assert not (tmp_path / "built").exists(), "the factory was not called"
 
 
 def test_bad_sql_is_one_line(demo_dir):
