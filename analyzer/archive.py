@@ -73,7 +73,8 @@ class Archive:
         self._unmade = not is_archive(self.path)
         if self._unmade:
             if not create:
-                raise BadInputError(self.path, f"is not a kernelscope archive (no {MARKER})")
+                problem = f"is not a kernelscope archive (no {MARKER})" if self.path.exists() else "does not exist"
+                raise BadInputError(self.path, problem)
             check_creatable(self.path, self.root) if create == "on add" else self._create()
         else:
             check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)

@@ -18,6 +18,12 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], text)
 
 
+def type_with_article(value: object) -> str:
+    """The name of ``value``'s type after its indefinite article, for a message: "an int", "a Tensor"."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 class KernelscopeError(Exception):
     """An expected failure the CLI reports as one line and a non-zero exit, without a traceback.
 

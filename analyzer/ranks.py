@@ -194,7 +194,8 @@ def rank_twice(ranks: list[tuple[int, str | None]]) -> str:
                 )
             return (
                 f"holds rank {rank} twice ({first} and {second}, by their"
-                " distributedInfo.rank, 0 where a trace names none): give one trace of each rank"
+                " distributedInfo.rank, 0 where a trace names none): a folder of traces is one job, one trace"
+                " per rank; traces of separate runs load each on its own"
             )
         seen[rank] = trace
     raise ValueError("no rank is held twice")

@@ -23,6 +23,10 @@ TABLE_COLUMNS = [  # the table on a terminal, less the columns with nothing to s
 ]  # fmt: skip
 ALTERNATIVE_COLUMNS = ("implementation", "speedup", "saving_us", "max_abs_err")  # say nothing without --against
 TABLE_NOTE = "ratio = replayed_us / recorded_us; every column (min_us, max_us, …): --format csv or -o FILE"
+CPU_NOTE = (  # a CPU ratio reads as a speed-up or a slow-down of the call, which it is not (docs/bench.md, "Timing")
+    "recorded on the CPU: recorded_us are the self times of the call's operators under the profiler and replayed_us "
+    "a warm call's wall clock, which compare loosely; compare implementations (--against) on the same replays"
+)
 TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kernelscope[record]'"
 
 
@@ -109,6 +113,8 @@ def bench(
             diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
     emit(table_view(frame) if output.to_terminal else frame, output, title=f"{run}: {_where(frame)}")
     if output.to_terminal and not frame.empty:
+        if ((frame["recorded_on"] == "cpu") & (frame["replayed_on"] == "cpu")).any():
+            click.echo(CPU_NOTE)
         click.echo(TABLE_NOTE)
     saved = recorder_bench.bench_savings(frame)
     if against and output.to_terminal:

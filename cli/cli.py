@@ -171,6 +171,8 @@ def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -
 
     from .demo import demo_workload
 
+    _refuse_existing(out, force)
+
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise click.BadParameter("torch sees no CUDA device", param_hint="--device cuda")
@@ -182,6 +184,14 @@ def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -
         profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope demo ({device}, {dtype})")
     _print_next(out)
+
+
+def _refuse_existing(out: Path | None, force: bool) -> None:
+    """An existing --out without --force, refused in the command's words (the recorder's name overwrite=True)."""
+    from kernelscope.analyzer.errors import RunExistsError
+
+    if out is not None and not force and (out.exists() or out.is_symlink()):
+        raise RunExistsError(out, "already exists; choose another --out, or replace it with --force")
 
 
 def _print_summary(profiler, profiling_df, function_data, top_k: int | None, title: str) -> None:
@@ -231,6 +241,7 @@ def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: 
     from .targets import made_by, resolve_factory
 
     parsed_tags = _parse_tags(tags)
+    _refuse_existing(out, force)  # before the factory builds the model
     with user_code(target, "importing its module"):
         factory = resolve_factory(target)
     with user_code(target, "the factory", caller="kernelscope.cli.record"):

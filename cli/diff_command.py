@@ -84,8 +84,8 @@ def diff(
         b = load_run_of(run_b, module_prefix, function_prefix, pick=pick)
         title = f"{run_b} against {run_a}"
     else:
-        a = load_run_of(archive_path, module_prefix, function_prefix, run_a)
-        b = load_run_of(archive_path, module_prefix, function_prefix, run_b)
+        a = load_run_of(archive_path, module_prefix, function_prefix, run_a, archive_option="--archive")
+        b = load_run_of(archive_path, module_prefix, function_prefix, run_b, archive_option="--archive")
         title = f"{archive_path}: {run_b} against {run_a}"
     with a, b, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)

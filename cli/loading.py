@@ -72,7 +72,7 @@ def load(path: str, module_prefix: str | None, function_prefix: str | None, run_
         archive = Archive(path)
         return archive if run_ref is None else archive.run(run_ref)
     if run_ref is not None:
-        raise click.UsageError(f"--run names a run of an archive, and {path} is not one")
+        raise no_archive(path, "--run")
     try:
         with in_run_directory(path), warnings_as_lines():
             loaded = load_run(path, module_prefix, function_prefix, progress=True, **kwargs)
@@ -139,11 +139,25 @@ def load_run_of(
     module_prefix: str | None,
     function_prefix: str | None,
     run_ref: str | None = None,
+    *,
     pick: str = "pick one of its runs with --run ID",
+    archive_option: str = "--run",
 ):
-    """A Run (never a whole archive: ``pick`` says how the command names one of its runs)."""
+    """A Run (never a whole archive: ``pick`` says how the command names one of its runs). ``archive_option``: the
+    option by which the user named ``path`` an archive (--archive) or ``run_ref`` a run of one (--run)."""
+    from kernelscope.analyzer.archive import is_archive
+
+    if run_ref is not None and not is_archive(path):
+        raise no_archive(path, archive_option)
     loaded = load(path, module_prefix, function_prefix, run_ref)
     if not hasattr(loaded, "profiling_df"):
         loaded.close()
         raise click.UsageError(f"{path} is an archive: {pick} (kernelscope runs {path} lists them)")
     return loaded
+
+
+def no_archive(path: str, option: str) -> click.UsageError:
+    """The error for ``path`` given as an archive (``--archive``) or as the archive of a ``--run``, and none."""
+    what = "an archive" if option == "--archive" else "a run of an archive"
+    state = "is not one" if Path(path).exists() else "does not exist"
+    return click.UsageError(f"{option} names {what}, and {path} {state}")

@@ -40,20 +40,20 @@ class Output:
 
     @property
     def format(self) -> str:
-        """The explicit ``--format``, else the one the file's extension names (an unknown one is refused),
-        else a table."""
-        if self.fmt:
-            return self.fmt
-        if self.path is None:
-            return "table"
-        if self.path.suffix.lower() not in SUFFIXES:
-            from kernelscope.analyzer.errors import KernelscopeError
+        """``--format`` (not where the extension names another: readers fail on such a file), else the extension's."""
+        from kernelscope.analyzer.errors import KernelscopeError
 
+        named = None if self.path is None else SUFFIXES.get(self.path.suffix.lower())
+        if self.fmt and named not in (None, "table", self.fmt):
+            problem = f"names a {named} file, and --format asks for {self.fmt}; rename it, or leave --format out"
+            raise KernelscopeError(self.path, problem)
+        if self.fmt or self.path is None:
+            return self.fmt or "table"
+        if named is None:
             known = ", ".join(suffix for suffix in SUFFIXES if suffix != ".duckdb")
-            raise KernelscopeError(
-                self.path, f"has an extension kernelscope does not write ({known}); or name the format with --format"
-            )
-        return SUFFIXES[self.path.suffix.lower()]
+            problem = f"has an extension kernelscope does not write ({known}); or name the format with --format"
+            raise KernelscopeError(self.path, problem)
+        return named
 
     @property
     def to_terminal(self) -> bool:
@@ -111,8 +111,8 @@ def output_options(command: Callable) -> Callable:
     def with_output(*args, output_format, output_path, output_force, **kwargs):
         inputs = tuple(str(kwargs[name]) for name in INPUTS if kwargs.get(name) is not None)
         output = Output(output_format, output_path, output_force, inputs)
-        output.format  # noqa: B018 (an unknown extension is refused before any work)
-        output.check_destination()
+        output.check_destination()  # first: a file of the input is refused as one, whatever its name
+        output.format  # noqa: B018 (an unknown or contradicted extension is refused before any work)
         return command(*args, output=output, **kwargs)
 
     with_output = click.option("--force", "output_force", is_flag=True, help="Replace the output file if it exists.")(

@@ -71,7 +71,11 @@ def report(
             refs = [(run, run_ref)] + ([(run_b, None)] if run_b else [])
         else:
             refs = [(archive_path, name) for name in names]
-        runs = [stack.enter_context(load_run_of(where, module_prefix, function_prefix, ref)) for where, ref in refs]
+        option = "--run" if archive_path is None else "--archive"
+        runs = [
+            stack.enter_context(load_run_of(where, module_prefix, function_prefix, ref, archive_option=option))
+            for where, ref in refs
+        ]
         if run_b is None:
             check_rank(run, runs[0], rank)
             name = run if run_ref is None else f"{run} --run {run_ref}"

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from kernelscope.analyzer.errors import KernelscopeError
+from kernelscope.analyzer.errors import KernelscopeError, type_with_article
 
 
 def resolve_factory(target: str) -> Callable:
@@ -24,7 +24,7 @@ def resolve_factory(target: str) -> Callable:
     if factory is None:
         raise KernelscopeError(target, f"{where} has no attribute {attribute!r}")
     if not callable(factory):
-        raise KernelscopeError(target, f"{where}.{attribute} is a {type(factory).__name__}, not a factory to call")
+        raise KernelscopeError(target, f"{where}.{attribute} is {type_with_article(factory)}, not a factory to call")
     return factory
 
 
@@ -63,7 +63,7 @@ def made_by(target: str, made) -> tuple:
     from torch import nn
 
     if not (isinstance(made, tuple) and len(made) == 2):
-        raise KernelscopeError(target, f"returned a {type(made).__name__}, not (module, samples) or (fn, module)")
+        raise KernelscopeError(target, f"returned {type_with_article(made)}, not (module, samples) or (fn, module)")
     first, second = made
     if isinstance(second, nn.Module):
         return first, None, second

@@ -14,6 +14,7 @@ from .paths import UserPath
 from .rows import root_name
 
 STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
+UNBOUNDED = 1 << 20  # a width no tree line reaches: the widest line measured as it is
 
 
 @click.command(short_help="The module tree, with each module's time.")
@@ -86,7 +87,12 @@ def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: 
             branches[node.node_id] = root = Tree(label)
         else:
             branches[node.node_id] = branches[node.parent_id].add(label)
+    # One node per line, whatever the terminal's width: a name wrapped under its own line would part from its time
+    # (grep, a pager) and leave the guides a line without a node; the terminal folds what is wider, as for a table.
     console = stdout_console(highlight=False)
+    widest = console.measure(root, options=console.options.update_width(UNBOUNDED)).maximum
+    if widest > console.width:
+        console = stdout_console(highlight=False, width=widest)
     console.print(root)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from kernelscope.analyzer.errors import type_with_article
 
 # (rtol, atol) per dtype; integers and booleans must be equal. TF32 matmuls and convolutions (torch's default
 # for cuDNN convolutions) keep about 1e-3 of a float32.
@@ -73,7 +74,7 @@ def compare(actual: Any, expected: Any, rtol: float | None = None, atol: float |
 def _pair_up(actual: Any, expected: Any, where: str, pairs: list) -> str | None:
     if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
         if not (isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor)):
-            return f"{where} is a {type(actual).__name__}, the original's a {type(expected).__name__}"
+            return f"{where} is {type_with_article(actual)}, the original's {type_with_article(expected)}"
         pairs.append((actual, expected))
         return None
     if isinstance(expected, (tuple, list)) and isinstance(actual, (tuple, list)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kernelscope.analyzer.errors import BadSamplesError
+from kernelscope.analyzer.errors import BadSamplesError, type_with_article
 
 FORM = "samples are a list of (args, kwargs) pairs, one per call: [((x,), {})] calls the model as model(x)"
 
@@ -29,5 +29,5 @@ def check_samples(data: Any) -> None:
 
 def _what(value: Any) -> str:
     if isinstance(value, (tuple, list)):
-        return f"a {type(value).__name__} of {len(value)} item{'' if len(value) == 1 else 's'}"
-    return f"a {type(value).__name__}"
+        return f"{type_with_article(value)} of {len(value)} item{'' if len(value) == 1 else 's'}"
+    return type_with_article(value)

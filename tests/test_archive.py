@@ -186,6 +186,8 @@ def test_bad_archives_and_run_names(tmp_path, archived):
         archive_runs([SAMPLES / "mlp"], tmp_path / "full")
     with pytest.raises(BadInputError, match="is not a kernelscope archive"):
         Archive(tmp_path / "full")
+    with pytest.raises(BadInputError, match="missing: does not exist$"):
+        Archive(tmp_path / "missing")
     with pytest.raises(BadInputError, match="holds no run 'nope'"):
         Archive(path).run("nope")
     with Archive(path).run(ids["tagged"][:8]) as by_prefix, Archive(path).run("tagged") as by_name:

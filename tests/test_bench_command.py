@@ -82,6 +82,9 @@ def test_a_cuda_recording_replayed_on_the_cpu_warns_and_writes_every_column(tmp_
     assert [r["sample_id"] for r in rows] == [0, 1] and {r["replayed_on"] for r in rows} == {"cpu"}
     assert all(r["ratio"] is None and r["recorded_us"] > 0 for r in rows)
     assert invoke("bench", REPO / "sample_traces" / "demo", "--device", "cpu", "-o", target).exit_code == 2
+    table = invoke("bench", REPO / "sample_traces" / "demo", "--function", "Tensor.__add__", "--device", "cpu",
+                   "--repeat", 2, "--warmup", 0)  # fmt: skip
+    assert table.exit_code == 0 and "recorded on the CPU" not in table.stdout, "a CUDA recording's times are kernels'"
 
 
 def test_written_scripts_run_standalone_and_keep_the_recorded_layouts(layouts_run, tmp_path):
@@ -142,6 +145,8 @@ def test_the_terminal_table_fits_120_columns_with_what_a_first_look_needs(layout
     ]  # fmt: skip
     assert max(map(len, table)) <= 120
     assert plain.stdout.splitlines()[-1].startswith("ratio = replayed_us / recorded_us; every column (min_us")
+    assert plain.stdout.splitlines()[-2].startswith("recorded on the CPU: recorded_us are the self times"), "and why a "
+    "CPU recording's ratios are far from 1 (docs/bench.md)"
     compared = CliRunner().invoke(main, [*args, "--against", f"halves={alternatives}:addmm_in_halves"],
                                   env={"COLUMNS": "120"})  # fmt: skip
     assert compared.exit_code == 0, compared.output

@@ -48,6 +48,27 @@ def test_analyze_kernels_json_to_file(demo_dir, tmp_path):
         assert [json.loads(line) for line in lines.read_text().splitlines()] == rows
 
 
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["diff", "--archive", "{missing}", "a", "b"], "--archive names an archive, and {missing} does not exist"),
+        (["report", "--archive", "{missing}", "a"], "--archive names an archive, and {missing} does not exist"),
+        (["diff", "--archive", "{demo}", "a", "b"], "--archive names an archive, and {demo} is not one"),
+        (["analyze", "{missing}", "--run", "a"], "--run names a run of an archive, and {missing} does not exist"),
+        (["tree", "{demo}", "--run", "a"], "--run names a run of an archive, and {demo} is not one"),
+    ],
+)
+def test_a_folder_that_is_no_archive_is_named_by_the_option_that_wanted_one(tmp_path, monkeypatch, args, said):
+    """diff --archive and report --archive named --run, which the user had not given, and a missing folder as one
+    that is not an archive."""
+    monkeypatch.chdir(tmp_path)
+    where = {"missing": str(tmp_path / "nothere"), "demo": str(REPO / "sample_traces" / "demo")}
+    result = CliRunner().invoke(main, [a.format(**where) for a in args])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"kernelscope: error: {said.format(**where)} (see '")
+    assert list(tmp_path.iterdir()) == [], "no report written"
+
+
 def test_an_unknown_extension_is_refused_in_one_line_before_any_work(tmp_path):
     target = tmp_path / "summary.xlsx"
     result = CliRunner().invoke(main, ["analyze", str(tmp_path / "not-loaded"), "-o", str(target)])
@@ -141,9 +162,16 @@ def test_bad_input_is_one_clear_line_and_exit_2(case, tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_existing_run_directory_is_refused(demo_dir):
+def test_existing_run_directory_is_refused_in_the_commands_words(demo_dir, tmp_path, monkeypatch):
+    """--force, not the API's overwrite=True; record refuses before its factory builds the model."""
+    said = f"kernelscope: error: {demo_dir}: already exists; choose another --out, or replace it with --force\n"
     result = CliRunner().invoke(main, ["demo", "--device", "cpu", "--out", str(demo_dir)])
-    assert result.exit_code == 2 and "already exists" in result.output
+    assert result.exit_code == 2 and result.output == said
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "slow_model.py").write_text("def make():\n    open('built', 'w').close()\n")
+    result = CliRunner().invoke(main, ["record", "slow_model.py:make", "--out", str(demo_dir)])
+    assert result.exit_code == 2 and result.output == said
+    assert not (tmp_path / "built").exists(), "the factory was not called"
 
 
 def test_bad_sql_is_one_line(demo_dir):
@@ -286,9 +314,9 @@ def test_record_finds_a_factory_next_to_the_user_and_what_it_imports_later(tmp_p
     "target, factory, message",
     [
         ("nosuchmod:f", None, "nosuchmod:f: no module named 'nosuchmod' here"),
-        ("bad_small:small", "def small():\n    return 3\n", "bad_small:small: returned a int, not (module, samples)"),
+        ("bad_small:small", "def small():\n    return 3\n", "bad_small:small: returned an int, not (module, samples)"),
         ("bad_none:nothing", "X = 1\n", "bad_none:nothing: bad_none has no attribute 'nothing'"),
-        ("bad_x:X", "X = 1\n", "bad_x:X: bad_x.X is a int, not a factory to call"),
+        ("bad_x:X", "X = 1\n", "bad_x:X: bad_x.X is an int, not a factory to call"),
         ("no-colon", None, "no-colon: is not a target: expected 'pkg.module:factory'"),
     ],
 )

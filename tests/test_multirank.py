@@ -236,5 +236,6 @@ def test_a_directory_of_plain_traces_naming_one_rank_twice_is_refused_naming_bot
         load_run(job)
     assert str(raised.value) == (
         f"{job}: holds rank 0 twice (a.pt.trace.json.gz and b.pt.trace.json.gz, by their distributedInfo.rank, 0 where"
-        " a trace names none): give one trace of each rank"
+        " a trace names none): a folder of traces is one job, one trace per rank; traces of separate runs load each on"
+        " its own"
     )

@@ -55,6 +55,27 @@ def test_format_flag_wins_over_the_extension(tmp_path):
     assert target.read_text().startswith("function_name,calls,")
 
 
+@pytest.mark.parametrize(
+    "command, fmt, name, named",
+    [
+        (["analyze", RUN], "parquet", "rows.csv", "csv"),
+        (["analyze", RUN], "csv", "rows.parquet", "parquet"),
+        (["analyze", RUN, "--kernels"], "jsonl", "rows.json", "json"),
+        (["sql", RUN, "SELECT 1 AS x"], "csv", "db.duckdb", "duckdb"),
+    ],
+)
+def test_a_format_the_extension_contradicts_is_refused_before_any_work(tmp_path, command, fmt, name, named):
+    """--format csv -o rows.parquet wrote CSV text into a .parquet file, which every Parquet reader then refused."""
+    target = tmp_path / name
+    result = invoke(*command, "--format", fmt, "-o", target)
+    assert result.exit_code == 2 and not target.exists()
+    assert result.stderr.strip() == (
+        f"kernelscope: error: {target}: names a {named} file, and --format asks for {fmt}; rename it, or leave"
+        " --format out"
+    )
+    assert invoke(*command, "--format", "jsonl", "-o", tmp_path / "rows.ndjson").exit_code == 0, "an alias agrees"
+
+
 def test_an_existing_output_is_refused_without_force_and_replaced_with_it(tmp_path):
     target = tmp_path / "summary.csv"
     target.write_text("precious\n")

@@ -81,17 +81,30 @@ main()
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory):
+def built(tmp_path_factory) -> tuple:
+    """The wheel, and pip's log of its build: -v shows the build backend's warnings, which a user's pip (24 and
+    later) prints even with -q."""
     out = tmp_path_factory.mktemp("wheel")
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(REPO)],
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
     (path,) = out.glob("kernelscope-*.whl")
-    return path
+    return path, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built):
+    return built[0]
+
+
+def test_the_build_leaves_no_folder_of_a_package_unlisted(built):
+    """setuptools warns, in some 30 lines of every install's output, of a folder inside a package (the report's
+    templates) that `packages` does not list."""
+    assert "absent from the `packages` configuration" not in built[1]
 
 
 def test_wheel_holds_every_module_and_sql_file(wheel):

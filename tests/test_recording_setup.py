@@ -63,6 +63,7 @@ def test_a_file_above_out_is_refused_before_the_model_runs(tmp_path):
         ([(torch.randn(3, 4),)], "samples[0] is a tuple of 1 item, not an (args, kwargs) pair"),
         ([((torch.randn(3, 4),), {}), (torch.randn(3, 4), {})], "samples[1] is (a Tensor, a dict), not (args, kwargs)"),
         ({"x": torch.randn(3, 4)}, "the samples are a dict"),
+        ([(1, {})], "samples[0] is (an int, a dict), not (args, kwargs)"),
     ],
 )
 def test_samples_not_in_args_kwargs_form_get_one_sentence_that_shows_it(samples, what):

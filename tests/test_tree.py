@@ -181,6 +181,17 @@ def test_the_command_prints_the_tree_folded_and_cut():
     assert "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half" in full
 
 
+def test_a_narrow_terminal_keeps_each_node_on_one_line():
+    """A node's time and name stay on one line however narrow the terminal (a full kernel name of 900 characters,
+    a root named by its path): the tree is the one a wide terminal gets, never a name parted from its time."""
+    args = ["tree", str(REPO / "sample_traces" / "demo"), "--show-calls", "--min-pct", "0", "--full-names"]
+    wide = CliRunner(env={"COLUMNS": "4000"}).invoke(main, args, catch_exceptions=False).output.splitlines()
+    narrow = CliRunner(env={"COLUMNS": "40"}).invoke(main, args, catch_exceptions=False).output.splitlines()
+    assert narrow == wide
+    assert all(" µs " in line for line in narrow), "every line is a node with its time"
+    assert max(map(len, narrow)) > 800, "the longest kernel name is there whole"
+
+
 def test_analyze_by_module_inclusive_reads_the_tree(bert):
     frame = inclusive_module_time(bert, 0)
     tree = bert.tree()
