@@ -32,6 +32,26 @@ _ITEM_BYTES = {
 }  # fmt: skip
 
 
+def why_not_saved(saved: Any) -> str | None:
+    """Why a run's samples.pt was not written, from its manifest's ``sample_tensors`` entry: said from its sizes where
+    it has them (the recorder's own sentence before 2026-12-05 read "over the limit of 0" for a limit of none)."""
+    if not isinstance(saved, dict):
+        return None
+    held, limit = saved.get("bytes"), saved.get("limit_bytes")
+    if type(held) is int and type(limit) is int and held > limit:
+        if limit == 0:
+            kept_none = "recorded with sample_tensor_limit_mb=0, which keeps none"
+            return f"{kept_none}; its distinct inputs hold {size_text(held)}"
+        return f"its distinct inputs hold {size_text(held)}, over the limit of {size_text(limit)}"
+    reason = saved.get("reason")
+    return reason if isinstance(reason, str) and reason else None
+
+
+def size_text(size: int) -> str:
+    """A size as a user reads it: MiB to a tenth, bytes below a tenth of one (a tiny model's inputs)."""
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 // 10 else f"{size:,} bytes"
+
+
 def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> dict:
     """``{function: [(calls, (args, kwargs)), ...]}`` with the stored tensors (on the CPU).
 
@@ -40,8 +60,7 @@ def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> d
     """
     name = manifest["files"].get("sample_tensors")
     if name is None:
-        saved = manifest.get("sample_tensors")
-        reason = saved.get("reason") if isinstance(saved, dict) else None
+        reason = why_not_saved(manifest.get("sample_tensors"))
         raise BadInputError(
             run_dir, "holds no sample tensors (samples.pt was not saved" + (f": {reason})" if reason else ")")
         )

@@ -14,6 +14,7 @@ from kernelscope.analyzer import Run, load_run
 from kernelscope.analyzer.archive import is_archive
 from kernelscope.analyzer.errors import BadInputError, KernelscopeError
 from kernelscope.analyzer.ranks import UnknownRank
+from kernelscope.analyzer.sample_tensors import size_text, why_not_saved
 from kernelscope.analyzer.samples import TensorMeta
 
 from .replay import metadata_of
@@ -85,10 +86,12 @@ def _run_samples(run: Run, rank: int | None, where: str) -> Samples:
                 f"holds no sample tensors to replay (samples.pt was not saved: {TEMPORARY_RUN_TENSORS}); bench the "
                 "profiler itself, or record with profile(..., out=DIR) to keep them in the run directory",
             )
-        size = f", or a limit above the {saved['bytes'] / 2**20:.1f} MiB they hold," if "bytes" in saved else ""
+        held = saved.get("bytes")
+        size = f", or a limit above the {size_text(held)} they hold," if type(held) is int else ""
+        why = why_not_saved(saved) or "no reason given"
         raise KernelscopeError(
             part.directory,
-            f"holds no sample tensors to replay (samples.pt was not saved: {saved.get('reason', 'no reason given')});"
+            f"holds no sample tensors to replay (samples.pt was not saved: {why});"
             f" record it with {KEEP_TENSORS_HINT}{size} to keep them",
         )
     stored = run.function_data(rank, tensors=True)

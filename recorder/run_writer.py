@@ -40,6 +40,7 @@ from kernelscope.analyzer.rundir import (
     TRACE,
     nested_deeper_than,
 )
+from kernelscope.analyzer.sample_tensors import why_not_saved
 from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
 from .retention import CappedSampleBook
@@ -291,12 +292,8 @@ def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dic
     kept = _kept_samples(book)
     total = _kept_bytes(kept)
     if limit is not None and total > limit:
-        return {
-            "saved": False,
-            "bytes": total,
-            "limit_bytes": limit,
-            "reason": f"the distinct inputs hold {total} bytes, over the limit of {limit}",
-        }
+        sizes = {"saved": False, "bytes": total, "limit_bytes": limit}
+        return {**sizes, "reason": why_not_saved(sizes)}
     left_out = save_samples({"format_version": SAMPLES_FORMAT}, kept, path)
     if left_out:
         warnings.warn(

@@ -105,8 +105,16 @@ def test_sample_store_of_another_run_is_bad_input(demo_run, tmp_path):
 
 def test_no_sample_tensors_is_a_clear_error(demo_run, tmp_path):
     with load_run(REPO / "sample_traces" / "mlp") as run:  # saved without tensors: over the limit
-        with pytest.raises(BadInputError, match=r"holds no sample tensors \(samples\.pt was not saved: the distinct"):
+        with pytest.raises(BadInputError) as raised:
             run.function_data(tensors=True)
+    said = "(samples.pt was not saved: its distinct inputs hold 49.6 MiB, over the limit of 4.0 MiB)"
+    assert str(raised.value).endswith(said)
+    with load_run(REPO / "sample_traces" / "bert") as run:  # recorded keeping none: said so, not "over the limit of 0"
+        with pytest.raises(BadInputError) as raised:
+            run.function_data(tensors=True)
+    assert "recorded with sample_tensor_limit_mb=0, which keeps none; its distinct inputs hold 163.3 MiB)" in str(
+        raised.value
+    )
     with load_run(REPO / "sample_traces" / "mlp" / "trace.json.gz") as run:
         with pytest.raises(BadInputError, match="is a trace, not a run directory"):
             run.function_data(tensors=True)
