@@ -36,7 +36,9 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
     module_tree, module_calls) or, for an archive, across its runs (runs, events, kernels, samples); see
     docs/sql.md.
 
-    Without QUERY, an interactive prompt. With -o FILE.duckdb, the database is written to FILE.duckdb
+    QUERY may hold several statements separated by ';' (a CREATE TEMP TABLE, then a SELECT of it): they run in
+    order and the last one's result is printed or written. Without QUERY, an interactive prompt, which prints every
+    statement's result. With -o FILE.duckdb, the database is written to FILE.duckdb
     (open it with any DuckDB client), and QUERY, if given, is printed.
 
     \b

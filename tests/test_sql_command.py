@@ -47,6 +47,13 @@ def test_several_statements_on_a_line_show_every_result():
     assert [word in result.output for word in ("11", "22", "33")] == [True, True, True]
 
 
+def test_a_query_argument_of_several_statements_runs_them_in_order_and_writes_the_last_result():
+    query = "CREATE TEMP TABLE t AS SELECT 42 AS answer; INSERT INTO t VALUES (43); SELECT sum(answer) AS s FROM t"
+    result = CliRunner().invoke(main, ["sql", str(RUN), query, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == ["s", "85"]
+
+
 def test_a_failing_statement_of_a_line_leaves_the_others_and_the_exit_status_says_so():
     result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT 11 AS a; SELECT nope; SELECT 33 AS c;\n")
     assert "11" in result.output and "33" in result.output and "Binder Error" in result.output
