@@ -97,7 +97,8 @@ class Archive:
         if others and not is_archive(self.root):  # the marker is checked after the listing, which it precedes
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         if not others:
-            write_bytes_atomically(self.root / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
+            marker = orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT})
+            write_bytes_atomically(self.root / MARKER, marker, output=False)  # the runs are the archive's output
         check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
         self._unmade = False
         return made_folder if not others else None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .atomic import fsync_dir, fsync_file, kind_of, write_bytes_atomically
+from .atomic import fsync_dir, fsync_file, kind_of, publish, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .ranks import ARCHIVE_MARKER
 
@@ -206,7 +206,7 @@ class Add:
             fsync_dir(staged_run / f"rank={part.rank}")
         fsync_dir(staged_run)
         try:
-            os.rename(staged_run, ensure_dirs(self.root, "runs") / staged_run.name)
+            publish(os.rename, staged_run, ensure_dirs(self.root, "runs") / staged_run.name)
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
@@ -287,7 +287,7 @@ def unmake_archive(root: Path, made_folder: bool) -> bool:
         return True
     except OSError:  # not empty
         pass
-    write_bytes_atomically(marker, held)  # another process made files in it after the marker had gone
+    write_bytes_atomically(marker, held, output=False)  # another process made files in it after the marker had gone
     return False
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 import torch
-from kernelscope.analyzer.atomic import errors_naming, make_temp_dir
+from kernelscope.analyzer.atomic import errors_naming, make_temp_dir, publish
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
 from kernelscope.analyzer.gzip_members import MEMBER_BYTES, write_members
 from kernelscope.analyzer.ranks import RANK_DIR, is_job_directory
@@ -229,7 +229,7 @@ def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
     turn, so the last writer's run stands, whole."""
     while True:
         try:
-            os.rename(staging, out)  # where out is missing (or an empty folder, which overwrite may replace)
+            publish(os.rename, staging, out)  # where out is missing (or an empty folder, which overwrite may replace)
             return
         except OSError as exc:
             if exc.errno not in _OCCUPIED:
@@ -244,7 +244,7 @@ def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
         except FileNotFoundError:  # another writer moved it aside meanwhile
             continue
         try:
-            os.rename(staging, out)
+            publish(os.rename, staging, out)
         except OSError as exc:
             if exc.errno not in _OCCUPIED:
                 _put_back(aside, out)
