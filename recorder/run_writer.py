@@ -76,12 +76,12 @@ def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
         raise KernelscopeError(
             out, "is a path that is not UTF-8 text, where torch.profiler cannot write its trace"
         ) from None
-    if out.exists() and not overwrite:
-        raise RunExistsError(
-            out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
-        )
-    if overwrite:
-        _check_replaceable(out)
+    if os.path.lexists(out):  # a link that leads nowhere too: the rename would fail once the model has run
+        _check_replaceable(out)  # what is no run: overwrite=True would not replace it either, so that is the fault
+        if not overwrite:
+            raise RunExistsError(
+                out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
+            )
     if not probe:
         return
     existing = _nearest_existing(out.parent)
@@ -94,9 +94,9 @@ def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
 
 
 def _check_replaceable(out: Path) -> None:
-    """What overwrite=True may replace: nothing, or a run directory (a folder holding a manifest.json) or a job's
-    (rank-<N>/ run directories); never a file,
-    a link (its target), a device (``/dev/null``), or a folder of something else (``--out . --force``)."""
+    """What overwrite=True may replace: nothing, an empty folder, or a run directory (a folder holding a manifest.json)
+    or a job's (rank-<N>/ run directories); never a file, a link (its target), a device (``/dev/null``), or a folder
+    of something else (``--out . --force``)."""
     try:
         mode = os.lstat(out).st_mode
     except FileNotFoundError:
@@ -105,7 +105,7 @@ def _check_replaceable(out: Path) -> None:
         what = "a symbolic link"
     elif not stat.S_ISDIR(mode):
         what = "not a directory"
-    elif not ((out / MANIFEST).is_file() or is_job_directory(out)):
+    elif not ((out / MANIFEST).is_file() or is_job_directory(out) or not os.listdir(out)):
         held = f"its {MANIFEST} is not a regular file" if (out / MANIFEST).exists() else f"no {MANIFEST}"
         what = f"a directory that is not a kernelscope run ({held})"
     else:
