@@ -243,6 +243,10 @@ def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
             os.rename(out, aside)
         except FileNotFoundError:  # another writer moved it aside meanwhile
             continue
+        except BaseException:  # a signal just after the move: the old run goes back, not left aside with none in place
+            if os.path.lexists(aside):
+                _put_back(aside, out)
+            raise
         try:
             publish(os.rename, staging, out)
         except OSError as exc:
@@ -254,7 +258,11 @@ def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
         except BaseException:
             _put_back(aside, out)
             raise
-        shutil.rmtree(aside, ignore_errors=True)
+        try:
+            shutil.rmtree(aside, ignore_errors=True)
+        except BaseException:  # a signal while the old run is removed: the new one is in place, so it goes all the same
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
         return
 
 

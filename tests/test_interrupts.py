@@ -118,6 +118,56 @@ def test_a_signal_after_the_run_directory_is_in_place_ends_record_with_success(t
     assert len(load_run(out).profiling_df()) > 0
 
 
+# Runs the CLI with record --force made to wait once, in a step of replacing the old run (run_writer's os.rename or
+# shutil.rmtree, as STEP names it) on the folder moved aside: a signal then comes inside the swap.
+SWAPPING = """
+import os, shutil, sys, time
+real_rename, real_rmtree, waited = os.rename, shutil.rmtree, []
+def wait_once():
+    if not waited:
+        waited.append(True)
+        print("stalled", flush=True)
+        time.sleep(120)
+def rename(source, target):
+    real_rename(source, target)
+    if str(target).endswith(".old") and STEP == "moved aside":
+        wait_once()
+def rmtree(path, *args, **kwargs):
+    if str(path).endswith(".old") and STEP == "removing the old run":
+        wait_once()
+    real_rmtree(path, *args, **kwargs)
+os.rename, shutil.rmtree = rename, rmtree
+sys.path.insert(0, ".")
+from kernelscope.cli import main
+main(sys.argv[1:], prog_name="kernelscope")
+"""
+
+
+@pytest.mark.parametrize("step", ["moved aside", "removing the old run"])
+def test_a_signal_while_record_force_swaps_the_runs_leaves_one_whole_run_and_nothing_aside(step, tmp_path):
+    """Ctrl-C just after record --force moved the old run aside put nothing back (the old run stayed in a hidden
+    .run.<id>.old folder, and none at run); during the removal of the old run once the new one was in place, the
+    old one stayed half removed. Now the first puts the old run back (exit 130), the second finishes the removal
+    (the new run is whole: exit 0)."""
+    torch = pytest.importorskip("torch")
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    (tmp_path / "recorded.py").write_text(RECORDED)
+    out = tmp_path / "run"
+    ModuleFunctionKernelProfiler().profile(torch.nn.Linear(2, 2), [((torch.randn(1, 2),), {})], out=out)
+    old = (out / "manifest.json").read_bytes()
+    script = SWAPPING.replace("STEP", repr(step))
+    args = ["record", "recorded:small", "--warmup", "0", "--out", out, "--force"]
+    code_and_lines = _signalled_at(script, args, signal.SIGINT, cwd=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["recorded.py", "run"]
+    if step == "moved aside":
+        assert code_and_lines == (130, ["kernelscope: interrupted"])
+        assert (out / "manifest.json").read_bytes() == old, "the old run, back in place"
+    else:
+        assert code_and_lines == (0, [f"kernelscope: interrupted after {out} was complete; the output is whole"])
+        assert (out / "manifest.json").read_bytes() != old and len(load_run(out).profiling_df()) > 0
+
+
 def test_a_signal_after_one_run_of_two_is_archived_is_an_interruption(tmp_path):
     """The job of archive RUN_A RUN_B is done when both are in: a signal after the first one's commit stops the
     command (128 + the signal), the first run archived whole, the second not."""
