@@ -24,7 +24,7 @@ import orjson
 import pandas as pd
 
 from .archive_checks import archived_manifest, archived_sample, check_columns, check_creatable, check_format
-from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, regular_files, remove_dead_adds
+from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, regular_files, remove_dead_adds, unmake_archive
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import errors_naming, unwritten, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
@@ -83,21 +83,26 @@ class Archive:
         self._index = Index()
         self._views: set[str] = set()
 
-    def _create(self) -> None:
+    def _create(self) -> bool | None:
         """Make the folder an archive; safe when other processes create the same archive at the same time (the
-        marker is written before anything else, and whole, so a folder holding more is one already)."""
+        marker is written before anything else, and whole, so a folder holding more is one already). Returns
+        whether it made the folder as well as the marker, None where it wrote no marker."""
         check_creatable(self.path, self.root)
+        made_folder = False
         with contextlib.suppress(FileExistsError):
             os.mkdir(self.root, 0o777)
+            made_folder = True
         if not self.root.is_dir():
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         others = [name for name in os.listdir(self.root) if not name.startswith(f".{MARKER}.")]
         if others and not is_archive(self.root):  # the marker is checked after the listing, which it precedes
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         if not others:
-            write_bytes_atomically(self.root / MARKER, orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT}))
+            marker = orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT})
+            write_bytes_atomically(self.root / MARKER, marker, output=False)  # the runs are the archive's output
         check_format(self.path, self.root / MARKER, ARCHIVE_FORMAT)
         self._unmade = False
+        return made_folder if not others else None
 
     def run_ids(self) -> list[str]:
         """The ids of the complete runs, sorted."""
@@ -123,15 +128,17 @@ class Archive:
         if committed_parts(self.root, run_id):
             return run_id, False
         with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
-            if self._unmade:
-                self._create()
-            add = Add(self.root, run_id)
+            made, add = self._create() if self._unmade else None, None
             try:
+                add = Add(self.root, run_id)
                 with errors_naming(self.path, self.root / STAGING):
                     self._stage(run, source, add)
                     added = add.commit(list(run.parts))
             except BaseException as exc:
-                add.abandon()
+                if add is not None:
+                    add.abandon()
+                if made is not None and unmake_archive(self.root, made):  # the archive it made would hold no run
+                    self._unmade = True
                 if isinstance(exc, duckdb.Error):  # a full disk: DuckDB's message names a file of the add's staging
                     raise unwritten(self.path, exc) from None
                 raise

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .atomic import fsync_dir, fsync_file, kind_of
+from .atomic import fsync_dir, fsync_file, kind_of, publish, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
+from .ranks import ARCHIVE_MARKER
 
 DATA_TABLES = ("events", "kernels", "samples")
 TABLES = (*DATA_TABLES, "runs")  # runs last: its folder commits a run
@@ -205,7 +206,7 @@ class Add:
             fsync_dir(staged_run / f"rank={part.rank}")
         fsync_dir(staged_run)
         try:
-            os.rename(staged_run, ensure_dirs(self.root, "runs") / staged_run.name)
+            publish(os.rename, staged_run, ensure_dirs(self.root, "runs") / staged_run.name)
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                 raise
@@ -258,6 +259,36 @@ def remove_dead_adds(root: Path) -> list[str]:
             remove_add(root, *staged.groups())
             removed.append(name)
     return removed
+
+
+def unmake_archive(root: Path, made_folder: bool) -> bool:
+    """Undo the making of an archive whose first add failed or was interrupted, so that no archive holding no run
+    is left: its empty table and staging folders, its marker, and the folder where the add made it too. Only while
+    nothing else is there: another process adding to it meanwhile keeps it (the marker is put back where that
+    process came after the marker had gone). Returns whether it was undone."""
+    marker = root / ARCHIVE_MARKER
+    for name in (*TABLES, STAGING):
+        try:
+            (root / name).rmdir()
+        except FileNotFoundError:
+            pass
+        except OSError:  # not empty: another add is in it
+            return False
+    if _names(root) != [marker.name]:
+        return False
+    held = marker.read_bytes()
+    marker.unlink()
+    try:
+        if made_folder:
+            root.rmdir()
+        if not _names(root):
+            return True
+    except FileNotFoundError:
+        return True
+    except OSError:  # not empty
+        pass
+    write_bytes_atomically(marker, held, output=False)  # another process made files in it after the marker had gone
+    return False
 
 
 def _remove_staging(root: Path, staging: Path) -> None:

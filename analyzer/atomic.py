@@ -47,6 +47,39 @@ def refuse_unless_utf8(path: str | os.PathLike, what: str, shown: str | os.PathL
         raise KernelscopeError(shown or path, f"is not a UTF-8 path, which DuckDB cannot write {what} at") from None
 
 
+_PUBLISHED: list[tuple[str, tuple[int, int]]] = []  # each output this process put in place, and what it moved there
+
+
+def publish(
+    move: Callable[[str, str], object], source: str | os.PathLike, target: str | os.PathLike, output: bool = True
+) -> None:
+    """Put an output in place with ``move(source, target)`` (a rename or a hard link), noting first what it moves
+    (device and inode): a signal may end the process between the move and the next line, and whether the output
+    is in place is then told from the file system (published_since). ``output=False``: a move not noted."""
+    if output:
+        info = os.lstat(source)
+        _PUBLISHED.append((os.path.abspath(target), (info.st_dev, info.st_ino)))
+    move(os.fspath(source), os.fspath(target))
+
+
+def publications() -> int:
+    """How many outputs this process has put in place (or tried to): a mark for published_since."""
+    return len(_PUBLISHED)
+
+
+def published_since(mark: int) -> list[str]:
+    """The outputs put in place after ``mark`` (publications()) that are there still, by absolute path."""
+    found = []
+    for path, identity in _PUBLISHED[mark:]:
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) == identity:
+            found.append(path)
+    return found
+
+
 def kind_of(mode: int) -> str:
     """What a file of ``mode`` (``st_mode``) is, for a message: ``a directory``, ``a FIFO``…"""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
@@ -131,10 +164,13 @@ def unwritten(path: str | os.PathLike, exc: Exception) -> Exception:
     return KernelscopeError(path, f"could not be written ({lines[0] if lines else type(exc).__name__})")
 
 
-def replace_atomically(path: Path, write: Callable[[str], object], *, overwrite: bool = True) -> None:
+def replace_atomically(
+    path: Path, write: Callable[[str], object], *, overwrite: bool = True, output: bool = True
+) -> None:
     """Call ``write(tmp)`` on a temporary sibling of ``path``, flush it to disk, then rename it to ``path``. Without
     ``overwrite`` it is put in place only where ``path`` still does not exist (OutputExistsError otherwise): another
-    command may have written it while this one worked, and a rename would replace that file."""
+    command may have written it while this one worked, and a rename would replace that file. ``output``: the file
+    is what the user asked for, published (not a file kept for kernelscope's own use, such as an archive's marker)."""
     refuse_unless_regular(path)
     folder = path.parent if str(path.parent) else Path(".")
     with errors_naming(path):
@@ -143,19 +179,19 @@ def replace_atomically(path: Path, write: Callable[[str], object], *, overwrite:
             write(tmp)
             fsync_file(tmp)
             refuse_unless_regular(path)  # again: the work may have taken long
-            if overwrite or not _linked_in_place(tmp, path):
-                os.replace(tmp, path)
+            if overwrite or not _linked_in_place(tmp, path, output):
+                publish(os.replace, tmp, path, output)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
         fsync_dir(folder)
 
 
-def _linked_in_place(tmp: str, path: Path) -> bool:
+def _linked_in_place(tmp: str, path: Path, output: bool) -> bool:
     """Give ``tmp`` the name ``path`` unless a file has it (a hard link fails where the name exists, where a rename
     would replace it), and drop the name ``tmp``; False where the file system makes no hard links."""
     try:
-        os.link(tmp, path)
+        publish(os.link, tmp, path, output)
     except FileExistsError:
         raise OutputExistsError(path, "already exists; choose another name, or replace it with --force") from None
     except OSError as exc:
@@ -166,5 +202,5 @@ def _linked_in_place(tmp: str, path: Path) -> bool:
     return True
 
 
-def write_bytes_atomically(path: Path, data: bytes, *, overwrite: bool = True) -> None:
-    replace_atomically(path, lambda tmp: Path(tmp).write_bytes(data), overwrite=overwrite)
+def write_bytes_atomically(path: Path, data: bytes, *, overwrite: bool = True, output: bool = True) -> None:
+    replace_atomically(path, lambda tmp: Path(tmp).write_bytes(data), overwrite=overwrite, output=output)

@@ -215,7 +215,8 @@ def nested_deeper_than(value: object, levels: int) -> bool:
     pending = [(value, 1)]
     while pending:
         item, depth = pending.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, (list, tuple)) else None
+        kind = type(item)  # by type: isinstance also runs a __class__ property of the object's own
+        children = item.values() if issubclass(kind, dict) else item if issubclass(kind, (list, tuple)) else None
         if children is None:
             continue
         if depth > levels:

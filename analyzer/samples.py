@@ -100,34 +100,33 @@ def encode(
     ``value``, itself included) is written as an object of its type whose repr says so, which decode reads
     back."""
     value = plain_scalar(value)
-    if value is None or isinstance(value, bool):
+    kind = type(value)  # kinds by type alone: isinstance also runs a __class__ property of the object's own
+    if value is None or kind is bool:
         return value
-    if isinstance(value, str):  # a lone surrogate (a file name os.fsdecode'd) has no UTF-8: JSON cannot hold it
+    if kind is str:  # a lone surrogate (a file name os.fsdecode'd) has no UTF-8: JSON cannot hold it
         return value if value.isascii() or _utf8(value) else {"object": {"type": "builtins.str", "repr": ascii(value)}}
-    if isinstance(value, int):
+    if kind is int:
         return value if -_INT64 <= value < _INT64 else {"int": str(value)}
-    if isinstance(value, float):
+    if kind is float:
         return value if math.isfinite(value) else {"float": repr(value)}
-    if isinstance(value, TensorMeta):  # a tensor known by its metadata only (not kept, or read back)
+    if kind is TensorMeta:  # a tensor known by its metadata only (not kept, or read back)
         return {"tensor": value.to_json()}
     meta = tensor(value)
     if meta is not None:
         return {"tensor": meta}
-    if isinstance(value, (tuple, list, dict)) and depth > MAX_NESTING:
-        kind = type(value)
+    if issubclass(kind, (tuple, list, dict)) and depth > MAX_NESTING:
         return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": too_deep(kind)}}
-    if isinstance(value, tuple):
-        tag = "size" if type(value).__name__ == "Size" else "tuple"
+    if issubclass(kind, tuple):
+        tag = "size" if kind.__name__ == "Size" else "tuple"
         return {tag: [encode(v, tensor, depth + 1, object_repr) for v in value]}
-    if isinstance(value, list):
+    if issubclass(kind, list):
         return {"list": [encode(v, tensor, depth + 1, object_repr) for v in value]}
-    if isinstance(value, dict):
+    if issubclass(kind, dict):
         pairs = value.items()
         return {"dict": [[encode(k, tensor, depth + 1, object_repr), encode(v, tensor, depth + 1, object_repr)]
                          for k, v in pairs]}  # fmt: skip
-    if isinstance(value, ObjectRepr):  # a decoded store encodes back to what it was read from
+    if kind is ObjectRepr:  # a decoded store encodes back to what it was read from
         return {"object": {"type": value.type, "repr": value.repr}}
-    kind = type(value)
     text = (object_repr or safe_repr)(value)
     text = text if text.isascii() or _utf8(text) else text.encode("utf-8", "backslashreplace").decode("utf-8")
     return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": text}}
@@ -150,11 +149,11 @@ def plain_scalar(value: Any) -> Any:
     Enum: what torch takes it for), read without calling the subclass's own methods; any other value as it is.
     JSON and ``torch.load(weights_only=True)`` take only the plain types."""
     kind = type(value)
-    if kind in _PLAIN_SCALARS or not isinstance(value, _PLAIN_SCALARS):
+    if kind in _PLAIN_SCALARS or not issubclass(kind, _PLAIN_SCALARS):  # by type: no __class__ property is run
         return value
-    if isinstance(value, int):  # bool has no subclasses
+    if issubclass(kind, int):  # bool has no subclasses
         return int.__int__(value)
-    if isinstance(value, float):
+    if issubclass(kind, float):
         return float.__float__(value)
     return str.__str__(value)
 
@@ -258,15 +257,16 @@ def render(value: Any, depth: int = 1) -> str:
 def tensor_bytes(value: Any, depth: int = 1) -> int:
     """Bytes of the tensors (live or TensorMeta) inside ``value``, down to MAX_NESTING levels of containers (no
     sample's tensors are kept below that)."""
-    if isinstance(value, (tuple, list, dict)) and depth > MAX_NESTING:
+    kind = type(value)  # by type: isinstance also runs a __class__ property of the object's own
+    if issubclass(kind, (tuple, list, dict)) and depth > MAX_NESTING:
         return 0
-    if isinstance(value, (tuple, list)):
+    if issubclass(kind, (tuple, list)):
         return sum(tensor_bytes(v, depth + 1) for v in value)
-    if isinstance(value, dict):
+    if issubclass(kind, dict):
         return sum(tensor_bytes(v, depth + 1) for v in value.values())
-    if isinstance(value, TensorMeta):
+    if kind is TensorMeta:
         return value.nbytes
-    if not isinstance(value, type) and hasattr(value, "element_size") and hasattr(value, "numel"):
+    if not issubclass(kind, type) and hasattr(kind, "element_size") and hasattr(kind, "numel"):
         return value.numel() * value.element_size()  # a torch.Tensor, duck-typed (a tensor class is an argument too)
     return 0
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from .interrupts import finishing
 from .loading import prefix_options, warnings_as_lines
 from .output import Output, emit, output_options
 from .paths import UserPath
@@ -46,7 +47,9 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
             verb = source in SUBCOMMANDS and "; kernelscope archive takes the runs themselves: archive RUN... --to DIR"
             raise BadInputError(source, f"no such run directory or trace file{verb or ''}")
     store = Archive(archive_path, create="on add")
-    for source in sources:
+    for number, source in enumerate(sources, 1):
+        if number == len(sources):
+            finishing(archive_path)
         with warnings_as_lines():
             run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)
         click.echo(f"{run_id}  {source}: " + ("archived" if added else "already in the archive, unchanged"))

@@ -16,7 +16,7 @@ import click
 from .archive_commands import archive, runs
 from .bench_command import bench
 from .diff_command import diff
-from .interrupts import ended_by_signals, exit_code, name
+from .interrupts import ended_by_signals, exit_code, finished_output, finishing, name
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import TERMINAL, Output, diagnostic, emit, output_options
 from .paths import UserPath
@@ -81,6 +81,8 @@ class KernelscopeGroup(click.Group):
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
                 sys.exit(0)
             except BaseException as exc:
+                if received and finished_output() is not None:
+                    _finished_when_signalled(received[0])
                 # Ctrl-C (noted, or outside the main thread's handler): the cleanup ran on the way here
                 if received == [signal.SIGINT] or (isinstance(exc, KeyboardInterrupt) and not received):
                     diagnostic("kernelscope: interrupted")
@@ -96,9 +98,18 @@ class KernelscopeGroup(click.Group):
                     diagnostic(f"kernelscope: error: {where}{exc.strerror or exc}")
                     sys.exit(2)
                 raise
+            if received and finished_output() is not None:
+                _finished_when_signalled(received[0])
             if received:
                 sys.exit(exit_code(received[0]))
             return result
+
+
+def _finished_when_signalled(signum: int) -> None:
+    """Exit 0 with one line: the signal came after the command had put its output in place (cli/interrupts.py)."""
+    what = "interrupted" if signum == signal.SIGINT else f"stopped by {name(signum)}"
+    diagnostic(f"kernelscope: {what} after {finished_output()} was complete; the output is whole")
+    sys.exit(0)
 
 
 @click.group(cls=KernelscopeGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -180,6 +191,7 @@ def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -
     model, samples = demo_workload(device, dtype)
     out = out or _default_run_dir("demo")
     profiler = recorder.ModuleFunctionKernelProfiler()
+    finishing(out)
     with recorder_warnings():
         profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope demo ({device}, {dtype})")
@@ -249,6 +261,7 @@ def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: 
     fn, data, module = made_by(target, made)
     out = out or _default_run_dir(Path(target.rpartition(":")[2]).name)
     profiler = recorder.ModuleFunctionKernelProfiler()
+    finishing(out)
     with recorder_warnings(), user_code(target, "the model", caller="kernelscope.recorder.profiler._run_pass"):
         profiling_df, function_data = profiler.profile(
             fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags

@@ -4,18 +4,24 @@ so scratch and spill folders, an archive's staging and temporary files are remov
 and leaves all of that behind. A second signal while the first one's cleanup runs is ignored; SIGKILL is not
 (a later ``kernelscope archive`` removes what an add killed that way left).
 
+A signal that comes once the command's output (the file, run directory or archived run it was asked for) is in
+place stops what was left (printing, cleaning up) but not the job, which is done: the command says the output is
+complete and exits 0, as a shell script that goes on to read the output should take it (finishing()).
+
 Ctrl-C is noted too, not only raised: DuckDB turns the KeyboardInterrupt raised while a query runs into its own
 ``RuntimeError: Query interrupted``, which only the note tells from a bug."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Iterator
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 _received: list[int] = []  # the signals of the running command (one command runs at a time, in the main thread)
+_finishing: list[tuple[int, str | os.PathLike]] = []  # (publications() when the last step began, its output)
 
 
 class Interrupted(BaseException):
@@ -33,6 +39,7 @@ def ended_by_signals() -> Iterator[list[int]]:
     the Interrupted or KeyboardInterrupt)."""
     received = _received
     received.clear()
+    _finishing.clear()
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
@@ -50,6 +57,24 @@ def ended_by_signals() -> Iterator[list[int]]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         received.clear()
+
+
+def finishing(output: str | os.PathLike) -> None:
+    """Called by a command before the step that puts in place ``output``, the file, run or archive it was asked
+    for: once that step has put it there, the command's job is done, and a signal that comes later (while the
+    command prints, removes an old run it replaced, closes its connection) no longer makes it fail
+    (finished_output)."""
+    from kernelscope.analyzer.atomic import publications
+
+    _finishing[:] = [(publications(), output)]
+
+
+def finished_output() -> str | os.PathLike | None:
+    """The output named by finishing() where the step after it put something in place that is there still (told
+    from the file system: the signal may have come between the rename and the line after it), else None."""
+    from kernelscope.analyzer.atomic import published_since
+
+    return next((output for mark, output in _finishing if published_since(mark)), None)
 
 
 def ctrl_c_handled() -> bool:

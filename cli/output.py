@@ -15,6 +15,7 @@ import click
 import orjson
 import pandas as pd
 
+from .interrupts import finishing
 from .paths import UserPath
 
 FORMATS = ("table", "csv", "json", "jsonl", "parquet")
@@ -154,16 +155,17 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
         return
     if fmt == "duckdb":
         raise click.UsageError(f"{output.path}: only `kernelscope sql` writes a DuckDB database")
-    if fmt == "parquet":
-        if output.path is None:
-            raise click.UsageError("--format parquet needs -o FILE (Parquet is binary)")
-        write_parquet(output.path, frame, overwrite=output.force)
-        return
     if output.path is None:
+        if fmt == "parquet":
+            raise click.UsageError("--format parquet needs -o FILE (Parquet is binary)")
         # to a terminal, a name's control characters are escaped as in a table; piped, the text is exact (click's
         # echo would strip the ANSI sequences of names where stdout is not a terminal)
         text = render(_escaped(frame) if sys.stdout.isatty() else frame, fmt)
         click.echo(text, nl=not text.endswith("\n"), color=True)
+        return
+    finishing(output.path)
+    if fmt == "parquet":
+        write_parquet(output.path, frame, overwrite=output.force)
     else:
         write_atomically(output.path, render(frame, fmt), overwrite=output.force)
 
@@ -219,8 +221,7 @@ def _csv_number(value: float) -> str:
 
 
 def write_atomically(path: Path, text: str, *, overwrite: bool = True) -> None:
-    """Write ``text`` to ``path`` through a temporary sibling, so a failure leaves no half file; without
-    ``overwrite``, never over a file another command wrote meanwhile."""
+    """``text`` to ``path`` through a temporary sibling (no half file); without ``overwrite``, over no file at all."""
     from kernelscope.analyzer.atomic import replace_atomically
 
     replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"), overwrite=overwrite)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from .interrupts import finishing
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .output import Output
 from .paths import UserPath
@@ -76,6 +77,7 @@ def report(
             stack.enter_context(load_run_of(where, module_prefix, function_prefix, ref, archive_option=option))
             for where, ref in refs
         ]
+        finishing(path)
         if run_b is None:
             check_rank(run, runs[0], rank)
             name = run if run_ref is None else f"{run} --run {run_ref}"

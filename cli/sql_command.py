@@ -11,7 +11,7 @@ import click
 import duckdb
 import pandas as pd
 
-from .interrupts import ctrl_c_handled
+from .interrupts import ctrl_c_handled, finishing
 from .loading import load, prefix_options, run_option
 from .output import TERMINAL, Output, diagnostic, emit, output_options, print_table
 from .paths import UserPath
@@ -52,6 +52,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
+            finishing(output.path)
             save_database(loaded.con, output.path, overwrite=output.force)
             diagnostic(f"database: {output.path}")
             if query is not None:

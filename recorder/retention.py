@@ -108,19 +108,19 @@ class CappedSampleBook(SampleBook):
 def metadata_only(value: Any, depth: int = 1) -> Any:
     """``value`` with every tensor replaced by its TensorMeta (containers rebuilt, other values kept), down to
     MAX_NESTING levels: a deeper container becomes the description samples.json gives it, holding no tensor."""
-    if isinstance(value, torch.Tensor):
+    kind = type(value)  # by type: isinstance also runs a __class__ property of the object's own
+    if issubclass(kind, torch.Tensor):
         return TensorMeta.from_json(tensor_meta(value))
-    if depth > MAX_NESTING and isinstance(value, (tuple, list, dict)):
-        kind = type(value)
+    if depth > MAX_NESTING and issubclass(kind, (tuple, list, dict)):
         return ObjectRepr(f"{kind.__module__}.{kind.__qualname__}", too_deep(kind))
-    if isinstance(value, (tuple, list)):
+    if issubclass(kind, (tuple, list)):
         items = [metadata_only(v, depth + 1) for v in value]
-        if type(value) in (tuple, list):
-            return type(value)(items)
+        if kind in (tuple, list):
+            return kind(items)
         if all(a is b for a, b in zip(items, value, strict=True)):  # torch.Size and other tensor-free tuples
             return value
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # named tuples keep their type
-    if isinstance(value, dict):
+        return kind(*items) if hasattr(kind, "_fields") else tuple(items)  # named tuples keep their type
+    if issubclass(kind, dict):
         return {k: metadata_only(v, depth + 1) for k, v in value.items()}
     return value
 
@@ -144,11 +144,12 @@ def _collect_tensors(values: Any, into: list, depth: int = 1) -> None:
     if depth > MAX_NESTING:
         return
     for value in values:
-        if isinstance(value, torch.Tensor):
+        kind = type(value)  # by type: isinstance also runs a __class__ property of the object's own
+        if issubclass(kind, torch.Tensor):
             into.append(value)
-        elif isinstance(value, (tuple, list)):
+        elif issubclass(kind, (tuple, list)):
             _collect_tensors(value, into, depth + 1)
-        elif isinstance(value, dict):
+        elif issubclass(kind, dict):
             _collect_tensors(value.values(), into, depth + 1)
 
 

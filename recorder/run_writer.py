@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 import torch
-from kernelscope.analyzer.atomic import errors_naming, make_temp_dir
+from kernelscope.analyzer.atomic import errors_naming, make_temp_dir, publish
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
 from kernelscope.analyzer.gzip_members import MEMBER_BYTES, write_members
 from kernelscope.analyzer.ranks import RANK_DIR, is_job_directory
@@ -77,12 +77,12 @@ def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
         raise KernelscopeError(
             out, "is a path that is not UTF-8 text, where torch.profiler cannot write its trace"
         ) from None
-    if out.exists() and not overwrite:
-        raise RunExistsError(
-            out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
-        )
-    if overwrite:
-        _check_replaceable(out)
+    if os.path.lexists(out):  # a link that leads nowhere too: the rename would fail once the model has run
+        _check_replaceable(out)  # what is no run: overwrite=True would not replace it either, so that is the fault
+        if not overwrite:
+            raise RunExistsError(
+                out, "already exists; choose another path, or replace it with overwrite=True (CLI: --force)"
+            )
     if not probe:
         return
     existing = _nearest_existing(out.parent)
@@ -95,9 +95,9 @@ def check_destination(out: Path, overwrite: bool, probe: bool = True) -> None:
 
 
 def _check_replaceable(out: Path) -> None:
-    """What overwrite=True may replace: nothing, or a run directory (a folder holding a manifest.json) or a job's
-    (rank-<N>/ run directories); never a file,
-    a link (its target), a device (``/dev/null``), or a folder of something else (``--out . --force``)."""
+    """What overwrite=True may replace: nothing, an empty folder, or a run directory (a folder holding a manifest.json)
+    or a job's (rank-<N>/ run directories); never a file, a link (its target), a device (``/dev/null``), or a folder
+    of something else (``--out . --force``)."""
     try:
         mode = os.lstat(out).st_mode
     except FileNotFoundError:
@@ -106,7 +106,7 @@ def _check_replaceable(out: Path) -> None:
         what = "a symbolic link"
     elif not stat.S_ISDIR(mode):
         what = "not a directory"
-    elif not ((out / MANIFEST).is_file() or is_job_directory(out)):
+    elif not ((out / MANIFEST).is_file() or is_job_directory(out) or not os.listdir(out)):
         held = f"its {MANIFEST} is not a regular file" if (out / MANIFEST).exists() else f"no {MANIFEST}"
         what = f"a directory that is not a kernelscope run ({held})"
     else:
@@ -230,7 +230,7 @@ def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
     turn, so the last writer's run stands, whole."""
     while True:
         try:
-            os.rename(staging, out)  # where out is missing (or an empty folder, which overwrite may replace)
+            publish(os.rename, staging, out)  # where out is missing (or an empty folder, which overwrite may replace)
             return
         except OSError as exc:
             if exc.errno not in _OCCUPIED:
@@ -244,8 +244,12 @@ def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
             os.rename(out, aside)
         except FileNotFoundError:  # another writer moved it aside meanwhile
             continue
+        except BaseException:  # a signal just after the move: the old run goes back, not left aside with none in place
+            if os.path.lexists(aside):
+                _put_back(aside, out)
+            raise
         try:
-            os.rename(staging, out)
+            publish(os.rename, staging, out)
         except OSError as exc:
             if exc.errno not in _OCCUPIED:
                 _put_back(aside, out)
@@ -255,7 +259,11 @@ def _move_into_place(staging: Path, out: Path, overwrite: bool) -> None:
         except BaseException:
             _put_back(aside, out)
             raise
-        shutil.rmtree(aside, ignore_errors=True)
+        try:
+            shutil.rmtree(aside, ignore_errors=True)
+        except BaseException:  # a signal while the old run is removed: the new one is in place, so it goes all the same
+            shutil.rmtree(aside, ignore_errors=True)
+            raise
         return
 
 

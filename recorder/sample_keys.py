@@ -65,13 +65,13 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1, by_iden
     kind = type(value)
     if kind in _PLAIN:
         return (kind, value)
-    if isinstance(value, _Tensor):
+    if issubclass(kind, _Tensor):  # by type: isinstance also runs a __class__ property of the object's own
         if known:
             hit = known.get(id(value))
             if hit is not None and hit[0] is value:
                 return hit[1]
         return tensor_key(value)
-    if depth > MAX_NESTING and isinstance(value, (tuple, list, dict)):
+    if depth > MAX_NESTING and issubclass(kind, (tuple, list, dict)):
         return (kind, too_deep(kind))
     if kind is tuple or kind is list:
         return (kind, *[signature_key(v, known, depth + 1, by_identity) for v in value])
@@ -85,13 +85,13 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1, by_iden
     if kind is slice:  # x[a:b]; slices are unhashable before Python 3.12
         bounds = (value.start, value.stop, value.step)
         return (slice, *[signature_key(bound, None, depth + 1, by_identity) for bound in bounds])
-    if isinstance(value, (tuple, list)):  # torch.Size, named tuples
+    if issubclass(kind, (tuple, list)):  # torch.Size, named tuples
         return (kind, *[signature_key(v, known, depth + 1, by_identity) for v in value])
     plain = plain_scalar(value)
     if plain is not value:  # numpy.float64, an IntEnum: the value torch takes, as samples.json writes it
         return signature_key(plain)
     numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(value, numpy.ndarray):  # array-like, like a tensor: a new one every call
+    if numpy is not None and issubclass(kind, numpy.ndarray):  # array-like, like a tensor: a new one every call
         return (kind, value.shape, value.dtype.str, value.strides)
     if by_identity:
         return (kind, id(value))

@@ -364,7 +364,7 @@ def repr_without_values(value: Any) -> str:
         return repr(value)
     if type(value) is slice:
         return f"slice({', '.join(repr_without_values(v) for v in (value.start, value.stop, value.step))})"
-    if isinstance(value, _Tensor):
+    if issubclass(type(value), _Tensor):  # by type: isinstance also runs a __class__ property of the object's own
         return _tensor_text(value)
     own = {name: vars(_Tensor)[name] for name in ("__repr__", "__format__")}
     _Tensor.__repr__, _Tensor.__format__ = _tensor_text, _tensor_format  # an object of the model's that prints some
@@ -386,7 +386,7 @@ def _tensor_format(value: Any, spec: str) -> str:
 
 
 def tensor_meta(value: Any) -> dict | None:
-    if not isinstance(value, _Tensor):
+    if not issubclass(type(value), _Tensor):
         return None
     strided = value.layout is _strided and not value.is_nested
     return {

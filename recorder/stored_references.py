@@ -82,11 +82,18 @@ class Cell(Slots):
         self.target.cell_contents = value
 
 
+def _is(value: Any, kinds: type | tuple[type, ...]) -> bool:
+    """isinstance by the value's type alone: isinstance also asks ``value.__class__``, which runs code of the
+    object's own where it is a property (a proxy's, such as werkzeug's LocalProxy, raises outside its context), and
+    these scans read every global of the model's modules."""
+    return issubclass(type(value), kinds)
+
+
 def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]) -> Any:
     """What stands in for ``value`` while recorded, or _ABSENT where it holds no patched function."""
     if originals.get(id(value), _ABSENT) is value:
         return wrappers[id(value)]
-    if isinstance(value, functools.partial) and originals.get(id(value.func), _ABSENT) is value.func:
+    if _is(value, functools.partial) and originals.get(id(value.func), _ABSENT) is value.func:
         return functools.partial(wrappers[id(value.func)], *value.args, **value.keywords)
     return _ABSENT
 
@@ -95,7 +102,7 @@ def _scanned(value: Any) -> bool:
     """Whether ``value`` is a container looked into: a plain dict, list or tuple, or a named tuple (a subclass of
     dict or list may do anything when read or written), of a registry's size."""
     kind = type(value)
-    plain = kind in (dict, list, tuple) or (isinstance(value, tuple) and hasattr(kind, "_make"))
+    plain = kind in (dict, list, tuple) or (_is(value, tuple) and hasattr(kind, "_make"))
     return plain and 0 < len(value) <= _LARGEST_SCANNED
 
 
@@ -115,7 +122,7 @@ def _items_sites(owner: dict, items: Any, originals: dict, wrappers: dict, skip:
         for k, v in items
         if id(v) in originals
         or (type(v) in _CONTAINERS and 0 < len(v) <= _LARGEST_SCANNED)
-        or isinstance(v, _SUBCLASSED)
+        or issubclass(type(v), _SUBCLASSED)
     ]
     for key, value in picked:
         if key != skip and key != "__builtins__":
@@ -125,7 +132,8 @@ def _items_sites(owner: dict, items: Any, originals: dict, wrappers: dict, skip:
 
 def _may_hold(values: Any, originals: dict) -> bool:
     """Whether a container's items include a patched function or a partial, tested at C speed (most hold neither)."""
-    return not originals.keys().isdisjoint(map(id, values)) or any(map(isinstance, values, repeat(functools.partial)))
+    partials = map(issubclass, map(type, values), repeat(functools.partial))
+    return not originals.keys().isdisjoint(map(id, values)) or any(partials)
 
 
 def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
@@ -178,11 +186,11 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
             yield from _default_sites(value, originals, wrappers)
         if key.startswith("__"):
             continue
-        held = value.__func__ if isinstance(value, staticmethod) else value
+        held = value.__func__ if _is(value, staticmethod) else value
         replacement = _replacement(held, originals, wrappers)
         if replacement is _ABSENT:
             continue
-        if isinstance(value, staticmethod) or not inspect.isfunction(held):  # a builtin binds no instance
+        if _is(value, staticmethod) or not inspect.isfunction(held):  # a builtin binds no instance
             replacement = staticmethod(replacement)
         yield Attributes(kind), key, replacement
 
@@ -192,7 +200,11 @@ def _plain_object(value: Any) -> bool:
     object holding an activation, ``self.cfg.act = F.gelu``): not a class, a Python module, a function, a container,
     a tensor or a torch.nn module (the observed ones are looked into as modules), nor an object of torch's or of
     Python's (a module's hook dicts are OrderedDicts, which have a ``__dict__``)."""
-    if isinstance(value, _NOT_PLAIN) or not hasattr(value, "__dict__"):
+    if _is(value, _NOT_PLAIN):
+        return False
+    try:
+        vars(value)
+    except Exception:  # noqa: BLE001 (none, or a __getattribute__ of the model's own that raises)
         return False
     return not type(value).__module__.startswith(("torch", "builtins", "collections"))
 
@@ -219,7 +231,7 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
         for key, value in namespace.items():
             if key == "forward":
                 continue
-            if isinstance(value, types.FunctionType):
+            if _is(value, types.FunctionType):
                 sites.extend(_closure_sites(value, originals, wrappers))
             elif id(value) not in seen_objects and _plain_object(value):
                 seen_objects.add(id(value))
@@ -257,11 +269,11 @@ def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wra
     items = list(vars(namespace).items())
     sites.extend(_items_sites(vars(namespace), items, originals, wrappers, skip="__builtins__"))
     for key, value in items:
-        function = isinstance(value, types.FunctionType)
+        function = _is(value, types.FunctionType)
         if function and value.__module__ == name and (value.__defaults__ or value.__kwdefaults__):
             sites.extend(_default_sites(value, originals, wrappers))
-        helper = value if isinstance(value, types.ModuleType) else None
-        if helper is None and (function or isinstance(value, type)):
+        helper = value if _is(value, types.ModuleType) else None
+        if helper is None and (function or _is(value, type)):
             helper = sys.modules.get(getattr(value, "__module__", None) or "")
         if helper is None or helper is namespace or not isinstance(getattr(helper, "__name__", None), str):
             continue

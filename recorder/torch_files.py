@@ -30,18 +30,19 @@ def save(value: Any, path: str | os.PathLike) -> None:
 def loadable(value: Any) -> Any:
     """Arguments made safe for ``torch.load(weights_only=True)``: tensors (views copied so a slice does
     not drag its whole storage along), plain containers and scalars; anything else as its repr."""
-    if isinstance(value, torch.Tensor):
+    if issubclass(type(value), torch.Tensor):  # by type: isinstance also runs a __class__ property of the object's
         tensor = _loadable_tensor(value).detach()
         if tensor.layout is torch.strided and tensor.untyped_storage().nbytes() > 2 * tensor.nbytes:
             tensor = tensor.clone()
         return tensor
     value = plain_scalar(value)
-    if value is None or isinstance(value, (bool, int, float, str, torch.dtype, torch.device)):
+    kind = type(value)
+    if value is None or kind in (bool, int, float, str, torch.dtype, torch.device):
         return value
-    if isinstance(value, (tuple, list)):
-        return [loadable(v) for v in value] if isinstance(value, list) else tuple(loadable(v) for v in value)
-    if isinstance(value, dict):
-        return {plain_scalar(k): loadable(v) for k, v in value.items() if isinstance(k, (str, int))}
+    if issubclass(kind, (tuple, list)):
+        return [loadable(v) for v in value] if issubclass(kind, list) else tuple(loadable(v) for v in value)
+    if issubclass(kind, dict):
+        return {plain_scalar(k): loadable(v) for k, v in value.items() if issubclass(type(k), (str, int))}
     return safe_repr(value)
 
 

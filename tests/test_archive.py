@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import REPO, SHARED_TRACES, make_job
 from kernelscope.analyzer import Archive, BadInputError, KernelscopeError, archive_runs, load_run
 from kernelscope.analyzer import archive as archive_module
-from kernelscope.analyzer.archive import run_id_of
+from kernelscope.analyzer.archive import is_archive, run_id_of
 from kernelscope.cli import main
 
 SAMPLES = REPO / "sample_traces"
@@ -176,6 +176,47 @@ def test_an_interrupted_add_leaves_no_run_and_the_next_add_completes(tmp_path, m
     monkeypatch.setattr(archive_module.Archive, "_stage", real_stage)
     run_id, added = store.add(SAMPLES / "mlp")
     assert added and store.run_ids() == [run_id]
+
+
+@pytest.mark.parametrize("folder_there", [False, True])
+def test_a_first_add_that_fails_leaves_no_archive(folder_there, tmp_path, monkeypatch):
+    """The archive a first add makes (create="on add") goes with that add when it fails or is interrupted after the
+    marker is written: no archive holding only its marker and empty folders is left; a folder that was there
+    (empty) stays, empty. The next add makes it again and completes."""
+    path = tmp_path / "arch"
+    if folder_there:
+        path.mkdir()
+    real_stage = archive_module.Archive._stage
+
+    def interrupted(self, run, source, add):
+        real_stage(self, run, source, add)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(archive_module.Archive, "_stage", interrupted)
+    store = Archive(path, create="on add")
+    with pytest.raises(KeyboardInterrupt):
+        store.add(SAMPLES / "mlp")
+    assert (list(path.iterdir()) == []) if folder_there else not path.exists()
+    monkeypatch.setattr(archive_module.Archive, "_stage", real_stage)
+    run_id, added = store.add(SAMPLES / "mlp")
+    assert added and Archive(path).run_ids() == [run_id]
+
+
+def test_a_failed_first_add_keeps_the_archive_where_another_add_is_in_it(tmp_path, monkeypatch):
+    """Another process that started an add in the archive the failed add made (its staging folder there) keeps it,
+    marker and all; so does a run another process committed."""
+    path = tmp_path / "arch"
+    real_stage = archive_module.Archive._stage
+
+    def with_another_add(self, run, source, add):
+        real_stage(self, run, source, add)
+        (path / ".staging" / "run-000000000000.1.1.000000000000.00000000").mkdir()
+        raise OSError("disk full")
+
+    monkeypatch.setattr(archive_module.Archive, "_stage", with_another_add)
+    with pytest.raises(OSError):
+        archive_runs([SAMPLES / "mlp"], path)
+    assert is_archive(path) and Archive(path).run_ids() == []
 
 
 def test_bad_archives_and_run_names(tmp_path, archived):

@@ -16,7 +16,7 @@ from conftest import assert_patches_undone, snapshot_patch_targets
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
-from kernelscope.analyzer import KernelscopeError, RecordingBusyError  # noqa: E402
+from kernelscope.analyzer import KernelscopeError, RecordingBusyError, RunExistsError  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler, run_writer  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -336,6 +336,10 @@ def _link(path):
     path.symlink_to(path.parent / "elsewhere")
 
 
+def _dangling_link(path):
+    path.symlink_to(path.parent / "nowhere")
+
+
 # what overwrite=True finds at out, that is no run directory: each is refused before the model runs, and left as it was
 NOT_RUNS = {
     "a file": (_file, "is not a directory"),
@@ -345,14 +349,29 @@ NOT_RUNS = {
         "is a directory that is not a kernelscope run (its manifest.json is not a regular file)",
     ),
     "a link to a folder": (_link, "is a symbolic link"),
+    "a link to nowhere": (_dangling_link, "is a symbolic link"),
     "a FIFO": (os.mkfifo, "is not a directory"),
 }
 
 
+def test_an_empty_folder_at_out_is_refused_without_overwrite_and_replaced_with_it(tmp_path):
+    """An empty folder at out (made by hand before the recording) holds nothing to lose: overwrite=True, which the
+    refusal tells the user to give, replaces it (it was refused as no run, so the refusal's advice failed)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(RunExistsError, match="replace it with overwrite=True"):
+        ModuleFunctionKernelProfiler().profile(Probe(), SAMPLES, warmup_iterations=0, out=out)
+    ModuleFunctionKernelProfiler().profile(Probe(), SAMPLES, warmup_iterations=0, out=out, overwrite=True)
+    assert (out / "manifest.json").is_file() and os.listdir(tmp_path) == ["out"]
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
 @pytest.mark.parametrize("case", NOT_RUNS)
-def test_overwrite_replaces_only_a_run_directory(case, tmp_path):
+def test_overwrite_replaces_only_a_run_directory(case, overwrite, tmp_path):
     """overwrite=True (--force) replaces a run; anything else at out (the user's file, a folder such as '.', a link,
-    /dev/null) is refused before the model runs, nothing moved aside or removed."""
+    one that leads nowhere, /dev/null) is refused before the model runs, nothing moved aside or removed; without
+    overwrite too, for what it is: a link to nowhere passed the check (Path.exists says no) and the rename failed
+    once the model had run, 'Not a directory', and the others were told to give overwrite=True, which refuses them."""
     make, problem = NOT_RUNS[case]
     out = tmp_path / "out"
     make(out)
@@ -361,6 +380,6 @@ def test_overwrite_replaces_only_a_run_directory(case, tmp_path):
     with pytest.raises(
         KernelscopeError, match=re.escape(f"out: {problem}; overwrite=True (CLI: --force) replaces only")
     ):
-        ModuleFunctionKernelProfiler().profile(model, SAMPLES, warmup_iterations=0, out=out, overwrite=True)
+        ModuleFunctionKernelProfiler().profile(model, SAMPLES, warmup_iterations=0, out=out, overwrite=overwrite)
     assert model.calls == [0], "refused before the model runs"
     assert {p.relative_to(tmp_path): p.lstat().st_mode for p in tmp_path.rglob("*")} == before

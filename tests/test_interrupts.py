@@ -8,9 +8,14 @@ import subprocess
 import sys
 
 import pytest
+from click.testing import CliRunner
 from conftest import REPO
+from kernelscope.analyzer import Archive, load_run
+from kernelscope.analyzer.archive import run_id_of
+from kernelscope.cli import main
 
 RUN = REPO / "sample_traces" / "mlp"
+MULTI = REPO / "sample_traces" / "transformer_encoder"
 
 # Runs the CLI with one analyzer function made to wait, after doing its work, until the process is signalled.
 STALLED = """
@@ -50,8 +55,127 @@ def test_a_signal_removes_the_scratch_and_exits_128_plus_its_number(case, signum
     _signalled(STALLED.format(module=module, function=function), args, signum, "stalled", scratch)
     assert os.listdir(scratch) == []
     if command == "archive":
-        assert sorted(p.name for p in archive.iterdir()) == ["events", "kernelscope-archive.json"]
-        assert list((archive / "events").rglob("*.parquet")) == [], "the published file of the stopped add is gone"
+        assert not archive.exists(), "the archive its first add made goes with the add: no archive of no run is left"
+
+
+# Runs the CLI with the step that puts an output in place (publish, as {module} imported it) made to wait once its
+# first output's move is done: a signal then comes after that output is whole, before the line after the move.
+PUBLISHED = """
+import sys, time
+import {module} as target
+real = target.publish
+def stalled(move, source, target_path, output=True):
+    real(move, source, target_path, output)
+    if output:
+        print("stalled", flush=True)
+        time.sleep(120)
+target.publish = stalled
+sys.path.insert(0, ".")
+from kernelscope.cli import main
+main(sys.argv[1:], prog_name="kernelscope")
+"""
+RECORDED = (
+    "import torch\nfrom torch import nn\n\ndef small():\n    return nn.Linear(4, 2), [((torch.randn(3, 4),), {})]\n"
+)
+
+
+@pytest.mark.parametrize(
+    "command, signum",
+    [("analyze", signal.SIGTERM), ("sql", signal.SIGINT), ("report", signal.SIGHUP), ("archive", signal.SIGTERM)],
+)
+def test_a_signal_after_the_output_is_in_place_ends_the_command_with_success(command, signum, tmp_path):
+    """The output the command was asked for is whole once it is renamed into place: a signal that comes after the
+    rename (before the line after it) says so in one line and exits 0, and the output is the one a command left
+    alone writes."""
+    out = tmp_path / {"analyze": "k.csv", "sql": "k.duckdb", "report": "r.html"}.get(command, "archive")
+    module = "kernelscope.analyzer.archive_commit" if command == "archive" else "kernelscope.analyzer.atomic"
+    args = ["archive", RUN, "--to", out] if command == "archive" else [command, RUN, "-o", out]
+    said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    assert _signalled_at(PUBLISHED.format(module=module), args, signum) == (
+        0,
+        [f"kernelscope: {said} after {out} was complete; the output is whole"],
+    )
+    assert [p.name for p in tmp_path.iterdir()] == [out.name], "no temporary file left beside it"
+    if command == "archive":
+        assert Archive(out).run_ids() == [run_id_of(RUN)]
+    elif command == "analyze":
+        alone = tmp_path / "alone" / "k.csv"
+        alone.parent.mkdir()
+        assert CliRunner().invoke(main, ["analyze", str(RUN), "-o", str(alone)]).exit_code == 0
+        assert out.read_bytes() == alone.read_bytes()
+
+
+def test_a_signal_after_the_run_directory_is_in_place_ends_record_with_success(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "recorded.py").write_text(RECORDED)
+    out = tmp_path / "run"
+    script = PUBLISHED.format(module="kernelscope.recorder.run_writer")
+    args = ["record", "recorded:small", "--warmup", "1", "--out", out]
+    assert _signalled_at(script, args, signal.SIGINT, cwd=tmp_path) == (
+        0,
+        [f"kernelscope: interrupted after {out} was complete; the output is whole"],
+    )
+    assert len(load_run(out).profiling_df()) > 0
+
+
+# Runs the CLI with record --force made to wait once, in a step of replacing the old run (run_writer's os.rename or
+# shutil.rmtree, as STEP names it) on the folder moved aside: a signal then comes inside the swap.
+SWAPPING = """
+import os, shutil, sys, time
+real_rename, real_rmtree, waited = os.rename, shutil.rmtree, []
+def wait_once():
+    if not waited:
+        waited.append(True)
+        print("stalled", flush=True)
+        time.sleep(120)
+def rename(source, target):
+    real_rename(source, target)
+    if str(target).endswith(".old") and STEP == "moved aside":
+        wait_once()
+def rmtree(path, *args, **kwargs):
+    if str(path).endswith(".old") and STEP == "removing the old run":
+        wait_once()
+    real_rmtree(path, *args, **kwargs)
+os.rename, shutil.rmtree = rename, rmtree
+sys.path.insert(0, ".")
+from kernelscope.cli import main
+main(sys.argv[1:], prog_name="kernelscope")
+"""
+
+
+@pytest.mark.parametrize("step", ["moved aside", "removing the old run"])
+def test_a_signal_while_record_force_swaps_the_runs_leaves_one_whole_run_and_nothing_aside(step, tmp_path):
+    """Ctrl-C just after record --force moved the old run aside put nothing back (the old run stayed in a hidden
+    .run.<id>.old folder, and none at run); during the removal of the old run once the new one was in place, the
+    old one stayed half removed. Now the first puts the old run back (exit 130), the second finishes the removal
+    (the new run is whole: exit 0)."""
+    torch = pytest.importorskip("torch")
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    (tmp_path / "recorded.py").write_text(RECORDED)
+    out = tmp_path / "run"
+    ModuleFunctionKernelProfiler().profile(torch.nn.Linear(2, 2), [((torch.randn(1, 2),), {})], out=out)
+    old = (out / "manifest.json").read_bytes()
+    script = SWAPPING.replace("STEP", repr(step))
+    args = ["record", "recorded:small", "--warmup", "0", "--out", out, "--force"]
+    code_and_lines = _signalled_at(script, args, signal.SIGINT, cwd=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == ["recorded.py", "run"]
+    if step == "moved aside":
+        assert code_and_lines == (130, ["kernelscope: interrupted"])
+        assert (out / "manifest.json").read_bytes() == old, "the old run, back in place"
+    else:
+        assert code_and_lines == (0, [f"kernelscope: interrupted after {out} was complete; the output is whole"])
+        assert (out / "manifest.json").read_bytes() != old and len(load_run(out).profiling_df()) > 0
+
+
+def test_a_signal_after_one_run_of_two_is_archived_is_an_interruption(tmp_path):
+    """The job of archive RUN_A RUN_B is done when both are in: a signal after the first one's commit stops the
+    command (128 + the signal), the first run archived whole, the second not."""
+    archive = tmp_path / "archive"
+    script = PUBLISHED.format(module="kernelscope.analyzer.archive_commit")
+    code_and_lines = _signalled_at(script, ["archive", RUN, MULTI, "--to", archive], signal.SIGTERM)
+    assert code_and_lines == (128 + signal.SIGTERM, ["kernelscope: stopped by SIGTERM"])
+    assert Archive(archive).run_ids() == [run_id_of(RUN)]
 
 
 # Runs the CLI with the trace's validation made to run a query that never ends once it has done its work.
@@ -129,6 +253,20 @@ def test_the_command_starts_at_the_entry_point():
     assert scripts == {"kernelscope": "kernelscope.entry:main"}
 
 
+def _signalled_at(script: str, args: list, signum: int, cwd=None) -> tuple[int, list[str]]:
+    """Run ``script`` with ``args`` and send it ``signum`` when it prints "stalled": its exit code and the lines of
+    its stderr (warnings left out)."""
+    child = _started(script, args, cwd=cwd)
+    try:
+        while (line := child.stdout.readline()) != "stalled\n":
+            assert line, child.stderr.read()
+        child.send_signal(signum)
+        _, errors = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    return child.returncode, [line for line in errors.strip().splitlines() if "warning" not in line]
+
+
 def _signalled(script: str, args: list, signum: int, cue: str, scratch=None, twice: bool = False) -> None:
     """Run ``script`` with ``args``, send it ``signum`` (``twice``: a second at once) when it prints ``cue``; it must
     end with the one line of that signal and exit 128 + it. ``scratch``: its TMPDIR, not empty when signalled."""
@@ -136,13 +274,7 @@ def _signalled(script: str, args: list, signum: int, cue: str, scratch=None, twi
     if scratch is not None:
         scratch.mkdir()
         env = {**env, "TMPDIR": str(scratch)}
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    child = _started(script, args, env=env)
     try:
         assert child.stdout.readline() == cue + "\n", child.stderr.read()
         assert scratch is None or os.listdir(scratch), "the command has its scratch or spill folder when signalled"
@@ -153,3 +285,9 @@ def _signalled(script: str, args: list, signum: int, cue: str, scratch=None, twi
         child.kill()
     said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"  # Ctrl-C's
     assert (child.returncode, errors.strip().splitlines()) == (128 + signum, [f"kernelscope: {said}"]), errors
+
+
+def _started(script: str, args: list, **options) -> subprocess.Popen:
+    """``python -c script args…``, its stdout and stderr piped as text."""
+    command = [sys.executable, "-c", script, *map(str, args)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)

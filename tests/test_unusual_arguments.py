@@ -8,6 +8,8 @@ raise (MKLDNN)."""
 
 import enum
 import json
+import sys
+import types
 import warnings
 
 import pytest
@@ -17,6 +19,7 @@ np = pytest.importorskip("numpy")
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402, N812
 
 
 class Rounding(str, enum.Enum):
@@ -89,6 +92,61 @@ def test_an_argument_whose_repr_and_hash_raise_is_recorded(tmp_path):
     assert index["type"].endswith("Unprintable") and "RuntimeError" in index["repr"]
     with load_run(tmp_path / "run") as run:
         run.function_data(tensors=True)
+
+
+class Unbound:
+    """A proxy outside its context (werkzeug's LocalProxy, a lazy attribute): ``__class__``, a property that
+    forwards to the proxied object, raises, and so does isinstance(proxy, C) for any C the proxy's type is not."""
+
+    @property
+    def __class__(self):
+        raise RuntimeError("working outside of the proxied object's context")
+
+    def __index__(self):
+        return 1
+
+    def __repr__(self):
+        return "<Unbound proxy>"
+
+
+class PassesAProxy(nn.Module):  # (torch refuses the proxy as a module attribute, and as an index)
+    def forward(self, x, proxy):
+        return F.softmax(x, dim=-1, _stacklevel=proxy) + F.softmax(x, dim=0, _stacklevel=[proxy, {"at": (proxy,)}])
+
+
+MODULE_WITH_A_PROXY = """
+import torch
+from torch import nn
+request = UNBOUND  # a proxy global of the model's module (flask's request): the recorder reads every global there
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+def test_a_proxy_whose_class_raises_is_recorded_as_an_argument_and_passed_over_as_a_global(tmp_path, monkeypatch):
+    """isinstance on such a proxy raises: profile() raised the proxy's RuntimeError, as if the model had failed,
+    from the scan of the model module's globals for stored functionals, and from the sample's key, size, metadata
+    and JSON. Each now goes by the proxy's type alone: the calls are recorded, the proxy kept in function_data and
+    written as an object with its repr."""
+    proxy = Unbound()
+    frame, data = ModuleFunctionKernelProfiler().profile(
+        PassesAProxy(), [((torch.randn(3, 3), proxy), {})] * 2, warmup_iterations=1, out=tmp_path / "run"
+    )
+    assert [calls for calls, _ in data["softmax"]] == [2, 2]
+    assert data["softmax"][0][1][1]["_stacklevel"] is proxy, "function_data keeps the live argument"
+    written = {"object": {"type": f"{__name__}.Unbound", "repr": "<Unbound proxy>"}}
+    first, second = (entry["kwargs"]["dict"][1][1] for entry in _calls(tmp_path / "run", "softmax"))
+    assert first == written and second == {"list": [written, {"dict": [["at", {"tuple": [written]}]]}]}
+    with load_run(tmp_path / "run") as run:
+        assert [calls for calls, _ in run.function_data(tensors=True)["softmax"]] == [2, 2]
+    module = types.ModuleType("model_with_a_proxy")
+    module.UNBOUND = Unbound()
+    exec(MODULE_WITH_A_PROXY, vars(module))
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    frame, _ = ModuleFunctionKernelProfiler().profile(module.Model(), [((torch.randn(2),), {})], warmup_iterations=0)
+    assert set(frame["function_name"]) == {"torch.relu"}
 
 
 class Colliding:
