@@ -1,5 +1,7 @@
 """kernelscope.analyzer: run directories and Kineto traces in DuckDB. Never imports torch."""
 
+# first: importing it starts making the process's DuckDB instance on a thread while the rest imports (connection.py)
+from . import connection  # noqa: F401
 from .archive import Archive, archive_runs, open_archive
 from .diff import diff
 from .errors import (

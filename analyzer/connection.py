@@ -14,9 +14,10 @@ run of a small trace would set them again: a run sets only those that differ (``
 to a user (``shared()``). Setting them back and again cost a small trace's load ~1 ms, and setting memory_limit
 has DuckDB give its allocator's freed memory back to the system, which the next run faulted in again (3,250 against
 635 minor faults per load of a small trace: benchmarks/RESULTS.md). A file database's connection is leased the same
-way, on an instance of its own that is never used again. ``prepare()`` starts making an instance on a
-thread where none is idle (profile() calls it as its recording starts, so it is made while the model warms up). An
-instance is never used by a forked child (its threads are not there).
+way, on an instance of its own that is never used again. ``prepare()`` starts making an instance, and parsing
+the SQL files a load runs, on a thread where none is idle: the module's import calls it, so a process's first
+instance is made while the rest of the package imports, and profile() as its recording starts. An instance is never
+used by a forked child (its threads are not there).
 """
 
 from __future__ import annotations
@@ -34,12 +35,22 @@ from typing import NamedTuple
 import duckdb
 
 from .run_settings import lean_disabled_optimizers
-from .sql import quote, run_sql_file, sql_text
+from .sql import parse_ahead, quote, run_sql_file, sql_text
 
 IN_MEMORY = ":memory:"
 # a global setting that only large runs set (memory.py), which a run that follows could not lower
 SET_BY_LARGE_RUNS = "block_allocator_memory"
 NEVER_CHECKPOINT = "1000TB"  # DuckDB's largest unit: no run writes this much
+# The SQL files every load runs without literals (rank_parts.py, ingest.py), parsed where an instance is made on a
+# thread (prepare), before the first load needs them: DuckDB's parser takes ~10 ms of attribution.sql alone.
+LOADS_RUN = (
+    "connection.sql",
+    "events.sql",
+    "attributable.sql",
+    "frames_needed.sql",
+    "attribution.sql",
+    "attribution_end.sql",
+)
 
 _lock = threading.Lock()
 # (pid, instance, its settings when made, its sized settings now)
@@ -225,7 +236,13 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
 
 def _make_into(made: Future) -> None:
     try:
-        made.set_result(_instance())
+        instance, fresh = _instance()
+        try:
+            parse_ahead(instance, LOADS_RUN)
+        except BaseException:
+            instance.close()
+            raise
+        made.set_result((instance, fresh))
     except BaseException as exc:  # noqa: BLE001 - handed to the taker
         made.set_exception(exc)
 
@@ -278,3 +295,9 @@ def _close_instances() -> None:
             making[1].result()[0].close()
         except duckdb.Error:
             pass
+
+
+# A process's first load would make its DuckDB instance, define the macros and parse the SQL files (~50 ms of a
+# 10 MB trace's ~150 ms, cpu2): they are made on a thread from the package's import on, while the rest of it imports
+# (pandas: most of its ~0.4 s). A process that loads nothing leaves the instance unused.
+prepare()

@@ -26,8 +26,12 @@
 --     hipMemsetAsync…) need no rule: their device events reach them by correlation, whatever their name.
 CREATE OR REPLACE MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
 
+-- (text is bound once, as the lambda's argument: a macro's parameter is a copy of its argument's expression at each
+-- use, and the cut names ks_scope_module and ks_scope_call pass it, bound three times, doubled their statements'
+-- binding, which on a small trace costs more than running them)
 CREATE OR REPLACE MACRO ks_scope_text(text) AS
-    CASE WHEN getvariable('names_escaped') AND contains(text, '%') THEN url_decode(text) ELSE text END;
+    list_transform([text], lambda t: CASE WHEN getvariable('names_escaped') AND contains(t, '%') THEN url_decode(t)
+                                          ELSE t END)[1];
 
 CREATE OR REPLACE MACRO ks_scope_folded(name) AS
     starts_with(name, getvariable('function_prefix')) AND contains(name, getvariable('module_separator'))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import weakref
 from functools import cache
 from importlib import resources
@@ -26,7 +27,9 @@ def query_frame(con: duckdb.DuckDBPyConnection, query: str):
 
 @cache
 def sql_text(name: str) -> str:
-    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+    # the package itself, not its name: a name is imported, which waits for the package's import to end, and
+    # connection.prepare() reads the files on a thread while the package imports
+    return resources.files(sys.modules[__package__]).joinpath(name).read_text(encoding="utf-8")
 
 
 def quote(value: str) -> str:
@@ -75,15 +78,25 @@ def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | N
 
 def runs(con: duckdb.DuckDBPyConnection, guard: str | None) -> bool:
     """Whether a statement with ``guard`` (statement_guard) runs on ``con`` now."""
-    if guard is None:
-        return True
+    return guard is None or bool(con.execute(_question(con, guard)).fetchone()[0])
+
+
+def _question(con: duckdb.DuckDBPyConnection, guard: str) -> duckdb.Statement:
     question = _questions.get(guard)
     if question is None:  # parsed once per process, as the files' statements are (a third of a small SELECT's cost)
         question = _questions[guard] = con.extract_statements(f"SELECT {guard}")[0]
-    return bool(con.execute(question).fetchone()[0])
+    return question
 
 
 _questions: dict[str, duckdb.Statement] = {}  # each guard's SELECT, parsed
+
+
+def parse_ahead(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> None:
+    """Parse the files ``names`` and their guards now, as run_sql_file would at their first run."""
+    for name in names:
+        for guard in _statement_guards(con, name):
+            if guard is not None:
+                _question(con, guard)
 
 
 def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:

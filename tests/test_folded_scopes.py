@@ -177,3 +177,22 @@ def test_a_prefix_holding_the_separator_still_reads_folded_scopes():
         "SELECT ks_scope_folded(n), ks_scope_module(n), ks_scope_call(n) FROM unnest(?) AS t(n)", [names]
     ).fetchall()
     assert rows == [(True, "enc.fc", "linear#1"), (False, None, "linear#1"), (False, "enc", None), (False, None, None)]
+
+
+@pytest.mark.parametrize("escaped", [True, False])
+def test_escaped_scope_names_read_back_only_in_recordings_that_escape_them(escaped):
+    """ks_scope_module and ks_scope_call read a %XX back where the recording escaped its names (names_escaped), and
+    give the names as they are in other recordings."""
+    import duckdb
+    from kernelscope.analyzer.sql import define_scope_names
+
+    con = duckdb.connect()
+    define_scope_names(con, "ks.module:", "ks.fn:", names_escaped=escaped)
+    names = ["ks.module:enc%2Elayers.0", "ks.fn:my%20fn#2@enc%23x", "ks.module:a+b", "ks.fn:f+g#1", None]
+    rows = con.execute("SELECT ks_scope_module(n), ks_scope_call(n) FROM unnest(?) AS t(n)", [names]).fetchall()
+    if escaped:
+        assert rows == [("enc.layers.0", None), ("enc#x", "my fn#2"), ("a+b", None), (None, "f+g#1"), (None, None)]
+    else:
+        assert rows == [
+            ("enc%2Elayers.0", None), ("enc%23x", "my%20fn#2"), ("a+b", None), (None, "f+g#1"), (None, None)
+        ]  # fmt: skip

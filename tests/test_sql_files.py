@@ -66,3 +66,39 @@ def test_no_file_with_literals_and_no_last_statement_is_guarded():
         assert "${" not in text or "-- run if:" not in text, path.name
         if statements:
             assert sql.statement_guard(statements[-1]) is None, path.name
+
+
+def test_the_files_a_load_runs_are_parsed_where_its_instance_is_made_ahead(monkeypatch):
+    # the files a load runs without literals are those the instance made on a thread parses (connection.LOADS_RUN)
+    from kernelscope.analyzer import connection, rank_parts, validate
+    from kernelscope.analyzer import ingest as ingest_module
+
+    ran = []
+
+    def noted(con, name, **literals):
+        if not literals:
+            ran.append(name)
+        return sql.run_sql_file(con, name, **literals)
+
+    for module in (connection, ingest_module, rank_parts, validate):
+        monkeypatch.setattr(module, "run_sql_file", noted)
+    for trace in ("mlp", "threads"):
+        load_run(REPO / "sample_traces" / trace).close()
+    assert ran and set(ran) <= set(connection.LOADS_RUN)
+    connection._close_instances()
+    monkeypatch.setattr(sql, "_parsed", {})
+    monkeypatch.setattr(sql, "_guards", {})
+    monkeypatch.setattr(sql, "_questions", {})
+    connection.prepare().result()
+    assert set(sql._parsed) == set(connection.LOADS_RUN)
+    guards = {guard for name in connection.LOADS_RUN for guard in sql._guards[name] if guard is not None}
+    assert guards and set(sql._questions) == guards
+
+
+def test_the_package_starts_making_its_instance_as_it_imports():
+    import subprocess
+    import sys
+
+    script = "import kernelscope.analyzer.connection as c; import sys; print(c._making is not None)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "True"
