@@ -61,9 +61,6 @@ def load_events(path: Path) -> list[dict]:
     for e in events:
         if not isinstance(e, dict):
             continue
-        for key in ("pid", "tid"):  # a string of an integer's digits reads as that integer (the 2021 format's tid)
-            if isinstance(e.get(key), str) and re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", e[key]):
-                e[key] = int(e[key])
         if e.get("cat") in LEGACY_CATS:
             e["cat"] = LEGACY_CATS[e["cat"]]
         elif e.get("cat") is None and e.get("ph") == "i" and e.get("name") == "[memory]":

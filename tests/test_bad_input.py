@@ -157,10 +157,10 @@ TRACE_CASES = {
         KERNEL,
         'begins a span ("ph": "B") that no "E" event of its thread (pid, tid) ends',
     ),
-    "launch on a string thread": lambda tmp_path: (
-        _trace(tmp_path, _set(L, "tid", "main")),
+    "launch on a thread that is an object": lambda tmp_path: (
+        _trace(tmp_path, _set(L, "tid", {"thread": 7})),
         f"traceEvents[{L}] (cuda_runtime",
-        "has a pid or tid that is not an integer",
+        "has a pid or tid that is missing or neither an integer nor a string",
     ),
     "kernel without name": lambda tmp_path: (
         _trace(tmp_path, _drop(K, "name")),

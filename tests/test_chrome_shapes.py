@@ -123,6 +123,19 @@ def _phases(doc):
     return {**doc, "traceEvents": instants[:6] + doc["traceEvents"] + instants[6:]}
 
 
+def _threads_renamed(name) -> object:
+    """Every integer pid and tid of a trace as the string ``name`` makes of it (Chrome takes any value there)."""
+
+    def renamed(doc):
+        for e in doc["traceEvents"]:
+            for key in ("pid", "tid"):
+                if isinstance(e.get(key), int):
+                    e[key] = name(key, e[key])
+        return doc
+
+    return renamed
+
+
 SHAPES = {
     "phases not read, mixed in": _phases,
     "a bare array": lambda doc: doc["traceEvents"],
@@ -138,6 +151,8 @@ SHAPES = {
         **doc,
         "traceEvents": doc["traceEvents"] + [e for e in doc["traceEvents"] if e.get("name") == "process_name"],
     },
+    "pids and tids as names": _threads_renamed(lambda key, n: f"{'process' if key == 'pid' else 'thread'} {n}"),
+    "pids and tids as digit strings": _threads_renamed(lambda key, n: str(n)),
     "correlations as strings": lambda doc: {
         **doc,
         "traceEvents": [
@@ -188,3 +203,26 @@ def test_a_bare_array_may_leave_off_its_closing_bracket(tmp_path, ending, compre
     path.write_bytes(gzip.compress(cut) if compressed else cut)
     with pytest.raises(BadInputError, match="ends before the trace object is complete"):
         load_run(path)
+
+
+def test_a_thread_named_by_a_digit_string_is_not_the_thread_of_that_integer(tmp_path):
+    """"tid": "887" and "tid": 887 are two threads, as they are two values: a module scope around each launch on the
+    thread written 887 does not hold the launches of the thread written "887". The name stays in events.tid_name, and
+    its key (kernels.thread) is no integer the trace uses."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    decoys = []
+    for e in doc["traceEvents"]:
+        if e.get("pid") == 887 and e.get("tid") == 887:
+            e["tid"] = "887"
+            if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X":
+                around = {"ts": e["ts"] - Decimal("0.001"), "dur": e["dur"] + Decimal("0.002")}
+                decoys.append({"ph": "X", "cat": "cpu_op", "name": "ks.module:0", "pid": 887, "tid": 887, **around})
+    doc["traceEvents"] += decoys
+    path = _write(tmp_path, doc)
+    assert _rows(path) == complete
+    with load_run(path) as run:
+        named = "SELECT DISTINCT tid_name, tid FROM events WHERE pid = 887 AND cat = 'cpu_op' ORDER BY 1"
+        (name, key), (no_name, integer) = run.con.execute(named).fetchall()
+        assert (name, no_name, integer) == ("887", None, 887) and key < 0
+        assert set(run.profiling_df()["thread"]) == {key}
