@@ -71,7 +71,7 @@ def _as_begin_end(doc: dict, seed: int = 0) -> dict:
 
 def test_begin_and_end_events_pair_into_the_spans_they_stand_for(tmp_path):
     """A writer that writes each span as a "B" and an "E" event gives the rows of the same trace written with
-    complete events: each "E" ends the latest "B" still open on its thread, as Chrome pairs them."""
+    complete events: each "E" ends the latest "B" still open on its thread."""
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
     paired = _rows(_write(tmp_path, _as_begin_end(doc)))
@@ -101,6 +101,44 @@ def test_begin_events_at_one_time_nest_in_the_order_they_are_written(tmp_path):
             "outer": int(op["dur"] * 1000) + 1000,
             "aten::addmm": int(op["dur"] * 1000),
         }
+
+
+def _sorted_by_time_then_phase(doc: dict) -> dict:
+    """The trace as a writer that sorts its events by time and then by phase writes it: at one time a "B" before an
+    "E"."""
+    doc["traceEvents"].sort(key=lambda e: (Decimal(e.get("ts", 0)), e.get("ph") != "B"))
+    return doc
+
+
+def test_a_span_that_ends_where_the_next_begins_ends_first_whichever_the_file_writes_first(tmp_path):
+    """The module that holds relu begins where the one that holds linear ends, and the file writes the "B" of the
+    next before the "E" of the first (sorted by time, then phase). Read in the file's order (Chrome's), the "E" would
+    end the span just begun, and the first module would hold the second's kernels; at one time the "E"s come first."""
+    doc = _doc()
+    first = next(e for e in doc["traceEvents"] if e.get("name") == "ks.module:0")
+    second = next(e for e in doc["traceEvents"] if e.get("name") == "ks.module:1")
+    end = first["ts"] + first["dur"]
+    second["ts"], second["dur"] = end, second["ts"] + second["dur"] - end  # earlier: no event of it moves out
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    paired = _rows(_write(tmp_path, _sorted_by_time_then_phase(_as_begin_end(doc))))
+    assert paired == complete and [r["module_name"] for r in paired if r["function_name"] == "relu"][0] == "1"
+
+
+def test_a_span_of_no_time_does_not_end_the_span_around_it(tmp_path):
+    """A span that begins and ends at one time, its "E" after its "B" and named as it is, is a span of no time inside
+    the operator around it: its "E" does not end that operator, which the "E"s-first order alone would have it do."""
+    doc = _as_begin_end(_doc())
+    op = next(e for e in doc["traceEvents"] if e.get("ph") == "B" and e.get("name") == "aten::addmm")
+    thread = {"pid": op["pid"], "tid": op["tid"], "ts": op["ts"] + 1}
+    doc["traceEvents"] += [
+        {"ph": "B", "cat": "user_annotation", "name": "mark", **thread},
+        {"ph": "E", "name": "mark", **thread},
+    ]
+    path = _write(tmp_path, doc)
+    complete = _rows(_write(tmp_path, _doc(), "complete"))
+    assert _rows(path) == complete
+    with load_run(path) as run:
+        assert run.con.execute("SELECT dur_ns FROM events WHERE name = 'mark' AND ph = 'X'").fetchall() == [(0,)]
 
 
 def test_a_begin_event_that_nothing_ends_is_refused(tmp_path):
