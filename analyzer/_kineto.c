@@ -12,8 +12,9 @@
  *
  * What ingest.sql gives, and so what this file gives (tests/test_native_reader.py compares both):
  *  - ph, cat, name: the string, escapes decoded; missing or null: NULL. Kept as dictionaries.
- *  - pid, tid: an integer's value, or a string's of an integer's digits alone ("1441273664"); an empty string,
- *    or one that starts with a letter ("Spans"): NULL; missing or null: NULL.
+ *  - pid, tid: an integer's value; a string (a name, "Spans", or digits, the 2021 format's "1441273664"): NULL, and
+ *    the string, escapes decoded, in pid_name, tid_name (kept as dictionaries; NULL where pid, tid is not a string);
+ *    missing or null: NULL. (thread_keys.sql then gives each name a key no integer of the trace uses.)
  *  - ts, dur: integer nanoseconds of a decimal with at most 3 fraction digits (epoch microseconds too); missing
  *    or null: NULL.
  *  - args: the object written compact, as DuckDB's JSON writer does (no whitespace, "\/" as "/", the
@@ -22,7 +23,8 @@
  *    ("0x0": roctracer's streams) as DuckDB casts it; else NULL. external_id
  *    is "external id"'s (the 2021 format's) where "External id" is missing or null.
  *  - cat: the 2021 format's categories by their later names (modernize_categories).
- *  - flow_id: a flow event's (ph "s", "t", "f") "id", read as pid and tid are; NULL on other events (keep_flow_ids).
+ *  - flow_id: a flow event's (ph "s", "t", "f") "id": an integer's value, or a string's of an integer's digits alone;
+ *    NULL on other events (keep_flow_ids) and for other strings.
  *
  * One file, longer than the project's modules: the scan's hot path is small inline functions that the
  * compiler must see together, and the Arrow export below it is the scan's only output.
@@ -262,7 +264,7 @@ static int32_t dictionary_index(Dictionary *d, const char *s, size_t n) {
 
 /* ------------------------------------------------------------------ the scan */
 
-enum { PH, CAT, NAME, N_DICTIONARIES };
+enum { PH, CAT, NAME, PID_NAME, TID_NAME, N_DICTIONARIES };
 enum { EVENT_ID, PID, TID, TS_NS, DUR_NS, CORRELATION, EXTERNAL_ID, DEVICE, STREAM, FLOW_ID, N_COLUMNS };
 
 /* args go into one buffer with room for the whole input, because args written compact are never longer than
@@ -984,8 +986,8 @@ static int read_time(Scan *s, int64_t *ns, int *present) {
     return 1;
 }
 
-/* A pid or tid string of an integer's digits alone, "-?(0|[1-9][0-9]*)" of at most 18 digits (the 2021 format writes
- * tid so): its value, as TRY_CAST gives it; s->p past it. 0 for any other string (s->p unmoved). */
+/* A flow id string of an integer's digits alone, "-?(0|[1-9][0-9]*)" of at most 18 digits: its value, as TRY_CAST
+ * gives it; s->p past it. 0 for any other string (s->p unmoved). */
 static int read_id_digits(Scan *s, int64_t *value) {
     const char *p = s->p + 1;
     int negative = p < s->end && *p == '-';
@@ -999,7 +1001,7 @@ static int read_id_digits(Scan *s, int64_t *value) {
     return 1;
 }
 
-/* pid or tid: an integer, a string of one (read_id_digits), or a string that TRY_CAST makes NULL. */
+/* A flow's id: an integer, a string of one (read_id_digits), or a string that TRY_CAST makes NULL. */
 static int read_id(Scan *s, int64_t *value, int *present) {
     *present = 0;
     if (!at_number(s)) {
@@ -1014,14 +1016,14 @@ static int read_id(Scan *s, int64_t *value, int *present) {
                 return 1;
             }
             if (!((first >= 'A' && first <= 'Z') || (first >= 'a' && first <= 'z') || first == '"'))
-                FAIL(s, "a pid or tid string that may read as a number");
+                FAIL(s, "an id string that may read as a number");
             return read_string(s, NULL);
         }
-        FAIL(s, "a pid or tid of another type");
+        FAIL(s, "an id of another type");
     }
     Number n;
     if (!read_number(s, &n)) return 0;
-    if (!integer_value(&n, value)) FAIL(s, "a pid or tid that is not an int64");
+    if (!integer_value(&n, value)) FAIL(s, "an id that is not an int64");
     *present = 1;
     return 1;
 }
@@ -1051,6 +1053,20 @@ static int read_text(Scan *s, Dictionary *d, int32_t *index, int *present) {
     return 1;
 }
 
+/* pid or tid: an integer's value, or a string (any: Chrome takes any value there) as a name in d, or null. */
+static int read_thread_key(Scan *s, int64_t *value, int *present, Dictionary *d, int32_t *name, int *named) {
+    *present = *named = 0;
+    if (at_number(s)) {
+        Number n;
+        if (!read_number(s, &n)) return 0;
+        if (!integer_value(&n, value)) FAIL(s, "a pid or tid that is not an int64");
+        *present = 1;
+        return 1;
+    }
+    if ((s->p < s->end && *s->p == '"') || at_null(s)) return read_text(s, d, name, named);
+    FAIL(s, "a pid or tid of another type");
+}
+
 static int read_event(Scan *s, int64_t row, int64_t first_id) {
     if (s->p >= s->end || *s->p != '{') FAIL(s, "an element of traceEvents that is not an object");
     if (row == s->row_capacity && !grow_rows(s)) FAIL(s, "out of memory");
@@ -1078,8 +1094,14 @@ static int read_event(Scan *s, int64_t row, int64_t first_id) {
             case KEY_PH: ok = read_text(s, &s->dictionaries[PH], &text[PH], &has_text[PH]); break;
             case KEY_CAT: ok = read_text(s, &s->dictionaries[CAT], &text[CAT], &has_text[CAT]); break;
             case KEY_NAME: ok = read_text(s, &s->dictionaries[NAME], &text[NAME], &has_text[NAME]); break;
-            case KEY_PID: ok = read_id(s, &pid, &has_pid); break;
-            case KEY_TID: ok = read_id(s, &tid, &has_tid); break;
+            case KEY_PID:
+                ok = read_thread_key(s, &pid, &has_pid, &s->dictionaries[PID_NAME], &text[PID_NAME],
+                                     &has_text[PID_NAME]);
+                break;
+            case KEY_TID:
+                ok = read_thread_key(s, &tid, &has_tid, &s->dictionaries[TID_NAME], &text[TID_NAME],
+                                     &has_text[TID_NAME]);
+                break;
             case KEY_TS: ok = read_time(s, &ts, &has_ts); break;
             case KEY_DUR: ok = read_time(s, &dur, &has_dur); break;
             case KEY_ID: ok = read_id(s, &id, &has_id); break;
@@ -1212,8 +1234,9 @@ static struct ArrowArray *new_array(struct ArrowArray *array, int64_t length, in
 
 static const char *const COLUMN_NAMES[] = {"event_id", "ph",          "cat",         "name",   "pid",
                                            "tid",      "ts_ns",       "dur_ns",      "correlation",
-                                           "external_id", "device",   "stream",      "args",   "flow_id"};
-#define N_FIELDS 14
+                                           "external_id", "device",   "stream",      "args",   "flow_id",
+                                           "pid_name", "tid_name"};
+#define N_FIELDS 16
 
 /* args is valid JSON (this reader parsed it), so it goes out as the canonical extension type arrow.json, which
  * DuckDB reads as JSON without parsing it again (half the insert's cost). Metadata: int32 count, then int32
@@ -1253,7 +1276,7 @@ static int fill_schema(struct ArrowSchema *out) {
         child->name = COLUMN_NAMES[i];
         child->release = release_schema;
         child->flags = i == 0 ? 0 : ARROW_FLAG_NULLABLE;
-        if (i >= 1 && i <= 3) {
+        if ((i >= 1 && i <= 3) || i >= 14) {
             child->format = "i";
             child->dictionary = calloc(1, sizeof(struct ArrowSchema));
             if (!child->dictionary) return ENOMEM;
@@ -1363,8 +1386,8 @@ static struct ArrowArrayStream *export_stream(Scan *s) {
     int64_t rows = s->rows;
     for (int i = 0; i < N_FIELDS; i++) {
         struct ArrowArray *child = NULL;
-        if (i >= 1 && i <= 3) {
-            Dictionary *d = &s->dictionaries[i - 1];
+        if ((i >= 1 && i <= 3) || i >= 14) {
+            Dictionary *d = &s->dictionaries[i <= 3 ? i - 1 : PID_NAME + (i - 14)];
             if (d->offsets.size == 0) {
                 int32_t zero = 0;
                 bytes_append(&d->offsets, &zero, 4);
@@ -1590,7 +1613,9 @@ static int64_t rows_breaking_rules(const Scan *s) {
         broken += (k != CAT_OTHER && (!is_present(&c[TS_NS], row) || !is_present(&c[DUR_NS], row) || dur[row] < 0)) ||
                   ((k == CAT_DEVICE || k == CAT_RUNTIME) && !is_present(&c[CORRELATION], row)) ||
                   (k != CAT_OTHER && k != CAT_LAUNCH && !is_present(name, row)) ||
-                  ((k == CAT_RUNTIME || k == CAT_OPERATOR) && !(is_present(&c[PID], row) && is_present(&c[TID], row)));
+                  ((k == CAT_RUNTIME || k == CAT_OPERATOR) &&
+                   !((is_present(&c[PID], row) || is_present(&s->dictionaries[PID_NAME].indices, row)) &&
+                     (is_present(&c[TID], row) || is_present(&s->dictionaries[TID_NAME].indices, row))));
     }
     free(complete);
     free(kind);

@@ -319,6 +319,8 @@ class Archive:
             "ORDER BY rank, start_us, event_id"
         )
         con.execute("ALTER TABLE kernels ADD COLUMN IF NOT EXISTS call_event_id BIGINT")  # an older archive's run
+        for column in ("pid_name", "tid_name"):  # an older archive's run, whose named threads it did not keep
+            con.execute(f"ALTER TABLE events ADD COLUMN IF NOT EXISTS {column} VARCHAR")
         for table in ("events", "kernels"):
             check_columns(con, table, parts[0].path(self.root, table))
         samples = con.execute(

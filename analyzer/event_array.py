@@ -29,7 +29,8 @@ from typing import BinaryIO
 import orjson
 
 from .errors import BadInputError, json_fault
-from .gzip_members import MemberStream, Prefix, blank_tail_start, bytes_after_members, gzip_members
+from .gzip_blank_tail import BlankTailGzip, ends_in_whitespace
+from .gzip_members import MemberStream, bytes_after_members, gzip_members
 from .json_text import BOM, Leniencies, loads_readable
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
@@ -250,8 +251,9 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
                 with MemberStream(path, raw, members, threads) as stream:
                     yield stream
                 return
-            blanks = blank_tail_start(raw.fileno())
-            with _GzipReader(fileobj=raw if blanks is None else Prefix(raw, blanks), mode="rb") as stream:
+            # whitespace after the last member, which gzip readers refuse: a reader that knows where members end
+            blank_tail = ends_in_whitespace(raw.fileno())
+            with BlankTailGzip(raw) if blank_tail else _GzipReader(fileobj=raw, mode="rb") as stream:
                 yield stream
     except (OSError, EOFError, zlib.error, _IsalError) as exc:
         if isinstance(exc, OSError) and exc.errno in SCRATCH_FULL:  # writing the parts, not reading the trace
@@ -291,7 +293,7 @@ def parse_whole(
 
 def _is_gzip_stream(stream: BinaryIO) -> bool:
     """Whether open_trace's ``stream`` decompresses the file (its bytes are not the file's own)."""
-    return isinstance(stream, (MemberStream, _GzipReader))
+    return isinstance(stream, (MemberStream, _GzipReader, BlankTailGzip))
 
 
 def _parse_object(path: Path, text: bytes, leniencies: Leniencies | None) -> dict:

@@ -16,5 +16,7 @@ CREATE OR REPLACE TABLE events (
     stream      INTEGER,
     args        JSON,
     flow_id     BIGINT,
+    pid_name    VARCHAR,
+    tid_name    VARCHAR,
     rank        INTEGER
 );

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import BadInputError
+from .gzip_blank_tail import BLANKS, MAX_BLANK_TAIL
 from .streamed_parts import Buffers
 from .trace_parts import TRUNCATED_WHILE_READ
 
@@ -42,7 +43,6 @@ MAX_MEMBER_BYTES = 256 << 20  # a member said to decompress to more is not decod
 # sizes the run's memory and disk limits (memory.json_bytes), which a small file must not make unbounded
 MAX_RATIO = 64
 READ_CHUNK = 8 << 20
-MAX_BLANK_TAIL = 1 << 20  # blanks after the members that are left out (blank_tail_start); more are garbage
 SLACK_BYTES = 1 << 20  # room after a member's bytes in its buffer, for the end of its last event (next member's)
 # header: magic, CM deflate, FLG FEXTRA alone, MTIME 0, XFL 0, OS 255 (unknown); XLEN 12; subfield "KS", 8 bytes
 _HEADER_START = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff"
@@ -115,13 +115,15 @@ def write_members(source: BinaryIO, target: BinaryIO, level: int, member_bytes: 
 
 def gzip_members(fd: int) -> list[Member] | None:
     """The members of the gzip file open at ``fd``, where each header says its length (write_members) and they end
-    exactly at the end of the file; else None (the file is then read as one stream)."""
+    exactly at the end of the file, or where only blanks follow (gzip_blank_tail: a newline appended); else None (the
+    file is then read as one stream)."""
     size = os.fstat(fd).st_size
     members, offset = [], 0
     while offset < size:
         header = os.pread(fd, HEADER_BYTES, offset)
         if len(header) < HEADER_BYTES or not header.startswith(_HEADER_START[:4]) or header[10:16] != _EXTRA:
-            return None
+            tail = os.pread(fd, size - offset, offset) if members and size - offset <= MAX_BLANK_TAIL else b"x"
+            return members if not tail.strip(BLANKS) else None
         length = int.from_bytes(header[16:], "little")
         if length < HEADER_BYTES + TRAILER_BYTES or offset + length > size:
             return None
@@ -162,44 +164,6 @@ def bytes_after_members(fd: int) -> tuple[int, bytes] | None:
         following = os.pread(fd, 9, offset)
         if not following.startswith(_HEADER_START[:2]) or size - offset < 18:  # 18: a header and a trailer
             return offset, following
-
-
-def blank_tail_start(fd: int) -> int | None:
-    """Where the blanks (whitespace and zeros) after the last gzip member of the file open at ``fd`` begin, where the
-    file ends in whitespace no member holds (a newline a text tool or a transfer appended, which GNU gzip and
-    Python's gzip refuse though the data before it is whole and checked); None otherwise. A trailer may itself end
-    in such a byte (its size's top byte), so the members are decoded again to tell: only for a file whose last
-    byte is whitespace, and only this many blank bytes are looked through (more is garbage all the same)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) not in (b" ", b"\t", b"\r", b"\n"):
-        return None
-    after = bytes_after_members(fd)
-    if after is None or size - after[0] > MAX_BLANK_TAIL:
-        return None
-    offset = after[0]
-    return offset if not os.pread(fd, size - offset, offset).strip(b" \t\r\n\0") else None
-
-
-class Prefix:
-    """The first ``end`` bytes of the file ``raw``, for a gzip reader: its members without the blanks after them."""
-
-    def __init__(self, raw: BinaryIO, end: int) -> None:
-        self.raw, self.end = raw, end
-
-    def read(self, size: int | None = -1) -> bytes:
-        left = max(0, self.end - self.raw.tell())
-        return self.raw.read(left if size is None or size < 0 else min(size, left))
-
-    def readinto(self, target) -> int:
-        with memoryview(target) as view:
-            left = max(0, self.end - self.raw.tell())
-            return self.raw.readinto(view[: min(len(view), left)])
-
-    def tell(self) -> int:
-        return self.raw.tell()
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        return self.raw.seek(offset, whence)
 
 
 def json_size(path: Path) -> int | None:

@@ -5,8 +5,10 @@
 -- fails and validate.py names the event, where it is one validate.sql's rules hold (a device event, launch, operator
 -- or annotation); on any other event the time is NULL: Kineto writes a profiler span ("Trace") whose end precedes
 -- its start with an unsigned 64-bit wrap for its dur (18446744073709551.615 µs), and nothing reads it.
--- pid/tid that are strings in the trace ("Spans", "Traces") become NULL, as does a flow's id (ph s, t, f: the
--- arrows between a launch and its device events); the full args stay as JSON, and
+-- A pid/tid that is a string in the trace ("Spans", "python", "stream 7", "7": Chrome takes any value) is NULL and
+-- its text is pid_name/tid_name, until thread_keys.sql gives it a key of its own; a flow's id (ph s, t, f: the
+-- arrows between a launch and its device events) is its integer, or NULL for other strings; the full args stay as
+-- JSON, and
 -- the join keys the attribution needs come from one parse of them (json_transform: the same values as
 -- TRY_CAST(json_extract(args, path)) of each, in one pass instead of one each; "external id" apart, as a
 -- struct's field names ignore case, and parsed only from args whose text holds it).
@@ -17,7 +19,7 @@ INSERT INTO events
 SELECT event_id, ph, cat, name, pid, tid,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
        CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
-       correlation, external_id, device, stream, args, flow_id, CAST(${rank} AS INTEGER) AS rank
+       correlation, external_id, device, stream, args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank
 FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'xpu_runtime',
                          'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'cpu_op', 'user_annotation')
                  AS held_to_rules
@@ -29,8 +31,10 @@ FROM (SELECT
              ELSE coalesce(cat, CASE WHEN ph = 'i' AND name = '[memory]' THEN 'cpu_instant_event' END)
     END                                                                                     AS cat,
     name,
-    TRY_CAST(pid AS BIGINT)                                                                 AS pid,
-    TRY_CAST(tid AS BIGINT)                                                                 AS tid,
+    CASE WHEN json_type(pid) <> 'VARCHAR' THEN TRY_CAST(pid AS BIGINT) END                  AS pid,
+    CASE WHEN json_type(tid) <> 'VARCHAR' THEN TRY_CAST(tid AS BIGINT) END                  AS tid,
+    CASE WHEN json_type(pid) = 'VARCHAR' THEN pid ->> '$' END                               AS pid_name,
+    CASE WHEN json_type(tid) = 'VARCHAR' THEN tid ->> '$' END                               AS tid_name,
     ts,
     dur,
     keys.correlation                                                                        AS correlation,

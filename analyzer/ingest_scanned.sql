@@ -4,5 +4,5 @@
 -- the recording's rank.
 INSERT INTO events
 SELECT event_id + CAST(${first_id} AS BIGINT), ph, cat, name, pid, tid, ts_ns, dur_ns, correlation, external_id,
-       device, stream, args, flow_id, CAST(${rank} AS INTEGER)
+       device, stream, args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER)
 FROM scanned_part;

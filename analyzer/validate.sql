@@ -52,7 +52,7 @@ problems AS (
                                 ELSE 'has args.correlation ' || json_extract(args, '$.correlation') || ', not an integer'
                            END
                WHEN 6 THEN 'has no name'
-               ELSE 'has a pid or tid that is not an integer, so its thread is unknown'
+               ELSE 'has a pid or tid that is missing or neither an integer nor a string, so its thread is unknown'
            END AS problem
     FROM (SELECT * FROM per_event WHERE rule IS NOT NULL) JOIN events USING (event_id)
     UNION ALL

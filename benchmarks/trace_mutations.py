@@ -195,29 +195,39 @@ def shuffle_keys(doc: dict, rng: random.Random) -> str:
 
 
 def begin_end(doc: dict, rng: random.Random) -> str:
-    """Write a share of the complete spans as "B"/"E" pairs, after the other events, in the order Chrome pairs back
-    into the same spans (per thread an "E" ends the latest open "B"): the input stays valid. A thread whose chosen
-    spans overlap without nesting keeps them complete, as pairs cannot say that."""
+    """Write a share of the complete spans as "B"/"E" pairs, after the other events, in order of time: the input stays
+    valid. Where a span ends at the time the next begins, the file writes the ends first (the order Chrome pairs back
+    into the same spans: per thread an "E" ends the latest open "B") or, as a writer sorting by time and then phase
+    does, the begins first. A thread whose chosen spans overlap without nesting keeps them complete, as pairs cannot
+    say that. A span equal to one left complete (same thread, start and end) stays complete too: which of two equal
+    spans holds the other is the file's order, which moving one of them after the other events would change."""
     share = rng.choice([1.0, rng.uniform(0.05, 0.9)])
+    begins_first = rng.random() < 0.5
     events = _events(doc)
     chosen: dict[tuple, list[tuple[int, int, int]]] = {}  # thread -> (start ns, end ns, index)
+    left: set[tuple] = set()  # (thread, start ns, end ns) of the spans left complete
     for i, e in enumerate(events):
         if (
-            isinstance(e, dict) and e.get("ph") == "X" and rng.random() < share
+            isinstance(e, dict) and e.get("ph") == "X"
             and all(type(e.get(k)) in (int, float) for k in ("ts", "dur")) and e["dur"] > 0
             and all(type(e.get(k)) in (int, str) for k in ("pid", "tid"))
         ):  # fmt: skip
             start = round(e["ts"] * 1000)
-            chosen.setdefault((e["pid"], e["tid"]), []).append((start, start + round(e["dur"] * 1000), i))
+            span = (start, start + round(e["dur"] * 1000), i)
+            if rng.random() < share:
+                chosen.setdefault((e["pid"], e["tid"]), []).append(span)
+            else:
+                left.add(((e["pid"], e["tid"]), *span[:2]))
     paired, marks = set(), []
-    for spans in chosen.values():
+    for thread, spans in chosen.items():
+        spans = [span for span in spans if (thread, *span[:2]) not in left]
         spans.sort(key=lambda span: (span[0], -span[1], span[2]))  # outer first; equal spans in the trace's order
         if not _nested(spans):
             continue
         for order, (start, end, i) in enumerate(spans):
             paired.add(i)
-            marks.append((start, 1, order, i, "B"))
-            marks.append((end, 0, -order, i, "E"))  # at one time ends come first, the innermost first
+            marks.append((start, 1 - begins_first, order, i, "B"))
+            marks.append((end, begins_first, -order, i, "E"))  # at one time the innermost end first
     written = []
     for ns, _, _, i, ph in sorted(marks):
         e = events[i]
@@ -226,7 +236,7 @@ def begin_end(doc: dict, rng: random.Random) -> str:
         else:
             written.append({"ph": "E", "name": e.get("name"), "pid": e["pid"], "tid": e["tid"], "ts": ns / 1000})
     events[:] = [e for i, e in enumerate(events) if i not in paired] + written
-    return f"{len(paired)} spans as B/E pairs"
+    return f"{len(paired)} spans as B/E pairs{', begins first at one time' if begins_first else ''}"
 
 
 def _nested(spans: list[tuple[int, int, int]]) -> bool:

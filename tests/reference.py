@@ -44,7 +44,8 @@ def load_events(path: Path) -> list[dict]:
     """The trace's events, the 2021 format's read as the later one: legacy categories renamed, a memory event
     without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"; in a
     trace none of whose device events and CUDA/ROCm launches has a correlation (roctracer's), each one's
-    "External id" moved to its correlation."""
+    "External id" moved to its correlation, or, where no launch has an External id, each device event's kept (its
+    operator's) and its correlation -1 less its place in the trace."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(raw)
@@ -61,9 +62,6 @@ def load_events(path: Path) -> list[dict]:
     for e in events:
         if not isinstance(e, dict):
             continue
-        for key in ("pid", "tid"):  # a string of an integer's digits reads as that integer (the 2021 format's tid)
-            if isinstance(e.get(key), str) and re.fullmatch(r"-?(0|[1-9][0-9]{0,17})", e[key]):
-                e[key] = int(e[key])
         if e.get("cat") in LEGACY_CATS:
             e["cat"] = LEGACY_CATS[e["cat"]]
         elif e.get("cat") is None and e.get("ph") == "i" and e.get("name") == "[memory]":
@@ -77,10 +75,18 @@ def load_events(path: Path) -> list[dict]:
     _pair_spans(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
     if not any("correlation" in (e.get("args") or {}) for e in linked):
-        for e in linked:
-            args = e.get("args") or {}
-            if isinstance(args.get("External id"), int):
+        launches_have_ids = any(
+            isinstance((e.get("args") or {}).get("External id"), int) for e in linked if e.get("cat") not in DEVICE_CATS
+        )
+        linked_ids = {id(e) for e in linked}
+        for place, e in enumerate(events):
+            args = e.get("args") if id(e) in linked_ids else None
+            if not isinstance(args, dict) or not isinstance(args.get("External id"), int):
+                continue
+            if launches_have_ids:  # roctracer's: the launch's and its kernels' correlation id
                 args["correlation"] = args.pop("External id")
+            elif e.get("cat") in DEVICE_CATS:  # no launch to link: its operator's, and a launch the trace lacks
+                args["correlation"] = -1 - place
     else:
         _link_through_flows(events)
     return events
@@ -100,20 +106,44 @@ def _gunzip(data: bytes) -> bytes:
 
 
 def _pair_spans(events: list) -> None:
-    """Each "B" event ended by an "E" becomes the complete event the pair stands for, as Chrome pairs them: per
-    thread, in order of time (then of place), a stack of open "B"s; an "E" pops the top (or, with none open, is
-    ignored). The "B" takes ph "X", the time up to its "E" for dur and the "E"'s args over its own."""
+    """Each "B" event ended by an "E" becomes the complete event the pair stands for: per thread, in order of time, a
+    stack of open "B"s; an "E" pops the top (or, with none open, is ignored). At one time the "E"s come first, then
+    the "B"s (each in the file's order), except at a time where that order has an "E" end a span of another name while
+    a "B" of the "E"'s name begins at that time: there the file's order. The "B" takes ph "X", the time up to its "E"
+    for dur and the "E"'s args over its own."""
     marks = [e for e in events if isinstance(e, dict) and e.get("ph") in ("B", "E") and "ts" in e]
-    open_spans: dict[tuple, list[dict]] = {}
-    for e in sorted(marks, key=lambda e: _ns(e["ts"])):  # stable: events at one time keep the file's order
-        stack = open_spans.setdefault((e.get("pid"), e.get("tid")), [])
+    threads: dict[tuple, list[dict]] = {}
+    for e in marks:  # each thread's events in the file's order
+        threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    for thread in threads.values():
+        file_order = {id(e): place for place, e in enumerate(thread)}
+        ends_first = dict.fromkeys((_ns(e["ts"]) for e in thread), True)  # time -> whether the "E"s come first there
+        begun = {(_ns(e["ts"]), e.get("name")) for e in thread if e["ph"] == "B"}
+        for at, begin, end in _stack_pairs(thread, ends_first, file_order):
+            named = begin.get("name") is not None and end.get("name") is not None
+            if named and begin["name"] != end["name"] and (at, end["name"]) in begun:
+                ends_first[at] = False
+        for _, begin, end in _stack_pairs(thread, ends_first, file_order):
+            begin["ph"], begin["dur"] = "X", Decimal(str(end["ts"])) - Decimal(str(begin["ts"]))
+            if isinstance(end.get("args"), dict):
+                begin["args"] = {**(begin.get("args") or {}), **end["args"]}
+
+
+def _stack_pairs(thread: list, ends_first: dict, file_order: dict) -> list[tuple]:
+    """(time of the "E", its "B", the "E") of each pair a stack makes of one thread's events in order of time, and at
+    each time the "E"s first where ``ends_first`` says so, then the file's order."""
+
+    def order(e):
+        at = _ns(e["ts"])
+        return at, (0 if e["ph"] == "E" else 1) if ends_first[at] else 0, file_order[id(e)]
+
+    stack, pairs = [], []
+    for e in sorted(thread, key=order):
         if e["ph"] == "B":
             stack.append(e)
         elif stack:
-            begin = stack.pop()
-            begin["ph"], begin["dur"] = "X", Decimal(str(e["ts"])) - Decimal(str(begin["ts"]))
-            if isinstance(e.get("args"), dict):
-                begin["args"] = {**(begin.get("args") or {}), **e["args"]}
+            pairs.append((_ns(e["ts"]), stack.pop(), e))
+    return pairs
 
 
 def _link_through_flows(events: list) -> None:

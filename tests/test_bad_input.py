@@ -157,10 +157,10 @@ TRACE_CASES = {
         KERNEL,
         'begins a span ("ph": "B") that no "E" event of its thread (pid, tid) ends',
     ),
-    "launch on a string thread": lambda tmp_path: (
-        _trace(tmp_path, _set(L, "tid", "main")),
+    "launch on a thread that is an object": lambda tmp_path: (
+        _trace(tmp_path, _set(L, "tid", {"thread": 7})),
         f"traceEvents[{L}] (cuda_runtime",
-        "has a pid or tid that is not an integer",
+        "has a pid or tid that is missing or neither an integer nor a string",
     ),
     "kernel without name": lambda tmp_path: (
         _trace(tmp_path, _drop(K, "name")),
@@ -496,7 +496,8 @@ def test_the_real_traces_break_no_rule():
             assert run.con.execute(sql_text("validate.sql")).fetchone() is None, path
             # roctracer's launches name their stream "0x0", a join key the native reader leaves to DuckDB's reader,
             # and link their kernels by External id alone (rule 5, until linked_by_external_id.sql)
-            assert run.header.all_rows_checked or path.name == "tl_mi300_roctracer_gemm.json", path
+            relinked = ("tl_mi300_roctracer_gemm.json", "torch_inductor_test_analysis_excerpt.json")  # no correlation
+            assert run.header.all_rows_checked or path.name in relinked, path
             zero_durations += run.con.execute("SELECT count(*) FROM events WHERE ph = 'X' AND dur_ns = 0").fetchone()[0]
     assert zero_durations > 0, "events of dur 0 are among them (rule 3 refuses only a negative dur)"
 

@@ -71,7 +71,7 @@ def _as_begin_end(doc: dict, seed: int = 0) -> dict:
 
 def test_begin_and_end_events_pair_into_the_spans_they_stand_for(tmp_path):
     """A writer that writes each span as a "B" and an "E" event gives the rows of the same trace written with
-    complete events: each "E" ends the latest "B" still open on its thread, as Chrome pairs them."""
+    complete events: each "E" ends the latest "B" still open on its thread."""
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
     paired = _rows(_write(tmp_path, _as_begin_end(doc)))
@@ -103,6 +103,44 @@ def test_begin_events_at_one_time_nest_in_the_order_they_are_written(tmp_path):
         }
 
 
+def _sorted_by_time_then_phase(doc: dict) -> dict:
+    """The trace as a writer that sorts its events by time and then by phase writes it: at one time a "B" before an
+    "E"."""
+    doc["traceEvents"].sort(key=lambda e: (Decimal(e.get("ts", 0)), e.get("ph") != "B"))
+    return doc
+
+
+def test_a_span_that_ends_where_the_next_begins_ends_first_whichever_the_file_writes_first(tmp_path):
+    """The module that holds relu begins where the one that holds linear ends, and the file writes the "B" of the
+    next before the "E" of the first (sorted by time, then phase). Read in the file's order (Chrome's), the "E" would
+    end the span just begun, and the first module would hold the second's kernels; at one time the "E"s come first."""
+    doc = _doc()
+    first = next(e for e in doc["traceEvents"] if e.get("name") == "ks.module:0")
+    second = next(e for e in doc["traceEvents"] if e.get("name") == "ks.module:1")
+    end = first["ts"] + first["dur"]
+    second["ts"], second["dur"] = end, second["ts"] + second["dur"] - end  # earlier: no event of it moves out
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    paired = _rows(_write(tmp_path, _sorted_by_time_then_phase(_as_begin_end(doc))))
+    assert paired == complete and [r["module_name"] for r in paired if r["function_name"] == "relu"][0] == "1"
+
+
+def test_a_span_of_no_time_does_not_end_the_span_around_it(tmp_path):
+    """A span that begins and ends at one time, its "E" after its "B" and named as it is, is a span of no time inside
+    the operator around it: its "E" does not end that operator, which the "E"s-first order alone would have it do."""
+    doc = _as_begin_end(_doc())
+    op = next(e for e in doc["traceEvents"] if e.get("ph") == "B" and e.get("name") == "aten::addmm")
+    thread = {"pid": op["pid"], "tid": op["tid"], "ts": op["ts"] + 1}
+    doc["traceEvents"] += [
+        {"ph": "B", "cat": "user_annotation", "name": "mark", **thread},
+        {"ph": "E", "name": "mark", **thread},
+    ]
+    path = _write(tmp_path, doc)
+    complete = _rows(_write(tmp_path, _doc(), "complete"))
+    assert _rows(path) == complete
+    with load_run(path) as run:
+        assert run.con.execute("SELECT dur_ns FROM events WHERE name = 'mark' AND ph = 'X'").fetchall() == [(0,)]
+
+
 def test_a_begin_event_that_nothing_ends_is_refused(tmp_path):
     """An operator's "B" with no "E" on its thread has no end, so what it holds is not known: refused, naming it,
     with exit status 2 from the command."""
@@ -123,6 +161,19 @@ def _phases(doc):
     return {**doc, "traceEvents": instants[:6] + doc["traceEvents"] + instants[6:]}
 
 
+def _threads_renamed(name) -> object:
+    """Every integer pid and tid of a trace as the string ``name`` makes of it (Chrome takes any value there)."""
+
+    def renamed(doc):
+        for e in doc["traceEvents"]:
+            for key in ("pid", "tid"):
+                if isinstance(e.get(key), int):
+                    e[key] = name(key, e[key])
+        return doc
+
+    return renamed
+
+
 SHAPES = {
     "phases not read, mixed in": _phases,
     "a bare array": lambda doc: doc["traceEvents"],
@@ -138,6 +189,8 @@ SHAPES = {
         **doc,
         "traceEvents": doc["traceEvents"] + [e for e in doc["traceEvents"] if e.get("name") == "process_name"],
     },
+    "pids and tids as names": _threads_renamed(lambda key, n: f"{'process' if key == 'pid' else 'thread'} {n}"),
+    "pids and tids as digit strings": _threads_renamed(lambda key, n: str(n)),
     "correlations as strings": lambda doc: {
         **doc,
         "traceEvents": [
@@ -188,3 +241,26 @@ def test_a_bare_array_may_leave_off_its_closing_bracket(tmp_path, ending, compre
     path.write_bytes(gzip.compress(cut) if compressed else cut)
     with pytest.raises(BadInputError, match="ends before the trace object is complete"):
         load_run(path)
+
+
+def test_a_thread_named_by_a_digit_string_is_not_the_thread_of_that_integer(tmp_path):
+    """"tid": "887" and "tid": 887 are two threads, as they are two values: a module scope around each launch on the
+    thread written 887 does not hold the launches of the thread written "887". The name stays in events.tid_name, and
+    its key (kernels.thread) is no integer the trace uses."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    decoys = []
+    for e in doc["traceEvents"]:
+        if e.get("pid") == 887 and e.get("tid") == 887:
+            e["tid"] = "887"
+            if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X":
+                around = {"ts": e["ts"] - Decimal("0.001"), "dur": e["dur"] + Decimal("0.002")}
+                decoys.append({"ph": "X", "cat": "cpu_op", "name": "ks.module:0", "pid": 887, "tid": 887, **around})
+    doc["traceEvents"] += decoys
+    path = _write(tmp_path, doc)
+    assert _rows(path) == complete
+    with load_run(path) as run:
+        named = "SELECT DISTINCT tid_name, tid FROM events WHERE pid = 887 AND cat = 'cpu_op' ORDER BY 1"
+        (name, key), (no_name, integer) = run.con.execute(named).fetchall()
+        assert (name, no_name, integer) == ("887", None, 887) and key < 0
+        assert set(run.profiling_df()["thread"]) == {key}

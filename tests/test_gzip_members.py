@@ -11,7 +11,15 @@ import duckdb
 import orjson
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import BadInputError, event_array, gzip_members, ingest, load_run, streamed_parts
+from kernelscope.analyzer import (
+    BadInputError,
+    event_array,
+    gzip_blank_tail,
+    gzip_members,
+    ingest,
+    load_run,
+    streamed_parts,
+)
 from kernelscope.analyzer.gzip_members import HEADER_BYTES, MemberStream, write_members
 from kernelscope.analyzer.gzip_members import gzip_members as members_of
 from kernelscope.analyzer.memory import json_bytes
@@ -218,11 +226,36 @@ def test_blanks_after_the_last_member_are_left_out(indexed_gpt2, tmp_path, tail,
     data = indexed_gpt2[1] if members == "indexed members" else GPT2.read_bytes()
     path = tmp_path / "blank_tail.json.gz"
     path.write_bytes(data + tail)
+    if members == "indexed members":  # still decoded member by member, in parallel: the blanks follow the chain
+        with open(path, "rb") as raw:
+            assert members_of(raw.fileno()) == indexed_gpt2[2]
     with load_run(GPT2) as run:
         expected = run.profiling_df()[["event_id", "module_name", "function_name", "op", "kernel_us"]]
     with load_run(path) as run:
         assert_matches_reference(run, path)
         assert run.profiling_df()[expected.columns].equals(expected)
+
+
+def test_a_trailer_that_ends_in_whitespace_is_told_from_the_blanks_after_it_in_one_decoding(tmp_path, monkeypatch):
+    """The last bytes of a member are its size (ISIZE): a JSON of 0x0a0a0a bytes ends its trailer in b"\\n\\n\\n\\0",
+    blanks all, so the member's end is not in the bytes, only in its decoding. With a newline after it the trace
+    loads as without it, decoded once: the decoder says where the member ends, and the second decoding that looked
+    for it (bytes_after_members, left to the error path) is not made."""
+    text = gzip.decompress((REPO / "sample_traces" / "mlp" / "trace.json.gz").read_bytes())
+    text += b" " * (0x0A0A0A - len(text))
+    data = gzip.compress(text)
+    assert data.endswith(b"\n\n\n\0")
+    path = tmp_path / "trailer_blanks.json.gz"
+    path.write_bytes(data + b"\n")
+    decoders = []
+    monkeypatch.setattr(event_array, "bytes_after_members", lambda fd: pytest.fail("decoded a second time"))
+    with load_run(REPO / "sample_traces" / "mlp" / "trace.json.gz") as run:
+        expected = run.profiling_df()[["module_name", "function_name", "op", "kernel_us"]]
+    real = gzip_blank_tail._zlib.decompressobj
+    monkeypatch.setattr(gzip_blank_tail._zlib, "decompressobj", lambda *a: decoders.append(a) or real(*a))
+    with load_run(path) as run:
+        assert run.profiling_df()[expected.columns].equals(expected)
+    assert decoders == [(31,)]
 
 
 @pytest.mark.parametrize("tail", [b"GARBAGE!", b"x", b"\nx", b"GARBAGEGARBAGE", b'{"traceEvents": []}'])

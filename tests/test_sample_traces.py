@@ -178,14 +178,15 @@ def external(request):
         yield request.param, run
 
 
-def test_there_are_ten_external_traces():
-    assert len(list(EXTERNAL.glob("*.json*"))) == 10
+def test_there_are_eleven_external_traces():
+    assert len(list(EXTERNAL.glob("*.json*"))) == 11
 
 
 def test_external_traces_match_the_reference_attribution(external):
     path, run = external
     assert_matches_reference(run, path)
-    assert run.launch_check().ok, "the profiler lost nothing"
+    cut = path.name == "torch_inductor_test_analysis_excerpt.json"  # cut down by hand: no launch is left
+    assert run.launch_check().ok != cut, "the profiler lost nothing"
     assert run.notes() == [], "every device event is one kernelscope reads"
 
 

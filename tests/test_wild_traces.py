@@ -260,3 +260,22 @@ def test_a_directory_of_one_directory_per_rank_loads_as_a_job(tmp_path):
         _trace_of_rank(tmp_path / "iterations" / f"iteration_{iteration}" / "rank0_trace.json", 0)
     with pytest.raises(BadInputError, match=r"holds rank 0 twice \(iteration_10/rank0_trace.json and iteration_20/"):
         load_run(tmp_path / "iterations")
+
+
+TORCH_EXCERPT = EXTERNAL / "torch_inductor_test_analysis_excerpt.json"  # kernels with their operators' External ids
+
+
+def test_kernels_of_a_trace_without_launches_are_their_operators_by_external_id():
+    """A trace cut down to operators and kernels (torch's own test of its trace analysis) has no runtime call and no
+    correlation: a kernel's External id cannot be a launch's there, only Kineto's own, its operator's. Each kernel is
+    a device event whose launch the trace lacks (the launch check says so), attributed to that operator."""
+    with load_run(TORCH_EXCERPT) as run:
+        assert_matches_reference(run, TORCH_EXCERPT)
+        frame = run.profiling_df()
+        assert dict(zip(frame["kernel"], frame["op"], strict=True)) == {
+            "void cutlass_addmm": "aten::addmm",
+            "void convolution_kernel": "aten::convolution",
+        }
+        check = run.launch_check()
+        assert (check.launches, check.device_events_without_launch) == (0, 2)
+        assert run.con.execute("SELECT count(*) FROM events WHERE correlation >= 0").fetchone() == (0,)
