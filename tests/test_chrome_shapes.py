@@ -191,6 +191,8 @@ SHAPES = {
     },
     "pids and tids as names": _threads_renamed(lambda key, n: f"{'process' if key == 'pid' else 'thread'} {n}"),
     "pids and tids as digit strings": _threads_renamed(lambda key, n: str(n)),
+    "pids as names, tids integers": _threads_renamed(lambda key, n: f"process {n}" if key == "pid" else n),
+    "tids as names, pids integers": _threads_renamed(lambda key, n: f"thread {n}" if key == "tid" else n),
     "correlations as strings": lambda doc: {
         **doc,
         "traceEvents": [
