@@ -7,28 +7,27 @@ uses where its ops are absent."""
 
 from __future__ import annotations
 
+import numpy
 import torch
 
 
 def _nms(boxes: torch.Tensor, scores: torch.Tensor, iou_threshold: float) -> torch.Tensor:
-    """Greedy non-maximum suppression, as torchvision's CPU kernel: indices kept, by decreasing score."""
+    """Greedy non-maximum suppression, as torchvision's CPU kernel: indices kept, by decreasing score. The greedy
+    walk runs in numpy, so that the trace holds a few operators per call, as the C kernel's does, not a few per box."""
     order = scores.argsort(descending=True)
-    x1, y1, x2, y2 = boxes.unbind(1)
-    areas = (x2 - x1) * (y2 - y1)
-    suppressed = torch.zeros(len(order), dtype=torch.bool)
+    ordered = boxes[order]
+    lower = torch.maximum(ordered[:, None, :2], ordered[None, :, :2])
+    upper = torch.minimum(ordered[:, None, 2:], ordered[None, :, 2:])
+    overlap = (upper - lower).clamp(min=0).prod(2)
+    areas = (ordered[:, 2:] - ordered[:, :2]).prod(1)
+    overlaps = (overlap / (areas[:, None] + areas[None, :] - overlap) > iou_threshold).numpy()
+    suppressed = numpy.zeros(len(order), dtype=bool)
     keep = []
     for position in range(len(order)):
-        i = order[position]
-        if suppressed[position]:
-            continue
-        keep.append(i)
-        rest = order[position + 1 :]
-        width = (torch.minimum(x2[i], x2[rest]) - torch.maximum(x1[i], x1[rest])).clamp(min=0)
-        height = (torch.minimum(y2[i], y2[rest]) - torch.maximum(y1[i], y1[rest])).clamp(min=0)
-        overlap = width * height
-        iou = overlap / (areas[i] + areas[rest] - overlap)
-        suppressed[position + 1 :] |= iou > iou_threshold
-    return torch.stack(keep) if keep else torch.empty(0, dtype=torch.long)
+        if not suppressed[position]:
+            keep.append(position)
+            suppressed |= overlaps[position]
+    return order[torch.tensor(keep, dtype=torch.long)]
 
 
 def load() -> object:
