@@ -60,11 +60,16 @@ def _tv():
     return torchvision_ops.load()
 
 
+# auxiliary classifiers that run in training only: their convolutions make no call in eval
+NOT_RUN_IN_EVAL = ("aux1.", "aux2.", "AuxLogits.")
+
+
 def _conv_expectations(model: nn.Module) -> dict:
     """One conv call per convolution module, in that module (a CNN that runs each of them once per pass)."""
     notes = {"modules": {}, "calls": {}}
     for kind, call in ((nn.Conv2d, "conv2d"), (nn.Conv3d, "conv3d")):
-        names = {name for name, m in model.named_modules() if isinstance(m, kind)}  # subclasses too
+        names = {name for name, m in model.named_modules() if isinstance(m, kind)
+                 and not name.startswith(NOT_RUN_IN_EVAL)}  # fmt: skip  # subclasses too
         if names:
             notes["modules"][call], notes["calls"][call] = names, len(names)
     return notes
