@@ -23,8 +23,9 @@ Models: sweep_cpu_models.py (transformers architectures from tiny configs, rando
 sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py,
 sweep_cpu_mechanisms_unseen_more.py and sweep_cpu_mechanisms_unseen3.py (torch mechanisms around small modules),
 sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
-out). A model its library cannot build here is reported as skipped, never as passed. Writes OUT/cpu_sweep.json and
-prints one line per model.
+out), sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
+alone with ``--only-zoo``). A model its library cannot build here is reported as skipped, never as passed. Writes
+OUT/cpu_sweep.json and prints one line per model.
 """
 
 from __future__ import annotations
@@ -302,6 +303,8 @@ def factories() -> dict:
     from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
     from sweep_cpu_models import MODELS
     from sweep_cpu_models_unseen import UNSEEN_MODELS
+    from sweep_cpu_zoo_timm import TIMM_MODELS
+    from sweep_cpu_zoo_torchvision import TORCHVISION_MODELS
 
     return {
         **MODELS,
@@ -312,6 +315,8 @@ def factories() -> dict:
         **UNSEEN_MECHANISMS,
         **UNSEEN_MORE_MECHANISMS,
         **UNSEEN3_MECHANISMS,
+        **TORCHVISION_MODELS,
+        **TIMM_MODELS,
     }
 
 
@@ -320,9 +325,10 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("names", nargs="*")
     parser.add_argument("--deadline", type=float, default=3600, help="start no model after this many seconds")
+    parser.add_argument("--only-zoo", action="store_true", help="only the torchvision and timm programs")
     args = parser.parse_args()
     made = factories()
-    names = args.names or list(made)
+    names = args.names or [n for n in made if not args.only_zoo or n.startswith(("tv_", "timm_"))]
     args.out.mkdir(parents=True, exist_ok=True)
     env = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "threads": torch.get_num_threads()}
     results, began = [], time.perf_counter()
