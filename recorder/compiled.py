@@ -191,6 +191,7 @@ def compiled_code_kept() -> Iterator[None]:
         return
     _mark_recorder_code()
     given = _ambient_guards_for_entries_without_any()
+    STANCE_KEPT[0] = True
     try:
         if current.skip_guard_eval_unsafe:
             yield
@@ -198,7 +199,27 @@ def compiled_code_kept() -> Iterator[None]:
             with set_stance(current.stance, skip_guard_eval_unsafe=True, force_backend=current.backend):
                 yield
     finally:
+        STANCE_KEPT[0] = False
         _take_back_ambient_guards(given)
+
+
+# Whether compiled_code_kept's stance is on: the wrappers then keep their books with dynamo's frame callback off.
+STANCE_KEPT = [False]
+_set_eval_frame = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None), "set_eval_frame", None)
+
+
+def unseen_by_dynamo(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` with dynamo's frame callback off. A wrapper called inside a compiled frame (a dynamic
+    graph's float input goes through the patched ``torch.as_tensor`` before the graph runs) keeps its books there:
+    at a name's or a signature's first call that runs code of ours and of torch that dynamo has not seen, and under
+    the stance torch refuses every such frame instead of skipping it (the recording fell back to module scopes)."""
+    if _set_eval_frame is None:
+        return function(*args)
+    prior = _set_eval_frame(None)
+    try:
+        return function(*args)
+    finally:
+        _set_eval_frame(prior)
 
 
 def compiled_entries() -> dict[types.CodeType, list]:

@@ -11,10 +11,26 @@ keyed and marked open exactly as in the recorded pass.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 OPEN = [True]  # a list, so that every module importing it reads the one flag (on the per-call path)
-NO_SCOPE = nullcontext()  # what a wrapper enters in place of its scope while they are closed
+
+
+class _NoScope:
+    """What a wrapper enters in place of its scope while they are closed. Not contextlib's nullcontext: a wrapper
+    called inside a compiled frame runs this under compiled_code_kept's stance, which refuses code dynamo has not
+    seen, and only the recorder's own code is marked for dynamo to run as it is (recorder/compiled.py)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+NO_SCOPE = _NoScope()
 
 
 @contextmanager

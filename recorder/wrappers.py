@@ -35,7 +35,8 @@ from .calls import (
     torch_call_targets,
     watched_owners,
 )
-from .compiled import dynamo_tracing
+from .compiled import STANCE_KEPT as kept
+from .compiled import dynamo_tracing, unseen_by_dynamo
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -156,8 +157,8 @@ def _functional(function: Any, name: str):
         if record is None:
             if not _current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
-            record, labels = _in_recording(name, forget)
-        scope = labels[record(args, kwargs)]
+            record, labels = unseen_by_dynamo(_in_recording, name, forget)  # once a recording: code dynamo never saw
+        scope = labels[record(args, kwargs) if not kept[0] else unseen_by_dynamo(record, args, kwargs)]
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 if _has_torch_function(args):
@@ -215,8 +216,8 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         if record is None:
             if not _current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
-            record, labels = _in_recording(name, forget)
-        scope = labels[record(args, kwargs)]
+            record, labels = unseen_by_dynamo(_in_recording, name, forget)  # once a recording: code dynamo never saw
+        scope = labels[record(args, kwargs) if not kept[0] else unseen_by_dynamo(record, args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
         dispatching = holds_its_calls is not False and _has_torch_function(args)

@@ -352,3 +352,40 @@ def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_pa
     assert_same_entries(before, entries())
     assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
     torch._dynamo.reset()
+
+
+class _ScaledPick(nn.Module):
+    """A model calling a function compiled with dynamic shapes that takes a Python float, as torchvision's pure-torch
+    roi_align does in every R-CNN: the compiled frame turns the float into a tensor (torch._as_tensor_fullprec, then
+    the patched torch.as_tensor) before its graph runs, so a wrapper is called inside the compiled frame."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+        @torch.compile(dynamic=True, backend="eager")
+        def pick(x, index, scale: float):
+            return F.relu(x[index] * scale)
+
+        self.pick = pick
+
+    def forward(self, x):
+        return self.pick(F.gelu(self.fc(x)), torch.arange(2), 0.25)
+
+
+@pytest.mark.parametrize("warmup_iterations", [3, 1])
+def test_a_wrapper_called_inside_a_compiled_frame_keeps_its_books_unseen_by_dynamo(warmup_iterations, tmp_path):
+    """The wrapper's first call of a name and of a signature runs code dynamo never saw (the sample book's, contextlib's
+    nullcontext in place of a closed scope), which the kept compiled code's stance refuses: every pass fell back to
+    module scopes only, no call named by function."""
+    torch.manual_seed(0)
+    model = _ScaledPick().eval()
+    samples = [((torch.randn(4, 8),), {})]
+    expected = _run(model, samples) + _run(model, samples)  # compiled as the user runs it
+    profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
+    assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
+    assert_every_kernel_named(frame)
+    named = frame.groupby("module_name")["function_name"].agg(set).to_dict()
+    assert named["fc"] == {"linear"}
+    assert {"gelu", "torch.arange", "torch.compile", "torch.as_tensor"} <= named[""]
+    assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected[:1], strict=True))
