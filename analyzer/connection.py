@@ -46,7 +46,6 @@ NEVER_CHECKPOINT = "1000TB"  # DuckDB's largest unit: no run writes this much
 LOADS_RUN = (
     "connection.sql",
     "events.sql",
-    "thread_keys.sql",
     "attributable.sql",
     "frames_needed.sql",
     "attribution.sql",

@@ -115,7 +115,6 @@ def ingest_trace(
             header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress, settings)
     except _WholeParseNeeded:
         header.keys = _load_whole(con, path, header, settings)
-    run_sql_file(con, "thread_keys.sql")
     return header
 
 

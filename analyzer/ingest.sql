@@ -5,18 +5,24 @@
 -- fails and validate.py names the event, where it is one validate.sql's rules hold (a device event, launch, operator
 -- or annotation); on any other event the time is NULL: Kineto writes a profiler span ("Trace") whose end precedes
 -- its start with an unsigned 64-bit wrap for its dur (18446744073709551.615 µs), and nothing reads it.
--- A pid/tid that is a string in the trace ("Spans", "python", "stream 7", "7": Chrome takes any value) is NULL and
--- its text is pid_name/tid_name, until thread_keys.sql gives it a key of its own; a flow's id (ph s, t, f: the
--- arrows between a launch and its device events) is its integer, or NULL for other strings; the full args stay as
--- JSON, and
--- the join keys the attribution needs come from one parse of them (json_transform: the same values as
--- TRY_CAST(json_extract(args, path)) of each, in one pass instead of one each; "external id" apart, as a
--- struct's field names ignore case, and parsed only from args whose text holds it).
+-- A pid/tid that is a string in the trace ("Spans", "python", "stream 7", "7": Chrome takes any value) keeps its text
+-- in pid_name/tid_name, and its pid/tid is a key made from the text's hash, from -2^63 + 1 to -2^62, where no trace's
+-- integers lie ("7" and 7 are two threads, as they are two values; n names share a key with odds of about
+-- n^2 / 2^63), made as each row is written (two UPDATEs after the load cost 1.5-2 ms on every trace: every Kineto
+-- trace names its "Spans" and "Traces" threads). A flow's id (ph s, t, f: the arrows between a launch and its device
+-- events) is its integer, or NULL for other strings; the full args stay as JSON, and the join keys the attribution
+-- needs come from one parse of them (json_transform: the same values as TRY_CAST(json_extract(args, path)) of each,
+-- in one pass instead of one each; "external id" apart, as a struct's field names ignore case, and parsed only from
+-- args whose text holds it).
 -- The 2021 format (torch 1.8-1.9) is read as the later one: its categories by their later names, a memory event
 -- without cat as cpu_instant_event, and "external id" (its launches' and device events') as external_id where
 -- "External id" is missing or null. _kineto.c (LEGACY_CATEGORIES) does the same.
 INSERT INTO events
-SELECT event_id, ph, cat, name, pid, tid,
+SELECT event_id, ph, cat, name,
+       CASE WHEN pid_name IS NULL THEN pid
+            ELSE -4611686018427387904 - CAST(hash(pid_name) % 4611686018427387904 AS BIGINT) END AS pid,
+       CASE WHEN tid_name IS NULL THEN tid
+            ELSE -4611686018427387904 - CAST(hash(tid_name) % 4611686018427387904 AS BIGINT) END AS tid,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
        CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
        correlation, external_id, device, stream, args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank

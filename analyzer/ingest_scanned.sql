@@ -1,8 +1,13 @@
 -- ingest_scanned.sql: append one part of the trace's traceEvents array, read by the native reader
 -- (_kineto.c) into the columns of `events` (the rows ingest.sql gives, event_id the position in the part),
 -- to `events`; ${first_id}: the events of the parts before it, so event_id is the position in the array; ${rank}:
--- the recording's rank.
+-- the recording's rank. A pid/tid the trace wrote as a string is keyed as in ingest.sql.
 INSERT INTO events
-SELECT event_id + CAST(${first_id} AS BIGINT), ph, cat, name, pid, tid, ts_ns, dur_ns, correlation, external_id,
-       device, stream, args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER)
+SELECT event_id + CAST(${first_id} AS BIGINT), ph, cat, name,
+       CASE WHEN pid_name IS NULL THEN pid
+            ELSE -4611686018427387904 - CAST(hash(pid_name) % 4611686018427387904 AS BIGINT) END,
+       CASE WHEN tid_name IS NULL THEN tid
+            ELSE -4611686018427387904 - CAST(hash(tid_name) % 4611686018427387904 AS BIGINT) END,
+       ts_ns, dur_ns, correlation, external_id, device, stream, args, flow_id, pid_name, tid_name,
+       CAST(${rank} AS INTEGER)
 FROM scanned_part;

@@ -256,7 +256,7 @@ def _rules_broken(rows: list[tuple]) -> int:
     """The events that break validate.sql's rules 1-7, counted from the rows (a reference apart from both)."""
     count = 0
     for _event_id, ph, cat, name, pid, tid, ts, dur, correlation, *rest in rows:
-        pid_name, tid_name = rest[-3:-1]  # a name stands for the key thread_keys.sql gives it
+        pid_name, tid_name = rest[-3:-1]  # a name stands for the key ingest gives it
         pid, tid = (pid if pid_name is None else pid_name), (tid if tid_name is None else tid_name)
         if ph != "X":
             count += cat in DEVICE
@@ -306,7 +306,6 @@ def test_the_native_reader_counts_the_events_validate_sql_refuses():
         con = _inserted(scanned[1])
         rows = con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
         assert scanned[2] == _rules_broken(rows), part
-        run_sql_file(con, "thread_keys.sql")  # as ingest.py does before validate.sql reads the keys
         con.execute("SET VARIABLE ks_rows_checked = false")
         define_scope_names(con, "ks.module:", "ks.fn:")  # the macros every run's connection has (ks_launch_category)
         refused = con.execute(sql_text("validate.sql")).fetchone()
@@ -404,12 +403,15 @@ def test_the_rewrites_the_native_reader_makes_are_duckdbs(tmp_path):
     )
     native = _read_natively(part)
     assert native == _read_with_duckdb(part, tmp_path)
+    key = "SELECT -4611686018427387904 - CAST(hash(?) % 4611686018427387904 AS BIGINT)"  # ingest.sql's, of a name
+    spans, blank = (duckdb.execute(key, [name]).fetchone()[0] for name in ("Spans", ""))
+    assert spans < -(2**62) + 1 and blank < -(2**62) + 1 and spans != blank
     assert native[0][1:-1] == (  # the columns the readers read (the last is the rank the insert writes)
         "X",
         "a/b",
         'q"\t',
-        None,
-        None,
+        spans,
+        blank,
         1000,
         500,
         9,
