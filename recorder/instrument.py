@@ -55,12 +55,13 @@ from .compiled import (
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
 from .lazy_results import LAZY_RESULTS, resumed_in_scope
+from .recordings import recording_of, sample_scopes
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
 from .stored_references import Slots, stored_reference_sites
 from .threads import model_threads
-from .wrappers import functional_names, patch_plan, recording_of, sample_scopes  # noqa: F401 (tests read the rule)
+from .wrappers import functional_names, patch_plan  # noqa: F401 (tests read the rule)
 from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast

@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from threading import get_ident
 from typing import Any
 
 import torch
 import torch.nn.functional as F  # noqa: N812
-from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR, scope_text
 
 from .calls import (
     AUTOGRAD_APPLY,
@@ -35,9 +33,8 @@ from .calls import (
     torch_call_targets,
     watched_owners,
 )
-from .compiled import STANCE_KEPT as kept
-from .compiled import dynamo_tracing, unseen_by_dynamo
-from .samples import SampleBook
+from .compiled import dynamo_tracing
+from .recordings import current, in_recording
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
 from .wrapping import wraps
@@ -71,70 +68,6 @@ def functional_names() -> list[str]:
     return names
 
 
-class Recording:
-    """What the wrappers read at their first call of one recording: the sample book of each name (None: the
-    name's samples are not collected)."""
-
-    def __init__(self, book: SampleBook, collect: set[str] | None) -> None:
-        self.book, self.collect = book, collect
-        self.called: list[Callable[[], None]] = []  # the forget() of every wrapper called in this recording
-
-    def sampled(self, name: str) -> SampleBook | None:
-        return self.book if self.collect is None or name in self.collect else None
-
-    def forget(self) -> None:
-        """Every wrapper called in this recording lets go of its sample recorder (and so of the book)."""
-        while self.called:
-            self.called.pop()()
-
-
-_current: list[Recording] = []  # the recording whose wrappers are in place (the last one, when nested)
-
-
-@contextmanager
-def recording_of(book: SampleBook, collect: set[str] | None) -> Iterator[Recording]:
-    """The wrappers record into ``book`` for the duration of the block, and forget it at its end."""
-    recording = Recording(book, collect)
-    _current.append(recording)
-    try:
-        yield recording
-    finally:
-        _current.remove(recording)
-        recording.forget()
-
-
-class _Labels(dict):
-    """Sample id -> scope name, built on first use: ``ks.fn:<call>#<id>``."""
-
-    def __init__(self, prefix: str) -> None:
-        super().__init__()
-        self.prefix = prefix
-
-    def __missing__(self, sample_id: int) -> str:
-        label = self[sample_id] = f"{self.prefix}{sample_id}"
-        return label
-
-
-def _unsampled(args: tuple, kwargs: dict) -> int:
-    return 0
-
-
-def sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
-    """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
-    call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
-    plain = FUNCTION_PREFIX + scope_text(name)  # an autograd Function's class may be named in any letters
-    if book is None:
-        return _unsampled, {0: plain}
-    return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)
-
-
-def _in_recording(name: str, forget: Callable[[], None]) -> tuple[Any, dict]:
-    """A wrapper's ``sample_scopes`` in the recording in progress, which calls ``forget`` at its end."""
-    recording = _current[-1]
-    recording.called.append(forget)
-    return sample_scopes(name, recording.sampled(name))
-
-
 def _functional(function: Any, name: str):
     """A functional's wrapper with ``calls="functional"``: always scoped, since functionals nest and the innermost
     owns kernels (with ``calls="all"`` a functional is a ``_marked_call``: torch-level calls are scoped too, so
@@ -155,10 +88,10 @@ def _functional(function: Any, name: str):
         if folded is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
             return function(*args, **kwargs)
         if record is None:
-            if not _current:  # a wrapper kept past its recording
+            if not current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
-            record, labels = unseen_by_dynamo(_in_recording, name, forget)  # once a recording: code dynamo never saw
-        scope = labels[record(args, kwargs) if not kept[0] else unseen_by_dynamo(record, args, kwargs)]
+            record, labels = in_recording(name, forget)
+        scope = labels[record(args, kwargs)]
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 if _has_torch_function(args):
@@ -214,10 +147,10 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         if state is True and outermost_only or state is OTHER_THREAD:  # OTHER_THREAD: recorder/threads.py
             return function(*args, **kwargs)
         if record is None:
-            if not _current:  # a wrapper kept past its recording
+            if not current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
-            record, labels = unseen_by_dynamo(_in_recording, name, forget)  # once a recording: code dynamo never saw
-        scope = labels[record(args, kwargs) if not kept[0] else unseen_by_dynamo(record, args, kwargs)]
+            record, labels = in_recording(name, forget)
+        scope = labels[record(args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
         dispatching = holds_its_calls is not False and _has_torch_function(args)
@@ -294,7 +227,7 @@ def _triton_launch(run: Any):
     call_named = _calls_by_name(launch)
 
     def launch_in_scope(kernel, *args, **kwargs):
-        if not _current or dynamo_tracing():
+        if not current or dynamo_tracing():
             return run(kernel, *args, **kwargs)
         grid = kwargs.get("grid")
         if callable(grid):
@@ -313,7 +246,7 @@ def _autograd_apply(apply: classmethod) -> classmethod:
     call_named = _calls_by_name(original, holds_its_calls=False)
 
     def apply_in_scope(cls, *args, **kwargs):
-        if not _current or INSIDE_CALL.get() is True or dynamo_tracing() or cls.__module__.startswith("torch."):
+        if not current or INSIDE_CALL.get() is True or dynamo_tracing() or cls.__module__.startswith("torch."):
             return original(cls, *args, **kwargs)
         return call_named(f"{cls.__name__}.{AUTOGRAD_APPLY}")(cls, *args, **kwargs)
 
