@@ -92,10 +92,8 @@ class Archive:
         with contextlib.suppress(FileExistsError):
             os.mkdir(self.root, 0o777)
             made_folder = True
-        if not self.root.is_dir():
-            raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
-        others = [name for name in os.listdir(self.root) if not name.startswith(f".{MARKER}.")]
-        if others and not is_archive(self.root):  # the marker is checked after the listing, which it precedes
+        others = [n for n in os.listdir(self.root) if not n.startswith(f".{MARKER}.")] if self.root.is_dir() else None
+        if others is None or others and not is_archive(self.root):  # the marker is read after the listing it precedes
             raise KernelscopeError(self.path, f"exists and is not a kernelscope archive (no {MARKER})")
         if not others:
             marker = orjson.dumps({"kernelscope_archive": ARCHIVE_FORMAT})

@@ -149,8 +149,8 @@ def diagnostic(line: str) -> None:
 
 def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None) -> None:
     """Print or write ``frame`` as ``output`` asks."""
-    fmt = output.format
-    if output.to_terminal:
+    fmt = output.format  # read once: it checks the extension against --format
+    if fmt == "table" and output.path is None:
         print_table(frame, title)
         return
     if fmt == "duckdb":
@@ -165,9 +165,8 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
         return
     finishing(output.path)
     if fmt == "parquet":
-        write_parquet(output.path, frame, overwrite=output.force)
-    else:
-        write_atomically(output.path, render(frame, fmt), overwrite=output.force)
+        return write_parquet(output.path, frame, overwrite=output.force)
+    write_atomically(output.path, render(frame, fmt), overwrite=output.force)
 
 
 def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
