@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import BadInputError
+from .json_blank_tail import trailing_blanks
 from .json_text import Leniencies
 from .trace_parts import (
     BOUNDARY,
@@ -88,9 +89,10 @@ def stream_parts(
             if streamed > limits.max_json_bytes:
                 raise BadInputError(path, limits.json_refusal())
             advance(count, stream)
-        tail = _last_bytes(before, memoryview(out.buffer)[raw_start : out.size])
-        cut, tail_keys = find_array_end(path, tail, first_at + streamed - len(tail), True, leniencies)
-        after = len(tail) - cut  # bytes after the array: they must all be in the last part
+        blank = trailing_blanks(memoryview(out.buffer)[raw_start : out.size])  # after the document, left out
+        tail = _last_bytes(before, memoryview(out.buffer)[raw_start : out.size - blank])
+        cut, tail_keys = find_array_end(path, tail, first_at + streamed - blank - len(tail), True, leniencies)
+        after = len(tail) - cut + blank  # bytes after the array: they must all be in the last part
         if after >= out.size:
             raise CutFailed
         out.size -= after
@@ -252,9 +254,10 @@ def stream_member_parts(
             index += 1
             buffer, size, start = following, count, match.end()
         with memoryview(buffer) as view:
-            tail = bytes(view[max(start, size - TAIL_KEEP) : size])
-        cut, tail_keys = find_array_end(path, tail, streamed - len(tail), True, leniencies)
-        size -= len(tail) - cut + 1  # the array's "]" and what follows it
+            blank = trailing_blanks(view[start:size])  # after the document, left out
+            tail = bytes(view[max(start, size - blank - TAIL_KEEP) : size - blank])
+        cut, tail_keys = find_array_end(path, tail, streamed - blank - len(tail), True, leniencies)
+        size -= len(tail) - cut + blank + 1  # the array's "]" and what follows it
         if size < start:
             raise CutFailed
     except BaseException:

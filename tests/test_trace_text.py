@@ -150,7 +150,7 @@ def test_text_an_editor_saved_loads(tmp_path, text, compressed, reader):
 def test_a_gzip_trace_with_a_newline_after_it_loads_and_one_with_more_after_it_is_refused(tmp_path, reader):
     """A newline after the last member (`echo >> t.gz`, a transfer in text mode) holds nothing and is left out, as
     the zeros gzip readers skip are (tests/test_gzip_members.py tries more); anything else after it is bytes after
-    the data that gzip readers refuse: the message says where they begin and what they are."""
+    the data that gzip readers refuse: the message says where they begin, past the newline, and what they are."""
     path = tmp_path / "trace.json.gz"
     path.write_bytes(MLP.read_bytes() + b"\n")
     with load_run(path) as run:
@@ -160,7 +160,7 @@ def test_a_gzip_trace_with_a_newline_after_it_loads_and_one_with_more_after_it_i
     with pytest.raises(BadInputError) as raised:
         load_run(path)
     assert str(raised.value) == (
-        f"{path}: cannot be decompressed or read (bytes after a gzip member at byte {MLP.stat().st_size}, b'\\n{{}}',"
+        f"{path}: cannot be decompressed or read (bytes after a gzip member at byte {MLP.stat().st_size + 1}, b'{{}}',"
         " are not gzip: garbage after the data)"
     )
 
