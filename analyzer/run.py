@@ -257,7 +257,24 @@ class Run:
                 f"{where}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
                 f"they are in table events, not in kernels{rows}"
             )
+        notes += self._uncalled_sample_notes()
         return notes + [note for part in self.parts.values() if part.header is not None for note in part.header.notes()]
+
+    def _uncalled_sample_notes(self) -> list[str]:
+        """A sentence per rank whose sample store holds functions its trace never calls (uncalled_samples.sql)."""
+        found: dict[int, list[str]] = {}
+        if any(part.function_data and part.header is not None for part in self.parts.values()):  # not an archive
+            for rank, name, calls in self.con.execute(sql_text("uncalled_samples.sql")).fetchall():
+                found.setdefault(rank, []).append(f"{name} ({calls:,} call{'s' if calls != 1 else ''})")
+        notes = []
+        for rank, names in found.items():
+            part = self.parts[rank]
+            store = part.directory / part.manifest["files"]["samples"] if part.directory is not None else self.path
+            notes.append(
+                f"{store}: holds samples of {', '.join(names)}, which no call scope of the trace names: they are in"
+                " table samples and function_data, in no row of kernels, and describe() leaves them out"
+            )
+        return notes
 
     def launch_check(self) -> LaunchCheck:
         """Profiler losses, added up over the ranks (each rank's correlation ids are its own)."""
