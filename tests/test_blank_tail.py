@@ -103,3 +103,20 @@ def test_a_plain_file_is_searched_from_its_end_past_its_blanks(tmp_path):
     with open(path, "rb") as raw:
         assert content_end(raw.fileno(), path.stat().st_size) == 2
         assert content_end(raw.fileno(), 1) == 1
+
+
+def test_the_end_of_a_trace_cut_short_is_searched_in_linear_work(monkeypatch):
+    """A tail of thousands of events holding arrays, cut short: each of its "]"s is tried as the array's end, and
+    each try reads only up to its first fault, so the bytes parsed stay a small multiple of the tail's (reading all
+    that follows each "]", with the lenient reading on each failure, took many seconds on a 1 MiB tail)."""
+    import orjson
+    from kernelscope.analyzer import trace_parts
+
+    event = b'{"ph": "X", "name": "aten::add", "args": {"Input Dims": [[8, 64], [8, 64], []]}, "ts": 1.5}'
+    tail = b", ".join([event] * 10000)[:-20]
+    parsed = []
+    real = orjson.loads
+    monkeypatch.setattr(orjson, "loads", lambda data: parsed.append(len(data)) or real(data))
+    with pytest.raises(BadInputError, match="the JSON ends before the trace object is complete"):
+        trace_parts.find_array_end(REPO / "t.json", tail, 0)
+    assert len(parsed) > 10000 and sum(parsed) < 20 * len(tail)
