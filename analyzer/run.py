@@ -173,7 +173,11 @@ class Run:
         if top_k is not None:
             order = f"kernel_us DESC, {order} LIMIT {_checked_top_k(top_k)}"
         query = f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY {order}"
-        return profiling_frame(self._con.execute(query).fetchnumpy())
+        return profiling_frame(self._con.execute(query).fetchnumpy(), self._thread_names)
+
+    def _thread_names(self, keys: list[int]) -> dict[int, str]:
+        """``{key: name}`` of the threads of ``keys`` that the trace names by a string (thread_names.sql)."""
+        return dict(self._con.execute(sql_text("thread_names.sql"), {"keys": keys}).fetchall())
 
     def function_data(self, rank: int | None = None, *, tensors: bool = False) -> dict:
         """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors; all ranks merged
