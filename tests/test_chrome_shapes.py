@@ -278,4 +278,5 @@ def test_a_thread_named_by_a_digit_string_is_not_the_thread_of_that_integer(tmp_
         (name, key), (no_name, integer) = run.con.execute(named).fetchall()
         assert (name, no_name, integer) == ("887", None, 887) and key < 0
         frame = run.profiling_df()
-        assert set(frame["thread"]) == {key} and set(frame["thread_name"]) == {"887"}, "the name shows where it was given"
+        assert set(frame["thread"]) == {key}
+        assert set(frame["thread_name"]) == {"887"}, "the name shows where the trace gave it"
