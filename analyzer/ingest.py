@@ -42,7 +42,8 @@ MIN_FLIGHT_PART_BYTES = 8 << 20  # and at least this size, however many workers 
 MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 decode ~5 GB/s, more only hold memory
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
-LENIENT_FAULT = re.compile("invalid UTF-8|control character")  # DuckDB's reasons to refuse what readable_text reads
+# DuckDB's reasons to refuse what readable_text reads
+LENIENT_FAULT = re.compile("invalid UTF-8|control character|surrogate")
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
 
 

@@ -239,15 +239,18 @@ def _loads_after(tail: bytes, start: int) -> None:
         return
 
 
-_LENIENT_FAULTS = ("str is not valid UTF-8", "unexpected control character")  # orjson's, which loads_readable reads
+# orjson's faults that loads_readable reads past
+_LENIENT_FAULTS = ("str is not valid UTF-8", "unexpected control character", "invalid high", "no low", "invalid low")
 _CONTROLS_AS_SPACES = bytes.maketrans(bytes(range(32)), b" " * 32)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD](?=[89a-fA-F])")  # made an escape of another character, as long
 
 
 def _blanked(tail: bytes) -> bytes:
-    """``tail`` with each byte that is not UTF-8 as "?" and each control character as a space, byte for byte: what
+    """``tail`` with each byte that is not UTF-8 as "?", each control character as a space and each surrogate's escape
+    one of another character, byte for byte: what
     the object's end is searched in where the tail needs json_text's leniencies (found once, not at each "]")."""
     text = tail.decode("utf-8", "surrogateescape")
-    return _ESCAPED_BYTE.sub("?", text).encode().translate(_CONTROLS_AS_SPACES)
+    return _SURROGATE_ESCAPE.sub(rb"\\u0", _ESCAPED_BYTE.sub("?", text).encode().translate(_CONTROLS_AS_SPACES))
 
 
 def top_level_keys(document: bytes) -> list[str]:

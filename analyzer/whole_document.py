@@ -84,7 +84,7 @@ def _read_leniently(path, data: bytes, exc: orjson.JSONDecodeError, decompressed
     or raw control characters in strings; else the one sentence that says why it is not JSON."""
     text = readable_text(data)
     try:
-        if not (text.not_utf8 or text.controls):
+        if not text.lenient:
             raise exc
         doc = orjson.loads(text.data)
     except orjson.JSONDecodeError as last:

@@ -83,6 +83,25 @@ def test_raw_control_characters_in_strings_read_as_themselves(tmp_path, place, c
             assert run.profiling_df()["kernel"].str.startswith("a\tb\nc\x01nvjet").sum() == 1
 
 
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("place", PLACES)
+def test_escapes_of_lone_surrogates_read_as_replacement_characters(tmp_path, place, compressed, reader, parts):
+    """JSON's grammar allows any \\uXXXX, but a lone UTF-16 surrogate names no character, and orjson and DuckDB refuse
+    it: each reads as U+FFFD, a pair stays its character, an escaped backslash before "ud800" escapes nothing."""
+    lone = rb"\ud800a\udc00\ud83d\ude00\\ud800\udbff"
+    path = _write(tmp_path, PLACES[place](TEXT, lone), compressed)
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert len(run.profiling_df()) == 6
+        assert run.notes() == [
+            f"{path}: holds 3 escapes of lone UTF-16 surrogates (\\ud800…) in strings, which name no character, read"
+            " as U+FFFD (\ufffd)"
+        ]
+        if place in ("event", "bare array", "parsed whole"):
+            named = "\ufffda\ufffd\U0001f600\\ud800\ufffdnvjet"
+            assert run.profiling_df()["kernel"].str.startswith(named).sum() == 1
+
+
 def test_a_trace_cut_again_counts_its_bytes_once(tmp_path, monkeypatch):
     """A cut that falls inside an event (between two objects of a list in its args) has the trace read again as one
     part: the bytes of the parts read before are counted once, not once a try."""
