@@ -59,13 +59,17 @@ def test_a_byte_after_blanks_after_the_trace_is_refused_naming_where_it_stands(t
     assert str(raised.value) == f"{path}: is not valid JSON ({where})"
 
 
-def test_a_byte_after_megabytes_of_blanks_after_a_plain_trace_is_refused(tmp_path):
-    path = tmp_path / "trace.json"
-    path.write_bytes(TEXT + TAIL + b"x")
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+def test_a_word_after_megabytes_of_blanks_after_a_trace_is_refused_naming_where_it_stands(tmp_path, compressed):
+    """More blanks than the 1 MiB the end of the trace object is searched in, then a word: it is trailing data, not a
+    trace cut short."""
+    text = TEXT + b" \r\n\t" * (768 << 10) + b"xyz"
+    path = tmp_path / ("trace.json.gz" if compressed else "trace.json")
+    path.write_bytes(gzip.compress(text) if compressed else text)
     with pytest.raises(BadInputError) as raised:
         load_run(path)
-    where = f"trailing data at byte {len(TEXT) + len(TAIL)}, after the trace object"
-    assert str(raised.value) == f"{path}: is not valid JSON ({where})"
+    where = f"trailing data at byte {len(text) - 3}{' of the JSON it decompresses to' if compressed else ''}"
+    assert str(raised.value) == f"{path}: is not valid JSON ({where}, after the trace object)"
 
 
 def _held(data: bytes, read_bytes: int) -> bytes:
