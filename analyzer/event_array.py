@@ -31,6 +31,7 @@ import orjson
 from .errors import BadInputError, json_fault
 from .gzip_blank_tail import BlankTailGzip, ends_in_whitespace
 from .gzip_members import MemberStream, bytes_after_members, gzip_members
+from .json_blank_tail import BLANKS, HeldBlanks, content_end
 from .json_text import BOM, Leniencies, loads_readable
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
@@ -57,6 +58,7 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
 HEAD_LIMIT = 64 << 20  # the header keys (deviceProperties…) are a few KB; give up on the fast path past this
 WHOLE_CHECK_BYTES = 64 << 20  # a plain trace whose end is not found is parsed whole, for the reason, up to this size
 GZIP_MAGIC = b"\x1f\x8b"
+JSON_WHITESPACE = b" \t\r\n"
 SEARCH_WINDOW = 4 << 20  # a plain trace is cut at the first boundary between two events this far past each target
 FIRST_SEARCH_WINDOW = 64 << 10
 
@@ -93,13 +95,15 @@ def split_event_array(
     """
     limits = limits or Limits()
     with open_trace(path, compressed, threads) as stream:
-        head = _read_head(stream)
+        head, skipped = _read_head(stream)
         found = find_events_key(head)
         if found is None:
             return parse_document(
                 path, head, stream, scratch, on_part, limits, _is_gzip_stream(stream), leniencies
             )
         key_start, array_start = found
+        first = head[array_start:]
+        array_start += skipped  # where the array begins in the JSON, the blanks before the document counted
         if compressed:
             advance(len(head), stream)
             taken = _member_parts(stream, part_bytes, limits)
@@ -108,7 +112,6 @@ def split_event_array(
                     path, stream, taken, array_start, scratch, on_part, advance, limits, leniencies
                 )
             else:
-                first = head[array_start:]
                 tail_keys = stream_parts(
                     path,
                     stream,
@@ -145,16 +148,20 @@ def _member_parts(stream: BinaryIO, part_bytes: int, limits: Limits):
     return stream.take_current()
 
 
-def _read_head(stream: BinaryIO) -> bytes:
-    head = b""
+def _read_head(stream: BinaryIO) -> tuple[bytes, int]:
+    """The JSON's first bytes, up to and past the key ``"traceEvents"`` where it comes within HEAD_LIMIT, the
+    whitespace before the document left out (however much: JSON allows it); and how many bytes were left out."""
+    head, skipped = b"", 0
     while len(head) < HEAD_LIMIT:
         chunk = stream.read(CHUNK if head else 1 << 16)
         if not chunk:
             break
         head += chunk
-        if b'"traceEvents"' in head:
+        if not head.strip(JSON_WHITESPACE):
+            skipped, head = skipped + len(head), b""
+        elif b'"traceEvents"' in head:
             break
-    return head
+    return head, skipped
 
 
 def _copy_parts(
@@ -172,11 +179,13 @@ def _copy_parts(
     place, hand out each range of the file, between the array's brackets)."""
     fd = raw.fileno()
     size = os.fstat(fd).st_size
-    tail_start = max(array_start, size - TAIL_KEEP)
+    data_end = max(array_start, content_end(fd, size))  # blanks after the document, however many, left out
+    tail_start = max(array_start, data_end - TAIL_KEEP)
     try:
-        tail = os.pread(fd, size - tail_start, tail_start)
+        tail = os.pread(fd, data_end - tail_start, tail_start)
         cut, tail_keys = find_array_end(path, tail, tail_start, leniencies=leniencies)
     except BadInputError:
+        _refuse_a_word_after_blanks(path, fd, array_start, data_end)
         _refuse_what_is_not_cut_short(path, fd, size)
         raise
     end = tail_start + cut
@@ -207,6 +216,22 @@ def _copy_parts(
         advance(last - first, raw)
         on_part(index, Part(index, out_path, at=first if index == 0 else first - 1))
     return tail_keys
+
+
+def _refuse_a_word_after_blanks(path: Path, fd: int, array_start: int, data_end: int) -> None:
+    """Refuse a plain file whose last word (text with no blank in it) follows a whole trace object and blanks, more
+    of them, maybe, than the tail searched for the object's end holds: the sentence names where the word begins."""
+    last = os.pread(fd, min(TAIL_KEEP, data_end - array_start), data_end - min(TAIL_KEEP, data_end - array_start))
+    word = len(last) - max(last.rfind(bytes([blank])) for blank in BLANKS) - 1
+    before = content_end(fd, data_end - word)
+    if word >= len(last) or before <= array_start:
+        return
+    start = max(array_start, before - TAIL_KEEP)
+    try:
+        find_array_end(path, os.pread(fd, before - start, start))
+    except BadInputError:
+        return
+    raise BadInputError(path, f"is not valid JSON (trailing data at byte {data_end - word}, after the trace object)")
 
 
 def _refuse_what_is_not_cut_short(path: Path, fd: int, size: int) -> None:
@@ -244,7 +269,7 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
     try:
         with open(path, "rb") as raw:
             if not compressed:
-                yield raw
+                yield HeldBlanks(raw)
                 return
             members = gzip_members(raw.fileno())
             if members is not None and len(members) > 1:
@@ -254,7 +279,7 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
             # whitespace after the last member, which gzip readers refuse: a reader that knows where members end
             blank_tail = ends_in_whitespace(raw.fileno())
             with BlankTailGzip(raw) if blank_tail else _GzipReader(fileobj=raw, mode="rb") as stream:
-                yield stream
+                yield HeldBlanks(stream)
     except (OSError, EOFError, zlib.error, _IsalError) as exc:
         if isinstance(exc, OSError) and exc.errno in SCRATCH_FULL:  # writing the parts, not reading the trace
             problem = f"{exc.strerror or exc} (cutting {path.name} into parts; TMPDIR names another scratch directory)"
@@ -293,7 +318,7 @@ def parse_whole(
 
 def _is_gzip_stream(stream: BinaryIO) -> bool:
     """Whether open_trace's ``stream`` decompresses the file (its bytes are not the file's own)."""
-    return isinstance(stream, (MemberStream, _GzipReader, BlankTailGzip))
+    return isinstance(getattr(stream, "stream", stream), (MemberStream, _GzipReader, BlankTailGzip))
 
 
 def _parse_object(path: Path, text: bytes, leniencies: Leniencies | None) -> dict:

@@ -5,8 +5,8 @@ before it are whole and checked (their CRCs and sizes), yet GNU gzip and Python'
 member they read a new header, and whitespace is not one. Where the data ends cannot be told from the bytes (a
 trailer may itself end in a whitespace byte: its size's top byte), but the decoder knows: each member's deflate
 data ends where the decoder says (its unused data). So this reader decodes member after member itself, skips the
-zeros gzip readers skip between them, and after the last one takes up to MAX_BLANK_TAIL blanks (whitespace,
-zeros) as the end of the file; any other byte there is garbage, refused as gzip readers refuse it.
+zeros gzip readers skip between them, and after the last one takes blanks (whitespace, zeros), however many, read
+a piece at a time, as the end of the file; any other byte there is garbage, refused as gzip readers refuse it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import io
 import os
 from typing import BinaryIO
 
+from .json_blank_tail import BLANKS, content_end
+
 try:
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer must not need it
@@ -24,15 +26,14 @@ except ImportError:  # pragma: no cover - isal is a dependency, but the analyzer
 READ_CHUNK = 8 << 20  # the buffered reader's own reads
 PIECE_BYTES = 64 << 10  # compressed bytes read at a time
 OUTPUT_BYTES = 96 << 10  # decompressed bytes taken from the decoder at a time: below glibc's mmap threshold (128 KiB)
-MAX_BLANK_TAIL = 1 << 20  # blanks after the members that are left out; more are garbage
-BLANKS = b" \t\r\n\0"
 GZIP_MAGIC = b"\x1f\x8b"
 
 
 def ends_in_whitespace(fd: int) -> bool:
-    """Whether the last byte of the file open at ``fd`` is whitespace (which no gzip reader reads past)."""
-    size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) in (b" ", b"\t", b"\r", b"\n")
+    """Whether the file open at ``fd`` ends in whitespace, zeros after it or not (which no gzip reader reads past;
+    zeros alone they skip)."""
+    end = content_end(fd, os.fstat(fd).st_size, b"\0")
+    return end > 0 and os.pread(fd, 1, end - 1) in (b" ", b"\t", b"\r", b"\n")
 
 
 class _Members(io.RawIOBase):
@@ -80,9 +81,10 @@ class _Members(io.RawIOBase):
         if rest.startswith(GZIP_MAGIC):
             self.decoder, self.input = _zlib.decompressobj(31), rest
             return
-        tail = rest + self.raw.read(MAX_BLANK_TAIL + 1 - len(rest)) if len(rest) <= MAX_BLANK_TAIL else rest
-        if len(tail) > MAX_BLANK_TAIL or tail.strip(BLANKS):
-            raise gzip.BadGzipFile("Not a gzipped file")  # garbage after the data (event_array names it)
+        while rest:
+            if rest.strip(BLANKS):
+                raise gzip.BadGzipFile("Not a gzipped file")  # garbage after the data (event_array names it)
+            rest = self.raw.read(PIECE_BYTES)
         self.done = True
 
 

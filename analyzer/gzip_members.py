@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .errors import BadInputError
-from .gzip_blank_tail import BLANKS, MAX_BLANK_TAIL
+from .json_blank_tail import BLANKS, content_end, read_by_pieces
 from .streamed_parts import Buffers
 from .trace_parts import TRUNCATED_WHILE_READ
 
@@ -122,8 +122,7 @@ def gzip_members(fd: int) -> list[Member] | None:
     while offset < size:
         header = os.pread(fd, HEADER_BYTES, offset)
         if len(header) < HEADER_BYTES or not header.startswith(_HEADER_START[:4]) or header[10:16] != _EXTRA:
-            tail = os.pread(fd, size - offset, offset) if members and size - offset <= MAX_BLANK_TAIL else b"x"
-            return members if not tail.strip(BLANKS) else None
+            return members if members and content_end(fd, size) <= offset else None
         length = int.from_bytes(header[16:], "little")
         if length < HEADER_BYTES + TRAILER_BYTES or offset + length > size:
             return None
@@ -163,7 +162,20 @@ def bytes_after_members(fd: int) -> tuple[int, bytes] | None:
         offset += len(zeros) - len(zeros.lstrip(b"\0"))
         following = os.pread(fd, 9, offset)
         if not following.startswith(_HEADER_START[:2]) or size - offset < 18:  # 18: a header and a trailer
-            return offset, following
+            return _after_blanks(fd, offset, size)
+
+
+def _after_blanks(fd: int, offset: int, size: int) -> tuple[int, bytes] | None:
+    """Where the first byte after ``offset`` that is not a blank stands, and the (up to 9) bytes from it: the garbage
+    that blanks after the last member hide (blanks alone are no garbage: gzip_blank_tail.py reads past them); the
+    bytes at ``offset`` where no blank begins there or where the file holds nothing else."""
+    start = offset
+    while start < size and not (piece := os.pread(fd, READ_CHUNK, start)).strip(BLANKS):
+        start += len(piece)
+    if start >= size:
+        return None
+    start += len(piece) - len(piece.lstrip(BLANKS))
+    return start, os.pread(fd, 9, start)
 
 
 def json_size(path: Path) -> int | None:
@@ -277,14 +289,7 @@ class MemberStream:
             return count
 
     def read(self, size: int = -1) -> bytes:
-        out = bytearray()
-        while size < 0 or len(out) < size:
-            piece = bytearray(READ_CHUNK if size < 0 else min(READ_CHUNK, size - len(out)))
-            count = self.readinto(piece)
-            if not count:
-                break
-            out += piece[:count]
-        return bytes(out)
+        return read_by_pieces(self.readinto, size, READ_CHUNK)
 
     def close(self) -> None:
         """Stop decoding (waits for the members being decoded) and give back the buffers it holds."""

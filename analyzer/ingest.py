@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import re
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,9 +21,10 @@ from pathlib import Path
 
 import duckdb
 
+from .duckdb_reader import insert_by_duckdb
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
-from .json_text import Leniencies, describe_fault, read_file_leniently
+from .json_text import Leniencies, describe_fault
 from .memory import PART_ROOM, Settings, in_flight_bytes, read_settings, reading_limits
 from .sql import run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
@@ -42,7 +42,6 @@ MIN_FLIGHT_PART_BYTES = 8 << 20  # and at least this size, however many workers 
 MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 decode ~5 GB/s, more only hold memory
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
-LENIENT_FAULT = re.compile("invalid UTF-8|control character")  # DuckDB's reasons to refuse what readable_text reads
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
 
 
@@ -267,14 +266,7 @@ def _load_part(
             count = _insert_natively(part, index, counts, inserts, header, alone_bytes)
         if count is None:
             with con.cursor() as cursor:
-                ids = {"first_id": str(index << PART_ID_BITS), "rank": str(header.rank)}
-                try:
-                    result = run_sql_file(cursor, "ingest.sql", events_file=part.as_file(), **ids)
-                except duckdb.InvalidInputException as exc:
-                    if not LENIENT_FAULT.search(str(exc)) or not read_file_leniently(part.file, header.leniencies):
-                        raise
-                    result = run_sql_file(cursor, "ingest.sql", events_file=part.file, **ids)
-                count = result.fetchone()[0]
+                count = insert_by_duckdb(cursor, part.as_file(), index << PART_ID_BITS, header.rank, header.leniencies)
         return count
     finally:
         counts.publish(index, count)

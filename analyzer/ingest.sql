@@ -1,5 +1,6 @@
 -- ingest.sql: append one part of the trace's traceEvents array (a file holding a JSON array of consecutive
 -- events) to `events`. event_id is ${first_id} + the position in the part (event_ids.sql renumbers); rank ${rank}.
+-- ${object_bytes}: the largest event read (DuckDB's default, or the part's size where an event is larger).
 -- ts/dur are read as exact decimals and stored as integer nanoseconds, so containment tests are exact; 38
 -- digits hold epoch microseconds (16 integer digits), whose nanoseconds fit BIGINT until 2262. Past it the cast
 -- fails and validate.py names the event, where it is one validate.sql's rules hold (a device event, launch, operator
@@ -57,6 +58,7 @@ FROM (
         ${events_file},
         format = 'array',
         columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
-                   ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON', id: 'JSON'}
+                   ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON', id: 'JSON'},
+        maximum_object_size = ${object_bytes}
     )
 )));

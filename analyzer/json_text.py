@@ -39,6 +39,11 @@ class Readable:
     data: bytes
     not_utf8: int = 0
     controls: int = 0
+    surrogates: int = 0
+
+    @property
+    def lenient(self) -> bool:
+        return bool(self.not_utf8 or self.controls or self.surrogates)
 
 
 @dataclass
@@ -48,16 +53,17 @@ class Leniencies:
 
     not_utf8: list[int] = field(default_factory=list)
     controls: list[int] = field(default_factory=list)
+    surrogates: list[int] = field(default_factory=list)
 
     def add(self, text: Readable) -> None:
-        if text.not_utf8:
-            self.not_utf8.append(text.not_utf8)
-        if text.controls:
-            self.controls.append(text.controls)
+        for kind in ("not_utf8", "controls", "surrogates"):
+            if getattr(text, kind):
+                getattr(self, kind).append(getattr(text, kind))
 
     def clear(self) -> None:
         self.not_utf8.clear()
         self.controls.clear()
+        self.surrogates.clear()
 
     def notes(self, path: str) -> list[str]:
         """A sentence for each leniency the trace took."""
@@ -74,6 +80,13 @@ class Leniencies:
                 f"{path}: holds {count:,} control character{'s' if count > 1 else ''} (a tab, a newline…) written"
                 " raw inside strings, where JSON escapes them, read as the characters they are"
             )
+        if self.surrogates:
+            count = sum(self.surrogates)
+            notes.append(
+                f"{path}: holds {count:,} "
+                + ("escapes of lone UTF-16 surrogates" if count > 1 else "escape of a lone UTF-16 surrogate")
+                + f" (\\ud800…) in strings, which name{'' if count > 1 else 's'} no character, read as U+FFFD (\ufffd)"
+            )
         return notes
 
 
@@ -84,7 +97,7 @@ def loads_readable(data: bytes, leniencies: Leniencies | None = None):
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         text = readable_text(bytes(data))
-        if not (text.not_utf8 or text.controls):
+        if not text.lenient:
             raise
     value = orjson.loads(text.data)
     if leniencies is not None:
@@ -97,7 +110,7 @@ def read_file_leniently(file: str, leniencies: Leniencies) -> bool:
     ``leniencies``)."""
     with open(file, "rb") as raw:
         text = readable_text(raw.read())
-    if not (text.not_utf8 or text.controls):
+    if not text.lenient:
         return False
     with open(file, "wb") as out:
         out.write(text.data)
@@ -115,17 +128,38 @@ def readable_text(data: bytes) -> Readable:
         text, not_utf8 = _NOT_UTF8.subn("\ufffd", data.decode("utf-8", "surrogateescape"))
         data = text.encode()
     pieces: list[bytes] = []
-    last = controls = 0
+    last = controls = surrogates = 0
     for match in _STRING.finditer(data):
-        string = match.group()
-        if _CONTROL.search(string) is None:
-            continue
-        escaped, count = _CONTROL.subn(lambda c: _ESCAPES.get(c.group(), b"\\u%04x" % ord(c.group())), string)
-        pieces += (data[last : match.start()], escaped)
-        last, controls = match.end(), controls + count
-    if controls:
+        string = escaped = match.group()
+        if _CONTROL.search(string) is not None:
+            escaped, count = _CONTROL.subn(lambda c: _ESCAPES.get(c.group(), b"\\u%04x" % ord(c.group())), escaped)
+            controls += count
+        if b"\\u" in string and _SURROGATE.search(string) is not None:
+            escaped, count = _lone_surrogates(escaped)
+            surrogates += count
+        if escaped is not string:
+            pieces += (data[last : match.start()], escaped)
+            last = match.end()
+    if pieces:
         data = b"".join(pieces) + data[last:]
-    return Readable(data, not_utf8, controls)
+    return Readable(data, not_utf8, controls, surrogates)
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# each escape of a string in turn (an escaped backslash is one, so "\\\\ud800" holds none): a high surrogate and the low
+# one after it (a pair, one character), a lone high or low one, or any other escape
+_STRING_ESCAPE = re.compile(
+    rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(\\u[dD][89a-fA-F][0-9a-fA-F]{2})|\\.", re.S
+)
+
+
+def _lone_surrogates(string: bytes) -> tuple[bytes, int]:
+    """``string`` (a JSON string) with each escape of a lone UTF-16 surrogate as ``\\ufffd`` (as long: an offset in
+    it stays where it was), and how many: JSON's grammar allows them, but they name no character, and orjson and
+    DuckDB refuse them."""
+    lone = []
+    fixed = _STRING_ESCAPE.sub(lambda m: lone.append(1) or b"\\ufffd" if m.group(1) else m.group(), string)
+    return fixed, len(lone)
 
 
 def fault_in_strings(data) -> tuple[int, str] | None:

@@ -173,7 +173,11 @@ class Run:
         if top_k is not None:
             order = f"kernel_us DESC, {order} LIMIT {_checked_top_k(top_k)}"
         query = f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY {order}"
-        return profiling_frame(self._con.execute(query).fetchnumpy())
+        return profiling_frame(self._con.execute(query).fetchnumpy(), self._thread_names)
+
+    def _thread_names(self, keys: list[int]) -> dict[int, str]:
+        """``{key: name}`` of the threads of ``keys`` that the trace names by a string (thread_names.sql)."""
+        return dict(self._con.execute(sql_text("thread_names.sql"), {"keys": keys}).fetchall())
 
     def function_data(self, rank: int | None = None, *, tensors: bool = False) -> dict:
         """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors; all ranks merged
@@ -257,7 +261,24 @@ class Run:
                 f"{where}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
                 f"they are in table events, not in kernels{rows}"
             )
+        notes += self._uncalled_sample_notes()
         return notes + [note for part in self.parts.values() if part.header is not None for note in part.header.notes()]
+
+    def _uncalled_sample_notes(self) -> list[str]:
+        """A sentence per rank whose sample store holds functions its trace never calls (uncalled_samples.sql)."""
+        found: dict[int, list[str]] = {}
+        if any(part.function_data and part.header is not None for part in self.parts.values()):  # not an archive
+            for rank, name, calls in self.con.execute(sql_text("uncalled_samples.sql")).fetchall():
+                found.setdefault(rank, []).append(f"{name} ({calls:,} call{'s' if calls != 1 else ''})")
+        notes = []
+        for rank, names in found.items():
+            part = self.parts[rank]
+            store = part.directory / part.manifest["files"]["samples"] if part.directory is not None else self.path
+            notes.append(
+                f"{store}: holds samples of {', '.join(names)}, which no call scope of the trace names: they are in"
+                " table samples and function_data, in no row of kernels, and describe() leaves them out"
+            )
+        return notes
 
     def launch_check(self) -> LaunchCheck:
         """Profiler losses, added up over the ranks (each rank's correlation ids are its own)."""

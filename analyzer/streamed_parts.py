@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import BadInputError
+from .json_blank_tail import BLANKS, trailing_blanks
 from .json_text import Leniencies
 from .trace_parts import (
     BOUNDARY,
@@ -88,9 +89,14 @@ def stream_parts(
             if streamed > limits.max_json_bytes:
                 raise BadInputError(path, limits.json_refusal())
             advance(count, stream)
-        tail = _last_bytes(before, memoryview(out.buffer)[raw_start : out.size])
-        cut, tail_keys = find_array_end(path, tail, first_at + streamed - len(tail), True, leniencies)
-        after = len(tail) - cut  # bytes after the array: they must all be in the last part
+        blank = trailing_blanks(memoryview(out.buffer)[raw_start : out.size])  # after the document, left out
+        tail = _last_bytes(before, memoryview(out.buffer)[raw_start : out.size - blank])
+        try:
+            cut, tail_keys = find_array_end(path, tail, first_at + streamed - blank - len(tail), True, leniencies)
+        except BadInputError:
+            _refuse_a_word_after_blanks(path, out, raw_start, before, first_at + streamed)
+            raise
+        after = len(tail) - cut + blank  # bytes after the array: they must all be in the last part
         if after >= out.size:
             raise CutFailed
         out.size -= after
@@ -99,6 +105,27 @@ def stream_parts(
         raise
     on_part(index, out.part(index, first_at))
     return tail_keys
+
+
+def _refuse_a_word_after_blanks(path: Path, out, start: int, before: bytes, json_end: int) -> None:
+    """Refuse a decompressed trace whose last word (text with no blank in it) follows a whole trace object and blanks,
+    more of them, maybe, than the tail searched for the object's end holds: the sentence names where the word
+    begins. ``out``: the last part's buffer, from ``start``; ``json_end``: where it ends in the JSON."""
+    with memoryview(out.buffer) as view, view[start : out.size] as body:
+        end = len(body) - trailing_blanks(body)
+        last = bytes(body[max(0, end - TAIL_KEEP) : end])
+        word = len(last) - max(last.rfind(bytes([blank])) for blank in BLANKS) - 1
+        with body[: end - word] as head:  # each view released, so the buffer can be reused
+            stop = end - word - trailing_blanks(head)
+        tail = bytes(body[max(0, stop - TAIL_KEEP) : stop])
+    if word >= len(last) or stop <= 0:
+        return
+    try:
+        find_array_end(path, (before + tail)[-TAIL_KEEP:] if len(tail) < TAIL_KEEP else tail)
+    except BadInputError:
+        return
+    where = f"byte {json_end - (out.size - start) + end - word} of the JSON it decompresses to"
+    raise BadInputError(path, f"is not valid JSON (trailing data at {where}, after the trace object)")
 
 
 def _direct_reader(stream: BinaryIO) -> BinaryIO:
@@ -252,9 +279,10 @@ def stream_member_parts(
             index += 1
             buffer, size, start = following, count, match.end()
         with memoryview(buffer) as view:
-            tail = bytes(view[max(start, size - TAIL_KEEP) : size])
-        cut, tail_keys = find_array_end(path, tail, streamed - len(tail), True, leniencies)
-        size -= len(tail) - cut + 1  # the array's "]" and what follows it
+            blank = trailing_blanks(view[start:size])  # after the document, left out
+            tail = bytes(view[max(start, size - blank - TAIL_KEEP) : size - blank])
+        cut, tail_keys = find_array_end(path, tail, streamed - blank - len(tail), True, leniencies)
+        size -= len(tail) - cut + blank + 1  # the array's "]" and what follows it
         if size < start:
             raise CutFailed
     except BaseException:

@@ -187,11 +187,16 @@ def find_array_end(
     json_text.loads_readable, counted in ``leniencies``). Where no ``]`` ends a trace object, but one does that text
     follows (``tail_at``: where ``tail`` begins in the JSON, which a gzip trace ``decompressed`` to), that text is
     named with its offset; else the JSON ends early."""
+    searched = tail  # where a "]" ends the object is where it ends in tail: searched keeps tail's length
     pos = tail.rfind(b"]")
     while pos != -1:
         try:
+            _loads_after(searched, pos + 1)
             keys = loads_readable(_KEYS_START + tail[pos + 1 :])
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
+            if searched is tail and exc.msg.startswith(_LENIENT_FAULTS):
+                searched = _blanked(tail)
+                continue
             pos = tail.rfind(b"]", 0, pos)
             continue
         if isinstance(keys, dict):
@@ -210,6 +215,42 @@ def find_array_end(
         where = f"byte {tail_at + after}{' of the JSON it decompresses to' if decompressed else ''}"
         raise BadInputError(path, f"is not valid JSON (trailing data at {where}, after the trace object)")
     raise BadInputError(path, ENDS_EARLY)
+
+
+def _loads_after(tail: bytes, start: int) -> None:
+    """Parse a trace object whose array ended just before ``tail[start:]``: raise the JSONDecodeError that parsing
+    all of it would, or nothing where it closes the object. Read in growing windows: the first fault after a "]"
+    inside an event is a few bytes on, and reading all that follows each of a tail's thousands of "]"s made the
+    search of a truncated trace quadratic (many seconds on 1 MiB)."""
+    window = 128
+    while True:
+        end = min(len(tail), start + window)
+        while end < len(tail) and tail[end] & 0xC0 == 0x80:  # a window ends where a character does
+            end -= 1
+        try:
+            orjson.loads(_KEYS_START + tail[start:end])
+        except orjson.JSONDecodeError as exc:  # a fault within the window is the whole text's
+            if end == len(tail) or exc.msg != "unexpected end of data":
+                raise
+            window *= 8
+            continue
+        if end < len(tail):  # the window closed the object: what follows it decides
+            orjson.loads(_KEYS_START + tail[start:])
+        return
+
+
+# orjson's faults that loads_readable reads past
+_LENIENT_FAULTS = ("str is not valid UTF-8", "unexpected control character", "invalid high", "no low", "invalid low")
+_CONTROLS_AS_SPACES = bytes.maketrans(bytes(range(32)), b" " * 32)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD](?=[89a-fA-F])")  # made an escape of another character, as long
+
+
+def _blanked(tail: bytes) -> bytes:
+    """``tail`` with each byte that is not UTF-8 as "?", each control character as a space and each surrogate's escape
+    one of another character, byte for byte: what
+    the object's end is searched in where the tail needs json_text's leniencies (found once, not at each "]")."""
+    text = tail.decode("utf-8", "surrogateescape")
+    return _SURROGATE_ESCAPE.sub(rb"\\u0", _ESCAPED_BYTE.sub("?", text).encode().translate(_CONTROLS_AS_SPACES))
 
 
 def top_level_keys(document: bytes) -> list[str]:
@@ -233,7 +274,7 @@ def _text_after(tail: bytes) -> int | None:
     pos = data.rfind(b"]")
     while pos != -1:
         try:
-            orjson.loads(_KEYS_START + data[pos + 1 :])
+            _loads_after(data, pos + 1)
         except orjson.JSONDecodeError as exc:
             if exc.msg == "unexpected content after document":
                 start = pos + 1 + len(data[pos + 1 :].decode()[: exc.pos - len(_KEYS_START)].encode())

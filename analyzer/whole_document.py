@@ -13,6 +13,7 @@ from typing import BinaryIO
 import orjson
 
 from .errors import BadInputError, is_json_text, json_fault
+from .json_blank_tail import trailing_blanks
 from .json_text import BOM, Leniencies, loads_readable, readable_text
 from .trace_parts import ENDS_EARLY, TWO_ARRAYS, Limits, OnPart, Part, part_file, top_level_keys
 
@@ -42,6 +43,8 @@ def parse_document(
             raise BadInputError(path, f"is not valid JSON ({json_fault(data[:4096], reason, decompressed, path)})")
         raise BadInputError(path, limits.whole_document_refusal())
     data = data[len(BOM) :] if data.startswith(BOM) else data  # a byte order mark an editor put before the JSON
+    blank = trailing_blanks(data)  # after the document: zeros of space reserved and never written among them
+    data = data[: len(data) - blank] if blank and b"\0" in data[len(data) - blank :] else data
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -81,7 +84,7 @@ def _read_leniently(path, data: bytes, exc: orjson.JSONDecodeError, decompressed
     or raw control characters in strings; else the one sentence that says why it is not JSON."""
     text = readable_text(data)
     try:
-        if not (text.not_utf8 or text.controls):
+        if not text.lenient:
             raise exc
         doc = orjson.loads(text.data)
     except orjson.JSONDecodeError as last:

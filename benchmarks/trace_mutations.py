@@ -53,10 +53,12 @@ KINDS = {  # mutation: weight
     "shuffle_keys": 5,
     "reformat": 3,
     "begin_end": 6,
+    "blanks": 4,
     "combo": 7,
     "run_dir": 7,
 }
-VALID_KINDS = {"shuffle", "shuffle_keys", "reformat", "begin_end"}  # the input stays valid: attribution must not change
+# the input stays valid: attribution must not change
+VALID_KINDS = {"shuffle", "shuffle_keys", "reformat", "begin_end", "blanks"}
 
 
 @dataclass
@@ -316,6 +318,8 @@ def make_case(source: Source, kind: str, rng: random.Random, workdir: Path) -> C
         return Case(kind, source, _write_trace(bytes(data), stem, rng), False, [f"bytes at {spots}"])
     if kind == "reformat":
         return Case(kind, source, _write_trace(_dumps(doc, pretty=True), stem, rng), True, ["indent 2"])
+    if kind == "blanks":
+        return _blanks_case(source, doc, rng, stem)
     if kind == "run_dir":
         return _run_dir_case(source, doc, rng, workdir)
     if kind == "combo":
@@ -326,6 +330,25 @@ def make_case(source: Source, kind: str, rng: random.Random, workdir: Path) -> C
         return Case(kind, source, _write_trace(_dumps(doc), stem, rng), False, steps)
     step = MUTATORS[kind](doc, rng)
     return Case(kind, source, _write_trace(_dumps(doc), stem, rng), kind in VALID_KINDS, [step])
+
+
+def _blanks(rng: random.Random, alphabet: bytes) -> bytes:
+    """A run of blanks from ``alphabet``, a short random pattern repeated: none, a few, or more than the 1 MiB the end
+    of a trace is searched in."""
+    size = rng.choice([0, 1, 3, 1000, (1 << 20) + 1, 3 << 20])
+    pattern = bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
+    return (pattern * (size // len(pattern) + 1))[:size]
+
+
+def _blanks_case(source: Source, doc: dict, rng: random.Random, stem: Path) -> Case:
+    """Whitespace before the JSON, whitespace and zeros after it (and after a gzip member): the trace as it was."""
+    before, after = _blanks(rng, b" \t\r\n"), _blanks(rng, b" \t\r\n\0")
+    path = _write_trace(before + _dumps(doc, pretty=rng.random() < 0.5) + after, stem, rng)
+    outside = _blanks(rng, b" \t\r\n\0") if path.suffix == ".gz" else b""
+    with open(path, "ab") as out:
+        out.write(outside)
+    step = f"{len(before)} blanks before, {len(after)} after, {len(outside)} after the gzip member"
+    return Case("blanks", source, path, True, [step])
 
 
 def _json_paths(value, prefix=()):

@@ -27,7 +27,8 @@ FULL_NAMES = click.option(
 )
 
 
-KERNEL_LINKS = ["device", "thread", "correlation", "event_id"]  # for joins in SQL; csv, json and parquet keep them
+# for joins in SQL (and the name a trace gave a thread); csv, json and parquet keep them
+KERNEL_LINKS = ["device", "thread", "thread_name", "correlation", "event_id"]
 
 
 def kernel_table(frame: pd.DataFrame, output: Output) -> pd.DataFrame:

@@ -40,6 +40,17 @@ ROCTRACER_LINKED = {*DEVICE_CATS, "cuda_runtime", "cuda_driver"}
 LAUNCH_CATEGORIES = {f"{device}_{kind}" for device in ("cuda", "xpu", "privateuse1") for kind in ("runtime", "driver")}
 
 
+def _without_lone_surrogates(value):
+    """``value`` with each lone surrogate in its strings as U+FFFD (json.loads keeps them; a pair is one character)."""
+    if isinstance(value, str):
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, list):
+        return [_without_lone_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def load_events(path: Path) -> list[dict]:
     """The trace's events, the 2021 format's read as the later one: legacy categories renamed, a memory event
     without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"; in a
@@ -58,6 +69,8 @@ def load_events(path: Path) -> list[dict]:
         if not text.lstrip().startswith("["):
             raise
         doc = json.loads(text.rstrip().removesuffix(",") + "]", parse_float=Decimal, strict=False)
+    if re.search(r"\\u[dD][89a-fA-F]", text):  # an escape of a lone UTF-16 surrogate reads as U+FFFD
+        doc = _without_lone_surrogates(doc)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     for e in events:
         if not isinstance(e, dict):

@@ -74,6 +74,8 @@ def test_begin_and_end_events_pair_into_the_spans_they_stand_for(tmp_path):
     complete events: each "E" ends the latest "B" still open on its thread."""
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
+    with load_run(tmp_path / "complete.json") as run:
+        assert run.profiling_df()["thread_name"].isna().all(), "threads the trace numbers have no name"
     paired = _rows(_write(tmp_path, _as_begin_end(doc)))
     assert paired == complete and len(paired) == 6 and {r["function_name"] for r in paired} == {"linear", "relu"}
 
@@ -120,6 +122,8 @@ def test_a_span_that_ends_where_the_next_begins_ends_first_whichever_the_file_wr
     end = first["ts"] + first["dur"]
     second["ts"], second["dur"] = end, second["ts"] + second["dur"] - end  # earlier: no event of it moves out
     complete = _rows(_write(tmp_path, doc, "complete"))
+    with load_run(tmp_path / "complete.json") as run:
+        assert run.profiling_df()["thread_name"].isna().all(), "threads the trace numbers have no name"
     paired = _rows(_write(tmp_path, _sorted_by_time_then_phase(_as_begin_end(doc))))
     assert paired == complete and [r["module_name"] for r in paired if r["function_name"] == "relu"][0] == "1"
 
@@ -209,6 +213,8 @@ SHAPES = {
 def test_other_writers_shapes_give_the_rows_of_the_trace(tmp_path, shape):
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
+    with load_run(tmp_path / "complete.json") as run:
+        assert run.profiling_df()["thread_name"].isna().all(), "threads the trace numbers have no name"
     assert _rows(_write(tmp_path, SHAPES[shape](_doc()))) == complete
 
 
@@ -216,6 +222,8 @@ def test_times_in_exponent_notation_read_exactly(tmp_path):
     """ts written as 5.561389141390792e+12 (a writer printing doubles) reads as the same nanoseconds."""
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
+    with load_run(tmp_path / "complete.json") as run:
+        assert run.profiling_df()["thread_name"].isna().all(), "threads the trace numbers have no name"
     for e in doc["traceEvents"]:
         if "ts" in e:
             e["ts"] = f"{Decimal(e['ts']):e}"  # 5.561389141390792e+12: every digit kept
@@ -234,6 +242,8 @@ def test_a_bare_array_may_leave_off_its_closing_bracket(tmp_path, ending, compre
     events up to the last whole one are the trace. One cut inside an event is still cut short."""
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
+    with load_run(tmp_path / "complete.json") as run:
+        assert run.profiling_df()["thread_name"].isna().all(), "threads the trace numbers have no name"
     text = _text(doc["traceEvents"]).encode()
     unclosed = text[: text.rindex(b"]")] + ending.encode()
     path = tmp_path / ("unclosed.json.gz" if compressed else "unclosed.json")
@@ -251,6 +261,8 @@ def test_a_thread_named_by_a_digit_string_is_not_the_thread_of_that_integer(tmp_
     its key (kernels.thread) is no integer the trace uses."""
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
+    with load_run(tmp_path / "complete.json") as run:
+        assert run.profiling_df()["thread_name"].isna().all(), "threads the trace numbers have no name"
     decoys = []
     for e in doc["traceEvents"]:
         if e.get("pid") == 887 and e.get("tid") == 887:
@@ -265,4 +277,6 @@ def test_a_thread_named_by_a_digit_string_is_not_the_thread_of_that_integer(tmp_
         named = "SELECT DISTINCT tid_name, tid FROM events WHERE pid = 887 AND cat = 'cpu_op' ORDER BY 1"
         (name, key), (no_name, integer) = run.con.execute(named).fetchall()
         assert (name, no_name, integer) == ("887", None, 887) and key < 0
-        assert set(run.profiling_df()["thread"]) == {key}
+        frame = run.profiling_df()
+        assert set(frame["thread"]) == {key}
+        assert set(frame["thread_name"]) == {"887"}, "the name shows where the trace gave it"

@@ -258,16 +258,21 @@ def test_a_trailer_that_ends_in_whitespace_is_told_from_the_blanks_after_it_in_o
     assert decoders == [(31,)]
 
 
-@pytest.mark.parametrize("tail", [b"GARBAGE!", b"x", b"\nx", b"GARBAGEGARBAGE", b'{"traceEvents": []}'])
+@pytest.mark.parametrize(
+    "tail", [b"GARBAGE!", b"x", b"\nx", b"GARBAGEGARBAGE", b'{"traceEvents": []}', b" " * (3 << 20) + b"\0x"]
+)
 def test_bytes_after_a_file_of_members_say_where_the_members_end(indexed_gpt2, tmp_path, tail):
     """Bytes after the last member, even fewer than a gzip header (which readers only call data ending early), are
-    named with the offset where the members end: the chain no longer ends at the file's end, so it is read as one
-    stream, and the sentence is the same as for a file of one member."""
+    named with the offset where they begin, past the blanks before them (which alone would be read past): the chain
+    no longer ends at the file's end, so it is read as one stream, and the sentence is the same as for a file of one
+    member."""
     _, data, _ = indexed_gpt2
     path = tmp_path / "tail.json.gz"
     path.write_bytes(data + tail)
     with pytest.raises(BadInputError) as raised:
         load_run(path)
-    shown = f"{tail[:8]!r}{'…' if len(tail) > 8 else ''}"
-    where = f"bytes after a gzip member at byte {len(data)}, {shown}, are not gzip: garbage after the data"
+    garbage = tail.lstrip(b" \t\r\n\0")
+    shown = f"{garbage[:8]!r}{'…' if len(garbage) > 8 else ''}"
+    offset = len(data) + len(tail) - len(garbage)
+    where = f"bytes after a gzip member at byte {offset}, {shown}, are not gzip: garbage after the data"
     assert _one_sentence(path, raised.value) == f"{path}: cannot be decompressed or read ({where})"

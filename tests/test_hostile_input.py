@@ -57,13 +57,15 @@ def _bytes_of(tmp_path, name, change):
     return path
 
 
-def _after_gzip(tmp_path, tail, shown, zeros=0):
-    """The trace of RUN gzipped, ``tail`` after it: the case of HOSTILE_CASES, whose message says where the gzip data
-    ends (after the zeros gzip readers skip) and what follows."""
+def _after_gzip(tmp_path, tail, shown, zeros=0, blanks=0):
+    """The trace of RUN gzipped, ``tail`` after it: the case of HOSTILE_CASES, whose message says where the garbage
+    after the gzip data begins (after the zeros gzip readers skip, and the ``blanks`` that would be read past) and
+    what it is."""
     path = tmp_path / f"{next(_names)}-tail.json.gz"
     data = __import__("gzip").compress(json.dumps(EVENTS).encode())
     path.write_bytes(data + tail)
-    where = f"bytes after a gzip member at byte {len(data) + zeros}, {shown}, are not gzip: garbage after the data"
+    offset = len(data) + zeros + blanks
+    where = f"bytes after a gzip member at byte {offset}, {shown}, are not gzip: garbage after the data"
     return path, "tail.json.gz", f"cannot be decompressed or read ({where})"
 
 
@@ -140,7 +142,10 @@ HOSTILE_CASES = {
         tmp_path, b"\0\0GARBA", "b'GARBA'", zeros=2
     ),
     "a byte after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"x", "b'x'"),
-    "a newline and a byte after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\nx", "b'\\nx'"),
+    "a newline and a byte after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\nx", "b'x'", blanks=1),
+    "2 MiB of blanks and a byte after a gzip member": lambda tmp_path: _after_gzip(
+        tmp_path, b" \0\n" * (700 << 10) + b"x", "b'x'", blanks=3 * (700 << 10)
+    ),
     "half a gzip magic after a gzip member": lambda tmp_path: _after_gzip(tmp_path, b"\x1f", "b'\\x1f'"),
     "manifest rank true": lambda tmp_path: (
         _copy_of_run(tmp_path, _edit_json("manifest.json", _set_in(["rank"], True))),

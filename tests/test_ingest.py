@@ -370,3 +370,19 @@ def test_the_parts_in_flight_stay_within_a_share_of_the_memory_limit_whatever_th
     assert len(parts) % 8 == 0 and most[0] * part_bytes <= 3 * part + 1000 and len(parts) > 8
     assert memory.IN_FLIGHT_SHARE < 1
     _same_events(whole, con)
+
+
+def test_an_event_larger_than_duckdbs_default_object_size_loads(tmp_path):
+    """A name of 6 million \\u escapes (36 MB of JSON in one event): the native reader leaves escapes to DuckDB's
+    reader, which refuses one past its default 16 MiB (once the object fills two buffers of that size); the part is
+    read again with its own size as the limit."""
+    from kernelscope.analyzer import load_run
+    from reference import assert_matches_reference
+
+    text = gzip.decompress((REPO / "sample_traces" / "mlp" / "trace.json.gz").read_bytes())
+    name = b"\\u00e9" * 6_000_000
+    path = tmp_path / "trace.json"
+    path.write_bytes(text.replace(b'"name": "nvjet', b'"name": "' + name + b"nvjet", 1))
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert run.profiling_df()["kernel"].str.startswith("\u00e9" * 6_000_000).sum() == 1

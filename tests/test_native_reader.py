@@ -39,7 +39,8 @@ def _read_with_duckdb(part: bytes, tmp_path) -> list[tuple] | str:
     file.write_bytes(part)
     con = _connection("duckdb")
     try:
-        run_sql_file(con, "ingest.sql", events_file=str(file), first_id=str(7 << 40), rank="0")
+        literals = {"first_id": str(7 << 40), "rank": "0", "object_bytes": str(1 << 24)}
+        run_sql_file(con, "ingest.sql", events_file=str(file), **literals)
     except duckdb.Error as exc:
         return f"error: {exc}"
     return con.execute("SELECT * FROM events ORDER BY event_id").fetchall()

@@ -43,3 +43,29 @@ def test_a_run_counted_at_its_first_repr_and_a_job_of_many_ranks(tmp_path):
     job = make_job(tmp_path / "job", {rank: SAMPLES / "mlp" for rank in range(6)})
     with load_run(job) as run:
         assert repr(run).startswith(f"Run({str(job)!r}, ranks=[0, 1, …, 5] (6), device='cuda', rows=")
+
+
+def test_functions_the_sample_store_holds_and_the_trace_never_calls_are_a_note_not_a_failure(tmp_path):
+    """samples.json of a run holding a function that no call scope of its trace names (files of two runs): the run
+    loads, its rows and summary are the trace's, and a note names the functions with their calls."""
+    import json
+    import shutil
+
+    run_dir = tmp_path / "mlp"
+    shutil.copytree(REPO / "sample_traces" / "mlp", run_dir)
+    with load_run(run_dir) as run:
+        assert run.notes() == []
+        expected = run.describe()
+    store = json.loads((run_dir / "samples.json").read_text())
+    functions = store["functions"]
+    functions["gelu"] = [dict(functions["relu"][0], calls=3)]
+    functions["line"] = [dict(functions["linear"][0], calls=1)]  # a name the scopes of linear begin with
+    (run_dir / "samples.json").write_text(json.dumps(store))
+    with load_run(run_dir) as run:
+        assert run.notes() == [
+            f"{run_dir / 'samples.json'}: holds samples of gelu (3 calls), line (1 call), which no call scope of"
+            " the trace names: they are in table samples and function_data, in no row of kernels, and describe()"
+            " leaves them out"
+        ]
+        assert run.describe().equals(expected)
+        assert set(run.function_data()) == {"linear", "relu", "gelu", "line"}

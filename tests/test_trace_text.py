@@ -83,6 +83,25 @@ def test_raw_control_characters_in_strings_read_as_themselves(tmp_path, place, c
             assert run.profiling_df()["kernel"].str.startswith("a\tb\nc\x01nvjet").sum() == 1
 
 
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gzip"])
+@pytest.mark.parametrize("place", PLACES)
+def test_escapes_of_lone_surrogates_read_as_replacement_characters(tmp_path, place, compressed, reader, parts):
+    """JSON's grammar allows any \\uXXXX, but a lone UTF-16 surrogate names no character, and orjson and DuckDB refuse
+    it: each reads as U+FFFD, a pair stays its character, an escaped backslash before "ud800" escapes nothing."""
+    lone = rb"\ud800a\udc00\ud83d\ude00\\ud800\udbff"
+    path = _write(tmp_path, PLACES[place](TEXT, lone), compressed)
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert len(run.profiling_df()) == 6
+        assert run.notes() == [
+            f"{path}: holds 3 escapes of lone UTF-16 surrogates (\\ud800…) in strings, which name no character, read"
+            " as U+FFFD (\ufffd)"
+        ]
+        if place in ("event", "bare array", "parsed whole"):
+            named = "\ufffda\ufffd\U0001f600\\ud800\ufffdnvjet"
+            assert run.profiling_df()["kernel"].str.startswith(named).sum() == 1
+
+
 def test_a_trace_cut_again_counts_its_bytes_once(tmp_path, monkeypatch):
     """A cut that falls inside an event (between two objects of a list in its args) has the trace read again as one
     part: the bytes of the parts read before are counted once, not once a try."""
@@ -150,7 +169,7 @@ def test_text_an_editor_saved_loads(tmp_path, text, compressed, reader):
 def test_a_gzip_trace_with_a_newline_after_it_loads_and_one_with_more_after_it_is_refused(tmp_path, reader):
     """A newline after the last member (`echo >> t.gz`, a transfer in text mode) holds nothing and is left out, as
     the zeros gzip readers skip are (tests/test_gzip_members.py tries more); anything else after it is bytes after
-    the data that gzip readers refuse: the message says where they begin and what they are."""
+    the data that gzip readers refuse: the message says where they begin, past the newline, and what they are."""
     path = tmp_path / "trace.json.gz"
     path.write_bytes(MLP.read_bytes() + b"\n")
     with load_run(path) as run:
@@ -160,7 +179,7 @@ def test_a_gzip_trace_with_a_newline_after_it_loads_and_one_with_more_after_it_i
     with pytest.raises(BadInputError) as raised:
         load_run(path)
     assert str(raised.value) == (
-        f"{path}: cannot be decompressed or read (bytes after a gzip member at byte {MLP.stat().st_size}, b'\\n{{}}',"
+        f"{path}: cannot be decompressed or read (bytes after a gzip member at byte {MLP.stat().st_size + 1}, b'{{}}',"
         " are not gzip: garbage after the data)"
     )
 
