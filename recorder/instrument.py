@@ -87,7 +87,8 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None):
             return forward(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = scoped(*args, **kwargs)
-        if result.__class__ in LAZY_RESULTS:  # its code runs when the caller iterates or awaits it
+        if type(result) in LAZY_RESULTS:  # its code runs when the caller iterates or awaits it (by type: a
+            # __class__ of the result's own may raise)
             return resumed_in_scope(result, scope_name)
         return result
 
