@@ -54,7 +54,7 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
-from .lazy_results import LAZY_RESULTS, resumed_in_scope
+from .lazy_results import LAZY_RESULTS, of_its_kind, resumed_in_scope
 from .recordings import recording_of, sample_scopes
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
@@ -87,12 +87,11 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None):
             return forward(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = scoped(*args, **kwargs)
-        if type(result) in LAZY_RESULTS:  # its code runs when the caller iterates or awaits it (by type: a
-            # __class__ of the result's own may raise)
+        if type(result) in LAZY_RESULTS:  # runs when iterated or awaited (by type: a __class__ of its own may raise)
             return resumed_in_scope(result, scope_name)
         return result
 
-    return wraps(forward_in_scope, forward)
+    return wraps(of_its_kind(forward_in_scope, forward), forward)
 
 
 def _folded_forward(forward: Any, module_suffix: str):

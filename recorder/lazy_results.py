@@ -8,6 +8,7 @@ a scope held open across a ``yield`` would take in the caller's calls and break 
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections.abc import AsyncGenerator, Coroutine, Generator
 from typing import Any
@@ -98,20 +99,75 @@ async def _coroutine_stepped(coroutine: Any, resume: _Resume) -> Coroutine:
     return await _Awaited(_stepped(coroutine.__await__(), resume))
 
 
-async def _async_generator_stepped(generator: Any, resume: _Resume) -> AsyncGenerator:
-    """``async for item in generator: yield item``, with asend, athrow and aclose passed through, each step of the
-    original run inside ``resume``."""
-    step, value = generator.asend, None
-    while True:
-        try:
-            item = await _Awaited(_stepped(step(value), resume))
-        except StopAsyncIteration:
-            return
-        try:
-            value = yield item
-            step = generator.asend
-        except GeneratorExit:
-            await _Awaited(_stepped(generator.aclose(), resume))
-            raise
-        except BaseException as exc:  # thrown in by the caller (athrow): into the original
-            step, value = generator.athrow, exc
+class _AsyncStepsInScope:
+    """An async generator's ``asend``, ``athrow`` and ``aclose``, each step of the awaitable they return run inside
+    ``resume``."""
+
+    __slots__ = ("generator", "resume")
+
+    def __init__(self, generator: Any, resume: _Resume) -> None:
+        self.generator, self.resume = generator, resume
+
+    def asend(self, value: Any) -> _Awaited:
+        return _Awaited(_stepped(self.generator.asend(value).__await__(), self.resume))
+
+    def athrow(self, exc: BaseException) -> _Awaited:
+        return _Awaited(_stepped(self.generator.athrow(exc).__await__(), self.resume))
+
+    def aclose(self) -> _Awaited:
+        return _Awaited(_stepped(self.generator.aclose().__await__(), self.resume))
+
+
+def _async_generator_stepped(generator: Any, resume: _Resume) -> AsyncGenerator:
+    return _passed_through(lambda: _AsyncStepsInScope(generator, resume))()
+
+
+def _passed_through(make: Any) -> Any:
+    """An async generator function whose generator is ``make(*args, **kwargs)``'s (an async generator, or what has
+    its ``asend``, ``athrow`` and ``aclose``), as ``async for item in generator: yield item`` with asend, athrow and
+    aclose passed through."""
+
+    async def passing_through(*args: Any, **kwargs: Any) -> AsyncGenerator:
+        generator = make(*args, **kwargs)
+        step, value = generator.asend, None
+        while True:
+            try:
+                item = await step(value)
+            except StopAsyncIteration:
+                return
+            try:
+                value = yield item
+                step = generator.asend
+            except GeneratorExit:
+                await generator.aclose()
+                raise
+            except BaseException as exc:  # thrown in by the caller (athrow): into the original
+                step, value = generator.athrow, exc
+
+    return passing_through
+
+
+def of_its_kind(wrapper: Any, function: Any) -> Any:
+    """``wrapper`` (a plain function that returns what ``function`` returns) as a function of ``function``'s kind, so
+    that the program's questions while it is recorded (``inspect.iscoroutinefunction``, ``isasyncgenfunction``,
+    ``isgeneratorfunction``; asyncio's and libraries' dispatch on them) get the answers ``function`` gets: a
+    coroutine function marked as one (Python >= 3.12) or awaiting it, an async generator or a generator function
+    passing its steps through. Such a wrapper calls ``wrapper`` at the first step instead of at the call, where
+    the original runs none of its code either."""
+    if inspect.isasyncgenfunction(function):
+        return _passed_through(wrapper)
+    if inspect.iscoroutinefunction(function):
+        if hasattr(inspect, "markcoroutinefunction"):
+            return inspect.markcoroutinefunction(wrapper)
+
+        async def coroutine_in_scope(*args: Any, **kwargs: Any) -> Any:
+            return await wrapper(*args, **kwargs)
+
+        return coroutine_in_scope
+    if inspect.isgeneratorfunction(function):
+
+        def generator_in_scope(*args: Any, **kwargs: Any) -> Generator:
+            return (yield from wrapper(*args, **kwargs))
+
+        return generator_in_scope
+    return wrapper

@@ -180,3 +180,32 @@ def test_the_scoped_async_generator_passes_asend_athrow_and_aclose_through():
 
     with instrumented([("", model)], book, None):
         assert _drive(use()) == [3, 2, 9, "thrown", True], "aclose() reaches the original's finally"
+
+
+class Documented(nn.Module):
+    def forward(self, x: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+        """Scales x."""
+        return F.relu(x) * scale
+
+
+def _what_the_program_sees(function) -> tuple:
+    return (
+        inspect.iscoroutinefunction(function), asyncio.iscoroutinefunction(function),
+        inspect.isasyncgenfunction(function), inspect.isgeneratorfunction(function), inspect.signature(function),
+        function.__name__, function.__qualname__, function.__doc__, function.__module__,
+        getattr(function, "__annotations__", None),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [Gate, Stream, Heads, Echo, Countdown, Documented])
+def test_a_scoped_forward_is_of_its_originals_kind_and_signature(kind):
+    """A program asks what its forward is while it is recorded (asyncio's dispatch, ``inspect.signature``): the wrapper
+    answers as the original does, and a coroutine or async generator it returns still runs in the module's scope."""
+    model = kind()
+    seen_before = _what_the_program_sees(model.forward)
+    with instrumented([("", model)], SampleBook(), None):
+        assert "forward" in vars(model), "the forward is scoped"
+        assert _what_the_program_sees(model.forward) == seen_before
+        assert inspect.unwrap(model.forward) == type(model).forward.__get__(model)
+    assert "forward" not in vars(model)
+
