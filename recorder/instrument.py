@@ -54,7 +54,7 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
-from .lazy_results import LAZY_RESULTS, of_its_kind, resumed_in_scope
+from .lazy_results import LAZY_RESULTS, held_results_in_scope, of_its_kind, resumed_in_scope
 from .recordings import recording_of, sample_scopes
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
@@ -65,6 +65,7 @@ from .wrappers import functional_names, patch_plan  # noqa: F401 (tests read the
 from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
+_Tensor = torch.Tensor
 _MISSING = object()
 _MANY = object()  # the key of a saved patch that set many attributes of one owner at once
 CALLS = ("all", "functional")
@@ -87,8 +88,15 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None):
             return forward(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = scoped(*args, **kwargs)
-        if type(result) in LAZY_RESULTS:  # runs when iterated or awaited (by type: a __class__ of its own may raise)
+        kind = type(result)  # by type: a __class__ of its own may raise
+        if kind is _Tensor:
+            return result
+        if kind in LAZY_RESULTS:  # its code runs when the caller iterates or awaits it
             return resumed_in_scope(result, scope_name)
+        if kind is tuple or kind is list:  # may hold one (return tokens, state): looked into at C speed first
+            return result if LAZY_RESULTS.isdisjoint(map(type, result)) else held_results_in_scope(result, scope_name)
+        if kind is dict or kind.__base__ is tuple:  # a dict or a named tuple, seldom a forward's result
+            return held_results_in_scope(result, scope_name)
         return result
 
     return wraps(of_its_kind(forward_in_scope, forward), forward)

@@ -1,4 +1,5 @@
-"""A forward whose result runs its code later: a generator, a coroutine (``async def forward``) or an async generator.
+"""A forward whose result runs its code later: a generator, a coroutine (``async def forward``), an async generator, a
+``map`` or ``filter`` object, or one of those held one level down in a tuple, named tuple, list or dict it returns.
 
 Its code runs when the caller iterates or awaits it, after the forward's scope has closed, so its calls would land in
 the caller's module. The result is handed back as one of the same kind that runs each resume of the original in the
@@ -11,6 +12,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import AsyncGenerator, Coroutine, Generator
+from itertools import repeat
 from typing import Any
 
 import torch
@@ -20,19 +22,64 @@ from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
 
 _Scope = torch._C._profiler._RecordFunctionFast
-LAZY_RESULTS = frozenset({types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType})
+LAZY_RESULTS = frozenset({types.GeneratorType, types.CoroutineType, types.AsyncGeneratorType, map, filter})
 
 
 def resumed_in_scope(result: Any, scope_name: str) -> Any:
-    """``result`` (a generator, coroutine or async generator of the forward scoped as ``scope_name``) as one of its
-    kind whose every resume runs in that scope, with the call state of the forward that made it."""
+    """``result`` (a generator, coroutine, async generator, ``map`` or ``filter`` object of the forward scoped as
+    ``scope_name``) as one of its type whose every resume runs in that scope, with the call state of the forward
+    that made it."""
     resume = _Resume(scope_name, INSIDE_CALL.get())
-    kind = result.__class__
+    kind = type(result)
     if kind is types.GeneratorType:
         return _stepped(result, resume)
     if kind is types.CoroutineType:
         return _coroutine_stepped(result, resume)
+    if kind is map:  # a map over "next of the original, in scope" that ends where the original ends
+        return map(_next_in_scope, repeat(result), repeat(resume))
+    if kind is filter:
+        return filter(_kept, map(_next_in_scope, repeat(result), repeat(resume)))
     return _async_generator_stepped(result, resume)
+
+
+def held_results_in_scope(result: Any, scope_name: str) -> Any:
+    """``result`` (a tuple, list or dict, or a named tuple) with each lazy result it holds (one level: ``return
+    tokens, state``) resumed in the forward's scope (``resumed_in_scope``): a list or dict changed in place (the same
+    object, as the model may hold it too), a tuple or named tuple made again as its own type; ``result`` itself
+    where it holds none."""
+    kind = type(result)
+    if kind is dict:
+        found = [key for key, value in result.items() if type(value) in LAZY_RESULTS]
+        for key in found:
+            result[key] = resumed_in_scope(result[key], scope_name)
+        return result
+    if kind is not list and (kind is not tuple and not _named_tuple(kind)):
+        return result
+    items = list(tuple.__iter__(result)) if kind is not list else result
+    if LAZY_RESULTS.isdisjoint(map(type, items)):
+        return result
+    found = [index for index, value in enumerate(items) if type(value) in LAZY_RESULTS]
+    if kind is list:
+        for index in found:
+            result[index] = resumed_in_scope(result[index], scope_name)
+        return result
+    for index in found:
+        items[index] = resumed_in_scope(items[index], scope_name)
+    return tuple.__new__(kind, items)  # as a named tuple's _make makes it
+
+
+def _named_tuple(kind: type) -> bool:
+    """A named tuple's class, whose instances are their items alone (no ``__dict__`` of a subclass's)."""
+    return issubclass(kind, tuple) and hasattr(kind, "_fields") and not kind.__dictoffset__
+
+
+def _next_in_scope(iterator: Any, resume: _Resume) -> Any:
+    with resume:
+        return next(iterator)  # its StopIteration ends the map around it, as the original's end
+
+
+def _kept(item: Any) -> bool:
+    return True
 
 
 class _Resume:
