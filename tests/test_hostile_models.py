@@ -11,6 +11,7 @@ import functools
 import itertools
 import sys
 import types
+import warnings
 
 import pytest
 
@@ -205,11 +206,14 @@ class HoldsThem(nn.Module):
         return self.act(self.fc(x))
 
 
-def _profile(model, args):
+def _profile(model, args, out=None):
     with torch.no_grad():
         expected = model(*args)
     before = snapshot_patch_targets(model)
-    frame, data = ModuleFunctionKernelProfiler().profile(model, [(args, {})], warmup_iterations=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        frame, data = ModuleFunctionKernelProfiler().profile(model, [(args, {})], warmup_iterations=2, out=out)
+    assert not [w for w in caught if "kernelscope" in str(w.message)], "nothing left out of the run"
     assert_patches_undone(model, before)
     with torch.no_grad():
         assert torch.equal(model(*args), expected), "the model computes what it computed before the recording"
@@ -220,15 +224,17 @@ def _modules_of(frame, function: str) -> set:
     return set(frame.loc[frame["function_name"] == function, "module_name"])
 
 
-def test_hostile_objects_as_arguments_of_calls_are_opaque_leaves():
+def test_hostile_objects_as_arguments_of_calls_are_opaque_leaves(tmp_path):
     model, hostile = PassesThemOn().eval(), [obj for obj in hostile_objects() if type(obj) is not HiddenClass]
-    frame, data = _profile(model, (torch.randn(2, 4), *hostile))
+    frame, data = _profile(model, (torch.randn(2, 4), *hostile), out=tmp_path / "run")
     assert _modules_of(frame, "Tagged.apply") == {"child"}
     assert sum(calls for calls, _ in data["Tagged.apply"]) == len(hostile), "one call per object"
     assert _modules_of(frame, "torch.cat") == {"child"} and _modules_of(frame, "Tensor.reshape") == {"child"}
     assert _modules_of(frame, "gelu") == {"child"} and _modules_of(frame, "silu") == {""}
     (_, (args, _kwargs)), *_ = data["torch.cat"]
     assert type(args[0]) is RaisingList, "a sample keeps the argument as it was passed"
+    saved = torch.load(tmp_path / "run" / "samples.pt", weights_only=True)["functions"]["torch.cat"]
+    assert [len(entry[0][0]) for entry in saved] == [2], "samples.pt holds the list's two tensors"
 
 
 def test_hostile_objects_returned_by_forwards_are_handed_back_as_they_are():
