@@ -42,6 +42,19 @@ def resumed_in_scope(result: Any, scope_name: str) -> Any:
     return _async_generator_stepped(result, resume)
 
 
+def handed_back(result: Any, scope_name: str) -> Any:
+    """What the forward scoped as ``scope_name`` hands back for its ``result`` (not a tensor): a lazy result resumed
+    in its scope, one held in a tuple, list, dict or named tuple too (``held_results_in_scope``), else ``result``."""
+    kind = type(result)  # by type: a __class__ of its own may raise
+    if kind in LAZY_RESULTS:  # its code runs when the caller iterates or awaits it
+        return resumed_in_scope(result, scope_name)
+    if kind is tuple or kind is list:  # may hold one (return tokens, state): looked into at C speed first
+        return result if LAZY_RESULTS.isdisjoint(map(type, result)) else held_results_in_scope(result, scope_name)
+    if kind is dict or kind.__base__ is tuple:  # a dict or a named tuple, seldom a forward's result
+        return held_results_in_scope(result, scope_name)
+    return result
+
+
 def held_results_in_scope(result: Any, scope_name: str) -> Any:
     """``result`` (a tuple, list or dict, or a named tuple) with each lazy result it holds (one level: ``return
     tokens, state``) resumed in the forward's scope (``resumed_in_scope``): a list or dict changed in place (the same

@@ -203,11 +203,12 @@ def test_a_scoped_forward_is_of_its_originals_kind_and_signature(kind):
     """A program asks what its forward is while it is recorded (asyncio's dispatch, ``inspect.signature``): the wrapper
     answers as the original does, and a coroutine or async generator it returns still runs in the module's scope."""
     model = kind()
-    seen_before = _what_the_program_sees(model.forward)
+    seen_before, original = _what_the_program_sees(model.forward), type(model).forward
     with instrumented([("", model)], SampleBook(), None):
         assert "forward" in vars(model), "the forward is scoped"
         assert _what_the_program_sees(model.forward) == seen_before
-        assert inspect.unwrap(model.forward) == type(model).forward.__get__(model)
+        assert _what_the_program_sees(type(model).forward) == _what_the_program_sees(original), "its class's too"
+        assert inspect.unwrap(model.forward) == original.__get__(model)
     assert "forward" not in vars(model)
 
 
