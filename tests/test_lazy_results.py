@@ -212,7 +212,6 @@ def test_a_scoped_forward_is_of_its_originals_kind_and_signature(kind):
     assert "forward" not in vars(model)
 
 
-
 Tokens = collections.namedtuple("Tokens", "stream length")
 
 
