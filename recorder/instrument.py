@@ -351,14 +351,16 @@ def _install(
                 instances.add(module, wrapper, MODULE_PREFIX + scope_text(name), None)
         patch_module(module, "forward", wrapper, forward_before)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
-    if plan is not None:  # (with functions=False dynamo compiles freely: nothing it guards is patched)
-        for kind, class_forward in class_forward_sites(instances):  # after the instances captured their forwards
-            patches.set_attribute(kind, "forward", class_forward)
+    if plan is not None:
         for owner, values in plan.groups:
             patches.set_all(owner, values)
         if calls == "all":
             for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
                 patches.set_item(owner, key, replacement)
+        # after the instances captured their forwards, and the scan read the classes' own (their defaults); with
+        # functions=False, none: dynamo compiles freely, nothing it guards is patched
+        for kind, class_forward in class_forward_sites(instances):
+            patches.set_attribute(kind, "forward", class_forward)
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
     copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
 
