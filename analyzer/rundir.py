@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import OrderedDict
 from pathlib import Path
 
 import orjson
@@ -209,16 +210,32 @@ def is_rank(value: object) -> bool:
     return type(value) is int and 0 <= value <= MAX_RANK
 
 
+def container_items(value: object) -> list | None:
+    """The items of a tuple or list, or the ``(key, value)`` pairs of a dict, of a subclass too, read from the
+    container itself, as torch's argument parser reads a list or tuple: never through a method of a subclass's own.
+    Such a method may raise, never end or return no iterable, and torch takes the argument all the same, so a
+    recording must read it without them. None for any other value."""
+    kind = type(value)  # by type: isinstance also runs a __class__ property of the object's own
+    if issubclass(kind, tuple):
+        return list(tuple.__iter__(value))
+    if issubclass(kind, list):
+        return list(list.__iter__(value))
+    if issubclass(kind, dict):
+        return list((OrderedDict if issubclass(kind, OrderedDict) else dict).items(value))
+    return None
+
+
 def nested_deeper_than(value: object, levels: int) -> bool:
     """Whether ``value``'s containers (dicts, lists, tuples) nest more than ``levels`` deep; without recursion, and
     in bounded time for a container that holds itself."""
     pending = [(value, 1)]
     while pending:
         item, depth = pending.pop()
-        kind = type(item)  # by type: isinstance also runs a __class__ property of the object's own
-        children = item.values() if issubclass(kind, dict) else item if issubclass(kind, (list, tuple)) else None
+        children = container_items(item)
         if children is None:
             continue
+        if issubclass(type(item), dict):
+            children = [child for _key, child in children]
         if depth > levels:
             return True
         pending.extend((child, depth + 1) for child in children)

@@ -17,7 +17,7 @@ import orjson
 import pandas as pd
 
 from .errors import BadInputError, json_fault
-from .rundir import read_at_most
+from .rundir import container_items, read_at_most
 
 SAMPLES_FORMAT = 1
 # containers nested in a sample's arguments, args and kwargs themselves the first level: encoded, a dict is 3 JSON
@@ -116,15 +116,15 @@ def encode(
         return {"tensor": meta}
     if issubclass(kind, (tuple, list, dict)) and depth > MAX_NESTING:
         return {"object": {"type": f"{kind.__module__}.{kind.__qualname__}", "repr": too_deep(kind)}}
+    items = container_items(value)  # read without a subclass's own methods, which may raise or never end
     if issubclass(kind, tuple):
         tag = "size" if kind.__name__ == "Size" else "tuple"
-        return {tag: [encode(v, tensor, depth + 1, object_repr) for v in value]}
+        return {tag: [encode(v, tensor, depth + 1, object_repr) for v in items]}
     if issubclass(kind, list):
-        return {"list": [encode(v, tensor, depth + 1, object_repr) for v in value]}
+        return {"list": [encode(v, tensor, depth + 1, object_repr) for v in items]}
     if issubclass(kind, dict):
-        pairs = value.items()
         return {"dict": [[encode(k, tensor, depth + 1, object_repr), encode(v, tensor, depth + 1, object_repr)]
-                         for k, v in pairs]}  # fmt: skip
+                         for k, v in items]}  # fmt: skip
     if kind is ObjectRepr:  # a decoded store encodes back to what it was read from
         return {"object": {"type": value.type, "repr": value.repr}}
     text = (object_repr or safe_repr)(value)
@@ -261,9 +261,9 @@ def tensor_bytes(value: Any, depth: int = 1) -> int:
     if issubclass(kind, (tuple, list, dict)) and depth > MAX_NESTING:
         return 0
     if issubclass(kind, (tuple, list)):
-        return sum(tensor_bytes(v, depth + 1) for v in value)
+        return sum(tensor_bytes(v, depth + 1) for v in container_items(value))
     if issubclass(kind, dict):
-        return sum(tensor_bytes(v, depth + 1) for v in value.values())
+        return sum(tensor_bytes(v, depth + 1) for _key, v in container_items(value))
     if kind is TensorMeta:
         return value.nbytes
     if not issubclass(kind, type) and hasattr(kind, "element_size") and hasattr(kind, "numel"):

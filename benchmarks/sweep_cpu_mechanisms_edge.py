@@ -3,7 +3,8 @@ unflattened, frozen TorchScript and TorchScript forks, functionals held where no
 attribute, a closure, a config object), torch.cond, pruning, DataParallel on the CPU, gradients taken inside the
 forward, recurrent layers on packed sequences, the fast path of nn.TransformerEncoder, static quantization, sparse
 inputs, modules that delegate their attributes (as adapter libraries do), submodules swapped while recorded, a model
-in training mode, a thread pool made in the forward."""
+in training mode, a thread pool made in the forward; objects whose own methods raise when the recorder reads them,
+and lazy results held in a forward's result."""
 
 from __future__ import annotations
 
@@ -270,8 +271,91 @@ def thread_pool():
     return _w("thread_pool", Pooled().eval(), description="a ThreadPoolExecutor made in the forward")
 
 
+# --- objects that misbehave when read, and lazy results held in a result ------------------------------------------
+
+
+class _Unreadable(list):
+    """A list whose own methods raise (torch reads its items without them)."""
+
+    def __iter__(self):
+        raise RuntimeError("not to be iterated")
+
+    def __len__(self):
+        raise RuntimeError("no length")
+
+
+class _Proxy:
+    """An object outside its context: its __class__, equality, hash and attributes raise."""
+
+    @property
+    def __class__(self):
+        raise RuntimeError("outside its context")
+
+    def __eq__(self, other):
+        raise RuntimeError("outside its context")
+
+    __hash__ = None
+
+    def __getattr__(self, name):
+        raise RuntimeError("outside its context")
+
+
+_UNREADABLE_GLOBAL = _Unreadable([F.gelu])  # a global of the model's code: the scan of stored references reads it
+
+
+class _ReturnsAProxy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return F.relu(self.fc(x)), _Proxy()
+
+
+class Hostile(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child, self.act, self.held = _ReturnsAProxy(), F.gelu, _Unreadable([F.gelu])
+
+    def forward(self, x):
+        y, _ = self.child(x)
+        return self.act(torch.cat(_Unreadable([y, x])))
+
+
+def hostile_objects():
+    return _w("hostile_objects", Hostile().eval(), description="list subclasses whose own methods raise as an "
+              "argument, an attribute and a global; a child returning an object whose __class__ raises",
+              modules={"relu": {"child"}, "gelu": {""}, "torch.cat": {""}})  # fmt: skip
+
+
+class _Rows(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return (F.mish(self.fc(row)) for row in x), map(F.softsign, x)
+
+
+class HeldLazyResults(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rows = _Rows()
+
+    def forward(self, x):
+        rows, signs = self.rows(x)
+        return torch.stack([F.tanh(r) for r in rows]) + torch.stack(list(signs))
+
+
+def held_lazy_results():
+    return _w("held_lazy_results", HeldLazyResults().eval(), description="a forward returning a generator and a map "
+              "in a tuple, iterated by its parent", modules={"mish": {"rows"}, "softsign": {"rows"}, "tanh": {""}},
+              calls={"mish": 4, "softsign": 4, "tanh": 4})  # fmt: skip
+
+
 EDGE_MECHANISMS = {f.__name__: f for f in (
     module_compile_in_place, compile_custom_backend, export_unflatten, export_compiled, jit_freeze,
     jit_fork_and_function, hidden_functionals, torch_cond, pruned, data_parallel, grad_inside, recurrent_packed,
     transformer_fast_path, quantized_static, sparse_inputs, adapters, swaps_submodules, training_mode, thread_pool,
+    hostile_objects, held_lazy_results,
 )}  # fmt: skip

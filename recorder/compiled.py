@@ -46,7 +46,12 @@ def optimized_module_type():
 
 def is_compiled_callable(value: Any) -> bool:
     """Whether ``value`` is what ``torch.compile(function)`` returns (dynamo's wrapper of the function)."""
-    return callable(value) and hasattr(value, "_torchdynamo_orig_callable")
+    if not callable(value):
+        return False
+    try:
+        return hasattr(value, "_torchdynamo_orig_callable")
+    except Exception:  # noqa: BLE001 (a __getattr__ of the program's own that raises other than AttributeError)
+        return False
 
 
 def compiled_entry(module: torch.nn.Module, optimized_type: Any) -> tuple[str, Any] | None:

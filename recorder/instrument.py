@@ -42,6 +42,7 @@ from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MOD
 from torch import nn
 
 from .calls import INSIDE_CALL, OTHER_THREAD
+from .class_forwards import ScopedInstances, class_forward_sites
 from .compiled import (
     compiled_code_kept,
     compiled_entry,
@@ -54,7 +55,7 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
-from .lazy_results import LAZY_RESULTS, resumed_in_scope
+from .lazy_results import handed_back, of_its_kind
 from .recordings import recording_of, sample_scopes
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
@@ -65,6 +66,7 @@ from .wrappers import functional_names, patch_plan  # noqa: F401 (tests read the
 from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
+_Tensor = torch.Tensor
 _MISSING = object()
 _MANY = object()  # the key of a saved patch that set many attributes of one owner at once
 CALLS = ("all", "functional")
@@ -87,11 +89,9 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None):
             return forward(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = scoped(*args, **kwargs)
-        if result.__class__ in LAZY_RESULTS:  # its code runs when the caller iterates or awaits it
-            return resumed_in_scope(result, scope_name)
-        return result
+        return result if type(result) is _Tensor else handed_back(result, scope_name)  # a generator runs later
 
-    return wraps(forward_in_scope, forward)
+    return wraps(of_its_kind(forward_in_scope, forward), forward)
 
 
 def _folded_forward(forward: Any, module_suffix: str):
@@ -316,6 +316,7 @@ def _install(
     compiled_roots: list[str] = []
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
+    instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
         patches.set_item(vars(module), key, value, before)
@@ -339,11 +340,15 @@ def _install(
         if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
             continue
         if folds_into_its_call(module) and functions:
-            wrapper = _folded_forward(module.forward, MODULE_SEPARATOR + scope_text(name))
+            suffix = MODULE_SEPARATOR + scope_text(name)
+            wrapper = _folded_forward(module.forward, suffix)
+            instances.add(module, wrapper, None, suffix)
         else:
             stacks = has_module_stacks(module)
             graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
             wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
+            if graph is None:
+                instances.add(module, wrapper, MODULE_PREFIX + scope_text(name), None)
         patch_module(module, "forward", wrapper, forward_before)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
@@ -352,6 +357,10 @@ def _install(
         if calls == "all":
             for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
                 patches.set_item(owner, key, replacement)
+        # after the instances captured their forwards, and the scan read the classes' own (their defaults); with
+        # functions=False, none: dynamo compiles freely, nothing it guards is patched
+        for kind, class_forward in class_forward_sites(instances):
+            patches.set_attribute(kind, "forward", class_forward)
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
     copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
 

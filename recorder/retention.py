@@ -16,7 +16,7 @@ import warnings
 from typing import Any
 
 import torch
-from kernelscope.analyzer.rundir import nested_deeper_than
+from kernelscope.analyzer.rundir import container_items, nested_deeper_than
 from kernelscope.analyzer.samples import MAX_NESTING, ObjectRepr, TensorMeta, too_deep
 
 from .samples import SampleBook, tensor_meta
@@ -114,14 +114,17 @@ def metadata_only(value: Any, depth: int = 1) -> Any:
     if depth > MAX_NESTING and issubclass(kind, (tuple, list, dict)):
         return ObjectRepr(f"{kind.__module__}.{kind.__qualname__}", too_deep(kind))
     if issubclass(kind, (tuple, list)):
-        items = [metadata_only(v, depth + 1) for v in value]
+        held = container_items(value)  # read without a subclass's own methods, which may raise or never end
+        items = [metadata_only(v, depth + 1) for v in held]
         if kind in (tuple, list):
             return kind(items)
-        if all(a is b for a, b in zip(items, value, strict=True)):  # torch.Size and other tensor-free tuples
+        if all(a is b for a, b in zip(items, held, strict=True)):  # torch.Size and other tensor-free tuples
             return value
-        return kind(*items) if hasattr(kind, "_fields") else tuple(items)  # named tuples keep their type
+        if hasattr(kind, "_fields"):  # named tuples keep their type, made as _make makes them (no __new__ of theirs)
+            return tuple.__new__(kind, items)
+        return tuple(items)
     if issubclass(kind, dict):
-        return {k: metadata_only(v, depth + 1) for k, v in value.items()}
+        return {k: metadata_only(v, depth + 1) for k, v in container_items(value)}
     return value
 
 
@@ -148,9 +151,9 @@ def _collect_tensors(values: Any, into: list, depth: int = 1) -> None:
         if issubclass(kind, torch.Tensor):
             into.append(value)
         elif issubclass(kind, (tuple, list)):
-            _collect_tensors(value, into, depth + 1)
+            _collect_tensors(container_items(value), into, depth + 1)
         elif issubclass(kind, dict):
-            _collect_tensors(value.values(), into, depth + 1)
+            _collect_tensors([item for _key, item in container_items(value)], into, depth + 1)
 
 
 def _storage(tensor: torch.Tensor) -> tuple[Any, int]:

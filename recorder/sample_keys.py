@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 import torch
+from kernelscope.analyzer.rundir import container_items
 from kernelscope.analyzer.samples import MAX_NESTING, plain_scalar, too_deep
 
 _Tensor = torch.Tensor
@@ -85,8 +86,8 @@ def signature_key(value: Any, known: dict | None = None, depth: int = 1, by_iden
     if kind is slice:  # x[a:b]; slices are unhashable before Python 3.12
         bounds = (value.start, value.stop, value.step)
         return (slice, *[signature_key(bound, None, depth + 1, by_identity) for bound in bounds])
-    if issubclass(kind, (tuple, list)):  # torch.Size, named tuples
-        return (kind, *[signature_key(v, known, depth + 1, by_identity) for v in value])
+    if issubclass(kind, (tuple, list)):  # torch.Size, named tuples; read as torch reads them (container_items)
+        return (kind, *[signature_key(v, known, depth + 1, by_identity) for v in container_items(value)])
     plain = plain_scalar(value)
     if plain is not value:  # numpy.float64, an IntEnum: the value torch takes, as samples.json writes it
         return signature_key(plain)

@@ -93,17 +93,23 @@ def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]
     """What stands in for ``value`` while recorded, or _ABSENT where it holds no patched function."""
     if originals.get(id(value), _ABSENT) is value:
         return wrappers[id(value)]
-    if _is(value, functools.partial) and originals.get(id(value.func), _ABSENT) is value.func:
-        return functools.partial(wrappers[id(value.func)], *value.args, **value.keywords)
+    if _is(value, functools.partial):
+        try:
+            func, args, keywords = value.func, value.args, value.keywords
+        except Exception:  # noqa: BLE001 (a subclass's own __getattribute__): an object left as it is
+            return _ABSENT
+        if originals.get(id(func), _ABSENT) is func:
+            return functools.partial(wrappers[id(func)], *args, **keywords)
     return _ABSENT
 
 
 def _scanned(value: Any) -> bool:
     """Whether ``value`` is a container looked into: a plain dict, list or tuple, or a named tuple (a subclass of
-    dict or list may do anything when read or written), of a registry's size."""
+    dict or list may do anything when read or written), of a registry's size, counted without a method of a named
+    tuple's own (its ``__len__`` may raise)."""
     kind = type(value)
     plain = kind in (dict, list, tuple) or (_is(value, tuple) and hasattr(kind, "_make"))
-    return plain and 0 < len(value) <= _LARGEST_SCANNED
+    return plain and 0 < (tuple.__len__(value) if _is(value, tuple) else len(value)) <= _LARGEST_SCANNED
 
 
 # What a value must be for _sites_in to find anything in it, besides a patched function (by id): a plain container
@@ -141,20 +147,28 @@ def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict)
     replacement = _replacement(value, originals, wrappers)
     if replacement is not _ABSENT:
         yield owner, key, replacement
-    elif _scanned(value) and _may_hold(value.values() if type(value) is dict else value, originals):
-        items = value.items() if type(value) is dict else enumerate(value)
+    elif _scanned(value) and _may_hold(held := _held_values(value), originals):
+        items = value.items() if type(value) is dict else enumerate(held)
         found = [(k, r) for k, v in items if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
         if not found:
             return
-        if isinstance(value, tuple):  # immutable: the whole tuple is replaced where it is held, as its own type
-            items = list(value)
+        if _is(value, tuple):  # immutable: the whole tuple is replaced where it is held, as its own type
+            items = list(held)
             for k, r in found:
                 items[k] = r
-            yield owner, key, tuple(items) if type(value) is tuple else value._make(items)
+            yield owner, key, tuple.__new__(type(value), items)  # as a named tuple's _make makes it
         else:
-            holder = value if isinstance(value, dict) else Slots(value)
+            holder = value if _is(value, dict) else Slots(value)
             for k, r in found:
                 yield holder, k, r
+
+
+def _held_values(value: Any) -> Any:
+    """The values a scanned container holds, a named tuple's read without its own methods (which may raise or never
+    end)."""
+    if type(value) is dict:
+        return value.values()
+    return value if type(value) in _CONTAINERS else list(tuple.__iter__(value))
 
 
 def _default_sites(function: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
@@ -182,7 +196,7 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
     (``act = F.softplus``, ``act = staticmethod(F.gelu)``). Not its methods' closures: a method closing over a
     functional compares it (``if F.relu is not original_relu``) as often as it calls it."""
     for key, value in list(vars(kind).items()):
-        if inspect.isfunction(value):
+        if _is(value, types.FunctionType):
             yield from _default_sites(value, originals, wrappers)
         if key.startswith("__"):
             continue
@@ -190,7 +204,7 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
         replacement = _replacement(held, originals, wrappers)
         if replacement is _ABSENT:
             continue
-        if _is(value, staticmethod) or not inspect.isfunction(held):  # a builtin binds no instance
+        if _is(value, staticmethod) or not _is(held, types.FunctionType):  # a builtin binds no instance
             replacement = staticmethod(replacement)
         yield Attributes(kind), key, replacement
 
@@ -206,7 +220,7 @@ def _plain_object(value: Any) -> bool:
         vars(value)
     except Exception:  # noqa: BLE001 (none, or a __getattribute__ of the model's own that raises)
         return False
-    return not type(value).__module__.startswith(("torch", "builtins", "collections"))
+    return not (_text(type(value), "__module__") or "builtins").startswith(("torch", "builtins", "collections"))
 
 
 _NOT_PLAIN = (type, types.ModuleType, types.FunctionType, dict, list, tuple, set, frozenset, nn.Module, torch.Tensor)
@@ -215,7 +229,7 @@ _NOT_PLAIN = (type, types.ModuleType, types.FunctionType, dict, list, tuple, set
 def _own_classes(module: Any) -> Iterator[type]:
     """The classes of ``module``'s type that are not torch's (whose defaults are torch's business)."""
     for kind in type(module).__mro__:
-        if not kind.__module__.startswith(("torch.", "builtins")):
+        if not (_text(kind, "__module__") or "builtins").startswith(("torch.", "builtins")):
             yield kind
 
 
@@ -245,8 +259,8 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
                 continue
             seen_classes.add(id(kind))
             sites.extend(_class_sites(kind, originals, wrappers))
-        name = type(module).__module__
-        if name in seen_modules or name.startswith("torch."):
+        name = _text(type(module), "__module__") or "builtins"
+        if name in seen_modules or name.startswith(("torch.", "builtins")):
             continue
         seen_modules.add(name)
         defining = inspect.getmodule(type(module))
@@ -254,8 +268,8 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
             continue
         helpers = _module_sites(defining, sites, originals, wrappers)
         for helper in helpers:  # one step only: the helpers' own imports are not looked into
-            if helper.__name__ not in seen_modules:
-                seen_modules.add(helper.__name__)
+            if _text(helper, "__name__") not in seen_modules:
+                seen_modules.add(_text(helper, "__name__"))
                 _module_sites(helper, sites, originals, wrappers)
     return sites
 
@@ -270,18 +284,29 @@ def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wra
     sites.extend(_items_sites(vars(namespace), items, originals, wrappers, skip="__builtins__"))
     for key, value in items:
         function = _is(value, types.FunctionType)
-        if function and value.__module__ == name and (value.__defaults__ or value.__kwdefaults__):
+        if function and _text(value, "__module__") == name and (value.__defaults__ or value.__kwdefaults__):
             sites.extend(_default_sites(value, originals, wrappers))
         helper = value if _is(value, types.ModuleType) else None
         if helper is None and (function or _is(value, type)):
-            helper = sys.modules.get(getattr(value, "__module__", None) or "")
-        if helper is None or helper is namespace or not isinstance(getattr(helper, "__name__", None), str):
+            helper = sys.modules.get(_text(value, "__module__") or "")
+        helper_name = _text(helper, "__name__")
+        if helper is None or helper is namespace or helper_name is None:
             continue
-        if helper.__name__.startswith(package) or folder is not None and _folder(helper) == folder:
+        if helper_name.startswith(package) or folder is not None and _folder(helper) == folder:
             helpers[id(helper)] = helper
     return list(helpers.values())
 
 
+def _text(value: Any, attribute: str) -> str | None:
+    """``value.attribute`` where it is a str; None where it is not or reading it raises (a module's own
+    ``__getattr__`` that imports lazily raises ImportError for a name it lacks, a class's metaclass anything)."""
+    try:
+        text = getattr(value, attribute, None)
+    except Exception:  # noqa: BLE001 (the program's own code)
+        return None
+    return text if type(text) is str else None
+
+
 def _folder(module: types.ModuleType) -> str | None:
-    path = getattr(module, "__file__", None)
-    return os.path.dirname(path) if isinstance(path, str) else None
+    path = _text(module, "__file__")
+    return None if path is None else os.path.dirname(path)

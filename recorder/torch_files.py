@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 import torch
+from kernelscope.analyzer.rundir import container_items
 from kernelscope.analyzer.samples import plain_scalar, safe_repr
 
 
@@ -39,10 +40,11 @@ def loadable(value: Any) -> Any:
     kind = type(value)
     if value is None or kind in (bool, int, float, str, torch.dtype, torch.device):
         return value
+    items = container_items(value)  # read without a subclass's own methods, which may raise or never end
     if issubclass(kind, (tuple, list)):
-        return [loadable(v) for v in value] if issubclass(kind, list) else tuple(loadable(v) for v in value)
+        return [loadable(v) for v in items] if issubclass(kind, list) else tuple(loadable(v) for v in items)
     if issubclass(kind, dict):
-        return {plain_scalar(k): loadable(v) for k, v in value.items() if issubclass(type(k), (str, int))}
+        return {plain_scalar(k): loadable(v) for k, v in items if issubclass(type(k), (str, int))}
     return safe_repr(value)
 
 

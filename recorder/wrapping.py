@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
 def wraps(wrapper: Any, function: Any, name: str = "forward") -> Any:
-    """``wrapper`` with ``function``'s name, docstring and ``__wrapped__``: the program reads them while it is
-    recorded (``inspect.signature(model.forward)`` follows ``__wrapped__``; transformers' ``generate()`` asks it
-    whether the model takes an attention mask, and runs other code when it seems not to)."""
-    wrapper.__name__ = getattr(function, "__name__", name)
-    wrapper.__qualname__ = getattr(function, "__qualname__", name)
-    wrapper.__doc__ = getattr(function, "__doc__", None)
-    wrapper.__wrapped__ = function
+    """``wrapper`` with what ``functools.wraps`` gives it of ``function`` (module, name, qualified name, docstring,
+    annotations, ``__wrapped__``; not its ``__dict__``, whose markers tell dynamo how to treat the original): the
+    program reads them while it is recorded (``inspect.signature(model.forward)`` follows ``__wrapped__``;
+    transformers' ``generate()`` asks it whether the model takes an attention mask, and runs other code when it seems
+    not to). ``name`` where ``function`` has none."""
+    functools.update_wrapper(wrapper, function, updated=())
+    if not isinstance(getattr(function, "__name__", None), str):
+        wrapper.__name__ = wrapper.__qualname__ = name
     return wrapper

@@ -4,6 +4,7 @@ not to the caller's (recorder/lazy_results.py). The result the caller gets behav
 sent, exceptions thrown, close and return values pass through, and it is of the same kind."""
 
 import asyncio
+import collections
 import inspect
 import types
 
@@ -180,3 +181,98 @@ def test_the_scoped_async_generator_passes_asend_athrow_and_aclose_through():
 
     with instrumented([("", model)], book, None):
         assert _drive(use()) == [3, 2, 9, "thrown", True], "aclose() reaches the original's finally"
+
+
+class Documented(nn.Module):
+    def forward(self, x: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
+        """Scales x."""
+        return F.relu(x) * scale
+
+
+def _what_the_program_sees(function) -> tuple:
+    return (
+        inspect.iscoroutinefunction(function), asyncio.iscoroutinefunction(function),
+        inspect.isasyncgenfunction(function), inspect.isgeneratorfunction(function), inspect.signature(function),
+        function.__name__, function.__qualname__, function.__doc__, function.__module__,
+        getattr(function, "__annotations__", None),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", [Gate, Stream, Heads, Echo, Countdown, Documented])
+def test_a_scoped_forward_is_of_its_originals_kind_and_signature(kind):
+    """A program asks what its forward is while it is recorded (asyncio's dispatch, ``inspect.signature``): the wrapper
+    answers as the original does, and a coroutine or async generator it returns still runs in the module's scope."""
+    model = kind()
+    seen_before, original = _what_the_program_sees(model.forward), type(model).forward
+    with instrumented([("", model)], SampleBook(), None):
+        assert "forward" in vars(model), "the forward is scoped"
+        assert _what_the_program_sees(model.forward) == seen_before
+        assert _what_the_program_sees(type(model).forward) == _what_the_program_sees(original), "its class's too"
+        assert inspect.unwrap(model.forward) == original.__get__(model)
+    assert "forward" not in vars(model)
+
+
+Tokens = collections.namedtuple("Tokens", "stream length")
+
+
+class Lazy(nn.Module):
+    """Returns its lazy results inside what the caller unpacks: a tuple, a named tuple, a list it also keeps, a dict,
+    and lazy iterators other than generators (a map over a functional, a filter whose test calls one)."""
+
+    def __init__(self, form):
+        super().__init__()
+        self.form, self.kept = form, None
+
+    def rows(self, x):
+        for row in x:
+            yield F.gelu(row)
+
+    def forward(self, x):
+        if self.form == "tuple":
+            return self.rows(x), len(x)
+        if self.form == "named tuple":
+            return Tokens(self.rows(x), len(x))
+        if self.form == "list":
+            self.kept = [self.rows(x)]
+            return self.kept
+        if self.form == "dict":
+            return {"stream": self.rows(x), "length": len(x)}
+        if self.form == "map":
+            return map(F.gelu, x)
+        return filter(lambda row: bool(F.gelu(row).sum() > -1), x)
+
+
+class Unpacks(nn.Module):
+    def __init__(self, form):
+        super().__init__()
+        self.lazy, self.form, self.seen = Lazy(form), form, []
+
+    def forward(self, x):
+        result = self.lazy(x)
+        self.seen.append(result)
+        if self.form in ("tuple", "named tuple", "list"):
+            rows = result[0]
+        elif self.form == "dict":
+            rows = result["stream"]
+        else:
+            rows = result
+        return torch.stack([F.relu(row) for row in rows])
+
+
+@pytest.mark.parametrize("form", ["tuple", "named tuple", "list", "dict", "map", "filter"])
+def test_lazy_results_held_in_a_result_or_of_other_types_run_in_their_modules_scope(form):
+    model, x = Unpacks(form).eval(), torch.randn(3, 8)
+    with torch.no_grad():
+        expected = model(x)
+    unrecorded = model.seen[-1]
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=2)
+    by_module = _calls_by_module(frame)
+    assert "gelu" in by_module["lazy"], "resumed in Lazy's scope (iterating x, the filter's test too)"
+    assert by_module[""] == {"relu", "torch.stack"}, "nothing of Lazy's in the caller's"
+    assert [calls for calls, _ in data["gelu"]] == [3]
+    recorded = model.seen[-1]
+    assert type(recorded) is type(unrecorded), "the caller gets a result of the type the forward returned"
+    if form == "list":
+        assert recorded is model.lazy.kept, "a list is the very list the forward returned"
+    with torch.no_grad():
+        assert torch.equal(model(x), expected)

@@ -1,0 +1,117 @@
+"""A recorded module's forward reached through its class: ``type(child).forward(child, x)``,
+``ChildClass.forward(self.child, x)``, ``nn.Linear.forward(self.lin, x)`` called from a parent's forward.
+
+Module forwards are scoped per instance (an instance ``forward`` that ``nn.Module.__call__`` finds first), so a call of
+the class's function on the instance bypasses the scope and its calls would be the caller's. For the recording, the
+``forward`` of each class of the scoped modules (their classes up the method resolution order that define one) is
+replaced by a wrapper that opens the instance's scope, only where ``self`` is a scoped module whose scope is not the
+innermost module scope open on the thread: ``super().forward(x)`` inside a subclass's forward, and the instance's own
+scoped path, never open it twice. The instance's scoped path calls the function it captured before the classes were
+patched, so it never reaches these wrappers: they cost nothing on the usual path, and finding the innermost scope
+(a walk up the frames to the nearest module wrapper's) only where a forward is reached through its class.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import torch
+from torch import nn
+
+from .calls import INSIDE_CALL, OTHER_THREAD
+from .compiled import dynamo_tracing
+from .lazy_results import handed_back, of_its_kind
+from .scope_gate import NO_SCOPE
+from .scope_gate import OPEN as scopes_open
+from .wrapping import wraps
+
+_Scope = torch._C._profiler._RecordFunctionFast
+_Tensor = torch.Tensor
+_FRAMES_LOOKED_AT = 64  # past them, a forward is taken to be reached from outside any scoped module
+
+
+class ScopedInstances:
+    """The scoped modules of one recording: ``id(module) -> (module, scope name or None, folded suffix or None)``,
+    and the code of the instance wrappers whose frames mark a module's scope (``forward`` is the bound method
+    they run)."""
+
+    def __init__(self) -> None:
+        self.scopes: dict[int, tuple[nn.Module, str | None, str | None, Any]] = {}
+        self.wrapper_codes: set[types.CodeType] = set()
+
+    def add(self, module: nn.Module, wrapper: Any, scope_name: str | None, folded_suffix: str | None) -> None:
+        """``wrapper``: the module's instance forward; the code of its class's forward is kept (read before the
+        classes are patched) to tell ``super().forward`` from the module's own forward cheaply."""
+        forward_code = getattr(getattr(type(module), "forward", None), "__code__", None)
+        self.scopes[id(module)] = (module, scope_name, folded_suffix, forward_code)
+        code = getattr(wrapper, "__code__", None)
+        if code is not None:
+            self.wrapper_codes.add(code)
+
+
+def class_forward_sites(instances: ScopedInstances) -> list[tuple[type, Any]]:
+    """``(class, wrapper)`` for each class of the scoped modules that defines ``forward`` as a Python function, up
+    their method resolution order to ``nn.Module`` (excluded: its forward raises)."""
+    sites, seen = [], set()
+    for module, *_ in list(instances.scopes.values()):
+        for kind in type(module).__mro__:
+            if kind is nn.Module or id(kind) in seen:
+                break
+            seen.add(id(kind))
+            function = vars(kind).get("forward")
+            if isinstance(function, types.FunctionType):
+                sites.append((kind, _class_forward(function, instances)))
+    return sites
+
+
+def _class_forward(function: Any, instances: ScopedInstances) -> Any:
+    """The class-level wrapper of ``function`` (a class's ``forward``)."""
+    scopes, codes = instances.scopes, instances.wrapper_codes
+
+    def forward_through_the_class(self, *args, **kwargs):
+        entry = None if dynamo_tracing() else scopes.get(id(self))
+        if entry is None or entry[0] is not self or INSIDE_CALL.get() is OTHER_THREAD:
+            return function(self, *args, **kwargs)
+        if _innermost_is(self, entry[3], sys._getframe(1), codes, own_code):  # super().forward, or its own path
+            return function(self, *args, **kwargs)
+        _module, scope_name, folded_suffix, _code = entry
+        if folded_suffix is not None:  # a module folded into its one call: the call names the module
+            token = INSIDE_CALL.set(folded_suffix)
+            try:
+                return function(self, *args, **kwargs)
+            finally:
+                INSIDE_CALL.reset(token)
+        with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
+            result = function(self, *args, **kwargs)
+        return result if type(result) is _Tensor else handed_back(result, scope_name)
+
+    own_code = forward_through_the_class.__code__
+    return wraps(of_its_kind(forward_through_the_class, function), function)
+
+
+def _innermost_is(module: Any, forward_code: Any, frame: Any, wrapper_codes: set, own_code: types.CodeType) -> bool:
+    """Whether ``module``'s scope is the innermost module scope open above ``frame`` (its caller's): at once where
+    the caller runs the code of ``module``'s own forward (``super().forward(x)``; reading the caller's ``self`` would
+    double this path's cost, and a forward calling its own class's forward on another instance of the class through
+    the base class is left in its scope, as it was without these wrappers), else looked up
+    (``_innermost_scoped_module``)."""
+    if frame.f_code is forward_code:
+        return True
+    return _innermost_scoped_module(frame, wrapper_codes, own_code) is module
+
+
+def _innermost_scoped_module(frame: Any, wrapper_codes: set, own_code: types.CodeType) -> Any:
+    """The module whose scope is the innermost open above ``frame``: the nearest frame of an instance wrapper (its
+    ``forward``'s ``__self__``) or of a class-level wrapper (its ``self``); None where none is near."""
+    for _ in range(_FRAMES_LOOKED_AT):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if code is own_code:  # every class-level wrapper's (one code, many closures)
+            return frame.f_locals.get("self")
+        if code in wrapper_codes:
+            return getattr(frame.f_locals.get("forward"), "__self__", None)
+        frame = frame.f_back
+    return None

@@ -1,0 +1,102 @@
+"""A recorded module's forward reached through its class (``type(child).forward(child, x)``,
+``nn.Linear.forward(self.lin, x)``, ``Base.forward(self.child, x)`` on a subclass's instance): its calls are the
+module's, in one scope, and ``super().forward(x)`` inside a subclass's forward opens none of its own
+(recorder/class_forwards.py)."""
+
+import gzip
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from conftest import assert_patches_undone, snapshot_patch_targets  # noqa: E402
+from kernelscope.analyzer import load_run  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from reference import assert_matches_reference  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+class LoudBlock(Block):
+    def forward(self, x):
+        return F.softsign(super().forward(x))  # through the class, on its own scope: no second one
+
+
+class Scaled(nn.Linear):
+    def forward(self, x):
+        return F.hardswish(super().forward(x))
+
+
+class CallsThroughClasses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child, self.loud, self.lin, self.scaled = Block(), LoudBlock(), nn.Linear(8, 8), Scaled(8, 8)
+
+    def forward(self, x):
+        x = type(self.child).forward(self.child, x)
+        x = Block.forward(self.loud, x)  # the base's function on a subclass's instance: the base's code runs
+        x = nn.Linear.forward(self.lin, x)  # a module folded into its one call
+        x = self.scaled(x)
+        return F.relu(self.loud(x))
+
+
+def _module_scopes(run_dir) -> list[str]:
+    with gzip.open(run_dir / "trace.json.gz") as trace:
+        events = json.load(trace)["traceEvents"]
+    return sorted(e["name"] for e in events if e.get("name", "").startswith("ks.module:"))
+
+
+def test_forwards_reached_through_their_classes_are_their_modules(tmp_path):
+    model, x = CallsThroughClasses().eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        expected = model(x)
+    before, original = snapshot_patch_targets(model), {kind: vars(kind)["forward"] for kind in (Block, LoudBlock)}
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], out=tmp_path / "run")
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["gelu"] == {"child", "loud"}, "the class's forward runs in the instance's scope"
+    assert calls["softsign"] == {"loud"} and calls["hardswish"] == {"scaled"} and calls["relu"] == {""}
+    assert calls["linear"] == {"child.fc", "loud.fc", "lin", "scaled"}, "a folded module names its call"
+    assert [count for count, _ in data["softsign"]] == [1], "Block.forward on LoudBlock ran Block's code"
+    scopes = ["ks.module:", "ks.module:child", "ks.module:loud", "ks.module:loud", "ks.module:scaled"]
+    assert _module_scopes(tmp_path / "run") == scopes, "one scope per forward, super().forward opens none"
+    with load_run(tmp_path / "run") as run:
+        assert_matches_reference(run, tmp_path / "run" / "trace.json.gz")
+    assert_patches_undone(model, before)
+    assert all(vars(kind)["forward"] is function for kind, function in original.items()), "the classes put back"
+    assert not hasattr(vars(nn.Linear)["forward"], "__wrapped__")
+    with torch.no_grad():
+        assert torch.equal(model(x), expected)
+
+
+class Failing(nn.Module):
+    def forward(self, x):
+        raise KeyError("no forward today")
+
+
+class CallsAFailingClass(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child, self.calls = Failing(), 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls < 2:
+            return F.relu(x)
+        return Failing.forward(self.child, x)
+
+
+def test_the_classes_are_put_back_when_a_forward_through_its_class_raises():
+    model, original = CallsAFailingClass(), vars(Failing)["forward"]
+    with pytest.raises(KeyError, match="no forward today"):
+        ModuleFunctionKernelProfiler().profile(model, [((torch.ones(2),), {})], warmup_iterations=1)
+    assert model.calls == 2, "it raised in the recorded pass, through the class-level wrapper"
+    assert vars(Failing)["forward"] is original and "forward" not in vars(model.child)
