@@ -360,7 +360,10 @@ def _install(
         # after the instances captured their forwards, and the scan read the classes' own (their defaults); with
         # functions=False, none: dynamo compiles freely, nothing it guards is patched
         for kind, class_forward in class_forward_sites(instances):
-            patches.set_attribute(kind, "forward", class_forward)
+            try:
+                patches.set_attribute(kind, "forward", class_forward)
+            except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
+                pass  # forward: a call through that class stays the caller's, as without these wrappers
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
     copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
 

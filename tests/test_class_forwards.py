@@ -100,3 +100,42 @@ def test_the_classes_are_put_back_when_a_forward_through_its_class_raises():
         ModuleFunctionKernelProfiler().profile(model, [((torch.ones(2),), {})], warmup_iterations=1)
     assert model.calls == 2, "it raised in the recorded pass, through the class-level wrapper"
     assert vars(Failing)["forward"] is original and "forward" not in vars(model.child)
+
+
+class _RefusesForward(type(nn.Module)):
+    """A metaclass that freezes its classes' forward once set up (as some frameworks' registries do)."""
+
+    def __setattr__(cls, key, value):
+        if key == "forward" and vars(cls).get("frozen", False):
+            raise AttributeError(f"{cls.__name__}.forward is frozen")
+        super().__setattr__(key, value)
+
+
+class Frozen(nn.Module, metaclass=_RefusesForward):
+    frozen = True
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+class CallsAFrozenClass(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child, self.block = Frozen(), Block()
+
+    def forward(self, x):
+        return Block.forward(self.block, self.child(x)) + Frozen.forward(self.child, x)
+
+
+def test_a_class_that_refuses_its_wrapper_keeps_its_forward_and_the_recording_goes_on():
+    model, x = CallsAFrozenClass().eval(), torch.randn(2, 8)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
+    gelus = frame[frame["function_name"] == "gelu"].groupby("module_name").size().to_dict()
+    # the frozen class's own call through its class stays the caller's, as without the wrappers; the others are scoped
+    assert gelus == {"": 1, "child": 1, "block": 1}
+    assert vars(Frozen)["forward"].__name__ == "forward" and not hasattr(vars(Frozen)["forward"], "__wrapped__")
+    assert not hasattr(vars(Block)["forward"], "__wrapped__"), "the classes that took a wrapper are put back"
