@@ -1,5 +1,5 @@
 /* fuzz_kineto.c: a libFuzzer harness around the native reader (analyzer/_kineto.c), built with AddressSanitizer
- * and UBSan by benchmarks/fuzz_kineto.sh (which also says how to run it).
+ * and UBSan by benchmarks/libfuzzer/fuzz_kineto.sh (which also says how to run it).
  *
  * Each input is one part: its first byte picks the form (bit 0: bare events, no brackets), the rest is the part,
  * copied into a buffer of exactly its size so that a read past either end is a heap overflow. The input goes
@@ -7,9 +7,9 @@
  * the Arrow export, and the exported batch is checked: every column as long as the rows, dictionary indices and args
  * offsets inside their buffers, each args text an object that the reader reads back to the same text. Python's
  * part (the buffer protocol, the capsule) is left out: it holds nothing the input reaches. Agreement with
- * DuckDB's reader is checked apart, on the corpus this grows (benchmarks/fuzz_kineto_diff.py).
+ * DuckDB's reader is checked apart, on the corpus this grows (benchmarks/fuzz_kineto.py diff).
  */
-#include "../analyzer/_kineto.c"
+#include "../../analyzer/_kineto.c"
 
 #include <assert.h>
 

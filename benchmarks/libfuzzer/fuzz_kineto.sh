@@ -4,7 +4,7 @@
 # libclang-rt-14-dev) and the project installed in the active venv; CI needs neither (tests/test_native_reader.py
 # runs its own sanitizer build with gcc).
 #
-#   bash benchmarks/fuzz_kineto.sh WORKDIR [SECONDS]     # default 600 s; one core, niced
+#   bash benchmarks/libfuzzer/fuzz_kineto.sh WORKDIR [SECONDS]     # default 600 s; one core, niced
 #
 # WORKDIR keeps the corpus between runs (WORKDIR/corpus) and any crashing input (WORKDIR/crash-*), which
 # replays with: WORKDIR/fuzz_kineto WORKDIR/crash-…
@@ -17,7 +17,7 @@ pylib=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))'
 pyver=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("LDVERSION"))')
 clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(python3-config --includes) \
     "$here/fuzz_kineto.c" -o "$work/fuzz_kineto" -L"$pylib" -lpython"$pyver" -Wl,-rpath,"$pylib"
-python3 "$here/fuzz_kineto.py" seeds "$work/seeds"
+python3 "$here/../fuzz_kineto.py" seeds "$work/seeds"
 nice -n 10 "$work/fuzz_kineto" -max_len=8192 -max_total_time="$seconds" -dict="$here/fuzz_kineto.dict" \
     -artifact_prefix="$work/" -print_final_stats=1 "$work/corpus" "$work/seeds"
-python3 "$here/fuzz_kineto.py" diff "$work/corpus" "$work/seeds"
+python3 "$here/../fuzz_kineto.py" diff "$work/corpus" "$work/seeds"
