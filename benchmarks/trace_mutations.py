@@ -353,12 +353,9 @@ def _blanks_case(source: Source, doc: dict, rng: random.Random, stem: Path) -> C
 
 def _json_paths(value, prefix=()):
     yield prefix
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield from _json_paths(v, (*prefix, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            yield from _json_paths(v, (*prefix, i))
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        yield from _json_paths(item, (*prefix, key))
 
 
 def _damage_json(path: Path, rng: random.Random) -> str:
