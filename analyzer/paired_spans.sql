@@ -14,6 +14,14 @@
 -- of an "E" is the count before it.
 -- Returns: the first "B" left without an "E" that the attribution would read as a span (a device event, launch,
 -- operator or annotation): event_id, cat, name, and how many such there are; no row where there is none.
+
+-- The depth of a "B" or "E" on its thread, its events ordered by time, then `tie`, then the file's order: both
+-- pairings below count it, the second with the ties the first settles.
+CREATE OR REPLACE TEMP MACRO ks_span_depth(pid, tid, ts_ns, tie, event_id, ph) AS
+    sum(CASE ph WHEN 'B' THEN 1 ELSE -1 END) OVER (
+        PARTITION BY pid, tid ORDER BY ts_ns, tie, event_id ROWS UNBOUNDED PRECEDING
+    ) + CASE ph WHEN 'E' THEN 1 ELSE 0 END;
+
 UPDATE events
 SET ph = 'X',
     dur_ns = pairs.end_ns - events.ts_ns,
@@ -26,21 +34,15 @@ SET ph = 'X',
     stream = coalesce(events.stream, pairs.end_stream)
 FROM (
     WITH marks AS (
-        SELECT event_id, pid, tid, ts_ns, ph, name, CASE ph WHEN 'E' THEN 0 ELSE 1 END AS ends_first
+        SELECT event_id, pid, tid, ts_ns, ph, name, CASE ph WHEN 'E' THEN 0 ELSE 1 END AS tie  -- the "E"s first
         FROM events
         WHERE ph IN ('B', 'E') AND ts_ns IS NOT NULL
     ),
     ends_first_pairs AS (  -- the pairing with the "E"s first at every time, to find the times it misnames
         SELECT pid, tid, ph, name, lead(ph) OVER same_depth AS next_ph, lead(name) OVER same_depth AS end_name,
                lead(ts_ns) OVER same_depth AS end_ns
-        FROM (
-            SELECT *,
-                   sum(CASE ph WHEN 'B' THEN 1 ELSE -1 END) OVER (
-                       PARTITION BY pid, tid ORDER BY ts_ns, ends_first, event_id ROWS UNBOUNDED PRECEDING
-                   ) + CASE ph WHEN 'E' THEN 1 ELSE 0 END AS depth
-            FROM marks
-        )
-        WINDOW same_depth AS (PARTITION BY pid, tid, depth ORDER BY ts_ns, ends_first, event_id)
+        FROM (SELECT *, ks_span_depth(pid, tid, ts_ns, tie, event_id, ph) AS depth FROM marks)
+        WINDOW same_depth AS (PARTITION BY pid, tid, depth ORDER BY ts_ns, tie, event_id)
     ),
     misnamed AS (
         SELECT DISTINCT p.pid, p.tid, p.end_ns AS ts_ns
@@ -49,7 +51,7 @@ FROM (
         WHERE p.ph = 'B' AND p.next_ph = 'E' AND p.name <> p.end_name
     ),
     ordered AS (
-        SELECT m.event_id, m.pid, m.tid, m.ts_ns, m.ph, CASE WHEN g.ts_ns IS NULL THEN m.ends_first ELSE 0 END AS tie
+        SELECT m.event_id, m.pid, m.tid, m.ts_ns, m.ph, CASE WHEN g.ts_ns IS NULL THEN m.tie ELSE 0 END AS tie
         FROM marks m LEFT JOIN misnamed g ON g.pid = m.pid AND g.tid = m.tid AND g.ts_ns = m.ts_ns
     )
     SELECT begin_id, end_ns, e.args AS end_args, e.correlation AS end_correlation, e.external_id AS end_external_id,
@@ -57,13 +59,7 @@ FROM (
     FROM (
         SELECT event_id AS begin_id, ph AS begin_ph, lead(ph) OVER same_depth AS next_ph,
                lead(event_id) OVER same_depth AS end_id, lead(ts_ns) OVER same_depth AS end_ns
-        FROM (
-            SELECT *,
-                   sum(CASE ph WHEN 'B' THEN 1 ELSE -1 END) OVER (
-                       PARTITION BY pid, tid ORDER BY ts_ns, tie, event_id ROWS UNBOUNDED PRECEDING
-                   ) + CASE ph WHEN 'E' THEN 1 ELSE 0 END AS depth
-            FROM ordered
-        )
+        FROM (SELECT *, ks_span_depth(pid, tid, ts_ns, tie, event_id, ph) AS depth FROM ordered)
         WINDOW same_depth AS (PARTITION BY pid, tid, depth ORDER BY ts_ns, tie, event_id)
     )
     JOIN events e ON e.event_id = end_id
