@@ -31,7 +31,7 @@ import orjson
 from .errors import BadInputError, json_fault
 from .gzip_blank_tail import BlankTailGzip, ends_in_whitespace
 from .gzip_members import MemberStream, bytes_after_members, gzip_members
-from .json_blank_tail import BLANKS, HeldBlanks, content_end
+from .json_blank_tail import HeldBlanks, content_end, last_word
 from .json_text import BOM, Leniencies, loads_readable
 from .streamed_parts import stream_member_parts, stream_parts
 from .trace_parts import (
@@ -222,7 +222,7 @@ def _refuse_a_word_after_blanks(path: Path, fd: int, array_start: int, data_end:
     """Refuse a plain file whose last word (text with no blank in it) follows a whole trace object and blanks, more
     of them, maybe, than the tail searched for the object's end holds: the sentence names where the word begins."""
     last = os.pread(fd, min(TAIL_KEEP, data_end - array_start), data_end - min(TAIL_KEEP, data_end - array_start))
-    word = len(last) - max(last.rfind(bytes([blank])) for blank in BLANKS) - 1
+    word = last_word(last)
     before = content_end(fd, data_end - word)
     if word >= len(last) or before <= array_start:
         return

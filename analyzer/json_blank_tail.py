@@ -49,6 +49,11 @@ def trailing_blanks(data) -> int:
     return len(data)
 
 
+def last_word(data: bytes) -> int:
+    """How many bytes at the end of ``data`` hold no blank: its last word, where text follows a document."""
+    return len(data) - max(data.rfind(bytes([blank])) for blank in BLANKS) - 1
+
+
 def read_by_pieces(readinto, size: int, piece_bytes: int) -> bytes:
     """Up to ``size`` bytes (all that is left for -1) from ``readinto``, a piece at a time: a size past what is left (a
     whole-document read up to a limit) allocates no more than what is read."""

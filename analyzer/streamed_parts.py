@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import BadInputError
-from .json_blank_tail import BLANKS, trailing_blanks
+from .json_blank_tail import last_word, trailing_blanks
 from .json_text import Leniencies
 from .trace_parts import (
     BOUNDARY,
@@ -114,7 +114,7 @@ def _refuse_a_word_after_blanks(path: Path, out, start: int, before: bytes, json
     with memoryview(out.buffer) as view, view[start : out.size] as body:
         end = len(body) - trailing_blanks(body)
         last = bytes(body[max(0, end - TAIL_KEEP) : end])
-        word = len(last) - max(last.rfind(bytes([blank])) for blank in BLANKS) - 1
+        word = last_word(last)
         with body[: end - word] as head:  # each view released, so the buffer can be reused
             stop = end - word - trailing_blanks(head)
         tail = bytes(body[max(0, stop - TAIL_KEEP) : stop])

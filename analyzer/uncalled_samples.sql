@@ -1,7 +1,8 @@
 -- uncalled_samples.sql: the functions of a recording's sample store (table samples) that no call scope of its trace
 -- names, per rank (Run.notes): files of two runs put together, a trace cut short before their calls, or calls a
--- recording sampled without a scope. Their samples stay in table samples and function_data; no row of kernels is theirs. A call scope names
--- "<function>" or "<function><sample_separator><sample id>" (scope_names.sql). Returns rank, function_name, calls.
+-- recording sampled without a scope. Their samples stay in table samples and function_data; no row of kernels is
+-- theirs. A call scope names "<function>" or "<function><sample_separator><sample id>" (scope_names.sql). Returns
+-- rank, function_name, calls.
 WITH called AS (
     SELECT DISTINCT rank, ks_scope_call(name) AS label
     FROM events
