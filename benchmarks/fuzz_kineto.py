@@ -1,4 +1,5 @@
-"""Seeds for the native reader's libFuzzer harness (libfuzzer/fuzz_kineto.c), and the check of its corpus against DuckDB.
+"""Seeds for the native reader's libFuzzer harness (libfuzzer/fuzz_kineto.c), and the check of its corpus against
+DuckDB.
 
     python benchmarks/fuzz_kineto.py seeds DIR     # parts of every sample trace, and hand-made edge cases
     python benchmarks/fuzz_kineto.py diff DIR...   # every input of the corpora: native rows == DuckDB's rows
@@ -6,8 +7,8 @@
 The harness checks memory safety and what the reader's output must hold on its own; ``diff`` checks that every
 part the native reader reads gives exactly the rows of DuckDB's JSON reader (ingest.sql), the fallback, and the
 answer of validate_repeats.sql on them, as tests/test_native_reader.py does for its random parts. It prints the
-counts (read, left to DuckDB) and each disagreement, and exits 1 if there was one. benchmarks/libfuzzer/fuzz_kineto.sh runs
-both around the fuzzer.
+counts (read, left to DuckDB) and each disagreement, and exits 1 if there was one.
+benchmarks/libfuzzer/fuzz_kineto.sh runs both around the fuzzer.
 """
 
 from __future__ import annotations
