@@ -346,9 +346,10 @@ def _install(
         else:
             stacks = has_module_stacks(module)
             graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
-            wrapper = _module_forward(module.forward, MODULE_PREFIX + scope_text(name), graph)
+            scope = MODULE_PREFIX + scope_text(name)
+            wrapper = _module_forward(module.forward, scope, graph)
             if graph is None:
-                instances.add(module, wrapper, MODULE_PREFIX + scope_text(name), None)
+                instances.add(module, wrapper, scope, None)
         patch_module(module, "forward", wrapper, forward_before)
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
