@@ -17,7 +17,7 @@
   9. where a program states what a user expects (notes ``modules``: {call: the modules its rows have}; ``calls``:
      {call: times it is made in a pass}), the rows and function_data say so.
 
-    python benchmarks/cpu_sweep.py OUT [name ...] [--deadline SECONDS]
+    python benchmarks/cpu_sweep.py OUT [name ...] [--deadline SECONDS] [--device cuda]
 
 Models: sweep_cpu_models.py (transformers architectures from tiny configs, random init, no downloads; generate()),
 sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py,
@@ -329,11 +329,16 @@ def main() -> None:
     parser.add_argument("names", nargs="*")
     parser.add_argument("--deadline", type=float, default=3600, help="start no model after this many seconds")
     parser.add_argument("--only-zoo", action="store_true", help="only the torchvision and timm programs")
+    parser.add_argument("--device", help="torch.set_default_device(DEVICE) first: the programs' models and "
+                        "inputs made there (cuda: the same programs and checks on a GPU)")  # fmt: skip
     args = parser.parse_args()
+    if args.device:
+        torch.set_default_device(args.device)
     made = factories()
     names = args.names or [n for n in made if not args.only_zoo or n.startswith(("tv_", "timm_"))]
     args.out.mkdir(parents=True, exist_ok=True)
-    env = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "threads": torch.get_num_threads()}
+    env = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "threads": torch.get_num_threads(),
+           "device": args.device or "cpu"}  # fmt: skip
     results, began = [], time.perf_counter()
     print(json.dumps(env), flush=True)
     with tempfile.TemporaryDirectory() as tmp:

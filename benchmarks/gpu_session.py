@@ -12,7 +12,8 @@ STEP is ``check`` (gpu_check.py, every workload, run directories kept), ``sweep`
 (profile_scaling.py), ``threads`` (duckdb_threads.py: the demo and 10 MB-100 MB traces per DuckDB thread
 count), ``cores`` (analyzer_cores.py), ``cores_stages`` (the same at 2-16 cores with each load's
 stages timed: load_stages.py), ``cores_gzip`` (analyzer_cores.py, the .json against the .json.gz of indexed members
-the recorder writes, 2-16 cores), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false);
+the recorder writes, 2-16 cores), ``cores_unordered`` (cores_stages under DuckDB's preserve_insertion_order = false),
+``cpu_sweep_cuda`` (cpu_sweep.py's programs with CUDA torch's default device, zoo last, until its deadline);
 ``=WORKLOAD,...`` names the workloads of check, sweep, frames, overhead (default: all) and stages (default: tiny,
 mlp and transformer_encoder; any of profile_vs_aitune.py's). Each step writes under a
 scratch folder's work/<step>/ and its output goes to work/<step>.log; at the end work/ is packed, sample tensors
@@ -102,6 +103,12 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
             + ["--cores", "2,4,8,16", "--gzip", "--members"]
             + ["--out", str(work / "cores_gzip" / "analyzer_cores_gzip.json")],
             300,
+        ),
+        "cpu_sweep_cuda": (
+            py
+            + [str(HERE / "cpu_sweep.py"), str(work / "cpu_sweep_cuda"), "--device", "cuda", "--deadline", "470"]
+            + workloads.get("cpu_sweep_cuda", []),
+            540,
         ),
         "cores_unordered": (
             py
