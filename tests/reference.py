@@ -56,7 +56,8 @@ def load_events(path: Path) -> list[dict]:
     without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"; in a
     trace none of whose device events and CUDA/ROCm launches has a correlation (roctracer's), each one's
     "External id" moved to its correlation, or, where no launch has an External id, each device event's kept (its
-    operator's) and its correlation -1 less its place in the trace."""
+    operator's) and its correlation -1 less its place in the trace; one that has neither key gets that correlation
+    too (no launch, no operator)."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(raw)
@@ -94,9 +95,13 @@ def load_events(path: Path) -> list[dict]:
         linked_ids = {id(e) for e in linked}
         for place, e in enumerate(events):
             args = e.get("args") if id(e) in linked_ids else None
-            if not isinstance(args, dict) or not isinstance(args.get("External id"), int):
+            if id(e) in linked_ids and not isinstance(args, dict):
+                e["args"] = args = {}
+            if not isinstance(args, dict):
                 continue
-            if launches_have_ids:  # roctracer's: the launch's and its kernels' correlation id
+            if not isinstance(args.get("External id"), int):  # nothing links it: a row of its own, nothing named
+                args["correlation"] = -1 - place
+            elif launches_have_ids:  # roctracer's: the launch's and its kernels' correlation id
                 args["correlation"] = args.pop("External id")
             elif e.get("cat") in DEVICE_CATS:  # no launch to link: its operator's, and a launch the trace lacks
                 args["correlation"] = -1 - place
