@@ -10,8 +10,10 @@
 -- writes one, or a runtime call that launched nothing) gets such a correlation of its own too: its row is kept, with
 -- no launch or operator to name, where nothing else could link it. One whose correlation is written but no integer
 -- keeps it, for validate.sql's rule 5 to name.
--- Only where not one such event has a correlation: in a trace that writes correlations, an event without one is a
--- fault (validate.sql's rule 5), and its External id, an operator's, would link it to the wrong launch.
+-- Only where not one device event or launch of any runtime (ks_launch_category: XPU's, a PrivateUse1 backend's too)
+-- has a correlation: in a trace that writes correlations, an event without one is a fault (validate.sql's rule 5)
+-- or linked by its ac2g flow (linked_by_flow.sql, next), and its External id, an operator's, would link it to the
+-- wrong launch.
 -- validate.py runs this where rule 5 is the first fault found. Returns the number of events relinked.
 UPDATE events
 SET correlation = CASE WHEN launches.have_ids AND external_id IS NOT NULL THEN external_id ELSE -1 - event_id END,
@@ -23,5 +25,5 @@ WHERE ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime',
   AND (external_id IS NOT NULL AND (launches.have_ids OR cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'))
        OR external_id IS NULL AND json_extract(args, '$.correlation') IS NULL)
   AND NOT EXISTS (SELECT 1 FROM events
-                  WHERE cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver')
+                  WHERE (cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') OR ks_launch_category(cat))
                     AND correlation IS NOT NULL)

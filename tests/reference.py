@@ -54,8 +54,8 @@ def _without_lone_surrogates(value):
 def load_events(path: Path) -> list[dict]:
     """The trace's events, the 2021 format's read as the later one: legacy categories renamed, a memory event
     without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"; in a
-    trace none of whose device events and CUDA/ROCm launches has a correlation (roctracer's), each one's
-    "External id" moved to its correlation, or, where no launch has an External id, each device event's kept (its
+    trace none of whose device events and launches (of any runtime) has a correlation (roctracer's), each CUDA/ROCm
+    one's "External id" moved to its correlation, or, where no launch has an External id, each device event's kept (its
     operator's) and its correlation -1 less its place in the trace; one that has neither key gets that correlation
     too (no launch, no operator)."""
     raw = Path(path).read_bytes()
@@ -88,7 +88,8 @@ def load_events(path: Path) -> list[dict]:
                 args[key] = int(args[key])
     _pair_spans(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
-    if not any("correlation" in (e.get("args") or {}) for e in linked):
+    launches = [e for e in events if isinstance(e, dict) and e.get("cat") in LAUNCH_CATEGORIES]  # of any runtime
+    if not any("correlation" in (e.get("args") or {}) for e in linked + launches):
         launches_have_ids = any(
             isinstance((e.get("args") or {}).get("External id"), int) for e in linked if e.get("cat") not in DEVICE_CATS
         )

@@ -82,6 +82,30 @@ def test_device_events_without_correlations_reach_their_launches_through_their_f
         assert run.launch_check() == original.launch_check()
 
 
+def test_flows_link_device_events_to_launches_of_another_runtime_that_have_correlations(tmp_path):
+    """The ROCm BERT trace linked by flows alone, its runtime calls filed as Intel XPU's (xpu_runtime): a launch of
+    any runtime that has a correlation makes the device events' External ids their operators', so each reaches its
+    launch through its flow, as where the device events keep their correlations, and is not a device event without
+    launch named after its operator."""
+
+    def as_xpu(path):
+        doc = json.loads(path.read_text())
+        for e in doc["traceEvents"]:
+            if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+                e["cat"] = "xpu_runtime"
+        path.write_text(json.dumps(doc))
+        return path
+
+    linked = as_xpu(_linked_by_flows_alone(tmp_path))
+    original = tmp_path / "correlations.json"
+    original.write_text(json.dumps(json.loads(gzip.decompress(MI300_BERT.read_bytes()))))
+    with load_run(as_xpu(original)) as original_run, load_run(linked) as run:
+        assert_matches_reference(run, linked)
+        assert run.profiling_df().equals(original_run.profiling_df())
+        assert run.launch_check() == original_run.launch_check()
+        assert run.launch_check().device_events_without_launch == 0
+
+
 def test_a_device_event_without_correlation_or_flow_is_still_refused(tmp_path):
     """A device event whose flow is gone too is no device event of a launch: refused as any without a correlation."""
     path = _linked_by_flows_alone(tmp_path)
