@@ -54,9 +54,10 @@ def _without_lone_surrogates(value):
 def load_events(path: Path) -> list[dict]:
     """The trace's events, the 2021 format's read as the later one: legacy categories renamed, a memory event
     without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"; in a
-    trace none of whose device events and CUDA/ROCm launches has a correlation (roctracer's), each one's
-    "External id" moved to its correlation, or, where no launch has an External id, each device event's kept (its
-    operator's) and its correlation -1 less its place in the trace."""
+    trace none of whose device events and launches (of any runtime) has a correlation (roctracer's), each CUDA/ROCm
+    one's "External id" moved to its correlation, or, where no launch has an External id, each device event's kept (its
+    operator's) and its correlation -1 less its place in the trace; one that has neither key gets that correlation
+    too (no launch, no operator)."""
     raw = Path(path).read_bytes()
     if raw[:2] == b"\x1f\x8b":
         raw = _gunzip(raw)
@@ -87,16 +88,21 @@ def load_events(path: Path) -> list[dict]:
                 args[key] = int(args[key])
     _pair_spans(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
-    if not any("correlation" in (e.get("args") or {}) for e in linked):
+    launches = [e for e in events if isinstance(e, dict) and e.get("cat") in LAUNCH_CATEGORIES]  # of any runtime
+    if not any("correlation" in (e.get("args") or {}) for e in linked + launches):
         launches_have_ids = any(
             isinstance((e.get("args") or {}).get("External id"), int) for e in linked if e.get("cat") not in DEVICE_CATS
         )
         linked_ids = {id(e) for e in linked}
         for place, e in enumerate(events):
             args = e.get("args") if id(e) in linked_ids else None
-            if not isinstance(args, dict) or not isinstance(args.get("External id"), int):
+            if id(e) in linked_ids and not isinstance(args, dict):
+                e["args"] = args = {}
+            if not isinstance(args, dict):
                 continue
-            if launches_have_ids:  # roctracer's: the launch's and its kernels' correlation id
+            if not isinstance(args.get("External id"), int):  # nothing links it: a row of its own, nothing named
+                args["correlation"] = -1 - place
+            elif launches_have_ids:  # roctracer's: the launch's and its kernels' correlation id
                 args["correlation"] = args.pop("External id")
             elif e.get("cat") in DEVICE_CATS:  # no launch to link: its operator's, and a launch the trace lacks
                 args["correlation"] = -1 - place

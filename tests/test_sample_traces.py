@@ -178,8 +178,8 @@ def external(request):
         yield request.param, run
 
 
-def test_there_are_eleven_external_traces():
-    assert len(list(EXTERNAL.glob("*.json*"))) == 11
+def test_there_are_twelve_external_traces():
+    assert len(list(EXTERNAL.glob("*.json*"))) == 12
 
 
 def test_external_traces_match_the_reference_attribution(external):

@@ -82,6 +82,30 @@ def test_device_events_without_correlations_reach_their_launches_through_their_f
         assert run.launch_check() == original.launch_check()
 
 
+def test_flows_link_device_events_to_launches_of_another_runtime_that_have_correlations(tmp_path):
+    """The ROCm BERT trace linked by flows alone, its runtime calls filed as Intel XPU's (xpu_runtime): a launch of
+    any runtime that has a correlation makes the device events' External ids their operators', so each reaches its
+    launch through its flow, as where the device events keep their correlations, and is not a device event without
+    launch named after its operator."""
+
+    def as_xpu(path):
+        doc = json.loads(path.read_text())
+        for e in doc["traceEvents"]:
+            if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+                e["cat"] = "xpu_runtime"
+        path.write_text(json.dumps(doc))
+        return path
+
+    linked = as_xpu(_linked_by_flows_alone(tmp_path))
+    original = tmp_path / "correlations.json"
+    original.write_text(json.dumps(json.loads(gzip.decompress(MI300_BERT.read_bytes()))))
+    with load_run(as_xpu(original)) as original_run, load_run(linked) as run:
+        assert_matches_reference(run, linked)
+        assert run.profiling_df().equals(original_run.profiling_df())
+        assert run.launch_check() == original_run.launch_check()
+        assert run.launch_check().device_events_without_launch == 0
+
+
 def test_a_device_event_without_correlation_or_flow_is_still_refused(tmp_path):
     """A device event whose flow is gone too is no device event of a launch: refused as any without a correlation."""
     path = _linked_by_flows_alone(tmp_path)
@@ -91,6 +115,43 @@ def test_a_device_event_without_correlation_or_flow_is_still_refused(tmp_path):
     doc["traceEvents"] = [e for e in doc["traceEvents"] if not (e.get("ph") == "f" and e.get("ts") == ts)]
     path.write_text(json.dumps(doc))
     with pytest.raises(BadInputError, match=rf"traceEvents\[{kernel}\] \(kernel .*has no args.correlation$"):
+        load_run(path)
+
+
+def _as_nsys2chrome_writes_it(tmp_path, **kernel_args):
+    """The rocprofiler-sdk trace as a converter of Nsight Systems reports to Chrome traces (ncompass's nsys2chrome)
+    writes one: kernels on pid "Device 0", tid "Stream 7", whose args hold CUPTI's "correlationId" and neither
+    "correlation" nor "External id"; runtime calls filed as "cuda_api"; no operators. ``kernel_args`` are added to
+    every kernel's."""
+    doc = json.loads(ROCPROFILER.read_text())
+    events = []
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel":
+            args = {"correlationId": e["args"]["correlation"], "deviceId": 0, "streamId": 7, **kernel_args}
+            events.append({**e, "pid": "Device 0", "tid": "Stream 7", "args": args})
+        elif e.get("cat") == "cuda_runtime":
+            events.append({**e, "cat": "cuda_api", "args": {"correlationId": e["args"]["correlation"]}})
+    path = tmp_path / "nsys2chrome.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_a_trace_of_kernels_that_nothing_links_keeps_every_kernel_unattributed(tmp_path):
+    """Where no device event and no launch has a correlation or an External id, nothing can link a kernel to a
+    launch or an operator: every kernel is still a row, its time counted, its scopes unknown."""
+    path = _as_nsys2chrome_writes_it(tmp_path)
+    with load_run(ROCPROFILER) as original, load_run(path) as run:
+        assert_matches_reference(run, path)
+        frame, kernels = run.profiling_df(), original.profiling_df()
+        assert frame[["kernel", "kernel_us"]].equals(kernels[["kernel", "kernel_us"]])
+        assert frame[["function_name", "op", "module_name"]].isna().all().all()
+        assert len(frame) == 10 and run.launch_check().device_events_without_launch == 10
+
+
+def test_a_kernel_whose_correlation_is_no_integer_is_refused_where_no_event_has_one(tmp_path):
+    path = _as_nsys2chrome_writes_it(tmp_path, correlation="x1")
+    refused = r"\(kernel .*has args.correlation \"x1\", not an integer, and 9 other events the same way$"
+    with pytest.raises(BadInputError, match=refused):
         load_run(path)
 
 
