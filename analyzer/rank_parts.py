@@ -31,6 +31,20 @@ class LaunchCheck:
     def ok(self) -> bool:
         return not (self.launches_without_device_event or self.device_events_without_launch)
 
+    def losses(self) -> str:
+        """What is missing, in words, where not ``ok``: a trace with no launch at all (a tool that writes device
+        events alone, or a profiler that lost every runtime call) says so, not that a count of them was lost."""
+        if self.launches == 0 and self.launches_without_device_event == 0:
+            events = "event is" if self.device_events_without_launch == 1 else "events are"
+            return (
+                f"the trace holds no kernel launches (the profiler lost them, or the tool that wrote it keeps none): "
+                f"its {self.device_events_without_launch:,} device {events} in no call or module"
+            )
+        return (
+            f"the profiler lost events: {self.launches_without_device_event:,} launches without device event, "
+            f"{self.device_events_without_launch:,} device events without launch"
+        )
+
 
 @dataclass(frozen=True)
 class RankPart:

@@ -128,7 +128,4 @@ def print_footer(run, rank: int | None = None, rows_shown: bool = False) -> None
     )
     check = run.launch_check() if rank is None else run.parts[rank].check
     if not check.ok:
-        diagnostic(
-            f"kernelscope: warning: the profiler lost events: {check.launches_without_device_event} launches without "
-            f"device event, {check.device_events_without_launch} device events without launch."
-        )
+        diagnostic(f"kernelscope: warning: {check.losses()}.")

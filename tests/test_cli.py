@@ -441,10 +441,18 @@ def test_events_the_profiler_lost_are_one_warning_line_as_the_others(tmp_path):
     for args in (["analyze", trace], ["analyze", trace, "--rank", 0]):
         result = invoke(*args)
         assert result.exit_code == 0
-        assert result.stderr == (
-            "kernelscope: warning: the profiler lost events: 0 launches without device event, 1 device events "
-            "without launch.\n"
+        assert result.stderr == (  # no launch in the whole trace: not a count of lost ones
+            "kernelscope: warning: the trace holds no kernel launches (the profiler lost them, or the tool that "
+            "wrote it keeps none): its 1 device event is in no call or module.\n"
         )
+    launched = span("cudaLaunchKernel", "cuda_runtime", 2, correlation=3)  # a launch whose kernel was lost
+    trace.write_text(json.dumps({"traceEvents": [span("aten::mm", "cpu_op", 0), launched, kernel]}))
+    result = invoke("analyze", trace)
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "kernelscope: warning: the profiler lost events: 1 launches without device event, 1 device events "
+        "without launch.\n"
+    )
 
 
 def test_the_footer_counts_rows_as_it_counts_time():

@@ -142,10 +142,7 @@ def _launch_check(check, device: str) -> str:
         return "none to check: a CPU recording launches no kernels"
     if check.ok:
         return f"ok: {check.launches:,} launches, each with its device events; no device event without its launch"
-    return (
-        f"the profiler lost events: {check.launches_without_device_event:,} launches without device event, "
-        f"{check.device_events_without_launch:,} device events without launch"
-    )
+    return check.losses()
 
 
 def _cuda_runtime(version) -> str | None:
