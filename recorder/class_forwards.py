@@ -63,7 +63,74 @@ def class_forward_sites(instances: ScopedInstances) -> list[tuple[type, Any]]:
             function = vars(kind).get("forward")
             if isinstance(function, types.FunctionType):
                 sites.append((kind, _class_forward(function, instances)))
+            elif is_data_descriptor(function):
+                sites.append((kind, _ScopedDescriptor(function, instances)))
     return sites
+
+
+def class_of_its_forward(module: nn.Module, no_instance_forward: bool) -> type | None:
+    """``module``'s class where the forward it runs is that class's own, bound to it (no instance attribute): its
+    instance wrapper then follows a change of the module's class (``forward_of_its_class``); else None."""
+    forward = module.forward
+    if not (no_instance_forward and isinstance(forward, types.MethodType) and forward.__self__ is module):
+        return None
+    return type(module) if forward.__func__ is getattr(type(module), "forward", None) else None
+
+
+def forward_of_its_class(module: nn.Module) -> Any:
+    """The forward of ``module``'s class now, bound to it: the program changed the class while recorded
+    (``module.__class__ = Fast``, as libraries that swap in an implementation at a first call do); the instance
+    wrapper, which would shadow it, runs it in the module's scope, as it runs unrecorded."""
+    return type(module).forward.__get__(module, type(module))
+
+
+def is_data_descriptor(value: Any) -> bool:
+    """Whether ``value``, a class's ``forward``, wins over an instance attribute of that name (a ``property`` that
+    returns the callable to run does): the instance wrapper every other module gets would never be read."""
+    kind = type(value)
+    return hasattr(kind, "__get__") and (hasattr(kind, "__set__") or hasattr(kind, "__delete__"))
+
+
+def forward_is_data_descriptor(module: nn.Module) -> bool:
+    """Whether ``module``'s class finds ``forward`` as a data descriptor (``is_data_descriptor``), read without
+    running its getter (which may need state the forward's caller sets)."""
+    for kind in type(module).__mro__:
+        if "forward" in vars(kind):
+            return is_data_descriptor(vars(kind)["forward"])
+    return False
+
+
+class _ScopedDescriptor:
+    """A class's ``forward`` that is a data descriptor, in place of it for the recording: what it gives a scoped
+    module runs in that module's scope; everything else is the original's."""
+
+    def __init__(self, descriptor: Any, instances: ScopedInstances) -> None:
+        self.descriptor, self.scopes = descriptor, instances.scopes
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        value = self.descriptor.__get__(instance, owner)
+        entry = None if instance is None or dynamo_tracing() else self.scopes.get(id(instance))
+        if entry is None or entry[0] is not instance or entry[1] is None or INSIDE_CALL.get() is OTHER_THREAD:
+            return value
+        return _value_in_scope(value, entry[1])
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        type(self.descriptor).__set__(self.descriptor, instance, value)
+
+    def __delete__(self, instance: Any) -> None:
+        type(self.descriptor).__delete__(self.descriptor, instance)
+
+    def __getattr__(self, name: str) -> Any:  # fget, __doc__...: the original's
+        return getattr(self.descriptor, name)
+
+
+def _value_in_scope(value: Any, scope_name: str) -> Any:
+    def forward_in_scope(*args, **kwargs):
+        with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
+            result = value(*args, **kwargs)
+        return result if type(result) is _Tensor else handed_back(result, scope_name)
+
+    return wraps(of_its_kind(forward_in_scope, value), value)
 
 
 def _class_forward(function: Any, instances: ScopedInstances) -> Any:

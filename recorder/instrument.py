@@ -41,6 +41,7 @@ import torch
 from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MODULE_SEPARATOR, scope_text
 from torch import nn
 
+from . import class_forwards
 from .calls import INSIDE_CALL, OTHER_THREAD
 from .class_forwards import ScopedInstances, class_forward_sites
 from .compiled import (
@@ -78,17 +79,22 @@ def _scope_namer(name: str, book: SampleBook | None):
     return lambda args, kwargs: labels[record(args, kwargs)]
 
 
-def _module_forward(forward: Any, scope_name: str, in_scope: Any = None):
+def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: type | None = None):
     """``forward`` in the module's scope on the model's threads; ``in_scope``: what runs there in its place (an
     exported program's graph with its own module scopes: recorder/exported.py). A generator or coroutine it returns
-    runs in that scope too, whenever it is resumed (recorder/lazy_results.py)."""
+    runs in that scope too, whenever it is resumed (recorder/lazy_results.py). ``kind``: the module's class, where
+    ``forward`` is that class's bound to it: a module whose class the program changes while recorded
+    (``module.__class__ = Fast``, as libraries that swap in an implementation at a first call do) runs its new
+    class's forward, as it would unrecorded (the instance attribute would shadow it)."""
     inside_call, scoped = INSIDE_CALL.get, forward if in_scope is None else in_scope
+    module = forward.__self__ if kind is not None else None
 
     def forward_in_scope(*args, **kwargs):
+        run = scoped if kind is None or type(module) is kind else class_forwards.forward_of_its_class(module)
         if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
-            return forward(*args, **kwargs)
+            return (forward if run is scoped else run)(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
-            result = scoped(*args, **kwargs)
+            result = run(*args, **kwargs)
         return result if type(result) is _Tensor else handed_back(result, scope_name)  # a generator runs later
 
     return wraps(of_its_kind(forward_in_scope, forward), forward)
@@ -337,6 +343,9 @@ def _install(
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patch_module(module, attribute, wrapper)
             continue
+        if class_forwards.forward_is_data_descriptor(module):  # a property: its class's is scoped instead
+            instances.add(module, None, MODULE_PREFIX + scope_text(name), None)
+            continue
         if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
             continue
         if folds_into_its_call(module) and functions:
@@ -347,7 +356,8 @@ def _install(
             stacks = has_module_stacks(module)
             graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
             scope = MODULE_PREFIX + scope_text(name)
-            wrapper = _module_forward(module.forward, scope, graph)
+            kind = class_forwards.class_of_its_forward(module, forward_before is _MISSING) if graph is None else None
+            wrapper = _module_forward(module.forward, scope, graph, kind)
             if graph is None:
                 instances.add(module, wrapper, scope, None)
         patch_module(module, "forward", wrapper, forward_before)

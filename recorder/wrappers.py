@@ -42,18 +42,35 @@ from .wrapping import wraps
 _Scope = torch._C._profiler._RecordFunctionFast
 _PATCHABLE_MODULES = {F.__name__, "torch", "torch._C._nn"}
 _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.WrapperDescriptorType)
-_has_torch_function = torch._C._has_torch_function  # a TorchFunctionMode on, or an argument overriding it
+# A TorchFunctionMode on (``with torch.device(...)`` too), or an argument overriding __torch_function__; the wrappers
+# ask it of the positional arguments and of the keyword ones (``attn_mask=causal_lower_right(...)``), inline: on the
+# per-call path a function call costs about as much as the test
+_has_torch_function = torch._C._has_torch_function
 
 
-def _dispatched(function: Any, args: tuple, kwargs: dict, calling_back: set[int]) -> Any:
+# id(wrapper) -> [(namespace of a Python module, attribute)] where a patch plan puts the wrapper (PatchPlan)
+_MODULE_SITES: dict[int, list[tuple[dict, str]]] = {}
+
+
+def _dispatched(function: Any, wrapper: Any, args: tuple, kwargs: dict, calling_back: set[int]) -> Any:
     """``function``'s call where a ``__torch_function__`` (a mode's, a tensor subclass's) handles it: the handler calls
     the public function back, patched, so the same wrapper, and that call is this one's work, not a second call. The
-    wrapper lets it through unscoped while this thread is in ``calling_back``."""
+    wrapper lets it through unscoped while this thread is in ``calling_back``.
+
+    torch hands a C function's handler the original as ``func``, which handlers compare with the public name
+    (``func is torch.nn.functional.scaled_dot_product_attention`` in torch's own CausalBias) or look up in sets they
+    cached of the originals (``torch.device``'s constructors): while the handler runs, the Python modules that hold
+    the wrapper hold the original again, so that both find it, as they would unrecorded."""
     thread = get_ident()
     calling_back.add(thread)
+    put_back = [site for site in _MODULE_SITES.get(id(wrapper), ()) if site[0].get(site[1]) is wrapper]
+    for namespace, attribute in put_back:
+        namespace[attribute] = function
     try:
         return function(*args, **kwargs)
     finally:
+        for namespace, attribute in put_back:
+            namespace[attribute] = wrapper
         calling_back.discard(thread)
 
 
@@ -94,14 +111,14 @@ def _functional(function: Any, name: str):
         scope = labels[record(args, kwargs)]
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
-                if _has_torch_function(args):
-                    return _dispatched(function, args, kwargs, calling_back)
+                if _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values())):
+                    return _dispatched(function, call_in_scope, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         token = enter_call(False)  # the functionals this call makes are its own, not the module's calls
         try:
             with _Scope(scope + folded) if scopes_open[0] else NO_SCOPE:
-                if _has_torch_function(args):
-                    return _dispatched(function, args, kwargs, calling_back)
+                if _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values())):
+                    return _dispatched(function, call_in_scope, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         finally:
             leave_call(token)
@@ -153,7 +170,9 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         scope = labels[record(args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
-        dispatching = holds_its_calls is not False and _has_torch_function(args)
+        dispatching = holds_its_calls is not False and (
+            _has_torch_function(args) or bool(kwargs) and _has_torch_function(tuple(kwargs.values()))
+        )
         if written_in_c and not dispatching:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
@@ -161,7 +180,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         try:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 if dispatching:
-                    return _dispatched(function, args, kwargs, calling_back)
+                    return _dispatched(function, call_in_scope, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         finally:
             leave_call(token)
@@ -306,6 +325,7 @@ class PatchPlan:
         self.groups: list[tuple[Any, dict[str, Any]]] = []
         owners: dict[int, dict[str, Any]] = {}
         places: set[tuple[str, str]] = set()  # (module, qualified name) of every patched attribute, as pickle names it
+        module_sites: dict[int, list[tuple[dict, str]]] = {}
         functional_kind = _MARKED_FUNCTIONAL if calls == "all" else _FUNCTIONAL
         targets = [(F, name, name) for name in functional_names()]
         if calls == "all":
@@ -330,6 +350,9 @@ class PatchPlan:
                 self.groups.append((owner, group))
             group[attribute] = wrapper
             places.add(_place(owner, attribute))
+            if isinstance(owner, types.ModuleType):
+                module_sites.setdefault(id(wrapper), []).append((vars(owner), attribute))
+        _MODULE_SITES.update(module_sites)  # the wrappers are the process's; a site holds one only while recorded
         self.pickled_as_wrappers = {
             key: self.wrappers[key]
             for key, original in self.originals.items()

@@ -139,3 +139,70 @@ def test_a_class_that_refuses_its_wrapper_keeps_its_forward_and_the_recording_go
     assert gelus == {"": 1, "child": 1, "block": 1}
     assert vars(Frozen)["forward"].__name__ == "forward" and not hasattr(vars(Frozen)["forward"], "__wrapped__")
     assert not hasattr(vars(Block)["forward"], "__wrapped__"), "the classes that took a wrapper are put back"
+
+
+class PropertyForward(nn.Module):
+    """A forward that is a property returning the callable to run (it wins over any instance attribute), which
+    only its parent's forward can read."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.bound = nn.Linear(8, 8), False
+
+    @property
+    def forward(self):
+        if not self.bound:
+            raise RuntimeError("read outside the parent's forward")
+        return lambda x: F.hardsigmoid(self.fc(x))
+
+
+class Fast(nn.Module):
+    def forward(self, x):
+        return F.silu(self.fc(x))
+
+
+class SwapsItsClass(Block):
+    """Becomes a Fast at its second call, as libraries that swap in an implementation at a first call do."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = [0]  # counted in place: the module's attributes stay the objects they were
+
+    def forward(self, x):
+        self.calls[0] += 1
+        if self.calls[0] == 2:
+            self.__class__ = Fast
+        return F.gelu(self.fc(x))
+
+
+class HoldsOddForwards(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.prop, self.swaps = PropertyForward(), SwapsItsClass()
+
+    def forward(self, x):
+        self.prop.bound = True
+        try:
+            return F.relu(self.swaps(self.prop(x)))
+        finally:
+            self.prop.bound = False
+
+
+def test_a_property_forward_and_a_class_changed_midway_run_as_unrecorded_in_their_scopes():
+    torch.manual_seed(0)
+    model, reference, x = HoldsOddForwards().eval(), HoldsOddForwards().eval(), torch.randn(2, 8)
+    reference.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        expected = [reference(x) for _ in range(4)][-1]  # the 4th call, as profile()'s recorded pass (3 warm-ups)
+    before, prop = snapshot_patch_targets(model), vars(PropertyForward)["forward"]
+    outputs = []
+    frame, data = ModuleFunctionKernelProfiler().profile(
+        lambda x: outputs.append(model(x)) or outputs[-1], [((x,), {})], module=model, warmup_iterations=3
+    )
+    assert type(model.swaps) is Fast and torch.equal(outputs[-1], expected), "the new class's forward ran"
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["hardsigmoid"] == {"prop"}, "the property's callable runs in its module's scope"
+    assert calls["silu"] == {"swaps"} and "gelu" not in data, "the new class's forward, in the module's scope"
+    assert vars(PropertyForward)["forward"] is prop and isinstance(PropertyForward.forward, property)
+    model.swaps.__class__ = SwapsItsClass  # the snapshot was of that class's module
+    assert_patches_undone(model, before)

@@ -15,6 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
+from conftest import assert_patches_undone, snapshot_patch_targets  # noqa: E402
 from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from torch import nn  # noqa: E402
@@ -261,3 +262,44 @@ def test_a_functional_that_a_torch_function_handler_calls_back_is_one_call(mode)
     )
     assert len(function_data["gelu"]) == 1
     assert len(function_data["layer_norm"]) == 1, function_data["layer_norm"]  # one input sample, as called
+
+
+class Redirects(torch.overrides.TorchFunctionMode):
+    """Routes the functions it recognizes by identity elsewhere, as modes that swap in an implementation do."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        routed = {F.gelu: F.silu, F.softplus: F.relu, torch.sigmoid: F.relu}.get(func)
+        return func(*args, **(kwargs or {})) if routed is None else routed(args[0])
+
+
+class HandlersByIdentity(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 12)
+
+    def forward(self, x):
+        from torch.nn.attention.bias import causal_lower_right
+
+        with Redirects():
+            y = torch.sigmoid(F.softplus(F.gelu(self.fc(x))))
+        q, k, v = y.view(1, 3, 2, 2, 2).unbind(1)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(2, 2))  # torch's CausalBias
+        with torch.device("meta"):  # its handler finds the constructors in a set of the originals it cached
+            on_meta = torch.zeros(2).is_meta
+        return attended.flatten() * on_meta
+
+
+def test_torch_function_handlers_that_recognize_functions_by_identity_run_as_unrecorded():
+    torch.manual_seed(0)
+    model, x = HandlersByIdentity().eval(), torch.randn(2, 4)
+    with torch.no_grad():
+        expected = model(x)
+    before, outputs = snapshot_patch_targets(model), []
+    frame, data = ModuleFunctionKernelProfiler().profile(
+        lambda x: outputs.append(model(x)) or outputs[-1], [((x,), {})], module=model, warmup_iterations=1
+    )
+    assert torch.equal(outputs[-1], expected), "each handler recognized its function, as unrecorded"
+    assert [count for count, _ in data["relu"]] == [2] and "silu" in data, "the routed calls have scopes of their own"
+    assert [count for count, _ in data["scaled_dot_product_attention"]] == [1]
+    assert not frame["function_name"].isna().any()
+    assert_patches_undone(model, before)
