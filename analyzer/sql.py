@@ -78,25 +78,83 @@ def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | N
 
 def runs(con: duckdb.DuckDBPyConnection, guard: str | None) -> bool:
     """Whether a statement with ``guard`` (statement_guard) runs on ``con`` now."""
-    return guard is None or bool(con.execute(_question(con, guard)).fetchone()[0])
+    return guard is None or bool(con.execute(_question(con, (guard,))).fetchone()[0])
 
 
-def _question(con: duckdb.DuckDBPyConnection, guard: str) -> duckdb.Statement:
-    question = _questions.get(guard)
+def _question(con: duckdb.DuckDBPyConnection, guards: tuple[str, ...]) -> duckdb.Statement:
+    """The SELECT of ``guards``, one column each."""
+    question = _questions.get(guards)
     if question is None:  # parsed once per process, as the files' statements are (a third of a small SELECT's cost)
-        question = _questions[guard] = con.extract_statements(f"SELECT {guard}")[0]
+        question = _questions[guards] = con.extract_statements(f"SELECT {', '.join(guards)}")[0]
     return question
 
 
-_questions: dict[str, duckdb.Statement] = {}  # each guard's SELECT, parsed
+_questions: dict[tuple[str, ...], duckdb.Statement] = {}  # each SELECT of guards, parsed
+
+# A guard that reads variables alone (no subquery, nor any function or macro that could hide one) has the same answer
+# from where an earlier one is asked until a statement sets one of its variables: such guards are asked together, each
+# statement costing a small trace a fixed part of a millisecond (attribution.sql: five guards, two SELECTs).
+_READS_A_VARIABLE = re.compile(r"getvariable\s*\(\s*'(\w+)'\s*\)", re.IGNORECASE)
+_READS_MORE = re.compile(r"\b(SELECT|FROM)\b|\w\s*\(", re.IGNORECASE)  # a subquery, or a call of anything else
+_SETS_A_VARIABLE = re.compile(r"^\s*SET\s+VARIABLE\s+(\w+)", re.IGNORECASE)
+_together: dict[str, list[tuple[int, ...] | None]] = {}  # each file's guards asked together, by the first's position
+
+
+def variables_read(guard: str) -> frozenset[str] | None:
+    """The variables ``guard`` reads, where it reads nothing else that a statement may change; else None."""
+    names = frozenset(name.lower() for name in _READS_A_VARIABLE.findall(guard))
+    return names if names and not _READS_MORE.search(_READS_A_VARIABLE.sub("", guard)) else None
+
+
+def variables_set(statement: duckdb.Statement) -> frozenset[str] | None:
+    """The variables ``statement`` may set: none for a statement that is no SET; None (any) for a SET other than
+    ``SET VARIABLE name`` (RESET VARIABLE, a setting's SET: taken as any, so the guards after it are asked again)."""
+    if statement.type != duckdb.StatementType.SET:
+        return frozenset()
+    code = [line for line in statement.query.strip().splitlines() if not line.lstrip().startswith("--")]
+    named = _SETS_A_VARIABLE.match("\n".join(code))
+    return frozenset((named.group(1).lower(),)) if named else None
+
+
+def guards_asked_together(statements: list[duckdb.Statement], guards: list[str | None]) -> list[tuple[int, ...] | None]:
+    """For each statement, the positions of the guards asked in one SELECT when its guard is asked (its own first),
+    or None where its guard is asked with an earlier one's or it has none. Only guards of variables alone join an
+    earlier one, and only while no statement from that one's on sets a variable they read."""
+    together: list[tuple[int, ...] | None] = [None] * len(guards)
+    asked: set[int] = set()
+    for first, guard in enumerate(guards):
+        if guard is None or first in asked:
+            continue
+        group, read = [first], variables_read(guard)
+        if read is not None:
+            changed: frozenset[str] | None = frozenset()
+            for later in range(first + 1, len(guards)):
+                set_before = variables_set(statements[later - 1])
+                changed = None if changed is None or set_before is None else changed | set_before
+                if changed is None:
+                    break
+                later_read = variables_read(guards[later]) if guards[later] is not None else None
+                if later not in asked and later_read is not None and not later_read & changed:
+                    group.append(later)
+        asked.update(group)
+        together[first] = tuple(group)
+    return together
+
+
+def _guards_together(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[int, ...] | None]:
+    together = _together.get(name)
+    if together is None:
+        together = _together[name] = guards_asked_together(parsed_statements(con, name), _statement_guards(con, name))
+    return together
 
 
 def parse_ahead(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> None:
     """Parse the files ``names`` and their guards now, as run_sql_file would at their first run."""
     for name in names:
-        for guard in _statement_guards(con, name):
-            if guard is not None:
-                _question(con, guard)
+        guards = _statement_guards(con, name)
+        for positions in _guards_together(con, name):
+            if positions is not None:
+                _question(con, tuple(guards[p] for p in positions))
 
 
 def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:
@@ -109,12 +167,25 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> 
     if literals:
         return con.execute(Template(sql_text(name)).safe_substitute({k: quote(v) for k, v in literals.items()}))
     held = _held.get(con)
-    for statement, guard in zip(parsed_statements(con, name), _statement_guards(con, name), strict=True):
+    guards, together = _statement_guards(con, name), _guards_together(con, name)
+    answers: dict[int, object] = {}  # the guards asked ahead with an earlier one, by position
+    for position, statement in enumerate(parsed_statements(con, name)):
         if held is not None and statement.type == duckdb.StatementType.DROP:
             held[statement.query] = statement
-        elif runs(con, guard):
+        elif guards[position] is None or _answer(con, guards, together, position, answers):
             con.execute(statement)
     return con
+
+
+def _answer(
+    con, guards: list[str | None], together: list[tuple[int, ...] | None], position: int, answers: dict
+) -> bool:
+    """Whether the guard at ``position`` holds: asked now with those asked together with it, or answered ahead."""
+    if position not in answers:
+        positions = together[position]
+        row = con.execute(_question(con, tuple(guards[p] for p in positions))).fetchone()
+        answers.update(zip(positions, row, strict=True))
+    return bool(answers.pop(position))
 
 
 def hold_drops(con: duckdb.DuckDBPyConnection) -> None:

@@ -58,6 +58,43 @@ def test_a_guarded_statement_runs_only_where_its_expression_is_true(monkeypatch,
     assert sql._guards["guarded.sql"] == guards
 
 
+def test_guards_of_variables_alone_are_asked_together_until_a_statement_sets_one(monkeypatch, tmp_path):
+    (tmp_path / "variables.sql").write_text(
+        "CREATE TEMP TABLE t (x INTEGER);\nSET VARIABLE v = 1;\n"
+        "-- run if: getvariable('v') = 1\nINSERT INTO t VALUES (1);\n"
+        "-- run if: getvariable('n')\nINSERT INTO t VALUES (90);\n"  # NULL: neither this nor its negation runs
+        "-- run if: NOT getvariable('n')\nINSERT INTO t VALUES (91);\n"
+        "SET VARIABLE v = 2;\n"
+        "-- run if: getvariable('v') = 2\nINSERT INTO t VALUES (2);\n"  # asked again: v was set since the first
+        "-- run if: (SELECT count(*) FROM t) = 2\nINSERT INTO t VALUES (3);\n"  # a table's: asked at its turn
+        "SET VARIABLE n = false;\n"
+        "-- run if: NOT getvariable('n')\nINSERT INTO t VALUES (92);\n"
+        "RESET VARIABLE v;\n"  # names no variable SET VARIABLE sets: any guard after it is asked again
+        "-- run if: getvariable('v') IS NULL\nINSERT INTO t VALUES (4);\n"
+        "SELECT list(x ORDER BY x) FROM t;\n"
+    )
+    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
+    for cache in ("_parsed", "_guards", "_together"):
+        monkeypatch.setattr(sql, cache, {})
+    asked = []
+    real_question = sql._question
+    monkeypatch.setattr(sql, "_question", lambda con, guards: asked.append(guards) or real_question(con, guards))
+    assert sql.run_sql_file(duckdb.connect(), "variables.sql").fetchone()[0] == [1, 2, 3, 4, 92]
+    n = "getvariable('n')"
+    counted = "(SELECT count(*) FROM t) = 2"
+    together = ("getvariable('v') = 1", n, f"NOT {n}")
+    assert asked == [together, ("getvariable('v') = 2",), (counted,), (f"NOT {n}",), ("getvariable('v') IS NULL",)]
+
+
+def test_attributions_guards_of_its_two_variables_are_two_questions():
+    con = duckdb.connect()
+    guards = sql._statement_guards(con, "attribution.sql")
+    of_variables = [sql.variables_read(guard) for guard in guards if guard is not None]
+    assert sum(read is not None for read in of_variables) == 5
+    asked = [positions for positions in sql._guards_together(con, "attribution.sql") if positions is not None]
+    assert sorted(map(len, asked)) == [1, 1, 2, 3], "each variable's guards in one SELECT, each table's alone"
+
+
 def test_no_file_with_literals_and_no_last_statement_is_guarded():
     folder = REPO / "analyzer"
     for path in [*folder.glob("*.sql"), *folder.glob("report/*.sql")]:
@@ -88,11 +125,17 @@ def test_the_files_a_load_runs_are_parsed_where_its_instance_is_made_ahead(monke
     connection._close_instances()
     monkeypatch.setattr(sql, "_parsed", {})
     monkeypatch.setattr(sql, "_guards", {})
+    monkeypatch.setattr(sql, "_together", {})
     monkeypatch.setattr(sql, "_questions", {})
     connection.prepare().result()
     assert set(sql._parsed) == set(connection.LOADS_RUN)
-    guards = {guard for name in connection.LOADS_RUN for guard in sql._guards[name] if guard is not None}
-    assert guards and set(sql._questions) == guards
+    questions = {
+        tuple(sql._guards[name][p] for p in positions)
+        for name in connection.LOADS_RUN
+        for positions in sql._together[name]
+        if positions is not None
+    }
+    assert questions and set(sql._questions) == questions
 
 
 def test_the_package_starts_making_its_instance_as_it_imports():
