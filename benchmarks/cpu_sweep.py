@@ -21,7 +21,10 @@
 
 Models: sweep_cpu_models.py (transformers architectures from tiny configs, random init, no downloads; generate()),
 sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py,
-sweep_cpu_mechanisms_unseen_more.py and sweep_cpu_mechanisms_unseen3.py (torch mechanisms around small modules),
+sweep_cpu_mechanisms_unseen_more.py, sweep_cpu_mechanisms_unseen3.py, sweep_cpu_mechanisms_unseen4.py,
+sweep_cpu_mechanisms_unseen4_graphs.py and sweep_cpu_mechanisms_unseen4_forwards.py (torch mechanisms around small
+modules: the last three add dispatch modes, tensor subclasses, __torch_function__ handlers, one-rank DTensor and DDP,
+higher-order ops, export and TorchScript variants, odd forwards and transformers compositions),
 sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
 out), sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
 alone with ``--only-zoo``). A model its library cannot build here is reported as skipped, never as passed. Writes
@@ -303,6 +306,9 @@ def factories() -> dict:
     from sweep_cpu_mechanisms_more import MORE_MECHANISMS
     from sweep_cpu_mechanisms_unseen import UNSEEN_MECHANISMS
     from sweep_cpu_mechanisms_unseen3 import UNSEEN3_MECHANISMS
+    from sweep_cpu_mechanisms_unseen4 import UNSEEN4_MECHANISMS
+    from sweep_cpu_mechanisms_unseen4_forwards import UNSEEN4_FORWARD_MECHANISMS
+    from sweep_cpu_mechanisms_unseen4_graphs import UNSEEN4_GRAPH_MECHANISMS
     from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
     from sweep_cpu_models import MODELS
     from sweep_cpu_models_unseen import UNSEEN_MODELS
@@ -318,6 +324,9 @@ def factories() -> dict:
         **UNSEEN_MECHANISMS,
         **UNSEEN_MORE_MECHANISMS,
         **UNSEEN3_MECHANISMS,
+        **UNSEEN4_MECHANISMS,
+        **UNSEEN4_GRAPH_MECHANISMS,
+        **UNSEEN4_FORWARD_MECHANISMS,
         **TORCHVISION_MODELS,
         **TIMM_MODELS,
     }
