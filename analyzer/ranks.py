@@ -70,6 +70,10 @@ def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
     if path.is_dir():
         if is_job_directory(path):
             return _job(path)
+        runs = runs_inside(path)
+        if runs and not plain_traces(path):
+            listed = ", ".join(runs[:5]) + (f", … ({len(runs)} in all)" if len(runs) > 5 else "")
+            raise BadInputError(path, f"is a folder of run directories ({listed}), not a run: give one of them")
         traces = plain_traces(path) or nested_traces(path)
         if traces:
             traces = _traces_of(path, traces, notice)
@@ -87,6 +91,14 @@ def plain_traces(path: Path) -> list[Path]:
     if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
         return []
     return sorted(child for child in path.iterdir() if child.name.endswith((".json", ".json.gz")) and child.is_file())
+
+
+def runs_inside(path: Path) -> list[str]:
+    """The names of the run directories (not ``rank-N``) that a directory which is no run itself holds: a user's
+    folder of runs, given where one of them was meant."""
+    if any(os.path.lexists(path / name) for name in (MANIFEST, TRACE, SAMPLES, ARCHIVE_MARKER)):
+        return []
+    return [child.name for child in sorted(path.iterdir()) if child.is_dir() and (child / MANIFEST).is_file()]
 
 
 def nested_traces(path: Path) -> list[Path]:

@@ -48,8 +48,10 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
       kernelscope sql RUN              # the prompt: .tables, .schema kernels
       kernelscope sql ARCHIVE "SELECT run_id, count(*) FROM runs GROUP BY ALL"
     """
-    from kernelscope.analyzer.errors import KernelscopeError
+    from kernelscope.analyzer.errors import BadInputError, KernelscopeError
 
+    if query is not None and not os.path.lexists(run) and os.path.lexists(query):
+        raise BadInputError(run, "no such run directory or trace file; the run comes first: kernelscope sql RUN QUERY")
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
             finishing(output.path)

@@ -569,3 +569,33 @@ def test_a_clean_trace_checked_by_the_native_reader_skips_the_query_that_names_f
     with pytest.raises(BadInputError, match="repeats device event"):
         load_run(_trace(tmp_path, _duplicate(K)))
     assert asked == ["validate.sql"], "the reader found the repeat: only the query that names it runs"
+
+
+def test_a_folder_of_runs_is_named_as_one_and_its_runs_listed(tmp_path):
+    """A folder that holds run directories (a user's runs/, the repository's sample_traces/) is no run: the
+    message lists them and says to give one, where it read 'no manifest.json' or, with a folder of traces beside
+    them, spoke of the traces' ranks."""
+    for name in ("base", "new"):
+        shutil.copytree(RUN, tmp_path / "runs" / name)
+    (tmp_path / "runs" / "notes").mkdir()
+    with pytest.raises(BadInputError) as raised:
+        load_run(tmp_path / "runs")
+    assert str(raised.value) == (
+        f"{tmp_path / 'runs'}: is a folder of run directories (base, new), not a run: give one of them"
+    )
+    (tmp_path / "runs" / "external").mkdir()
+    shutil.copy(RUN / "trace.json.gz", tmp_path / "runs" / "external" / "a.json.gz")
+    shutil.copy(RUN / "trace.json.gz", tmp_path / "runs" / "external" / "b.json.gz")
+    with pytest.raises(BadInputError, match=r"is a folder of run directories \(base, new\), not a run"):
+        load_run(tmp_path / "runs")
+
+
+def test_sql_with_the_query_first_says_the_run_comes_first(tmp_path):
+    """`kernelscope sql QUERY RUN`, the two swapped, names the order instead of only calling the query a missing
+    file."""
+    done = _cli("sql", "SELECT count(*) FROM kernels", RUN)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "kernelscope: error: SELECT count(*) FROM kernels: no such run directory or trace file; "
+        "the run comes first: kernelscope sql RUN QUERY"
+    )
