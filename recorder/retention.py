@@ -175,10 +175,11 @@ def warn_on_samples_not_kept(book: CappedSampleBook, limit_mb: float | None) -> 
     for left_out, why in (
         (book.not_kept, f"of {signatures} distinct signatures were not kept, as they would pass "
                         f"sample_memory_limit_mb={limit_mb}"),
-        (book.transformed, "distinct signatures called inside torch.func transforms (vmap, grad…) were not kept: "
+        (book.transformed, "distinct {signatures} called inside torch.func transforms (vmap, grad…) were not kept: "
                            "their tensors end with the transform"),
     ):  # fmt: skip
         count = sum(len(ids) for ids in left_out.values())
+        why = why.replace("{signatures}", "signature" if count == 1 else "signatures")
         if count:
             warnings.warn(
                 f"kernelscope: the inputs of {count} {why}; their calls are counted and their shapes, dtypes and "

@@ -305,7 +305,8 @@ def _write_tensors(path: Path, book: CappedSampleBook, limit: int | None) -> dic
     left_out = save_samples({"format_version": SAMPLES_FORMAT}, kept, path)
     if left_out:
         warnings.warn(
-            f"kernelscope: the inputs of {left_out} distinct signatures hold tensors that cannot be saved as plain "
+            f"kernelscope: the inputs of {left_out} distinct {'signature' if left_out == 1 else 'signatures'} hold "
+            "tensors that cannot be saved as plain "
             "tensors (a subclass with no storage of its own, as MaskedTensor, or a FakeTensor): samples.pt leaves "
             "them out; function_data holds them live",
             RuntimeWarning,

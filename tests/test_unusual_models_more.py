@@ -9,6 +9,7 @@ there before, undoing the model's own change), and a model that calls functional
 crashed writing samples.pt), and a torch.export'ed program (one flat GraphModule: every kernel had its root module
 alone)."""
 
+import re
 import sys
 
 import pytest
@@ -147,7 +148,8 @@ def test_calls_inside_torch_func_transforms_are_described_and_the_run_is_written
     x = torch.randn(4, 8)
     with pytest.warns(RuntimeWarning, match="inside torch.func transforms") as caught:
         frame, data = ModuleFunctionKernelProfiler().profile(Transforms(), [((x,), {})], out=tmp_path / "run")
-    assert len([w for w in caught if "torch.func" in str(w.message)]) == 1
+    (message,) = [str(w.message) for w in caught if "torch.func" in str(w.message)]
+    assert re.search(r"the inputs of [2-9]\d* distinct signatures called inside torch.func transforms", message)
     (linear_args, _), softplus_args = data["linear"][0][1], data["softplus"][0][1][0]
     assert isinstance(linear_args[0], TensorMeta) and linear_args[0].shape == (8,), "vmap's rows: the logical shape"
     assert isinstance(softplus_args[0], TensorMeta) and softplus_args[0].shape == (4, 8)
@@ -160,6 +162,18 @@ def test_calls_inside_torch_func_transforms_are_described_and_the_run_is_written
     (saved_linear, _), (saved_added, _) = saved["linear"][0][1], saved["Tensor.__add__"][0][1]
     assert isinstance(saved_linear[0], TensorMeta), "left out of samples.pt: read back as its description"
     assert all(isinstance(a, torch.Tensor) for a in saved_added) and torch.equal(saved_added[0], added[0])
+
+
+class OneTransformedCall(nn.Module):
+    def forward(self, x):
+        return torch.vmap(F.gelu)(x)
+
+
+def test_one_transformed_signature_is_said_in_the_singular(tmp_path):
+    with pytest.warns(RuntimeWarning, match="inside torch.func transforms") as caught:
+        ModuleFunctionKernelProfiler().profile(OneTransformedCall(), [((torch.randn(4, 8),), {})], out=None)
+    (message,) = [str(w.message) for w in caught if "torch.func" in str(w.message)]
+    assert "the inputs of 1 distinct signature called inside torch.func transforms" in message
 
 
 class MaskedSum(nn.Module):
