@@ -60,6 +60,10 @@ def one_tensor():
     return nn.Linear(4, 2), torch.randn(3, 4)  # the input, not a list of (args, kwargs)
 
 
+def in_training_mode():
+    return nn.Sequential(nn.Linear(4, 2), nn.Dropout()), [((torch.randn(3, 4),), {})]
+
+
 def generated():
     return nn.Linear(4, 2), (((torch.randn(3, 4),), {}) for _ in range(2))
 '''
@@ -124,6 +128,14 @@ def test_the_recorders_warnings_are_lines_and_the_models_own_stay_pythons(tmp_pa
     assert result.exit_code == 0, result.output
     assert "kernelscope: warning: the model's calls differed between the warm-up passes" in result.stderr
     assert [str(w.message) for w in shown] == ["the model's own warning"], "shown by Python, once per place"
+
+
+def test_a_model_in_training_mode_is_recorded_with_a_warning_line(tmp_path, monkeypatch):
+    result = record(tmp_path, monkeypatch, "user_models:in_training_mode", "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert "kernelscope: warning: the model is in training mode: its modules Dropout run as in training" in (
+        result.stderr
+    )
 
 
 def test_record_says_where_the_run_is_and_what_to_run_next(tmp_path, monkeypatch):

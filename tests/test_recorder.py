@@ -255,6 +255,8 @@ def test_argument_errors():
         profiler.profile(lambda: None)
     with pytest.raises(ValueError, match="warmup_iterations"):
         profiler.profile(nn.Identity(), warmup_iterations=-1)
+    with pytest.raises(TypeError, match=r"not one string: \{'linear'\}"):  # set("linear") is its letters
+        ModuleFunctionKernelProfiler(function_names="linear")
 
 
 class Counting(nn.Module):
