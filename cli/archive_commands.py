@@ -10,7 +10,8 @@ import click
 
 from .interrupts import finishing
 from .loading import prefix_options, warnings_as_lines
-from .output import Output, emit, output_options
+from .output import Output, emit
+from .output_options import output_options
 from .paths import UserPath
 from .rows import TOP_K, note_rows_left_out, rows_to_show
 

@@ -10,7 +10,8 @@ import pandas as pd
 
 from .loading import load_run_of, prefix_options
 from .numbers import NON_NEGATIVE
-from .output import Output, diagnostic, emit, output_options
+from .output import Output, diagnostic, emit
+from .output_options import output_options
 from .paths import UserPath
 from .rows import (
     FULL_NAMES,
