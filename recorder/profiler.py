@@ -18,7 +18,7 @@ import torch
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
 from kernelscope.analyzer.connection import prepare as prepare_connection
-from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError
+from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError, type_with_article
 from torch import nn
 from torch.nn import functional as F
 from torch.profiler import ProfilerActivity, profile
@@ -120,7 +120,10 @@ class ModuleFunctionKernelProfiler:
         if module is None and isinstance(fn, nn.Module):
             module = fn
         if module is None:
-            raise ValueError("module must be provided when fn is not an nn.Module")
+            raise ValueError(
+                f"module must be provided when fn is not an nn.Module: fn is {type_with_article(fn)}; name the "
+                "model it runs, profile(fn, module=model)"
+            )
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
         tags = checked_tags(tags)
