@@ -68,6 +68,8 @@ def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
     """The recordings at ``path``, in rank order, checked to belong together. In a directory of plain traces, the
     JSON files that are no traces are left out, with a RuntimeWarning naming them (``notice``)."""
     if path.is_dir():
+        if (path / ARCHIVE_MARKER).is_file():
+            raise BadInputError(path, "is an archive, not a run: Archive(path).run(ID) opens one of its runs")
         if is_job_directory(path):
             return _job(path)
         runs = runs_inside(path)

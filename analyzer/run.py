@@ -11,7 +11,7 @@ import duckdb
 import pandas as pd
 
 from . import connection, rundir
-from .errors import BadInputError
+from .errors import BadInputError, KernelscopeError
 from .event_array import is_gzip
 from .ingest import TraceHeader
 from .kernel_names import define_kernel_short
@@ -291,14 +291,28 @@ class Run:
         return int(rank)
 
     def close(self) -> None:
+        """Give the run's DuckDB connection back; closing again does nothing, and any later query is one
+        KernelscopeError naming the run (not DuckDB's 'Connection already closed')."""
+        if self._closed:
+            return
         connection.close(self._con)
-        self._closed = True
+        self._con, self._closed = _ClosedConnection(self.path), True
 
     def __enter__(self) -> Run:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class _ClosedConnection:
+    """What a closed run queries in place of its connection: every use says the run is closed."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __getattr__(self, name: str):
+        raise KernelscopeError(self.path, "is closed (its with block ended, or close() was called); load_run() again")
 
 
 def _checked_top_k(top_k: int) -> int:

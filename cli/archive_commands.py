@@ -10,11 +10,13 @@ import click
 
 from .interrupts import finishing
 from .loading import prefix_options, warnings_as_lines
-from .output import Output, emit, output_options
+from .output import Output, emit
+from .output_options import output_options
 from .paths import UserPath
 from .rows import TOP_K, note_rows_left_out, rows_to_show
 
 SUBCOMMANDS = ("add", "list", "ls", "create", "new", "init")  # words a user may try as `kernelscope archive add ...`
+LISTING = ("list", "ls")  # of those, the ones that ask for what `kernelscope runs` does
 
 
 @click.command(short_help="Add runs to an archive of Parquet files.")
@@ -22,9 +24,8 @@ SUBCOMMANDS = ("add", "list", "ls", "create", "new", "init")  # words a user may
 @click.option(
     "--to",
     "archive_path",
-    required=True,
     type=UserPath(file_okay=False, path_type=Path),
-    help="The archive folder (created when missing).",
+    help="The archive folder (created when missing); required.",
 )
 @prefix_options
 def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, function_prefix) -> None:
@@ -42,10 +43,13 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
     from kernelscope.analyzer.archive import Archive
     from kernelscope.analyzer.errors import BadInputError
 
+    listing = f"; kernelscope runs {shlex.quote(sources[-1])} lists an archive's runs" if sources[0] in LISTING else ""
+    if archive_path is None:  # checked here, not by click: `archive list ARCHIVE` is told where listing is
+        raise click.UsageError(f"Missing option '--to': the archive to add the runs to{listing}")
     for source in sources:  # before the archive is made: a mistyped run leaves no empty archive behind
         if not os.path.lexists(source):
             verb = source in SUBCOMMANDS and "; kernelscope archive takes the runs themselves: archive RUN... --to DIR"
-            raise BadInputError(source, f"no such run directory or trace file{verb or ''}")
+            raise BadInputError(source, f"no such run directory or trace file{listing or verb or ''}")
     store = Archive(archive_path, create="on add")
     for number, source in enumerate(sources, 1):
         if number == len(sources):

@@ -13,7 +13,8 @@ import pandas as pd
 
 from .loading import in_run_directory, rank_option
 from .numbers import NON_NEGATIVE
-from .output import Output, diagnostic, emit, output_options, print_table
+from .output import Output, diagnostic, emit, print_table
+from .output_options import output_options
 from .paths import UserPath
 
 MISMATCH_EXIT = 1

@@ -18,7 +18,8 @@ from .bench_command import bench
 from .diff_command import diff
 from .interrupts import ended_by_signals, exit_code, finished_output, finishing, name
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
-from .output import TERMINAL, Output, diagnostic, emit, output_options
+from .output import TERMINAL, Output, diagnostic, emit
+from .output_options import output_options
 from .paths import UserPath
 from .report_command import report
 from .rows import (

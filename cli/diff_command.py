@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-import warnings
 
 import click
 import pandas as pd
 
-from .loading import load_run_of, prefix_options
+from .loading import load_run_of, prefix_options, warnings_as_lines
 from .numbers import NON_NEGATIVE
-from .output import Output, diagnostic, emit, output_options
+from .output import Output, diagnostic, emit
+from .output_options import output_options
 from .paths import UserPath
 from .rows import (
     FULL_NAMES,
@@ -87,11 +87,8 @@ def diff(
         a = load_run_of(archive_path, module_prefix, function_prefix, run_a, archive_option="--archive")
         b = load_run_of(archive_path, module_prefix, function_prefix, run_b, archive_option="--archive")
         title = f"{archive_path}: {run_b} against {run_a}"
-    with a, b, warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
+    with a, b, warnings_as_lines():
         frame = diff_runs(a, b)
-    for warning in caught:
-        diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope diff: ')}")
     chosen = frame[frame["level"].isin(("total", *(levels or ("function", "module", "kernel"))))]
     shown = first_rows(chosen.reset_index(drop=True), rows_to_show(top_k, output), by="level")
     shown = shorten_kernel_names(shown, output, full_names, column="name", only=shown["level"] == "kernel")

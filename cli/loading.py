@@ -112,21 +112,26 @@ def in_run_directory(path: str):
         ) from None
 
 
+DIFF_WARNING = "kernelscope diff: "  # how analyzer/diff.py begins its warnings
+
+
 @contextmanager
 def warnings_as_lines(ours: Callable[[warnings.WarningMessage], bool] = lambda warning: True):
     """kernelscope's RuntimeWarnings in the block (the files or ranks a load leaves out; ``ours`` tells them from
-    others) as the CLI's one line each, ``kernelscope: warning: …``, after it; any other warning as Python shows it,
-    once per place."""
+    others) and analyzer.diff's UserWarnings (runs of other devices or dtypes compared) as the CLI's one line each,
+    ``kernelscope: warning: …``, after it; any other warning as Python shows it, once per place."""
     caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
+            warnings.filterwarnings("always", message=DIFF_WARNING, category=UserWarning)
             yield
     finally:
         shown = set()
         for warning in caught:
-            if issubclass(warning.category, RuntimeWarning) and ours(warning):
-                diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
+            message = str(warning.message)
+            if issubclass(warning.category, RuntimeWarning) and ours(warning) or message.startswith(DIFF_WARNING):
+                diagnostic(f"kernelscope: warning: {message.removeprefix('kernelscope: ').removeprefix(DIFF_WARNING)}")
                 continue
             where = (str(warning.message), warning.category, warning.filename, warning.lineno)
             if where not in shown:  # as Python's default filter shows them

@@ -1,13 +1,11 @@
-"""The output switches shared by every query-like command: a rich table, CSV, JSON or Parquet, to stdout
-or a file (written atomically, never over an existing file without ``--force``)."""
+"""Where a query-like command's rows go: a rich table, CSV, JSON or Parquet, to stdout or a file (written
+atomically, never over an existing file without ``--force``); the switches that choose it are output_options.py."""
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +14,6 @@ import orjson
 import pandas as pd
 
 from .interrupts import finishing
-from .paths import UserPath
 
 FORMATS = ("table", "csv", "json", "jsonl", "parquet")
 SUFFIXES = {
@@ -102,40 +99,6 @@ def input_holding(path: Path, inputs: tuple[str, ...]) -> str | None:
         if source.is_dir() and target.is_relative_to(source):
             return f"is inside {given}, which this command reads: --force replaces no file there; write it elsewhere"
     return None
-
-
-def output_options(command: Callable) -> Callable:
-    """``--format``, ``-o/--output`` and ``--force`` for a command that prints DataFrames; the command
-    receives them as one ``output: Output`` argument, checked before it runs."""
-
-    @functools.wraps(command)
-    def with_output(*args, output_format, output_path, output_force, **kwargs):
-        inputs = tuple(str(kwargs[name]) for name in INPUTS if kwargs.get(name) is not None)
-        output = Output(output_format, output_path, output_force, inputs)
-        output.check_destination()  # first: a file of the input is refused as one, whatever its name
-        output.format  # noqa: B018 (an unknown or contradicted extension is refused before any work)
-        return command(*args, output=output, **kwargs)
-
-    with_output = click.option("--force", "output_force", is_flag=True, help="Replace the output file if it exists.")(
-        with_output
-    )
-    with_output = click.option(
-        "-o",
-        "--output",
-        "output_path",
-        type=UserPath(dir_okay=False, path_type=Path),
-        default=None,
-        help="Write to this file instead of stdout (format: --format, else the extension: "
-        ".csv, .json, .jsonl/.ndjson, .parquet, .txt).",
-    )(with_output)
-    return click.option(
-        "--format",
-        "output_format",
-        type=click.Choice(FORMATS),
-        default=None,
-        help="table (default on stdout), csv, json (one array of records), jsonl (one record per line) "
-        "or parquet (needs -o).",
-    )(with_output)
 
 
 def diagnostic(line: str) -> None:

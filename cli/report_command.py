@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from .interrupts import finishing
-from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
+from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option, warnings_as_lines
 from .output import Output
 from .paths import UserPath
 
@@ -84,7 +84,8 @@ def report(
             name = name if rank is None else f"{name} --rank {rank}"
             write_report(runs[0], path, name=name, rank=rank, progress=True, overwrite=force)
         else:
-            write_comparison(runs[0], runs[1], path, names=(run, run_b), progress=True, overwrite=force)
+            with warnings_as_lines():  # runs of other devices or dtypes: as diff says it
+                write_comparison(runs[0], runs[1], path, names=(run, run_b), progress=True, overwrite=force)
     click.echo(f"report: {path}")
 
 

@@ -13,7 +13,8 @@ import pandas as pd
 
 from .interrupts import ctrl_c_handled, finishing
 from .loading import load, prefix_options, run_option
-from .output import TERMINAL, Output, diagnostic, emit, output_options, print_table
+from .output import TERMINAL, Output, diagnostic, emit, print_table
+from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from kernelscope.analyzer.errors import KernelscopeError, type_with_article
+from kernelscope.analyzer.errors import BadSamplesError, KernelscopeError, type_with_article
 
 
 def resolve_factory(target: str) -> Callable:
@@ -60,6 +60,7 @@ def _import_file(target: str, path: Path):
 
 def made_by(target: str, made) -> tuple:
     """``(fn, data, module)`` for profile() from what the factory returned."""
+    from kernelscope.recorder.sample_form import check_samples
     from torch import nn
 
     if not (isinstance(made, tuple) and len(made) == 2):
@@ -67,6 +68,15 @@ def made_by(target: str, made) -> tuple:
     first, second = made
     if isinstance(second, nn.Module):
         return first, None, second
-    if isinstance(first, nn.Module):
-        return first, list(second), None
-    raise KernelscopeError(target, "returned neither (module, samples) nor (fn, module): no nn.Module in it")
+    if not isinstance(first, nn.Module):
+        raise KernelscopeError(target, "returned neither (module, samples) nor (fn, module): no nn.Module in it")
+    if callable(second):
+        raise KernelscopeError(
+            target, f"returned (module, {type(second).__name__}): a function comes first, as (fn, module)"
+        )
+    samples = list(second) if isinstance(second, Iterator) else second  # a generator's samples, as a list
+    try:
+        check_samples(samples)
+    except BadSamplesError as exc:
+        raise KernelscopeError(target, exc.problem) from None  # the target named, which profile() cannot
+    return first, list(samples), None

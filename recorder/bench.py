@@ -59,6 +59,8 @@ def bench(
     """
     if top_k < 0 or repeat < 1 or warmup < 0:
         raise ValueError("top_k and warmup must be >= 0 and repeat >= 1")
+    if isinstance(functions, str):  # iterated, a name is its letters: 'no call named "r"'
+        raise TypeError(f"functions is a list of names, not one string: [{functions!r}]")
     alternatives = resolve_alternatives(against or {})
     with open_samples(source, rank) as samples, torch.no_grad():
         target = replay_device(device, samples)

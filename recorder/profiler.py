@@ -18,7 +18,7 @@ import torch
 from kernelscope.analyzer import describe_results as _describe_results
 from kernelscope.analyzer import load_run
 from kernelscope.analyzer.connection import prepare as prepare_connection
-from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError
+from kernelscope.analyzer.errors import KernelscopeError, RecordingBusyError, type_with_article
 from torch import nn
 from torch.nn import functional as F
 from torch.profiler import ProfilerActivity, profile
@@ -42,6 +42,7 @@ from .sample_form import check_samples
 from .samples import Sample, SampleBook
 from .threads import model_threads
 from .torchscript import torchscript_paths
+from .training_mode import warn_if_training
 from .wrappers import patch_plan
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
@@ -82,6 +83,8 @@ class ModuleFunctionKernelProfiler:
             raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
         if sample_memory_limit_mb is not None and not sample_memory_limit_mb >= 0:
             raise ValueError("sample_memory_limit_mb must be None or a number >= 0")
+        if isinstance(function_names, str):  # set("linear") would be its letters
+            raise TypeError(f"function_names is a set of names, not one string: {{{function_names!r}}}")
         self.function_names = None if function_names is None else set(function_names)
         self.calls = calls
         self.sample_tensor_limit_mb = sample_tensor_limit_mb
@@ -117,7 +120,10 @@ class ModuleFunctionKernelProfiler:
         if module is None and isinstance(fn, nn.Module):
             module = fn
         if module is None:
-            raise ValueError("module must be provided when fn is not an nn.Module")
+            raise ValueError(
+                f"module must be provided when fn is not an nn.Module: fn is {type_with_article(fn)}; name the "
+                "model it runs, profile(fn, module=model)"
+            )
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
         tags = checked_tags(tags)
@@ -126,6 +132,7 @@ class ModuleFunctionKernelProfiler:
         if out is not None:
             out = run_destination(Path(out))  # in a job of several ranks: out/rank-<rank>
             check_destination(out, overwrite)
+        warn_if_training(module, stacklevel=2)
         if not _active.acquire(blocking=False):
             raise RecordingBusyError(
                 None, "another kernelscope recording is running in this process; profile() is not re-entrant"

@@ -540,6 +540,17 @@ def test_archive_checks_its_runs_before_it_makes_the_archive(tmp_path):
     assert added.exit_code == 0 and added.stdout.splitlines()[-1] == f"next: kernelscope runs {archive}"
 
 
+def test_archive_list_points_to_the_runs_command(tmp_path):
+    """`kernelscope archive list A`, the listing a user guesses, read click's bare "Missing option '--to'"."""
+    archive = tmp_path / "archive"
+    for args in (["list", archive], ["ls", archive, "--to", archive]):
+        result = CliRunner().invoke(main, ["archive", *map(str, args)])
+        assert result.exit_code == 2 and not archive.exists(), args
+        assert f"; kernelscope runs {archive} lists an archive's runs" in result.stderr, args
+    bare = CliRunner().invoke(main, ["archive", str(SAMPLES / "mlp")])
+    assert bare.exit_code == 2 and "Missing option '--to': the archive to add the runs to (see" in bare.stderr
+
+
 def _unblocking(fifo, stop, unblocked):
     """Open ``fifo`` for writing whenever a reader waits on it (counted in ``unblocked``), so that a read that
     blocks fails the test instead of hanging it."""

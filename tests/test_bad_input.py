@@ -12,7 +12,7 @@ import sys
 
 import pytest
 from conftest import REPO, make_job
-from kernelscope.analyzer import BadInputError, ingest, load_run
+from kernelscope.analyzer import BadInputError, KernelscopeError, ingest, load_run
 
 RUN = REPO / "sample_traces" / "mlp"  # a real H200 run: 6 kernels, 8 launches, 2 linear samples
 EVENTS = json.loads(gzip.decompress((RUN / "trace.json.gz").read_bytes()))
@@ -588,6 +588,29 @@ def test_a_folder_of_runs_is_named_as_one_and_its_runs_listed(tmp_path):
     shutil.copy(RUN / "trace.json.gz", tmp_path / "runs" / "external" / "b.json.gz")
     with pytest.raises(BadInputError, match=r"is a folder of run directories \(base, new\), not a run"):
         load_run(tmp_path / "runs")
+
+
+def test_an_archive_given_to_load_run_is_named_as_one(tmp_path):
+    """load_run(ARCHIVE) read 'is not a kernelscope run directory (no manifest.json)' of the folder it had made."""
+    from kernelscope.analyzer import archive_runs
+
+    archive_runs([RUN], tmp_path / "archive")
+    with pytest.raises(BadInputError) as raised:
+        load_run(tmp_path / "archive")
+    assert str(raised.value) == (
+        f"{tmp_path / 'archive'}: is an archive, not a run: Archive(path).run(ID) opens one of its runs"
+    )
+
+
+def test_a_closed_run_says_so_when_queried_and_closes_twice_quietly():
+    """A Run used after its with block raised DuckDB's 'Connection Error: Connection already closed!'."""
+    with load_run(RUN) as run:
+        pass
+    for query in (run.describe, run.profiling_df, lambda: run.sql("SELECT 1"), run.tree):
+        with pytest.raises(KernelscopeError, match=r": is closed \(its with block ended, or close\(\) was called\)"):
+            query()
+    run.close()
+    assert repr(run).endswith(", closed)")
 
 
 def test_sql_with_the_query_first_says_the_run_comes_first(tmp_path):

@@ -204,6 +204,8 @@ def test_bad_arguments_are_refused_before_any_replay(layouts):
         bench(layouts, ["gelu", "relu"], against={"x": F.gelu})
     with pytest.raises(ValueError, match="not MODULE:CALLABLE"):
         bench(layouts, ["gelu"], against={"x": "torch.nn.functional.gelu"})
+    with pytest.raises(TypeError, match=r"not one string: \['gelu'\]"):  # iterated, it was 'no call named "g"'
+        bench(layouts, "gelu")
 
 
 def test_the_comparison_uses_tolerances_by_dtype_and_reports_the_largest_errors():

@@ -530,3 +530,20 @@ def test_an_output_duckdb_writes_at_a_path_that_is_not_utf8_is_refused_before_it
     assert result.exit_code == 2
     assert result.stderr.endswith(f": is not a UTF-8 path, which DuckDB cannot write {what} at\n"), result.stderr
     assert not any(folder.iterdir())
+
+
+def test_python_dash_m_kernelscope_is_the_command():
+    """`.venv/bin/python -m kernelscope`, where the venv's scripts are not on PATH, said 'No module named
+    kernelscope.__main__'."""
+    run = str(REPO / "sample_traces" / "mlp")
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "analyze", run, "--top-k", "2", "--format", "csv"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == invoke("analyze", run, "--top-k", "2", "--format", "csv").output
+    missing = subprocess.run(
+        [sys.executable, "-m", "kernelscope", "analyze", "nope"], capture_output=True, text=True, timeout=120
+    )
+    assert missing.returncode == 2
+    assert missing.stderr == "kernelscope: error: nope: no such run directory or trace file\n"

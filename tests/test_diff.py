@@ -153,7 +153,7 @@ def test_top_k_0_shows_every_row_and_a_file_gets_them_all():
     assert f"10 of {counts['function']} function, 10 of {counts['module']} module" in table.output
 
 
-def test_runs_of_other_devices_or_dtypes_are_compared_with_a_warning(demo_run):
+def test_runs_of_other_devices_or_dtypes_are_compared_with_a_warning(demo_run, tmp_path):
     *_, cpu_run = demo_run
     with pytest.warns(UserWarning) as caught:
         diff(DEMO, cpu_run)
@@ -163,6 +163,9 @@ def test_runs_of_other_devices_or_dtypes_are_compared_with_a_warning(demo_run):
     result = CliRunner().invoke(main, ["diff", str(DEMO), str(cpu_run), "--level", "function"])
     assert result.exit_code == 0
     assert "kernelscope: warning: A ran on cuda, B on cpu; their times may not compare" in result.output
+    page = CliRunner().invoke(main, ["report", str(DEMO), str(cpu_run), "-o", str(tmp_path / "page.html")])
+    assert page.exit_code == 0 and "UserWarning" not in page.stderr, "a line as diff's, not Python's warning"
+    assert "kernelscope: warning: A's inputs are float16, B's float32; their times may not compare" in page.stderr
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         diff(DEMO, DEMO)  # the same run: nothing to warn about

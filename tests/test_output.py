@@ -122,6 +122,31 @@ def test_csv_and_json_to_stdout(expected):
     assert [json.loads(line)["kernel"] for line in lines] == expected["kernel"].tolist()
 
 
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    path = tmp_path_factory.mktemp("archive") / "archive"
+    assert invoke("archive", RUN, "--to", path).exit_code == 0
+    return path
+
+
+@pytest.mark.parametrize("command", [("sql", RUN, QUERY), ("analyze", RUN), ("diff", RUN, RUN), ("runs",)])
+@pytest.mark.parametrize("fmt", ["csv", "json", "jsonl", "table"])
+def test_the_short_forms_of_format_write_what_format_writes(command, fmt, archive):
+    """sqlite-utils' --csv, --json, --table, which a newcomer types first: each is --format's, on every command."""
+    command = command if command != ("runs",) else ("runs", archive)
+    short, named = invoke(*command, f"--{fmt}"), invoke(*command, "--format", fmt)
+    assert short.exit_code == named.exit_code == 0, short.output
+    assert short.output == named.output
+
+
+def test_two_formats_named_at_once_are_one_usage_error(tmp_path):
+    for args in (["--csv", "--json"], ["--format", "json", "--csv"]):
+        result = invoke("analyze", RUN, *args, "-o", tmp_path / "rows.csv")
+        assert result.exit_code == 2 and "name different formats: give one" in result.stderr, args
+    assert not (tmp_path / "rows.csv").exists()
+    assert invoke("analyze", RUN, "--csv", "--format", "csv").exit_code == 0, "the same format twice is no conflict"
+
+
 def _special(kind, path, tmp_path):
     """A FIFO, a symbolic link or a character device (made like /dev/null: root only) at ``path``."""
     import os

@@ -49,6 +49,23 @@ def needs_an_argument(n):
 def closure_taking_x():
     model = nn.Linear(4, 2)
     return (lambda x: model(x)), model  # (fn, module): profile() calls fn() with no argument
+
+
+def module_then_fn():
+    model = nn.Linear(4, 2)
+    return model, (lambda: model(torch.randn(3, 4)))  # (fn, module) swapped
+
+
+def one_tensor():
+    return nn.Linear(4, 2), torch.randn(3, 4)  # the input, not a list of (args, kwargs)
+
+
+def in_training_mode():
+    return nn.Sequential(nn.Linear(4, 2), nn.Dropout()), [((torch.randn(3, 4),), {})]
+
+
+def generated():
+    return nn.Linear(4, 2), (((torch.randn(3, 4),), {}) for _ in range(2))
 '''
 
 
@@ -88,13 +105,21 @@ def test_a_module_that_fails_to_import_shows_its_own_frames_and_one_line(tmp_pat
     [
         ("user_models:needs_an_argument", "the factory raised TypeError: needs_an_argument() missing 1 required"),
         ("user_models:closure_taking_x", "the model raised TypeError: closure_taking_x.<locals>.<lambda>() missing"),
+        ("user_models:module_then_fn", "returned (module, function): a function comes first, as (fn, module)"),
+        ("user_models:one_tensor", "the samples are a Tensor; samples are a list of (args, kwargs) pairs, one per"),
     ],
 )
-def test_a_call_with_arguments_the_users_code_does_not_take_is_one_line(tmp_path, monkeypatch, target, message):
+def test_a_call_or_a_return_the_command_cannot_use_is_one_line(tmp_path, monkeypatch, target, message):
     result = record(tmp_path, monkeypatch, target, "--out", tmp_path / "run")
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"kernelscope: error: {target}: {message}") and result.stderr.count("\n") == 1
     assert not (tmp_path / "run").exists()
+
+
+def test_a_factorys_generator_of_samples_is_recorded_as_its_list(tmp_path, monkeypatch):
+    result = record(tmp_path, monkeypatch, "user_models:generated", "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert "linear" in result.stdout
 
 
 def test_the_recorders_warnings_are_lines_and_the_models_own_stay_pythons(tmp_path, monkeypatch):
@@ -103,6 +128,14 @@ def test_the_recorders_warnings_are_lines_and_the_models_own_stay_pythons(tmp_pa
     assert result.exit_code == 0, result.output
     assert "kernelscope: warning: the model's calls differed between the warm-up passes" in result.stderr
     assert [str(w.message) for w in shown] == ["the model's own warning"], "shown by Python, once per place"
+
+
+def test_a_model_in_training_mode_is_recorded_with_a_warning_line(tmp_path, monkeypatch):
+    result = record(tmp_path, monkeypatch, "user_models:in_training_mode", "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert "kernelscope: warning: the model is in training mode: its modules Dropout run as in training" in (
+        result.stderr
+    )
 
 
 def test_record_says_where_the_run_is_and_what_to_run_next(tmp_path, monkeypatch):

@@ -251,10 +251,12 @@ def test_a_pass_without_operators_gives_empty_frames():
 
 def test_argument_errors():
     profiler = ModuleFunctionKernelProfiler()
-    with pytest.raises(ValueError, match="module must be provided"):
+    with pytest.raises(ValueError, match=r"not an nn.Module: fn is a function; name the model it runs, profile\(fn, "):
         profiler.profile(lambda: None)
     with pytest.raises(ValueError, match="warmup_iterations"):
         profiler.profile(nn.Identity(), warmup_iterations=-1)
+    with pytest.raises(TypeError, match=r"not one string: \{'linear'\}"):  # set("linear") is its letters
+        ModuleFunctionKernelProfiler(function_names="linear")
 
 
 class Counting(nn.Module):

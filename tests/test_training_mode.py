@@ -1,0 +1,45 @@
+"""profile() of a model left in training mode warns, naming the modules whose forward reads ``self.training``;
+a model in eval mode, or one whose modules compute alike in both modes, records without a word."""
+
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class OwnDropout(nn.Module):
+    """The user's own module that reads the mode, as transformers' attention layers do."""
+
+    def forward(self, x):
+        return F.dropout(x, 0.5, self.training)
+
+
+def _warnings_of(model) -> list[str]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], warmup_iterations=0)
+    return [str(w.message) for w in caught if "training mode" in str(w.message)]
+
+
+def test_a_model_in_training_mode_warns_naming_what_the_mode_changes():
+    model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), OwnDropout(), nn.Dropout())
+    assert _warnings_of(model) == [
+        "the model is in training mode: its modules BatchNorm1d, Dropout, OwnDropout run as in training, not as in "
+        "inference; call model.eval() before recording"
+    ]
+
+
+def test_a_model_in_eval_mode_or_alike_in_both_records_without_the_warning():
+    assert _warnings_of(nn.Sequential(nn.Linear(4, 4), nn.Dropout()).eval()) == []
+    assert _warnings_of(nn.Sequential(nn.Linear(4, 4), nn.ReLU())) == [], "training mode changes nothing here"
+
+
+def test_the_warning_points_at_the_callers_line():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ModuleFunctionKernelProfiler().profile(nn.Dropout(), [((torch.randn(2),), {})], warmup_iterations=0)
+    assert [w.filename for w in caught if "training mode" in str(w.message)] == [__file__]
