@@ -17,8 +17,8 @@ def warn_if_training(module: nn.Module, stacklevel: int) -> None:
         return
     named = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
     warnings.warn(
-        f"the model is in training mode: its modules {named} run as in training, not as in inference; call "
-        "model.eval() before recording",
+        f"kernelscope: the model is in training mode: its modules {named} run as in training, not as in inference; "
+        "call model.eval() before recording",
         RuntimeWarning,
         stacklevel=stacklevel + 1,
     )

@@ -28,8 +28,8 @@ def _warnings_of(model) -> list[str]:
 def test_a_model_in_training_mode_warns_naming_what_the_mode_changes():
     model = nn.Sequential(nn.Linear(4, 4), nn.BatchNorm1d(4), OwnDropout(), nn.Dropout())
     assert _warnings_of(model) == [
-        "the model is in training mode: its modules BatchNorm1d, Dropout, OwnDropout run as in training, not as in "
-        "inference; call model.eval() before recording"
+        "kernelscope: the model is in training mode: its modules BatchNorm1d, Dropout, OwnDropout run as in training, "
+        "not as in inference; call model.eval() before recording"
     ]
 
 
