@@ -17,6 +17,7 @@ import orjson
 import pandas as pd
 
 from .errors import BadInputError, json_fault
+from .json_text import BOM
 from .rundir import container_items, read_at_most
 
 SAMPLES_FORMAT = 1
@@ -279,7 +280,7 @@ def read_samples(path: str | os.PathLike) -> dict:
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        doc = orjson.loads(data)
+        doc = orjson.loads(data.removeprefix(BOM))  # an editor's byte order mark, as in a trace
     except orjson.JSONDecodeError as exc:
         raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
     functions = doc.get("functions") if isinstance(doc, dict) else None
