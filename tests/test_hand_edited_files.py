@@ -33,5 +33,26 @@ def test_a_run_file_in_utf16_is_named_so(name, codec, tmp_path):
     done = _in_process("analyze", run)
     assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.exception
     (line,) = done.stderr.strip().splitlines()
-    assert line == f"kernelscope: error: {run}/{name}: is not valid JSON (it is UTF-16 text, and kernelscope reads JSON files as UTF-8)"
+    problem = "is not valid JSON (it is UTF-16 text, and kernelscope reads JSON files as UTF-8)"
+    assert line == f"kernelscope: error: {run}/{name}: {problem}"
 
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["analyze", "{run}", "-o", "out.csv/"], "'out.csv/' ends with '/', which names a directory, not a file"),
+        (["report", "{run}", "-o", "out.html/"], "'out.html/' ends with '/', which names a directory, not a file"),
+        (["analyze", ""], "Invalid value for 'RUN': '' is empty, not a path"),
+        (["archive", "{run}", "--to", ""], "Invalid value for '--to': '' is empty, not a path"),
+    ],
+)
+def test_a_path_pathlib_would_read_as_another_is_refused(args, problem, tmp_path, monkeypatch):
+    """pathlib reads 'out.csv/' as out.csv, and '' as the current folder: -o out.csv/ wrote the file out.csv, and
+    --scripts '' wrote its scripts into the current folder. Each is a usage error now, and nothing is written."""
+    run = _copy_of_run(tmp_path, lambda run: None)
+    monkeypatch.chdir(tmp_path)
+    done = _in_process(*(arg.format(run=run) for arg in args))
+    assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.exception
+    (line,) = done.stderr.strip().splitlines()
+    assert problem in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == [run.name]
