@@ -43,6 +43,9 @@ def parse_document(
     data = data[len(BOM) :] if data.startswith(BOM) else data  # a byte order mark an editor put before the JSON
     blank = trailing_blanks(data)  # after the document: zeros of space reserved and never written among them
     data = data[: len(data) - blank] if blank and b"\0" in data[len(data) - blank :] else data
+    if not data.strip(b" \t\r\n\0"):  # orjson's word for it, 'Input is a zero-length, empty document', names no file
+        held = "decompresses to no JSON: nothing, or" if decompressed else "holds no JSON:"
+        raise BadInputError(path, f"{held} only blanks (whitespace, zero bytes)")
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
