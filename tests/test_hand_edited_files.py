@@ -1,6 +1,8 @@
 """The JSON files of a run directory or an archive as an editor saves them (a UTF-8 byte order mark, UTF-16), and
 output paths a user may type (a trailing slash): each read as a trace is, or refused in one line naming the file."""
 
+import json
+
 import pytest
 from test_bad_input import _copy_of_run
 from test_hostile_input import _in_process
@@ -56,3 +58,48 @@ def test_a_path_pathlib_would_read_as_another_is_refused(args, problem, tmp_path
     (line,) = done.stderr.strip().splitlines()
     assert problem in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == [run.name]
+
+
+def _first_arguments(value):
+    def change(run):
+        doc = json.loads((run / "samples.json").read_text())
+        doc["functions"]["linear"][0]["args"] = {"tuple": [value]}
+        (run / "samples.json").write_text(json.dumps(doc))
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"int": "9" * 5000}, "a value tagged 'int' holds \"" + "9" * 38 + "…, not a number of"),
+        (
+            {"float": "x" * 100_000},
+            "a value tagged 'float' holds \"" + "x" * 38 + "…, not a number)",
+        ),
+    ],
+    ids=["an int of 5000 digits", "a float of 100,000 letters"],
+)
+def test_a_number_of_a_sample_that_python_cannot_read_is_named_briefly(value, problem, tmp_path):
+    """int() of more than 4300 digits advised 'use sys.set_int_max_str_digits()', and float() of text quoted all of
+    it: a line of 100 KB."""
+    run = _copy_of_run(tmp_path, _first_arguments(value))
+    done = _in_process("analyze", run)
+    assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.exception
+    (line,) = done.stderr.strip().splitlines()
+    assert f"samples.json: has a malformed sample 0 of function 'linear' ({problem}" in line and len(line) < 400, line
+
+
+def test_a_sample_store_of_a_format_version_below_1_is_refused(tmp_path):
+    def change(run):
+        doc = json.loads((run / "samples.json").read_text())
+        doc["format_version"] = -1
+        (run / "samples.json").write_text(json.dumps(doc))
+
+    run = _copy_of_run(tmp_path, change)
+    done = _in_process("analyze", run)
+    assert done.exit_code == 2, done.output
+    assert (
+        done.stderr.strip()
+        == f"kernelscope: error: {run}/samples.json: has format version -1, which no kernelscope writes"
+    )
