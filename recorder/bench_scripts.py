@@ -118,7 +118,7 @@ def script_paths(directory: Path, stem: str) -> tuple[Path, Path]:
 
 def check_script_destination(directory: Path, stems: dict[str, str], overwrite: bool) -> None:
     """Fail before any work when the scripts have nowhere to go or would replace files without ``overwrite``."""
-    if directory.exists() and not directory.is_dir():
+    if (directory.exists() or directory.is_symlink()) and not directory.is_dir():  # a link to nothing: mkdir fails
         raise KernelscopeError(directory, "is not a directory to write the benchmark scripts into")
     parent = directory if directory.is_dir() else directory.parent
     if not parent.is_dir():

@@ -103,3 +103,18 @@ def test_a_sample_store_of_a_format_version_below_1_is_refused(tmp_path):
         done.stderr.strip()
         == f"kernelscope: error: {run}/samples.json: has format version -1, which no kernelscope writes"
     )
+
+
+def test_bench_scripts_into_a_link_to_nothing_is_refused_before_any_replay(layouts_run, tmp_path):
+    """--scripts naming a symbolic link to nothing failed after the replays as '<link>: File exists' (mkdir's
+    errno), where a file there is 'is not a directory to write the benchmark scripts into'."""
+    pytest.importorskip("torch")
+    from kernelscope.analyzer import KernelscopeError, load_run
+    from kernelscope.recorder.bench import bench
+
+    link = tmp_path / "scripts"
+    link.symlink_to(tmp_path / "nowhere")
+    with load_run(layouts_run[1]) as run, pytest.raises(KernelscopeError) as caught:
+        bench(run, ["gelu"], scripts=link, device="cpu", repeat=1, warmup=0)
+    assert str(caught.value) == f"{link}: is not a directory to write the benchmark scripts into"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scripts"]
