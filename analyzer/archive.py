@@ -17,7 +17,6 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from string import Template
 
 import duckdb
 import orjson
@@ -34,7 +33,7 @@ from .ranks import ARCHIVE_MARKER, find_ranks
 from .run import Run
 from .rundir import MANIFEST
 from .samples import check_totals, encode
-from .sql import query_frame, quote, sql_text
+from .sql import query_frame, quote, sql_template, sql_text
 
 MARKER = ARCHIVE_MARKER
 ARCHIVE_FORMAT = 1
@@ -231,7 +230,7 @@ class Archive:
         """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
         files = map(str, regular_files([part.path(self.root, table) for part in parts]))
         listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
-        return Template(sql_text("archive_view.sql")).substitute(files=listed, options=options, union=union)
+        return sql_template("archive_view.sql").substitute(files=listed, options=options, union=union)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:

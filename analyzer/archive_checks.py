@@ -15,6 +15,7 @@ import orjson
 
 from .atomic import refuse_unless_utf8
 from .errors import BadInputError, KernelscopeError
+from .json_text import BOM
 from .ranks import ARCHIVE_MARKER
 from .run import Run
 from .rundir import check_manifest
@@ -72,7 +73,7 @@ def check_format(archive: Path, marker: Path, newest: int) -> None:
     except OSError as exc:  # permission denied, or an input/output error
         raise BadInputError(marker, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        held = orjson.loads(text) if len(text) <= MARKER_BYTES else None
+        held = orjson.loads(text.removeprefix(BOM)) if len(text) <= MARKER_BYTES else None
     except orjson.JSONDecodeError:
         held = None
     version = held.get("kernelscope_archive") if isinstance(held, dict) else None

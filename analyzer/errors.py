@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from .json_text import BOM, describe_fault
+from .json_text import BOM, describe_fault, is_utf16
 
 # C0 and C1 controls, DEL, the line and paragraph separators and the bidirectional overrides and isolates:
 # characters that would move the cursor, set a terminal's title, end the line or reorder what is shown
@@ -102,6 +102,8 @@ def json_fault(
         return PICKLE
     if data.startswith(b"SQLite format 3\x00"):
         return "it is an SQLite database, as Nsight Systems exports its reports, not JSON"
+    if is_utf16(data):
+        return "it is UTF-16 text, and kernelscope reads JSON files as UTF-8"
     text = is_json_text(data)
     located = describe_fault(data, decompressed) if text else None
     if located is not None or (lenient and text):

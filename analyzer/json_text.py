@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import orjson
 
 BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which some editors write before the text
+UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, decoded with surrogateescape
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # any string, escapes unchecked, raw bytes allowed
 _CONTROL = re.compile(rb"[\x00-\x1f]")
@@ -88,6 +89,13 @@ class Leniencies:
                 + f" (\\ud800…) in strings, which name{'' if count > 1 else 's'} no character, read as U+FFFD (\ufffd)"
             )
         return notes
+
+
+def is_utf16(data: bytes) -> bool:
+    """A UTF-16 byte order mark, or two ASCII characters (JSON's first ones are) each with a 0 byte beside it."""
+    head = data[:4]
+    pairs = len(head) == 4 and all(bool(head[i]) != bool(head[i + 1]) for i in (0, 2))
+    return head[:2] in UTF16_MARKS or pairs
 
 
 def loads_readable(data: bytes, leniencies: Leniencies | None = None):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import astuple
 from pathlib import Path
-from string import Template
 
 import duckdb
 import pandas as pd
@@ -23,7 +22,7 @@ from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
 from .sample_tensors import load_sample_tensors
 from .samples import check_totals, sample_totals_frame, samples_frame
-from .sql import drop_held, hold_drops, query_frame, sql_text
+from .sql import drop_held, hold_drops, query_frame, sql_template, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
 from .validate import NOTHING_TO_ATTRIBUTE
@@ -213,7 +212,7 @@ class Run:
             raise ValueError(f"column must be one of {BREAKDOWN_COLUMNS}, not {column!r}")
         top_k = 2**62 if top_k is None else _checked_top_k(top_k)
         where = "true" if rank is None else f"rank = {self._rank(rank)}"
-        query = Template(sql_text("breakdown.sql")).substitute(column=column, top_k=top_k, where=where)
+        query = sql_template("breakdown.sql").substitute(column=column, top_k=top_k, where=where)
         frame = self.con.execute(query).df()
         frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
         frame = frame.astype({"kernels": "int64"})

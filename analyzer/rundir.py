@@ -11,6 +11,7 @@ import orjson
 
 from .atomic import kind_of
 from .errors import BadInputError, json_fault
+from .json_text import BOM
 
 # 2: call scopes may carry their module (MODULE_SEPARATOR); 3: no scope around CUDA graph replays, whose
 # kernels the analyzer names GRAPH_REPLAY_CALL from their launch (manifest annotation.graph_replay_call), and
@@ -77,7 +78,7 @@ def read_manifest(run_dir: str | os.PathLike) -> dict:
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        manifest = orjson.loads(data)
+        manifest = orjson.loads(data.removeprefix(BOM))  # an editor's byte order mark, as in a trace
     except orjson.JSONDecodeError as exc:
         raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
     check_manifest(path, manifest)

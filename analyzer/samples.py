@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,8 @@ import orjson
 import pandas as pd
 
 from .errors import BadInputError, json_fault
-from .rundir import container_items, read_at_most
+from .json_text import BOM
+from .rundir import container_items, json_text, read_at_most
 
 SAMPLES_FORMAT = 1
 # containers nested in a sample's arguments, args and kwargs themselves the first level: encoded, a dict is 3 JSON
@@ -207,10 +209,12 @@ def decode(value: Any, depth: int = 1) -> Any:
         return [decode(v, depth + 1) for v in body]
     if tag == "dict":
         return {_hashable(decode(k, depth + 1)): decode(v, depth + 1) for k, v in body}
-    if tag == "float":
-        return float(body)
-    if tag == "int":
-        return int(body)
+    if tag in ("float", "int"):
+        try:
+            return float(body) if tag == "float" else int(body)
+        except ValueError:  # Python's message quotes all of the text, and of a long int advises set_int_max_str_digits
+            limit = f" of at most {sys.get_int_max_str_digits()} digits" if tag == "int" else ""
+            raise ValueError(f"a value tagged {tag!r} holds {json_text(body)}, not a number{limit}") from None
     if not (isinstance(body["type"], str) and isinstance(body["repr"], str)):  # tag "object"
         raise ValueError("an object needs strings type and repr")
     return ObjectRepr(body["type"], body["repr"])
@@ -279,12 +283,14 @@ def read_samples(path: str | os.PathLike) -> dict:
     except OSError as exc:  # permission denied, or an input/output error (a symbolic link to /proc/self/mem)
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
     try:
-        doc = orjson.loads(data)
+        doc = orjson.loads(data.removeprefix(BOM))  # an editor's byte order mark, as in a trace
     except orjson.JSONDecodeError as exc:
         raise BadInputError(path, f"is not valid JSON ({json_fault(data, exc)})") from None
     functions = doc.get("functions") if isinstance(doc, dict) else None
     if not isinstance(functions, dict) or type(doc.get("format_version")) is not int:
         raise BadInputError(path, "is not a kernelscope sample store (no format_version and functions)")
+    if doc["format_version"] < 1:
+        raise BadInputError(path, f"has format version {doc['format_version']}, which no kernelscope writes")
     if doc["format_version"] > SAMPLES_FORMAT:
         raise BadInputError(
             path, f"has format version {doc['format_version']}, newer than this kernelscope reads ({SAMPLES_FORMAT})"

@@ -32,6 +32,18 @@ def sql_text(name: str) -> str:
     return resources.files(sys.modules[__package__]).joinpath(name).read_text(encoding="utf-8")
 
 
+# A comment, or a string literal or quoted name (which may hold "--" or "/*" as text), in a .sql file.
+_COMMENT_OR_QUOTED = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"", re.S)
+
+
+@cache
+def sql_template(name: str) -> Template:
+    """The ``.sql`` file ``name`` as a Template of its ``${key}`` placeholders, less its comments: a value holding a
+    newline (a path, a call's name), filled into a comment that names its placeholder, would end it and run as SQL."""
+    text = _COMMENT_OR_QUOTED.sub(lambda found: "" if found[0][:2] in ("--", "/*") else found[0], sql_text(name))
+    return Template(text)
+
+
 def quote(value: str) -> str:
     """A SQL string literal."""
     return "'" + value.replace("'", "''") + "'"
@@ -165,7 +177,7 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> 
 
     Returns ``con``, holding the result of the last statement."""
     if literals:
-        return con.execute(Template(sql_text(name)).safe_substitute({k: quote(v) for k, v in literals.items()}))
+        return con.execute(sql_template(name).safe_substitute({k: quote(v) for k, v in literals.items()}))
     held = _held.get(con)
     guards, together = _statement_guards(con, name), _guards_together(con, name)
     answers: dict[int, object] = {}  # the guards asked ahead with an earlier one, by position

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from string import Template
-
 import duckdb
 import pandas as pd
 
 from .rundir import GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import sample_totals_frame
-from .sql import quote, sql_text
+from .sql import quote, sql_template
 
 SUMMARY_COLUMNS = [
     "function_name",
@@ -25,7 +23,7 @@ SUMMARY_COLUMNS = [
 def summary_query(top_k: int | None = None, kernels: str = "kernels", sample_totals: str = "sample_totals") -> str:
     """summary.sql's text: the ``top_k`` first functions (None: all of them) of the relations ``kernels`` and
     ``sample_totals`` (the run's, or one rank's views of one_rank.sql: names from this package, never user input)."""
-    text = Template(sql_text("summary.sql")).substitute(
+    text = sql_template("summary.sql").substitute(
         graph_replay_call=quote(GRAPH_REPLAY_CALL),
         other_operator_call=quote(OTHER_OPERATOR_CALL),
         kernels=kernels,

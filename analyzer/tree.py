@@ -4,14 +4,13 @@ kernels whose innermost module each one is (module_calls.sql)."""
 from __future__ import annotations
 
 import math
-from string import Template
 from typing import TYPE_CHECKING
 
 import duckdb
 import pandas as pd
 
 from .kernel_names import define_kernel_short
-from .sql import sql_text
+from .sql import sql_template
 
 if TYPE_CHECKING:
     from .run import Run
@@ -22,11 +21,11 @@ ALL_RANKS = "(SELECT * REPLACE (CAST(NULL AS INTEGER) AS rank) FROM kernels)"
 
 
 def tree_query(kernels: str = PER_RANK) -> str:
-    return Template(sql_text("tree.sql")).substitute(kernels=kernels)
+    return sql_template("tree.sql").substitute(kernels=kernels)
 
 
 def module_calls_query(kernels: str = PER_RANK) -> str:
-    return Template(sql_text("module_calls.sql")).substitute(kernels=kernels)
+    return sql_template("module_calls.sql").substitute(kernels=kernels)
 
 
 def define_tree_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -59,7 +58,7 @@ def inclusive_module_time(run: Run, top_k: int) -> pd.DataFrame:
     ``time_by("module_name")`` gives for the innermost module only."""
     if top_k < 0:
         raise ValueError("top_k must be >= 0")
-    query = Template(sql_text("tree_breakdown.sql")).substitute(tree=tree_query(rows_of(run, None)), top_k=int(top_k))
+    query = sql_template("tree_breakdown.sql").substitute(tree=tree_query(rows_of(run, None)), top_k=int(top_k))
     frame = _frame(run.con.execute(query).df(), ["module_name"])
     return frame.rename(columns={"kernels": "cpu_operators"}) if run.device == "cpu" else frame  # as time_by names it
 
@@ -74,7 +73,7 @@ def _frame(frame: pd.DataFrame, text_columns: list[str]) -> pd.DataFrame:
 def tree_nodes_query(run: Run, rank: int | None) -> str:
     """tree_nodes.sql over ``rank``'s rows (see rows_of); needs kernel_short (define_kernel_short)."""
     rows = rows_of(run, rank)
-    return Template(sql_text("tree_nodes.sql")).substitute(tree=tree_query(rows), module_calls=module_calls_query(rows))
+    return sql_template("tree_nodes.sql").substitute(tree=tree_query(rows), module_calls=module_calls_query(rows))
 
 
 def shown_tree(
@@ -97,7 +96,7 @@ def shown_tree_query(
     if max_depth is not None and max_depth < 0:
         raise ValueError("max_depth must be >= 0")
     define_kernel_short(run.con)
-    return Template(sql_text("tree_shown.sql")).substitute(
+    return sql_template("tree_shown.sql").substitute(
         nodes=tree_nodes_query(run, rank),
         min_pct=repr(float(min_pct)),
         max_depth="NULL" if max_depth is None else str(int(max_depth)),

@@ -14,10 +14,8 @@ import orjson
 
 from .errors import BadInputError, is_json_text, json_fault
 from .json_blank_tail import trailing_blanks
-from .json_text import BOM, Leniencies, loads_readable, readable_text
+from .json_text import BOM, Leniencies, is_utf16, loads_readable, readable_text
 from .trace_parts import ENDS_EARLY, TWO_ARRAYS, Limits, OnPart, Part, part_file, top_level_keys
-
-UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
 
 
 def parse_document(
@@ -45,6 +43,9 @@ def parse_document(
     data = data[len(BOM) :] if data.startswith(BOM) else data  # a byte order mark an editor put before the JSON
     blank = trailing_blanks(data)  # after the document: zeros of space reserved and never written among them
     data = data[: len(data) - blank] if blank and b"\0" in data[len(data) - blank :] else data
+    if not data.strip(b" \t\r\n\0"):  # orjson's word for it, 'Input is a zero-length, empty document', names no file
+        held = "decompresses to no JSON: nothing, or" if decompressed else "holds no JSON:"
+        raise BadInputError(path, f"{held} only blanks (whitespace, zero bytes)")
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -88,7 +89,7 @@ def _read_leniently(path, data: bytes, exc: orjson.JSONDecodeError, decompressed
             raise exc
         doc = orjson.loads(text.data)
     except orjson.JSONDecodeError as last:
-        if _is_utf16(data):
+        if is_utf16(data):
             raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
         if last.msg == "unexpected end of data":
             raise BadInputError(path, ENDS_EARLY) from None
@@ -159,13 +160,6 @@ def _legacy_export(events: list) -> bool:
     objects = [event for event in events if isinstance(event, dict)]
     legacy = any(event.get("pid") in LEGACY_PIDS for event in objects)
     return legacy and all(str(event.get("cat", "cpu_to_")).startswith("cpu_to_") for event in objects)
-
-
-def _is_utf16(data: bytes) -> bool:
-    """A UTF-16 byte order mark, or two ASCII characters (JSON's first ones are) each with a 0 byte beside it."""
-    head = data[:4]
-    pairs = len(head) == 4 and all(bool(head[i]) != bool(head[i + 1]) for i in (0, 2))
-    return head[:2] in UTF16_MARKS or pairs
 
 
 _JSON_KINDS = {list: "array", dict: "object", str: "string", int: "number", float: "number", bool: "boolean"}

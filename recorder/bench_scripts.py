@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import io
+import json
 import math
 import os
 import pickle
@@ -30,7 +31,7 @@ from .torch_files import save
 
 SCRIPT = '''#!/usr/bin/env python3
 """Benchmark of {expression} on the {count} distinct input samples kernelscope recorded ({where}, recorded on
-{recorded_on}); each sample is timed as the model called it, with its recorded shapes, dtypes and strides.
+{recorded_on_text}); each sample is timed as the model called it, with its recorded shapes, dtypes and strides.
 
 Usage: python {script} [--device cuda|cpu] [--repeat N] [--warmup N] [--no-flush-l2]
 Needs only torch; the samples are in {samples} beside this file (read with torch.load(weights_only=True)).
@@ -117,7 +118,7 @@ def script_paths(directory: Path, stem: str) -> tuple[Path, Path]:
 
 def check_script_destination(directory: Path, stems: dict[str, str], overwrite: bool) -> None:
     """Fail before any work when the scripts have nowhere to go or would replace files without ``overwrite``."""
-    if directory.exists() and not directory.is_dir():
+    if (directory.exists() or directory.is_symlink()) and not directory.is_dir():  # a link to nothing: mkdir fails
         raise KernelscopeError(directory, "is not a directory to write the benchmark scripts into")
     parent = directory if directory.is_dir() else directory.parent
     if not parent.is_dir():
@@ -172,7 +173,8 @@ def write_script(
     text = SCRIPT.format(
         expression=callee.expression,
         count=len(entries),
-        where=where,
+        where=_docstring_text(where),
+        recorded_on_text=_docstring_text(recorded_on),
         recorded_on=recorded_on,
         recorded_type=recorded_type,
         script=script.name,
@@ -182,6 +184,12 @@ def write_script(
     )
     write_bytes_atomically(script, text.encode("utf-8"))
     return script
+
+
+def _docstring_text(text: str) -> str:
+    """``text`` escaped for the script's docstring: a run's path or a manifest's device name is the user's data, and
+    a quote, backslash, newline or byte that is not UTF-8 in it would end the docstring or the file's encoding."""
+    return json.dumps(text)[1:-1]  # every escape JSON writes (a quote, a backslash, a newline, uXXXX) is Python's too
 
 
 def _check_loadable(args: tuple, kwargs: dict) -> None:

@@ -124,3 +124,30 @@ def test_the_end_of_a_trace_cut_short_is_searched_in_linear_work(monkeypatch):
     with pytest.raises(BadInputError, match="the JSON ends before the trace object is complete"):
         trace_parts.find_array_end(REPO / "t.json", tail, 0)
     assert len(parsed) > 10000 and sum(parsed) < 20 * len(tail)
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "problem"),
+    [
+        ("zeros.json", b"\0" * (1 << 20), "holds no JSON: only blanks (whitespace, zero bytes)"),
+        ("marked.json", b"\xef\xbb\xbf \n", "holds no JSON: only blanks (whitespace, zero bytes)"),
+        (
+            "empty.json.gz",
+            gzip.compress(b"") * 3,
+            "decompresses to no JSON: nothing, or only blanks (whitespace, zero bytes)",
+        ),
+        (
+            "zeros.json.gz",
+            gzip.compress(b"\0" * (8 << 20), 1),
+            "decompresses to no JSON: nothing, or only blanks (whitespace, zero bytes)",
+        ),
+    ],
+    ids=["zeros", "a byte order mark and blanks", "empty gzip members", "a gzip member of zeros"],
+)
+def test_a_trace_of_blanks_only_says_so(name, data, problem, tmp_path):
+    """A file of zeros (space reserved and never written), or gzip members of nothing, were 'is not valid JSON
+    (Input is a zero-length, empty document: line 1 column 1 (char 0))', orjson's words for what blanks left."""
+    (tmp_path / name).write_bytes(data)
+    with pytest.raises(BadInputError) as caught:
+        load_run(tmp_path / name)
+    assert str(caught.value) == f"{tmp_path / name}: {problem}"
