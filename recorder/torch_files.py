@@ -31,7 +31,7 @@ def save(value: Any, path: str | os.PathLike) -> None:
 def loadable(value: Any, storage_dtypes: dict[int, torch.dtype] | None = None) -> Any:
     """Arguments made safe for ``torch.load(weights_only=True)``: tensors (views copied so a slice does
     not drag its whole storage along), plain containers and scalars; anything else as its repr.
-    ``storage_dtypes`` (storage address: the dtype it is written as) is shared by every value written into one file:
+    ``storage_dtypes`` (a storage's address: the dtype it is written as) is shared by every value written into one file:
     a tensor viewing a storage written as another dtype (``view_as_real(z)`` beside ``z``) is copied, as
     ``torch.save`` refuses one storage as two dtypes."""
     if issubclass(type(value), torch.Tensor):  # by type: isinstance also runs a __class__ property of the object's
@@ -39,10 +39,10 @@ def loadable(value: Any, storage_dtypes: dict[int, torch.dtype] | None = None) -
         if tensor.layout is torch.strided and tensor.untyped_storage().nbytes() > 2 * tensor.nbytes:
             tensor = tensor.clone()
         if tensor.layout is torch.strided and storage_dtypes is not None:
-            address = tensor.untyped_storage().data_ptr()
-            if storage_dtypes.setdefault(address, tensor.dtype) != tensor.dtype:
+            storage = tensor.untyped_storage()._cdata  # the storage itself: a fake tensor's data pointer warns
+            if storage_dtypes.setdefault(storage, tensor.dtype) != tensor.dtype:
                 tensor = tensor.clone()
-                storage_dtypes[tensor.untyped_storage().data_ptr()] = tensor.dtype
+                storage_dtypes[tensor.untyped_storage()._cdata] = tensor.dtype
         return tensor
     value = plain_scalar(value)
     kind = type(value)
