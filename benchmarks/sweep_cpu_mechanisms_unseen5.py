@@ -39,7 +39,7 @@ class HooksItsChild(nn.Module):
 
 def hook_registered_in_forward():
     return _w("hook_registered_in_forward", HooksItsChild().eval(), description="a forward hook registered and "
-              "removed inside the parent's forward (hooks run in the caller's module, outside the forward's scope)",
+              "removed inside the parent's forward (one registered while recorded runs in the caller's scope)",
               modules={"gelu": {"a", "b"}, "softsign": {""}}, calls={"softsign": 1})  # fmt: skip
 
 
@@ -58,8 +58,8 @@ def global_module_hooks():
             handle.remove()
 
     return _w("global_module_hooks", model, cleanup=remove, description="register_module_forward_pre_hook and "
-              "register_module_forward_hook (global) on every module, one replacing LayerNorm outputs",
-              modules={"gelu": {"a", "b"}}, calls={"hardtanh": 2})  # fmt: skip
+              "register_module_forward_hook (global) on every module, one replacing LayerNorm outputs (in their scope)",
+              modules={"gelu": {"a", "b"}, "hardtanh": {"a.norm", "b.norm"}}, calls={"hardtanh": 2})  # fmt: skip
 
 
 class Probed(nn.Module):
@@ -77,7 +77,8 @@ class Probed(nn.Module):
 
 def hooks_calling_modules():
     return _w("hooks_calling_modules", Probed().eval(), description="a forward pre-hook and a forward hook that call "
-              "registered modules", modules={"gelu": {"body"}, "elu": {"probe_out.1"}, "softsign": {""}},
+              "registered modules", modules={"gelu": {"body"}, "elu": {"probe_out.1"}, "softsign": {""},
+              "linear": {"body.fc1", "body.fc2", "probe_in", "probe_out.0"}},
               calls={"linear": 4})  # fmt: skip
 
 
