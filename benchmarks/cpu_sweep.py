@@ -25,6 +25,9 @@ sweep_cpu_mechanisms_unseen_more.py, sweep_cpu_mechanisms_unseen3.py, sweep_cpu_
 sweep_cpu_mechanisms_unseen4_graphs.py and sweep_cpu_mechanisms_unseen4_forwards.py (torch mechanisms around small
 modules: the last three add dispatch modes, tensor subclasses, __torch_function__ handlers, one-rank DTensor and DDP,
 higher-order ops, export and TorchScript variants, odd forwards and transformers compositions),
+sweep_cpu_mechanisms_unseen5.py, sweep_cpu_mechanisms_unseen5_instances.py, sweep_cpu_mechanisms_unseen5_ops.py and
+sweep_cpu_mechanisms_unseen5_models.py (hooks of every kind, odd module names, asyncio tasks, frozen, copied and
+tied modules, QAT, numerics namespaces, losses, sparse, complex and nested layouts, decoding loops of the user's own),
 sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
 out), sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
 alone with ``--only-zoo``). A model its library cannot build here is reported as skipped, never as passed. Writes
@@ -309,6 +312,10 @@ def factories() -> dict:
     from sweep_cpu_mechanisms_unseen4 import UNSEEN4_MECHANISMS
     from sweep_cpu_mechanisms_unseen4_forwards import UNSEEN4_FORWARD_MECHANISMS
     from sweep_cpu_mechanisms_unseen4_graphs import UNSEEN4_GRAPH_MECHANISMS
+    from sweep_cpu_mechanisms_unseen5 import UNSEEN5_MECHANISMS
+    from sweep_cpu_mechanisms_unseen5_instances import UNSEEN5_INSTANCE_MECHANISMS
+    from sweep_cpu_mechanisms_unseen5_models import UNSEEN5_MODELS
+    from sweep_cpu_mechanisms_unseen5_ops import UNSEEN5_OP_MECHANISMS
     from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
     from sweep_cpu_models import MODELS
     from sweep_cpu_models_unseen import UNSEEN_MODELS
@@ -327,6 +334,10 @@ def factories() -> dict:
         **UNSEEN4_MECHANISMS,
         **UNSEEN4_GRAPH_MECHANISMS,
         **UNSEEN4_FORWARD_MECHANISMS,
+        **UNSEEN5_MECHANISMS,
+        **UNSEEN5_INSTANCE_MECHANISMS,
+        **UNSEEN5_OP_MECHANISMS,
+        **UNSEEN5_MODELS,
         **TORCHVISION_MODELS,
         **TIMM_MODELS,
     }

@@ -19,7 +19,9 @@ the model's binding):
 - with ``calls="all"`` (recorder/calls.py): torch-level calls outside functionals and functionals held by
   stored references.
 - ``nn.Module.__reduce_ex__``, so that a module the model copies or pickles while recorded holds its own values
-  (recorder/copies.py).
+  (recorder/copies.py);
+- the instance ``_call_impl`` of a module with forward hooks, so that its hooks run in its scope
+  (recorder/hooked_calls.py).
 
 The functions' wrappers are made once per process, for the exact objects they wrap (recorder/wrappers.py).
 
@@ -31,7 +33,6 @@ scopes give its module.
 from __future__ import annotations
 
 import gc
-import sys
 import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -56,8 +57,10 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
+from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks
 from .lazy_results import handed_back, of_its_kind
 from .recordings import recording_of, sample_scopes
+from .recursion_room import recursion_room
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -133,16 +136,7 @@ def only_calls_its_children(module: nn.Module) -> bool:
     could launch kernels inside it."""
     if type(module) is not nn.Sequential:
         return False
-    return not (_global_forward_hooks() or any(_has_forward_hooks(child) for child in module.children()))
-
-
-def _has_forward_hooks(module: nn.Module) -> bool:
-    return bool(module._forward_hooks or module._forward_pre_hooks)
-
-
-def _global_forward_hooks() -> bool:
-    hooks = sys.modules["torch.nn.modules.module"]
-    return bool(hooks._global_forward_hooks or hooks._global_forward_pre_hooks)
+    return not (global_forward_hooks() or any(has_forward_hooks(child) for child in module.children()))
 
 
 # torch.nn classes whose forward is exactly one functional call and nothing that launches a kernel besides
@@ -264,7 +258,7 @@ def instrumented(
     named_modules = list(named_modules)
     with (
         _gc_paused(),
-        _recursion_room(named_modules),
+        recursion_room(named_modules),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
         recording_of(book, collect) as recording,
@@ -292,27 +286,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-# Frames a recording adds besides one per module level: a folded module's call, calls between functionals, and
-# profile()'s own passes (record_pass, the warm-up's lambda...) around the model.
-_FRAMES_BESIDES_MODULES = 64
-
-
-@contextmanager
-def _recursion_room(named_modules: list[tuple[str, nn.Module]]) -> Iterator[None]:
-    """Python's recursion limit raised, while the scopes are in place, by the frames they add: a module's scoped
-    forward is one frame more per level of the hierarchy, so a model nested about as deep as the limit lets it run
-    would raise RecursionError only when recorded. Put back afterwards unless the model changed it meanwhile."""
-    levels = max((name.count(".") + 2 if name else 1 for name, _ in named_modules), default=1)
-    limit = sys.getrecursionlimit()
-    raised = limit + levels + _FRAMES_BESIDES_MODULES
-    sys.setrecursionlimit(raised)
-    try:
-        yield
-    finally:
-        if sys.getrecursionlimit() == raised:
-            sys.setrecursionlimit(limit)
-
-
 def _install(
     patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, functions: bool = True
 ) -> None:
@@ -328,6 +301,7 @@ def _install(
         patches.set_item(vars(module), key, value, before)
         bound.append(patches.saved[-1])
 
+    every_module_hooked = global_forward_hooks()
     for name, module in named_modules:
         if any(root == "" or name.startswith(root + ".") for root in compiled_roots):
             continue  # traced into a compiled module's graphs: a patch would fail its guards
@@ -335,6 +309,8 @@ def _install(
         observed_names.append(name)
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
         entry = compiled_entry(module, optimized_type)
+        if entry is None and (every_module_hooked or has_forward_hooks(module)):  # hooks in its scope too
+            patch_module(module, "_call_impl", call_in_scope(module, MODULE_PREFIX + scope_text(name)))
         if entry is not None:
             compiled_roots.append(name)
             attribute, compiled = entry

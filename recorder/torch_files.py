@@ -28,13 +28,21 @@ def save(value: Any, path: str | os.PathLike) -> None:
             raise failed from None
 
 
-def loadable(value: Any) -> Any:
+def loadable(value: Any, storage_dtypes: dict[int, torch.dtype] | None = None) -> Any:
     """Arguments made safe for ``torch.load(weights_only=True)``: tensors (views copied so a slice does
-    not drag its whole storage along), plain containers and scalars; anything else as its repr."""
+    not drag its whole storage along), plain containers and scalars; anything else as its repr.
+    ``storage_dtypes`` (a storage's address: the dtype it is written as) is shared by every value written into one file:
+    a tensor viewing a storage written as another dtype (``view_as_real(z)`` beside ``z``) is copied, as
+    ``torch.save`` refuses one storage as two dtypes."""
     if issubclass(type(value), torch.Tensor):  # by type: isinstance also runs a __class__ property of the object's
         tensor = _loadable_tensor(value).detach()
         if tensor.layout is torch.strided and tensor.untyped_storage().nbytes() > 2 * tensor.nbytes:
             tensor = tensor.clone()
+        if tensor.layout is torch.strided and storage_dtypes is not None:
+            storage = tensor.untyped_storage()._cdata  # the storage itself: a fake tensor's data pointer warns
+            if storage_dtypes.setdefault(storage, tensor.dtype) != tensor.dtype:
+                tensor = tensor.clone()
+                storage_dtypes[tensor.untyped_storage()._cdata] = tensor.dtype
         return tensor
     value = plain_scalar(value)
     kind = type(value)
@@ -42,9 +50,10 @@ def loadable(value: Any) -> Any:
         return value
     items = container_items(value)  # read without a subclass's own methods, which may raise or never end
     if issubclass(kind, (tuple, list)):
-        return [loadable(v) for v in items] if issubclass(kind, list) else tuple(loadable(v) for v in items)
+        values = [loadable(v, storage_dtypes) for v in items]
+        return values if issubclass(kind, list) else tuple(values)
     if issubclass(kind, dict):
-        return {plain_scalar(k): loadable(v) for k, v in items if issubclass(type(k), (str, int))}
+        return {plain_scalar(k): loadable(v, storage_dtypes) for k, v in items if issubclass(type(k), (str, int))}
     return safe_repr(value)
 
 
@@ -68,11 +77,13 @@ def save_samples(header: dict, kept: dict[str, list], path: str | os.PathLike) -
     shapes under a FakeTensorMode calls the functions with them). Returns how many samples were left out so."""
     left_out = 0
     functions: dict[str, list] = {}
+    storage_dtypes: dict[int, torch.dtype] = {}
     for name, samples in kept.items():
         functions[name] = []
         for sample in samples:
             try:
-                entry = None if sample is None else [list(loadable(sample[0])), loadable(sample[1])]
+                entry = None if sample is None else [list(loadable(sample[0], storage_dtypes)),
+                                                     loadable(sample[1], storage_dtypes)]  # fmt: skip
             except Exception:  # noqa: BLE001 (whatever a tensor subclass raises when made plain)
                 entry, left_out = None, left_out + 1
             functions[name].append(entry)

@@ -269,3 +269,30 @@ def test_inputs_of_a_tensor_subclass_or_mkldnn_are_saved_so_that_the_analyzer_re
     for name in ["gelu"] + (["Tensor.to_dense"] if "Tensor.to_dense" in stored else []):  # to_dense: the MKLDNN one
         [(_, ((tensor,), _))] = stored[name]
         assert type(tensor) is torch.Tensor and torch.equal(tensor, x), f"{name}: the values, as a plain tensor"
+
+
+class ReadsOneStorageAsTwoDtypes(nn.Module):
+    """Calls given a tensor and a view of its storage as another dtype (complex as real, float bits as int)."""
+
+    def __init__(self, view):
+        super().__init__()
+        self.view = view
+
+    def forward(self, x):
+        return F.gelu(self.view(x).float()), torch.abs(x)
+
+
+@pytest.mark.parametrize(
+    "view", [torch.view_as_real, lambda x: x.view(torch.int32)], ids=["view_as_real", "view_as_int32"]
+)
+def test_inputs_viewing_one_storage_as_two_dtypes_are_saved(tmp_path, view):
+    x = torch.randn(4, 8, dtype=torch.complex64) if view is torch.view_as_real else torch.randn(4, 8)
+    ModuleFunctionKernelProfiler().profile(
+        ReadsOneStorageAsTwoDtypes(view), [((x,), {})], warmup_iterations=1, out=tmp_path / "run"
+    )
+    with load_run(tmp_path / "run") as run:
+        stored = run.function_data(tensors=True)
+    [(_, ((abs_input,), _))] = stored["torch.abs"]
+    assert abs_input.dtype == x.dtype and torch.equal(abs_input, x)
+    viewed = [args[0] for entries in stored.values() for _, (args, _) in entries if args[0].dtype != x.dtype]
+    assert viewed and all(torch.equal(t, view(x)) for t in viewed if t.shape == view(x).shape)

@@ -1,0 +1,32 @@
+"""Python's recursion limit raised while a recording's scopes are in place, by the frames they add."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from torch import nn
+
+# Frames a recording adds besides those per module level: a folded module's call, calls between functionals, and
+# profile()'s own passes (record_pass, the warm-up's lambda...) around the model.
+_FRAMES_BESIDES_MODULES = 64
+# Per level of the module hierarchy: a module's scoped forward, and its scoped call where it has forward hooks
+# (recorder/hooked_calls.py).
+_FRAMES_PER_LEVEL = 2
+
+
+@contextmanager
+def recursion_room(named_modules: list[tuple[str, nn.Module]]) -> Iterator[None]:
+    """Python's recursion limit raised, while the scopes are in place, by the frames they add: a module's scoped
+    forward (and call) are frames more per level of the hierarchy, so a model nested about as deep as the limit lets
+    it run would raise RecursionError only when recorded. Put back afterwards unless the model changed it meanwhile."""
+    levels = max((name.count(".") + 2 if name else 1 for name, _ in named_modules), default=1)
+    limit = sys.getrecursionlimit()
+    raised = limit + _FRAMES_PER_LEVEL * levels + _FRAMES_BESIDES_MODULES
+    sys.setrecursionlimit(raised)
+    try:
+        yield
+    finally:
+        if sys.getrecursionlimit() == raised:
+            sys.setrecursionlimit(limit)

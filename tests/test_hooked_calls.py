@@ -1,0 +1,94 @@
+"""A module's forward pre-hooks and forward hooks are its work: what they compute is recorded in its scope (the mask
+product of torch.nn.utils.prune, spectral_norm's power iteration, a hook on an nn.Identity tap, a global hook), and
+the scoped calls are put back exactly, also in a copy or a pickle the model takes while recorded."""
+
+import copy
+import io
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from conftest import assert_patches_undone, snapshot_patch_targets  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402, N812
+from torch.nn.utils import prune  # noqa: E402
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.tap, self.head = nn.Linear(8, 8), nn.Identity(), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.tap(F.gelu(self.fc(x))))
+
+
+def hooked_block() -> Block:
+    block = Block().eval()
+    prune.l1_unstructured(block.fc, "weight", amount=0.5)  # a pre-hook: weight = weight_orig * mask
+    torch.nn.utils.spectral_norm(block.head)  # a pre-hook: a power iteration (torch.mv) and a division
+    block.tap.register_forward_hook(normalized)
+    return block
+
+
+def modules_of(frame, function: str) -> set:
+    return set(frame.loc[frame["function_name"] == function, "module_name"].astype(str))
+
+
+def test_forward_hooks_are_recorded_in_the_scope_of_their_module():
+    frame, _ = ModuleFunctionKernelProfiler().profile(hooked_block(), [((torch.randn(4, 8),), {})])
+    assert modules_of(frame, "Tensor.__mul__") == {"fc"}, "prune's mask product is the pruned Linear's"
+    assert modules_of(frame, "torch.mv") == {"head"}, "spectral_norm's power iteration is the normalized Linear's"
+    assert modules_of(frame, "normalize") == {"tap"}, "a hook on an Identity is the Identity's"
+    assert modules_of(frame, "linear") == {"fc", "head"} and modules_of(frame, "gelu") == {""}
+
+
+def test_global_hooks_are_recorded_in_the_scope_of_the_module_they_fire_for():
+    model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 8), nn.LayerNorm(8)).eval()
+    handle = nn.modules.module.register_module_forward_hook(
+        lambda module, args, out: F.hardtanh(out) if isinstance(module, nn.LayerNorm) else None
+    )
+    try:
+        frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})])
+    finally:
+        handle.remove()
+    assert modules_of(frame, "hardtanh") == {"1", "3"} and sum(calls for calls, _ in data["hardtanh"]) == 2
+
+
+def silu_input(module, args):  # module-level, so that pickle writes it by name
+    return (F.silu(args[0]),)
+
+
+def normalized(module, args, out):
+    return F.normalize(out, dim=-1)
+
+
+class CopiesItsChild(nn.Module):
+    """Deep-copies and pickles its hooked child while recorded, and calls the copy."""
+
+    def __init__(self):
+        super().__init__()
+        self.block, self.copies_had_patches = Block().eval(), []  # prune's and spectral_norm's weights never copy
+        self.block.fc.register_forward_pre_hook(silu_input)
+        self.block.tap.register_forward_hook(normalized)
+
+    def forward(self, x):
+        twin = copy.deepcopy(self.block)
+        torch.save(self.block, io.BytesIO())  # a pickle: the scoped call, a closure, would not pickle
+        self.copies_had_patches.append(any("_call_impl" in vars(m) for m in twin.modules()))
+        return self.block(x) + twin(x)
+
+
+def test_scoped_calls_are_put_back_and_never_copied():
+    model = CopiesItsChild().eval()
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        expected = model(x)
+    before = snapshot_patch_targets(model)
+    ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
+    assert_patches_undone(model, before)
+    assert not any("_call_impl" in vars(m) for m in model.modules())
+    assert model.copies_had_patches and not any(model.copies_had_patches)
+    with torch.no_grad():
+        assert torch.equal(model(x), expected)
