@@ -87,6 +87,7 @@ def load_events(path: Path) -> list[dict]:
             if isinstance(args, dict) and isinstance(args.get(key), str) and re.fullmatch(r"-?[0-9]{1,18}", args[key]):
                 args[key] = int(args[key])
     _pair_spans(events)
+    _npu_tasks_as_device_events(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
     launches = [e for e in events if isinstance(e, dict) and e.get("cat") in LAUNCH_CATEGORIES]  # of any runtime
     if not any("correlation" in (e.get("args") or {}) for e in linked + launches):
@@ -163,6 +164,70 @@ def _stack_pairs(thread: list, ends_first: dict, file_order: dict) -> list[tuple
         elif stack:
             pairs.append((_ns(e["ts"]), stack.pop(), e))
     return pairs
+
+
+def _npu_tasks_as_device_events(events: list) -> None:
+    """An Ascend trace's tasks (torch_npu, msprof): the complete events without a category, with a "Task Type", of a
+    process named "Ascend Hardware": a gpu_memcpy where the type names a MEMCPY, none where it records or waits for an
+    event (a stream's synchronisation), else a kernel."""
+    objects = [e for e in events if isinstance(e, dict)]
+    npu = {
+        e.get("pid")
+        for e in objects
+        if e.get("ph") == "M"
+        and e.get("name") == "process_name"
+        and (e.get("args") or {}).get("name") == "Ascend Hardware"
+    }
+    for e in objects:
+        args = e.get("args")
+        if e.get("ph") != "X" or e.get("cat") is not None or e.get("pid") not in npu or not isinstance(args, dict):
+            continue
+        task = args.get("Task Type")
+        if isinstance(task, str) and not re.search("WAIT|RECORD", task):
+            e["cat"] = "gpu_memcpy" if "MEMCPY" in task else "kernel"
+
+
+def flow_launch_points(events: list, launched: set) -> dict:
+    """{id(device event): (pid, tid, ns)}: where a device event whose correlation no launch in ``launched`` has was
+    launched from, by a flow arrow that finishes on its pid and tid within it (at its start, or before its end): the
+    start of the same id and category. Of several, one that an operator on its thread holds, then the earliest."""
+    objects = [e for e in events if isinstance(e, dict)]
+    starts: dict = {}
+    for e in objects:
+        if e.get("ph") == "s" and "ts" in e and e.get("pid") is not None and e.get("tid") is not None:
+            starts.setdefault((_flow_id(e), e.get("cat")), []).append(e)
+    finishes = [e for e in objects if e.get("ph") == "f" and "ts" in e]
+    ops = [e for e in objects if e.get("ph") == "X" and e.get("cat") == "cpu_op" and "ts" in e and "dur" in e]
+    points = {}
+    for e in objects:
+        args = e.get("args") or {}
+        if e.get("ph") != "X" or e.get("cat") not in DEVICE_CATS or args.get("correlation") in launched:
+            continue
+        begin, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
+        found = []
+        for f in finishes:
+            at = _ns(f["ts"])
+            if (f.get("pid"), f.get("tid")) != (e.get("pid"), e.get("tid")) or not (at == begin or begin <= at < end):
+                continue
+            for s in starts.get((_flow_id(f), f.get("cat")), []) if _flow_id(f) is not None else []:
+                t = _ns(s["ts"])
+                held = any(
+                    (o.get("pid"), o.get("tid")) == (s["pid"], s["tid"])
+                    and _ns(o["ts"]) <= t < _ns(o["ts"]) + _ns(o["dur"])
+                    for o in ops
+                )
+                found.append(((not held, t), (s["pid"], s["tid"], t)))
+        if found:
+            points[id(e)] = min(found)[1]
+    return points
+
+
+def _flow_id(e: dict) -> int | None:
+    """A flow's id as the analyzer reads it: an integer, or a string of an integer's digits."""
+    value = e.get("id")
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _link_through_flows(events: list) -> None:
@@ -360,10 +425,17 @@ def reference_attribution(
     contexts: dict = {}  # (pid, tid, t) -> attribution of a launch at time t; an operator's: event index -> its
     wanted: dict = {}
     # a device event whose launch the trace lacks is held as the operator its External id names is held
-    lost = [e["args"] for _i, e, _s, _end in device if e["args"].get("correlation") not in launch_by_corr]
+    flow_points = (
+        flow_launch_points(events, set(launch_by_corr)) if not cpu_mode else {}
+    )  # launched where a flow starts
+    lost = [
+        e["args"]
+        for _i, e, _s, _end in device
+        if e["args"].get("correlation") not in launch_by_corr and id(e) not in flow_points
+    ]
     held_ops = {first_ops[a["External id"]][4] for a in lost if a.get("External id") in first_ops}
     if not cpu_mode:
-        for pid, tid, t in launch_by_corr.values():
+        for pid, tid, t in [*launch_by_corr.values(), *flow_points.values()]:
             wanted.setdefault((pid, tid), set()).add(t)
 
     for key, items in by_thread.items():
@@ -422,8 +494,8 @@ def reference_attribution(
     empty = dict.fromkeys(("module_name", "function_label", "function_event", "inner_op", "call_op"))
     empty |= dict.fromkeys(("call_op_event", "named_op", "named_op_event"))
     for i, e, s, end in device:
-        args = (e.get("args") or {})
-        launch = launch_by_corr.get(args.get("correlation"))
+        args = e.get("args") or {}
+        launch = launch_by_corr.get(args.get("correlation"), flow_points.get(id(e)))
         if launch is None and args.get("External id") in first_ops:
             launch = first_ops[args["External id"]][4]
         ctx = (contexts.get(launch) if launch is not None else None) or empty
@@ -457,7 +529,11 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
     unmatched = must - set(device)
     captured = {corr for corr in unmatched if _captured(runtime_events[corr], captures)} if unmatched else set()
-    return len(must - captured), len(device), len(unmatched - captured), sum(corr not in runtime for corr in device)
+    # a device event whose flow arrow names where it was launched from is not one without a launch
+    without_launch = sum(corr not in runtime for corr in device) - len(
+        flow_launch_points(load_events(path), set(runtime))
+    )
+    return len(must - captured), len(device), len(unmatched - captured), without_launch
 
 
 def _stream_captures(runtime_events: dict) -> dict:
