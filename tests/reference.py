@@ -36,8 +36,25 @@ LEGACY_CATS = {
 }
 # the events that roctracer's traces link by "External id" alone
 ROCTRACER_LINKED = {*DEVICE_CATS, "cuda_runtime", "cuda_driver"}
-# the runtime and driver calls whose correlation device events carry: CUDA/ROCm, Intel XPU, PrivateUse1 backends
-LAUNCH_CATEGORIES = {f"{device}_{kind}" for device in ("cuda", "xpu", "privateuse1") for kind in ("runtime", "driver")}
+
+
+def is_launch(cat) -> bool:
+    """A runtime or driver call of any device: <device>_runtime, <device>_driver (CUDA's, XPU's, MTIA's, a fork's:
+    musa_runtime, mlu_runtime…), or Kineto's device-agnostic runtime and driver."""
+    return isinstance(cat, str) and (cat.endswith(("_runtime", "_driver")) or cat in ("runtime", "driver"))
+
+
+def fork_device_category(cat):
+    """Kineto's name for a fork's device category (privateuse1_kernel, mlu_memcpy, memset…), or None."""
+    if not isinstance(cat, str) or cat in DEVICE_CATS:
+        return None
+    if cat.endswith("_kernel"):
+        return "kernel"
+    if cat == "memcpy" or cat.endswith("_memcpy"):
+        return "gpu_memcpy"
+    if cat == "memset" or cat.endswith("_memset"):
+        return "gpu_memset"
+    return None
 
 
 def _without_lone_surrogates(value):
@@ -78,6 +95,8 @@ def load_events(path: Path) -> list[dict]:
             continue
         if e.get("cat") in LEGACY_CATS:
             e["cat"] = LEGACY_CATS[e["cat"]]
+        elif fork_device_category(e.get("cat")):
+            e["cat"] = fork_device_category(e["cat"])
         elif e.get("cat") is None and e.get("ph") == "i" and e.get("name") == "[memory]":
             e["cat"] = "cpu_instant_event"
         args = e.get("args")
@@ -89,7 +108,7 @@ def load_events(path: Path) -> list[dict]:
     _pair_spans(events)
     _npu_tasks_as_device_events(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
-    launches = [e for e in events if isinstance(e, dict) and e.get("cat") in LAUNCH_CATEGORIES]  # of any runtime
+    launches = [e for e in events if isinstance(e, dict) and is_launch(e.get("cat"))]  # of any runtime
     if not any("correlation" in (e.get("args") or {}) for e in linked + launches):
         launches_have_ids = any(
             isinstance((e.get("args") or {}).get("External id"), int) for e in linked if e.get("cat") not in DEVICE_CATS
@@ -241,9 +260,7 @@ def _link_through_flows(events: list) -> None:
     launches = [
         e
         for e in objects
-        if e.get("ph") == "X"
-        and e.get("cat") in LAUNCH_CATEGORIES
-        and isinstance((e.get("args") or {}).get("correlation"), int)
+        if e.get("ph") == "X" and is_launch(e.get("cat")) and isinstance((e.get("args") or {}).get("correlation"), int)
     ]
     for e in objects:
         args = e.get("args") or {}
@@ -376,7 +393,7 @@ def reference_attribution(
     graph_launches: dict = {}  # correlation -> the graph launch's event index
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = (e.get("args") or {}).get("correlation")
-        if e.get("cat") in LAUNCH_CATEGORIES and corr is not None:
+        if is_launch(e.get("cat")) and corr is not None:
             pid, tid = e["pid"], e["tid"]
             op = first_ops.get((e.get("args") or {}).get("External id"))
             if op is not None and op[0] == pid and op[1] != tid and op[2] <= s < op[3]:
@@ -519,7 +536,7 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     runtime_events = {
         e["args"]["correlation"]: e
         for e in events
-        if e.get("cat") in LAUNCH_CATEGORIES and isinstance((e.get("args") or {}).get("correlation"), int)
+        if is_launch(e.get("cat")) and isinstance((e.get("args") or {}).get("correlation"), int)
     }
     runtime = {corr: e["name"] for corr, e in runtime_events.items()}
     captures = _stream_captures(runtime_events)
