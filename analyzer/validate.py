@@ -82,11 +82,14 @@ def pair_spans(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, rows_
 def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
     """The problem of a trace with nothing to attribute: NOTHING_TO_ATTRIBUTE, and what wrote it where its events
     show another profiler (foreign_trace.sql)."""
-    tf_process, browser_category = run_sql_file(con, "foreign_trace.sql").fetchone()
+    tf_process, browser_category, converted_process = run_sql_file(con, "foreign_trace.sql").fetchone()
     if tf_process is not None:
         what = f"a TensorFlow or JAX profiler trace (process {_short(repr(tf_process), NAME_CHARS)})"
     elif browser_category is not None:
         what = f"a Chrome browser trace (category {_short(repr(browser_category), NAME_CHARS)})"
+    elif converted_process is not None:
+        process = _short(repr(converted_process), NAME_CHARS)
+        what = f"an nvprof or Nsight Systems report in Chrome's format (category 'cuda', process {process})"
     else:
         return NOTHING_TO_ATTRIBUTE
     return f"{NOTHING_TO_ATTRIBUTE}: it is {what}{NOT_TORCH}"
