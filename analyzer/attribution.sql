@@ -105,23 +105,23 @@ SET VARIABLE ks_launch_check = (
 
 -- A device event without a launch whose flow arrow the trace keeps was launched where the flow starts: an Ascend
 -- trace's (npu_tasks.sql) flow from the operator that dispatched the task, a CUDA trace's from a launch the profiler
--- lost. The finish on the device event's (pid, tid) within it, as linked_by_flow.sql reads it, and the start of its
--- id and category; of several (torch_npu's from the operator, CANN's from its API call), one an operator holds.
+-- lost. The finish on the device event's (pid, tid) within it, as linked_by_flow.sql reads it ([start, start + dur),
+-- its start where it lasts 0 ns: one range, so the join is a range join), and the start of its id and category; of
+-- several (torch_npu's from the operator, CANN's from its API call), one on a thread that runs operators.
 -- Only where the launch check counted device events without a launch.
 -- run if: getvariable('ks_launch_check').device_events_without_launch > 0
 UPDATE ks_items AS i SET at_pid = p.start.pid, at_tid = p.start.tid, at_ns = p.start.ts_ns
 FROM (
-    SELECT event_id, arg_max(start, (held, -start.ts_ns)) AS start
-    FROM (SELECT d.event_id, {pid: s.pid, tid: s.tid, ts_ns: s.ts_ns} AS start,
-                 EXISTS (SELECT 1 FROM events o WHERE o.ph = 'X' AND o.cat = 'cpu_op' AND o.pid = s.pid
-                           AND o.tid = s.tid AND o.ts_ns <= s.ts_ns AND s.ts_ns < o.ts_ns + o.dur_ns) AS held
-          FROM ks_items d JOIN events e USING (event_id)
-          JOIN events f ON f.ph = 'f' AND f.pid = e.pid AND f.tid = e.tid
-                       AND f.ts_ns >= e.ts_ns AND (f.ts_ns < e.ts_ns + e.dur_ns OR f.ts_ns = e.ts_ns)
-          JOIN events s ON s.ph = 's' AND s.flow_id = f.flow_id AND s.cat IS NOT DISTINCT FROM f.cat
-                       AND s.pid IS NOT NULL AND s.tid IS NOT NULL AND s.ts_ns IS NOT NULL
-          WHERE d.at_ns IS NULL AND NOT d.is_cpu_op)
-    GROUP BY event_id
+    SELECT d.event_id,
+           arg_max({pid: s.pid, tid: s.tid, ts_ns: s.ts_ns},
+                   ((s.pid, s.tid) IN (SELECT (pid, tid) FROM events WHERE cat = 'cpu_op'), -s.ts_ns)) AS start
+    FROM (SELECT i.event_id, e.pid, e.tid, e.ts_ns, e.ts_ns + greatest(e.dur_ns, 1) AS end_ns
+          FROM ks_items i JOIN events e USING (event_id)
+          WHERE i.at_ns IS NULL AND NOT i.is_cpu_op) d
+    JOIN events f ON f.ph = 'f' AND f.pid = d.pid AND f.tid = d.tid AND f.ts_ns >= d.ts_ns AND f.ts_ns < d.end_ns
+    JOIN events s ON s.ph = 's' AND s.flow_id = f.flow_id AND s.cat IS NOT DISTINCT FROM f.cat
+                 AND s.pid IS NOT NULL AND s.tid IS NOT NULL AND s.ts_ns IS NOT NULL
+    GROUP BY d.event_id
 ) AS p
 WHERE i.event_id = p.event_id;
 

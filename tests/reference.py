@@ -209,14 +209,14 @@ def _npu_tasks_as_device_events(events: list) -> None:
 def flow_launch_points(events: list, launched: set) -> dict:
     """{id(device event): (pid, tid, ns)}: where a device event whose correlation no launch in ``launched`` has was
     launched from, by a flow arrow that finishes on its pid and tid within it (at its start, or before its end): the
-    start of the same id and category. Of several, one that an operator on its thread holds, then the earliest."""
+    start of the same id and category. Of several, one on a thread that runs operators, then the earliest."""
     objects = [e for e in events if isinstance(e, dict)]
     starts: dict = {}
     for e in objects:
         if e.get("ph") == "s" and "ts" in e and e.get("pid") is not None and e.get("tid") is not None:
             starts.setdefault((_flow_id(e), e.get("cat")), []).append(e)
     finishes = [e for e in objects if e.get("ph") == "f" and "ts" in e]
-    ops = [e for e in objects if e.get("ph") == "X" and e.get("cat") == "cpu_op" and "ts" in e and "dur" in e]
+    operator_threads = {(e.get("pid"), e.get("tid")) for e in objects if e.get("cat") == "cpu_op"}
     points = {}
     for e in objects:
         args = e.get("args") or {}
@@ -230,12 +230,7 @@ def flow_launch_points(events: list, launched: set) -> dict:
                 continue
             for s in starts.get((_flow_id(f), f.get("cat")), []) if _flow_id(f) is not None else []:
                 t = _ns(s["ts"])
-                held = any(
-                    (o.get("pid"), o.get("tid")) == (s["pid"], s["tid"])
-                    and _ns(o["ts"]) <= t < _ns(o["ts"]) + _ns(o["dur"])
-                    for o in ops
-                )
-                found.append(((not held, t), (s["pid"], s["tid"], t)))
+                found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t)))
         if found:
             points[id(e)] = min(found)[1]
     return points
