@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from reference_devices import flow_launch_points, fork_device_category, is_launch, npu_tasks_as_device_events
 from reference_frames import frame_scope
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -36,25 +37,6 @@ LEGACY_CATS = {
 }
 # the events that roctracer's traces link by "External id" alone
 ROCTRACER_LINKED = {*DEVICE_CATS, "cuda_runtime", "cuda_driver"}
-
-
-def is_launch(cat) -> bool:
-    """A runtime or driver call of any device: <device>_runtime, <device>_driver (CUDA's, XPU's, MTIA's, a fork's:
-    musa_runtime, mlu_runtime…), or Kineto's device-agnostic runtime and driver."""
-    return isinstance(cat, str) and (cat.endswith(("_runtime", "_driver")) or cat in ("runtime", "driver"))
-
-
-def fork_device_category(cat):
-    """Kineto's name for a fork's device category (privateuse1_kernel, mlu_memcpy, memset…), or None."""
-    if not isinstance(cat, str) or cat in DEVICE_CATS:
-        return None
-    if cat.endswith("_kernel"):
-        return "kernel"
-    if cat == "memcpy" or cat.endswith("_memcpy"):
-        return "gpu_memcpy"
-    if cat == "memset" or cat.endswith("_memset"):
-        return "gpu_memset"
-    return None
 
 
 def _without_lone_surrogates(value):
@@ -106,7 +88,7 @@ def load_events(path: Path) -> list[dict]:
             if isinstance(args, dict) and isinstance(args.get(key), str) and re.fullmatch(r"-?[0-9]{1,18}", args[key]):
                 args[key] = int(args[key])
     _pair_spans(events)
-    _npu_tasks_as_device_events(events)
+    npu_tasks_as_device_events(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
     launches = [e for e in events if isinstance(e, dict) and is_launch(e.get("cat"))]  # of any runtime
     if not any("correlation" in (e.get("args") or {}) for e in linked + launches):
@@ -183,65 +165,6 @@ def _stack_pairs(thread: list, ends_first: dict, file_order: dict) -> list[tuple
         elif stack:
             pairs.append((_ns(e["ts"]), stack.pop(), e))
     return pairs
-
-
-def _npu_tasks_as_device_events(events: list) -> None:
-    """An Ascend trace's tasks (torch_npu, msprof): the complete events without a category, with a "Task Type", of a
-    process named "Ascend Hardware": a gpu_memcpy where the type names a MEMCPY, none where it records or waits for an
-    event (a stream's synchronisation), else a kernel."""
-    objects = [e for e in events if isinstance(e, dict)]
-    npu = {
-        e.get("pid")
-        for e in objects
-        if e.get("ph") == "M"
-        and e.get("name") == "process_name"
-        and (e.get("args") or {}).get("name") == "Ascend Hardware"
-    }
-    for e in objects:
-        args = e.get("args")
-        if e.get("ph") != "X" or e.get("cat") is not None or e.get("pid") not in npu or not isinstance(args, dict):
-            continue
-        task = args.get("Task Type")
-        if isinstance(task, str) and not re.search("WAIT|RECORD", task):
-            e["cat"] = "gpu_memcpy" if "MEMCPY" in task else "kernel"
-
-
-def flow_launch_points(events: list, launched: set) -> dict:
-    """{id(device event): (pid, tid, ns)}: where a device event whose correlation no launch in ``launched`` has was
-    launched from, by a flow arrow that finishes on its pid and tid within it (at its start, or before its end): the
-    start of the same id and category. Of several, one on a thread that runs operators, then the earliest."""
-    objects = [e for e in events if isinstance(e, dict)]
-    starts: dict = {}
-    for e in objects:
-        if e.get("ph") == "s" and "ts" in e and e.get("pid") is not None and e.get("tid") is not None:
-            starts.setdefault((_flow_id(e), e.get("cat")), []).append(e)
-    finishes = [e for e in objects if e.get("ph") == "f" and "ts" in e]
-    operator_threads = {(e.get("pid"), e.get("tid")) for e in objects if e.get("cat") == "cpu_op"}
-    points = {}
-    for e in objects:
-        args = e.get("args") or {}
-        if e.get("ph") != "X" or e.get("cat") not in DEVICE_CATS or args.get("correlation") in launched:
-            continue
-        begin, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
-        found = []
-        for f in finishes:
-            at = _ns(f["ts"])
-            if (f.get("pid"), f.get("tid")) != (e.get("pid"), e.get("tid")) or not (at == begin or begin <= at < end):
-                continue
-            for s in starts.get((_flow_id(f), f.get("cat")), []) if _flow_id(f) is not None else []:
-                t = _ns(s["ts"])
-                found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t)))
-        if found:
-            points[id(e)] = min(found)[1]
-    return points
-
-
-def _flow_id(e: dict) -> int | None:
-    """A flow's id as the analyzer reads it: an integer, or a string of an integer's digits."""
-    value = e.get("id")
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
-        return int(value)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _link_through_flows(events: list) -> None:
@@ -436,10 +359,9 @@ def reference_attribution(
 
     contexts: dict = {}  # (pid, tid, t) -> attribution of a launch at time t; an operator's: event index -> its
     wanted: dict = {}
-    # a device event whose launch the trace lacks is held as the operator its External id names is held
-    flow_points = (
-        flow_launch_points(events, set(launch_by_corr)) if not cpu_mode else {}
-    )  # launched where a flow starts
+    # a device event without a launch whose flow arrow survives was launched where the flow starts; one whose launch
+    # the trace lacks otherwise is held as the operator its External id names is held
+    flow_points = flow_launch_points(events, set(launch_by_corr)) if not cpu_mode else {}
     lost = [
         e["args"]
         for _i, e, _s, _end in device
