@@ -1471,9 +1471,25 @@ static int32_t dictionary_find(const Dictionary *d, const char *text) {
 
 static inline int is_present(const Column *c, int64_t row) { return (c->valid[row >> 3] >> (row & 7)) & 1; }
 
-/* Rewrite the 2021 format's category names in the cat dictionary (merging any with the later name already there),
- * and give its memory events their category; 0 when out of memory. Costs nothing on a later trace but a look at
- * each distinct cat and name. */
+static int text_ends(const Dictionary *d, int32_t i, const char *suffix) {
+    const int32_t *offsets = (const int32_t *)d->offsets.data;
+    size_t n = strlen(suffix), length = (size_t)(offsets[i + 1] - offsets[i]);
+    return length >= n && memcmp(d->text.data + offsets[i + 1] - n, suffix, n) == 0;
+}
+
+/* The name Kineto gives the device events of category i of a fork for another device (privateuse1_kernel,
+ * mlu_memcpy, memset…), as ingest.sql reads them; NULL for any other category, and for Kineto's own names. */
+static const char *device_category(const Dictionary *cat, int32_t i) {
+    if (text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset")) return NULL;
+    if (text_ends(cat, i, "_kernel")) return "kernel";
+    if (text_is(cat, i, "memcpy") || text_ends(cat, i, "_memcpy")) return "gpu_memcpy";
+    if (text_is(cat, i, "memset") || text_ends(cat, i, "_memset")) return "gpu_memset";
+    return NULL;
+}
+
+/* Rewrite the 2021 format's category names, and the device categories of Kineto's forks, in the cat dictionary
+ * (merging any with the later name already there), and give its memory events their category; 0 when out of memory.
+ * Costs nothing on a later trace but a look at each distinct cat and name. */
 static int modernize_categories(Scan *s) {
     Dictionary *cat = &s->dictionaries[CAT];
     const char **renamed = calloc((size_t)cat->count + 1, sizeof(char *));
@@ -1486,6 +1502,7 @@ static int modernize_categories(Scan *s) {
                 any = 1;
             }
         }
+        if (!renamed[i] && (renamed[i] = device_category(cat, i))) any = 1;
     }
     if (any) {
         Dictionary modern = {0};
@@ -1538,8 +1555,9 @@ static int modernize_categories(Scan *s) {
 
 /* ------------------------------------------------------------------ validate.sql's rules 1-7 */
 
-/* CAT_OPERATOR: cpu_op and user_annotation; CAT_LAUNCH: another runtime's launches (xpu_…, privateuse1_…), which
- * only rules 1-3 hold; CAT_OTHER: what no rule holds */
+/* CAT_OPERATOR: cpu_op and user_annotation; CAT_LAUNCH: another runtime's launches (xpu_…, privateuse1_…, any
+ * <device>_runtime or _driver, Kineto's device-agnostic runtime and driver), which only rules 1-3 hold; CAT_OTHER:
+ * what no rule holds */
 enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR, CAT_LAUNCH };
 enum { PH_COMPLETE = 1, PH_BEGIN = 2 };
 
@@ -1561,8 +1579,8 @@ static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
                          ? CAT_DEVICE
                      : text_is(cat, i, "cuda_runtime") || text_is(cat, i, "cuda_driver")  ? CAT_RUNTIME
                      : text_is(cat, i, "cpu_op") || text_is(cat, i, "user_annotation") ? CAT_OPERATOR
-                     : text_is(cat, i, "xpu_runtime") || text_is(cat, i, "xpu_driver") ||
-                             text_is(cat, i, "privateuse1_runtime") || text_is(cat, i, "privateuse1_driver")
+                     : text_ends(cat, i, "_runtime") || text_ends(cat, i, "_driver") || text_is(cat, i, "runtime") ||
+                             text_is(cat, i, "driver")
                          ? CAT_LAUNCH
                          : CAT_OTHER;
     }

@@ -46,6 +46,7 @@ NEVER_CHECKPOINT = "1000TB"  # DuckDB's largest unit: no run writes this much
 LOADS_RUN = (
     "connection.sql",
     "events.sql",
+    "npu_tasks.sql",
     "attributable.sql",
     "frames_needed.sql",
     "attribution.sql",

@@ -17,7 +17,10 @@
 -- args whose text holds it).
 -- The 2021 format (torch 1.8-1.9) is read as the later one: its categories by their later names, a memory event
 -- without cat as cpu_instant_event, and "external id" (its launches' and device events') as external_id where
--- "External id" is missing or null. _kineto.c (LEGACY_CATEGORIES) does the same.
+-- "External id" is missing or null. _kineto.c (LEGACY_CATEGORIES) does the same. So are the device events of
+-- Kineto's forks for other devices: <device>_kernel (privateuse1_kernel), <device>_memcpy (mlu_memcpy,
+-- privateuse1_memcpy) and <device>_memset as kernel, gpu_memcpy and gpu_memset, and memcpy and memset as the latter
+-- two (_kineto.c, device_category). Their launches keep their names (scope_names.sql, ks_launch_category).
 INSERT INTO events
 SELECT event_id, ph, cat, name,
        CASE WHEN pid_name IS NULL THEN pid
@@ -27,15 +30,17 @@ SELECT event_id, ph, cat, name,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
        CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
        correlation, external_id, device, stream, args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank
-FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'xpu_runtime',
-                         'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver', 'cpu_op', 'user_annotation')
-                 AS held_to_rules
+FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cpu_op', 'user_annotation', 'runtime', 'driver')
+                 OR suffix(cat, '_runtime') OR suffix(cat, '_driver') AS held_to_rules
 FROM (SELECT
     CAST(${first_id} AS BIGINT) + (row_number() OVER ()) - 1                                AS event_id,
     ph,
     CASE cat WHEN 'Kernel' THEN 'kernel' WHEN 'Memcpy' THEN 'gpu_memcpy' WHEN 'Memset' THEN 'gpu_memset'
              WHEN 'Runtime' THEN 'cuda_runtime' WHEN 'Operator' THEN 'cpu_op' WHEN 'User' THEN 'gpu_user_annotation'
-             ELSE coalesce(cat, CASE WHEN ph = 'i' AND name = '[memory]' THEN 'cpu_instant_event' END)
+             WHEN 'memcpy' THEN 'gpu_memcpy' WHEN 'memset' THEN 'gpu_memset'
+             ELSE CASE WHEN suffix(cat, '_kernel') THEN 'kernel' WHEN suffix(cat, '_memcpy') THEN 'gpu_memcpy'
+                       WHEN suffix(cat, '_memset') THEN 'gpu_memset'
+                       ELSE coalesce(cat, CASE WHEN ph = 'i' AND name = '[memory]' THEN 'cpu_instant_event' END) END
     END                                                                                     AS cat,
     name,
     CASE WHEN json_type(pid) <> 'VARCHAR' THEN TRY_CAST(pid AS BIGINT) END                  AS pid,

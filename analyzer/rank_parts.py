@@ -74,8 +74,10 @@ def ingest_ranks(
             header = ingest_trace(con, source.trace, progress=progress, rank=source.rank or 0)
         except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
             raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
-        # spans paired from "B" and "E" events were not complete events when the native reader checked the rows
-        if pair_spans(con, source.trace, rows_checked=header.all_rows_checked):
+        # spans paired from "B" and "E" events, and an Ascend trace's tasks, were not yet device events when the
+        # native reader checked the rows; libkineto (which writes schemaVersion) gives every device event a category
+        npu_tasks = "schemaVersion" not in header.keys and run_sql_file(con, "npu_tasks.sql").fetchone()[0]
+        if pair_spans(con, source.trace, rows_checked=header.all_rows_checked) or npu_tasks:
             validate_events(con, source.trace)
         else:
             validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)

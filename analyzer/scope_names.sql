@@ -10,10 +10,12 @@
 --     reads too; the name is cut only where the prefix holds the separator (kernelscope's never does): cutting
 --     every call scope's name would weigh on ks_enclosers in attribution.sql, which tests every scope.
 -- The calls that launch device work, by category:
---   ks_launch_category(cat): the runtime and driver calls whose correlation device events carry: CUDA's and ROCm's
---     (cuda_runtime, cuda_driver: Kineto files HIP calls there too), Intel XPU's (xpu_runtime, xpu_driver: urEnqueue…,
---     ze…) and a PrivateUse1 backend's (privateuse1_runtime, privateuse1_driver); Kineto writes the device events of
---     all of them as kernel, gpu_memcpy and gpu_memset.
+--   ks_launch_category(cat): the runtime and driver calls whose correlation device events carry, by Kineto's names
+--     for them, <device>_runtime and <device>_driver: CUDA's and ROCm's (cuda_runtime, cuda_driver: Kineto files HIP
+--     calls there too), Intel XPU's (xpu_runtime, xpu_driver: urEnqueue…, ze…), a PrivateUse1 backend's
+--     (privateuse1_runtime, privateuse1_driver), MTIA's (mtia_runtime) and those of Kineto's forks for other devices
+--     (Moore Threads' musa_runtime, Cambricon's mlu_runtime…); and the device-agnostic runtime and driver that Kineto's
+--     ActivityType now names them all as. Their device events are read as kernel, gpu_memcpy and gpu_memset (ingest.sql).
 -- And the runtime calls the attribution reads by name (its launch check too), CUDA's (runtime cuda…, driver cu…) and
 -- ROCm's (hip…, which Kineto files under the same categories), by prefix and substring tests (cheaper than a regular
 -- expression per runtime call, of which a large trace holds millions):
@@ -53,7 +55,7 @@ CREATE OR REPLACE MACRO ks_scope_call(name) AS
     END;
 
 CREATE OR REPLACE MACRO ks_launch_category(cat) AS
-    cat IN ('cuda_runtime', 'cuda_driver', 'xpu_runtime', 'xpu_driver', 'privateuse1_runtime', 'privateuse1_driver');
+    suffix(cat, '_runtime') OR suffix(cat, '_driver') OR cat IN ('runtime', 'driver');
 
 CREATE OR REPLACE MACRO ks_graph_launch(name) AS
     starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') OR starts_with(name, 'hipGraphLaunch');

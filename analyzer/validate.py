@@ -20,11 +20,12 @@ NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no C
 NOT_TORCH = ", not a torch.profiler trace"
 NAME_CHARS = 60
 VALUE_CHARS = 40
-# the categories (and their 2021 names) of the events whose times must fit 64-bit nanoseconds (ingest.sql)
+# whether category {c} (as written: a 2021 name, a fork's) is one of the events whose times must fit 64-bit
+# nanoseconds (ingest.sql): a device event, a launch of any device's runtime or driver, an operator or annotation
 HELD_TO_RULES = (
-    "('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'xpu_runtime', 'xpu_driver',"
-    " 'privateuse1_runtime', 'privateuse1_driver', 'cpu_op', 'user_annotation', 'Kernel', 'Memcpy', 'Memset',"
-    " 'Runtime', 'Operator')"
+    "({c} IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'memcpy', 'memset', 'cpu_op', 'user_annotation', 'runtime',"
+    " 'driver', 'Kernel', 'Memcpy', 'Memset', 'Runtime', 'Operator') OR suffix({c}, '_kernel')"
+    " OR suffix({c}, '_memcpy') OR suffix({c}, '_memset') OR suffix({c}, '_runtime') OR suffix({c}, '_driver'))"
 )
 JSON_TYPES = {"VARCHAR": "string", "BOOLEAN": "boolean", "ARRAY": "array"} | dict.fromkeys(
     ("UBIGINT", "BIGINT", "DOUBLE"), "number"
@@ -81,11 +82,14 @@ def pair_spans(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, rows_
 def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
     """The problem of a trace with nothing to attribute: NOTHING_TO_ATTRIBUTE, and what wrote it where its events
     show another profiler (foreign_trace.sql)."""
-    tf_process, browser_category = run_sql_file(con, "foreign_trace.sql").fetchone()
+    tf_process, browser_category, converted_process = run_sql_file(con, "foreign_trace.sql").fetchone()
     if tf_process is not None:
         what = f"a TensorFlow or JAX profiler trace (process {_short(repr(tf_process), NAME_CHARS)})"
     elif browser_category is not None:
         what = f"a Chrome browser trace (category {_short(repr(browser_category), NAME_CHARS)})"
+    elif converted_process is not None:
+        process = _short(repr(converted_process), NAME_CHARS)
+        what = f"an nvprof or Nsight Systems report in Chrome's format (category 'cuda', process {process})"
     else:
         return NOTHING_TO_ATTRIBUTE
     return f"{NOTHING_TO_ATTRIBUTE}: it is {what}{NOT_TORCH}"
@@ -116,10 +120,11 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
     nanoseconds fit 64 bits, until the year 2262 from 1970, where the event is one validate.sql's rules hold).
     """
     # ingest.sql's DECIMAL(38,3) microseconds, whose nanoseconds must fit BIGINT on the events validate.sql's rules hold
+    held = HELD_TO_RULES.format(c="e->>'cat'")
     number = (
         "CASE WHEN TRY_CAST(e->>'{0}' AS DECIMAL(38,3)) IS NULL THEN coalesce(json_type(e->'{0}') <> 'NULL', false)"
         " ELSE abs(TRY_CAST(e->>'{0}' AS DECIMAL(38,3))) > 9223372036854775.807"
-        f" AND coalesce(e->>'cat' IN {HELD_TO_RULES}, false) END"
+        f" AND coalesce({held}, false) END"
     )
     # a key ingest.sql reads, twice in an event: DuckDB's reader refuses the event (JSON has no rule for which counts)
     twice = (

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from reference_devices import flow_launch_points, fork_device_category, is_launch, npu_tasks_as_device_events
 from reference_frames import frame_scope
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -36,8 +37,6 @@ LEGACY_CATS = {
 }
 # the events that roctracer's traces link by "External id" alone
 ROCTRACER_LINKED = {*DEVICE_CATS, "cuda_runtime", "cuda_driver"}
-# the runtime and driver calls whose correlation device events carry: CUDA/ROCm, Intel XPU, PrivateUse1 backends
-LAUNCH_CATEGORIES = {f"{device}_{kind}" for device in ("cuda", "xpu", "privateuse1") for kind in ("runtime", "driver")}
 
 
 def _without_lone_surrogates(value):
@@ -78,6 +77,8 @@ def load_events(path: Path) -> list[dict]:
             continue
         if e.get("cat") in LEGACY_CATS:
             e["cat"] = LEGACY_CATS[e["cat"]]
+        elif fork_device_category(e.get("cat")):
+            e["cat"] = fork_device_category(e["cat"])
         elif e.get("cat") is None and e.get("ph") == "i" and e.get("name") == "[memory]":
             e["cat"] = "cpu_instant_event"
         args = e.get("args")
@@ -87,8 +88,9 @@ def load_events(path: Path) -> list[dict]:
             if isinstance(args, dict) and isinstance(args.get(key), str) and re.fullmatch(r"-?[0-9]{1,18}", args[key]):
                 args[key] = int(args[key])
     _pair_spans(events)
+    npu_tasks_as_device_events(events)
     linked = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ROCTRACER_LINKED]
-    launches = [e for e in events if isinstance(e, dict) and e.get("cat") in LAUNCH_CATEGORIES]  # of any runtime
+    launches = [e for e in events if isinstance(e, dict) and is_launch(e.get("cat"))]  # of any runtime
     if not any("correlation" in (e.get("args") or {}) for e in linked + launches):
         launches_have_ids = any(
             isinstance((e.get("args") or {}).get("External id"), int) for e in linked if e.get("cat") not in DEVICE_CATS
@@ -176,9 +178,7 @@ def _link_through_flows(events: list) -> None:
     launches = [
         e
         for e in objects
-        if e.get("ph") == "X"
-        and e.get("cat") in LAUNCH_CATEGORIES
-        and isinstance((e.get("args") or {}).get("correlation"), int)
+        if e.get("ph") == "X" and is_launch(e.get("cat")) and isinstance((e.get("args") or {}).get("correlation"), int)
     ]
     for e in objects:
         args = e.get("args") or {}
@@ -311,7 +311,7 @@ def reference_attribution(
     graph_launches: dict = {}  # correlation -> the graph launch's event index
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = (e.get("args") or {}).get("correlation")
-        if e.get("cat") in LAUNCH_CATEGORIES and corr is not None:
+        if is_launch(e.get("cat")) and corr is not None:
             pid, tid = e["pid"], e["tid"]
             op = first_ops.get((e.get("args") or {}).get("External id"))
             if op is not None and op[0] == pid and op[1] != tid and op[2] <= s < op[3]:
@@ -359,11 +359,17 @@ def reference_attribution(
 
     contexts: dict = {}  # (pid, tid, t) -> attribution of a launch at time t; an operator's: event index -> its
     wanted: dict = {}
-    # a device event whose launch the trace lacks is held as the operator its External id names is held
-    lost = [e["args"] for _i, e, _s, _end in device if e["args"].get("correlation") not in launch_by_corr]
+    # a device event without a launch whose flow arrow survives was launched where the flow starts; one whose launch
+    # the trace lacks otherwise is held as the operator its External id names is held
+    flow_points = flow_launch_points(events, set(launch_by_corr)) if not cpu_mode else {}
+    lost = [
+        e["args"]
+        for _i, e, _s, _end in device
+        if e["args"].get("correlation") not in launch_by_corr and id(e) not in flow_points
+    ]
     held_ops = {first_ops[a["External id"]][4] for a in lost if a.get("External id") in first_ops}
     if not cpu_mode:
-        for pid, tid, t in launch_by_corr.values():
+        for pid, tid, t in [*launch_by_corr.values(), *flow_points.values()]:
             wanted.setdefault((pid, tid), set()).add(t)
 
     for key, items in by_thread.items():
@@ -422,8 +428,8 @@ def reference_attribution(
     empty = dict.fromkeys(("module_name", "function_label", "function_event", "inner_op", "call_op"))
     empty |= dict.fromkeys(("call_op_event", "named_op", "named_op_event"))
     for i, e, s, end in device:
-        args = (e.get("args") or {})
-        launch = launch_by_corr.get(args.get("correlation"))
+        args = e.get("args") or {}
+        launch = launch_by_corr.get(args.get("correlation"), flow_points.get(id(e)))
         if launch is None and args.get("External id") in first_ops:
             launch = first_ops[args["External id"]][4]
         ctx = (contexts.get(launch) if launch is not None else None) or empty
@@ -447,7 +453,7 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     runtime_events = {
         e["args"]["correlation"]: e
         for e in events
-        if e.get("cat") in LAUNCH_CATEGORIES and isinstance((e.get("args") or {}).get("correlation"), int)
+        if is_launch(e.get("cat")) and isinstance((e.get("args") or {}).get("correlation"), int)
     }
     runtime = {corr: e["name"] for corr, e in runtime_events.items()}
     captures = _stream_captures(runtime_events)
@@ -457,7 +463,11 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
     unmatched = must - set(device)
     captured = {corr for corr in unmatched if _captured(runtime_events[corr], captures)} if unmatched else set()
-    return len(must - captured), len(device), len(unmatched - captured), sum(corr not in runtime for corr in device)
+    # a device event whose flow arrow names where it was launched from is not one without a launch
+    without_launch = sum(corr not in runtime for corr in device) - len(
+        flow_launch_points(load_events(path), set(runtime))
+    )
+    return len(must - captured), len(device), len(unmatched - captured), without_launch
 
 
 def _stream_captures(runtime_events: dict) -> dict:

@@ -174,6 +174,13 @@ TF_TIMELINE = {
     ]
 }
 CHROME = {"traceEvents": [{"cat": "devtools.timeline", "name": "RunTask", "ph": "X", "ts": 1, "dur": 5, "pid": 1}]}
+# nsys2json.py's output (chenyu-jiang/nsys2json): a bare array, kernels and NVTX ranges on the device's process
+NSYS2JSON = [
+    {"name": "forward", "ph": "X", "cat": "nvtx", "ts": 1733400000100.0, "dur": 50.0, "tid": "NVTX Thread 4242",
+     "pid": "Device 0", "args": {}},
+    {"name": "ampere_sgemm_128x64_tn", "ph": "X", "cat": "cuda", "ts": 1733400000123.456, "dur": 12.5,
+     "tid": "Stream 7", "pid": "Device 0", "args": {}},
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -182,6 +189,10 @@ CHROME = {"traceEvents": [{"cat": "devtools.timeline", "name": "RunTask", "ph": 
         (JAX, "a TensorFlow or JAX profiler trace (process '/device:GPU:0 (NVIDIA H100)')"),
         (TF_TIMELINE, "a TensorFlow or JAX profiler trace (process '/job:localhost/replica:0/task:0/device:GPU:0')"),
         (CHROME, "a Chrome browser trace (category 'devtools.timeline')"),
+        (
+            NSYS2JSON,
+            "an nvprof or Nsight Systems report in Chrome's format (category 'cuda', process 'Device 0')",
+        ),
     ],
 )
 def test_a_trace_of_another_profiler_is_refused_naming_it(tmp_path, doc, what):

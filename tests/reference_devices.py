@@ -1,0 +1,92 @@
+"""The reference's reading of devices other than Kineto's CUDA and ROCm names (tests/reference.py): launches of any
+device's runtime, the device categories of Kineto's forks, an Ascend trace's tasks, and the launch points that flow
+arrows give device events without a launch. Written apart from the analyzer's SQL, from the trace's JSON alone."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def _ns(value) -> int:
+    return int(Decimal(value) * 1000)
+
+
+def is_launch(cat) -> bool:
+    """A runtime or driver call of any device: <device>_runtime, <device>_driver (CUDA's, XPU's, MTIA's, a fork's:
+    musa_runtime, mlu_runtime…), or Kineto's device-agnostic runtime and driver."""
+    return isinstance(cat, str) and (cat.endswith(("_runtime", "_driver")) or cat in ("runtime", "driver"))
+
+
+def fork_device_category(cat):
+    """Kineto's name for a fork's device category (privateuse1_kernel, mlu_memcpy, memset…), or None."""
+    if not isinstance(cat, str) or cat in DEVICE:
+        return None
+    if cat.endswith("_kernel"):
+        return "kernel"
+    if cat == "memcpy" or cat.endswith("_memcpy"):
+        return "gpu_memcpy"
+    if cat == "memset" or cat.endswith("_memset"):
+        return "gpu_memset"
+    return None
+
+
+def npu_tasks_as_device_events(events: list) -> None:
+    """An Ascend trace's tasks (torch_npu, msprof): the complete events without a category, with a "Task Type", of a
+    process named "Ascend Hardware": a gpu_memcpy where the type names a MEMCPY, none where it records or waits for an
+    event (a stream's synchronisation), else a kernel."""
+    objects = [e for e in events if isinstance(e, dict)]
+    npu = {
+        e.get("pid")
+        for e in objects
+        if e.get("ph") == "M"
+        and e.get("name") == "process_name"
+        and (e.get("args") or {}).get("name") == "Ascend Hardware"
+    }
+    for e in objects:
+        args = e.get("args")
+        if e.get("ph") != "X" or e.get("cat") is not None or e.get("pid") not in npu or not isinstance(args, dict):
+            continue
+        task = args.get("Task Type")
+        if isinstance(task, str) and not re.search("WAIT|RECORD", task):
+            e["cat"] = "gpu_memcpy" if "MEMCPY" in task else "kernel"
+
+
+def flow_launch_points(events: list, launched: set) -> dict:
+    """{id(device event): (pid, tid, ns)}: where a device event whose correlation no launch in ``launched`` has was
+    launched from, by a flow arrow that finishes on its pid and tid within it (at its start, or before its end): the
+    start of the same id and category. Of several, one on a thread that runs operators, then the earliest."""
+    objects = [e for e in events if isinstance(e, dict)]
+    starts: dict = {}
+    for e in objects:
+        if e.get("ph") == "s" and "ts" in e and e.get("pid") is not None and e.get("tid") is not None:
+            starts.setdefault((_flow_id(e), e.get("cat")), []).append(e)
+    finishes = [e for e in objects if e.get("ph") == "f" and "ts" in e]
+    operator_threads = {(e.get("pid"), e.get("tid")) for e in objects if e.get("cat") == "cpu_op"}
+    points = {}
+    for e in objects:
+        args = e.get("args") or {}
+        if e.get("ph") != "X" or e.get("cat") not in DEVICE or args.get("correlation") in launched:
+            continue
+        begin, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
+        found = []
+        for f in finishes:
+            at = _ns(f["ts"])
+            if (f.get("pid"), f.get("tid")) != (e.get("pid"), e.get("tid")) or not (at == begin or begin <= at < end):
+                continue
+            for s in starts.get((_flow_id(f), f.get("cat")), []) if _flow_id(f) is not None else []:
+                t = _ns(s["ts"])
+                found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t)))
+        if found:
+            points[id(e)] = min(found)[1]
+    return points
+
+
+def _flow_id(e: dict) -> int | None:
+    """A flow's id as the analyzer reads it: an integer, or a string of an integer's digits."""
+    value = e.get("id")
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
