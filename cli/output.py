@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
-import orjson
 import pandas as pd
 
 from .interrupts import finishing
+from .json_output import json_text
 
 FORMATS = ("table", "csv", "json", "jsonl", "parquet")
 SUFFIXES = {
@@ -143,39 +143,9 @@ def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
 def render(frame: pd.DataFrame, fmt: str) -> str:
     if fmt == "csv":  # 15 significant digits: 754.82, not 754.8199999999997; 53, not 53.0
         return frame.to_csv(index=False, float_format=_csv_number)
-    if fmt == "json":
-        return orjson.dumps(json_rows(frame)).decode() + "\n"
-    if fmt == "jsonl":
-        return "".join(orjson.dumps(row).decode() + "\n" for row in json_rows(frame))
+    if fmt in ("json", "jsonl"):
+        return json_text(frame, lines=fmt == "jsonl")
     return frame.to_string(index=False) + "\n"
-
-
-def json_rows(frame: pd.DataFrame) -> list[dict]:
-    """``frame``'s rows for JSON: numbers as CSV writes them, to 15 significant digits (2130.666, where pandas'
-    writer gives 2130.666000000001986, and 1693.11 as 1693.1099999999999), a whole count as an integer, times as
-    ISO 8601 text (as CSV and tables show them), and null for a missing or infinite value."""
-    columns = []
-    for name in frame.columns:
-        values = frame[name]
-        if pd.api.types.is_float_dtype(values.dtype):
-            columns.append([_json_number(v) for v in values.tolist()])
-        elif pd.api.types.is_datetime64_any_dtype(values.dtype):
-            columns.append([None if pd.isna(v) else v.isoformat() for v in values])
-        else:
-            columns.append([None if _missing(v) else _json_number(v) for v in values.astype(object).tolist()])
-    names = [str(name) for name in frame.columns]
-    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)] if columns else []
-
-
-def _json_number(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value.item() if hasattr(value, "item") and not isinstance(value, (str, bytes)) else value
-    if isinstance(value, int):
-        return value
-    if not math.isfinite(value):
-        return None
-    rounded = float(f"{value:.15g}")
-    return int(rounded) if rounded.is_integer() and abs(rounded) < 2**53 else rounded
 
 
 def _csv_number(value: float) -> str:
