@@ -296,3 +296,33 @@ def test_inputs_viewing_one_storage_as_two_dtypes_are_saved(tmp_path, view):
     assert abs_input.dtype == x.dtype and torch.equal(abs_input, x)
     viewed = [args[0] for entries in stored.values() for _, (args, _) in entries if args[0].dtype != x.dtype]
     assert viewed and all(torch.equal(t, view(x)) for t in viewed if t.shape == view(x).shape)
+
+
+class WrapsATensor(torch.Tensor):
+    """A __torch_dispatch__ wrapper subclass, whose own storage holds no data (its data pointer raises)."""
+
+    @staticmethod
+    def __new__(cls, inner):
+        return torch.Tensor._make_wrapper_subclass(cls, inner.shape, dtype=inner.dtype, strides=inner.stride())
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda t: t.inner if isinstance(t, WrapsATensor) else t  # noqa: E731
+        out = func(*torch.utils._pytree.tree_map(unwrap, args), **torch.utils._pytree.tree_map(unwrap, kwargs or {}))
+        return torch.utils._pytree.tree_map(lambda t: WrapsATensor(t) if isinstance(t, torch.Tensor) else t, out)
+
+
+class Unwrapped(nn.Module):
+    def forward(self, x):
+        return F.relu(WrapsATensor(x)).inner + F.gelu(x)
+
+
+def test_inputs_of_a_wrapper_subclass_are_saved_with_the_others(tmp_path):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ModuleFunctionKernelProfiler().profile(Unwrapped(), [((torch.randn(2, 8),), {})], warmup_iterations=1,
+                                               out=tmp_path / "run")  # fmt: skip
+    assert not [str(w.message) for w in caught if "samples.pt leaves" in str(w.message)]
