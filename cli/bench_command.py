@@ -97,6 +97,9 @@ def bench(
     from kernelscope.analyzer.ranks import UnknownRank
 
     against = _parse_against(alternatives)
+    if against and len(functions) != 1:  # in the command's words (bench() names its arguments), before the run is read
+        given = f", not {len(functions)}" if functions else ""
+        raise click.UsageError(f"--against replaces one call: name it with one --function NAME{given}")
     with in_run_directory(run), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:

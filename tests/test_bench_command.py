@@ -60,7 +60,11 @@ def test_bad_alternatives_and_runs_are_one_line_with_exit_2(layouts_run, alterna
         (["--against", "nameonly"], "is not NAME=MODULE:CALLABLE"),
         (["--against", "x=no_such_module_here:f"], "No module named 'no_such_module_here'"),
         (["--against", f"x={alternatives}:nope"], "has no attribute 'nope'"),
-        (["--function", "gelu", "--function", "relu", "--against", f"x={alternatives}:addmm"], "replaces one call"),
+        (
+            ["--function", "gelu", "--function", "relu", "--against", f"x={alternatives}:addmm"],
+            "--against replaces one call: name it with one --function NAME, not 2",
+        ),
+        (["--against", f"x={alternatives}:addmm"], "--against replaces one call: name it with one --function NAME ("),
         (["--function", "nope"], "no call named 'nope'"),
     ]:
         result = CliRunner().invoke(main, ["bench", str(out), *args])
