@@ -43,3 +43,29 @@ def test_the_warning_points_at_the_callers_line():
         warnings.simplefilter("always")
         ModuleFunctionKernelProfiler().profile(nn.Dropout(), [((torch.randn(2),), {})], warmup_iterations=0)
     assert [w.filename for w in caught if "training mode" in str(w.message)] == [__file__]
+
+
+class NeedsItsParent(nn.Module):
+    """A forward that is a property readable only inside its parent's forward (recorder/class_forwards.py)."""
+
+    @property
+    def forward(self):
+        raise RuntimeError("read outside the parent's forward")
+
+
+def test_modules_without_a_mode_or_a_readable_forward_neither_warn_nor_fail():
+    """A frozen TorchScript module has no ``training`` attribute: profile() raised AttributeError on it, before any
+    pass, and so on a property forward whose getter raises (found running the sweep's jit_freeze on a GPU)."""
+    frozen = torch.jit.freeze(torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.Dropout()).eval()))
+    assert not hasattr(frozen, "training")
+    assert _warnings_of(frozen) == []
+
+    class Parent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.child = NeedsItsParent()
+
+        def forward(self, x):
+            return x + 1
+
+    assert _warnings_of(Parent()) == []
