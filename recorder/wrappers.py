@@ -34,6 +34,7 @@ from .calls import (
     watched_owners,
 )
 from .compiled import dynamo_tracing
+from .identity_handlers import may_compare_by_identity
 from .recordings import current, in_recording
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -60,10 +61,12 @@ def _dispatched(function: Any, wrapper: Any, args: tuple, kwargs: dict, calling_
     torch hands a C function's handler the original as ``func``, which handlers compare with the public name
     (``func is torch.nn.functional.scaled_dot_product_attention`` in torch's own CausalBias) or look up in sets they
     cached of the originals (``torch.device``'s constructors): while the handler runs, the Python modules that hold
-    the wrapper hold the original again, so that both find it, as they would unrecorded."""
+    the wrapper hold the original again, so that both find it, as they would unrecorded; not where torch's
+    DeviceContext is the only handler (identity_handlers.py), which a default device puts around every call."""
     thread = get_ident()
     calling_back.add(thread)
-    put_back = [site for site in _MODULE_SITES.get(id(wrapper), ()) if site[0].get(site[1]) is wrapper]
+    sites = _MODULE_SITES.get(id(wrapper), ()) if may_compare_by_identity(args, kwargs) else ()
+    put_back = [site for site in sites if site[0].get(site[1]) is wrapper]
     for namespace, attribute in put_back:
         namespace[attribute] = function
     try:

@@ -1,0 +1,40 @@
+"""Which ``__torch_function__`` handlers may recognize a function by identity (wrappers._dispatched).
+
+While a handler runs, the namespaces that hold a patched function hold its original again, so that a handler
+comparing ``func`` with the public name finds it as unrecorded. The namespaces are the process's: another of the
+model's threads calling that function in that instant gets the original, unscoped. torch's own DeviceContext mode
+(``torch.set_default_device``, ``with torch.device(...)``) is on around every call of a program that sets a default
+device, and needs no such swap: it looks ``func`` up in a set of the originals it caches once, made here at import,
+before any recording patches them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.overrides import _get_current_function_mode_stack
+from torch.utils._device import DeviceContext, _device_constructors
+
+_device_constructors()  # cached with the originals: a first call while recorded would cache the wrappers
+_NO_HANDLER = (torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl)
+
+
+def may_compare_by_identity(args: tuple, kwargs: dict) -> bool:
+    """Whether a handler of this call may compare ``func`` with a public name: any mode but DeviceContext, or an
+    argument (or a tensor in a list or tuple argument) whose type overrides ``__torch_function__``."""
+    if any(type(mode) is not DeviceContext for mode in _get_current_function_mode_stack()):
+        return True
+    return any(_has_handler(value) for value in _one_level_down((*args, *kwargs.values())))
+
+
+def _has_handler(value: Any) -> bool:
+    handler = getattr(type(value), "__torch_function__", None)
+    return handler is not None and getattr(handler, "__func__", handler) not in _NO_HANDLER
+
+
+def _one_level_down(values: tuple) -> Any:
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            yield from value
+        else:
+            yield value
