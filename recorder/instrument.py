@@ -30,7 +30,6 @@ scopes give its module.
 
 from __future__ import annotations
 
-import gc
 import sys
 import types
 from collections.abc import Iterable, Iterator
@@ -56,7 +55,8 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
-from .lazy_results import handed_back, of_its_kind
+from .interpreter_state import gc_paused, recursion_room
+from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .recordings import recording_of, sample_scopes
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
@@ -95,7 +95,15 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
             return (forward if run is scoped else run)(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = run(*args, **kwargs)
-        return result if type(result) is _Tensor else handed_back(result, scope_name)  # a generator runs later
+        kind_of_result = type(result)  # a lazy result runs later: handed back to run in the scope (handed_back)
+        if kind_of_result is _Tensor:
+            return result
+        if kind_of_result is tuple:  # the usual other result, looked into here: handed_back's frame cost as much
+            for item in result:
+                if type(item) in LAZY_RESULTS:
+                    return held_results_in_scope(result, scope_name)
+            return result
+        return handed_back(result, scope_name)
 
     return wraps(of_its_kind(forward_in_scope, forward), forward)
 
@@ -263,8 +271,8 @@ def instrumented(
     patches = _Patches()
     named_modules = list(named_modules)
     with (
-        _gc_paused(),
-        _recursion_room(named_modules),
+        gc_paused(),
+        recursion_room(named_modules),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
         recording_of(book, collect) as recording,
@@ -275,42 +283,6 @@ def instrumented(
         finally:
             patches.undo()
             book.persistent.clear()  # the model's tensors are not kept alive by the profiler
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector is paused while the scopes are in place. The ~1400 wrappers made at
-    once (at a process's first recording, and whenever the patched namespaces changed), and the samples kept
-    during the pass, would set off full collections of the process's objects (slow with torch loaded) inside
-    the measured pass."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-# Frames a recording adds besides one per module level: a folded module's call, calls between functionals, and
-# profile()'s own passes (record_pass, the warm-up's lambda...) around the model.
-_FRAMES_BESIDES_MODULES = 64
-
-
-@contextmanager
-def _recursion_room(named_modules: list[tuple[str, nn.Module]]) -> Iterator[None]:
-    """Python's recursion limit raised, while the scopes are in place, by the frames they add: a module's scoped
-    forward is one frame more per level of the hierarchy, so a model nested about as deep as the limit lets it run
-    would raise RecursionError only when recorded. Put back afterwards unless the model changed it meanwhile."""
-    levels = max((name.count(".") + 2 if name else 1 for name, _ in named_modules), default=1)
-    limit = sys.getrecursionlimit()
-    raised = limit + levels + _FRAMES_BESIDES_MODULES
-    sys.setrecursionlimit(raised)
-    try:
-        yield
-    finally:
-        if sys.getrecursionlimit() == raised:
-            sys.setrecursionlimit(limit)
 
 
 def _install(
