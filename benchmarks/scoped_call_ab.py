@@ -7,7 +7,8 @@ Each child, under torch.profiler with profile()'s options, times:
 - ``pass_ns_per_scope``: a recorded pass as profile() makes it (recorder.profiler.record_pass: keyed warm-up,
   rehearsal, the predicted pass, every sample collected) of BLOCKS small blocks (a Linear, relu, an add, a LayerNorm,
   a 2-tuple result), paired in each iteration with a pass under the profiler alone after the same two passes:
-  (recorded - profiled) / the scopes one recorded pass opens (``scopes``), the median over ITERATIONS;
+  (recorded - profiled) / the scopes one recorded pass opens (``scopes``), and recorded / profiled (``pass_ratio``),
+  the medians over ITERATIONS;
 - the ns of one scoped call by its path, no samples collected (``collect=set()``), the minimum over REPEATS of CALLS
   calls, on a 4x32 tensor: a module forward returning a tensor (``module_tensor``) or a 2-tuple (``module_tuple``),
   a folded ``nn.ReLU`` (``folded_relu``), ``F.relu`` (``functional``), ``x + y`` (``tensor_add``, Tensor.__add__),
@@ -95,13 +96,14 @@ def child() -> None:
         with torch.no_grad(), instrumented(modules, CappedSampleBook(None), set(), "all"):
             model(x)
     result: dict = {"scopes": sum(event.name.startswith("ks.") for event in counted.events())}
-    per_scope = []
+    per_scope, ratios = [], []
     with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], **profiler_options()):
         for index in range(ITERATIONS):
             first, second = (recorded, profiled) if index % 2 else (profiled, recorded)
             times = {first: first(), second: second()}
             per_scope.append((times[recorded] - times[profiled]) / result["scopes"] * 1e9)
-    result["pass_ns_per_scope"] = statistics.median(per_scope)
+            ratios.append(times[recorded] / times[profiled])
+    result["pass_ns_per_scope"], result["pass_ratio"] = statistics.median(per_scope), statistics.median(ratios)
 
     relu, one, two, y = nn.ReLU(), Returns(), ReturnsTwo(), torch.randn(4, 32)
     paths = {
@@ -118,7 +120,7 @@ def child() -> None:
             for name, path in paths.items():
                 seconds = timeit.repeat(path, number=CALLS, repeat=REPEATS, timer=time.thread_time)
                 result[name] = min(seconds) / CALLS * 1e9
-    print(json.dumps({key: round(value, 1) for key, value in result.items()}), flush=True)
+    print(json.dumps({key: round(value, 3 if key == "pass_ratio" else 1) for key, value in result.items()}), flush=True)
 
 
 def linked_package(checkout: Path, into: Path) -> Path:
@@ -162,7 +164,7 @@ def main(argv: list[str]) -> None:
         for name, rows in results.items():
             ratio = medians[name] / medians[first] if medians[first] else float("nan")
             low = min(row[metric] for row in rows)
-            print(f"{metric:19s} {name:10s} min {low:9.1f} median {medians[name]:9.1f}  x{ratio:.3f} of {first}")
+            print(f"{metric:19s} {name:10s} min {low:9.3f} median {medians[name]:9.3f}  x{ratio:.3f} of {first}")
 
 
 if __name__ == "__main__":
