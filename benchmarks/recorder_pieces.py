@@ -28,7 +28,7 @@ import torch.nn.functional as F  # noqa: N812
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).parent))
-from kernelscope.recorder import instrument  # noqa: E402
+from kernelscope.recorder import interpreter_state  # noqa: E402
 from kernelscope.recorder.instrument import instrumented  # noqa: E402
 from kernelscope.recorder.profiler import hold_limit_bytes, profiler_options, record_pass  # noqa: E402
 from kernelscope.recorder.retention import CappedSampleBook  # noqa: E402
@@ -96,7 +96,7 @@ def new_signatures(device: str, count: int = 500) -> None:
         return [torch.randn(4, 8 + i, device=device) for i in range(n)]
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device == "cuda" else [])
-    with torch.no_grad(), profile(activities=activities, **profiler_options()), instrument._gc_paused():
+    with torch.no_grad(), profile(activities=activities, **profiler_options()), interpreter_state.gc_paused():
         for label, make_book in (("SampleBook", SampleBook), ("CappedSampleBook", lambda: CappedSampleBook(2**40))):
             record = make_book().recorder("relu")
             tensors = fresh(count)

@@ -214,11 +214,12 @@ _set_eval_frame = getattr(getattr(getattr(torch._C, "_dynamo", None), "eval_fram
 
 
 def unseen_by_dynamo(function: Callable[..., T], *args: Any) -> T:
-    """``function(*args)`` with dynamo's frame callback off. A wrapper called inside a compiled frame (a dynamic
-    graph's float input goes through the patched ``torch.as_tensor`` before the graph runs) keeps its books there:
-    at a name's or a signature's first call that runs code of ours and of torch that dynamo has not seen, and under
-    the stance torch refuses every such frame instead of skipping it (the recording fell back to module scopes)."""
-    if _set_eval_frame is None:
+    """``function(*args)``, with dynamo's frame callback off while compiled_code_kept's stance is on. A wrapper called
+    inside a compiled frame (a dynamic graph's float input goes through the patched ``torch.as_tensor`` before the
+    graph runs) keeps its books there: at a name's or a signature's first call that runs code of ours and of torch
+    that dynamo has not seen, and under the stance torch refuses every such frame instead of skipping it (the
+    recording fell back to module scopes)."""
+    if _set_eval_frame is None or not STANCE_KEPT[0]:
         return function(*args)
     prior = _set_eval_frame(None)
     try:

@@ -32,7 +32,6 @@ scopes give its module.
 
 from __future__ import annotations
 
-import gc
 import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -58,9 +57,9 @@ from .compiled import (
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
 from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks
-from .lazy_results import handed_back, of_its_kind
+from .interpreter_state import gc_paused, recursion_room
+from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .recordings import recording_of, sample_scopes
-from .recursion_room import recursion_room
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -98,7 +97,15 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
             return (forward if run is scoped else run)(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = run(*args, **kwargs)
-        return result if type(result) is _Tensor else handed_back(result, scope_name)  # a generator runs later
+        kind_of_result = type(result)  # a lazy result runs later: handed back to run in the scope (handed_back)
+        if kind_of_result is _Tensor:
+            return result
+        if kind_of_result is tuple:  # the usual other result, looked into here: handed_back's frame cost as much
+            for item in result:
+                if type(item) in LAZY_RESULTS:
+                    return held_results_in_scope(result, scope_name)
+            return result
+        return handed_back(result, scope_name)
 
     return wraps(of_its_kind(forward_in_scope, forward), forward)
 
@@ -257,7 +264,7 @@ def instrumented(
     patches = _Patches()
     named_modules = list(named_modules)
     with (
-        _gc_paused(),
+        gc_paused(),
         recursion_room(named_modules),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
@@ -269,21 +276,6 @@ def instrumented(
         finally:
             patches.undo()
             book.persistent.clear()  # the model's tensors are not kept alive by the profiler
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector is paused while the scopes are in place. The ~1400 wrappers made at
-    once (at a process's first recording, and whenever the patched namespaces changed), and the samples kept
-    during the pass, would set off full collections of the process's objects (slow with torch loaded) inside
-    the measured pass."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _install(

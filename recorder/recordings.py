@@ -9,7 +9,7 @@ from typing import Any
 
 from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR, scope_text
 
-from .compiled import STANCE_KEPT, unseen_by_dynamo
+from .compiled import unseen_by_dynamo
 from .samples import SampleBook
 
 
@@ -72,12 +72,10 @@ def sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
 
 def in_recording(name: str, forget: Callable[[], None]) -> tuple[Any, dict]:
     """A wrapper's ``sample_scopes`` in the recording in progress, which calls ``forget`` at its end. Under
-    compiled_code_kept's stance a wrapper may be called inside a compiled frame, where the book's code (and the
-    first call's, made here) is code dynamo never saw and the stance refuses: it runs with dynamo's frame callback
-    off (compiled.unseen_by_dynamo), and the record of a recording without compiled code costs nothing more."""
+    compiled_code_kept's stance a wrapper may be called inside a compiled frame, where code dynamo never saw is
+    refused: this first call's is run with dynamo's frame callback off (compiled.unseen_by_dynamo), as the book's
+    keying is (samples.py); a predicted call runs only the recorder's own code, which dynamo is told to run as it is
+    (compiled._mark_recorder_code), so the recorded pass pays nothing for it."""
     recording = current[-1]
     recording.called.append(forget)
-    record, labels = unseen_by_dynamo(sample_scopes, name, recording.sampled(name))
-    if not STANCE_KEPT[0]:
-        return record, labels
-    return (lambda args, kwargs: unseen_by_dynamo(record, args, kwargs)), labels
+    return unseen_by_dynamo(sample_scopes, name, recording.sampled(name))

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import torch
 from kernelscope.analyzer.samples import encode, safe_repr, tensor_bytes
 
+from .compiled import unseen_by_dynamo
 from .predictions import Prediction, ids_by_key, inverse, renumbered
 from .sample_keys import across_passes, as_called, call_key, holds_containers, tensor_key, tensor_shape
 
@@ -88,13 +89,13 @@ class SampleBook:
                 predicted, hold, thread = prediction
                 if get_ident() == thread:
                     sample_id = next(predicted, -1)
-                else:
-                    sample_id = on_another_thread(args, kwargs)
+                else:  # keyed: code dynamo may not have seen, run unseen where a compiled frame calls (compiled.py)
+                    sample_id = unseen_by_dynamo(on_another_thread, args, kwargs)
                 if copies:
                     args, kwargs = as_called(args, kwargs)
                 hold((control, sample_id, args, kwargs))
                 return sample_id
-            return key_call(args, kwargs)
+            return unseen_by_dynamo(key_call, args, kwargs)
 
         def on_another_thread(args: tuple, kwargs: dict) -> int:
             """A call of a thread the model started: the warm-up's id of its key, whatever the threads' order."""

@@ -77,6 +77,19 @@ def _dispatched(function: Any, wrapper: Any, args: tuple, kwargs: dict, calling_
         calling_back.discard(thread)
 
 
+def _handled_in_scope(
+    function: Any, wrapper: Any, args: tuple, kwargs: dict, calling_back: set[int], scope: str, state: Any
+) -> Any:
+    """``function``'s call that a ``__torch_function__`` handles (``_dispatched``), in its ``scope``, with the call
+    state ``state`` (INSIDE_CALL) while it runs."""
+    token = INSIDE_CALL.set(state)
+    try:
+        with _Scope(scope) if scopes_open[0] else NO_SCOPE:
+            return _dispatched(function, wrapper, args, kwargs, calling_back)
+    finally:
+        INSIDE_CALL.reset(token)
+
+
 def functional_names() -> list[str]:
     """Public functions of ``torch.nn.functional`` that get a scope (aitune's rule, so names match)."""
     names = []
@@ -112,16 +125,15 @@ def _functional(function: Any, name: str):
                 return function(*args, **kwargs)
             record, labels = in_recording(name, forget)
         scope = labels[record(args, kwargs)]
+        if _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values())):
+            scope, state = (scope + folded, False) if folded else (scope, folded)
+            return _handled_in_scope(function, call_in_scope, args, kwargs, calling_back, scope, state)
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
-                if _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values())):
-                    return _dispatched(function, call_in_scope, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         token = enter_call(False)  # the functionals this call makes are its own, not the module's calls
         try:
             with _Scope(scope + folded) if scopes_open[0] else NO_SCOPE:
-                if _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values())):
-                    return _dispatched(function, call_in_scope, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         finally:
             leave_call(token)
@@ -153,6 +165,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     record = labels = None
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
     written_in_c = isinstance(function, _C_FUNCTIONS) if holds_its_calls is None else not holds_its_calls
+    checks_handlers = holds_its_calls is not False
     calling_back: set[int] = set()  # threads whose call of it a __torch_function__ handles (_dispatched)
 
     def forget() -> None:  # the end of the recording
@@ -173,17 +186,14 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         scope = labels[record(args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
-        dispatching = holds_its_calls is not False and (
-            _has_torch_function(args) or bool(kwargs) and _has_torch_function(tuple(kwargs.values()))
-        )
-        if written_in_c and not dispatching:
+        if checks_handlers and (_has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values()))):
+            return _handled_in_scope(function, call_in_scope, args, kwargs, calling_back, scope, True)
+        if written_in_c:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
         token = enter_call(True)
         try:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
-                if dispatching:
-                    return _dispatched(function, call_in_scope, args, kwargs, calling_back)
                 return function(*args, **kwargs)
         finally:
             leave_call(token)

@@ -312,3 +312,34 @@ def test_a_temporary_run_leaves_its_sample_tensors_live_and_says_so(tmp_path):
     profiler.profile(model, samples, warmup_iterations=1, out=tmp_path / "run")
     assert (tmp_path / "run" / "samples.pt").exists() and profiler.run.manifest["sample_tensors"]["saved"]
     profiler.release()
+
+
+def test_the_recorded_pass_keeps_dynamos_frame_callback_as_it_is(monkeypatch):
+    """Under compiled_code_kept's stance (on in every recording once torch.profiler has imported dynamo) a call's
+    keying runs with dynamo's frame callback off, for a compiled frame calling a patched function; a predicted call
+    of the recorded pass runs the recorder's own code alone, and sets the callback for none of its calls (a lambda
+    around every wrapper's sample recorder did, two C calls and two frames a call)."""
+    from kernelscope.recorder import compiled
+    from kernelscope.recorder.instrument import instrumented
+    from kernelscope.recorder.profiler import record_pass
+    from kernelscope.recorder.samples import SampleBook
+
+    real, settings, counts = compiled._set_eval_frame, [], {}
+    monkeypatch.setattr(compiled, "_set_eval_frame", lambda callback: settings.append(callback) or real(callback))
+    model, x = nn.Sequential(nn.Linear(4, 4), nn.GELU()).eval(), torch.randn(2, 4)
+
+    def counted(label):
+        def one_pass():
+            before = len(settings)
+            model(x + 1)
+            counts[label] = len(settings) - before
+
+        return one_pass
+
+    book = SampleBook()
+    with torch.no_grad(), instrumented(list(model.named_modules()), book, None, "all"):
+        assert compiled.STANCE_KEPT == [True], "the stance is on, as in profile()"
+        _, keys, _ = record_pass(book, counted("keyed"), counted("recorded"), None, rehearsal=counted("rehearsal"))
+    assert keys == "predicted"
+    assert counts["keyed"] > 0, "the keyed warm-up's calls are keyed with the callback off"
+    assert counts["rehearsal"] == counts["recorded"] == 0

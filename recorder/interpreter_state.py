@@ -1,12 +1,30 @@
-"""Python's recursion limit raised while a recording's scopes are in place, by the frames they add."""
+"""The interpreter's settings a recording changes while its scopes are in place (instrument.instrumented): Python's
+cyclic garbage collector paused, its recursion limit raised by the frames the scopes add."""
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from torch import nn
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector is paused while the scopes are in place. The ~1400 wrappers made at
+    once (at a process's first recording, and whenever the patched namespaces changed), and the samples kept
+    during the pass, would set off full collections of the process's objects (slow with torch loaded) inside
+    the measured pass."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
 
 # Frames a recording adds besides those per module level: a folded module's call, calls between functionals, and
 # profile()'s own passes (record_pass, the warm-up's lambda...) around the model.
