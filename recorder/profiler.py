@@ -42,7 +42,7 @@ from .sample_form import check_samples
 from .samples import Sample, SampleBook
 from .threads import model_threads
 from .torchscript import torchscript_paths
-from .training_mode import warn_if_training
+from .usage_warnings import warn_if_no_call_named, warn_if_training
 from .wrappers import patch_plan
 
 DEFAULT_SAMPLE_TENSOR_LIMIT_MB = 256.0
@@ -249,7 +249,9 @@ class ModuleFunctionKernelProfiler:
         self.run_dir = Path(out)
         self.run = load_run(self.run_dir, allow_empty=True)  # a model that ran no operator gets empty frames
         _warn_on_losses(self.run, self.run_dir)
-        return self._in_process_frame(named_modules), book.function_data()
+        frame = self._in_process_frame(named_modules)
+        warn_if_no_call_named(self.function_names, frame["function_name"], stacklevel=3)
+        return frame, book.function_data()
 
     def _in_process_frame(self, named_modules: list[tuple[str, nn.Module]]) -> pd.DataFrame:
         frame = self.run.profiling_df()

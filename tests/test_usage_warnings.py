@@ -1,5 +1,6 @@
-"""profile() of a model left in training mode warns, naming the modules whose forward reads ``self.training``;
-a model in eval mode, or one whose modules compute alike in both modes, records without a word."""
+"""profile()'s warnings about how it was called: a model left in training mode (naming the modules whose forward
+reads ``self.training``; a model in eval mode, or one whose modules compute alike in both modes, records without a
+word), and function_names that named none of the pass's calls."""
 
 import warnings
 
@@ -18,11 +19,12 @@ class OwnDropout(nn.Module):
         return F.dropout(x, 0.5, self.training)
 
 
-def _warnings_of(model) -> list[str]:
+def _warnings_of(model, about: str = "training mode", function_names=None) -> list[str]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], warmup_iterations=0)
-    return [str(w.message) for w in caught if "training mode" in str(w.message)]
+        profiler = ModuleFunctionKernelProfiler(function_names)
+        profiler.profile(model, [((torch.randn(2, 4),), {})], warmup_iterations=0)
+    return [str(w.message) for w in caught if about in str(w.message)]
 
 
 def test_a_model_in_training_mode_warns_naming_what_the_mode_changes():
@@ -69,3 +71,14 @@ def test_modules_without_a_mode_or_a_readable_forward_neither_warn_nor_fail():
             return x + 1
 
     assert _warnings_of(Parent()) == []
+
+
+def test_function_names_that_name_none_of_the_calls_warn_listing_the_calls():
+    """function_names={"Linear"} (the module's class, not its call) kept no input, silently."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+    assert _warnings_of(model, "function_names", {"Linear"}) == [
+        "kernelscope: function_names ['Linear'] named none of the calls the recorded pass made (linear, relu): no "
+        "inputs were kept; name them as function_name shows them"
+    ]
+    assert _warnings_of(model, "function_names", {"linear", "conv2d"}) == [], "a broad set, one name matching"
+    assert _warnings_of(model, "function_names", set()) == [], "none asked for: nothing missed"
