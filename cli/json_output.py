@@ -1,5 +1,5 @@
 """``--format json`` and ``jsonl``: a DataFrame's rows as JSON, numbers as CSV writes them, and every type a query of
-``kernelscope sql`` can give (LIST, STRUCT, MAP, BLOB, INTERVAL) as JSON too."""
+``kernelscope sql`` can give (LIST, STRUCT, MAP, BLOB, INTERVAL) as JSON too, and in CSV and tables."""
 
 from __future__ import annotations
 
@@ -9,13 +9,40 @@ from decimal import Decimal
 import orjson
 import pandas as pd
 
+_OPTIONS = orjson.OPT_NON_STR_KEYS  # a MAP's keys may be numbers: written as JSON keys must be, as text
+
 
 def json_text(frame: pd.DataFrame, *, lines: bool = False) -> str:
     """One JSON array of records, or (``lines``) one record per line."""
     rows = json_rows(frame)
     if lines:
-        return "".join(orjson.dumps(row, default=_json_default).decode() + "\n" for row in rows)
-    return orjson.dumps(rows, default=_json_default).decode() + "\n"
+        return "".join(orjson.dumps(row, default=_json_default, option=_OPTIONS).decode() + "\n" for row in rows)
+    return orjson.dumps(rows, default=_json_default, option=_OPTIONS).decode() + "\n"
+
+
+def nested_as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with each LIST, STRUCT, MAP and BLOB value as CSV and tables show it: its JSON (a BLOB, DuckDB's
+    text of it), where pandas would write NumPy's repr (``[array([1], dtype=int32) array([2, 3], dtype=int32)]``)."""
+    nested = (dict, list, bytes, bytearray, memoryview)
+    columns = [
+        name
+        for name in frame.columns
+        if frame[name].dtype == object and any(isinstance(v, nested) or getattr(v, "ndim", 0) for v in frame[name])
+    ]
+    if not columns:
+        return frame
+    frame = frame.copy()
+    for name in columns:
+        frame[name] = frame[name].map(_cell_text)
+    return frame
+
+
+def _cell_text(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _json_default(value)
+    if isinstance(value, (dict, list)) or getattr(value, "ndim", 0):
+        return orjson.dumps(value, default=_json_default, option=_OPTIONS).decode()
+    return value
 
 
 def json_rows(frame: pd.DataFrame) -> list[dict]:

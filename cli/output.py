@@ -13,7 +13,7 @@ import click
 import pandas as pd
 
 from .interrupts import finishing
-from .json_output import json_text
+from .json_output import json_text, nested_as_text
 
 FORMATS = ("table", "csv", "json", "jsonl", "parquet")
 SUFFIXES = {
@@ -141,10 +141,11 @@ def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def render(frame: pd.DataFrame, fmt: str) -> str:
-    if fmt == "csv":  # 15 significant digits: 754.82, not 754.8199999999997; 53, not 53.0
-        return frame.to_csv(index=False, float_format=_csv_number)
     if fmt in ("json", "jsonl"):
         return json_text(frame, lines=fmt == "jsonl")
+    frame = nested_as_text(frame)
+    if fmt == "csv":  # 15 significant digits: 754.82, not 754.8199999999997; 53, not 53.0
+        return frame.to_csv(index=False, float_format=_csv_number)
     return frame.to_string(index=False) + "\n"
 
 
@@ -209,6 +210,7 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    frame = nested_as_text(frame)
     headers, numerics, leasts, widests, cells = [], [], [], [], []
     for column in frame.columns:
         numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])

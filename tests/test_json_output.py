@@ -30,3 +30,22 @@ def test_lists_blobs_and_intervals_are_json(fmt):
     assert done.exit_code == 0, done.output
     rows = json.loads(done.stdout) if fmt == "json" else [json.loads(line) for line in done.stdout.splitlines()]
     assert rows == [EXPECTED]
+
+
+def test_a_map_of_number_keys_is_json():
+    """orjson writes only text keys: a MAP {1: 2} failed with 'TypeError: Dict key must be str'."""
+    done = _in_process("sql", RUN, "SELECT MAP {1: 2} AS m", "--format", "json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == [{"m": {"1": 2}}]
+
+
+def test_csv_and_tables_show_lists_and_blobs_as_text_not_numpys_repr():
+    """CSV and tables wrote pandas' repr of the arrays: '[array([1], dtype=int32) array([2, 3], dtype=int32)]' for
+    [[1], [2, 3]], 'bytearray(b'\\xff')' for a BLOB."""
+    query = "SELECT [[1], [2, 3]] AS nested, '\\xFF'::BLOB AS blob, ['x,y'] AS comma, 'plain' AS text"
+    csv = _in_process("sql", RUN, query, "--format", "csv")
+    assert csv.exit_code == 0, csv.output
+    assert csv.stdout.splitlines() == ["nested,blob,comma,text", '"[[1],[2,3]]",\\xFF,"[""x,y""]",plain']
+    table = _in_process("sql", RUN, query)
+    assert table.exit_code == 0, table.output
+    assert "[[1],[2,3]]" in table.stdout and "\\xFF" in table.stdout and "array(" not in table.stdout
