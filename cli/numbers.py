@@ -13,10 +13,11 @@ class FiniteFloatRange(click.FloatRange):
     """click.FloatRange of finite numbers only."""
 
     def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
-        if not math.isfinite(number):
+        number = click.FLOAT.convert(value, param, ctx)
+        if not math.isfinite(number):  # before the range, whose message would call inf out of range, nan in it
             self.fail(f"{value!r} is not a finite number.", param, ctx)
-        return number
+        return super().convert(number, param, ctx)
 
 
 NON_NEGATIVE = FiniteFloatRange(min=0)
+PERCENT = FiniteFloatRange(min=0, max=100)  # a share of a whole: --min-pct 200 folded every line

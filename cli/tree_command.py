@@ -8,7 +8,7 @@ import click
 import pandas as pd
 
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
-from .numbers import NON_NEGATIVE
+from .numbers import PERCENT
 from .output import stdout_console
 from .paths import UserPath
 from .rows import root_name
@@ -21,7 +21,7 @@ UNBOUNDED = 1 << 20  # a width no tree line reaches: the widest line measured as
 @click.argument("run", type=UserPath(path_type=str))
 @click.option(
     "--min-pct",
-    type=NON_NEGATIVE,
+    type=PERCENT,
     default=1.0,
     show_default=True,
     help="Fold the children under this share of the total device time into one '… N more' line.",

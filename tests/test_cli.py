@@ -365,6 +365,13 @@ def test_a_threshold_that_is_not_a_finite_number_is_a_usage_error(args, number):
     assert lines[0].startswith("kernelscope: error: ") and "is not a finite number" in lines[0], lines
 
 
+def test_a_tree_share_over_100_percent_is_a_usage_error():
+    """--min-pct 200 was taken: every line folded into '… N more under 200%'."""
+    result = CliRunner().invoke(main, ["tree", str(DEMO), "--min-pct", "200"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1 and "0<=x<=100" in lines[0], result.output
+
+
 def test_the_tree_of_a_share_that_is_not_a_finite_number_is_a_value_error():
     from kernelscope.analyzer.tree import shown_tree
 
