@@ -45,6 +45,9 @@ INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a command stopped by Ct
 GROUPS = {"op": "operators", "module_name": "modules", "kernel": "kernels", "call_op": "call operators"}
 
 
+ONE_RUN_COMMANDS = ("analyze", "tree")  # given two runs, the user meant diff
+
+
 class KernelscopeGroup(click.Group):
     """Expected failures become one line on stderr, ``kernelscope: error: …``, and exit code 2, without a
     traceback: kernelscope's own (KernelscopeError, OSError) and click's usage errors alike. Ctrl-C exits 130."""
@@ -59,6 +62,8 @@ class KernelscopeGroup(click.Group):
             sys.exit(USAGE_EXIT)
         except click.ClickException as exc:
             hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
+            if hint and exc.ctx.info_name in ONE_RUN_COMMANDS and "unexpected extra argument" in exc.format_message():
+                hint = f"; {exc.ctx.info_name} reads one run: 'kernelscope diff A B' compares two"
             diagnostic(f"kernelscope: error: {exc.format_message()}{hint}")
             sys.exit(USAGE_EXIT)
         except (click.Abort, KeyboardInterrupt, EOFError):

@@ -365,6 +365,15 @@ def test_a_threshold_that_is_not_a_finite_number_is_a_usage_error(args, number):
     assert lines[0].startswith("kernelscope: error: ") and "is not a finite number" in lines[0], lines
 
 
+@pytest.mark.parametrize("command", ["analyze", "tree"])
+def test_two_runs_where_one_is_read_point_to_diff(command):
+    """`analyze A B` (a newcomer's way to compare) said only click's 'Got unexpected extra argument'."""
+    result = CliRunner().invoke(main, [command, str(DEMO), str(DEMO)])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].endswith(f"{command} reads one run: 'kernelscope diff A B' compares two"), lines
+
+
 def test_a_tree_share_over_100_percent_is_a_usage_error():
     """--min-pct 200 was taken: every line folded into '… N more under 200%'."""
     result = CliRunner().invoke(main, ["tree", str(DEMO), "--min-pct", "200"])
