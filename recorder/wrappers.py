@@ -126,8 +126,10 @@ def _functional(function: Any, name: str):
             record, labels = in_recording(name, forget)
         scope = labels[record(args, kwargs)]
         if _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values())):
-            scope, state = (scope + folded, False) if folded else (scope, folded)
-            return _handled_in_scope(function, call_in_scope, args, kwargs, calling_back, scope, state)
+            if folded:  # its functionals are its own, as below
+                return _handled_in_scope(function, call_in_scope, args, kwargs, calling_back, scope + folded, False)
+            with _Scope(scope) if scopes_open[0] else NO_SCOPE:  # the call state as it is: nothing to set
+                return _dispatched(function, call_in_scope, args, kwargs, calling_back)
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
