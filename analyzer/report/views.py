@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from string import Template
 
 import duckdb
 import pandas as pd
@@ -14,7 +13,7 @@ from ..diff import diff
 from ..kernel_names import define_kernel_short
 from ..ranks import header_gpu_names
 from ..run import Run
-from ..sql import run_sql_file, sql_text
+from ..sql import run_sql_file, sql_template
 from ..summary import summary_query
 from ..tree import shown_tree_query
 
@@ -66,7 +65,7 @@ def report_relations(run: Run, rank: int | None) -> dict[str, str]:
 
 
 def _run_report_sql(run: Run, name: str, relations: dict[str, str]) -> None:
-    run.con.execute(Template(sql_text(name)).substitute(relations))
+    run.con.execute(sql_template(name).substitute(relations))
 
 
 def run_header(run: Run, name: str, rank: int | None = None) -> RunHeader:
