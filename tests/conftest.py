@@ -119,3 +119,16 @@ def assert_patches_undone(model, before: tuple[dict, dict]) -> None:
         assert now_modules[name].keys() == attributes.keys(), f"module {name!r} gained or lost attributes"
         assert all(now_modules[name][k] is v for k, v in attributes.items()), f"module {name!r} changed"
         assert "forward" not in now_modules[name], f"module {name!r} keeps an instance forward"
+
+
+# The columns that say where a device event's time went: two loads of one trace's events agree on them row by row.
+ATTRIBUTION_COLUMNS = ["kernel", "kind", "op", "call_op", "function_name", "module_name", "kernel_us"]
+
+
+def assert_rows_as_original(run, original) -> None:
+    """``run``'s rows are ``original``'s, event by event, in every column of ATTRIBUTION_COLUMNS (a trace rewritten
+    in another shape that must read as the one it came from)."""
+    ours, theirs = (
+        r.profiling_df().sort_values("event_id")[ATTRIBUTION_COLUMNS].reset_index(drop=True) for r in (run, original)
+    )
+    assert ours.equals(theirs)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import assert_rows_as_original
 from kernelscope.analyzer import load_run
 from reference import assert_matches_reference
 
@@ -24,7 +25,6 @@ FORKS = {
     },
     "agnostic": {"cuda_runtime": "runtime", "cuda_driver": "driver", "gpu_memcpy": "memcpy"},
 }
-COLUMNS = ["kernel", "kind", "op", "call_op", "function_name", "module_name", "kernel_us"]
 
 
 @pytest.mark.parametrize("fork", FORKS)
@@ -40,9 +40,6 @@ def test_a_fork_s_device_events_and_launches_are_read_as_kineto_s(tmp_path, fork
     path.write_text(json.dumps(doc))
     with load_run(BERT) as original, load_run(path) as run:
         assert_matches_reference(run, path)
-        ours, theirs = (
-            r.profiling_df().sort_values("event_id")[COLUMNS].reset_index(drop=True) for r in (run, original)
-        )
-        assert ours.equals(theirs)
+        assert_rows_as_original(run, original)
         assert run.launch_check() == original.launch_check()
         assert run.launch_check().launches == 60
