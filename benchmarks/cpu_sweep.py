@@ -349,6 +349,8 @@ def main() -> None:
     parser.add_argument("names", nargs="*")
     parser.add_argument("--deadline", type=float, default=3600, help="start no model after this many seconds")
     parser.add_argument("--only-zoo", action="store_true", help="only the torchvision and timm programs")
+    parser.add_argument("--rest-of", type=Path, metavar="CPU_SWEEP_JSON",
+                        help="leave out the programs that an earlier run's cpu_sweep.json checked (not skipped)")  # fmt: skip
     parser.add_argument("--device", help="torch.set_default_device(DEVICE) first: the programs' models and "
                         "inputs made there (cuda: the same programs and checks on a GPU)")  # fmt: skip
     args = parser.parse_args()
@@ -356,6 +358,11 @@ def main() -> None:
         torch.set_default_device(args.device)
     made = factories()
     names = args.names or [n for n in made if not args.only_zoo or n.startswith(("tv_", "timm_"))]
+    if args.rest_of:
+        earlier = json.loads(args.rest_of.read_text())  # cpu_sweep.json, or the list of lines its log printed
+        rows = earlier["results"] if isinstance(earlier, dict) else earlier
+        checked = {r["workload"] for r in rows if "workload" in r and "skipped" not in r}
+        names = [n for n in names if n not in checked]
     args.out.mkdir(parents=True, exist_ok=True)
     env = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "threads": torch.get_num_threads(),
            "device": args.device or "cpu"}  # fmt: skip
