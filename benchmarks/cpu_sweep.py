@@ -350,7 +350,7 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=3600, help="start no model after this many seconds")
     parser.add_argument("--only-zoo", action="store_true", help="only the torchvision and timm programs")
     parser.add_argument("--rest-of", type=Path, metavar="CPU_SWEEP_JSON",
-                        help="leave out the programs that an earlier run's cpu_sweep.json checked (not skipped)")  # fmt: skip
+                        help="leave out the programs an earlier cpu_sweep.json checked")  # fmt: skip
     parser.add_argument("--device", help="torch.set_default_device(DEVICE) first: the programs' models and "
                         "inputs made there (cuda: the same programs and checks on a GPU)")  # fmt: skip
     args = parser.parse_args()
