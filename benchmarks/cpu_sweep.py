@@ -30,8 +30,8 @@ sweep_cpu_mechanisms_unseen5_models.py (hooks of every kind, odd module names, a
 tied modules, QAT, numerics namespaces, losses, sparse, complex and nested layouts, decoding loops of the user's own),
 sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
 out), sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
-alone with ``--only-zoo``). A model its library cannot build here is reported as skipped, never as passed. Writes
-OUT/cpu_sweep.json and prints one line per model.
+alone with ``--only-zoo``). A model its library cannot build here, or that fails without kernelscope (an unprofiled
+pass raises), is reported as skipped, never as passed. Writes OUT/cpu_sweep.json and prints one line per model.
 """
 
 from __future__ import annotations
@@ -234,11 +234,15 @@ def check(w, out_root: Path) -> dict:
     # "fresh": a factory of another model like it, which the unprofiled passes run, so that profile() makes the
     # model's first call (lazy modules, which cannot be copied before it)
     reference_fn = w.notes["fresh"]() if "fresh" in w.notes else w.fn
-    with torch.no_grad():
-        for _ in range(warm):
-            _run_pass(reference_fn, w.samples)
-        reference = []
-        _run_pass(capturing(reference_fn, reference), w.samples)
+    reference = []
+    try:
+        with torch.no_grad():
+            for _ in range(warm):
+                _run_pass(reference_fn, w.samples)
+            _run_pass(capturing(reference_fn, reference), w.samples)
+    except Exception as exc:  # the program fails without kernelscope (CPU-only operators on CUDA): not a result
+        result["skipped"] = f"fails unprofiled: {type(exc).__name__}: {str(exc)[:200]}"
+        return result
     captured = []
     run_dir = out_root / w.name
     profiler = ModuleFunctionKernelProfiler()
@@ -350,7 +354,7 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=3600, help="start no model after this many seconds")
     parser.add_argument("--only-zoo", action="store_true", help="only the torchvision and timm programs")
     parser.add_argument("--rest-of", type=Path, metavar="CPU_SWEEP_JSON",
-                        help="leave out the programs an earlier cpu_sweep.json checked")  # fmt: skip
+                        help="leave out the programs that held in an earlier cpu_sweep.json")  # fmt: skip
     parser.add_argument("--device", help="torch.set_default_device(DEVICE) first: the programs' models and "
                         "inputs made there (cuda: the same programs and checks on a GPU)")  # fmt: skip
     args = parser.parse_args()
@@ -361,8 +365,8 @@ def main() -> None:
     if args.rest_of:
         earlier = json.loads(args.rest_of.read_text())  # cpu_sweep.json, or the list of lines its log printed
         rows = earlier["results"] if isinstance(earlier, dict) else earlier
-        checked = {r["workload"] for r in rows if "workload" in r and "skipped" not in r}
-        names = [n for n in names if n not in checked]
+        held = {r["workload"] for r in rows if r.get("ok")}
+        names = [n for n in names if n not in held]
     args.out.mkdir(parents=True, exist_ok=True)
     env = {"date": time.strftime("%Y-%m-%d"), "torch": torch.__version__, "threads": torch.get_num_threads(),
            "device": args.device or "cpu"}  # fmt: skip
