@@ -7,15 +7,18 @@ import importlib
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
 from .loading import in_run_directory, rank_option
 from .numbers import NON_NEGATIVE
 from .output import Output, diagnostic, emit, print_table
 from .output_options import output_options
 from .paths import UserPath
+
+if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
+    import pandas as pd
 
 MISMATCH_EXIT = 1
 TABLE_COLUMNS = [  # the table on a terminal, less the columns with nothing to say; --format and -o give every column

@@ -77,8 +77,6 @@ class KernelscopeGroup(click.Group):
         sys.exit(returned if isinstance(returned, int) else 0)
 
     def invoke(self, ctx):
-        from kernelscope.analyzer.errors import KernelscopeError
-
         with ended_by_signals() as received:
             try:
                 result = super().invoke(ctx)
@@ -96,7 +94,9 @@ class KernelscopeGroup(click.Group):
                 if received:  # whatever the signal turned into on its way out
                     diagnostic(f"kernelscope: stopped by {name(received[0])}")
                     sys.exit(exit_code(received[0]))
-                if isinstance(exc, KernelscopeError):
+                # not imported (--help, a usage error: the analyzer's ~0.4 s of imports spared), none was raised
+                errors = sys.modules.get("kernelscope.analyzer.errors")
+                if errors is not None and isinstance(exc, errors.KernelscopeError):
                     diagnostic(f"kernelscope: error: {exc}")
                     sys.exit(exc.exit_code)
                 if isinstance(exc, OSError):  # a full disk or a vanished directory while writing: not a bug

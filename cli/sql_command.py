@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import duckdb
-import pandas as pd
 
 from .interrupts import ctrl_c_handled, finishing
 from .loading import load, prefix_options, run_option
@@ -17,6 +16,10 @@ from .output import TERMINAL, Output, diagnostic, emit, print_table
 from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
+
+if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
+    import duckdb
+    import pandas as pd
 
 SHELL_ROWS = 200
 SHELL_HELP = (
@@ -70,6 +73,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
+    import duckdb
     from kernelscope.analyzer.errors import KernelscopeError
     from kernelscope.analyzer.sql import query_frame
 
@@ -82,6 +86,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
 def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling. An archive's
     views name its files by absolute path, so the file opens from anywhere on this machine."""
+    import duckdb
     from kernelscope.analyzer.atomic import refuse_unless_utf8, replace_atomically, unwritten
     from kernelscope.analyzer.sql import quote
 
@@ -199,6 +204,8 @@ class _History:
 def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     """Run every statement of ``text`` and print each result (the root module named as rows.name_the_root names it);
     returns how many failed."""
+    import duckdb
+
     try:
         statements = con.extract_statements(text)
     except duckdb.Error as exc:

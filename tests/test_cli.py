@@ -521,7 +521,7 @@ print("made at import", making is not None, "taken", connection._making is None,
 """
 
 
-def test_a_loading_command_takes_the_duckdb_instance_made_on_a_thread_while_the_cli_imports():
+def test_a_loading_command_takes_the_duckdb_instance_made_on_a_thread_while_the_analyzer_imports():
     done = subprocess.run(
         [sys.executable, "-c", INSTANCE_MADE_ON, "analyze", str(REPO / "sample_traces" / "mlp")],
         capture_output=True, text=True, timeout=120,
