@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..printable import printable
-from .json_text import BOM, describe_fault, is_utf16
+from .json_text import BOM, describe_fault, wide_encoding
 
 
 def type_with_article(value: object) -> str:
@@ -92,8 +92,9 @@ def json_fault(
         return PICKLE
     if data.startswith(b"SQLite format 3\x00"):
         return "it is an SQLite database, as Nsight Systems exports its reports, not JSON"
-    if is_utf16(data):
-        return "it is UTF-16 text, and kernelscope reads JSON files as UTF-8"
+    encoding = wide_encoding(data)
+    if encoding is not None:
+        return f"it is {encoding} text, and kernelscope reads JSON files as UTF-8"
     text = is_json_text(data)
     located = describe_fault(data, decompressed) if text else None
     if located is not None or (lenient and text):
