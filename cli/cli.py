@@ -18,6 +18,7 @@ from .bench_command import bench
 from .diff_command import diff
 from .interrupts import ended_by_signals, exit_code, finished_output, finishing, name
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
+from .numbers import WARMUP_PASSES
 from .output import TERMINAL, Output, diagnostic, emit
 from .output_options import output_options
 from .paths import UserPath
@@ -237,7 +238,7 @@ def _print_next(out: Path) -> None:
 )
 @click.option(
     "--warmup",
-    type=click.IntRange(min=0),
+    type=WARMUP_PASSES,
     default=3,
     show_default=True,
     help="Passes over the samples before the recorded one.",

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .numbers import ROWS
 from .output import Output, diagnostic
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
@@ -16,13 +17,13 @@ TABLE_ROWS = 10  # --top-k's default in a table; csv, json and parquet get every
 
 TOP_K = click.option(
     "--top-k",
-    type=click.IntRange(min=0),
+    type=ROWS,
     default=None,
     help=f"Rows to show; 0 = all [default: {TABLE_ROWS} in a table, all in csv/json/parquet].",
 )
 SUMMARY_ROWS = click.option(  # demo and record print one table of the summary, to the terminal only
     "--top-k",
-    type=click.IntRange(min=0),
+    type=ROWS,
     default=None,
     help=f"Rows of the summary to show; 0 = all [default: {TABLE_ROWS}].",
 )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
-from .numbers import PERCENT
+from .numbers import PERCENT, ROWS
 from .output import stdout_console
 from .paths import UserPath
 from .rows import root_name
@@ -29,7 +29,7 @@ UNBOUNDED = 1 << 20  # a width no tree line reaches: the widest line measured as
     show_default=True,
     help="Fold the children under this share of the total device time into one '… N more' line.",
 )
-@click.option("--depth", type=click.IntRange(min=0), default=None, help="Print this many levels below the root.")
+@click.option("--depth", type=ROWS, default=None, help="Print this many levels below the root.")
 @click.option("--show-calls", is_flag=True, help="List under each module its calls, and under each call its kernels.")
 @click.option("--full-names", is_flag=True, help="With --show-calls: kernels by their full names, not short ones.")
 @rank_option
