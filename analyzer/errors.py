@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import os
-import re
 
-from .json_text import BOM, describe_fault, is_utf16
-
-# C0 and C1 controls, DEL, the line and paragraph separators and the bidirectional overrides and isolates:
-# characters that would move the cursor, set a terminal's title, end the line or reorder what is shown
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def printable(text: str) -> str:
-    """``text`` with every control character escaped as Python writes it (``\\n``, ``\\x1b``, ``\\u2028``), so that
-    a name from a trace prints as one line of plain characters."""
-    return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], text)
+from ..printable import printable
+from .json_text import BOM, describe_fault, wide_encoding
 
 
 def type_with_article(value: object) -> str:
@@ -102,8 +92,9 @@ def json_fault(
         return PICKLE
     if data.startswith(b"SQLite format 3\x00"):
         return "it is an SQLite database, as Nsight Systems exports its reports, not JSON"
-    if is_utf16(data):
-        return "it is UTF-16 text, and kernelscope reads JSON files as UTF-8"
+    encoding = wide_encoding(data)
+    if encoding is not None:
+        return f"it is {encoding} text, and kernelscope reads JSON files as UTF-8"
     text = is_json_text(data)
     located = describe_fault(data, decompressed) if text else None
     if located is not None or (lenient and text):

@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 import orjson
 
 BOM = b"\xef\xbb\xbf"  # UTF-8's byte order mark, which some editors write before the text
-UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")  # the byte order marks of UTF-16 (little-, big-endian)
+# the byte order marks of UTF-32 and UTF-16 (little-, big-endian): UTF-32-LE's first, as it begins with UTF-16-LE's
+WIDE_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, decoded with surrogateescape
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # any string, escapes unchecked, raw bytes allowed
 _CONTROL = re.compile(rb"[\x00-\x1f]")
@@ -91,11 +97,20 @@ class Leniencies:
         return notes
 
 
-def is_utf16(data: bytes) -> bool:
-    """A UTF-16 byte order mark, or two ASCII characters (JSON's first ones are) each with a 0 byte beside it."""
+def wide_encoding(data: bytes) -> str | None:
+    """``"UTF-32"`` or ``"UTF-16"`` where ``data`` is text in it, not UTF-8: its byte order mark, or its first two
+    characters ASCII (JSON's are) each in four bytes, three of them 0, or each in two, one of them 0; else None."""
+    for mark, name in WIDE_MARKS:
+        if data.startswith(mark):
+            return name
+    chars = (data[0:4], data[4:8]) if len(data) >= 8 else ()
+    little = all(char[0] and char[1:] == b"\x00\x00\x00" for char in chars)
+    if chars and (little or all(char[:3] == b"\x00\x00\x00" and char[3] for char in chars)):
+        return "UTF-32"
     head = data[:4]
-    pairs = len(head) == 4 and all(bool(head[i]) != bool(head[i + 1]) for i in (0, 2))
-    return head[:2] in UTF16_MARKS or pairs
+    if len(head) == 4 and all(bool(head[i]) != bool(head[i + 1]) for i in (0, 2)):
+        return "UTF-16"
+    return None
 
 
 def loads_readable(data: bytes, leniencies: Leniencies | None = None):

@@ -14,7 +14,7 @@ import orjson
 
 from .errors import BadInputError, is_json_text, json_fault
 from .json_blank_tail import trailing_blanks
-from .json_text import BOM, Leniencies, is_utf16, loads_readable, readable_text
+from .json_text import BOM, Leniencies, loads_readable, readable_text, wide_encoding
 from .trace_parts import ENDS_EARLY, TWO_ARRAYS, Limits, OnPart, Part, part_file, top_level_keys
 
 
@@ -89,8 +89,9 @@ def _read_leniently(path, data: bytes, exc: orjson.JSONDecodeError, decompressed
             raise exc
         doc = orjson.loads(text.data)
     except orjson.JSONDecodeError as last:
-        if is_utf16(data):
-            raise BadInputError(path, "is UTF-16 text, not the UTF-8 JSON of a trace") from None
+        encoding = wide_encoding(data)
+        if encoding is not None:
+            raise BadInputError(path, f"is {encoding} text, not the UTF-8 JSON of a trace") from None
         if last.msg == "unexpected end of data":
             raise BadInputError(path, ENDS_EARLY) from None
         fault = json_fault(data, last, decompressed, path, lenient=True)

@@ -7,15 +7,18 @@ import importlib
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
 from .loading import in_run_directory, rank_option
-from .numbers import NON_NEGATIVE
+from .numbers import NON_NEGATIVE, REPEATS, ROWS, WARMUP_CALLS
 from .output import Output, diagnostic, emit, print_table
 from .output_options import output_options
 from .paths import UserPath
+
+if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
+    import pandas as pd
 
 MISMATCH_EXIT = 1
 TABLE_COLUMNS = [  # the table on a terminal, less the columns with nothing to say; --format and -o give every column
@@ -36,13 +39,13 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
 @click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
 @click.option(
     "--top-k",
-    type=click.IntRange(min=0),
+    type=ROWS,
     default=5,
     show_default=True,
     help="Without --function: the first calls by time; 0 = all.",
 )
-@click.option("--repeat", type=click.IntRange(min=1), default=50, show_default=True, help="Timed calls per sample.")
-@click.option("--warmup", type=click.IntRange(min=0), default=10, show_default=True, help="Untimed calls first.")
+@click.option("--repeat", type=REPEATS, default=50, show_default=True, help="Timed calls per sample.")
+@click.option("--warmup", type=WARMUP_CALLS, default=10, show_default=True, help="Untimed calls first.")
 @click.option(
     "--device", type=click.Choice(["cuda", "cpu"]), default=None, help="Where to replay (default: where recorded)."
 )

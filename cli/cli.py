@@ -18,6 +18,7 @@ from .bench_command import bench
 from .diff_command import diff
 from .interrupts import ended_by_signals, exit_code, finished_output, finishing, name
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
+from .numbers import WARMUP_PASSES
 from .output import TERMINAL, Output, diagnostic, emit
 from .output_options import output_options
 from .paths import UserPath
@@ -77,8 +78,6 @@ class KernelscopeGroup(click.Group):
         sys.exit(returned if isinstance(returned, int) else 0)
 
     def invoke(self, ctx):
-        from kernelscope.analyzer.errors import KernelscopeError
-
         with ended_by_signals() as received:
             try:
                 result = super().invoke(ctx)
@@ -96,7 +95,9 @@ class KernelscopeGroup(click.Group):
                 if received:  # whatever the signal turned into on its way out
                     diagnostic(f"kernelscope: stopped by {name(received[0])}")
                     sys.exit(exit_code(received[0]))
-                if isinstance(exc, KernelscopeError):
+                # not imported (--help, a usage error: the analyzer's ~0.4 s of imports spared), none was raised
+                errors = sys.modules.get("kernelscope.analyzer.errors")
+                if errors is not None and isinstance(exc, errors.KernelscopeError):
                     diagnostic(f"kernelscope: error: {exc}")
                     sys.exit(exc.exit_code)
                 if isinstance(exc, OSError):  # a full disk or a vanished directory while writing: not a bug
@@ -237,7 +238,7 @@ def _print_next(out: Path) -> None:
 )
 @click.option(
     "--warmup",
-    type=click.IntRange(min=0),
+    type=WARMUP_PASSES,
     default=3,
     show_default=True,
     help="Passes over the samples before the recorded one.",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
 from .loading import load_run_of, prefix_options, warnings_as_lines
 from .numbers import NON_NEGATIVE
@@ -21,6 +21,9 @@ from .rows import (
     rows_to_show,
     shorten_kernel_names,
 )
+
+if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
+    import pandas as pd
 
 REGRESSION_EXIT = 1
 

@@ -1,16 +1,12 @@
-"""The ``kernelscope`` command's entry point. Importing the CLI (click, pandas, DuckDB) takes about half a second
-before any of its own handling of signals is in place, and parsing the arguments comes before it too: a Ctrl-C,
-SIGTERM or SIGHUP then ends the command the same way as later, one line and 128 + the signal, instead of a traceback
-or a silent death. Nothing is written yet."""
+"""The ``kernelscope`` command's entry point. Importing the CLI and parsing the arguments come before any of its own
+handling of signals is in place (the commands' bodies import the heavy modules, pandas, DuckDB, the analyzer and
+torch, under it: --help and usage errors need none of them): a Ctrl-C, SIGTERM or SIGHUP then ends the command the
+same way as later, one line and 128 + the signal, instead of a traceback or a silent death. Nothing is written yet."""
 
 from __future__ import annotations
 
 import signal
 import sys
-
-# The commands that load a run into the analyzer's DuckDB instance: theirs is made on a thread while the CLI imports
-# (~30 ms less of `analyze`, whose imports take ~0.4 s); any other command, or a guess wrong, only makes it unused.
-_LOADING_COMMANDS = frozenset({"analyze", "sql", "tree", "report", "diff", "demo"})
 
 
 class _Stopped(BaseException):
@@ -25,10 +21,8 @@ def main() -> None:
     previous = {signum: signal.signal(signum, stop) for signum in signums}
     try:
         try:
-            if len(sys.argv) > 1 and sys.argv[1] in _LOADING_COMMANDS:
-                from kernelscope.analyzer.connection import prepare
-
-                prepare()
+            # A run's DuckDB instance is made on a thread while the analyzer imports (analyzer/connection.py), in the
+            # body of a command that loads one: the CLI's own imports (~40 ms) are too short to hide more of it.
             from .cli import main as command
 
             # kept while the arguments are parsed too: the command's own handlers (cli/interrupts.py) take over

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from .numbers import RANK
 from .output import diagnostic
 
 
@@ -41,7 +42,7 @@ def prefix_options(command):
 def rank_option(command=None, *, default: str = "all, merged"):
     """--rank, the same option in every command that reads one rank of a job; ``default`` says what it does without."""
     help_text = f"Only this rank of a job of ranks (default: {default})."
-    option = click.option("--rank", type=int, default=None, help=help_text)
+    option = click.option("--rank", type=RANK, default=None, help=help_text)
     return option if command is None else option(command)
 
 

@@ -21,3 +21,12 @@ class FiniteFloatRange(click.FloatRange):
 
 NON_NEGATIVE = FiniteFloatRange(min=0)
 PERCENT = FiniteFloatRange(min=0, max=100)  # a share of a whole: --min-pct 200 folded every line
+
+# The counts commands take, each with a bound: past it, one line and exit 2 before anything is read or run, where
+# --repeat 10**9 timed its calls for days and --kernels --top-k 10**23 reached DuckDB's LIMIT (64 bits) as a traceback.
+MOST = 2**31 - 1  # a count of rows, levels or ranks past which there is nothing more to show (a rank's own bound)
+ROWS = click.IntRange(min=0, max=MOST)  # --top-k (0 = all), --depth
+RANK = click.IntRange(min=0, max=MOST)  # --rank: as a trace's distributedInfo.rank
+REPEATS = click.IntRange(min=1, max=10_000)  # bench --repeat: timed calls per sample
+WARMUP_CALLS = click.IntRange(min=0, max=10_000)  # bench --warmup: untimed calls per sample
+WARMUP_PASSES = click.IntRange(min=0, max=1_000)  # record --warmup: passes of the whole model over its samples

@@ -8,12 +8,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
 from .interrupts import finishing
-from .json_output import json_text, nested_as_text
+
+if TYPE_CHECKING:  # pandas loads in the functions that take a frame: --help and usage errors need none of it
+    import pandas as pd
 
 FORMATS = ("table", "csv", "json", "jsonl", "parquet")
 SUFFIXES = {
@@ -105,7 +107,7 @@ def diagnostic(line: str) -> None:
     """``line`` (an error, warning or note) on stderr as one line of plain characters: a name it quotes from a trace,
     a manifest or a folder cannot end the line, forge another or drive the terminal (its control characters are
     escaped, as in a table)."""
-    from kernelscope.analyzer.errors import printable
+    from .printable import printable
 
     click.echo(printable(line), err=True)
 
@@ -134,13 +136,17 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
 
 def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the control characters of its texts escaped."""
-    from kernelscope.analyzer.errors import printable
+    import pandas as pd
+
+    from .printable import printable
 
     texts = [c for c in frame.columns if frame[c].dtype == object or pd.api.types.is_string_dtype(frame[c])]
     return frame.assign(**{c: frame[c].map(lambda v: printable(v) if isinstance(v, str) else v) for c in texts})
 
 
 def render(frame: pd.DataFrame, fmt: str) -> str:
+    from .json_output import json_text, nested_as_text
+
     if fmt in ("json", "jsonl"):
         return json_text(frame, lines=fmt == "jsonl")
     frame = nested_as_text(frame)
@@ -206,9 +212,12 @@ def _piped_width() -> int:
 def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     """A rich table of ``frame``; every text (names from a trace among them) as plain text, never as rich markup,
     its control characters escaped."""
-    from kernelscope.analyzer.errors import printable
+    import pandas as pd
     from rich.table import Table
     from rich.text import Text
+
+    from .json_output import nested_as_text
+    from .printable import printable
 
     frame = nested_as_text(frame)
     headers, numerics, leasts, widests, cells = [], [], [], [], []
@@ -306,6 +315,8 @@ def _format_column(name: str, values: pd.Series) -> list[str]:
     significant digits; other columns whose every value is whole (counts such as ``calls``, NaN where unknown) as
     integers; a value that rounds to zero is 0, never -0.000. An integer column prints its values exactly (a
     nanosecond timestamp since the epoch is past the 2**53 a float holds exactly)."""
+    import pandas as pd
+
     if name.endswith(ERRORS):
         return ["-" if _missing(v) else f"{float(v):.3g}" for v in values]
     if pd.api.types.is_integer_dtype(values.dtype):
@@ -328,6 +339,8 @@ def _number(value, digits: int) -> str:
 
 
 def _missing(value) -> bool:
+    import pandas as pd  # loaded: the value is a frame's
+
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 

@@ -3,22 +3,27 @@ a table that say what it left out and where its time went."""
 
 from __future__ import annotations
 
-import click
-import pandas as pd
+from typing import TYPE_CHECKING
 
+import click
+
+from .numbers import ROWS
 from .output import Output, diagnostic
+
+if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
+    import pandas as pd
 
 TABLE_ROWS = 10  # --top-k's default in a table; csv, json and parquet get every row unless --top-k is given
 
 TOP_K = click.option(
     "--top-k",
-    type=click.IntRange(min=0),
+    type=ROWS,
     default=None,
     help=f"Rows to show; 0 = all [default: {TABLE_ROWS} in a table, all in csv/json/parquet].",
 )
 SUMMARY_ROWS = click.option(  # demo and record print one table of the summary, to the terminal only
     "--top-k",
-    type=click.IntRange(min=0),
+    type=ROWS,
     default=None,
     help=f"Rows of the summary to show; 0 = all [default: {TABLE_ROWS}].",
 )
@@ -95,6 +100,8 @@ def name_the_root(frame: pd.DataFrame, output: Output, root: str = ROOT_IN_TABLE
     """A table shows the root module as ``root``, where its name "" would be a blank cell: in the columns of module
     names and, in a diff, the names of the rows of level module. csv, json and parquet keep "", the name the SQL tables
     and DataFrames give it."""
+    import pandas as pd
+
     if output.format != "table" or frame.empty:
         return frame
     columns = [c for c in MODULE_COLUMNS if c in frame and pd.api.types.is_string_dtype(frame[c])]

@@ -6,10 +6,9 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import duckdb
-import pandas as pd
 
 from .interrupts import ctrl_c_handled, finishing
 from .loading import load, prefix_options, run_option
@@ -17,6 +16,10 @@ from .output import TERMINAL, Output, diagnostic, emit, print_table
 from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
+
+if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
+    import duckdb
+    import pandas as pd
 
 SHELL_ROWS = 200
 SHELL_HELP = (
@@ -56,10 +59,11 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
             finishing(output.path)
-            save_database(loaded.con, output.path, overwrite=output.force)
+            # the query runs once the database is copied, before it is put in place: one that fails leaves nothing
+            result = save_database(loaded.con, output.path, overwrite=output.force, then=query)
             diagnostic(f"database: {output.path}")
-            if query is not None:
-                emit(run_query(loaded.con, query))
+            if result is not None:
+                emit(result)
             return
         if query is None:
             failed = shell(loaded.con, run)
@@ -70,6 +74,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
+    import duckdb
     from kernelscope.analyzer.errors import KernelscopeError
     from kernelscope.analyzer.sql import query_frame
 
@@ -79,13 +84,18 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
         raise KernelscopeError(None, f"the query failed: {_first_line(exc, con)}") from None
 
 
-def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True) -> None:
+def save_database(
+    con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool = True, then: str | None = None
+) -> pd.DataFrame | None:
     """Every table and view of ``con`` into a new DuckDB file at ``path``, through a temporary sibling. An archive's
-    views name its files by absolute path, so the file opens from anywhere on this machine."""
+    views name its files by absolute path, so the file opens from anywhere on this machine. ``then``: a query run on
+    ``con`` after the copy and before the file is put in place (its result returned): where it fails, no file is."""
+    import duckdb
     from kernelscope.analyzer.atomic import refuse_unless_utf8, replace_atomically, unwritten
     from kernelscope.analyzer.sql import quote
 
     refuse_unless_utf8(path, "a database")
+    result = []
 
     def write(tmp: str) -> None:
         os.unlink(tmp)  # DuckDB creates the file itself
@@ -101,8 +111,11 @@ def save_database(con: duckdb.DuckDBPyConnection, path: Path, *, overwrite: bool
             if isinstance(exc, duckdb.Error):  # a full disk: DuckDB's message names the temporary file
                 raise unwritten(path, exc) from None
             raise
+        if then is not None:
+            result.append(run_query(con, then))
 
     replace_atomically(path, write, overwrite=overwrite)
+    return result[0] if result else None
 
 
 def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
@@ -199,6 +212,8 @@ class _History:
 def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     """Run every statement of ``text`` and print each result (the root module named as rows.name_the_root names it);
     returns how many failed."""
+    import duckdb
+
     try:
         statements = con.extract_statements(text)
     except duckdb.Error as exc:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
-from .numbers import PERCENT
+from .numbers import PERCENT, ROWS
 from .output import stdout_console
 from .paths import UserPath
 from .rows import root_name
+
+if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
+    import pandas as pd
 
 STYLES = {"module": "bold", "call": "cyan", "kernel": "dim"}
 UNBOUNDED = 1 << 20  # a width no tree line reaches: the widest line measured as it is
@@ -26,7 +29,7 @@ UNBOUNDED = 1 << 20  # a width no tree line reaches: the widest line measured as
     show_default=True,
     help="Fold the children under this share of the total device time into one '… N more' line.",
 )
-@click.option("--depth", type=click.IntRange(min=0), default=None, help="Print this many levels below the root.")
+@click.option("--depth", type=ROWS, default=None, help="Print this many levels below the root.")
 @click.option("--show-calls", is_flag=True, help="List under each module its calls, and under each call its kernels.")
 @click.option("--full-names", is_flag=True, help="With --show-calls: kernels by their full names, not short ones.")
 @rank_option
@@ -62,9 +65,11 @@ def tree(
 
 def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: bool = False) -> None:
     """``nodes`` (tree_shown.sql: parents before children, folded children last) as a rich tree on stdout."""
-    from kernelscope.analyzer.errors import printable
+    import pandas as pd
     from rich.markup import escape
     from rich.tree import Tree
+
+    from .printable import printable
 
     branches: dict[int, Tree] = {}
     root = None

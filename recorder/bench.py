@@ -3,6 +3,7 @@ time alternative implementations on the same inputs (``kernelscope bench``, docs
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
 import os
@@ -16,7 +17,7 @@ import pandas as pd
 import torch
 from kernelscope.analyzer.samples import render_call
 
-from .bench_scripts import check_script_destination, script_stems, write_script
+from .bench_scripts import check_script_destination, script_stems, staged_scripts, write_script
 from .bench_sources import Samples, open_samples, recorded_times, replay_device_name
 from .compare import compare
 from .replay import Callee, NotReplayable, SampleInputs, error_reason, resolve_call
@@ -81,15 +82,23 @@ def bench(
             )
         context = _Context(samples, target, replayed_on, comparable, repeat, warmup, flush_l2, rtol, atol)
         rows = []
+        staged = staged_scripts(Path(scripts), overwrite) if scripts is not None else contextlib.nullcontext()
         try:
-            for function in chosen:
-                function_rows, script = _bench_function(function, context, alternatives)
-                rows.extend(function_rows)
-                if scripts is not None and script is not None:
-                    recorded_on = samples.recorded_on or "an unknown device"
-                    write_script(
-                        Path(scripts), stems[function], *script, samples.recorded_type, recorded_on, samples.where
-                    )
+            with staged as staging:  # the scripts go in place once every call is benched
+                for function in chosen:
+                    function_rows, script = _bench_function(function, context, alternatives)
+                    rows.extend(function_rows)
+                    if staging is not None and script is not None:
+                        recorded_on = samples.recorded_on or "an unknown device"
+                        write_script(
+                            staging,
+                            stems[function],
+                            *script,
+                            samples.recorded_type,
+                            recorded_on,
+                            samples.where,
+                            Path(scripts),
+                        )
         finally:
             release_buffers()
     frame = pd.DataFrame(rows, columns=COLUMNS)

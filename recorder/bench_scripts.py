@@ -16,12 +16,22 @@ import math
 import os
 import pickle
 import re
+import shutil
 import warnings
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
-from kernelscope.analyzer.atomic import replace_atomically, write_bytes_atomically
+from kernelscope.analyzer.atomic import (
+    errors_naming,
+    fsync_dir,
+    make_temp_dir,
+    publish,
+    replace_atomically,
+    write_bytes_atomically,
+)
 from kernelscope.analyzer.errors import KernelscopeError, OutputExistsError
 
 from . import layouts, timing
@@ -111,6 +121,9 @@ _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.]*")  # not a hidden file's (
 _OTHER_CHARACTERS = re.compile(r"^\.|[^A-Za-z0-9_.]")
 
 
+EXISTS = "already exists; choose another directory, or replace it with --force"
+
+
 def script_paths(directory: Path, stem: str) -> tuple[Path, Path]:
     """``(DIR/<stem>.py, DIR/<stem>.samples.pt)``: a call's script and its samples (``script_stems``)."""
     return directory / f"{stem}.py", directory / f"{stem}.samples.pt"
@@ -128,7 +141,32 @@ def check_script_destination(directory: Path, stems: dict[str, str], overwrite: 
     for stem in stems.values():
         for path in script_paths(directory, stem):
             if path.exists() and not overwrite:
-                raise OutputExistsError(path, "already exists; choose another directory, or replace it with --force")
+                raise OutputExistsError(path, EXISTS)
+
+
+@contextmanager
+def staged_scripts(directory: Path, overwrite: bool) -> Iterator[Path]:
+    """A new folder to write the scripts into (write_script), inside ``directory`` where it exists (the folder
+    check_script_destination found writable), else beside it, whose files are moved into ``directory`` (made where
+    missing) once the block ends without an error: a bench that fails on a later call leaves no script of an earlier
+    one, nor replaces a file the user had there. The folder is removed either way."""
+    parent = directory if directory.is_dir() else directory.parent if str(directory.parent) else Path(".")
+    with errors_naming(directory):
+        staging = Path(make_temp_dir(parent, f".{directory.name}.", ".partial"))
+        try:
+            yield staging
+            written = sorted(staging.iterdir())
+            if written:
+                directory.mkdir(exist_ok=True)
+            for path in written:
+                target = directory / path.name
+                if not overwrite and (target.exists() or target.is_symlink()):  # written meanwhile by another
+                    raise OutputExistsError(target, EXISTS)
+                publish(os.replace, path, target)
+            if written:
+                fsync_dir(directory)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def write_script(
@@ -139,11 +177,13 @@ def write_script(
     recorded_type: str,
     recorded_on: str,
     where: str,
+    shown: Path | None = None,
 ) -> Path | None:
     """Write ``DIR/<stem>.py`` and its samples (``script_stems``); ``samples``: ``(sample id, calls, signature,
     recorded µs per call, inputs)`` of each replayable sample. A sample the script could not replay (its inputs are
     not made, or hold what ``torch.load(weights_only=True)`` does not read) is left out with a RuntimeWarning saying
-    why; None, and nothing written, when no sample is left."""
+    why, which names the script in ``shown`` (the folder it goes to from a staging ``directory``, staged_scripts);
+    None, and nothing written, when no sample is left."""
     script, store = script_paths(directory, stem)
     entries, left_out = [], []
     for sample_id, calls, signature, recorded_us, inputs in samples:
@@ -160,7 +200,8 @@ def write_script(
         })  # fmt: skip
     if left_out:
         them = "them" if len(left_out) > 1 else "it"
-        fate = f"{script} leaves {them} out" if entries else f"no script of {callee.name} is written"
+        named = script if shown is None else shown / script.name
+        fate = f"{named} leaves {them} out" if entries else f"no script of {callee.name} is written"
         warnings.warn(
             f"kernelscope: {callee.name} {', '.join(left_out)} cannot be replayed by a standalone script, so {fate}",
             RuntimeWarning,

@@ -239,9 +239,9 @@ TRACE_CASES |= {
     f"trace in {encoding}": lambda tmp_path, encoding=encoding: (
         _encoded(tmp_path, encoding),
         f"{encoding}.json",
-        "is UTF-16 text, not the UTF-8 JSON of a trace",
-    )
-    for encoding in ("utf-16", "utf-16-le", "utf-16-be")
+        f"is {encoding[:6].upper()} text, not the UTF-8 JSON of a trace",
+    )  # UTF-32-LE's byte order mark begins with UTF-16-LE's: named UTF-16, it was
+    for encoding in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be")
 }
 RUN_CASES = {
     "run without samples.json": lambda tmp_path: (

@@ -113,6 +113,40 @@ def test_written_scripts_run_standalone_and_keep_the_recorded_layouts(layouts_ru
     assert again.exit_code == 2 and "already exists" in again.output
 
 
+def test_a_bench_that_fails_leaves_no_script_and_keeps_the_ones_there(layouts_run, tmp_path, monkeypatch):
+    """The scripts are written as each call is benched: where a later call failed, the earlier ones' scripts were
+    left (and with --force, had replaced the user's). They are put in place once every call has been benched."""
+    from kernelscope.analyzer.errors import KernelscopeError
+    from kernelscope.recorder import bench as recorder_bench
+
+    benched = []
+    original = recorder_bench._bench_function
+
+    def fails_second(function, *args):
+        benched.append(function)
+        if len(benched) == 2:
+            raise KernelscopeError(None, f"{function} failed")
+        return original(function, *args)
+
+    monkeypatch.setattr(recorder_bench, "_bench_function", fails_second)
+    _, out = layouts_run
+    args = ["bench", out, "--function", "gelu", "--function", "softplus", "--repeat", 1, "--warmup", 0]
+    scripts = tmp_path / "scripts"
+    result = CliRunner().invoke(main, [str(a) for a in [*args, "--scripts", scripts]])
+    assert result.exit_code == 2 and result.stderr == "kernelscope: error: softplus failed\n", result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "no scripts folder, no staging folder"
+    scripts.mkdir()
+    (scripts / "gelu.py").write_text("the user's own")
+    benched.clear()
+    result = CliRunner().invoke(main, [str(a) for a in [*args, "--scripts", scripts, "--force"]])
+    assert result.exit_code == 2, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scripts"]
+    assert (
+        sorted(p.name for p in scripts.iterdir()) == ["gelu.py"]
+        and (scripts / "gelu.py").read_text() == "the user's own"
+    )
+
+
 def test_every_column_and_option_is_documented():
     from kernelscope.bench_command import bench as command
     from kernelscope.recorder.bench import COLUMNS

@@ -521,7 +521,7 @@ print("made at import", making is not None, "taken", connection._making is None,
 """
 
 
-def test_a_loading_command_takes_the_duckdb_instance_made_on_a_thread_while_the_cli_imports():
+def test_a_loading_command_takes_the_duckdb_instance_made_on_a_thread_while_the_analyzer_imports():
     done = subprocess.run(
         [sys.executable, "-c", INSTANCE_MADE_ON, "analyze", str(REPO / "sample_traces" / "mlp")],
         capture_output=True, text=True, timeout=120,
@@ -563,3 +563,34 @@ def test_python_dash_m_kernelscope_is_the_command():
     )
     assert missing.returncode == 2
     assert missing.stderr == "kernelscope: error: nope: no such run directory or trace file\n"
+
+
+HUGE = "99999999999999999999999"  # past 64 bits: DuckDB's LIMIT of --kernels --top-k was a traceback
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["bench", "{run}", "--repeat", "10001"], "--repeat"),
+        (["bench", "{run}", "--repeat", HUGE], "--repeat"),
+        (["bench", "{run}", "--warmup", "10001"], "--warmup"),
+        (["bench", "{run}", "--top-k", HUGE], "--top-k"),
+        (["record", "mod:make", "--warmup", "1001"], "--warmup"),
+        (["record", "mod:make", "--top-k", HUGE], "--top-k"),
+        (["demo", "--top-k", HUGE], "--top-k"),
+        (["analyze", "{run}", "--kernels", "--top-k", HUGE], "--top-k"),
+        (["analyze", "{run}", "--rank", HUGE], "--rank"),
+        (["analyze", "{run}", "--rank", "-1"], "--rank"),
+        (["diff", "{run}", "{run}", "--top-k", HUGE], "--top-k"),
+        (["runs", "{run}", "--top-k", HUGE], "--top-k"),
+        (["tree", "{run}", "--depth", HUGE], "--depth"),
+    ],
+)
+def test_a_count_past_its_bound_is_a_usage_error(args, option):
+    """--repeat 10**9 timed calls ran for days: every count an option takes has a bound, and past it the command
+    stops at once with one line, exit 2, before anything is read or run."""
+    result = CliRunner().invoke(main, [arg.format(run=REPO / "sample_traces" / "mlp") for arg in args])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"kernelscope: error: Invalid value for '{option}': ") and "is not in the range" in line
+    assert result.stdout == ""

@@ -27,15 +27,16 @@ def test_a_byte_order_mark_before_a_run_file_changes_nothing(name, tmp_path):
     assert marked.stdout == plain.stdout
 
 
-@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-le", "utf-32-be"])
 @pytest.mark.parametrize("name", ["manifest.json", "samples.json"])
-def test_a_run_file_in_utf16_is_named_so(name, codec, tmp_path):
-    """Without a byte order mark, UTF-16 read as UTF-8 was 'an unescaped quote (") inside a string'."""
+def test_a_run_file_in_utf16_or_utf32_is_named_so(name, codec, tmp_path):
+    """Without a byte order mark, UTF-16 read as UTF-8 was 'an unescaped quote (") inside a string'; UTF-32 with
+    one was named UTF-16 (its little-endian mark begins with UTF-16's), without one a fault of the JSON."""
     run = _copy_of_run(tmp_path, _encode(name, lambda data: data.decode("utf-8").encode(codec)))
     done = _in_process("analyze", run)
     assert done.exit_code == 2 and isinstance(done.exception, SystemExit), done.exception
     (line,) = done.stderr.strip().splitlines()
-    problem = "is not valid JSON (it is UTF-16 text, and kernelscope reads JSON files as UTF-8)"
+    problem = f"is not valid JSON (it is {codec[:6].upper()} text, and kernelscope reads JSON files as UTF-8)"
     assert line == f"kernelscope: error: {run}/{name}: {problem}"
 
 

@@ -34,3 +34,53 @@ def test_each_help_has_examples_of_itself_and_fits_80_columns(command):
 def test_the_groups_help_fits_80_columns():
     too_wide = [line for line in help_of().splitlines() if len(line) > 80]
     assert not too_wide, too_wide
+
+
+# Runs the command's own entry point (kernelscope.entry, as the installed script does) on each argument list in one
+# process, then prints which heavy modules got imported: --help and usage errors need none of them.
+HEAVY = ("pandas", "duckdb", "torch", "kernelscope.analyzer")
+LIGHT_RUN = """
+import json, sys
+from kernelscope import entry
+codes = []
+arg_lists, heavy = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for args in arg_lists:
+    sys.argv = ["kernelscope", *args]
+    try:
+        entry.main()
+    except SystemExit as exc:
+        codes.append(exc.code)
+sys.stdout.write("\\n" + json.dumps([codes, sorted(m for m in heavy if m in sys.modules)]) + "\\n")
+"""
+
+
+def heavy_modules_after(*arg_lists: list[str]) -> tuple[list, list[str]]:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", LIGHT_RUN, json.dumps(arg_lists), json.dumps(HEAVY)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    codes, loaded = json.loads(done.stdout.splitlines()[-1])
+    return codes, loaded
+
+
+def test_help_of_every_command_imports_no_heavy_module():
+    """pandas, DuckDB, the analyzer and torch take ~0.5 s to import: --help needs none (nor does a new command's)."""
+    codes, loaded = heavy_modules_after(["--help"], ["-h"], *([command, "--help"] for command in COMMANDS))
+    assert codes == [0] * (len(COMMANDS) + 2)
+    assert loaded == []
+
+
+def test_usage_errors_import_no_heavy_module():
+    codes, loaded = heavy_modules_after(
+        [], ["nosuchcommand"], ["analyze"], ["bench", "RUN", "--repeat", "0"], ["sql", "RUN", "--format", "xml"]
+    )
+    assert codes == [2] * 5
+    assert loaded == []

@@ -128,6 +128,20 @@ def test_o_duckdb_keeps_the_database(tmp_path):
     assert replaced.exit_code == 0 and "three" in replaced.output
 
 
+def test_o_duckdb_with_a_failing_query_writes_nothing_and_keeps_the_file_there(tmp_path):
+    """The query runs before the database is put in place: a query that fails leaves no database, and --force
+    replaces the user's file only once the query has run."""
+    target = tmp_path / "run.duckdb"
+    failed = CliRunner().invoke(main, ["sql", str(RUN), "bad sql", "-o", str(target)])
+    assert failed.exit_code == 2 and "the query failed: Parser Error" in failed.output
+    assert "database:" not in failed.output
+    assert list(tmp_path.iterdir()) == []
+    target.write_text("the user's own")
+    failed = CliRunner().invoke(main, ["sql", str(RUN), "SELECT nope FROM kernels", "-o", str(target), "--force"])
+    assert failed.exit_code == 2 and "Binder Error" in failed.output
+    assert [p.name for p in tmp_path.iterdir()] == ["run.duckdb"] and target.read_text() == "the user's own"
+
+
 def test_the_prompt_needs_no_terminal_to_read_a_script_from_a_pipe():
     done = subprocess.run(
         [sys.executable, "-m", "kernelscope.cli", "sql", str(RUN)],
