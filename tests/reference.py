@@ -206,7 +206,11 @@ def _ns(value) -> int:
     return int(Decimal(value) * 1000)
 
 
-GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
+# a launch that replays a graph: cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch, a fork's musaGraphLaunch…
+GRAPH_LAUNCH = re.compile(r"\w*GraphLaunch")
+# a launch that runs a kernel, of any device's runtime: Launch…Kernel (CUDA, ROCm, MUSA, Level Zero), Kernel…Launch
+# (Intel's urEnqueueKernelLaunch, piEnqueueKernelLaunch), Invoke…Kernel (Cambricon's cnInvokeKernel)
+KERNEL_LAUNCH = re.compile(r"\w*(Launch|Invoke)\w*Kernel|\w*Kernel\w*Launch")
 # The call names of a trace without a manifest, or of a recording that names calls from the trace (docs/sql.md).
 TRACE_CALLS = {
     "graph_replay_call": "torch.cuda.CUDAGraph.replay",
@@ -318,7 +322,7 @@ def reference_attribution(
                 tid = op[1]  # filed under another thread's id: it was made on its operator's thread
             launch_by_corr.setdefault(corr, (pid, tid, s))
             launch_external.setdefault(corr, (e.get("args") or {}).get("External id"))
-            if e.get("name", "").startswith(GRAPH_LAUNCHES):
+            if GRAPH_LAUNCH.match(e.get("name", "")):
                 graph_launches.setdefault(corr, i)
 
     by_thread: dict = {}
@@ -457,8 +461,8 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     }
     runtime = {corr: e["name"] for corr, e in runtime_events.items()}
     captures = _stream_captures(runtime_events)
-    must = {  # CUDA's and ROCm's (hip…) kernel launches, Launch…Kernel in any spelling, and graph launches
-        corr for corr, name in runtime.items() if re.match(r"(cu|hip)\w*Launch\w*Kernel|(cuda|cu|hip)GraphLaunch", name)
+    must = {  # kernel launches of any device's runtime, in any spelling, and graph launches
+        corr for corr, name in runtime.items() if KERNEL_LAUNCH.match(name) or GRAPH_LAUNCH.match(name)
     }
     device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
     unmatched = must - set(device)

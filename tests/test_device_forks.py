@@ -43,3 +43,43 @@ def test_a_fork_s_device_events_and_launches_are_read_as_kineto_s(tmp_path, fork
         assert_rows_as_original(run, original)
         assert run.launch_check() == original.launch_check()
         assert run.launch_check().launches == 60
+
+
+# The kernel launches of each runtime by their own names (the rest keep CUDA's): Moore Threads' MUSA mirrors CUDA's
+# API (musaLaunchKernel, muLaunchKernel); Intel's Unified Runtime and Level Zero (urEnqueueKernelLaunch,
+# zeCommandListAppendLaunchKernel; Kineto's XPU plugin, XPUActivity.h, draws its flows from these calls); Cambricon's
+# CNDrv (cnInvokeKernel, cnInvokeKernelEx: torch_mlu's kineto_mlu, cnpapi_activity_api.cpp, traces them).
+LAUNCH_NAMES = {
+    "musa": ("musa_runtime", "musa_driver", {"cudaLaunchKernel": "musaLaunchKernel",
+                                             "cudaLaunchKernelExC": "musaLaunchKernelExC",
+                                             "cuLaunchKernel": "muLaunchKernel"}),
+    "xpu": ("xpu_runtime", "xpu_driver", {"cudaLaunchKernel": "urEnqueueKernelLaunch",
+                                          "cudaLaunchKernelExC": "urEnqueueKernelLaunchCustomExp",
+                                          "cuLaunchKernel": "zeCommandListAppendLaunchKernel"}),
+    "mlu": ("mlu_runtime", "mlu_driver", {"cudaLaunchKernel": "cnInvokeKernel",
+                                          "cudaLaunchKernelExC": "cnInvokeKernelEx",
+                                          "cuLaunchKernel": "cnInvokeKernel"}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("fork", LAUNCH_NAMES)
+def test_a_kernel_launch_of_another_runtime_without_its_kernel_is_counted_lost(tmp_path, fork):
+    """The launch check counts every runtime's kernel launches, by the names its runtime gives them, not only CUDA's
+    and ROCm's (cu…, hip…): with one kernel left out, its launch is the one launch without a device event."""
+    doc = json.loads(gzip.decompress(BERT.read_bytes()))
+    runtime, driver, names = LAUNCH_NAMES[fork]
+    cats = {"cuda_runtime": runtime, "cuda_driver": driver}
+    dropped = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    doc["traceEvents"] = [
+        {**e, "cat": cats.get(e.get("cat"), e.get("cat")), "name": names.get(e.get("name"), e.get("name"))}
+        if e.get("cat") in cats else e
+        for e in doc["traceEvents"]
+        if e is not dropped
+    ]  # fmt: skip
+    path = tmp_path / f"{fork}.json"
+    path.write_text(json.dumps(doc))
+    with load_run(BERT) as original, load_run(path) as run:
+        assert_matches_reference(run, path)
+        check = run.launch_check()
+        assert (check.launches, check.launches_without_device_event) == (original.launch_check().launches, 1)
+        assert check.device_events == original.launch_check().device_events - 1
