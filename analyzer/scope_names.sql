@@ -16,6 +16,11 @@
 --     (privateuse1_runtime, privateuse1_driver), MTIA's (mtia_runtime) and those of Kineto's forks for other devices
 --     (Moore Threads' musa_runtime, Cambricon's mlu_runtime…); and the device-agnostic runtime and driver that Kineto's
 --     ActivityType now names them all as. Their device events are read as kernel, gpu_memcpy and gpu_memset (ingest.sql).
+--   ks_launch_family(cat): the runtime a launch category belongs to: the text before _runtime or _driver ('cuda' for
+--     cuda_runtime and cuda_driver, whose calls CUPTI numbers from one counter: "each function invocation is assigned
+--     a unique correlation ID", CUpti_ActivityAPI), '' for the device-agnostic runtime and driver. Each runtime numbers
+--     its own calls (CUPTI, Intel's PTI, an MTIA or PrivateUse1 plugin), so two runtimes' launches of one trace may
+--     share a correlation; two of one runtime may not (validate.sql).
 -- And the runtime calls the attribution reads by name (its launch check too), of every launch category above, by
 -- substring tests (cheaper than a regular expression per runtime call, of which a large trace holds millions):
 --   ks_graph_launch(name): a runtime or driver call that replays a graph: cudaGraphLaunch, cuGraphLaunch,
@@ -58,6 +63,9 @@ CREATE OR REPLACE MACRO ks_scope_call(name) AS
 
 CREATE OR REPLACE MACRO ks_launch_category(cat) AS
     suffix(cat, '_runtime') OR suffix(cat, '_driver') OR cat IN ('runtime', 'driver');
+
+CREATE OR REPLACE MACRO ks_launch_family(cat) AS
+    CASE WHEN suffix(cat, '_runtime') THEN left(cat, -8) WHEN suffix(cat, '_driver') THEN left(cat, -7) ELSE '' END;
 
 CREATE OR REPLACE MACRO ks_graph_launch(name) AS contains(name, 'GraphLaunch');
 
