@@ -1478,10 +1478,11 @@ static int text_ends(const Dictionary *d, int32_t i, const char *suffix) {
 }
 
 /* The name Kineto gives the device events of category i of a fork for another device (privateuse1_kernel,
- * mlu_memcpy, memset…), as ingest.sql reads them; NULL for any other category, and for Kineto's own names. */
+ * mlu_memcpy, memset…) and MTIA's (mtia_ccp_events, which Kineto's ActivityType.h now aliases to its kernels), as
+ * ingest.sql reads them; NULL for any other category, and for Kineto's own names. */
 static const char *device_category(const Dictionary *cat, int32_t i) {
     if (text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset")) return NULL;
-    if (text_ends(cat, i, "_kernel")) return "kernel";
+    if (text_ends(cat, i, "_kernel") || text_is(cat, i, "mtia_ccp_events")) return "kernel";
     if (text_is(cat, i, "memcpy") || text_ends(cat, i, "_memcpy")) return "gpu_memcpy";
     if (text_is(cat, i, "memset") || text_ends(cat, i, "_memset")) return "gpu_memset";
     return NULL;

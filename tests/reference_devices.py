@@ -48,10 +48,11 @@ def launch_of(device: dict, launches: list) -> tuple:
 
 
 def fork_device_category(cat):
-    """Kineto's name for a fork's device category (privateuse1_kernel, mlu_memcpy, memset…), or None."""
+    """Kineto's name for a fork's device category (privateuse1_kernel, mlu_memcpy, memset…) and for MTIA's on-device
+    events (mtia_ccp_events: libkineto's ActivityType.h aliases MTIA_CCP_EVENTS to CONCURRENT_KERNEL), or None."""
     if not isinstance(cat, str) or cat in DEVICE:
         return None
-    if cat.endswith("_kernel"):
+    if cat.endswith("_kernel") or cat == "mtia_ccp_events":
         return "kernel"
     if cat == "memcpy" or cat.endswith("_memcpy"):
         return "gpu_memcpy"

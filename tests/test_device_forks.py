@@ -1,9 +1,9 @@
 """Traces of Kineto's forks for other devices, which name their categories after the device: Moore Threads'
 (MooreThreads/kineto: musa_runtime, musa_driver), Cambricon's (mlu_runtime, mlu_memcpy, mlu_memset), a PrivateUse1
-backend's (privateuse1_kernel, privateuse1_memcpy, privateuse1_runtime), and Kineto's own device-agnostic runtime and
-driver (libkineto/include/ActivityType.h, RUNTIME and DRIVER). Each is a real trace (TraceLens's H100 BERT) with its
-categories renamed as the fork's ActivityType table names them, and its ac2g flows left out, so that only the
-categories link each device event to its launch."""
+backend's (privateuse1_kernel, privateuse1_memcpy, privateuse1_runtime), MTIA's (mtia_ccp_events, mtia_runtime), and
+Kineto's own device-agnostic runtime and driver (libkineto/include/ActivityType.h, RUNTIME and DRIVER). Each is a
+real trace (TraceLens's H100 BERT) with its categories renamed as the fork's ActivityType table names them, and its
+ac2g flows left out, so that only the categories link each device event to its launch."""
 
 import gzip
 import json
@@ -24,6 +24,9 @@ FORKS = {
         "cuda_runtime": "privateuse1_runtime",
     },
     "agnostic": {"cuda_runtime": "runtime", "cuda_driver": "driver", "gpu_memcpy": "memcpy"},
+    # MTIA's on-device events, which libkineto's ActivityType.h now aliases to its kernels (MTIA_CCP_EVENTS =
+    # CONCURRENT_KERNEL) and torch's deviceTypeFromActivity counts as device activity, and its runtime's calls
+    "mtia": {"cuda_runtime": "mtia_runtime", "cuda_driver": "mtia_runtime", "kernel": "mtia_ccp_events"},
 }
 
 
