@@ -1478,10 +1478,11 @@ static int text_ends(const Dictionary *d, int32_t i, const char *suffix) {
 }
 
 /* The name Kineto gives the device events of category i of a fork for another device (privateuse1_kernel,
- * mlu_memcpy, memset…), as ingest.sql reads them; NULL for any other category, and for Kineto's own names. */
+ * mlu_memcpy, memset…) and MTIA's (mtia_ccp_events, which Kineto's ActivityType.h now aliases to its kernels), as
+ * ingest.sql reads them; NULL for any other category, and for Kineto's own names. */
 static const char *device_category(const Dictionary *cat, int32_t i) {
     if (text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset")) return NULL;
-    if (text_ends(cat, i, "_kernel")) return "kernel";
+    if (text_ends(cat, i, "_kernel") || text_is(cat, i, "mtia_ccp_events")) return "kernel";
     if (text_is(cat, i, "memcpy") || text_ends(cat, i, "_memcpy")) return "gpu_memcpy";
     if (text_is(cat, i, "memset") || text_ends(cat, i, "_memset")) return "gpu_memset";
     return NULL;
@@ -1665,8 +1666,39 @@ static inline uint64_t value_hash(const Column *c, int64_t row) {
                                : (uint64_t)((const int64_t *)c->values)[row]);
 }
 
+/* The length of the runtime's name that launch category i begins with, as ks_launch_family reads it: the text before
+ * "_runtime" or "_driver" (cuda_runtime and cuda_driver are both CUDA's), none in Kineto's device-agnostic runtime and
+ * driver. */
+static size_t family_length(const Dictionary *cat, int32_t i) {
+    const int32_t *offsets = (const int32_t *)cat->offsets.data;
+    size_t length = (size_t)(offsets[i + 1] - offsets[i]);
+    return text_ends(cat, i, "_runtime") ? length - 8 : text_ends(cat, i, "_driver") ? length - 7 : 0;
+}
+
+/* Of each launch category (CAT_RUNTIME, CAT_LAUNCH), its runtime as the first category of the dictionary whose
+ * runtime it is, so that two launches are of one runtime where their families are equal; 0 when out of memory. */
+static int32_t *launch_families(const Dictionary *cat, const uint8_t *kind) {
+    int32_t *family = calloc((size_t)cat->count + 1, sizeof(int32_t));
+    if (!family) return NULL;
+    const int32_t *offsets = (const int32_t *)cat->offsets.data;
+    for (int32_t i = 0; i < cat->count; i++) {
+        family[i] = i;
+        if (kind[i] != CAT_RUNTIME && kind[i] != CAT_LAUNCH) continue;
+        size_t n = family_length(cat, i);
+        for (int32_t j = 0; j < i; j++) {
+            if ((kind[j] == CAT_RUNTIME || kind[j] == CAT_LAUNCH) && family_length(cat, j) == n &&
+                memcmp(cat->text.data + offsets[i], cat->text.data + offsets[j], n) == 0) {
+                family[i] = family[j];
+                break;
+            }
+        }
+    }
+    return family;
+}
+
 /* Whether the part holds what validate_repeats.sql looks for (1), or not (0); -1 when out of memory: two launches
- * (complete events of a category ks_launch_category names: CAT_RUNTIME and CAT_LAUNCH) with one correlation, or two
+ * (complete events of a category ks_launch_category names: CAT_RUNTIME and CAT_LAUNCH) of one runtime (ks_launch_family:
+ * each runtime numbers its own calls) with one correlation, or two
  * device events (complete) with one correlation, device, stream and start, among those with a correlation. For a
  * trace read as one part this is the query's answer, which validate.py then need not run; a repeat across parts
  * only the query sees. A hash set of rows per group, which stops at the first repeat. */
@@ -1674,6 +1706,12 @@ static int has_repeats(const Scan *s) {
     const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
     uint8_t *complete, *kind;
     if (!classify(s, &complete, &kind)) return -1;
+    int32_t *family = launch_families(cat, kind);
+    if (!family) {
+        free(complete);
+        free(kind);
+        return -1;
+    }
     const int32_t *ph_index = ph->indices.values, *cat_index = cat->indices.values;
     const Column *c = s->columns;
     int64_t candidates = 0;
@@ -1687,6 +1725,7 @@ static int has_repeats(const Scan *s) {
     /* one table per group: launches in the first half, device events in the second; a slot holds row + 1 */
     int64_t *slots = calloc(n_slots * 2, sizeof(int64_t));
     if (!slots) {
+        free(family);
         free(complete);
         free(kind);
         return -1;
@@ -1705,6 +1744,8 @@ static int has_repeats(const Scan *s) {
             h = mix64(h ^ value_hash(&c[DEVICE], row));
             h = mix64(h ^ value_hash(&c[STREAM], row));
             h = mix64(h ^ value_hash(&c[TS_NS], row));
+        } else {
+            h = mix64(h ^ (uint64_t)family[cat_index[row]]);
         }
         int64_t *table = slots + (device ? n_slots : 0);
         for (size_t i = (size_t)h & (n_slots - 1);; i = (i + 1) & (n_slots - 1)) {
@@ -1714,14 +1755,16 @@ static int has_repeats(const Scan *s) {
             }
             int64_t other = table[i] - 1;
             if (correlation[other] == correlation[row] &&
-                (!device || (same_value(&c[DEVICE], other, row) && same_value(&c[STREAM], other, row) &&
-                             same_value(&c[TS_NS], other, row)))) {
+                (device ? (same_value(&c[DEVICE], other, row) && same_value(&c[STREAM], other, row) &&
+                             same_value(&c[TS_NS], other, row))
+                        : family[cat_index[other]] == family[cat_index[row]])) {
                 repeat = 1;
                 break;
             }
         }
     }
     free(slots);
+    free(family);
     free(complete);
     free(kind);
     return repeat;

@@ -20,12 +20,12 @@
 -- connection.sql (every run's connection has them: connection.py).
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 
--- The runtime and driver calls that launch device work, one per correlation (validate.sql refuses a trace
--- with two): where each was made, and whether it must have device events (a kernel or graph launch: a
--- cudaMemsetAsync of zero bytes legitimately has none; seen on the H200, cuBLAS's memsets inside aten::addmm).
--- capture_step marks the calls that begin and end a stream capture, for the launch check.
+-- The runtime and driver calls that launch device work, one per correlation of each runtime (validate.sql refuses
+-- two of one: ks_launch_family): where each was made, and whether it must have device events (a kernel or graph
+-- launch: a cudaMemsetAsync of zero bytes legitimately has none; seen on the H200, cuBLAS's memsets inside
+-- aten::addmm). capture_step marks the calls that begin and end a stream capture, for the launch check.
 CREATE OR REPLACE TEMP TABLE ks_launches AS
-SELECT correlation, pid, tid, ts_ns, external_id,
+SELECT event_id AS launch_id, correlation, ks_launch_family(cat) AS family, pid, tid, ts_ns, external_id,
        CASE WHEN ks_graph_launch(name) THEN event_id END AS graph_launch_id,
        ks_kernel_launch(name) OR ks_graph_launch(name) AS must_launch,
        ks_capture_step(name) AS capture_step
@@ -66,15 +66,28 @@ SELECT d.event_id,
        d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
        COALESCE(d.external_id, l.external_id) AS external_id,
        l.pid AS at_pid, coalesce(o.tid, l.tid) AS at_tid, l.ts_ns AS at_ns, false AS is_cpu_op, l.graph_launch_id,
-       false AS namespaced
+       false AS namespaced, l.launch_id
 FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 LEFT JOIN ks_ops_by_id o
   ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns;
 
+-- Where launches of two runtimes share a correlation (each numbers its own calls: ks_launch_family), a device event
+-- of it was joined to each: it keeps the one that launched it, which Kineto gives the External id of the operator
+-- that its own runtime's launch has; else the last launch that started before it (a launch precedes its work); else
+-- the first. The device event's category does not tell its runtime: Kineto names every device's kernel "kernel".
+-- run if: (SELECT min(family) <> max(family) FROM ks_launches)
+DELETE FROM ks_items WHERE (event_id, launch_id) IN (
+    SELECT (i.event_id, i.launch_id)
+    FROM ks_items i JOIN ks_launches l USING (launch_id) JOIN events d USING (event_id)
+    QUALIFY row_number() OVER (PARTITION BY i.event_id
+                               ORDER BY coalesce(d.external_id = l.external_id, false) DESC, l.ts_ns <= d.ts_ns DESC,
+                                        CASE WHEN l.ts_ns <= d.ts_ns THEN -l.ts_ns ELSE l.ts_ns END, l.launch_id) > 1
+);
+
 -- A trace without device events: its operators.
 -- run if: NOT EXISTS (SELECT 1 FROM ks_items)
 INSERT INTO ks_items
-SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::')
+SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND NOT starts_with(name, getvariable('module_prefix'))
@@ -89,12 +102,12 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
 SET VARIABLE ks_launch_check = (
     WITH lost AS (
         SELECT count(*) AS launches, count(*) FILTER (WHERE capturing > 0) AS captured
-        FROM (SELECT l.correlation, sum(c.capture_step) AS capturing
+        FROM (SELECT l.launch_id, sum(c.capture_step) AS capturing
               FROM ks_launches l
               LEFT JOIN ks_launches c
                 ON c.capture_step IS NOT NULL AND c.pid = l.pid AND c.tid = l.tid AND c.ts_ns < l.ts_ns
-              WHERE l.must_launch AND NOT EXISTS (SELECT 1 FROM ks_items r WHERE r.correlation = l.correlation)
-              GROUP BY l.correlation)
+              WHERE l.must_launch AND NOT EXISTS (SELECT 1 FROM ks_items r WHERE r.launch_id = l.launch_id)
+              GROUP BY l.launch_id)
     )
     SELECT {launches: (SELECT count(*) FROM ks_launches WHERE must_launch) - lost.captured,
             device_events: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op),

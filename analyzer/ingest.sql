@@ -20,7 +20,8 @@
 -- "External id" is missing or null. _kineto.c (LEGACY_CATEGORIES) does the same. So are the device events of
 -- Kineto's forks for other devices: <device>_kernel (privateuse1_kernel), <device>_memcpy (mlu_memcpy,
 -- privateuse1_memcpy) and <device>_memset as kernel, gpu_memcpy and gpu_memset, and memcpy and memset as the latter
--- two (_kineto.c, device_category). Their launches keep their names (scope_names.sql, ks_launch_category).
+-- two (_kineto.c, device_category); and MTIA's on-device events, mtia_ccp_events, as kernel: Kineto's ActivityType.h
+-- now makes MTIA_CCP_EVENTS an alias of CONCURRENT_KERNEL, which it writes as "kernel". Their launches keep their names (scope_names.sql, ks_launch_category).
 INSERT INTO events
 SELECT event_id, ph, cat, name,
        CASE WHEN pid_name IS NULL THEN pid
@@ -37,7 +38,7 @@ FROM (SELECT
     ph,
     CASE cat WHEN 'Kernel' THEN 'kernel' WHEN 'Memcpy' THEN 'gpu_memcpy' WHEN 'Memset' THEN 'gpu_memset'
              WHEN 'Runtime' THEN 'cuda_runtime' WHEN 'Operator' THEN 'cpu_op' WHEN 'User' THEN 'gpu_user_annotation'
-             WHEN 'memcpy' THEN 'gpu_memcpy' WHEN 'memset' THEN 'gpu_memset'
+             WHEN 'memcpy' THEN 'gpu_memcpy' WHEN 'memset' THEN 'gpu_memset' WHEN 'mtia_ccp_events' THEN 'kernel'
              ELSE CASE WHEN suffix(cat, '_kernel') THEN 'kernel' WHEN suffix(cat, '_memcpy') THEN 'gpu_memcpy'
                        WHEN suffix(cat, '_memset') THEN 'gpu_memset'
                        ELSE coalesce(cat, CASE WHEN ph = 'i' AND name = '[memory]' THEN 'cpu_instant_event' END) END

@@ -16,16 +16,23 @@
 --     (privateuse1_runtime, privateuse1_driver), MTIA's (mtia_runtime) and those of Kineto's forks for other devices
 --     (Moore Threads' musa_runtime, Cambricon's mlu_runtime…); and the device-agnostic runtime and driver that Kineto's
 --     ActivityType now names them all as. Their device events are read as kernel, gpu_memcpy and gpu_memset (ingest.sql).
--- And the runtime calls the attribution reads by name (its launch check too), CUDA's (runtime cuda…, driver cu…) and
--- ROCm's (hip…, which Kineto files under the same categories), by prefix and substring tests (cheaper than a regular
--- expression per runtime call, of which a large trace holds millions):
+--   ks_launch_family(cat): the runtime a launch category belongs to: the text before _runtime or _driver ('cuda' for
+--     cuda_runtime and cuda_driver, whose calls CUPTI numbers from one counter: "each function invocation is assigned
+--     a unique correlation ID", CUpti_ActivityAPI), '' for the device-agnostic runtime and driver. Each runtime numbers
+--     its own calls (CUPTI, Intel's PTI, an MTIA or PrivateUse1 plugin), so two runtimes' launches of one trace may
+--     share a correlation; two of one runtime may not (validate.sql).
+-- And the runtime calls the attribution reads by name (its launch check too), of every launch category above, by
+-- substring tests (cheaper than a regular expression per runtime call, of which a large trace holds millions):
 --   ks_graph_launch(name): a runtime or driver call that replays a graph: cudaGraphLaunch, cuGraphLaunch,
---     hipGraphLaunch, with any suffix (_ptsz, _spt);
---   ks_kernel_launch(name): one that launches a kernel: a cu…/hip… call whose name holds "Launch" and, after it,
---     "Kernel": cudaLaunchKernel(ExC), cuLaunchKernel(Ex), their Cooperative variants, hipLaunchKernel,
---     hipModuleLaunchKernel, hipExtModuleLaunchKernel, hipExtLaunchMultiKernelMultiDevice…, any suffix; not
---     cudaLaunchHostFunc, which runs no kernel. Memory copies and sets (cudaMemcpyAsync, hipMemcpyWithStream,
---     hipMemsetAsync…) need no rule: their device events reach them by correlation, whatever their name.
+--     hipGraphLaunch, a fork's musaGraphLaunch…, with any suffix (_ptsz, _spt);
+--   ks_kernel_launch(name): one that launches a kernel: a call whose name holds "Kernel" and "Launch" or "Invoke":
+--     CUDA's cudaLaunchKernel(ExC), cuLaunchKernel(Ex) and their Cooperative variants, ROCm's hipLaunchKernel,
+--     hipModuleLaunchKernel, hipExtLaunchMultiKernelMultiDevice…, Moore Threads' musaLaunchKernel, Intel XPU's
+--     urEnqueueKernelLaunch, piEnqueueKernelLaunch, piextEnqueueCooperativeKernelLaunch (the calls Kineto's XPU
+--     plugin draws flows from, XPUActivity.h) and zeCommandListAppendLaunchKernel, Cambricon's cnInvokeKernel(Ex)
+--     (torch_mlu's kineto_mlu traces them), any suffix; not cudaLaunchHostFunc or cnInvokeHostFunc, which run no
+--     kernel. Memory copies and sets (cudaMemcpyAsync, hipMemcpyWithStream, hipMemsetAsync…) need no rule: their
+--     device events reach them by correlation, whatever their name.
 CREATE OR REPLACE MACRO ks_after_first(text, separator) AS text[strpos(text, separator) + length(separator):];
 
 -- (text is bound once, as the lambda's argument: a macro's parameter is a copy of its argument's expression at each
@@ -57,8 +64,10 @@ CREATE OR REPLACE MACRO ks_scope_call(name) AS
 CREATE OR REPLACE MACRO ks_launch_category(cat) AS
     suffix(cat, '_runtime') OR suffix(cat, '_driver') OR cat IN ('runtime', 'driver');
 
-CREATE OR REPLACE MACRO ks_graph_launch(name) AS
-    starts_with(name, 'cudaGraphLaunch') OR starts_with(name, 'cuGraphLaunch') OR starts_with(name, 'hipGraphLaunch');
+CREATE OR REPLACE MACRO ks_launch_family(cat) AS
+    CASE WHEN suffix(cat, '_runtime') THEN left(cat, -8) WHEN suffix(cat, '_driver') THEN left(cat, -7) ELSE '' END;
+
+CREATE OR REPLACE MACRO ks_graph_launch(name) AS contains(name, 'GraphLaunch');
 
 -- ks_capture_step(name): +1 for a call that begins a stream capture (cudaStreamBeginCapture, cuStreamBeginCapture,
 --   hipStreamBeginCapture, …ToGraph, any suffix), -1 for one that ends it (…StreamEndCapture), else NULL: the launches
@@ -67,5 +76,4 @@ CREATE OR REPLACE MACRO ks_capture_step(name) AS
     CASE WHEN contains(name, 'StreamBeginCapture') THEN 1 WHEN contains(name, 'StreamEndCapture') THEN -1 END;
 
 CREATE OR REPLACE MACRO ks_kernel_launch(name) AS
-    (starts_with(name, 'cu') OR starts_with(name, 'hip'))
-    AND contains(name, 'Launch') AND contains(name[strpos(name, 'Launch') + 6:], 'Kernel');
+    contains(name, 'Kernel') AND (contains(name, 'Launch') OR contains(name, 'Invoke'));

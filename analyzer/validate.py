@@ -24,7 +24,7 @@ VALUE_CHARS = 40
 # nanoseconds (ingest.sql): a device event, a launch of any device's runtime or driver, an operator or annotation
 HELD_TO_RULES = (
     "({c} IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'memcpy', 'memset', 'cpu_op', 'user_annotation', 'runtime',"
-    " 'driver', 'Kernel', 'Memcpy', 'Memset', 'Runtime', 'Operator') OR suffix({c}, '_kernel')"
+    " 'driver', 'Kernel', 'Memcpy', 'Memset', 'Runtime', 'Operator', 'mtia_ccp_events') OR suffix({c}, '_kernel')"
     " OR suffix({c}, '_memcpy') OR suffix({c}, '_memset') OR suffix({c}, '_runtime') OR suffix({c}, '_driver'))"
 )
 JSON_TYPES = {"VARCHAR": "string", "BOOLEAN": "boolean", "ARRAY": "array"} | dict.fromkeys(

@@ -3,7 +3,7 @@
 -- complete event the attribution reads (a device event, launch, operator or annotation) without a readable start or
 -- duration, or with a negative duration, a device event that is
 -- not a complete event or has no correlation, a launch that shares its correlation with another
--- launch, a device event listed twice. A launch is a call of a category ks_launch_category names
+-- launch of its runtime (ks_launch_family: each runtime numbers its own calls), a device event listed twice. A launch is a call of a category ks_launch_category names
 -- (scope_names.sql); rules 5 and 7 hold CUDA's (cuda_runtime, cuda_driver) to a correlation and a thread, which
 -- every CUDA and ROCm trace gives them, and the attribution reads the other runtimes' calls where they have them.
 -- Real Kineto traces pass every rule (tests/test_sample_traces.py); tests/test_bad_input.py checks each rule's
@@ -19,7 +19,7 @@ device AS (
     SELECT * FROM events WHERE cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 ),
 launch AS (
-    SELECT * FROM events WHERE ph = 'X' AND ks_launch_category(cat)
+    SELECT *, ks_launch_family(cat) AS family FROM events WHERE ph = 'X' AND ks_launch_category(cat)
 ),
 per_event AS (  -- the rules' columns only: reading every event's args too was a third of the scan's cost
     SELECT event_id,
@@ -57,11 +57,11 @@ problems AS (
     FROM (SELECT * FROM per_event WHERE rule IS NOT NULL) JOIN events USING (event_id)
     UNION ALL
     SELECT 8, event_id, cat, name,
-           'shares correlation ' || correlation || ' with another launch, traceEvents[' || first_id || ']'
+           'shares correlation ' || correlation || ' with another launch of its runtime, traceEvents[' || first_id || ']'
     FROM launch JOIN (
-        SELECT correlation, min(event_id) AS first_id FROM launch
-        WHERE correlation IS NOT NULL GROUP BY correlation HAVING count(*) > 1
-    ) USING (correlation)
+        SELECT family, correlation, min(event_id) AS first_id FROM launch
+        WHERE correlation IS NOT NULL GROUP BY family, correlation HAVING count(*) > 1
+    ) USING (family, correlation)
     WHERE event_id > first_id
     UNION ALL
     SELECT 9, event_id, cat, name,

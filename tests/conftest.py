@@ -1,3 +1,4 @@
+import json
 import os
 import sys
 from pathlib import Path
@@ -132,3 +133,16 @@ def assert_rows_as_original(run, original) -> None:
         r.profiling_df().sort_values("event_id")[ATTRIBUTION_COLUMNS].reset_index(drop=True) for r in (run, original)
     )
     assert ours.equals(theirs)
+
+
+def assert_reads_as_original(doc: dict, path: Path, original: Path) -> None:
+    """``doc`` written to ``path`` reads as the trace ``original`` it was rewritten from: the reference's rows, and
+    ``original``'s rows and launch check."""
+    from kernelscope.analyzer import load_run
+    from reference import assert_matches_reference
+
+    path.write_text(json.dumps(doc))
+    with load_run(original) as theirs, load_run(path) as ours:
+        assert_matches_reference(ours, path)
+        assert_rows_as_original(ours, theirs)
+        assert ours.launch_check() == theirs.launch_check()

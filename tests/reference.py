@@ -20,7 +20,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from reference_devices import flow_launch_points, fork_device_category, is_launch, npu_tasks_as_device_events
+from reference_devices import (
+    flow_launch_points,
+    fork_device_category,
+    is_launch,
+    launch_of,
+    npu_tasks_as_device_events,
+)
 from reference_frames import frame_scope
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -206,7 +212,11 @@ def _ns(value) -> int:
     return int(Decimal(value) * 1000)
 
 
-GRAPH_LAUNCHES = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
+# a launch that replays a graph: cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch, a fork's musaGraphLaunch…
+GRAPH_LAUNCH = re.compile(r"\w*GraphLaunch")
+# a launch that runs a kernel, of any device's runtime: Launch…Kernel (CUDA, ROCm, MUSA, Level Zero), Kernel…Launch
+# (Intel's urEnqueueKernelLaunch, piEnqueueKernelLaunch), Invoke…Kernel (Cambricon's cnInvokeKernel)
+KERNEL_LAUNCH = re.compile(r"\w*(Launch|Invoke)\w*Kernel|\w*Kernel\w*Launch")
 # The call names of a trace without a manifest, or of a recording that names calls from the trace (docs/sql.md).
 TRACE_CALLS = {
     "graph_replay_call": "torch.cuda.CUDAGraph.replay",
@@ -306,9 +316,9 @@ def reference_attribution(
         if role(e) == "op" and external is not None:
             first_ops.setdefault(external, (e.get("pid"), e.get("tid"), s, end, i))
 
+    # correlation -> [(launch, event index, launch point (pid, tid, start))]: one per runtime, which each number their
+    # own calls (a kernel that carries no External id has its launch's)
     launch_by_corr: dict = {}
-    launch_external: dict = {}  # a kernel that carries no External id has its launch's
-    graph_launches: dict = {}  # correlation -> the graph launch's event index
     for i, e, s, _end in sorted(spans, key=lambda x: (x[2], x[0])):
         corr = (e.get("args") or {}).get("correlation")
         if is_launch(e.get("cat")) and corr is not None:
@@ -316,10 +326,7 @@ def reference_attribution(
             op = first_ops.get((e.get("args") or {}).get("External id"))
             if op is not None and op[0] == pid and op[1] != tid and op[2] <= s < op[3]:
                 tid = op[1]  # filed under another thread's id: it was made on its operator's thread
-            launch_by_corr.setdefault(corr, (pid, tid, s))
-            launch_external.setdefault(corr, (e.get("args") or {}).get("External id"))
-            if e.get("name", "").startswith(GRAPH_LAUNCHES):
-                graph_launches.setdefault(corr, i)
+            launch_by_corr.setdefault(corr, []).append((e, i, (pid, tid, s)))
 
     by_thread: dict = {}
     for i, e, s, end in spans:
@@ -369,7 +376,7 @@ def reference_attribution(
     ]
     held_ops = {first_ops[a["External id"]][4] for a in lost if a.get("External id") in first_ops}
     if not cpu_mode:
-        for pid, tid, t in [*launch_by_corr.values(), *flow_points.values()]:
+        for pid, tid, t in [*(x[2] for xs in launch_by_corr.values() for x in xs), *flow_points.values()]:
             wanted.setdefault((pid, tid), set()).add(t)
 
     for key, items in by_thread.items():
@@ -429,13 +436,16 @@ def reference_attribution(
     empty |= dict.fromkeys(("call_op_event", "named_op", "named_op_event"))
     for i, e, s, end in device:
         args = e.get("args") or {}
-        launch = launch_by_corr.get(args.get("correlation"), flow_points.get(id(e)))
+        candidates = launch_by_corr.get(args.get("correlation"))
+        launched = launch_of(e, candidates) if candidates else None
+        launch = launched[2] if launched else flow_points.get(id(e))
         if launch is None and args.get("External id") in first_ops:
             launch = first_ops[args["External id"]][4]
         ctx = (contexts.get(launch) if launch is not None else None) or empty
-        external = args.get("External id", launch_external.get(args.get("correlation")))
+        external = args.get("External id", (launched[0].get("args") or {}).get("External id") if launched else None)
         op = ops_by_external.get(external) or ctx["inner_op"]
-        ctx = named_from_the_trace(ctx, graph_launches.get(args.get("correlation")))
+        graph_launch = launched[1] if launched and GRAPH_LAUNCH.match(launched[0].get("name", "")) else None
+        ctx = named_from_the_trace(ctx, graph_launch)
         rows[i] = {**row(ctx), "op": op, "kernel": e["name"], "kind": DEVICE_CATS[e["cat"]], "dur_ns": end - s}
     return rows
 
@@ -450,22 +460,25 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     without a launch), counted over the trace's complete events: the kernel and graph launches must, but for those
     that a stream capture recorded (and that have none)."""
     events = [e for e in load_events(path) if e.get("ph") == "X"]
-    runtime_events = {
-        e["args"]["correlation"]: e
-        for e in events
+    runtime_events = {  # event index -> launch; by correlation, one per runtime
+        i: e
+        for i, e in enumerate(events)
         if is_launch(e.get("cat")) and isinstance((e.get("args") or {}).get("correlation"), int)
     }
-    runtime = {corr: e["name"] for corr, e in runtime_events.items()}
+    by_corr: dict = {}
+    for i, e in runtime_events.items():
+        by_corr.setdefault(e["args"]["correlation"], []).append((e, i))
     captures = _stream_captures(runtime_events)
-    must = {  # CUDA's and ROCm's (hip…) kernel launches, Launch…Kernel in any spelling, and graph launches
-        corr for corr, name in runtime.items() if re.match(r"(cu|hip)\w*Launch\w*Kernel|(cuda|cu|hip)GraphLaunch", name)
+    must = {  # kernel launches of any device's runtime, in any spelling, and graph launches
+        i for i, e in runtime_events.items() if KERNEL_LAUNCH.match(e["name"]) or GRAPH_LAUNCH.match(e["name"])
     }
-    device = [(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS]
-    unmatched = must - set(device)
-    captured = {corr for corr in unmatched if _captured(runtime_events[corr], captures)} if unmatched else set()
+    device = [(e, (e.get("args") or {}).get("correlation")) for e in events if e.get("cat") in DEVICE_CATS]
+    launched = {launch_of(e, by_corr[corr])[1] for e, corr in device if corr in by_corr}
+    unmatched = must - launched
+    captured = {i for i in unmatched if _captured(runtime_events[i], captures)} if unmatched else set()
     # a device event whose flow arrow names where it was launched from is not one without a launch
-    without_launch = sum(corr not in runtime for corr in device) - len(
-        flow_launch_points(load_events(path), set(runtime))
+    without_launch = sum(corr not in by_corr for _e, corr in device) - len(
+        flow_launch_points(load_events(path), set(by_corr))
     )
     return len(must - captured), len(device), len(unmatched - captured), without_launch
 

@@ -20,11 +20,39 @@ def is_launch(cat) -> bool:
     return isinstance(cat, str) and (cat.endswith(("_runtime", "_driver")) or cat in ("runtime", "driver"))
 
 
+def runtime_of(cat: str) -> str:
+    """The runtime a launch category is of: its text before _runtime or _driver (CUDA's runtime and driver calls are
+    one runtime's, numbered by one CUPTI counter), nothing for Kineto's device-agnostic runtime and driver."""
+    for suffix in ("_runtime", "_driver"):
+        if cat.endswith(suffix):
+            return cat[: -len(suffix)]
+    return ""
+
+
+def launch_of(device: dict, launches: list) -> tuple:
+    """Of the launches ``(event, index, …)`` that share ``device``'s correlation (one per runtime: each numbers its
+    own calls), the one that launched it: the one with its External id (which Kineto copies from its launch), else the
+    last one that started before it, else the first after it; of equals, the first in the trace."""
+    if len(launches) == 1:
+        return launches[0]
+    external = (device.get("args") or {}).get("External id")
+    start = _ns(device["ts"])
+
+    def key(launch: tuple) -> tuple:
+        event, index = launch[0], launch[1]
+        at = _ns(event["ts"])
+        matches = external is not None and (event.get("args") or {}).get("External id") == external
+        return (not matches, at > start, -at if at <= start else at, index)
+
+    return min(launches, key=key)
+
+
 def fork_device_category(cat):
-    """Kineto's name for a fork's device category (privateuse1_kernel, mlu_memcpy, memset…), or None."""
+    """Kineto's name for a fork's device category (privateuse1_kernel, mlu_memcpy, memset…) and for MTIA's on-device
+    events (mtia_ccp_events: libkineto's ActivityType.h aliases MTIA_CCP_EVENTS to CONCURRENT_KERNEL), or None."""
     if not isinstance(cat, str) or cat in DEVICE:
         return None
-    if cat.endswith("_kernel"):
+    if cat.endswith("_kernel") or cat == "mtia_ccp_events":
         return "kernel"
     if cat == "memcpy" or cat.endswith("_memcpy"):
         return "gpu_memcpy"

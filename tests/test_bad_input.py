@@ -120,7 +120,6 @@ def _gone(name):
     return lambda run: (run / name).unlink()
 
 
-XPU_LAUNCH = "urEnqueueKernelLaunch"  # an Intel XPU's kernel launch, which Kineto files under xpu_runtime
 # name -> builder(tmp_path) of (bad input, where its message points, the fault it names)
 TRACE_CASES = {
     "string ts": lambda tmp_path: (_trace(tmp_path, _set(K, "ts", "soon")), KERNEL, 'has ts "soon", not a number'),
@@ -175,12 +174,16 @@ TRACE_CASES = {
     "duplicated launch correlation": lambda tmp_path: (
         _trace(tmp_path, _duplicate(L)),
         f"traceEvents[{len(EVENTS['traceEvents'])}] (cuda_runtime 'cudaLaunchKernel')",
-        f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch, traceEvents[{L}]",
+        f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch of its runtime, "
+        f"traceEvents[{L}]",
     ),
-    "launch correlation shared with an XPU's runtime call": lambda tmp_path: (
-        _trace(tmp_path, lambda events: events.append({**events[L], "cat": "xpu_runtime", "name": XPU_LAUNCH})),
-        f"traceEvents[{len(EVENTS['traceEvents'])}] (xpu_runtime 'urEnqueueKernelLaunch')",
-        f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch, traceEvents[{L}]",
+    # CUPTI numbers CUDA's runtime and driver calls from one counter (CUpti_ActivityAPI.correlationId: "each function
+    # invocation is assigned a unique correlation ID"): a driver call that shares a runtime call's is a broken trace
+    "launch correlation shared with a CUDA driver call": lambda tmp_path: (
+        _trace(tmp_path, lambda events: events.append({**events[L], "cat": "cuda_driver", "name": "cuLaunchKernel"})),
+        f"traceEvents[{len(EVENTS['traceEvents'])}] (cuda_driver 'cuLaunchKernel')",
+        f"shares correlation {EVENTS['traceEvents'][L]['args']['correlation']} with another launch of its runtime, "
+        f"traceEvents[{L}]",
     ),
     "duplicated device event": lambda tmp_path: (
         _trace(tmp_path, _duplicate(K)),
