@@ -20,8 +20,9 @@ the model's binding):
   stored references.
 - ``nn.Module.__reduce_ex__``, so that a module the model copies or pickles while recorded holds its own values
   (recorder/copies.py);
-- the instance ``_call_impl`` of a module with forward hooks, so that its hooks run in its scope
-  (recorder/hooked_calls.py).
+- the instance ``_call_impl`` of a module with forward hooks, so that its hooks run in its scope, and
+  ``nn.Module``'s hook registration and ``__setattr__``, so that a module given hooks or a forward while recorded
+  gets it then (recorder/hooked_calls.py).
 
 The functions' wrappers are made once per process, for the exact objects they wrap (recorder/wrappers.py).
 
@@ -56,7 +57,7 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
-from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks
+from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks, scoped_when_hooked
 from .interpreter_state import gc_paused, recursion_room
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .recordings import recording_of, sample_scopes
@@ -288,6 +289,7 @@ def _install(
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
+    scopes: dict[int, tuple[nn.Module, str]] = {}  # the modules whose hooks set while recorded run in their scope
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
         patches.set_item(vars(module), key, value, before)
@@ -301,8 +303,10 @@ def _install(
         observed_names.append(name)
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
         entry = compiled_entry(module, optimized_type)
+        if entry is None:
+            scopes[id(module)] = module, MODULE_PREFIX + scope_text(name)
         if entry is None and (every_module_hooked or has_forward_hooks(module)):  # hooks in its scope too
-            patch_module(module, "_call_impl", call_in_scope(module, MODULE_PREFIX + scope_text(name)))
+            patch_module(module, "_call_impl", call_in_scope(module, scopes[id(module)][1]))
         if entry is not None:
             compiled_roots.append(name)
             attribute, compiled = entry
@@ -344,7 +348,14 @@ def _install(
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
-    copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
+    held_in_copies = copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
+    if plan is not None:  # with functions=False, none: a class attribute dynamo may guard
+
+        def patch_while_recorded(module: nn.Module, key: str, value: Any) -> None:
+            patches.set_item(vars(module), key, value)
+            held_in_copies(patches.saved[-1])
+
+        scoped_when_hooked(patches, scopes, patch_while_recorded)
 
 
 def _scope_compiled_methods(
