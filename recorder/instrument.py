@@ -67,7 +67,7 @@ from .scope_gate import OPEN as scopes_open
 from .stored_references import Slots, stored_reference_sites
 from .threads import model_threads
 from .wrappers import functional_names, patch_plan  # noqa: F401 (tests read the rule)
-from .wrapping import wraps
+from .wrapping import bound_like, wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
 _Tensor = torch.Tensor
@@ -88,14 +88,16 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
     runs in that scope too, whenever it is resumed (recorder/lazy_results.py). ``kind``: the module's class, where
     ``forward`` is that class's bound to it: a module whose class the program changes while recorded
     (``module.__class__ = Fast``, as libraries that swap in an implementation at a first call do) runs its new
-    class's forward, as it would unrecorded (the instance attribute would shadow it)."""
-    inside_call, scoped = INSIDE_CALL.get, forward if in_scope is None else in_scope
-    module = forward.__self__ if kind is not None else None
+    class's forward, as it would unrecorded (the instance attribute would shadow it). A bound ``forward`` gets a
+    wrapper bound as it is (``wrapping.bound_like``), which calls its function with the module first."""
+    inside_call, method = INSIDE_CALL.get, in_scope is None and isinstance(forward, types.MethodType)
+    own = forward.__func__ if method else forward
+    scoped, module = own if in_scope is None else in_scope, getattr(forward, "__self__", None)
 
     def forward_in_scope(*args, **kwargs):
         run = scoped if kind is None or type(module) is kind else class_forwards.forward_of_its_class(module)
         if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
-            return (forward if run is scoped else run)(*args, **kwargs)
+            return (own if run is scoped else run)(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = run(*args, **kwargs)
         kind_of_result = type(result)  # a lazy result runs later: handed back to run in the scope (handed_back)
@@ -108,24 +110,27 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
             return result
         return handed_back(result, scope_name)
 
-    return wraps(of_its_kind(forward_in_scope, forward), forward)
+    wrapper = of_its_kind(forward_in_scope, forward)
+    return bound_like(wrapper, forward) if method else wraps(wrapper, forward)
 
 
 def _folded_forward(forward: Any, module_suffix: str):
     """The forward of a module whose scope is folded into its call's (``folds_into_its_call``): no scope of
-    its own; the call made inside names the module after its own name (``ks.fn:linear#3@encoder.fc``)."""
+    its own; the call made inside names the module after its own name (``ks.fn:linear#3@encoder.fc``). ``forward``:
+    torch's own class's, bound to the module, as the wrapper is (``wrapping.bound_like``)."""
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
+    function = forward.__func__
 
-    def forward_in_call_scope(*args, **kwargs):
+    def forward_in_call_scope(*args, **kwargs):  # the module first
         if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
-            return forward(*args, **kwargs)
+            return function(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
-            return forward(*args, **kwargs)
+            return function(*args, **kwargs)
         finally:
             leave_call(token)
 
-    return wraps(forward_in_call_scope, forward)
+    return bound_like(forward_in_call_scope, forward)
 
 
 _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
