@@ -325,7 +325,7 @@ def _install(
             continue
         if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
             continue
-        if folds_into_its_call(module) and functions:
+        if folds_into_its_call(module) and functions and isinstance(module.forward, types.MethodType):
             suffix = MODULE_SEPARATOR + scope_text(name)
             wrapper = _folded_forward(module.forward, suffix)
             instances.add(module, wrapper, None, suffix)
