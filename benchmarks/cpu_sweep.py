@@ -28,6 +28,7 @@ higher-order ops, export and TorchScript variants, odd forwards and transformers
 sweep_cpu_mechanisms_unseen5.py, sweep_cpu_mechanisms_unseen5_instances.py, sweep_cpu_mechanisms_unseen5_ops.py and
 sweep_cpu_mechanisms_unseen5_models.py (hooks of every kind, odd module names, asyncio tasks, frozen, copied and
 tied modules, QAT, numerics namespaces, losses, sparse, complex and nested layouts, decoding loops of the user's own),
+sweep_cpu_mechanisms_unseen6.py (hooks and forwards set around each call, a child's forward inspected by its parent),
 sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
 out), sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
 alone with ``--only-zoo``). A model its library cannot build here, or that fails without kernelscope (an unprofiled
@@ -320,6 +321,7 @@ def factories() -> dict:
     from sweep_cpu_mechanisms_unseen5_instances import UNSEEN5_INSTANCE_MECHANISMS
     from sweep_cpu_mechanisms_unseen5_models import UNSEEN5_MODELS
     from sweep_cpu_mechanisms_unseen5_ops import UNSEEN5_OP_MECHANISMS
+    from sweep_cpu_mechanisms_unseen6 import UNSEEN6_MECHANISMS
     from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
     from sweep_cpu_models import MODELS
     from sweep_cpu_models_unseen import UNSEEN_MODELS
@@ -342,6 +344,7 @@ def factories() -> dict:
         **UNSEEN5_INSTANCE_MECHANISMS,
         **UNSEEN5_OP_MECHANISMS,
         **UNSEEN5_MODELS,
+        **UNSEEN6_MECHANISMS,
         **TORCHVISION_MODELS,
         **TIMM_MODELS,
     }

@@ -39,8 +39,8 @@ class HooksItsChild(nn.Module):
 
 def hook_registered_in_forward():
     return _w("hook_registered_in_forward", HooksItsChild().eval(), description="a forward hook registered and "
-              "removed inside the parent's forward (one registered while recorded runs in the caller's scope)",
-              modules={"gelu": {"a", "b"}, "softsign": {""}}, calls={"softsign": 1})  # fmt: skip
+              "removed inside the parent's forward (in the hooked module's scope, as one registered before)",
+              modules={"gelu": {"a", "b"}, "softsign": {"b"}}, calls={"softsign": 1})  # fmt: skip
 
 
 def global_module_hooks():

@@ -34,8 +34,8 @@ _FRAMES_LOOKED_AT = 64  # past them, a forward is taken to be reached from outsi
 
 class ScopedInstances:
     """The scoped modules of one recording: ``id(module) -> (module, scope name or None, folded suffix or None)``,
-    and the code of the instance wrappers whose frames mark a module's scope (``forward`` is the bound method
-    they run)."""
+    and the code of the instance wrappers whose frames mark a module's scope (``module`` is the object their forward
+    is bound to)."""
 
     def __init__(self) -> None:
         self.scopes: dict[int, tuple[nn.Module, str | None, str | None, Any]] = {}
@@ -78,10 +78,12 @@ def class_of_its_forward(module: nn.Module, no_instance_forward: bool) -> type |
 
 
 def forward_of_its_class(module: nn.Module) -> Any:
-    """The forward of ``module``'s class now, bound to it: the program changed the class while recorded
-    (``module.__class__ = Fast``, as libraries that swap in an implementation at a first call do); the instance
-    wrapper, which would shadow it, runs it in the module's scope, as it runs unrecorded."""
-    return type(module).forward.__get__(module, type(module))
+    """The forward of ``module``'s class now, bound to it, called with the module first as the instance wrapper's
+    function is: the program changed the class while recorded (``module.__class__ = Fast``, as libraries that swap in
+    an implementation at a first call do); the instance wrapper, which would shadow it, runs it in the module's
+    scope, as it runs unrecorded."""
+    forward = type(module).forward.__get__(module, type(module))
+    return lambda _module, *args, **kwargs: forward(*args, **kwargs)
 
 
 def is_data_descriptor(value: Any) -> bool:
@@ -178,7 +180,8 @@ def _innermost_scoped_module(frame: Any, wrapper_codes: set, own_code: types.Cod
         code = frame.f_code
         if code is own_code:  # every class-level wrapper's (one code, many closures)
             return frame.f_locals.get("self")
-        if code in wrapper_codes:
-            return getattr(frame.f_locals.get("forward"), "__self__", None)
+        if code in wrapper_codes:  # the object their forward is bound to: "module", or a folded one's first argument
+            names = frame.f_locals
+            return names["module"] if "module" in names else next(iter(names.get("args", ())), None)
         frame = frame.f_back
     return None

@@ -138,23 +138,29 @@ def import_what_the_profiler_imports() -> None:
 @functools.cache
 def recorder_codes() -> tuple[types.CodeType, ...]:
     """The code of every function of this package, nested functions (the wrappers) included, and of the torch
-    function the wrappers call first (``dynamo_tracing``)."""
+    functions written in Python that its modules call by name (``dynamo_tracing``; ``may_compare_by_identity``'s
+    ``_get_current_function_mode_stack``, called by every call a default device's mode handles): a wrapper called
+    inside a compiled region calls them there, where torch refuses a frame dynamo has not seen."""
     package = __name__.rpartition(".")[0]
     codes: list[types.CodeType] = []
+    torch_codes: list[types.CodeType] = []
     for name, module in list(sys.modules.items()):
         if name == package or name.startswith(package + "."):
             for value in vars(module).values():
                 _collect_codes(value, package, codes)
+                _collect_codes(value, "torch", torch_codes, classes=False)  # their comprehensions too
     folder = os.path.dirname(__file__) + os.sep  # not contextlib's helper behind a @contextmanager, say
-    return (dynamo_tracing.__code__, *(code for code in codes if code.co_filename.startswith(folder)))
+    return (*dict.fromkeys(torch_codes), *(code for code in codes if code.co_filename.startswith(folder)))
 
 
-def _collect_codes(value: Any, package: str, into: list) -> None:
-    if isinstance(value, type) and value.__module__.startswith(package):
+def _collect_codes(value: Any, package: str, into: list, classes: bool = True) -> None:
+    """The code of ``value`` and of the functions nested in it, where it is a function of ``package`` (or, with
+    ``classes``, a class of it: its methods')."""
+    if classes and isinstance(value, type) and value.__module__.startswith(package):
         for member in vars(value).values():
             for function in (getattr(member, "__func__", member), *(getattr(member, a, None) for a in _ACCESSORS)):
                 _collect_codes(function, package, into)
-    elif inspect.isfunction(value) and value.__module__.startswith(package):
+    elif inspect.isfunction(value) and (value.__module__ or "").startswith(package):
         pending = [value.__code__]
         while pending:
             code = pending.pop()
@@ -180,7 +186,8 @@ def compiled_code_kept() -> Iterator[None]:
     could decide to skip it, and so two kinds of frame that ran compiled before the patches:
 
     - code dynamo has not seen: the recorder's own, run inside compiled regions wherever compiled code calls a patched
-      function (a Tensor method at a graph break: ``.item()``, ``Tensor.__bool__`` of a data-dependent branch). It is
+      function (a Tensor method at a graph break: ``.item()``, ``Tensor.__bool__`` of a data-dependent branch), and
+      the torch functions written in Python it calls there (the mode stack, read under a default device). It is
       marked for dynamo to run as it is (``_mark_recorder_code``);
     - a compiled entry that tells itself apart by nothing: one guarding no tensor but parameters (a compiled function
       of an int, a resume function after a graph break that holds no tensor) has no guards to run under the stance,

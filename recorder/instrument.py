@@ -20,8 +20,9 @@ the model's binding):
   stored references.
 - ``nn.Module.__reduce_ex__``, so that a module the model copies or pickles while recorded holds its own values
   (recorder/copies.py);
-- the instance ``_call_impl`` of a module with forward hooks, so that its hooks run in its scope
-  (recorder/hooked_calls.py).
+- the instance ``_call_impl`` of a module with forward hooks, so that its hooks run in its scope, and
+  ``nn.Module``'s hook registration and ``__setattr__``, so that a module given hooks or a forward while recorded
+  gets it then (recorder/hooked_calls.py).
 
 The functions' wrappers are made once per process, for the exact objects they wrap (recorder/wrappers.py).
 
@@ -56,7 +57,7 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
-from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks
+from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks, scoped_when_hooked
 from .interpreter_state import gc_paused, recursion_room
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .recordings import recording_of, sample_scopes
@@ -66,7 +67,7 @@ from .scope_gate import OPEN as scopes_open
 from .stored_references import Slots, stored_reference_sites
 from .threads import model_threads
 from .wrappers import functional_names, patch_plan  # noqa: F401 (tests read the rule)
-from .wrapping import wraps
+from .wrapping import bound_like, wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
 _Tensor = torch.Tensor
@@ -87,14 +88,16 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
     runs in that scope too, whenever it is resumed (recorder/lazy_results.py). ``kind``: the module's class, where
     ``forward`` is that class's bound to it: a module whose class the program changes while recorded
     (``module.__class__ = Fast``, as libraries that swap in an implementation at a first call do) runs its new
-    class's forward, as it would unrecorded (the instance attribute would shadow it)."""
-    inside_call, scoped = INSIDE_CALL.get, forward if in_scope is None else in_scope
-    module = forward.__self__ if kind is not None else None
+    class's forward, as it would unrecorded (the instance attribute would shadow it). A bound ``forward`` gets a
+    wrapper bound as it is (``wrapping.bound_like``), which calls its function with the module first."""
+    inside_call, method = INSIDE_CALL.get, in_scope is None and isinstance(forward, types.MethodType)
+    own = forward.__func__ if method else forward
+    scoped, module = own if in_scope is None else in_scope, getattr(forward, "__self__", None)
 
     def forward_in_scope(*args, **kwargs):
         run = scoped if kind is None or type(module) is kind else class_forwards.forward_of_its_class(module)
         if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
-            return (forward if run is scoped else run)(*args, **kwargs)
+            return (own if run is scoped else run)(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = run(*args, **kwargs)
         kind_of_result = type(result)  # a lazy result runs later: handed back to run in the scope (handed_back)
@@ -107,24 +110,27 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
             return result
         return handed_back(result, scope_name)
 
-    return wraps(of_its_kind(forward_in_scope, forward), forward)
+    wrapper = of_its_kind(forward_in_scope, forward)
+    return bound_like(wrapper, forward) if method else wraps(wrapper, forward)
 
 
 def _folded_forward(forward: Any, module_suffix: str):
     """The forward of a module whose scope is folded into its call's (``folds_into_its_call``): no scope of
-    its own; the call made inside names the module after its own name (``ks.fn:linear#3@encoder.fc``)."""
+    its own; the call made inside names the module after its own name (``ks.fn:linear#3@encoder.fc``). ``forward``:
+    torch's own class's, bound to the module, as the wrapper is (``wrapping.bound_like``)."""
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
+    function = forward.__func__
 
-    def forward_in_call_scope(*args, **kwargs):
+    def forward_in_call_scope(*args, **kwargs):  # the module first
         if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
-            return forward(*args, **kwargs)
+            return function(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
-            return forward(*args, **kwargs)
+            return function(*args, **kwargs)
         finally:
             leave_call(token)
 
-    return wraps(forward_in_call_scope, forward)
+    return bound_like(forward_in_call_scope, forward)
 
 
 _DROPOUTS = (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout, nn.FeatureAlphaDropout)
@@ -288,6 +294,7 @@ def _install(
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
+    scopes: dict[int, tuple[nn.Module, str]] = {}  # the modules whose hooks set while recorded run in their scope
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
         patches.set_item(vars(module), key, value, before)
@@ -301,8 +308,10 @@ def _install(
         observed_names.append(name)
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
         entry = compiled_entry(module, optimized_type)
+        if entry is None:
+            scopes[id(module)] = module, MODULE_PREFIX + scope_text(name)
         if entry is None and (every_module_hooked or has_forward_hooks(module)):  # hooks in its scope too
-            patch_module(module, "_call_impl", call_in_scope(module, MODULE_PREFIX + scope_text(name)))
+            patch_module(module, "_call_impl", call_in_scope(module, scopes[id(module)][1]))
         if entry is not None:
             compiled_roots.append(name)
             attribute, compiled = entry
@@ -316,7 +325,7 @@ def _install(
             continue
         if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
             continue
-        if folds_into_its_call(module) and functions:
+        if folds_into_its_call(module) and functions and isinstance(module.forward, types.MethodType):
             suffix = MODULE_SEPARATOR + scope_text(name)
             wrapper = _folded_forward(module.forward, suffix)
             instances.add(module, wrapper, None, suffix)
@@ -344,7 +353,14 @@ def _install(
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
-    copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
+    held_in_copies = copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
+    if plan is not None:  # with functions=False, none: a class attribute dynamo may guard
+
+        def patch_while_recorded(module: nn.Module, key: str, value: Any) -> None:
+            patches.set_item(vars(module), key, value)
+            held_in_copies(patches.saved[-1])
+
+        scoped_when_hooked(patches, scopes, patch_while_recorded)
 
 
 def _scope_compiled_methods(

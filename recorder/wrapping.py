@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import types
 from typing import Any
 
 
@@ -16,3 +17,10 @@ def wraps(wrapper: Any, function: Any, name: str = "forward") -> Any:
     if not isinstance(getattr(function, "__name__", None), str):
         wrapper.__name__ = wrapper.__qualname__ = name
     return wrapper
+
+
+def bound_like(wrapper: Any, method: types.MethodType) -> types.MethodType:
+    """``wrapper``, which takes ``method``'s ``__self__`` first as ``method.__func__`` does, as a method bound to that
+    object: what the program asks of a module's forward while it is recorded (``inspect.ismethod``, ``__self__``,
+    ``inspect.signature``, through ``__wrapped__``, the function's) is answered as ``method`` answers it."""
+    return types.MethodType(wraps(wrapper, method.__func__), method.__self__)

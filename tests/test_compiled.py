@@ -389,3 +389,20 @@ def test_a_wrapper_called_inside_a_compiled_frame_keeps_its_books_unseen_by_dyna
     assert named["fc"] == {"linear"}
     assert {"gelu", "torch.arange", "torch.compile", "torch.as_tensor"} <= named[""]
     assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected[:1], strict=True))
+
+
+def test_compiled_code_under_a_default_device_runs_its_entries_while_recorded(tmp_path):
+    """A default device (``torch.set_default_device``, ``with torch.device(...)``: every program on CUDA that sets one)
+    puts its mode around every call, so a wrapper called at a graph break of compiled code asks torch for the mode
+    stack (identity_handlers.py): torch's own Python code, which the kept code's stance refused as unseen on every
+    pass, so every pass fell back to module scopes only (seen with transformers' compiled static-cache generate)."""
+    forward = types.FunctionType(Branchy.forward.__code__.replace(), Branchy.forward.__globals__)
+    model = type("NewBranchy", (Branchy,), {"forward": forward})().eval()  # code dynamo has compiled nothing of
+    compiled = torch.compile(model, backend="eager")
+    samples = _samples()
+    with torch.device("cpu"):
+        expected = _run(compiled, samples)
+        profiler, frame, _, warned = _profile(compiled, samples, tmp_path, module=model, warmup_iterations=3)
+        assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
+        assert {"Tensor.__bool__", "Tensor.item"} <= set(frame["function_name"])
+        assert all(torch.equal(a, b) for a, b in zip(_run(compiled, samples), expected, strict=True))

@@ -196,3 +196,17 @@ def test_escaped_scope_names_read_back_only_in_recordings_that_escape_them(escap
         assert rows == [
             ("enc%2Elayers.0", None), ("enc%23x", "my%20fn#2"), ("a+b", None), (None, "f+g#1"), (None, None)
         ]  # fmt: skip
+
+
+class _Relu6Forward:
+    """A callable object set as a torch class's forward (no ``__get__``: the module's forward is not a bound method)."""
+
+    def __call__(self, x):
+        return torch.nn.functional.relu6(x)
+
+
+def test_a_torch_class_whose_forward_is_no_function_keeps_its_own_scope(monkeypatch):
+    monkeypatch.setattr(nn.ReLU, "forward", _Relu6Forward())
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).eval()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})])
+    assert set(frame.loc[frame["function_name"] == "relu6", "module_name"]) == {"1"}

@@ -92,3 +92,47 @@ def test_scoped_calls_are_put_back_and_never_copied():
     assert model.copies_had_patches and not any(model.copies_had_patches)
     with torch.no_grad():
         assert torch.equal(model(x), expected)
+
+
+class HooksItsChildren(nn.Module):
+    """Registers hooks on its children at its first call, and a global hook and a new child forward at its second."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.tap, self.head, self.handles = nn.Linear(8, 8), nn.Identity(), nn.Linear(8, 4), []
+        self.calls = [0]
+
+    def forward(self, x):
+        self.calls[0] += 1
+        if self.calls[0] == 1:
+            self.fc.register_forward_pre_hook(silu_input)
+            self.tap.register_forward_hook(normalized)
+        if self.calls[0] == 2:
+            self.handles.append(
+                nn.modules.module.register_module_forward_hook(
+                    lambda module, args, out: F.hardtanh(out) if module is self.head else None
+                )
+            )
+            plain = self.head.forward
+            self.head.forward = lambda y: plain(F.softsign(y))
+        return self.head(self.tap(self.fc(x)))
+
+
+@pytest.mark.parametrize("warm_ups", [0, 1])
+def test_hooks_and_forwards_set_while_recorded_run_in_the_scope_of_their_module(warm_ups):
+    model = HooksItsChildren().eval()
+    x = torch.randn(4, 8)
+    before = snapshot_patch_targets(model)
+    samples = [((x,), {})] * (2 - warm_ups)  # the first call in the recorded pass, or in the patched warm-up
+    try:
+        frame, _ = ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=warm_ups)
+    finally:
+        model.handles.pop().remove()
+    assert modules_of(frame, "silu") == {"fc"}, "a pre-hook registered at the first call is its module's"
+    assert modules_of(frame, "normalize") == {"tap"}, "a hook registered at the first call is its module's"
+    assert modules_of(frame, "hardtanh") == {"head"}, "a global hook registered while recorded is its module's"
+    assert modules_of(frame, "softsign") == {"head"}, "a forward set while recorded is its module's"
+    assert not any("_call_impl" in vars(m) for m in model.modules())
+    head = vars(model.head).pop("forward")  # the model's own binding is kept
+    assert head.__name__ == "<lambda>"
+    assert_patches_undone(model, before)

@@ -194,22 +194,35 @@ def _what_the_program_sees(function) -> tuple:
         inspect.iscoroutinefunction(function), asyncio.iscoroutinefunction(function),
         inspect.isasyncgenfunction(function), inspect.isgeneratorfunction(function), inspect.signature(function),
         function.__name__, function.__qualname__, function.__doc__, function.__module__,
-        getattr(function, "__annotations__", None),
+        getattr(function, "__annotations__", None), inspect.ismethod(function), getattr(function, "__self__", None),
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", [Gate, Stream, Heads, Echo, Countdown, Documented])
+@pytest.mark.parametrize("kind", [Gate, Stream, Heads, Echo, Countdown, Documented, nn.ReLU])
 def test_a_scoped_forward_is_of_its_originals_kind_and_signature(kind):
-    """A program asks what its forward is while it is recorded (asyncio's dispatch, ``inspect.signature``): the wrapper
-    answers as the original does, and a coroutine or async generator it returns still runs in the module's scope."""
+    """A program asks what its forward is while it is recorded (asyncio's dispatch, ``inspect.signature``,
+    ``inspect.ismethod``, ``forward.__self__``): the wrapper answers as the original, a method bound to the module,
+    does, and a coroutine or async generator it returns still runs in the module's scope (nn.ReLU: folded)."""
     model = kind()
     seen_before, original = _what_the_program_sees(model.forward), type(model).forward
     with instrumented([("", model)], SampleBook(), None):
         assert "forward" in vars(model), "the forward is scoped"
         assert _what_the_program_sees(model.forward) == seen_before
         assert _what_the_program_sees(type(model).forward) == _what_the_program_sees(original), "its class's too"
-        assert inspect.unwrap(model.forward) == original.__get__(model)
+        assert inspect.unwrap(model.forward.__func__) is original
     assert "forward" not in vars(model)
+
+
+def test_a_scoped_forward_set_on_the_instance_is_what_it_was():
+    """A forward the module holds as an instance attribute (a function, not a method) is scoped as one."""
+    model, calls = nn.Module(), []
+    model.forward = lambda x: calls.append(F.relu(x)) or calls[-1]
+    seen_before, original = _what_the_program_sees(model.forward), model.forward
+    with instrumented([("", model)], SampleBook(), None):
+        assert vars(model)["forward"] is not original, "the forward is scoped"
+        assert _what_the_program_sees(model.forward) == seen_before
+        model(torch.ones(2))
+    assert vars(model)["forward"] is original and len(calls) == 1
 
 
 Tokens = collections.namedtuple("Tokens", "stream length")
