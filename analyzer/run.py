@@ -243,7 +243,7 @@ class Run:
 
     def notes(self) -> list[str]:
         """One sentence per rank whose trace holds device events the attribution does not read (unmodeled.sql:
-        MTIA's mtia_ccp_events, a CUPTI range profiler's cuda_profiler_range…): they are in ``events`` only, and
+        MTIA's mtia_insight, a CUPTI range profiler's cuda_profiler_range…): they are in ``events`` only, and
         where the rank has no device event kernelscope reads, its rows are its leaf CPU operators."""
         found: dict[int, list[str]] = {}
         for rank, cat, events, dur_us in self.con.execute(sql_text("unmodeled.sql")).fetchall():

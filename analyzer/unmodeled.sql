@@ -1,7 +1,7 @@
 -- unmodeled.sql: the device events kernelscope does not attribute, per rank and category (Run.notes): complete
 -- events on a device, a process that holds no operator, annotation, runtime or driver call of any device (Kineto
 -- writes device activity under the device's index as pid), whose category is neither one the attribution reads nor
--- one known to hold no work of its own: MTIA's mtia_ccp_events, a CUPTI range profiler's cuda_profiler_range…
+-- one known to hold no work of its own: MTIA's mtia_insight, a CUPTI range profiler's cuda_profiler_range…
 -- Known: the device activity (kernel, gpu_memcpy, gpu_memset), a GPU-side copy of an annotation
 -- (gpu_user_annotation), waits (cuda_sync, cuda_event, XPU's xpu_sync), and the categories of the CPU side, which a thread of pid 0
 -- may use (a Python thread with pid 0 is seen). Returns rank, cat, events, dur_us; per rank, most events first.

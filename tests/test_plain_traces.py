@@ -110,8 +110,18 @@ def test_another_devices_runtime_launches_like_cudas(tmp_path, device):
         elif event.get("cat") == "cuda_driver":
             event["cat"], event["name"] = driver, event["name"].replace("cuLaunchKernel", driver_launch)
     if device == "xpu":  # a device-side wait (Kineto files it under pid -1), which holds no work of its own
-        trace["traceEvents"].append({"ph": "X", "cat": "xpu_sync", "name": "GPU_BARRIER_EXECUTION", "pid": -1,
-                                     "tid": 3, "ts": trace["traceEvents"][0]["ts"], "dur": 1, "args": {}})
+        trace["traceEvents"].append(
+            {
+                "ph": "X",
+                "cat": "xpu_sync",
+                "name": "GPU_BARRIER_EXECUTION",
+                "pid": -1,
+                "tid": 3,
+                "ts": trace["traceEvents"][0]["ts"],
+                "dur": 1,
+                "args": {},
+            }
+        )
     path = tmp_path / f"{device}.json"
     path.write_text(json.dumps(trace))
     columns = ["event_id", "module_name", "function_name", "op", "call_op", "kernel", "kernel_us"]
@@ -201,18 +211,33 @@ def test_frames_on_another_thread_hold_nothing(tmp_path):
     assert _rows(path) == {"aten::mm": (None, "aten::mm")}, "no module, no call frame: the operator's call"
 
 
+def _unmodeled_mtia(tmp_path: Path) -> Path:
+    """device_mtia.json (the H100 excerpt's device events filed as MTIA's, which kernelscope reads as kernels) with
+    its device events under mtia_insight, a category of Kineto's that it does not attribute."""
+    path = tmp_path / "device_mtia_insight.json"
+    path.write_text((EXCERPTS / "device_mtia.json").read_text().replace('"mtia_ccp_events"', '"mtia_insight"'))
+    return path
+
+
 @pytest.mark.parametrize(
-    ("name", "category"),
-    [("device_mtia.json", "mtia_ccp_events"), ("device_profiler_range.json", "cuda_profiler_range")],
+    ("name", "category"), [(None, "mtia_insight"), ("device_profiler_range.json", "cuda_profiler_range")]
 )
-def test_device_events_kernelscope_does_not_model_get_a_note(name, category):
-    with load_run(EXCERPTS / name) as run:
+def test_device_events_kernelscope_does_not_model_get_a_note(tmp_path, name, category):
+    path = _unmodeled_mtia(tmp_path) if name is None else EXCERPTS / name
+    with load_run(path) as run:
         notes = run.notes()
         cpu_rows = run.device == "cpu"
     assert len(notes) == 1 and "\n" not in notes[0]
-    assert notes[0].startswith(f"{EXCERPTS / name}: holds device events that kernelscope does not attribute: ")
+    assert notes[0].startswith(f"{path}: holds device events that kernelscope does not attribute: ")
     assert f" {category} (" in notes[0]
-    assert notes[0].endswith("whose rows are its leaf CPU operators") == cpu_rows == (name == "device_mtia.json")
+    assert notes[0].endswith("whose rows are its leaf CPU operators") == cpu_rows == (name is None)
+
+
+def test_mtia_on_device_events_are_read_as_kernels_without_a_note():
+    with load_run(EXCERPTS / "device_mtia.json") as run:
+        assert run.notes() == []
+        kinds = set(run.sql("SELECT DISTINCT kind FROM kernels")["kind"])
+    assert kinds == {"kernel"}
 
 
 def test_the_traces_kernelscope_reads_whole_get_no_note():
@@ -281,12 +306,13 @@ def test_output_piped_into_head_ends_quietly(fmt):
         assert child.stderr.read() == b""
 
 
-def test_a_note_goes_to_stderr_in_every_format():
-    done = _cli("analyze", EXCERPTS / "device_mtia.json", "--format", "csv")
+def test_a_note_goes_to_stderr_in_every_format(tmp_path):
+    path = _unmodeled_mtia(tmp_path)
+    done = _cli("analyze", path, "--format", "csv")
     assert done.returncode == 0 and done.stdout.startswith("function_name,")
     (line,) = done.stderr.splitlines()
-    assert line.startswith(f"kernelscope: note: {EXCERPTS / 'device_mtia.json'}: holds device events ")
-    assert "6 mtia_ccp_events" in line
+    assert line.startswith(f"kernelscope: note: {path}: holds device events ")
+    assert "6 mtia_insight" in line
 
 
 def test_a_trace_with_nothing_to_attribute_is_refused_before_the_attribution(tmp_path, monkeypatch):
