@@ -29,7 +29,12 @@ sweep_cpu_mechanisms_unseen5.py, sweep_cpu_mechanisms_unseen5_instances.py, swee
 sweep_cpu_mechanisms_unseen5_models.py (hooks of every kind, odd module names, asyncio tasks, frozen, copied and
 tied modules, QAT, numerics namespaces, losses, sparse, complex and nested layouts, decoding loops of the user's own),
 sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
-out), sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
+out), sweep_cpu_mechanisms_unseen7.py and sweep_cpu_mechanisms_unseen7_ops.py (200 levels of nesting, 2,000
+siblings, modules equal by value, ``__getattribute__`` forwards, contexts saved before profile(), forwards written by
+``exec``, fx Interpreters, metaclasses; empty batches, integer-only models, odd dtypes and strides, meta tensors,
+mkldnn, ``out=``, vmap and Python scans), sweep_cpu_models_unseen7.py (more transformers architectures and
+``generate()`` modes: prompt lookup, token constraints, a prefilled prompt cache, ``inputs_embeds``),
+sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
 alone with ``--only-zoo``). A model its library cannot build here is reported as skipped, never as passed. Writes
 OUT/cpu_sweep.json and prints one line per model.
 """
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import importlib
 import json
 import sys
 import tempfile
@@ -303,44 +309,26 @@ def check(w, out_root: Path) -> dict:
     return result
 
 
-def factories() -> dict:
-    from sweep_cpu_mechanisms import MECHANISMS
-    from sweep_cpu_mechanisms_edge import EDGE_MECHANISMS
-    from sweep_cpu_mechanisms_more import MORE_MECHANISMS
-    from sweep_cpu_mechanisms_unseen import UNSEEN_MECHANISMS
-    from sweep_cpu_mechanisms_unseen3 import UNSEEN3_MECHANISMS
-    from sweep_cpu_mechanisms_unseen4 import UNSEEN4_MECHANISMS
-    from sweep_cpu_mechanisms_unseen4_forwards import UNSEEN4_FORWARD_MECHANISMS
-    from sweep_cpu_mechanisms_unseen4_graphs import UNSEEN4_GRAPH_MECHANISMS
-    from sweep_cpu_mechanisms_unseen5 import UNSEEN5_MECHANISMS
-    from sweep_cpu_mechanisms_unseen5_instances import UNSEEN5_INSTANCE_MECHANISMS
-    from sweep_cpu_mechanisms_unseen5_models import UNSEEN5_MODELS
-    from sweep_cpu_mechanisms_unseen5_ops import UNSEEN5_OP_MECHANISMS
-    from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
-    from sweep_cpu_models import MODELS
-    from sweep_cpu_models_unseen import UNSEEN_MODELS
-    from sweep_cpu_zoo_timm import TIMM_MODELS
-    from sweep_cpu_zoo_torchvision import TORCHVISION_MODELS
+SWEEP_FILES = {  # the program files and the dict of factories each holds, in the order a sweep runs them
+    "sweep_cpu_models": "MODELS", "sweep_cpu_mechanisms": "MECHANISMS", "sweep_cpu_mechanisms_more": "MORE_MECHANISMS",
+    "sweep_cpu_mechanisms_edge": "EDGE_MECHANISMS", "sweep_cpu_models_unseen": "UNSEEN_MODELS",
+    "sweep_cpu_mechanisms_unseen": "UNSEEN_MECHANISMS", "sweep_cpu_mechanisms_unseen_more": "UNSEEN_MORE_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen3": "UNSEEN3_MECHANISMS", "sweep_cpu_mechanisms_unseen4": "UNSEEN4_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen4_graphs": "UNSEEN4_GRAPH_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen4_forwards": "UNSEEN4_FORWARD_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen5": "UNSEEN5_MECHANISMS", "sweep_cpu_mechanisms_unseen5_instances":
+    "UNSEEN5_INSTANCE_MECHANISMS", "sweep_cpu_mechanisms_unseen5_ops": "UNSEEN5_OP_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen5_models": "UNSEEN5_MODELS", "sweep_cpu_mechanisms_unseen7": "UNSEEN7_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen7_ops": "UNSEEN7_OP_MECHANISMS", "sweep_cpu_models_unseen7": "UNSEEN7_MODELS",
+    "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
+}  # fmt: skip
 
-    return {
-        **MODELS,
-        **MECHANISMS,
-        **MORE_MECHANISMS,
-        **EDGE_MECHANISMS,
-        **UNSEEN_MODELS,
-        **UNSEEN_MECHANISMS,
-        **UNSEEN_MORE_MECHANISMS,
-        **UNSEEN3_MECHANISMS,
-        **UNSEEN4_MECHANISMS,
-        **UNSEEN4_GRAPH_MECHANISMS,
-        **UNSEEN4_FORWARD_MECHANISMS,
-        **UNSEEN5_MECHANISMS,
-        **UNSEEN5_INSTANCE_MECHANISMS,
-        **UNSEEN5_OP_MECHANISMS,
-        **UNSEEN5_MODELS,
-        **TORCHVISION_MODELS,
-        **TIMM_MODELS,
-    }
+
+def factories() -> dict:
+    made = {}
+    for file, factories_name in SWEEP_FILES.items():
+        made.update(getattr(importlib.import_module(file), factories_name))
+    return made
 
 
 def main() -> None:
