@@ -325,7 +325,7 @@ def sequential_slices():
     return _w("sequential_slices", Slices().eval(), description="Sequential slices and a Sequential built from the "
               "children in every forward (unregistered containers of registered children); a child called through "
               "a weakref.proxy", modules={"gelu": {"seq.1", "proxied"}, "linear": {"seq.0", "seq.2", "proxied.fc1",
-              "proxied.fc2"}}, calls={"tanh": 2, "gelu": 2})  # fmt: skip
+              "proxied.fc2"}}, calls={"torch.tanh": 2, "gelu": 2})  # fmt: skip
 
 
 class FxRun(nn.Module):
