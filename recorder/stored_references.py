@@ -11,6 +11,8 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
   gelu``), and the items of the dicts, lists and tuples those hold (one level: a registry of activations);
 - the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``) and of the
   objects of the model's own code their instance attributes hold (one level: a config object's ``cfg.act``);
+- the globals of the functions their classes define where those are a namespace of their own, not a Python
+  module's (a forward written by ``exec`` into a dict);
 - the default arguments of the functions their classes define and of the functions among those globals, and the
   closures' cells of the functions their instance attributes hold (``self.act = make_act()``, a lambda closing over
   ``F.silu``; not those of the methods of their classes, which compare what they close over as often as they call it).
@@ -259,6 +261,8 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
                 continue
             seen_classes.add(id(kind))
             sites.extend(_class_sites(kind, originals, wrappers))
+            for namespace in _code_namespaces(kind, seen_objects):
+                sites.extend(_items_sites(namespace, list(namespace.items()), originals, wrappers, "__builtins__"))
         name = _text(type(module), "__module__") or "builtins"
         if name in seen_modules or name.startswith(("torch.", "builtins")):
             continue
@@ -272,6 +276,20 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
                 seen_modules.add(_text(helper, "__name__"))
                 _module_sites(helper, sites, originals, wrappers)
     return sites
+
+
+def _code_namespaces(kind: type, seen: set[int]) -> Iterator[dict]:
+    """The globals of the functions a model's class defines where they are no Python module's (code written by
+    ``exec(source, namespace)``, whose ``from torch.nn.functional import gelu`` lands there), each once."""
+    for value in list(vars(kind).values()):
+        function = value.__func__ if _is(value, (staticmethod, classmethod)) else value
+        if not _is(function, types.FunctionType) or id(function.__globals__) in seen:
+            continue
+        namespace = function.__globals__
+        seen.add(id(namespace))
+        module = sys.modules.get(namespace.get("__name__") if type(namespace.get("__name__")) is str else "")
+        if module is None or getattr(module, "__dict__", None) is not namespace:
+            yield namespace
 
 
 def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wrappers: dict) -> list[types.ModuleType]:
