@@ -42,7 +42,7 @@ from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MOD
 from torch import nn
 
 from . import class_forwards
-from .calls import INSIDE_CALL, OTHER_THREAD
+from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .class_forwards import ScopedInstances, class_forward_sites
 from .compiled import (
     compiled_code_kept,
@@ -93,7 +93,7 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
 
     def forward_in_scope(*args, **kwargs):
         run = scoped if kind is None or type(module) is kind else class_forwards.forward_of_its_class(module)
-        if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
+        if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return (forward if run is scoped else run)(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = run(*args, **kwargs)
@@ -116,7 +116,7 @@ def _folded_forward(forward: Any, module_suffix: str):
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
 
     def forward_in_call_scope(*args, **kwargs):
-        if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
+        if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return forward(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
