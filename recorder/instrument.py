@@ -329,6 +329,8 @@ def _install(
             if graph is None:
                 instances.add(module, wrapper, scope, None)
         patch_module(module, "forward", wrapper, forward_before)
+        if _forward_patch_unseen(module, wrapper, every_module_hooked):  # its call is scoped instead
+            patch_module(module, "_call_impl", call_in_scope(module, MODULE_PREFIX + scope_text(name)))
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
         for owner, values in plan.groups:
@@ -345,6 +347,17 @@ def _install(
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
     copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
+
+
+def _forward_patch_unseen(module: nn.Module, wrapper: Any, hooked: bool) -> bool:
+    """Whether ``module``'s class answers ``forward`` its own way (a ``__getattribute__`` choosing another method),
+    so that torch's call never reaches the patched forward, and no hook already scopes its call."""
+    if type(module).__getattribute__ is object.__getattribute__ or hooked or has_forward_hooks(module):
+        return False
+    try:
+        return getattr(module, "forward", None) is not wrapper
+    except Exception:  # noqa: BLE001 (the class's own __getattribute__)
+        return False
 
 
 def _scope_compiled_methods(
