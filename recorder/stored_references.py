@@ -13,6 +13,8 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
   objects of the model's own code their instance attributes hold (one level: a config object's ``cfg.act``);
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
   module's (a forward written by ``exec`` into a dict);
+- the ``call_function`` nodes of their graphs where they are torch.fx GraphModules (which ``torch.fx.Interpreter``
+  calls: its generated code reads the namespace);
 - the default arguments of the functions their classes define and of the functions among those globals, and the
   closures' cells of the functions their instance attributes hold (``self.act = make_act()``, a lambda closing over
   ``F.silu``; not those of the methods of their classes, which compare what they close over as often as they call it).
@@ -82,6 +84,26 @@ class Cell(Slots):
 
     def __setitem__(self, key: int, value: Any) -> None:
         self.target.cell_contents = value
+
+
+class NodeTarget(Slots):
+    """The function a torch.fx graph's ``call_function`` node calls (its one slot, key 0): ``torch.fx.Interpreter``
+    (``ShapeProp``, an interpreter of the model's own) calls it, captured when the graph was traced."""
+
+    def get(self, key: int, default: Any = None) -> Any:
+        return self.target.target
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        self.target.target = value
+
+
+def _graph_sites(module: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
+    """The call_function nodes of an observed GraphModule's graph that call a patched function."""
+    if not _is(module, torch.fx.GraphModule):
+        return
+    for node in module.graph.nodes:
+        if node.op == "call_function" and originals.get(id(node.target), _ABSENT) is node.target:
+            yield NodeTarget(node), 0, wrappers[id(node.target)]
 
 
 def _is(value: Any, kinds: type | tuple[type, ...]) -> bool:
@@ -244,6 +266,7 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
     for module in modules:
         namespace = vars(module)
         sites.extend(_items_sites(namespace, namespace.items(), originals, wrappers, skip="forward"))
+        sites.extend(_graph_sites(module, originals, wrappers))
         for key, value in namespace.items():
             if key == "forward":
                 continue
