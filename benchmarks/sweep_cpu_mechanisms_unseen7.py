@@ -2,9 +2,10 @@
 200 levels of nesting, 2,000 sibling modules, ``__getattribute__`` choosing the forward, modules equal by value
 (``__eq__``/``__hash__``), falsy modules (``__len__`` of 0), a child run in a ``contextvars`` context saved before
 profile(), a forward made by ``exec`` with functionals imported into its namespace, functionals held as default
-arguments and partials, a metaclass that wraps forwards, ABC and Generic modules, ``nn.Sequential`` slices made in
-every forward, a child reached through a ``weakref.proxy``, ``torch.fx.Interpreter`` running a traced graph
-(sweep_cpu_mechanisms_unseen7_ops.py has the tensors and calls of unusual kinds).
+arguments and partials, in OrderedDicts, nested registries and class-held config objects, a metaclass that wraps
+forwards, ABC and Generic modules, ``nn.Sequential`` slices made in every forward, a child reached through a
+``weakref.proxy``, ``torch.fx.Interpreter`` running a traced graph (sweep_cpu_mechanisms_unseen7_ops.py has the
+tensors and calls of unusual kinds).
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """
@@ -12,6 +13,7 @@ Each program states what a user expects of its rows where it can (``modules``, `
 from __future__ import annotations
 
 import abc
+import collections
 import contextvars
 import functools
 import operator
@@ -246,6 +248,33 @@ def defaults_and_partials():
               "logsigmoid")}, calls={"gelu": 1, "softplus": 1, "normalize": 1, "logsigmoid": 1})  # fmt: skip
 
 
+class HeldDeeper(nn.Module):
+    SETTINGS = type("Settings", (), {})()  # a config object of the model's own, held as a class attribute
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.ordered = collections.OrderedDict(act=F.elu)
+        self.defaulted = collections.defaultdict(lambda: F.relu6, {"act": F.hardtanh})
+        self.registries = {"vision": {"act": F.tanhshrink}, "text": (F.softsign, 2.0)}
+
+    def forward(self, x):
+        x = self.SETTINGS.act(self.fc(x))
+        x = self.defaulted["act"](self.ordered["act"](x))
+        act, scale = self.registries["text"]
+        return act(self.registries["vision"]["act"](x)) * scale
+
+
+HeldDeeper.SETTINGS.act = F.silu
+
+
+def held_deeper():
+    return _w("held_deeper", HeldDeeper().eval(), description="functionals in an OrderedDict, a defaultdict, a dict "
+              "of dicts, a tuple in a dict, and a config object held as a class attribute",
+              modules={name: {""} for name in ("silu", "elu", "hardtanh", "tanhshrink", "softsign")},
+              calls={name: 1 for name in ("silu", "elu", "hardtanh", "tanhshrink", "softsign")})  # fmt: skip
+
+
 # --- classes made unusually ----------------------------------------------------------------------------------------
 
 
@@ -350,5 +379,5 @@ def fx_interpreter():
 
 UNSEEN7_MECHANISMS = {f.__name__: f for f in (
     deep_nesting, wide_modules, getattribute_forward, value_equal_modules, stored_context_run, exec_generated_forward,
-    defaults_and_partials, metaclass_modules, sequential_slices, fx_interpreter,
+    defaults_and_partials, held_deeper, metaclass_modules, sequential_slices, fx_interpreter,
 )}  # fmt: skip

@@ -8,9 +8,11 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
 
 - their instance attributes, the globals of the Python modules that define their classes and of the modules of the
   same package those import from (``from .ops import mlp``, where ``ops`` holds ``from torch.nn.functional import
-  gelu``), and the items of the dicts, lists and tuples those hold (one level: a registry of activations);
+  gelu``), and the items of the dicts (OrderedDicts, defaultdicts), lists and tuples those hold (two levels: a
+  registry of activations, a registry of registries);
 - the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``) and of the
-  objects of the model's own code their instance attributes hold (one level: a config object's ``cfg.act``);
+  objects of the model's own code their instance and class attributes hold (one level: a config object's
+  ``cfg.act``);
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
   module's (a forward written by ``exec`` into a dict);
 - the ``call_function`` nodes of their graphs where they are torch.fx GraphModules (which ``torch.fx.Interpreter``
@@ -24,6 +26,7 @@ partial of the wrapper). Only what holds a reference is replaced, and put back a
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import os
@@ -128,17 +131,19 @@ def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]
 
 
 def _scanned(value: Any) -> bool:
-    """Whether ``value`` is a container looked into: a plain dict, list or tuple, or a named tuple (a subclass of
-    dict or list may do anything when read or written), of a registry's size, counted without a method of a named
-    tuple's own (its ``__len__`` may raise)."""
+    """Whether ``value`` is a container looked into: a plain dict (or the standard library's OrderedDict or
+    defaultdict), list or tuple, or a named tuple (a subclass of dict or list of the program's own may do anything
+    when read or written), of a registry's size, counted without a method of a named tuple's own (its ``__len__``
+    may raise)."""
     kind = type(value)
-    plain = kind in (dict, list, tuple) or (_is(value, tuple) and hasattr(kind, "_make"))
+    plain = kind in _CONTAINERS or (_is(value, tuple) and hasattr(kind, "_make"))
     return plain and 0 < (tuple.__len__(value) if _is(value, tuple) else len(value)) <= _LARGEST_SCANNED
 
 
 # What a value must be for _sites_in to find anything in it, besides a patched function (by id): a plain container
 # of a registry's size, or a partial or named tuple (their subclasses too).
-_CONTAINERS = frozenset((dict, list, tuple))
+_DICTS = frozenset((dict, collections.OrderedDict, collections.defaultdict))
+_CONTAINERS = frozenset((*_DICTS, list, tuple))
 _SUBCLASSED = (functools.partial, tuple)
 
 
@@ -160,37 +165,47 @@ def _items_sites(owner: dict, items: Any, originals: dict, wrappers: dict, skip:
     return sites
 
 
-def _may_hold(values: Any, originals: dict) -> bool:
-    """Whether a container's items include a patched function or a partial, tested at C speed (most hold neither)."""
+def _may_hold(values: Any, originals: dict, nested: bool) -> bool:
+    """Whether a container's items include a patched function or a partial (or, ``nested``, a container), tested at
+    C speed (most hold none)."""
     partials = map(issubclass, map(type, values), repeat(functools.partial))
-    return not originals.keys().isdisjoint(map(id, values)) or any(partials)
+    if not originals.keys().isdisjoint(map(id, values)) or any(partials):
+        return True
+    return nested and not _CONTAINERS.isdisjoint(map(type, values))
 
 
-def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
-    """(owner, key, replacement) for ``value``, held at ``owner[key]``, and for the items it holds."""
+def _sites_in(
+    owner: Any, key: Any, value: Any, originals: dict, wrappers: dict, nested: bool = True
+) -> Iterator[tuple[Any, Any, Any]]:
+    """(owner, key, replacement) for ``value``, held at ``owner[key]``, for the items it holds and, ``nested``, for
+    those of the containers among them (a registry of registries: ``{"vision": {"act": F.gelu}}``) where it is a
+    dict or a list."""
     replacement = _replacement(value, originals, wrappers)
     if replacement is not _ABSENT:
         yield owner, key, replacement
-    elif _scanned(value) and _may_hold(held := _held_values(value), originals):
-        items = value.items() if type(value) is dict else enumerate(held)
+    elif _scanned(value) and _may_hold(held := _held_values(value), originals, nested):
+        items = list(value.items() if type(value) in _DICTS else enumerate(held))
         found = [(k, r) for k, v in items if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
-        if not found:
-            return
         if _is(value, tuple):  # immutable: the whole tuple is replaced where it is held, as its own type
-            items = list(held)
-            for k, r in found:
-                items[k] = r
-            yield owner, key, tuple.__new__(type(value), items)  # as a named tuple's _make makes it
-        else:
-            holder = value if _is(value, dict) else Slots(value)
-            for k, r in found:
-                yield holder, k, r
+            if found:
+                replaced = list(held)
+                for k, r in found:
+                    replaced[k] = r
+                yield owner, key, tuple.__new__(type(value), replaced)  # as a named tuple's _make makes it
+            return
+        holder = value if _is(value, dict) else Slots(value)
+        for k, r in found:
+            yield holder, k, r
+        if nested:
+            for k, v in items:
+                if type(v) in _CONTAINERS:
+                    yield from _sites_in(holder, k, v, originals, wrappers, nested=False)
 
 
 def _held_values(value: Any) -> Any:
     """The values a scanned container holds, a named tuple's read without its own methods (which may raise or never
     end)."""
-    if type(value) is dict:
+    if type(value) in _DICTS:
         return value.values()
     return value if type(value) in _CONTAINERS else list(tuple.__iter__(value))
 
@@ -227,6 +242,8 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
         held = value.__func__ if _is(value, staticmethod) else value
         replacement = _replacement(held, originals, wrappers)
         if replacement is _ABSENT:
+            if _plain_object(held):  # a config object as a class attribute (``CONFIG = Settings()``), one level
+                yield from _items_sites(vars(held), list(vars(held).items()), originals, wrappers, "__builtins__")
             continue
         if _is(value, staticmethod) or not _is(held, types.FunctionType):  # a builtin binds no instance
             replacement = staticmethod(replacement)

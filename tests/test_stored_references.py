@@ -1,0 +1,41 @@
+"""Functionals held by reference in containers and objects beyond the first level the scan of stored references
+read (recorder/stored_references.py): an OrderedDict and a defaultdict of activations, a registry of registries, a
+config object held as a class attribute. Each was called unseen by the namespace patch, its kernels named after its
+operator (``aten::elu``)."""
+
+import collections
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class HeldDeeper(nn.Module):
+    SETTINGS = types.SimpleNamespace(act=F.silu)  # a config object as a class attribute
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.ordered = collections.OrderedDict(act=F.elu)
+        self.defaulted = collections.defaultdict(lambda: F.relu6, {"act": F.hardtanh})
+        self.registries = {"vision": {"act": F.tanhshrink}, "text": [F.softsign]}
+
+    def forward(self, x):
+        x = self.SETTINGS.act(self.fc(x))
+        x = self.defaulted["act"](self.ordered["act"](x))
+        return self.registries["text"][0](self.registries["vision"]["act"](x))
+
+
+def test_functionals_in_ordered_and_default_dicts_nested_registries_and_class_held_configs_are_named_and_put_back():
+    model = HeldDeeper().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "silu", "elu", "hardtanh", "tanhshrink", "softsign"}, named
+    assert not any(name.startswith(("aten::", "Tensor.", "torch.")) for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("silu", "elu", "hardtanh", "tanhshrink"))
+    assert HeldDeeper.SETTINGS.act is F.silu and model.ordered["act"] is F.elu and model.defaulted["act"] is F.hardtanh
+    assert model.registries["vision"]["act"] is F.tanhshrink and model.registries["text"][0] is F.softsign
