@@ -1,6 +1,6 @@
 """transformers architectures and ``generate()`` modes for cpu_sweep.py that the other sweep files leave out, from
 tiny configs (random init, no downloads; fp32): DeBERTa-v2's disentangled attention, I-BERT in integer mode, Switch
-Transformers' routed experts, DeepSeek-V3's latent attention and grouped routing, Nyströmformer, ConvBERT, FNet's
+Transformers' routed experts, DeepSeek-V3's latent attention and grouped routing, FNet's
 Fourier mixing, LeViT's cached attention biases, Qwen3-Next's gated delta rule, gpt-oss's sinks and experts,
 ModernBERT's unpadded alternating attention, LFM2's short convolutions, xLSTM, Informer's sampled attention (seeded);
 ``generate()`` with prompt lookup, with penalties and token constraints, from a prefilled prompt cache, from
@@ -135,9 +135,6 @@ UNSEEN7_MODELS = {
                                        kv_lora_rank=16, q_lora_rank=32, qk_rope_head_dim=8, qk_nope_head_dim=8,
                                        v_head_dim=16, first_k_dense_replace=1, n_group=2, topk_group=1,
                                        rope_interleave=True, **SMALL_MOE),
-    "hf_nystromformer": lambda: _auto("nystromformer", num_landmarks=4, segment_means_seq_len=16,
-                                      conv_kernel_size=3),
-    "hf_convbert": lambda: _auto("convbert", embedding_size=32, head_ratio=2, conv_kernel_size=5),
     "hf_fnet": lambda: _auto("fnet", {"input_ids": _ids()}, num_attention_heads=None,
                              use_tpu_fourier_optimizations=False),
     "hf_levit": _levit,
