@@ -5,7 +5,8 @@
   3. every patch is removed exactly: the ``__dict__`` of every observed module, of the Python modules that define
      their classes, of the patched namespaces (``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch._C._nn``,
      ``torch.linalg``, ``torch.fft``, ``torch.special``, ``torch.distributed``, ``torch.autograd.Function``,
-     ``nn.Module``, ``threading.Thread``, ``_thread``, a loaded AOTInductor package's class) identical to before,
+     ``nn.Module``, ``threading.Thread``, ``_thread``, a loaded AOTInductor package's class, the observed modules'
+     classes) identical to before,
      object for object (attributes that are Python modules imported meanwhile, and the model's own state, which no
      patch holds, left aside); also when the model raises mid-pass (a RuntimeError and a KeyboardInterrupt from a
      forward pre-hook in the recorded pass);
@@ -108,6 +109,7 @@ def _owners(w) -> list:
         python_module = sys.modules.get(type(m).__module__)
         if python_module is not None:
             owners.append(python_module)
+        owners += [kind for kind in type(m).__mro__ if kind is not object]  # class-level forwards are patched too
     seen, unique = set(), []
     for owner in owners:
         if id(owner) not in seen:
