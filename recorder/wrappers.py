@@ -92,12 +92,14 @@ def _handled_in_scope(
 
 
 def functional_names() -> list[str]:
-    """Public functions of ``torch.nn.functional`` that get a scope (aitune's rule, so names match)."""
+    """Public functions of ``torch.nn.functional`` that get a scope (aitune's rule, so names match), and any that a
+    library bound there in place of torch's (``F.scaled_dot_product_attention = sageattn``), not torch's helpers."""
     names = []
     for name, value in vars(F).items():
         if name.startswith("_") or not (inspect.isfunction(value) or inspect.isbuiltin(value)):
             continue
-        if getattr(value, "__module__", None) in _PATCHABLE_MODULES:
+        module = getattr(value, "__module__", None)
+        if module in _PATCHABLE_MODULES or type(module) is str and not module.startswith("torch"):
             names.append(name)
     return names
 
