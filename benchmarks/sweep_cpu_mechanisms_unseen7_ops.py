@@ -1,9 +1,9 @@
 """Programs for cpu_sweep.py around tensors and calls of unusual kinds that the other sweep files leave out: a batch
 of zero rows, mixture-of-experts routing that leaves experts without tokens, an integer-only model, float8 and
-unsigned dtypes, views of odd strides, shapes inferred on the meta device inside a forward, mkldnn tensors, ``out=``
-arguments, ``torch.compile`` of a functional made in every forward, an autograd.Function with a vmap rule under
-vmap, a selective scan stepped in Python, 300 distinct input signatures of one call, ``vmap`` of
-``functional_call`` over the observed model as the profiled function.
+unsigned dtypes, views of odd strides, shapes inferred on the meta device inside a forward, mkldnn tensors,
+functionals a library replaced before profile(), ``torch.compile`` of a functional made in every forward, an
+autograd.Function with a vmap rule under vmap, a selective scan stepped in Python, 300 distinct input signatures of
+one call, ``vmap`` of ``functional_call`` over the observed model as the profiled function.
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """
@@ -147,24 +147,35 @@ def mkldnn_layout():
               modules={"relu": {""}, "conv2d": {"conv"}}, calls={"conv2d": 1})  # fmt: skip
 
 
-class OutArguments(nn.Module):
+def _library_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    return torch.softmax(q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5, dim=-1) @ v
+
+
+def _library_gelu(x, approximate="none"):
+    return x * torch.sigmoid(1.702 * x)
+
+
+class Attends(nn.Module):
     def __init__(self):
         super().__init__()
-        self.fc = nn.Linear(16, 16)
-        self.register_buffer("scratch", torch.zeros(4, 16))
+        self.proj, self.out = nn.Linear(16, 16), nn.Linear(16, 16)
 
     def forward(self, x):
-        buffer = torch.empty(4, 16)
-        torch.add(self.fc(x), x, out=buffer)
-        torch.matmul(buffer, self.fc.weight, out=self.scratch)
-        both = torch.empty(8, 16)
-        torch.cat([buffer, self.scratch], out=both)
-        return F.relu(both).clone()
+        q = self.proj(x).view(1, 4, 4, 4)
+        return self.out(F.gelu(F.scaled_dot_product_attention(q, q, q).reshape(4, 16)))
 
 
-def out_arguments():
-    return _w("out_arguments", OutArguments().eval(), description="torch.add, torch.matmul and torch.cat writing "
-              "into out= tensors (a fresh one and a buffer)", modules={"relu": {""}})  # fmt: skip
+def library_replaced_functionals():
+    originals = F.scaled_dot_product_attention, F.gelu
+    F.scaled_dot_product_attention, F.gelu = _library_attention, _library_gelu  # as SageAttention's use does
+
+    def put_back():
+        F.scaled_dot_product_attention, F.gelu = originals
+
+    return _w("library_replaced_functionals", Attends().eval(), cleanup=put_back, description="F.scaled_dot_product_"
+              "attention and F.gelu replaced by a library's Python functions before profile()",
+              modules={"scaled_dot_product_attention": {""}, "gelu": {""}},
+              calls={"scaled_dot_product_attention": 1, "gelu": 1})  # fmt: skip
 
 
 class CompilesInForward(nn.Module):
@@ -275,6 +286,6 @@ def vmap_functional_call_root():
 
 UNSEEN7_OP_MECHANISMS = {f.__name__: f for f in (
     zero_size_batch, moe_empty_experts, integer_only, odd_dtypes, strided_views, meta_shape_inference, mkldnn_layout,
-    out_arguments, compile_made_in_forward, autograd_function_vmap, python_scan_ssm, many_distinct_signatures,
-    vmap_functional_call_root,
+    library_replaced_functionals, compile_made_in_forward, autograd_function_vmap, python_scan_ssm,
+    many_distinct_signatures, vmap_functional_call_root,
 )}  # fmt: skip
