@@ -32,6 +32,7 @@ scopes give its module.
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -135,7 +136,16 @@ def launches_no_kernel(module: nn.Module) -> bool:
     own no row): ``nn.Identity``; dropout modules in eval mode, whose functional returns its input; and the
     modules that only call their children (``only_calls_its_children``)."""
     kind = type(module)
-    return kind is nn.Identity or (kind in _DROPOUTS and not module.training) or only_calls_its_children(module)
+    if (kind is nn.Identity or kind in _DROPOUTS and not module.training) and _torch_forward(kind):
+        return True
+    return only_calls_its_children(module)
+
+
+def _torch_forward(kind: type) -> bool:
+    """Whether the class's forward is still torch's own (defined in torch.nn.modules), not one a library bound on the
+    torch class before the recording (``nn.Linear.forward = noisy_forward``), which may do anything."""
+    code = getattr(getattr(kind, "forward", None), "__code__", None)
+    return code is not None and os.path.dirname(code.co_filename) == _TORCH_MODULES_FOLDER
 
 
 def only_calls_its_children(module: nn.Module) -> bool:
@@ -158,6 +168,7 @@ _SINGLE_CALL = {
     nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.Upsample, nn.PixelShuffle,
     *_DROPOUTS,
 }  # fmt: skip
+_TORCH_MODULES_FOLDER = os.path.dirname(nn.modules.linear.__file__)
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 _BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
@@ -165,7 +176,7 @@ _BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 def folds_into_its_call(module: nn.Module) -> bool:
     """Whether the module's scope is folded into the scope of the one functional call its forward makes."""
     kind = type(module)
-    if "forward" in vars(module) or module._modules:  # a forward set on the instance is not torch's
+    if "forward" in vars(module) or module._modules or not _torch_forward(kind):  # not torch's forward
         return False
     if kind in _CONVS:
         return module.padding_mode == "zeros"
