@@ -151,7 +151,7 @@ def _torch_forward(kind: type) -> bool:
 def only_calls_its_children(module: nn.Module) -> bool:
     """``nn.Sequential``, whose forward only calls its children (each scoped), unless a hook on a child
     could launch kernels inside it."""
-    if type(module) is not nn.Sequential:
+    if type(module) is not nn.Sequential or not _torch_forward(nn.Sequential):
         return False
     return not (global_forward_hooks() or any(has_forward_hooks(child) for child in module.children()))
 

@@ -213,7 +213,10 @@ def test_a_torch_class_whose_forward_a_library_replaced_keeps_its_scope(monkeypa
     monkeypatch.setattr(nn.Dropout, "forward", _active_dropout)
     model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.ReLU()).eval()
     assert not instrument.folds_into_its_call(model[0]) and not instrument.launches_no_kernel(model[1])
-    assert instrument.folds_into_its_call(model[2])
+    assert instrument.folds_into_its_call(model[2]) and instrument.launches_no_kernel(model)
+    with monkeypatch.context() as patched:
+        patched.setattr(nn.Sequential, "forward", lambda self, x: torch.sigmoid(x))
+        assert not instrument.launches_no_kernel(model), "a Sequential whose forward a library replaced"
     torch.manual_seed(0)
     frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})], warmup_iterations=1)
     assert frame["module_name"].notna().all(), frame[frame["module_name"].isna()]
