@@ -1,9 +1,9 @@
 """Programs for cpu_sweep.py around tensors and calls of unusual kinds that the other sweep files leave out: a batch
 of zero rows, mixture-of-experts routing that leaves experts without tokens, an integer-only model, float8 and
 unsigned dtypes, views of odd strides, shapes inferred on the meta device inside a forward, mkldnn tensors,
-functionals a library replaced before profile(), ``torch.compile`` of a functional made in every forward, an
-autograd.Function with a vmap rule under vmap, a selective scan stepped in Python, 300 distinct input signatures of
-one call, ``vmap`` of ``functional_call`` over the observed model as the profiled function.
+functionals a library replaced before profile(), ``torch.jit.trace`` and ``torch.compile`` of code in every
+forward, an autograd.Function with a vmap rule under vmap, a selective scan stepped in Python, 300 distinct input
+signatures of one call, ``vmap`` of ``functional_call`` over the observed model as the profiled function.
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """
@@ -200,6 +200,22 @@ def compile_made_in_forward():
               modules={"linear": {"fc"}})  # fmt: skip
 
 
+class TracesInForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child, self.head = Mlp(), nn.Linear(16, 4)
+
+    def forward(self, x):
+        traced = torch.jit.trace(self.child, (x,), check_trace=False)  # traced anew in every call
+        return self.head(F.relu(traced(x)))
+
+
+def jit_trace_in_forward():
+    return _w("jit_trace_in_forward", TracesInForward().eval(), description="torch.jit.trace of a child in every "
+              "forward (under the tracer, sizes and numel() are tensors), the traced module then called",
+              modules={"relu": {""}, "linear": {"child.fc1", "child.fc2", "head"}}, calls={"relu": 1})  # fmt: skip
+
+
 class ScaledTanh(torch.autograd.Function):
     generate_vmap_rule = True
 
@@ -292,6 +308,6 @@ def vmap_functional_call_root():
 
 UNSEEN7_OP_MECHANISMS = {f.__name__: f for f in (
     zero_size_batch, moe_empty_experts, integer_only, odd_dtypes, strided_views, meta_shape_inference, mkldnn_layout,
-    library_replaced_functionals, compile_made_in_forward, autograd_function_vmap, python_scan_ssm,
-    many_distinct_signatures, vmap_functional_call_root,
+    library_replaced_functionals, jit_trace_in_forward, compile_made_in_forward, autograd_function_vmap,
+    python_scan_ssm, many_distinct_signatures, vmap_functional_call_root,
 )}  # fmt: skip
