@@ -59,6 +59,7 @@ from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
 from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks
 from .interpreter_state import gc_paused, recursion_room
+from .late_imports import late_imports_put_back
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .recordings import recording_of, sample_scopes
 from .samples import SampleBook
@@ -280,6 +281,7 @@ def instrumented(
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
         recording_of(book, collect) as recording,
+        late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
     ):
         try:
             _install(patches, named_modules, book, recording.sampled, calls, functions)

@@ -332,6 +332,17 @@ def _code_namespaces(kind: type, seen: set[int]) -> Iterator[dict]:
             yield namespace
 
 
+def module_sites(namespace: types.ModuleType, originals: dict, wrappers: dict) -> list[tuple[Any, Any, Any]]:
+    """The sites of one Python module's globals and of the classes it defines (recorder/late_imports.py)."""
+    sites: list[tuple[Any, Any, Any]] = []
+    _module_sites(namespace, sites, originals, wrappers)
+    name = _text(namespace, "__name__")
+    for value in list(vars(namespace).values()):
+        if _is(value, type) and name is not None and _text(value, "__module__") == name:
+            sites.extend(_class_sites(value, originals, wrappers))
+    return sites
+
+
 def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wrappers: dict) -> list[types.ModuleType]:
     """Add the sites of a Python module's globals to ``sites``; returns the other modules of the same code that it
     holds or holds functions and classes of (``from .ops import mlp``, whose ``ops`` may hold
