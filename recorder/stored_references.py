@@ -14,7 +14,8 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
   objects of the model's own code their instance and class attributes hold (one level: a config object's
   ``cfg.act``);
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
-  module's (a forward written by ``exec`` into a dict);
+  module's (a forward written by ``exec`` into a dict), and the Python modules those functions import in their
+  bodies (``import acts`` inside ``forward``: a lazy import, which no module's globals hold);
 - the ``call_function`` nodes of their graphs where they are torch.fx GraphModules (which ``torch.fx.Interpreter``
   calls: its generated code reads the namespace);
 - the default arguments of the functions their classes define and of the functions among those globals, and the
@@ -38,6 +39,8 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from .code_references import code_namespaces, imported_modules
 
 _ABSENT = object()
 _LARGEST_SCANNED = 1024  # items of a container looked into: a registry of activations, not a vocabulary
@@ -295,14 +298,16 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
                 sites.extend(_items_sites(held, list(held.items()), originals, wrappers, skip="__builtins__"))
     seen_modules: set[str] = set()
     seen_classes: set[int] = set()
+    imported: list[types.ModuleType] = []  # by import statements in the classes' functions (code_references.py)
     for module in modules:
         for kind in _own_classes(module):
             if id(kind) in seen_classes:
                 continue
             seen_classes.add(id(kind))
             sites.extend(_class_sites(kind, originals, wrappers))
-            for namespace in _code_namespaces(kind, seen_objects):
+            for namespace in code_namespaces(kind, seen_objects):
                 sites.extend(_items_sites(namespace, list(namespace.items()), originals, wrappers, "__builtins__"))
+            imported += imported_modules(kind)
         name = _text(type(module), "__module__") or "builtins"
         if name in seen_modules or name.startswith(("torch.", "builtins")):
             continue
@@ -315,21 +320,11 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
             if _text(helper, "__name__") not in seen_modules:
                 seen_modules.add(_text(helper, "__name__"))
                 _module_sites(helper, sites, originals, wrappers)
+    for helper in imported:
+        if _text(helper, "__name__") not in seen_modules:
+            seen_modules.add(_text(helper, "__name__"))
+            _module_sites(helper, sites, originals, wrappers)
     return sites
-
-
-def _code_namespaces(kind: type, seen: set[int]) -> Iterator[dict]:
-    """The globals of the functions a model's class defines where they are no Python module's (code written by
-    ``exec(source, namespace)``, whose ``from torch.nn.functional import gelu`` lands there), each once."""
-    for value in list(vars(kind).values()):
-        function = value.__func__ if _is(value, (staticmethod, classmethod)) else value
-        if not _is(function, types.FunctionType) or id(function.__globals__) in seen:
-            continue
-        namespace = function.__globals__
-        seen.add(id(namespace))
-        module = sys.modules.get(namespace.get("__name__") if type(namespace.get("__name__")) is str else "")
-        if module is None or getattr(module, "__dict__", None) is not namespace:
-            yield namespace
 
 
 def module_sites(namespace: types.ModuleType, originals: dict, wrappers: dict) -> list[tuple[Any, Any, Any]]:

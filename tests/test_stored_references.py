@@ -4,6 +4,7 @@ config object held as a class attribute. Each was called unseen by the namespace
 operator (``aten::elu``)."""
 
 import collections
+import sys
 import types
 
 import pytest
@@ -39,3 +40,30 @@ def test_functionals_in_ordered_and_default_dicts_nested_registries_and_class_he
     assert all([calls for calls, _ in data[name]] == [1] for name in ("silu", "elu", "hardtanh", "tanhshrink"))
     assert HeldDeeper.SETTINGS.act is F.silu and model.ordered["act"] is F.elu and model.defaulted["act"] is F.hardtanh
     assert model.registries["vision"]["act"] is F.tanhshrink and model.registries["text"][0] is F.softsign
+
+
+class ImportsInForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        import ks_lazy_acts  # a lazy import: no module's globals hold the module
+        from ks_lazy_acts import TABLE
+
+        return TABLE["relu"](ks_lazy_acts.ACT(self.fc(x)))
+
+
+def test_functionals_held_by_a_module_a_forward_imports_in_its_body_are_named_and_put_back(tmp_path, monkeypatch):
+    source = 'import torch.nn.functional as F\nACT = F.gelu\nTABLE = {"relu": F.relu}\n'
+    (tmp_path / "ks_lazy_acts.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "ks_lazy_acts", raising=False)
+    model = ImportsInForward().eval()
+    with torch.no_grad():
+        model(torch.randn(4, 16))  # imported before the recording, by a first call of the model's
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(frame["function_name"].dropna())
+    assert {"gelu", "relu"} <= named and not named & {"aten::gelu", "torch.relu"}, named
+    late = sys.modules["ks_lazy_acts"]
+    assert late.ACT is F.gelu and late.TABLE["relu"] is F.relu
