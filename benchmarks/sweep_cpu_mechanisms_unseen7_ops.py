@@ -2,13 +2,19 @@
 of zero rows, mixture-of-experts routing that leaves experts without tokens, an integer-only model, float8 and
 unsigned dtypes, views of odd strides, shapes inferred on the meta device inside a forward, mkldnn tensors,
 functionals a library replaced before profile(), ``torch.jit.trace`` and ``torch.compile`` of code in every
-forward, an autograd.Function with a vmap rule under vmap, a selective scan stepped in Python, 300 distinct input
-signatures of one call, ``vmap`` of ``functional_call`` over the observed model as the profiled function.
+forward, a module imported inside a forward, an autograd.Function with a vmap rule under vmap, a selective scan
+stepped in Python, 300 distinct input signatures of one call, ``vmap`` of ``functional_call`` over the observed model
+as the profiled function.
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """
 
 from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F  # noqa: N812
@@ -216,6 +222,41 @@ def jit_trace_in_forward():
               modules={"relu": {""}, "linear": {"child.fc1", "child.fc2", "head"}}, calls={"relu": 1})  # fmt: skip
 
 
+_LAZY_SOURCE = """
+import torch.nn.functional as F
+from torch.nn.functional import silu
+
+ACTS = {"gelu": F.gelu}
+"""
+
+
+class ImportsInForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        import sweep_lazy_acts  # a lazy import, which no module's globals hold
+        from sweep_lazy_acts import ACTS
+
+        return sweep_lazy_acts.silu(ACTS["gelu"](self.fc(x)))
+
+
+def lazy_import_in_forward():
+    folder = tempfile.mkdtemp(prefix="sweep_lazy_")
+    Path(folder, "sweep_lazy_acts.py").write_text(_LAZY_SOURCE)
+    sys.path.insert(0, folder)
+
+    def remove():
+        sys.path.remove(folder)
+        sys.modules.pop("sweep_lazy_acts", None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+    return _w("lazy_import_in_forward", ImportsInForward().eval(), cleanup=remove, description="a module imported "
+              "inside the forward (import statements in its body), whose code holds F.gelu in a dict and silu "
+              "imported by name", modules={"gelu": {""}, "silu": {""}}, calls={"gelu": 1, "silu": 1})  # fmt: skip
+
+
 class ScaledTanh(torch.autograd.Function):
     generate_vmap_rule = True
 
@@ -308,6 +349,6 @@ def vmap_functional_call_root():
 
 UNSEEN7_OP_MECHANISMS = {f.__name__: f for f in (
     zero_size_batch, moe_empty_experts, integer_only, odd_dtypes, strided_views, meta_shape_inference, mkldnn_layout,
-    library_replaced_functionals, jit_trace_in_forward, compile_made_in_forward, autograd_function_vmap,
-    python_scan_ssm, many_distinct_signatures, vmap_functional_call_root,
+    library_replaced_functionals, jit_trace_in_forward, lazy_import_in_forward, compile_made_in_forward,
+    autograd_function_vmap, python_scan_ssm, many_distinct_signatures, vmap_functional_call_root,
 )}  # fmt: skip

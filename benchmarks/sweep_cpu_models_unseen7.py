@@ -2,7 +2,7 @@
 tiny configs (random init, no downloads; fp32): DeBERTa-v2's disentangled attention, I-BERT in integer mode, Switch
 Transformers' routed experts, DeepSeek-V3's latent attention and grouped routing, FNet's
 Fourier mixing, LeViT's cached attention biases, Qwen3-Next's gated delta rule, gpt-oss's sinks and experts,
-ModernBERT's unpadded alternating attention, xLSTM, Informer's sampled attention (seeded);
+ModernBERT's unpadded alternating attention, Informer's sampled attention (seeded);
 ``generate()`` with prompt lookup, with penalties and token constraints, from a prefilled prompt cache, from
 ``inputs_embeds``.
 
@@ -148,9 +148,6 @@ UNSEEN7_MODELS = {
     "hf_modernbert": lambda: _auto("modernbert", {"input_ids": _ids(), "attention_mask": torch.tensor(
         [[1] * 16, [1] * 10 + [0] * 6])}, global_attn_every_n_layers=2, local_attention=8, pad_token_id=0,
                                       bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2),
-    "hf_xlstm": lambda: _decoder("xlstm", embedding_dim=64, num_blocks=2, num_heads=4, chunk_size=8,
-                                 autocast_kernel_dtype="float32", hidden_size=64, intermediate_size=None,
-                                 max_position_embeddings=None),
     "hf_informer": _informer,
     "hf_llama_prompt_lookup": _prompt_lookup,
     "hf_gpt2_generate_constraints": _penalties,
