@@ -264,7 +264,8 @@ def _plain_object(value: Any) -> bool:
         vars(value)
     except Exception:  # noqa: BLE001 (none, or a __getattribute__ of the model's own that raises)
         return False
-    return not (_text(type(value), "__module__") or "builtins").startswith(("torch", "builtins", "collections"))
+    module = _text(type(value), "__module__") or "builtins"  # torchtune's or torchvision's are not torch's
+    return module != "torch" and not module.startswith(("torch.", "builtins", "collections"))
 
 
 _NOT_PLAIN = (type, types.ModuleType, types.FunctionType, dict, list, tuple, set, frozenset, nn.Module, torch.Tensor)

@@ -67,3 +67,26 @@ def test_functionals_held_by_a_module_a_forward_imports_in_its_body_are_named_an
     assert {"gelu", "relu"} <= named and not named & {"aten::gelu", "torch.relu"}, named
     late = sys.modules["ks_lazy_acts"]
     assert late.ACT is F.gelu and late.TABLE["relu"] is F.relu
+
+
+class PackageSettings:
+    def __init__(self):
+        self.act = F.gelu
+
+
+PackageSettings.__module__ = "torchtune_like.config"  # a package whose name begins with "torch", not torch's own
+
+
+class HoldsPackageSettings(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.settings = nn.Linear(8, 8), PackageSettings()
+
+    def forward(self, x):
+        return self.settings.act(self.fc(x))
+
+
+def test_a_config_object_of_a_package_named_torch_something_is_looked_into():
+    model = HoldsPackageSettings().eval()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=1)
+    assert "gelu" in set(frame["function_name"]) and model.settings.act is F.gelu
