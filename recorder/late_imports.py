@@ -35,5 +35,9 @@ def _put_back(modules: list, calls: str) -> None:
     wrappers = {id(wrapper): wrapper for wrapper in plan.wrappers.values()}
     originals = {id(wrapper): plan.originals[key] for key, wrapper in plan.wrappers.items()}
     for module in modules:
-        for owner, key, original in module_sites(module, wrappers, originals):
+        try:
+            sites = module_sites(module, wrappers, originals)
+        except Exception:  # noqa: BLE001 (a module's own objects): it keeps what it holds, the recording's error goes on
+            continue
+        for owner, key, original in sites:
             owner[key] = original
