@@ -64,6 +64,13 @@ def scope_text(name: str) -> str:
     return "".join(chr(b) if b in _KEPT_IN_SCOPES else f"%{b:02X}" for b in name.encode("utf-8", "backslashreplace"))
 
 
+def call_scope_text(name: str) -> str:
+    """``scope_text`` of a call's name, its ``@`` escaped too (``%40``): in ``ks.fn:<call>#<id>@<module>`` the first
+    one ends the call (a Tensor attribute or an autograd Function's class may be named in any letters)."""
+    text = scope_text(name)
+    return text.replace("@", "%40") if "@" in text else text
+
+
 def names_escaped(manifest: dict | None) -> bool:
     """Whether a recording's scopes carry module and call names through ``scope_text`` (annotation ``name_escape``);
     in older ones and in bare traces a ``%`` is itself."""

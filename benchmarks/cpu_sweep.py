@@ -5,9 +5,10 @@
   3. every patch is removed exactly: the ``__dict__`` of every observed module, of the Python modules that define
      their classes, of the patched namespaces (``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch._C._nn``,
      ``torch.linalg``, ``torch.fft``, ``torch.special``, ``torch.distributed``, ``torch.autograd.Function``,
-     ``nn.Module``, ``threading.Thread``, ``_thread``, a loaded AOTInductor package's class) identical to before,
-     object for object (attributes that are Python modules imported meanwhile, and the model's own state, which no
-     patch holds, left aside); also when the model raises mid-pass (a RuntimeError and a KeyboardInterrupt from a
+     ``nn.Module``, ``threading.Thread``, ``_thread``, a loaded AOTInductor package's class, the observed modules'
+     classes) identical to before, object for object (attributes that are Python modules imported meanwhile, and the
+     model's own state, which no patch holds, left aside), and no module imported meanwhile holding a wrapper of the
+     recorder's; also when the model raises mid-pass (a RuntimeError and a KeyboardInterrupt from a
      forward pre-hook in the recorded pass);
   4. every row has a function_name (SPEC: every kernel of a trace with a CPU side has one);
   5. the in-process frame equals ``load_run()`` of the run directory, and so do function_data's call counts;
@@ -19,20 +20,10 @@
 
     python benchmarks/cpu_sweep.py OUT [name ...] [--deadline SECONDS] [--device cuda]
 
-Models: sweep_cpu_models.py (transformers architectures from tiny configs, random init, no downloads; generate()),
-sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py,
-sweep_cpu_mechanisms_unseen_more.py, sweep_cpu_mechanisms_unseen3.py, sweep_cpu_mechanisms_unseen4.py,
-sweep_cpu_mechanisms_unseen4_graphs.py and sweep_cpu_mechanisms_unseen4_forwards.py (torch mechanisms around small
-modules: the last three add dispatch modes, tensor subclasses, __torch_function__ handlers, one-rank DTensor and DDP,
-higher-order ops, export and TorchScript variants, odd forwards and transformers compositions),
-sweep_cpu_mechanisms_unseen5.py, sweep_cpu_mechanisms_unseen5_instances.py, sweep_cpu_mechanisms_unseen5_ops.py and
-sweep_cpu_mechanisms_unseen5_models.py (hooks of every kind, odd module names, asyncio tasks, frozen, copied and
-tied modules, QAT, numerics namespaces, losses, sparse, complex and nested layouts, decoding loops of the user's own),
-sweep_cpu_mechanisms_unseen6.py (hooks and forwards set around each call, a child's forward inspected by its parent),
-sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
-out), sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; run
-alone with ``--only-zoo``). A model its library cannot build here, or that fails without kernelscope (an unprofiled
-pass raises), is reported as skipped, never as passed. Writes OUT/cpu_sweep.json and prints one line per model.
+Models: the program files sweep_files.py lists (transformers architectures and ``generate()`` modes, torch mechanisms
+around small modules, every torchvision builder and timm's families, which run alone with ``--only-zoo``). A model
+its library cannot build here, or that fails without kernelscope (an unprofiled pass raises), is reported as skipped,
+never as passed. Writes OUT/cpu_sweep.json and prints one line per model.
 """
 
 from __future__ import annotations
@@ -61,6 +52,7 @@ from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
 from kernelscope.recorder.calls import aoti_compiled_model  # noqa: E402
 from kernelscope.recorder.profiler import _run_pass  # noqa: E402
+from sweep_files import factories  # noqa: E402
 
 SUMMARY_COLUMNS = ["function_name", "calls", "num_distinct_samples", "num_modules", "time_spent_us",
                    "time_spent_pct", "tensor_size_MB"]  # fmt: skip
@@ -103,6 +95,7 @@ def _owners(w) -> list:
         python_module = sys.modules.get(type(m).__module__)
         if python_module is not None:
             owners.append(python_module)
+        owners += [kind for kind in type(m).__mro__ if kind is not object]  # class-level forwards are patched too
     seen, unique = set(), []
     for owner in owners:
         if id(owner) not in seen:
@@ -112,7 +105,21 @@ def _owners(w) -> list:
 
 
 def snapshot(w) -> list:
-    return [(owner, dict(vars(owner))) for owner in _owners(w)] + [("recursionlimit", sys.getrecursionlimit())]
+    return [(owner, dict(vars(owner))) for owner in _owners(w)] + [("recursionlimit", sys.getrecursionlimit()),
+                                                                   ("modules", set(sys.modules))]  # fmt: skip
+
+
+_RECORDER = str(Path(sys.modules["kernelscope.recorder"].__file__).parent)  # the wrappers' code is there
+
+
+def _wrappers_in_modules_since(before: set) -> list[str]:
+    """The attributes of the modules imported since ``before`` that hold a wrapper of the recorder's."""
+    found = []
+    for name in set(sys.modules) - before:
+        for key, value in list(getattr(sys.modules.get(name), "__dict__", {}).items()):
+            if str(getattr(getattr(value, "__code__", None), "co_filename", "")).startswith(_RECORDER):
+                found.append(f"{name}.{key} is a recorder wrapper")
+    return found
 
 
 def changes(before: list) -> list[str]:
@@ -122,6 +129,9 @@ def changes(before: list) -> list[str]:
         if owner == "recursionlimit":
             if sys.getrecursionlimit() != attributes:
                 found.append(f"recursion limit {attributes} -> {sys.getrecursionlimit()}")
+            continue
+        if owner == "modules":
+            found += _wrappers_in_modules_since(attributes)
             continue
         now = vars(owner)
         name = getattr(owner, "__name__", type(owner).__name__)
@@ -306,48 +316,6 @@ def check(w, out_root: Path) -> dict:
         and not result.get("patches_left_after_error") and not result.get("patches_left_after_interrupt")
     )  # fmt: skip
     return result
-
-
-def factories() -> dict:
-    from sweep_cpu_mechanisms import MECHANISMS
-    from sweep_cpu_mechanisms_edge import EDGE_MECHANISMS
-    from sweep_cpu_mechanisms_more import MORE_MECHANISMS
-    from sweep_cpu_mechanisms_unseen import UNSEEN_MECHANISMS
-    from sweep_cpu_mechanisms_unseen3 import UNSEEN3_MECHANISMS
-    from sweep_cpu_mechanisms_unseen4 import UNSEEN4_MECHANISMS
-    from sweep_cpu_mechanisms_unseen4_forwards import UNSEEN4_FORWARD_MECHANISMS
-    from sweep_cpu_mechanisms_unseen4_graphs import UNSEEN4_GRAPH_MECHANISMS
-    from sweep_cpu_mechanisms_unseen5 import UNSEEN5_MECHANISMS
-    from sweep_cpu_mechanisms_unseen5_instances import UNSEEN5_INSTANCE_MECHANISMS
-    from sweep_cpu_mechanisms_unseen5_models import UNSEEN5_MODELS
-    from sweep_cpu_mechanisms_unseen5_ops import UNSEEN5_OP_MECHANISMS
-    from sweep_cpu_mechanisms_unseen6 import UNSEEN6_MECHANISMS
-    from sweep_cpu_mechanisms_unseen_more import UNSEEN_MORE_MECHANISMS
-    from sweep_cpu_models import MODELS
-    from sweep_cpu_models_unseen import UNSEEN_MODELS
-    from sweep_cpu_zoo_timm import TIMM_MODELS
-    from sweep_cpu_zoo_torchvision import TORCHVISION_MODELS
-
-    return {
-        **MODELS,
-        **MECHANISMS,
-        **MORE_MECHANISMS,
-        **EDGE_MECHANISMS,
-        **UNSEEN_MODELS,
-        **UNSEEN_MECHANISMS,
-        **UNSEEN_MORE_MECHANISMS,
-        **UNSEEN3_MECHANISMS,
-        **UNSEEN4_MECHANISMS,
-        **UNSEEN4_GRAPH_MECHANISMS,
-        **UNSEEN4_FORWARD_MECHANISMS,
-        **UNSEEN5_MECHANISMS,
-        **UNSEEN5_INSTANCE_MECHANISMS,
-        **UNSEEN5_OP_MECHANISMS,
-        **UNSEEN5_MODELS,
-        **UNSEEN6_MECHANISMS,
-        **TORCHVISION_MODELS,
-        **TIMM_MODELS,
-    }
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ import contextvars
 import inspect
 import sys
 import types
+from threading import get_ident
 from typing import Any
 
 import torch
@@ -103,6 +104,18 @@ def triton_jit_function() -> type | None:
 # counter's update, on the per-call path.
 OTHER_THREAD: Any = object()
 INSIDE_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("kernelscope_inside_call", default=OTHER_THREAD)
+# get_ident() of the threads the recording scopes (recorder/threads.py): OTHER_THREAD is read on one of them too in a
+# context made before the recording, which the model saved and runs code in (contextvars.Context.run), where every
+# variable holds what it held then.
+SCOPED_THREADS: set[int] = set()
+
+
+def on_other_thread() -> bool:
+    """Where INSIDE_CALL reads OTHER_THREAD: whether this is a thread the recording leaves alone, not one it scopes
+    running code in a context made before the recording (which is then outside calls, as INSIDE_CALL False)."""
+    return get_ident() not in SCOPED_THREADS
+
+
 _chosen: tuple[list, list] | None = None  # (attributes_state() when chosen, the targets chosen)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .calls import INSIDE_CALL, OTHER_THREAD
+from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import dynamo_tracing
 from .lazy_results import handed_back, of_its_kind
 from .scope_gate import NO_SCOPE
@@ -112,7 +112,9 @@ class _ScopedDescriptor:
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         value = self.descriptor.__get__(instance, owner)
         entry = None if instance is None or dynamo_tracing() else self.scopes.get(id(instance))
-        if entry is None or entry[0] is not instance or entry[1] is None or INSIDE_CALL.get() is OTHER_THREAD:
+        if entry is None or entry[0] is not instance or entry[1] is None:
+            return value
+        if INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():
             return value
         return _value_in_scope(value, entry[1])
 
@@ -141,7 +143,7 @@ def _class_forward(function: Any, instances: ScopedInstances) -> Any:
 
     def forward_through_the_class(self, *args, **kwargs):
         entry = None if dynamo_tracing() else scopes.get(id(self))
-        if entry is None or entry[0] is not self or INSIDE_CALL.get() is OTHER_THREAD:
+        if entry is None or entry[0] is not self or INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():
             return function(self, *args, **kwargs)
         if _innermost_is(self, entry[3], sys._getframe(1), codes, own_code):  # super().forward, or its own path
             return function(self, *args, **kwargs)

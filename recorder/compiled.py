@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from .calls import INSIDE_CALL, OTHER_THREAD
+from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
 from .wrapping import wraps
@@ -90,7 +90,7 @@ def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: 
     are its own (INSIDE_CALL); a functional called there has a scope of its own either way."""
 
     def compiled_in_scope(*args, **kwargs):
-        if dynamo_tracing() or INSIDE_CALL.get() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
+        if dynamo_tracing() or INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return forward(*args, **kwargs)
         call_scope, scoped = call(args, kwargs), scopes_open[0]  # closed before the profiler starts: scope_gate.py
         with _Scope(scope_name) if scoped else NO_SCOPE, _Scope(call_scope) if scoped else NO_SCOPE:

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .calls import INSIDE_CALL, OTHER_THREAD
+from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import dynamo_tracing
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -46,7 +46,7 @@ def call_in_scope(module: nn.Module, scope_name: str) -> Any:
     call, inside_call = module._call_impl, INSIDE_CALL.get
 
     def call_impl_in_scope(*args: Any, **kwargs: Any) -> Any:
-        if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
+        if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return call(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             return call(*args, **kwargs)

@@ -33,6 +33,7 @@ scopes give its module.
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -43,7 +44,7 @@ from kernelscope.analyzer.rundir import COMPILED_REGION_CALL, MODULE_PREFIX, MOD
 from torch import nn
 
 from . import class_forwards
-from .calls import INSIDE_CALL, OTHER_THREAD
+from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .class_forwards import ScopedInstances, class_forward_sites
 from .compiled import (
     compiled_code_kept,
@@ -59,6 +60,7 @@ from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
 from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks, scoped_when_hooked
 from .interpreter_state import gc_paused, recursion_room
+from .late_imports import late_imports_put_back
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .recordings import recording_of, sample_scopes
 from .samples import SampleBook
@@ -96,7 +98,7 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
 
     def forward_in_scope(*args, **kwargs):
         run = scoped if kind is None or type(module) is kind else class_forwards.forward_of_its_class(module)
-        if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
+        if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return (own if run is scoped else run)(*args, **kwargs)
         with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
             result = run(*args, **kwargs)
@@ -122,7 +124,7 @@ def _folded_forward(forward: Any, module_suffix: str):
     function = forward.__func__
 
     def forward_in_call_scope(*args, **kwargs):  # the module first
-        if dynamo_tracing() or inside_call() is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
+        if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return function(*args, **kwargs)
         token = enter_call(module_suffix)
         try:
@@ -141,13 +143,22 @@ def launches_no_kernel(module: nn.Module) -> bool:
     own no row): ``nn.Identity``; dropout modules in eval mode, whose functional returns its input; and the
     modules that only call their children (``only_calls_its_children``)."""
     kind = type(module)
-    return kind is nn.Identity or (kind in _DROPOUTS and not module.training) or only_calls_its_children(module)
+    if (kind is nn.Identity or kind in _DROPOUTS and not module.training) and _torch_forward(kind):
+        return True
+    return only_calls_its_children(module)
+
+
+def _torch_forward(kind: type) -> bool:
+    """Whether the class's forward is still torch's own (defined in torch.nn.modules), not one a library bound on the
+    torch class before the recording (``nn.Linear.forward = noisy_forward``), which may do anything."""
+    code = getattr(getattr(kind, "forward", None), "__code__", None)
+    return code is not None and os.path.dirname(code.co_filename) == _TORCH_MODULES_FOLDER
 
 
 def only_calls_its_children(module: nn.Module) -> bool:
     """``nn.Sequential``, whose forward only calls its children (each scoped), unless a hook on a child
     could launch kernels inside it."""
-    if type(module) is not nn.Sequential:
+    if type(module) is not nn.Sequential or not _torch_forward(nn.Sequential):
         return False
     return not (global_forward_hooks() or any(has_forward_hooks(child) for child in module.children()))
 
@@ -164,6 +175,7 @@ _SINGLE_CALL = {
     nn.AdaptiveAvgPool1d, nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d, nn.Upsample, nn.PixelShuffle,
     *_DROPOUTS,
 }  # fmt: skip
+_TORCH_MODULES_FOLDER = os.path.dirname(nn.modules.linear.__file__)
 _CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 _BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
@@ -171,7 +183,7 @@ _BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 def folds_into_its_call(module: nn.Module) -> bool:
     """Whether the module's scope is folded into the scope of the one functional call its forward makes."""
     kind = type(module)
-    if "forward" in vars(module) or module._modules:  # a forward set on the instance is not torch's
+    if "forward" in vars(module) or module._modules or not _torch_forward(kind):  # not torch's forward
         return False
     if kind in _CONVS:
         return module.padding_mode == "zeros"
@@ -275,6 +287,7 @@ def instrumented(
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
         recording_of(book, collect) as recording,
+        late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
     ):
         try:
             _install(patches, named_modules, book, recording.sampled, calls, functions)
@@ -338,6 +351,8 @@ def _install(
             if graph is None:
                 instances.add(module, wrapper, scope, None)
         patch_module(module, "forward", wrapper, forward_before)
+        if _forward_patch_unseen(module, wrapper, every_module_hooked):  # its call is scoped instead
+            patch_module(module, "_call_impl", call_in_scope(module, MODULE_PREFIX + scope_text(name)))
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
         for owner, values in plan.groups:
@@ -361,6 +376,17 @@ def _install(
             held_in_copies(patches.saved[-1])
 
         scoped_when_hooked(patches, scopes, patch_while_recorded)
+
+
+def _forward_patch_unseen(module: nn.Module, wrapper: Any, hooked: bool) -> bool:
+    """Whether ``module``'s class answers ``forward`` its own way (a ``__getattribute__`` choosing another method),
+    so that torch's call never reaches the patched forward, and no hook already scopes its call."""
+    if type(module).__getattribute__ is object.__getattribute__ or hooked or has_forward_hooks(module):
+        return False
+    try:
+        return getattr(module, "forward", None) is not wrapper
+    except Exception:  # noqa: BLE001 (the class's own __getattribute__)
+        return False
 
 
 def _scope_compiled_methods(

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from .calls import INSIDE_CALL, OTHER_THREAD
+from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
 
@@ -108,7 +108,7 @@ class _Resume:
         self.scope_name, self.state, self.token, self.scope = scope_name, state, None, None
 
     def __enter__(self) -> None:
-        if INSIDE_CALL.get() is OTHER_THREAD:
+        if INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():
             self.token = None
             return
         self.token = INSIDE_CALL.set(self.state)

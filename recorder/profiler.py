@@ -27,6 +27,7 @@ from . import scope_gate
 from .calls import patched_functions
 from .compiled import record_keeping_compiled_code
 from .git_head import git_commit_in_background
+from .hierarchy import observed_modules
 from .instrument import CALLS, instrumented
 from .kineto_notices import quiet_start_and_stop
 from .predictions import why_missed
@@ -174,7 +175,7 @@ class ModuleFunctionKernelProfiler:
             for _ in range(warmup_iterations - patched_warm_ups):
                 _run_pass(fn, data)
         # read after the unpatched warm-ups: a submodule the model registers at its first call is scoped too
-        named_modules = list(module.named_modules())
+        named_modules = observed_modules(module)  # by identity (recorder/hierarchy.py)
         scripted = torchscript_paths(named_modules)  # their operators' module paths (recorder/torchscript.py)
         if scripted:
             manifest["annotation"]["torchscript_modules"] = scripted

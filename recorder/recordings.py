@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR, scope_text
+from kernelscope.analyzer.rundir import FUNCTION_PREFIX, SAMPLE_SEPARATOR, call_scope_text
 
 from .compiled import unseen_by_dynamo
 from .samples import SampleBook
@@ -64,7 +64,7 @@ def _unsampled(args: tuple, kwargs: dict) -> int:
 def sample_scopes(name: str, book: SampleBook | None) -> tuple[Any, dict]:
     """``(record, labels)``: ``labels[record(args, kwargs)]`` is a call's scope name. ``record`` counts the
     call's sample when ``book`` is given; otherwise every call has the plain name ``ks.fn:<call>``."""
-    plain = FUNCTION_PREFIX + scope_text(name)  # an autograd Function's class may be named in any letters
+    plain = FUNCTION_PREFIX + call_scope_text(name)  # an autograd Function's class may be named in any letters
     if book is None:
         return _unsampled, {0: plain}
     return book.recorder(name), _Labels(plain + SAMPLE_SEPARATOR)

@@ -35,7 +35,27 @@ def tensor_shape(value: torch.Tensor) -> tuple[int | None, ...]:
         shape = value.shape
     except RuntimeError:
         return (value.size(0), *_component_sizes(value))
-    return tuple(size if type(size) is int else None for size in shape)
+    sizes = tuple(size if type(size) is int else None for size in shape)
+    if None in sizes and _tracing_state() is not None:  # torch.jit.trace's sizes are tensors: read untraced
+        return untraced(tensor_shape, value)
+    return sizes
+
+
+_tracing_state = torch._C._get_tracing_state
+
+
+def untraced(function: Any, *args: Any) -> Any:
+    """``function(*args)`` with torch.jit's tracer paused, where the model traces (``torch.jit.trace`` in its
+    forward): under it a tensor's sizes and ``numel()`` are tensors, which samples.json cannot hold, and reading
+    them would record operators into the model's graph."""
+    state = _tracing_state()
+    if state is None:
+        return function(*args)
+    torch._C._set_tracing_state(None)
+    try:
+        return function(*args)
+    finally:
+        torch._C._set_tracing_state(state)
 
 
 def _component_sizes(value: torch.Tensor) -> list[int | None]:
@@ -113,6 +133,8 @@ def call_key(args: tuple, kwargs: dict, persistent: dict, by_identity: bool = Fa
     and buffers (``SampleBook.remember``), whose keys are looked up instead of built. ``by_identity``: as
     ``signature_key``'s.
     """
+    if _tracing_state() is not None:  # under torch.jit.trace a shape's sizes are tensors (untraced)
+        return untraced(call_key, args, kwargs, persistent, by_identity)
     key = []
     append = key.append
     for group in (args, kwargs.values()) if kwargs else (args,):

@@ -12,7 +12,7 @@ from kernelscope.analyzer.samples import encode, safe_repr, tensor_bytes
 
 from .compiled import unseen_by_dynamo
 from .predictions import Prediction, ids_by_key, inverse, renumbered
-from .sample_keys import across_passes, as_called, call_key, holds_containers, tensor_key, tensor_shape
+from .sample_keys import across_passes, as_called, call_key, holds_containers, tensor_key, tensor_shape, untraced
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
@@ -138,7 +138,7 @@ class SampleBook:
                     book.descriptions[function_name] = descriptions
                 samples.append((args, kwargs))
                 counts.append(1)
-                descriptions.append(describe(args, kwargs))
+                descriptions.append(untraced(describe, args, kwargs))  # sizes under torch.jit.trace: tensors
                 book.new_signature(function_name, sample_id, args, kwargs)
             order.append(sample_id)
             if book.holding:

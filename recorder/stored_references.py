@@ -8,9 +8,16 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
 
 - their instance attributes, the globals of the Python modules that define their classes and of the modules of the
   same package those import from (``from .ops import mlp``, where ``ops`` holds ``from torch.nn.functional import
-  gelu``), and the items of the dicts, lists and tuples those hold (one level: a registry of activations);
+  gelu``), and the items of the dicts (OrderedDicts, defaultdicts), lists and tuples those hold (two levels: a
+  registry of activations, a registry of registries);
 - the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``) and of the
-  objects of the model's own code their instance attributes hold (one level: a config object's ``cfg.act``);
+  objects of the model's own code their instance and class attributes hold (one level: a config object's
+  ``cfg.act``);
+- the globals of the functions their classes define where those are a namespace of their own, not a Python
+  module's (a forward written by ``exec`` into a dict), and the Python modules those functions import in their
+  bodies (``import acts`` inside ``forward``: a lazy import, which no module's globals hold);
+- the ``call_function`` nodes of their graphs where they are torch.fx GraphModules (which ``torch.fx.Interpreter``
+  calls: its generated code reads the namespace);
 - the default arguments of the functions their classes define and of the functions among those globals, and the
   closures' cells of the functions their instance attributes hold (``self.act = make_act()``, a lambda closing over
   ``F.silu``; not those of the methods of their classes, which compare what they close over as often as they call it).
@@ -20,6 +27,7 @@ partial of the wrapper). Only what holds a reference is replaced, and put back a
 
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
 import os
@@ -31,6 +39,8 @@ from typing import Any
 
 import torch
 from torch import nn
+
+from .code_references import code_namespaces, imported_modules
 
 _ABSENT = object()
 _LARGEST_SCANNED = 1024  # items of a container looked into: a registry of activations, not a vocabulary
@@ -82,6 +92,26 @@ class Cell(Slots):
         self.target.cell_contents = value
 
 
+class NodeTarget(Slots):
+    """The function a torch.fx graph's ``call_function`` node calls (its one slot, key 0): ``torch.fx.Interpreter``
+    (``ShapeProp``, an interpreter of the model's own) calls it, captured when the graph was traced."""
+
+    def get(self, key: int, default: Any = None) -> Any:
+        return self.target.target
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        self.target.target = value
+
+
+def _graph_sites(module: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
+    """The call_function nodes of an observed GraphModule's graph that call a patched function."""
+    if not _is(module, torch.fx.GraphModule):
+        return
+    for node in module.graph.nodes:
+        if node.op == "call_function" and originals.get(id(node.target), _ABSENT) is node.target:
+            yield NodeTarget(node), 0, wrappers[id(node.target)]
+
+
 def _is(value: Any, kinds: type | tuple[type, ...]) -> bool:
     """isinstance by the value's type alone: isinstance also asks ``value.__class__``, which runs code of the
     object's own where it is a property (a proxy's, such as werkzeug's LocalProxy, raises outside its context), and
@@ -104,17 +134,19 @@ def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]
 
 
 def _scanned(value: Any) -> bool:
-    """Whether ``value`` is a container looked into: a plain dict, list or tuple, or a named tuple (a subclass of
-    dict or list may do anything when read or written), of a registry's size, counted without a method of a named
-    tuple's own (its ``__len__`` may raise)."""
+    """Whether ``value`` is a container looked into: a plain dict (or the standard library's OrderedDict or
+    defaultdict), list or tuple, or a named tuple (a subclass of dict or list of the program's own may do anything
+    when read or written), of a registry's size, counted without a method of a named tuple's own (its ``__len__``
+    may raise)."""
     kind = type(value)
-    plain = kind in (dict, list, tuple) or (_is(value, tuple) and hasattr(kind, "_make"))
+    plain = kind in _CONTAINERS or (_is(value, tuple) and hasattr(kind, "_make"))
     return plain and 0 < (tuple.__len__(value) if _is(value, tuple) else len(value)) <= _LARGEST_SCANNED
 
 
 # What a value must be for _sites_in to find anything in it, besides a patched function (by id): a plain container
 # of a registry's size, or a partial or named tuple (their subclasses too).
-_CONTAINERS = frozenset((dict, list, tuple))
+_DICTS = frozenset((dict, collections.OrderedDict, collections.defaultdict))
+_CONTAINERS = frozenset((*_DICTS, list, tuple))
 _SUBCLASSED = (functools.partial, tuple)
 
 
@@ -136,37 +168,47 @@ def _items_sites(owner: dict, items: Any, originals: dict, wrappers: dict, skip:
     return sites
 
 
-def _may_hold(values: Any, originals: dict) -> bool:
-    """Whether a container's items include a patched function or a partial, tested at C speed (most hold neither)."""
+def _may_hold(values: Any, originals: dict, nested: bool) -> bool:
+    """Whether a container's items include a patched function or a partial (or, ``nested``, a container), tested at
+    C speed (most hold none)."""
     partials = map(issubclass, map(type, values), repeat(functools.partial))
-    return not originals.keys().isdisjoint(map(id, values)) or any(partials)
+    if not originals.keys().isdisjoint(map(id, values)) or any(partials):
+        return True
+    return nested and not _CONTAINERS.isdisjoint(map(type, values))
 
 
-def _sites_in(owner: Any, key: Any, value: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
-    """(owner, key, replacement) for ``value``, held at ``owner[key]``, and for the items it holds."""
+def _sites_in(
+    owner: Any, key: Any, value: Any, originals: dict, wrappers: dict, nested: bool = True
+) -> Iterator[tuple[Any, Any, Any]]:
+    """(owner, key, replacement) for ``value``, held at ``owner[key]``, for the items it holds and, ``nested``, for
+    those of the containers among them (a registry of registries: ``{"vision": {"act": F.gelu}}``) where it is a
+    dict or a list."""
     replacement = _replacement(value, originals, wrappers)
     if replacement is not _ABSENT:
         yield owner, key, replacement
-    elif _scanned(value) and _may_hold(held := _held_values(value), originals):
-        items = value.items() if type(value) is dict else enumerate(held)
+    elif _scanned(value) and _may_hold(held := _held_values(value), originals, nested):
+        items = list(value.items() if type(value) in _DICTS else enumerate(held))
         found = [(k, r) for k, v in items if (r := _replacement(v, originals, wrappers)) is not _ABSENT]
-        if not found:
-            return
         if _is(value, tuple):  # immutable: the whole tuple is replaced where it is held, as its own type
-            items = list(held)
-            for k, r in found:
-                items[k] = r
-            yield owner, key, tuple.__new__(type(value), items)  # as a named tuple's _make makes it
-        else:
-            holder = value if _is(value, dict) else Slots(value)
-            for k, r in found:
-                yield holder, k, r
+            if found:
+                replaced = list(held)
+                for k, r in found:
+                    replaced[k] = r
+                yield owner, key, tuple.__new__(type(value), replaced)  # as a named tuple's _make makes it
+            return
+        holder = value if _is(value, dict) else Slots(value)
+        for k, r in found:
+            yield holder, k, r
+        if nested:
+            for k, v in items:
+                if type(v) in _CONTAINERS:
+                    yield from _sites_in(holder, k, v, originals, wrappers, nested=False)
 
 
 def _held_values(value: Any) -> Any:
     """The values a scanned container holds, a named tuple's read without its own methods (which may raise or never
     end)."""
-    if type(value) is dict:
+    if type(value) in _DICTS:
         return value.values()
     return value if type(value) in _CONTAINERS else list(tuple.__iter__(value))
 
@@ -203,6 +245,8 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
         held = value.__func__ if _is(value, staticmethod) else value
         replacement = _replacement(held, originals, wrappers)
         if replacement is _ABSENT:
+            if _plain_object(held):  # a config object as a class attribute (``CONFIG = Settings()``), one level
+                yield from _items_sites(vars(held), list(vars(held).items()), originals, wrappers, "__builtins__")
             continue
         if _is(value, staticmethod) or not _is(held, types.FunctionType):  # a builtin binds no instance
             replacement = staticmethod(replacement)
@@ -220,7 +264,8 @@ def _plain_object(value: Any) -> bool:
         vars(value)
     except Exception:  # noqa: BLE001 (none, or a __getattribute__ of the model's own that raises)
         return False
-    return not (_text(type(value), "__module__") or "builtins").startswith(("torch", "builtins", "collections"))
+    module = _text(type(value), "__module__") or "builtins"  # torchtune's or torchvision's are not torch's
+    return module != "torch" and not module.startswith(("torch.", "builtins", "collections"))
 
 
 _NOT_PLAIN = (type, types.ModuleType, types.FunctionType, dict, list, tuple, set, frozenset, nn.Module, torch.Tensor)
@@ -242,6 +287,7 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
     for module in modules:
         namespace = vars(module)
         sites.extend(_items_sites(namespace, namespace.items(), originals, wrappers, skip="forward"))
+        sites.extend(_graph_sites(module, originals, wrappers))
         for key, value in namespace.items():
             if key == "forward":
                 continue
@@ -253,12 +299,16 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
                 sites.extend(_items_sites(held, list(held.items()), originals, wrappers, skip="__builtins__"))
     seen_modules: set[str] = set()
     seen_classes: set[int] = set()
+    imported: list[types.ModuleType] = []  # by import statements in the classes' functions (code_references.py)
     for module in modules:
         for kind in _own_classes(module):
             if id(kind) in seen_classes:
                 continue
             seen_classes.add(id(kind))
             sites.extend(_class_sites(kind, originals, wrappers))
+            for namespace in code_namespaces(kind, seen_objects):
+                sites.extend(_items_sites(namespace, list(namespace.items()), originals, wrappers, "__builtins__"))
+            imported += imported_modules(kind)
         name = _text(type(module), "__module__") or "builtins"
         if name in seen_modules or name.startswith(("torch.", "builtins")):
             continue
@@ -271,6 +321,21 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
             if _text(helper, "__name__") not in seen_modules:
                 seen_modules.add(_text(helper, "__name__"))
                 _module_sites(helper, sites, originals, wrappers)
+    for helper in imported:
+        if _text(helper, "__name__") not in seen_modules:
+            seen_modules.add(_text(helper, "__name__"))
+            _module_sites(helper, sites, originals, wrappers)
+    return sites
+
+
+def module_sites(namespace: types.ModuleType, originals: dict, wrappers: dict) -> list[tuple[Any, Any, Any]]:
+    """The sites of one Python module's globals and of the classes it defines (recorder/late_imports.py)."""
+    sites: list[tuple[Any, Any, Any]] = []
+    _module_sites(namespace, sites, originals, wrappers)
+    name = _text(namespace, "__name__")
+    for value in list(vars(namespace).values()):
+        if _is(value, type) and name is not None and _text(value, "__module__") == name:
+            sites.extend(_class_sites(value, originals, wrappers))
     return sites
 
 

@@ -5,8 +5,10 @@ Any other thread (a server's, a pool made before the recording) is not part of t
 original functions, unscoped and unsampled, so they never become samples of the pass nor race with their keying
 (the sample book is not locked: the per-call path stays one flag test longer, not one lock longer). The wrappers
 tell them apart by ``INSIDE_CALL``, which they read anyway: a thread starts in a fresh context, where it holds
-``OTHER_THREAD``; a scoped thread holds False outside calls. A thread the model started keeps it for its life, so
-a pool the model made in one recording is the model's in the next one too.
+``OTHER_THREAD``; a scoped thread holds False outside calls, and is among ``calls.SCOPED_THREADS`` for the code it
+runs in a context made before the recording (``contextvars.Context.run``), where INSIDE_CALL reads its default. A
+thread the model started keeps both for its life, so a pool the model made in one recording is the model's in the
+next one too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .calls import INSIDE_CALL, OTHER_THREAD
+from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS, on_other_thread
 from .wrapping import wraps
 
 _ABSENT = object()
@@ -30,7 +32,9 @@ def model_threads() -> Iterator[None]:
     ``threading.Thread.start`` and through ``_thread.start_new_thread`` (which threading does not call by that name,
     so a thread is scoped once). Re-entrant: profile() holds it for all its passes, and ``instrument.instrumented``
     (used alone by the benchmarks) for the patched ones."""
-    token = INSIDE_CALL.set(False)
+    token, ident = INSIDE_CALL.set(False), _thread.get_ident()
+    added = ident not in SCOPED_THREADS
+    SCOPED_THREADS.add(ident)
     outermost = not _installed
     if outermost:
         for owner, name, scoping in _STARTERS:
@@ -45,6 +49,8 @@ def model_threads() -> Iterator[None]:
                 owner, name, original, wrapper = _installed.pop()
                 if vars(owner).get(name) is wrapper:  # else rebound meanwhile: the new binding stays
                     setattr(owner, name, original)
+        if added:
+            SCOPED_THREADS.discard(ident)
         INSIDE_CALL.reset(token)
 
 
@@ -53,14 +59,13 @@ def _start_scoping_the_thread(start: Any) -> Any:
     its ``run`` is wrapped for that one run (and the thread's own ``run`` attribute, if it had one, put back)."""
 
     def start_scoped(self, *args, **kwargs):
-        if INSIDE_CALL.get() is OTHER_THREAD:
+        if INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():
             return start(self, *args, **kwargs)
         own, run = vars(self).get("run", _ABSENT), self.run
 
         def run_scoped():
             _put_back(self, own)
-            INSIDE_CALL.set(False)  # in the new thread's own context, for its life
-            return run()
+            return _scoped_for_life(run)
 
         self.run = run_scoped
         try:
@@ -77,16 +82,27 @@ def _start_new_thread_scoping(start_new_thread: Any) -> Any:
     instruction; the arguments go to the original as given, so its checks (args a tuple) are unchanged."""
 
     def start_new_thread_scoped(function, *arguments):
-        if INSIDE_CALL.get() is OTHER_THREAD or not callable(function):
+        if INSIDE_CALL.get() is OTHER_THREAD and on_other_thread() or not callable(function):
             return start_new_thread(function, *arguments)
 
         def run_scoped(*args, **kwargs):
-            INSIDE_CALL.set(False)  # in the new thread's own context, for its life
-            return function(*args, **kwargs)
+            return _scoped_for_life(function, *args, **kwargs)
 
         return start_new_thread(run_scoped, *arguments)
 
     return wraps(start_new_thread_scoped, start_new_thread, "start_new_thread")
+
+
+def _scoped_for_life(run: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a new thread's ``run`` as a scoped thread: INSIDE_CALL False in its own context, and its ident among
+    SCOPED_THREADS, for its life."""
+    INSIDE_CALL.set(False)
+    ident = _thread.get_ident()
+    SCOPED_THREADS.add(ident)
+    try:
+        return run(*args, **kwargs)
+    finally:
+        SCOPED_THREADS.discard(ident)
 
 
 def _put_back(thread: threading.Thread, own: Any) -> None:

@@ -30,6 +30,7 @@ from .calls import (
     TRITON_LAUNCH,
     attributes_state,
     attributes_unchanged,
+    on_other_thread,
     torch_call_targets,
     watched_owners,
 )
@@ -91,12 +92,14 @@ def _handled_in_scope(
 
 
 def functional_names() -> list[str]:
-    """Public functions of ``torch.nn.functional`` that get a scope (aitune's rule, so names match)."""
+    """Public functions of ``torch.nn.functional`` that get a scope (aitune's rule, so names match), and any that a
+    library bound there in place of torch's (``F.scaled_dot_product_attention = sageattn``), not torch's helpers."""
     names = []
     for name, value in vars(F).items():
         if name.startswith("_") or not (inspect.isfunction(value) or inspect.isbuiltin(value)):
             continue
-        if getattr(value, "__module__", None) in _PATCHABLE_MODULES:
+        module = getattr(value, "__module__", None)
+        if module in _PATCHABLE_MODULES or type(module) is str and not module.startswith("torch"):
             names.append(name)
     return names
 
@@ -118,8 +121,10 @@ def _functional(function: Any, name: str):
         if dynamo_tracing() or calling_back and get_ident() in calling_back:
             return function(*args, **kwargs)
         folded = inside_call()  # "@<module>" in a folded module's forward, before its call (else False)
-        if folded is OTHER_THREAD:  # not the model's pass (recorder/threads.py)
-            return function(*args, **kwargs)
+        if folded is OTHER_THREAD:  # not the model's pass (recorder/threads.py), or a context made before it
+            if on_other_thread():
+                return function(*args, **kwargs)
+            folded = False
         if record is None:
             if not current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
@@ -179,7 +184,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
         if dynamo_tracing() or calling_back and get_ident() in calling_back:
             return function(*args, **kwargs)
         state = inside_call()
-        if state is True and outermost_only or state is OTHER_THREAD:  # OTHER_THREAD: recorder/threads.py
+        if state is True and outermost_only or state is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return function(*args, **kwargs)
         if record is None:
             if not current:  # a wrapper kept past its recording

@@ -163,6 +163,54 @@ def test_functionals_in_class_attributes_closures_and_config_objects_are_named_a
     assert all(a is b for a, b in zip(now, held, strict=True)) and model.closure.__closure__[0].cell_contents is F.silu
 
 
+def _written_by_exec():
+    namespace = {}  # held by nothing but the function's __globals__
+    exec(  # noqa: S102 (a forward written by exec, as code generators do, into a namespace of its own)
+        "from torch.nn.functional import celu\ndef forward(self, x):\n    return celu(self.linear(x))\n", namespace
+    )
+    return namespace["forward"]
+
+
+class Generated(nn.Module):
+    forward = _written_by_exec()
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 16)
+
+
+def test_functionals_imported_into_the_namespace_of_a_forward_written_by_exec_are_named_and_put_back():
+    _, frame, data = _profile(Generated())
+    assert _named(frame) >= {"linear", "celu"} and [calls for calls, _ in data["celu"]] == [1], _named(frame)
+    assert not any(name.startswith(("aten::", "torch.")) for name in _named(frame)), _named(frame)
+    assert Generated.forward.__globals__["celu"] is F.celu
+
+
+class Activation(nn.Module):
+    def forward(self, x):
+        return F.silu(x) * 2
+
+
+class Interpreted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.graph = nn.Linear(16, 16), torch.fx.symbolic_trace(Activation())  # its node holds F.silu
+
+    def forward(self, x):
+        return torch.fx.Interpreter(self.graph).run(self.fc(x))
+
+
+def test_functionals_a_torch_fx_interpreter_calls_from_its_graph_nodes_are_named_and_put_back():
+    model = Interpreted()
+    held = [node.target for node in model.graph.graph.nodes if node.op == "call_function"]
+    assert any(target is F.silu for target in held)
+    _, frame, data = _profile(model)
+    assert _named(frame) >= {"linear", "silu"} and [calls for calls, _ in data["silu"]] == [1], _named(frame)
+    assert not any(name.startswith(("aten::", "torch.")) for name in _named(frame)), _named(frame)
+    now = [node.target for node in model.graph.graph.nodes if node.op == "call_function"]
+    assert all(a is b for a, b in zip(now, held, strict=True))
+
+
 def test_naming_rule_cannot_collide_with_functional_names():
     # the targets named after their kind make dotted names per call: <Function>.apply, triton.<kernel>
     names = {name for _owner, _attribute, name in torch_call_targets()} - {AUTOGRAD_APPLY, TRITON_LAUNCH}

@@ -210,3 +210,29 @@ def test_a_torch_class_whose_forward_is_no_function_keeps_its_own_scope(monkeypa
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).eval()
     frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})])
     assert set(frame.loc[frame["function_name"] == "relu6", "module_name"]) == {"1"}
+
+
+def _noisy_linear(self, x):  # a library's forward bound on torch's class: more than one call
+    return nn.functional.linear(x, self.weight, self.bias) + torch.tanh(x @ self.weight.t())
+
+
+def _active_dropout(self, x):  # Monte Carlo dropout in eval mode: its functional launches kernels
+    return nn.functional.dropout(x, self.p, training=True)
+
+
+def test_a_torch_class_whose_forward_a_library_replaced_keeps_its_scope(monkeypatch):
+    """Folded (or, for a dropout, given no scope) by its class alone, its other work had no module: the kernels of
+    ``self.weight.t()`` had none at all."""
+    monkeypatch.setattr(nn.Linear, "forward", _noisy_linear)
+    monkeypatch.setattr(nn.Dropout, "forward", _active_dropout)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5), nn.ReLU()).eval()
+    assert not instrument.folds_into_its_call(model[0]) and not instrument.launches_no_kernel(model[1])
+    assert instrument.folds_into_its_call(model[2]) and instrument.launches_no_kernel(model)
+    with monkeypatch.context() as patched:
+        patched.setattr(nn.Sequential, "forward", lambda self, x: torch.sigmoid(x))
+        assert not instrument.launches_no_kernel(model), "a Sequential whose forward a library replaced"
+    torch.manual_seed(0)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})], warmup_iterations=1)
+    assert frame["module_name"].notna().all(), frame[frame["module_name"].isna()]
+    assert set(frame.loc[frame["function_name"].isin(["torch.tanh", "Tensor.__matmul__"]), "module_name"]) == {"0"}
+    assert set(frame.loc[frame["function_name"] == "dropout", "module_name"]) == {"1"}

@@ -255,3 +255,34 @@ def test_hostile_globals_are_put_back_as_they_were(lazy_module_imported):
     before = dict(globals())
     _profile(HoldsThem().eval(), (torch.randn(2, 4),))
     assert globals().keys() == before.keys() and all(globals()[k] is v for k, v in before.items())
+
+
+class AnswersForwardItsOwnWay(nn.Module):
+    """``__getattribute__`` answers ``forward`` with another method (as wrappers that switch paths do): torch's call
+    never reaches an instance attribute ``forward``, and its calls were named after its parent."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def __getattribute__(self, name):
+        if name == "forward":
+            return object.__getattribute__(self, "fast_path")
+        return super().__getattribute__(name)
+
+    def forward(self, x):
+        return F.elu(self.fc(x))
+
+    def fast_path(self, x):
+        return F.hardswish(self.fc(x))
+
+
+def test_a_module_answering_forward_with_another_method_has_its_calls_in_its_scope():
+    model = nn.Sequential(AnswersForwardItsOwnWay(), nn.ReLU()).eval()
+    before = snapshot_patch_targets(model)
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    assert_patches_undone(model, before)
+    assert set(frame.loc[frame["function_name"] == "hardswish", "module_name"]) == {"0"}
+    assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"0.fc"}
+    assert [calls for calls, _ in data["hardswish"]] == [1] and "elu" not in data
+    assert "_call_impl" not in vars(model[0]) and "forward" not in vars(model[0])

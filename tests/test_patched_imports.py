@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 SCRIPT = textwrap.dedent(
     """
@@ -47,3 +47,48 @@ def test_the_first_recording_of_a_process_imports_nothing_while_patched():
     dynamo_loaded, imported = done.stdout.strip().splitlines()[-1].split(" ", 1)
     assert imported == "[]", f"imported while patched: {imported[:300]}"
     assert dynamo_loaded == "True", "torch.profiler's first start imports dynamo: here before the patches"
+
+
+LATE_MODULE = """
+import torch.nn.functional as F
+from torch.nn.functional import silu
+
+ACT = F.gelu
+ACTS = {"relu": F.relu}
+
+
+class Holder:
+    act = F.hardtanh
+
+
+def helper(x, norm=F.softsign):
+    return norm(x)
+"""
+
+
+class ImportsAtFirstCall(torch.nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.fc, self.name = torch.nn.Linear(8, 8), name
+
+    def forward(self, x):
+        late = __import__(self.name)  # a lazy import at the first call, as libraries make
+        return late.helper(late.ACTS["relu"](late.silu(late.ACT(self.fc(x)))))
+
+
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_a_module_the_model_imports_while_recorded_keeps_the_originals_afterwards(tmp_path, monkeypatch, warmup):
+    """Its module-level code stored the wrappers, which stayed in it past the recording."""
+    import torch.nn.functional as F  # noqa: N812
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    name = f"late_module_{warmup}"
+    (tmp_path / f"{name}.py").write_text(LATE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    frame, _ = ModuleFunctionKernelProfiler().profile(ImportsAtFirstCall(name), [((torch.randn(2, 8),), {})],
+                                                      warmup_iterations=warmup)  # fmt: skip
+    late = sys.modules[name]
+    assert {"gelu", "silu", "relu", "softsign"} <= set(frame["function_name"]), "named while recorded"
+    assert late.ACT is F.gelu and late.silu is F.silu and late.ACTS["relu"] is F.relu
+    assert vars(late.Holder)["act"] is F.hardtanh and late.helper.__defaults__[0] is F.softsign

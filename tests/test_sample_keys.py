@@ -94,3 +94,31 @@ def test_the_book_gives_one_sample_id_per_signature_in_first_seen_order():
     book.reset()
     assert book.function_data() == {}
     assert record(*calls[0]) == 0, "after reset the same recorder starts again from sample 0"
+
+
+class TracesItsChild(torch.nn.Module):
+    """torch.jit.trace of a child in every forward: under the tracer a tensor's sizes and numel() are tensors, so the
+    keys held tensors (comparing them called Tensor.__eq__, counted as the model's calls) and samples.json a tensor
+    where a byte count goes (profile() raised TypeError writing it)."""
+
+    def __init__(self):
+        super().__init__()
+        self.child = torch.nn.Sequential(torch.nn.Linear(6, 6), torch.nn.GELU())
+        self.graphs = []
+
+    def forward(self, x):
+        traced = torch.jit.trace(self.child, (x,), check_trace=False)
+        self.graphs.append(str(traced.graph))
+        return traced(x) * 2
+
+
+@pytest.mark.parametrize("warmup", [0, 2])
+def test_calls_made_under_torch_jit_trace_are_keyed_by_their_sizes_and_record_nothing_into_the_graph(warmup):
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    model = TracesItsChild().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 6),), {})], warmup_iterations=warmup)
+    assert {name: [calls for calls, _ in entries] for name, entries in data.items()} == {
+        "linear": [1], "gelu": [1], "Tensor.__mul__": [1]}  # fmt: skip
+    assert frame["function_name"].notna().all()
+    assert not any("aten::size" in graph or "aten::numel" in graph for graph in model.graphs), model.graphs[-1]

@@ -4,6 +4,7 @@ calls are never samples of the pass and never race with their keying."""
 
 import _thread
 import contextlib
+import contextvars
 import sys
 import threading
 import warnings
@@ -232,3 +233,26 @@ def test_thread_start_is_put_back_when_the_model_raises():
     with pytest.raises(ValueError, match="the model's own error"):
         ModuleFunctionKernelProfiler().profile(Raises(), [((torch.randn(2),), {})])
     assert vars(threading.Thread)["start"] is start and _thread.start_new_thread is start_new_thread
+
+
+_SAVED_CONTEXT = contextvars.copy_context()  # made at import, before any recording
+
+
+class RunsInASavedContext(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child, self.head = Small(), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return F.silu(self.head(_SAVED_CONTEXT.copy().run(self.child, x)))
+
+
+def test_a_child_run_in_a_context_saved_before_the_recording_is_scoped_and_sampled():
+    """Its context holds the defaults of the recording's context variables (a thread the recording leaves alone):
+    the child's calls were run unscoped, their kernels named after their operators in the parent's module."""
+    frame, data = ModuleFunctionKernelProfiler().profile(RunsInASavedContext().eval(), [((torch.randn(4, 8),), {})],
+                                                         warmup_iterations=1)  # fmt: skip
+    assert set(frame.loc[frame["function_name"] == "relu", "module_name"]) == {"child"}
+    assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"child.fc", "head"}
+    assert [calls for calls, _ in data["relu"]] == [1] and [calls for calls, _ in data["silu"]] == [1]
+    assert not recorder_threads.SCOPED_THREADS, "no thread is left marked scoped after the recording"

@@ -138,3 +138,30 @@ def test_module_and_call_names_that_kineto_would_mangle_come_back_exactly(tmp_pa
         linear = offline[offline["function_name"] == "linear"]
         assert set(linear["module_name"]) == expected, "every linear kernel has its module"
         assert "Größe.apply" in set(offline["function_name"]), "a call's name comes back exactly too"
+
+
+def _doubled(ctx, x):
+    return torch.ops.aten.mul(x, 2)
+
+
+# a Function class made by type() may be named in any letters: "@" ended the call in its scope's name and the rest
+# read as a folded module (a Tensor attribute so named made profile() raise: a sample samples.json did not hold)
+AT_NAMED = type("Twice@v2#1", (torch.autograd.Function,), {"forward": staticmethod(_doubled)})
+
+
+class CallsAtNamed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Sequential(nn.Linear(8, 8), nn.Tanh())
+
+    def forward(self, x):
+        return AT_NAMED.apply(self.inner(x))
+
+
+def test_a_call_whose_name_holds_the_scope_separators_comes_back_exactly(tmp_path):
+    frame, data = ModuleFunctionKernelProfiler().profile(CallsAtNamed().eval(), [((torch.randn(2, 8),), {})],
+                                                         warmup_iterations=1, out=tmp_path / "run")  # fmt: skip
+    assert [calls for calls, _ in data["Twice@v2#1.apply"]] == [1]
+    assert set(frame.loc[frame["function_name"] == "Twice@v2#1.apply", "module_name"]) == {""}
+    with load_run(tmp_path / "run") as run:
+        assert set(run.profiling_df()["function_name"]) == set(frame["function_name"])

@@ -317,3 +317,28 @@ def test_torch_function_handlers_that_recognize_functions_by_identity_run_as_unr
     assert [count for count, _ in data["scaled_dot_product_attention"]] == [1]
     assert not frame["function_name"].isna().any()
     assert_patches_undone(model, before)
+
+
+def _library_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    """A library's attention, bound as F.scaled_dot_product_attention before the recording (as SageAttention's
+    documented use does): its calls were named after the torch calls inside it, not after the functional."""
+    return torch.softmax(q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5, dim=-1) @ v
+
+
+class Attends(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 16)
+
+    def forward(self, x):
+        q = self.proj(x).view(1, 1, 4, 16)
+        return F.scaled_dot_product_attention(q, q, q)
+
+
+def test_a_functional_a_library_replaced_before_the_recording_is_scoped_by_its_name(monkeypatch):
+    monkeypatch.setattr(F, "scaled_dot_product_attention", _library_attention)
+    frame, data = ModuleFunctionKernelProfiler().profile(Attends(), [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(frame["function_name"].dropna())
+    assert "scaled_dot_product_attention" in named and not named & {"torch.softmax", "Tensor.__matmul__"}, named
+    assert [calls for calls, _ in data["scaled_dot_product_attention"]] == [1]
+    assert F.scaled_dot_product_attention is _library_attention

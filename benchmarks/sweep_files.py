@@ -1,0 +1,47 @@
+"""The program files of cpu_sweep.py, each with the dict of its factories (name -> a function that makes the
+Workload): sweep_cpu_models.py (transformers architectures from tiny configs, random init, no downloads; generate()),
+sweep_cpu_mechanisms.py, sweep_cpu_mechanisms_more.py, sweep_cpu_mechanisms_edge.py, sweep_cpu_mechanisms_unseen.py,
+sweep_cpu_mechanisms_unseen_more.py, sweep_cpu_mechanisms_unseen3.py, sweep_cpu_mechanisms_unseen4.py,
+sweep_cpu_mechanisms_unseen4_graphs.py and sweep_cpu_mechanisms_unseen4_forwards.py (torch mechanisms around small
+modules: the last three add dispatch modes, tensor subclasses, __torch_function__ handlers, one-rank DTensor and DDP,
+higher-order ops, export and TorchScript variants, odd forwards and transformers compositions),
+sweep_cpu_mechanisms_unseen5.py, sweep_cpu_mechanisms_unseen5_instances.py, sweep_cpu_mechanisms_unseen5_ops.py and
+sweep_cpu_mechanisms_unseen5_models.py (hooks of every kind, odd module names, asyncio tasks, frozen, copied and
+tied modules, QAT, numerics namespaces, losses, sparse, complex and nested layouts, decoding loops of the user's own),
+sweep_cpu_mechanisms_unseen6.py (hooks and forwards set around each call, a child's forward inspected by its parent),
+sweep_cpu_models_unseen.py (transformers architectures and ``generate()`` modes that sweep_cpu_models.py leaves
+out), sweep_cpu_mechanisms_unseen7.py and sweep_cpu_mechanisms_unseen7_ops.py (200 levels of nesting, 2,000
+siblings, modules equal by value, ``__getattribute__`` forwards, contexts saved before profile(), forwards written by
+``exec``, fx Interpreters, metaclasses, functionals held deeper; empty batches, integer-only models, odd dtypes and
+strides, meta tensors, mkldnn, functionals and torch forwards a library replaced, ``torch.jit.trace`` in a forward,
+vmap and Python scans), sweep_cpu_models_unseen7.py (more transformers architectures and
+``generate()`` modes: prompt lookup, token constraints, a prefilled prompt cache, ``inputs_embeds``),
+sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
+them alone with ``--only-zoo``).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+SWEEP_FILES = {  # the program files and the dict of factories each holds, in the order a sweep runs them
+    "sweep_cpu_models": "MODELS", "sweep_cpu_mechanisms": "MECHANISMS", "sweep_cpu_mechanisms_more": "MORE_MECHANISMS",
+    "sweep_cpu_mechanisms_edge": "EDGE_MECHANISMS", "sweep_cpu_models_unseen": "UNSEEN_MODELS",
+    "sweep_cpu_mechanisms_unseen": "UNSEEN_MECHANISMS", "sweep_cpu_mechanisms_unseen_more": "UNSEEN_MORE_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen3": "UNSEEN3_MECHANISMS", "sweep_cpu_mechanisms_unseen4": "UNSEEN4_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen4_graphs": "UNSEEN4_GRAPH_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen4_forwards": "UNSEEN4_FORWARD_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen5": "UNSEEN5_MECHANISMS", "sweep_cpu_mechanisms_unseen5_instances":
+    "UNSEEN5_INSTANCE_MECHANISMS", "sweep_cpu_mechanisms_unseen5_ops": "UNSEEN5_OP_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen5_models": "UNSEEN5_MODELS", "sweep_cpu_mechanisms_unseen6": "UNSEEN6_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen7": "UNSEEN7_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen7_ops": "UNSEEN7_OP_MECHANISMS", "sweep_cpu_models_unseen7": "UNSEEN7_MODELS",
+    "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
+}  # fmt: skip
+
+
+def factories() -> dict:
+    made = {}
+    for file, factories_name in SWEEP_FILES.items():
+        made.update(getattr(importlib.import_module(file), factories_name))
+    return made

@@ -1,0 +1,92 @@
+"""Functionals held by reference in containers and objects beyond the first level the scan of stored references
+read (recorder/stored_references.py): an OrderedDict and a defaultdict of activations, a registry of registries, a
+config object held as a class attribute. Each was called unseen by the namespace patch, its kernels named after its
+operator (``aten::elu``)."""
+
+import collections
+import sys
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class HeldDeeper(nn.Module):
+    SETTINGS = types.SimpleNamespace(act=F.silu)  # a config object as a class attribute
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.ordered = collections.OrderedDict(act=F.elu)
+        self.defaulted = collections.defaultdict(lambda: F.relu6, {"act": F.hardtanh})
+        self.registries = {"vision": {"act": F.tanhshrink}, "text": [F.softsign]}
+
+    def forward(self, x):
+        x = self.SETTINGS.act(self.fc(x))
+        x = self.defaulted["act"](self.ordered["act"](x))
+        return self.registries["text"][0](self.registries["vision"]["act"](x))
+
+
+def test_functionals_in_ordered_and_default_dicts_nested_registries_and_class_held_configs_are_named_and_put_back():
+    model = HeldDeeper().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "silu", "elu", "hardtanh", "tanhshrink", "softsign"}, named
+    assert not any(name.startswith(("aten::", "Tensor.", "torch.")) for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("silu", "elu", "hardtanh", "tanhshrink"))
+    assert HeldDeeper.SETTINGS.act is F.silu and model.ordered["act"] is F.elu and model.defaulted["act"] is F.hardtanh
+    assert model.registries["vision"]["act"] is F.tanhshrink and model.registries["text"][0] is F.softsign
+
+
+class ImportsInForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        import ks_lazy_acts  # a lazy import: no module's globals hold the module
+        from ks_lazy_acts import TABLE
+
+        return TABLE["relu"](ks_lazy_acts.ACT(self.fc(x)))
+
+
+def test_functionals_held_by_a_module_a_forward_imports_in_its_body_are_named_and_put_back(tmp_path, monkeypatch):
+    source = 'import torch.nn.functional as F\nACT = F.gelu\nTABLE = {"relu": F.relu}\n'
+    (tmp_path / "ks_lazy_acts.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "ks_lazy_acts", raising=False)
+    model = ImportsInForward().eval()
+    with torch.no_grad():
+        model(torch.randn(4, 16))  # imported before the recording, by a first call of the model's
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(frame["function_name"].dropna())
+    assert {"gelu", "relu"} <= named and not named & {"aten::gelu", "torch.relu"}, named
+    late = sys.modules["ks_lazy_acts"]
+    assert late.ACT is F.gelu and late.TABLE["relu"] is F.relu
+
+
+class PackageSettings:
+    def __init__(self):
+        self.act = F.gelu
+
+
+PackageSettings.__module__ = "torchtune_like.config"  # a package whose name begins with "torch", not torch's own
+
+
+class HoldsPackageSettings(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.settings = nn.Linear(8, 8), PackageSettings()
+
+    def forward(self, x):
+        return self.settings.act(self.fc(x))
+
+
+def test_a_config_object_of_a_package_named_torch_something_is_looked_into():
+    model = HoldsPackageSettings().eval()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=1)
+    assert "gelu" in set(frame["function_name"]) and model.settings.act is F.gelu
