@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from kernelscope.analyzer import diff, load_run  # noqa: E402
-from kernelscope.recorder import ModuleFunctionKernelProfiler, instrument  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler, instrument, module_scopes  # noqa: E402
 from torch import nn  # noqa: E402
 
 ROW_COLUMNS = ["module_name", "function_name", "op", "call_op", "kernel", "kind", "sample_id"]
@@ -44,8 +44,8 @@ def _record(model, calls="all", folding=True, tmp_path=None, name="run"):
     profiler = ModuleFunctionKernelProfiler(calls=calls)
     with contextlib.ExitStack() as stack:
         if not folding:
-            for shortcut in ("folds_into_its_call", "only_calls_its_children"):
-                stack.enter_context(mock.patch.object(instrument, shortcut, lambda module: False))
+            stack.enter_context(mock.patch.object(instrument, "folds_into_its_call", lambda module: False))
+            stack.enter_context(mock.patch.object(module_scopes, "only_calls_its_children", lambda module: False))
         frame, data = profiler.profile(model, _inputs(), warmup_iterations=1, out=tmp_path / name)
     scopes = list(profiler.run.sql("SELECT name FROM events WHERE name LIKE 'ks.%' ORDER BY event_id")["name"])
     return profiler, frame, scopes
@@ -143,7 +143,7 @@ class Root(nn.Module):
 
 def test_the_folded_classes_are_exactly_the_cases_below():
     folded = {type(module) for module, _ in FOLDED_CASES}
-    assert folded == instrument._SINGLE_CALL | set(instrument._CONVS) | set(instrument._BATCH_NORMS)
+    assert folded == module_scopes._SINGLE_CALL | set(module_scopes._CONVS) | set(module_scopes._BATCH_NORMS)
 
 
 @pytest.mark.parametrize("module, shapes", FOLDED_CASES, ids=lambda case: type(case).__name__)
