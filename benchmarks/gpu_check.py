@@ -51,6 +51,7 @@ from kernelscope.analyzer import ingest, load_run  # noqa: E402
 from kernelscope.recorder import (
     ModuleFunctionKernelProfiler,  # noqa: E402
     instrument,  # noqa: E402
+    module_scopes,  # noqa: E402
 )
 from kernelscope.recorder import profiler as recorder_profiler  # noqa: E402
 from workload import DEVICE  # noqa: E402
@@ -286,7 +287,7 @@ def every_module_scoped_and_keyed_per_call() -> Iterator[None]:
     with (
         mock.patch.object(recorder_profiler, "hold_limit_bytes", lambda device, book: 0),
         mock.patch.object(instrument, "folds_into_its_call", lambda module: False),
-        mock.patch.object(instrument, "only_calls_its_children", lambda module: False),
+        mock.patch.object(module_scopes, "only_calls_its_children", lambda module: False),
     ):
         yield
 
