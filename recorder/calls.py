@@ -123,6 +123,15 @@ def _is_op(value: Any) -> bool:
     return isinstance(value, types.BuiltinFunctionType) or inspect.isfunction(value)
 
 
+def bound_by_a_library(value: Any) -> bool:
+    """Whether ``value``, a function in one of torch's namespaces, is not torch's: one a library bound there in place
+    of torch's before the recording (``torch.matmul = fast_matmul``, ``F.scaled_dot_product_attention = sageattn``),
+    which is scoped by the name it is called by, as torch's would be. torch's own helpers (``torch.functional``,
+    ``torch.random``…) are not; a package whose name only begins with 'torch' (torchao, torchtune) is a library."""
+    module = getattr(value, "__module__", None)
+    return type(module) is str and module != "torch" and not module.startswith("torch.")
+
+
 def torch_call_targets() -> list[tuple[Any, str, str]]:
     """(owner, attribute, call name) of every torch-level call to patch, in a stable order.
 
@@ -182,7 +191,7 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
             is_aten = (
                 getattr(variable_functions, attribute, None) is value if namespace is torch else module == c_module
             )
-            if is_aten or module == "torch.functional" and namespace is torch:
+            if is_aten or module == "torch.functional" and namespace is torch or bound_by_a_library(value):
                 targets.append((namespace, attribute, f"{prefix}.{attribute}"))
     distributed = torch.distributed
     if distributed.is_available():

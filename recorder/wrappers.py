@@ -30,6 +30,7 @@ from .calls import (
     TRITON_LAUNCH,
     attributes_state,
     attributes_unchanged,
+    bound_by_a_library,
     on_other_thread,
     torch_call_targets,
     watched_owners,
@@ -98,8 +99,7 @@ def functional_names() -> list[str]:
     for name, value in vars(F).items():
         if name.startswith("_") or not (inspect.isfunction(value) or inspect.isbuiltin(value)):
             continue
-        module = getattr(value, "__module__", None)
-        if module in _PATCHABLE_MODULES or type(module) is str and not module.startswith("torch"):
+        if getattr(value, "__module__", None) in _PATCHABLE_MODULES or bound_by_a_library(value):
             names.append(name)
     return names
 
