@@ -13,6 +13,8 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
 - the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``) and of the
   objects of the model's own code their instance and class attributes hold (one level: a config object's
   ``cfg.act``);
+- the values of the members of the Enum classes those globals and class attributes hold (``class Act(Enum): GELU =
+  F.gelu``, read as ``Act.GELU.value``: recorder/code_references.py);
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
   module's (a forward written by ``exec`` into a dict), and the Python modules those functions import in their
   bodies (``import acts`` inside ``forward``: a lazy import, which no module's globals hold);
@@ -40,7 +42,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .code_references import code_namespaces, imported_modules
+from .code_references import code_namespaces, enum_sites, imported_modules
 
 _ABSENT = object()
 _LARGEST_SCANNED = 1024  # items of a container looked into: a registry of activations, not a vocabulary
@@ -243,6 +245,7 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
         if key.startswith("__"):
             continue
         held = value.__func__ if _is(value, staticmethod) else value
+        yield from enum_sites(held, _items_sites, originals, wrappers)  # an Enum of functionals defined in the class
         replacement = _replacement(held, originals, wrappers)
         if replacement is _ABSENT:
             if _plain_object(held):  # a config object as a class attribute (``CONFIG = Settings()``), one level
@@ -348,6 +351,7 @@ def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wra
     items = list(vars(namespace).items())
     sites.extend(_items_sites(vars(namespace), items, originals, wrappers, skip="__builtins__"))
     for key, value in items:
+        sites.extend(enum_sites(value, _items_sites, originals, wrappers))  # an Enum of functionals: Act.GELU.value
         function = _is(value, types.FunctionType)
         if function and _text(value, "__module__") == name and (value.__defaults__ or value.__kwdefaults__):
             sites.extend(_default_sites(value, originals, wrappers))

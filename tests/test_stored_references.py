@@ -1,9 +1,11 @@
 """Functionals held by reference in containers and objects beyond the first level the scan of stored references
 read (recorder/stored_references.py): an OrderedDict and a defaultdict of activations, a registry of registries, a
-config object held as a class attribute. Each was called unseen by the namespace patch, its kernels named after its
-operator (``aten::elu``)."""
+config object held as a class attribute, the values of Enum members (``class Act(Enum): GELU = F.gelu``). Each was
+called unseen by the namespace patch, its kernels named after its operator (``aten::elu``)."""
 
 import collections
+import enum
+import functools
 import sys
 import types
 
@@ -90,3 +92,41 @@ def test_a_config_object_of_a_package_named_torch_something_is_looked_into():
     model = HoldsPackageSettings().eval()
     frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=1)
     assert "gelu" in set(frame["function_name"]) and model.settings.act is F.gelu
+
+
+class Act(enum.Enum):
+    RELU = functools.partial(F.relu)
+    GELU = F.gelu
+    SILU = enum.member(F.silu)
+
+    def __call__(self, x):
+        return self.value(x)
+
+
+DEFAULT_ACT = Act.GELU
+
+
+class EnumActivations(nn.Module):
+    class Norm(enum.Enum):  # an Enum defined in the model's class
+        SOFTSIGN = enum.member(F.softsign)
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = Act["RELU"].value(self.fc(x))
+        x = self.Norm.SOFTSIGN.value(Act.SILU(x))
+        assert Act(F.gelu) is Act.GELU  # looked up by its value, the wrapper while recorded
+        return DEFAULT_ACT.value(x)
+
+
+def test_functionals_held_as_enum_member_values_are_named_and_put_back():
+    frame, data = ModuleFunctionKernelProfiler().profile(EnumActivations(), [((torch.randn(4, 16),), {})],
+                                                         warmup_iterations=1)  # fmt: skip
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "relu", "silu", "softsign", "gelu"}, named
+    assert not any(name.startswith(("aten::", "Tensor.", "torch.")) for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("relu", "silu", "softsign", "gelu")), data.keys()
+    assert Act.GELU.value is F.gelu and Act.SILU.value is F.silu and Act.RELU.value.func is F.relu
+    assert EnumActivations.Norm.SOFTSIGN.value is F.softsign and Act(F.gelu) is Act.GELU
