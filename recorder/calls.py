@@ -3,7 +3,8 @@
 With ``calls="all"``, during one recording:
 
 - torch-level calls made outside any functional call get a scope (and a sample) under a dotted
-  name: ``torch.<name>`` (``torch.addmm``, ``torch.cat``…), ``torch.linalg.<name>``…, and
+  name: ``torch.<name>`` (``torch.addmm``, ``torch.cat``…), ``torch.linalg.<name>``, ``torch.fft.<name>``,
+  ``torch.special.<name>``, ``torch.sparse.<name>`` (``torch.sparse.mm``), and
   ``Tensor.<method>`` for Tensor methods and operators (``x + y`` is ``Tensor.__add__``, ``x.add(y)``
   is ``Tensor.add``). Functional names never contain a dot, so the two cannot collide. A torch
   function that *is* a functional (``torch.conv2d is F.conv2d``) keeps the functional's name.
@@ -60,11 +61,12 @@ OPERATORS = (
     "__ixor__ __lshift__ __rlshift__ __ilshift__ __rshift__ __rrshift__ __irshift__ __invert__ __neg__ __pos__ "
     "__abs__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __getitem__ __setitem__ __bool__ __float__ __int__"
 ).split()
-_NAMESPACES = (
-    (torch, "torch", "torch._C._VariableFunctions"),
-    (torch.linalg, "torch.linalg", "torch._C._linalg"),
-    (torch.fft, "torch.fft", "torch._C._fft"),
-    (torch.special, "torch.special", "torch._C._special"),
+_NAMESPACES = (  # (namespace, the prefix of its calls' names, the modules of the functions patched there)
+    (torch, "torch", ("torch._C._VariableFunctions",)),
+    (torch.linalg, "torch.linalg", ("torch._C._linalg",)),
+    (torch.fft, "torch.fft", ("torch._C._fft",)),
+    (torch.special, "torch.special", ("torch._C._special",)),
+    (torch.sparse, "torch.sparse", ("torch._C._sparse", "torch.sparse")),  # torch.sparse.sum is Python
 )
 
 COLLECTIVES = (
@@ -150,7 +152,7 @@ def watched_owners() -> list[Any]:
     Triton's JITFunction and AOTInductor's AOTICompiledModel (once imported), torch.autograd.Function, and each
     class of Tensor's method resolution order (which dir() and getattr_static read); torch._C._VariableFunctions's
     are read-only."""
-    owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
+    owners = [namespace for namespace, _prefix, _modules in _NAMESPACES] + list(torch.Tensor.__mro__)
     owners.append(torch.autograd.function.Function)
     if torch.distributed.is_available():
         owners.append(torch.distributed)
@@ -183,14 +185,12 @@ def attributes_unchanged(state: list[tuple[Any, list[str], list[Any], list[int]]
 def _choose_targets() -> list[tuple[Any, str, str]]:
     targets = []
     variable_functions = torch._C._VariableFunctions
-    for namespace, prefix, c_module in _NAMESPACES:
+    for namespace, prefix, modules in _NAMESPACES:
         for attribute, value in vars(namespace).items():
             if attribute.startswith("_") or attribute in NO_KERNEL_METHODS or not _is_op(value):
                 continue
             module = getattr(value, "__module__", None)
-            is_aten = (
-                getattr(variable_functions, attribute, None) is value if namespace is torch else module == c_module
-            )
+            is_aten = getattr(variable_functions, attribute, None) is value if namespace is torch else module in modules
             if is_aten or module == "torch.functional" and namespace is torch or bound_by_a_library(value):
                 targets.append((namespace, attribute, f"{prefix}.{attribute}"))
     distributed = torch.distributed
