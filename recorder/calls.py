@@ -36,6 +36,7 @@ enough for an empty mode alone to slow the profiled pass (benchmarks/RESULTS.md,
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import sys
 import types
@@ -126,12 +127,24 @@ def _is_op(value: Any) -> bool:
 
 
 def bound_by_a_library(value: Any) -> bool:
-    """Whether ``value``, a function in one of torch's namespaces, is not torch's: one a library bound there in place
-    of torch's before the recording (``torch.matmul = fast_matmul``, ``F.scaled_dot_product_attention = sageattn``),
-    which is scoped by the name it is called by, as torch's would be. torch's own helpers (``torch.functional``,
-    ``torch.random``…) are not; a package whose name only begins with 'torch' (torchao, torchtune) is a library."""
-    module = getattr(value, "__module__", None)
-    return type(module) is str and module != "torch" and not module.startswith("torch.")
+    """Whether ``value``, a public attribute of one of torch's namespaces, is a callable a library bound there in place
+    of torch's before the recording (``torch.matmul = fast_matmul``, ``F.scaled_dot_product_attention = sageattn``,
+    ``F.gelu = partial(F.gelu, approximate="tanh")``, an object with ``__call__``), which is scoped by the name it is
+    called by, as torch's would be. Not torch's own helpers (``torch.functional``, ``torch.random``…) nor Python's
+    (``typing.Optional`` in ``torch.nn.functional``, ``len``); a package whose name only begins with 'torch'
+    (torchao, torchtune) is a library. Read by the value's type alone where it is not a function."""
+    if issubclass(type(value), functools.partial):
+        return True
+    if issubclass(type(value), (types.FunctionType, types.BuiltinFunctionType)):
+        module = getattr(value, "__module__", None)
+    elif issubclass(type(value), (type, types.ModuleType)) or not callable(value):
+        return False
+    else:
+        module = getattr(type(value), "__module__", None)
+    return type(module) is str and module.partition(".")[0] not in _NOT_A_LIBRARY
+
+
+_NOT_A_LIBRARY = frozenset(("torch", "builtins", "functools", "typing", "collections", "abc"))  # top-level packages
 
 
 def torch_call_targets() -> list[tuple[Any, str, str]]:
@@ -187,7 +200,9 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
     variable_functions = torch._C._VariableFunctions
     for namespace, prefix, modules in _NAMESPACES:
         for attribute, value in vars(namespace).items():
-            if attribute.startswith("_") or attribute in NO_KERNEL_METHODS or not _is_op(value):
+            if attribute.startswith("_") or attribute in NO_KERNEL_METHODS:
+                continue
+            if not _is_op(value) and not bound_by_a_library(value):
                 continue
             module = getattr(value, "__module__", None)
             is_aten = getattr(variable_functions, attribute, None) is value if namespace is torch else module in modules

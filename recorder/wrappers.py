@@ -97,9 +97,10 @@ def functional_names() -> list[str]:
     library bound there in place of torch's (``F.scaled_dot_product_attention = sageattn``), not torch's helpers."""
     names = []
     for name, value in vars(F).items():
-        if name.startswith("_") or not (inspect.isfunction(value) or inspect.isbuiltin(value)):
+        if name.startswith("_"):
             continue
-        if getattr(value, "__module__", None) in _PATCHABLE_MODULES or bound_by_a_library(value):
+        functions = inspect.isfunction(value) or inspect.isbuiltin(value)
+        if functions and getattr(value, "__module__", None) in _PATCHABLE_MODULES or bound_by_a_library(value):
             names.append(name)
     return names
 
