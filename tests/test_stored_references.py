@@ -1,9 +1,11 @@
 """Functionals held by reference in containers and objects beyond the first level the scan of stored references
 read (recorder/stored_references.py): an OrderedDict and a defaultdict of activations, a registry of registries, a
-config object held as a class attribute, the values of Enum members (``class Act(Enum): GELU = F.gelu``). Each was
-called unseen by the namespace patch, its kernels named after its operator (``aten::elu``)."""
+config object held as a class attribute, the values of Enum members (``class Act(Enum): GELU = F.gelu``), the slots
+of a config without a ``__dict__`` (``@dataclass(slots=True, frozen=True)``), the defaults of a lambda held as an
+attribute. Each was called unseen by the namespace patch, its kernels named after its operator (``aten::elu``)."""
 
 import collections
+import dataclasses
 import enum
 import functools
 import sys
@@ -130,3 +132,33 @@ def test_functionals_held_as_enum_member_values_are_named_and_put_back():
     assert all([calls for calls, _ in data[name]] == [1] for name in ("relu", "silu", "softsign", "gelu")), data.keys()
     assert Act.GELU.value is F.gelu and Act.SILU.value is F.silu and Act.RELU.value.func is F.relu
     assert EnumActivations.Norm.SOFTSIGN.value is F.softsign and Act(F.gelu) is Act.GELU
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class SlottedConfig:
+    act: object = F.hardswish
+    norm: object = F.softsign
+
+
+class HeldInSlotsAndDefaults(nn.Module):
+    SHARED = SlottedConfig(act=F.mish)  # a class attribute, one level as a config object's
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.cfg = nn.Linear(16, 16), SlottedConfig()
+        self.gate = lambda x, act=F.silu, *, scale=F.sigmoid: act(x) * scale(x)
+
+    def forward(self, x):
+        x = self.cfg.norm(self.cfg.act(self.fc(x)))
+        return self.SHARED.act(self.gate(x))
+
+
+def test_functionals_in_slots_of_a_frozen_config_and_in_a_held_lambdas_defaults_are_named_and_put_back():
+    model = HeldInSlotsAndDefaults().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "hardswish", "softsign", "mish", "silu", "sigmoid"}, named
+    assert not any(name.startswith("aten::") for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("hardswish", "softsign", "mish", "silu"))
+    assert model.cfg.act is F.hardswish and model.cfg.norm is F.softsign and model.SHARED.act is F.mish
+    assert model.gate.__defaults__ == (F.silu,) and model.gate.__kwdefaults__ == {"scale": F.sigmoid}
