@@ -10,9 +10,9 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
   same package those import from (``from .ops import mlp``, where ``ops`` holds ``from torch.nn.functional import
   gelu``), and the items of the dicts (OrderedDicts, defaultdicts), lists and tuples those hold (two levels: a
   registry of activations, a registry of registries);
-- the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``) and of the
-  objects of the model's own code their instance and class attributes hold (one level: a config object's
-  ``cfg.act``);
+- the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``, a registry
+  ``ACTS = {"gelu": F.gelu}`` and its nested containers, as the globals') and of the objects of the model's own code
+  their instance and class attributes hold (one level: a config object's ``cfg.act``, a slotted one's too);
 - the values of the members of the Enum classes those globals and class attributes hold (``class Act(Enum): GELU =
   F.gelu``, read as ``Act.GELU.value``: recorder/code_references.py);
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
@@ -181,8 +181,9 @@ def _closure_sites(function: Any, originals: dict, wrappers: dict) -> Iterator[t
 
 def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
     """The sites of a model's own class: its functions' defaults, and its attributes that hold a functional
-    (``act = F.softplus``, ``act = staticmethod(F.gelu)``). Not its methods' closures: a method closing over a
-    functional compares it (``if F.relu is not original_relu``) as often as it calls it."""
+    (``act = F.softplus``, ``act = staticmethod(F.gelu)``, ``ACTS = {"gelu": F.gelu}``: a registry). Not its methods'
+    closures: a method closing over a functional compares it (``if F.relu is not original_relu``) as often as it
+    calls it."""
     for key, value in list(vars(kind).items()):
         if _is(value, types.FunctionType):
             yield from _default_sites(value, originals, wrappers)
@@ -195,6 +196,8 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
             if _plain_object(held):  # a config object as a class attribute (``CONFIG = Settings()``), one level
                 yield from _items_sites(vars(held), list(vars(held).items()), originals, wrappers, "__builtins__")
             yield from _slot_sites(held, originals, wrappers)
+            if _scanned(held):  # a registry as a class attribute: ACTS = {"gelu": F.gelu}, PAIR = (F.silu, F.tanh)
+                yield from _sites_in(Attributes(kind), key, held, originals, wrappers)
             continue
         if _is(value, staticmethod) or not _is(held, types.FunctionType):  # a builtin binds no instance
             replacement = staticmethod(replacement)

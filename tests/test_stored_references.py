@@ -1,8 +1,9 @@
 """Functionals held by reference in containers and objects beyond the first level the scan of stored references
 read (recorder/stored_references.py): an OrderedDict and a defaultdict of activations, a registry of registries, a
-config object held as a class attribute, the values of Enum members (``class Act(Enum): GELU = F.gelu``), the slots
-of a config without a ``__dict__`` (``@dataclass(slots=True, frozen=True)``), the defaults of a lambda held as an
-attribute. Each was called unseen by the namespace patch, its kernels named after its operator (``aten::elu``)."""
+config object held as a class attribute, the values of Enum members (``class Act(Enum): GELU = F.gelu``), registries
+held as class attributes, the slots of a config without a ``__dict__`` (``@dataclass(slots=True, frozen=True)``),
+the defaults of a lambda held as an attribute. Each was called unseen by the namespace patch, its kernels named after
+its operator (``aten::elu``)."""
 
 import collections
 import dataclasses
@@ -162,3 +163,28 @@ def test_functionals_in_slots_of_a_frozen_config_and_in_a_held_lambdas_defaults_
     assert all([calls for calls, _ in data[name]] == [1] for name in ("hardswish", "softsign", "mish", "silu"))
     assert model.cfg.act is F.hardswish and model.cfg.norm is F.softsign and model.SHARED.act is F.mish
     assert model.gate.__defaults__ == (F.silu,) and model.gate.__kwdefaults__ == {"scale": F.sigmoid}
+
+
+class RegistryOnTheClass(nn.Module):
+    ACTIVATIONS = {"elu": F.elu, "nested": {"celu": F.celu}}  # a registry as a class attribute
+    PAIR = (F.selu, F.tanhshrink)
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = self.ACTIVATIONS["nested"]["celu"](self.ACTIVATIONS["elu"](self.fc(x)))
+        return self.PAIR[1](self.PAIR[0](x))
+
+
+def test_functionals_in_registries_held_as_class_attributes_are_named_and_put_back():
+    pair, registry = RegistryOnTheClass.PAIR, RegistryOnTheClass.ACTIVATIONS
+    frame, data = ModuleFunctionKernelProfiler().profile(RegistryOnTheClass(), [((torch.randn(4, 16),), {})],
+                                                         warmup_iterations=1)  # fmt: skip
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "elu", "celu", "selu", "tanhshrink"}, named
+    assert not any(name.startswith(("aten::", "torch.")) for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("elu", "celu", "selu", "tanhshrink"))
+    assert RegistryOnTheClass.PAIR is pair and RegistryOnTheClass.ACTIVATIONS is registry
+    assert registry == {"elu": F.elu, "nested": {"celu": F.celu}} and pair == (F.selu, F.tanhshrink)
