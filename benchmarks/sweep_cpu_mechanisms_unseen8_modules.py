@@ -3,13 +3,15 @@ torch before profile(): an orthogonal parametrization (matrix exponential per ca
 place (``max_norm``), convolutions whose padding mode adds an ``F.pad`` call, an adaptive softmax reached through its
 methods rather than its forward, hooks written straight into the hook dicts (before profile() and at the model's first
 call), torch functions and Tensor methods a library replaced (``torch.matmul``, ``torch.bmm``,
-``torch.linalg.vector_norm``, ``Tensor.log_softmax``), functionals held as Enum members.
+``torch.linalg.vector_norm``, ``Tensor.log_softmax``; ``F.gelu`` by a ``functools.partial``), functionals held as Enum
+members, in a slotted frozen dataclass, in a lambda's default and in a class attribute's registry.
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 
@@ -140,12 +142,13 @@ class UsesTorchCalls(nn.Module):
 
     def forward(self, x):
         scores = torch.bmm(torch.matmul(self.proj(x), x.t())[None], x[None].transpose(1, 2).repeat(1, 4, 1)[:, :4])
-        return scores.log_softmax(-1), torch.linalg.vector_norm(scores, dim=-1)
+        return F.gelu(scores).log_softmax(-1), torch.linalg.vector_norm(scores, dim=-1)
 
 
 def torch_namespace_replaced():
     places = [(torch, "matmul", _einsum_matmul), (torch, "bmm", _looped_bmm),
-              (torch.linalg, "vector_norm", _vector_norm), (torch.Tensor, "log_softmax", _log_softmax)]  # fmt: skip
+              (torch.linalg, "vector_norm", _vector_norm), (torch.Tensor, "log_softmax", _log_softmax),
+              (F, "gelu", functools.partial(F.gelu, approximate="tanh"))]  # fmt: skip
     originals = [(owner, name, vars(owner).get(name)) for owner, name, _ in places]  # Tensor's: TensorBase's
     for owner, name, replacement in places:
         setattr(owner, name, replacement)
@@ -159,10 +162,10 @@ def torch_namespace_replaced():
 
     return _w("torch_namespace_replaced", UsesTorchCalls().eval(), cleanup=put_back, description="torch.matmul, "
               "torch.bmm and torch.linalg.vector_norm replaced by a library's Python functions and "
-              "Tensor.log_softmax by a Python method, before profile()", modules={"torch.matmul": {""},
-              "torch.bmm": {""}, "torch.linalg.vector_norm": {""}, "Tensor.log_softmax": {""}},
-              calls={"torch.matmul": 1, "torch.bmm": 1, "torch.linalg.vector_norm": 1,
-              "Tensor.log_softmax": 1})  # fmt: skip
+              "Tensor.log_softmax by a Python method, F.gelu by a functools.partial forcing approximate='tanh', before "
+              "profile()", modules={"torch.matmul": {""}, "torch.bmm": {""}, "torch.linalg.vector_norm": {""},
+              "Tensor.log_softmax": {""}, "gelu": {""}}, calls={"torch.matmul": 1, "torch.bmm": 1,
+              "torch.linalg.vector_norm": 1, "Tensor.log_softmax": 1, "gelu": 1})  # fmt: skip
 
 
 class Activation(enum.Enum):
@@ -180,26 +183,39 @@ class Activation(enum.Enum):
 FALLBACK = Activation.ELU
 
 
-class EnumActivated(nn.Module):
+@dataclasses.dataclass(slots=True, frozen=True)
+class NormConfig:
+    norm: object = F.softsign
+
+
+class HeldActivations(nn.Module):
+    GATES = {"sigmoid": F.sigmoid, "nested": (F.hardsigmoid,)}  # a registry as a class attribute
+
     def __init__(self, kind: str):
         super().__init__()
-        self.kind, self.fc = kind, nn.Linear(16, 16)
+        self.kind, self.fc, self.cfg = kind, nn.Linear(16, 16), NormConfig()
+        self.squash = lambda x, act=F.tanhshrink: act(x)
 
     def forward(self, x):
         x = Activation[self.kind].apply(self.fc(x))
-        return FALLBACK.value(Activation.SCALED_SILU.apply(x))
+        x = FALLBACK.value(Activation.SCALED_SILU.apply(x))
+        x = self.cfg.norm(self.squash(x))
+        return self.GATES["sigmoid"](x) * self.GATES["nested"][0](x)
 
 
-def enum_activations():
-    return _w("enum_activations", EnumActivated("SOFTPLUS").eval(), description="functionals held as Enum member "
-              "values (a partial of F.softplus, enum.member(F.elu), a tuple of F.silu and a scale), read as "
-              "Activation[name].value in a method of the Enum's", modules={"softplus": {""}, "elu": {""},
-              "silu": {""}, "linear": {"fc"}}, calls={"softplus": 1, "elu": 1, "silu": 1})  # fmt: skip
+def held_activations():
+    return _w("held_activations", HeldActivations("SOFTPLUS").eval(), description="functionals held as Enum member "
+              "values (a partial of F.softplus, enum.member(F.elu), a tuple of F.silu and a scale) read in a method "
+              "of the Enum's, in a slotted frozen dataclass config, in a lambda's default, in a registry held as a "
+              "class attribute", modules={"softplus": {""}, "elu": {""}, "silu": {""}, "linear": {"fc"},
+              "softsign": {""}, "tanhshrink": {""}, "sigmoid": {""}, "hardsigmoid": {""}},
+              calls={"softplus": 1, "elu": 1, "silu": 1, "softsign": 1, "tanhshrink": 1, "sigmoid": 1,
+              "hardsigmoid": 1})  # fmt: skip
 
 
 UNSEEN8_MODULE_MECHANISMS = {
     "parametrize_orthogonal": parametrize_orthogonal, "embedding_max_norm": embedding_max_norm,
     "conv_padding_modes": conv_padding_modes, "adaptive_softmax_methods": adaptive_softmax_methods,
     "hook_dicts_written": hook_dicts_written, "torch_namespace_replaced": torch_namespace_replaced,
-    "enum_activations": enum_activations,
+    "held_activations": held_activations,
 }  # fmt: skip

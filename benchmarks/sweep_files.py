@@ -20,9 +20,9 @@ sweep_cpu_mechanisms_unseen8.py, sweep_cpu_mechanisms_unseen8_more.py and sweep_
 (model families written by hand: a diffusion UNet, a VAE decoder, a Swin-like ViT, RWKV and Mamba-like recurrences,
 speculative decoding, a beam search, a list KV cache; torch.distributions mixtures, packed bidirectional recurrences,
 the full nn.Transformer, resampling, routing, robust statistics, LU solves, a sparse GCN, NumPy detours, batch sizes;
-modules doing more than their one call, hook dicts written directly, torch functions a library replaced, Enum-held
-functionals), sweep_cpu_models_unseen8.py (transformers' flex_attention on the CPU, SDPA with padding, pipeline objects
-profiled with ``module=pipeline.model``),
+modules doing more than their one call, hook dicts written directly, torch functions a library replaced, functionals
+held in Enums, slots, lambda defaults and class registries), sweep_cpu_models_unseen8.py (transformers'
+flex_attention on the CPU, SDPA with padding, pipeline objects profiled with ``module=pipeline.model``),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
