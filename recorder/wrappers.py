@@ -97,10 +97,8 @@ def functional_names() -> list[str]:
     library bound there in place of torch's (``F.scaled_dot_product_attention = sageattn``), not torch's helpers."""
     names = []
     for name, value in vars(F).items():
-        if name.startswith("_"):
-            continue
-        functions = inspect.isfunction(value) or inspect.isbuiltin(value)
-        if functions and getattr(value, "__module__", None) in _PATCHABLE_MODULES or bound_by_a_library(value):
+        torchs = (inspect.isfunction(value) or inspect.isbuiltin(value)) and value.__module__ in _PATCHABLE_MODULES
+        if not name.startswith("_") and (torchs or bound_by_a_library(value)):
             names.append(name)
     return names
 
