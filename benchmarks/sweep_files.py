@@ -16,6 +16,13 @@ siblings, modules equal by value, ``__getattribute__`` forwards, contexts saved 
 strides, meta tensors, mkldnn, functionals and torch forwards a library replaced, ``torch.jit.trace`` in a forward,
 vmap and Python scans), sweep_cpu_models_unseen7.py (more transformers architectures and
 ``generate()`` modes: prompt lookup, token constraints, a prefilled prompt cache, ``inputs_embeds``),
+sweep_cpu_mechanisms_unseen8.py, sweep_cpu_mechanisms_unseen8_more.py and sweep_cpu_mechanisms_unseen8_modules.py
+(model families written by hand: a diffusion UNet, a VAE decoder, a Swin-like ViT, RWKV and Mamba-like recurrences,
+speculative decoding, a beam search, a list KV cache; torch.distributions mixtures, packed bidirectional recurrences,
+the full nn.Transformer, resampling, routing, robust statistics, LU solves, a sparse GCN, NumPy detours, batch sizes;
+modules doing more than their one call, hook dicts written directly, torch functions a library replaced, functionals
+held in Enums, slots, lambda defaults and class registries), sweep_cpu_models_unseen8.py (transformers'
+flex_attention on the CPU, SDPA with padding, pipeline objects profiled with ``module=pipeline.model``),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -36,6 +43,9 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen5_models": "UNSEEN5_MODELS", "sweep_cpu_mechanisms_unseen6": "UNSEEN6_MECHANISMS",
     "sweep_cpu_mechanisms_unseen7": "UNSEEN7_MECHANISMS",
     "sweep_cpu_mechanisms_unseen7_ops": "UNSEEN7_OP_MECHANISMS", "sweep_cpu_models_unseen7": "UNSEEN7_MODELS",
+    "sweep_cpu_mechanisms_unseen8": "UNSEEN8_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen8_more": "UNSEEN8_MORE_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen8_modules": "UNSEEN8_MODULE_MECHANISMS", "sweep_cpu_models_unseen8": "UNSEEN8_MODELS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 

@@ -3,7 +3,8 @@
 With ``calls="all"``, during one recording:
 
 - torch-level calls made outside any functional call get a scope (and a sample) under a dotted
-  name: ``torch.<name>`` (``torch.addmm``, ``torch.cat``…), ``torch.linalg.<name>``…, and
+  name: ``torch.<name>`` (``torch.addmm``, ``torch.cat``…), ``torch.linalg.<name>``, ``torch.fft.<name>``,
+  ``torch.special.<name>``, ``torch.sparse.<name>`` (``torch.sparse.mm``), and
   ``Tensor.<method>`` for Tensor methods and operators (``x + y`` is ``Tensor.__add__``, ``x.add(y)``
   is ``Tensor.add``). Functional names never contain a dot, so the two cannot collide. A torch
   function that *is* a functional (``torch.conv2d is F.conv2d``) keeps the functional's name.
@@ -35,6 +36,7 @@ enough for an empty mode alone to slow the profiled pass (benchmarks/RESULTS.md,
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
 import sys
 import types
@@ -60,11 +62,12 @@ OPERATORS = (
     "__ixor__ __lshift__ __rlshift__ __ilshift__ __rshift__ __rrshift__ __irshift__ __invert__ __neg__ __pos__ "
     "__abs__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __getitem__ __setitem__ __bool__ __float__ __int__"
 ).split()
-_NAMESPACES = (
-    (torch, "torch", "torch._C._VariableFunctions"),
-    (torch.linalg, "torch.linalg", "torch._C._linalg"),
-    (torch.fft, "torch.fft", "torch._C._fft"),
-    (torch.special, "torch.special", "torch._C._special"),
+_NAMESPACES = (  # (namespace, the prefix of its calls' names, the modules of the functions patched there)
+    (torch, "torch", ("torch._C._VariableFunctions",)),
+    (torch.linalg, "torch.linalg", ("torch._C._linalg",)),
+    (torch.fft, "torch.fft", ("torch._C._fft",)),
+    (torch.special, "torch.special", ("torch._C._special",)),
+    (torch.sparse, "torch.sparse", ("torch._C._sparse", "torch.sparse")),  # torch.sparse.sum is Python
 )
 
 COLLECTIVES = (
@@ -123,6 +126,27 @@ def _is_op(value: Any) -> bool:
     return isinstance(value, types.BuiltinFunctionType) or inspect.isfunction(value)
 
 
+def bound_by_a_library(value: Any) -> bool:
+    """Whether ``value``, a public attribute of one of torch's namespaces, is a callable a library bound there in place
+    of torch's before the recording (``torch.matmul = fast_matmul``, ``F.scaled_dot_product_attention = sageattn``,
+    ``F.gelu = partial(F.gelu, approximate="tanh")``, an object with ``__call__``), which is scoped by the name it is
+    called by, as torch's would be. Not torch's own helpers (``torch.functional``, ``torch.random``…) nor Python's
+    (``typing.Optional`` in ``torch.nn.functional``, ``len``); a package whose name only begins with 'torch'
+    (torchao, torchtune) is a library. Read by the value's type alone where it is not a function."""
+    if issubclass(type(value), functools.partial):
+        return True
+    if issubclass(type(value), (types.FunctionType, types.BuiltinFunctionType)):
+        module = getattr(value, "__module__", None)
+    elif issubclass(type(value), (type, types.ModuleType)) or not callable(value):
+        return False
+    else:
+        module = getattr(type(value), "__module__", None)
+    return type(module) is str and module.partition(".")[0] not in _NOT_A_LIBRARY
+
+
+_NOT_A_LIBRARY = frozenset(("torch", "builtins", "functools", "typing", "collections", "abc"))  # top-level packages
+
+
 def torch_call_targets() -> list[tuple[Any, str, str]]:
     """(owner, attribute, call name) of every torch-level call to patch, in a stable order.
 
@@ -141,7 +165,7 @@ def watched_owners() -> list[Any]:
     Triton's JITFunction and AOTInductor's AOTICompiledModel (once imported), torch.autograd.Function, and each
     class of Tensor's method resolution order (which dir() and getattr_static read); torch._C._VariableFunctions's
     are read-only."""
-    owners = [namespace for namespace, _prefix, _c_module in _NAMESPACES] + list(torch.Tensor.__mro__)
+    owners = [namespace for namespace, _prefix, _modules in _NAMESPACES] + list(torch.Tensor.__mro__)
     owners.append(torch.autograd.function.Function)
     if torch.distributed.is_available():
         owners.append(torch.distributed)
@@ -174,15 +198,15 @@ def attributes_unchanged(state: list[tuple[Any, list[str], list[Any], list[int]]
 def _choose_targets() -> list[tuple[Any, str, str]]:
     targets = []
     variable_functions = torch._C._VariableFunctions
-    for namespace, prefix, c_module in _NAMESPACES:
+    for namespace, prefix, modules in _NAMESPACES:
         for attribute, value in vars(namespace).items():
-            if attribute.startswith("_") or attribute in NO_KERNEL_METHODS or not _is_op(value):
+            if attribute.startswith("_") or attribute in NO_KERNEL_METHODS:
+                continue
+            if not _is_op(value) and not bound_by_a_library(value):
                 continue
             module = getattr(value, "__module__", None)
-            is_aten = (
-                getattr(variable_functions, attribute, None) is value if namespace is torch else module == c_module
-            )
-            if is_aten or module == "torch.functional" and namespace is torch:
+            is_aten = getattr(variable_functions, attribute, None) is value if namespace is torch else module in modules
+            if is_aten or module == "torch.functional" and namespace is torch or bound_by_a_library(value):
                 targets.append((namespace, attribute, f"{prefix}.{attribute}"))
     distributed = torch.distributed
     if distributed.is_available():

@@ -1,10 +1,11 @@
 """What the code of a model's classes reaches that no Python module's globals hold, for the scan of stored
-references (recorder/stored_references.py): the namespace of a forward written by ``exec``, and the modules its
-functions import in their bodies (lazy imports)."""
+references (recorder/stored_references.py): the namespace of a forward written by ``exec``, the modules its
+functions import in their bodies (lazy imports), and the values of the Enum members it reads (``Act.GELU.value``)."""
 
 from __future__ import annotations
 
 import dis
+import enum
 import importlib.util
 import sys
 import types
@@ -62,3 +63,30 @@ def _add(found: dict, name: str | None) -> None:
     module = sys.modules.get(name) if name else None
     if type(module) is types.ModuleType and name != "torch" and not name.startswith("torch."):
         found[name] = module
+
+
+def enum_sites(value: Any, items_sites: Any, originals: dict, wrappers: dict) -> list[tuple[Any, Any, Any]]:
+    """The sites (stored_references.py) of the members of ``value`` where it is an Enum class, or of ``value`` itself
+    where it is an Enum member: a member's value (``_value_``) may be a functional (``class Act(Enum): GELU =
+    F.gelu``, ``RELU = partial(F.relu)``, ``SILU = enum.member(F.silu)``), which code reads as ``Act.GELU.value``
+    at each call. The wrapper of a member's value is a key of its class's map of values too, so that ``Act(F.gelu)``
+    (the wrapper while recorded) finds the member. Read from the class's ``__dict__``, without its metaclass's code.
+    ``items_sites``: stored_references._items_sites."""
+    kind = value if issubclass(type(value), enum.EnumMeta) else type(value)
+    if not issubclass(type(kind), enum.EnumMeta):
+        return []
+    namespace = vars(kind)
+    members = namespace.get("_member_map_")
+    members = list(members.values()) if type(members) is dict and kind is value else [value]
+    by_value = namespace.get("_value2member_map_")
+    sites = []
+    for member in members:
+        attributes = getattr(member, "__dict__", None)
+        if type(attributes) is not dict:
+            continue
+        found = items_sites(attributes, list(attributes.items()), originals, wrappers, "__builtins__")
+        sites += found
+        held = attributes.get("_value_")
+        if type(by_value) is dict and any(key == "_value_" for _, key, _ in found) and id(held) in originals:
+            sites.append((by_value, wrappers[id(held)], member))
+    return sites

@@ -11,7 +11,12 @@ Hooks are not wrapped one by one: torch's helpers find theirs in the hook dicts 
 
 A module the model gives hooks or a forward of its own while recorded (a hook registered at its parent's first call,
 a global hook, ``child.forward = ...`` as libraries that wrap a forward do) gets that instance ``_call_impl`` then
-(``scoped_when_hooked``): what it runs is its work, as it is for one hooked before the recording.
+(``scoped_when_hooked``): what it runs is its work, as it is for one hooked before the recording. Hooks written
+straight into a module's hook dicts (``module._forward_hooks[key] = hook``, no registration call to see) are found
+between the recording's passes (``profile()`` calls what ``scoped_when_hooked`` returns after each patched warm-up
+pass): written in a warm-up pass (at the model's first call), they run in their module's scope in the recorded
+pass. Written into the dicts in the recorded pass itself (with no warm-up, or anew at every call), they run in the
+caller's scope: seeing them there would cost every module call a look at its hook dicts.
 """
 
 from __future__ import annotations
@@ -59,11 +64,13 @@ _REGISTERED = ("register_forward_hook", "register_forward_pre_hook")  # nn.Modul
 _REGISTERED_GLOBAL = ("register_module_forward_hook", "register_module_forward_pre_hook")  # torch.nn.modules.module's
 
 
-def scoped_when_hooked(patches: Any, scopes: dict[int, tuple[nn.Module, str]], patch_module: Any) -> None:
+def scoped_when_hooked(patches: Any, scopes: dict[int, tuple[nn.Module, str]], patch_module: Any) -> Any:
     """For the recording, through ``patches`` (instrument.py's _Patches): a module of ``scopes`` (``id(module)`` ->
     (module, its scope name): the recorded modules that compiled code does not trace) that gets a hook, or an
     instance ``forward`` set through ``nn.Module.__setattr__``, gets its call in its scope (``call_in_scope``,
-    installed with ``patch_module(module, "_call_impl", call)``) unless it has it; a global hook gives it to all."""
+    installed with ``patch_module(module, "_call_impl", call)``) unless it has it; a global hook gives it to all.
+    Returns the function that gives it to the modules hooked meanwhile by writing their (or the global) hook
+    dicts, for profile() to call between passes."""
 
     def give_scope(module: Any) -> None:
         entry = scopes.get(id(module))
@@ -102,3 +109,11 @@ def scoped_when_hooked(patches: Any, scopes: dict[int, tuple[nn.Module, str]], p
     for name in _REGISTERED_GLOBAL:
         patches.set_attribute(hooks, name, registered_global(getattr(hooks, name)))
     patches.set_attribute(nn.Module, "__setattr__", wraps(__setattr__, own_setattr, "__setattr__"))
+
+    def hooked_meanwhile() -> None:
+        every_module = global_forward_hooks()
+        for module, _scope_name in list(scopes.values()):
+            if every_module or has_forward_hooks(module):
+                give_scope(module)
+
+    return hooked_meanwhile

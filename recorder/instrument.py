@@ -209,14 +209,15 @@ def instrumented(
     collect: set[str] | None,
     calls: str = "all",
     functions: bool = True,
-) -> Iterator[None]:
+) -> Iterator[Any]:
     """Scopes on every module forward and call for the duration of the block.
 
     ``collect``: names whose samples go to ``book`` (None = all). ``calls``: ``"all"`` or ``"functional"``
     (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it). With the functions patched,
     torch.compile'd code runs what it compiled before (``compiled.compiled_code_kept``). ``functions=False``:
     only module forwards and compiled modules get scopes, and dynamo compiles freely (nothing it guards is
-    patched): profile()'s way out when compiled code cannot be kept.
+    patched): profile()'s way out when compiled code cannot be kept. Yields a function to call between the passes
+    run in the block: it scopes the calls of the modules given hooks meanwhile (recorder/hooked_calls.py).
     """
     if calls not in CALLS:
         raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
@@ -233,8 +234,7 @@ def instrumented(
         late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
     ):
         try:
-            _install(patches, named_modules, book, recording.sampled, calls, functions)
-            yield
+            yield _install(patches, named_modules, book, recording.sampled, calls, functions)
         finally:
             patches.undo()
             book.persistent.clear()  # the model's tensors are not kept alive by the profiler
@@ -242,7 +242,8 @@ def instrumented(
 
 def _install(
     patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, functions: bool = True
-) -> None:
+) -> Any:
+    """Put every patch in place; returns what scopes the modules hooked meanwhile, between passes (hooked_calls)."""
     optimized_type = optimized_module_type()
     plan = patch_plan(calls) if functions else None
     originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
@@ -318,7 +319,8 @@ def _install(
             patches.set_item(vars(module), key, value)
             held_in_copies(patches.saved[-1])
 
-        scoped_when_hooked(patches, scopes, patch_while_recorded)
+        return scoped_when_hooked(patches, scopes, patch_while_recorded)
+    return lambda: None
 
 
 def _forward_patch_unseen(module: nn.Module, wrapper: Any, hooked: bool) -> bool:

@@ -10,9 +10,11 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
   same package those import from (``from .ops import mlp``, where ``ops`` holds ``from torch.nn.functional import
   gelu``), and the items of the dicts (OrderedDicts, defaultdicts), lists and tuples those hold (two levels: a
   registry of activations, a registry of registries);
-- the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``) and of the
-  objects of the model's own code their instance and class attributes hold (one level: a config object's
-  ``cfg.act``);
+- the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``, a registry
+  ``ACTS = {"gelu": F.gelu}`` and its nested containers, as the globals') and of the objects of the model's own code
+  their instance and class attributes hold (one level: a config object's ``cfg.act``, a slotted one's too);
+- the values of the members of the Enum classes those globals and class attributes hold (``class Act(Enum): GELU =
+  F.gelu``, read as ``Act.GELU.value``: recorder/code_references.py);
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
   module's (a forward written by ``exec`` into a dict), and the Python modules those functions import in their
   bodies (``import acts`` inside ``forward``: a lazy import, which no module's globals hold);
@@ -40,67 +42,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .code_references import code_namespaces, imported_modules
+from .code_references import code_namespaces, enum_sites, imported_modules
+from .reference_slots import Attributes, Cell, NodeTarget, SlotAttribute, Slots, slot_attributes
 
 _ABSENT = object()
 _LARGEST_SCANNED = 1024  # items of a container looked into: a registry of activations, not a vocabulary
-
-
-class Slots:
-    """A list's items or a function's positional defaults, read and written by position (as a dict's items)."""
-
-    def __init__(self, target: Any, defaults_of: bool = False) -> None:
-        self.target, self.defaults_of = target, defaults_of
-
-    def _values(self) -> Any:
-        return (self.target.__defaults__ or ()) if self.defaults_of else self.target
-
-    def get(self, key: int, default: Any = None) -> Any:
-        values = self._values()
-        return values[key] if 0 <= key < len(values) else default
-
-    def __setitem__(self, key: int, value: Any) -> None:
-        if self.defaults_of:
-            values = list(self.target.__defaults__)
-            values[key] = value
-            self.target.__defaults__ = tuple(values)
-        else:
-            self.target[key] = value
-
-
-class Attributes(Slots):
-    """A class's attributes, read from its ``__dict__`` and written by ``setattr`` (a class's ``__dict__`` is
-    read-only)."""
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return vars(self.target).get(key, default)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        setattr(self.target, key, value)
-
-
-class Cell(Slots):
-    """A closure's cell (its one slot, key 0), as a function made by another holds a functional it closed over."""
-
-    def get(self, key: int, default: Any = None) -> Any:
-        try:
-            return self.target.cell_contents
-        except ValueError:  # an empty cell
-            return default
-
-    def __setitem__(self, key: int, value: Any) -> None:
-        self.target.cell_contents = value
-
-
-class NodeTarget(Slots):
-    """The function a torch.fx graph's ``call_function`` node calls (its one slot, key 0): ``torch.fx.Interpreter``
-    (``ShapeProp``, an interpreter of the model's own) calls it, captured when the graph was traced."""
-
-    def get(self, key: int, default: Any = None) -> Any:
-        return self.target.target
-
-    def __setitem__(self, key: int, value: Any) -> None:
-        self.target.target = value
 
 
 def _graph_sites(module: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
@@ -235,18 +181,23 @@ def _closure_sites(function: Any, originals: dict, wrappers: dict) -> Iterator[t
 
 def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
     """The sites of a model's own class: its functions' defaults, and its attributes that hold a functional
-    (``act = F.softplus``, ``act = staticmethod(F.gelu)``). Not its methods' closures: a method closing over a
-    functional compares it (``if F.relu is not original_relu``) as often as it calls it."""
+    (``act = F.softplus``, ``act = staticmethod(F.gelu)``, ``ACTS = {"gelu": F.gelu}``: a registry). Not its methods'
+    closures: a method closing over a functional compares it (``if F.relu is not original_relu``) as often as it
+    calls it."""
     for key, value in list(vars(kind).items()):
         if _is(value, types.FunctionType):
             yield from _default_sites(value, originals, wrappers)
         if key.startswith("__"):
             continue
         held = value.__func__ if _is(value, staticmethod) else value
+        yield from enum_sites(held, _items_sites, originals, wrappers)  # an Enum of functionals defined in the class
         replacement = _replacement(held, originals, wrappers)
         if replacement is _ABSENT:
             if _plain_object(held):  # a config object as a class attribute (``CONFIG = Settings()``), one level
                 yield from _items_sites(vars(held), list(vars(held).items()), originals, wrappers, "__builtins__")
+            yield from _slot_sites(held, originals, wrappers)
+            if _scanned(held):  # a registry as a class attribute: ACTS = {"gelu": F.gelu}, PAIR = (F.silu, F.tanh)
+                yield from _sites_in(Attributes(kind), key, held, originals, wrappers)
             continue
         if _is(value, staticmethod) or not _is(held, types.FunctionType):  # a builtin binds no instance
             replacement = staticmethod(replacement)
@@ -258,14 +209,32 @@ def _plain_object(value: Any) -> bool:
     object holding an activation, ``self.cfg.act = F.gelu``): not a class, a Python module, a function, a container,
     a tensor or a torch.nn module (the observed ones are looked into as modules), nor an object of torch's or of
     Python's (a module's hook dicts are OrderedDicts, which have a ``__dict__``)."""
-    if _is(value, _NOT_PLAIN):
+    if not _of_the_models_code(value):
         return False
     try:
         vars(value)
     except Exception:  # noqa: BLE001 (none, or a __getattribute__ of the model's own that raises)
         return False
+    return True
+
+
+def _of_the_models_code(value: Any) -> bool:
+    if _is(value, _NOT_PLAIN):
+        return False
     module = _text(type(value), "__module__") or "builtins"  # torchtune's or torchvision's are not torch's
     return module != "torch" and not module.startswith(("torch.", "builtins", "collections"))
+
+
+def _slot_sites(value: Any, originals: dict, wrappers: dict) -> Iterator[tuple[Any, Any, Any]]:
+    """The slots of an object of the model's own code that hold a patched function (a config made with
+    ``@dataclass(slots=True, frozen=True)`` holding ``act=F.gelu``), one level, as ``_plain_object``'s attributes."""
+    if not _of_the_models_code(value):
+        return
+    for name, slot in slot_attributes(value):
+        owner = SlotAttribute((value, slot))
+        replacement = _replacement(owner.get(name, _ABSENT), originals, wrappers)
+        if replacement is not _ABSENT:
+            yield owner, name, replacement
 
 
 _NOT_PLAIN = (type, types.ModuleType, types.FunctionType, dict, list, tuple, set, frozenset, nn.Module, torch.Tensor)
@@ -291,12 +260,15 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
         for key, value in namespace.items():
             if key == "forward":
                 continue
-            if _is(value, types.FunctionType):
+            if _is(value, types.FunctionType):  # a lambda's closure or defaults: ``lambda x, act=F.silu: act(x)``
                 sites.extend(_closure_sites(value, originals, wrappers))
-            elif id(value) not in seen_objects and _plain_object(value):
+                sites.extend(_default_sites(value, originals, wrappers))
+            elif id(value) not in seen_objects and _of_the_models_code(value):
                 seen_objects.add(id(value))
-                held = vars(value)
-                sites.extend(_items_sites(held, list(held.items()), originals, wrappers, skip="__builtins__"))
+                sites.extend(_slot_sites(value, originals, wrappers))
+                if _plain_object(value):
+                    held = vars(value)
+                    sites.extend(_items_sites(held, list(held.items()), originals, wrappers, skip="__builtins__"))
     seen_modules: set[str] = set()
     seen_classes: set[int] = set()
     imported: list[types.ModuleType] = []  # by import statements in the classes' functions (code_references.py)
@@ -348,6 +320,7 @@ def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wra
     items = list(vars(namespace).items())
     sites.extend(_items_sites(vars(namespace), items, originals, wrappers, skip="__builtins__"))
     for key, value in items:
+        sites.extend(enum_sites(value, _items_sites, originals, wrappers))  # an Enum of functionals: Act.GELU.value
         function = _is(value, types.FunctionType)
         if function and _text(value, "__module__") == name and (value.__defaults__ or value.__kwdefaults__):
             sites.extend(_default_sites(value, originals, wrappers))

@@ -30,6 +30,7 @@ from .calls import (
     TRITON_LAUNCH,
     attributes_state,
     attributes_unchanged,
+    bound_by_a_library,
     on_other_thread,
     torch_call_targets,
     watched_owners,
@@ -96,10 +97,8 @@ def functional_names() -> list[str]:
     library bound there in place of torch's (``F.scaled_dot_product_attention = sageattn``), not torch's helpers."""
     names = []
     for name, value in vars(F).items():
-        if name.startswith("_") or not (inspect.isfunction(value) or inspect.isbuiltin(value)):
-            continue
-        module = getattr(value, "__module__", None)
-        if module in _PATCHABLE_MODULES or type(module) is str and not module.startswith("torch"):
+        torchs = (inspect.isfunction(value) or inspect.isbuiltin(value)) and value.__module__ in _PATCHABLE_MODULES
+        if not name.startswith("_") and (torchs or bound_by_a_library(value)):
             names.append(name)
     return names
 

@@ -22,14 +22,15 @@ from torch import nn  # noqa: E402
 
 def test_torch_call_targets_follow_a_rebound_namespace(monkeypatch):
     assert (torch, "addmm", "torch.addmm") in calls.torch_call_targets()  # chosen, and now cached
-    monkeypatch.setattr(torch, "addmm", lambda *args, **kwargs: None)  # no longer torch's operator
+    monkeypatch.setattr(torch, "addmm", torch.nn.functional.relu)  # no longer torch's operator, nor a library's
+    monkeypatch.setattr(torch, "baddbmm", lambda *args, **kwargs: None)  # a library's: scoped by its name
     monkeypatch.setattr(torch.Tensor, "kernelscope_test_method", lambda self: self, raising=False)
     if torch.distributed.is_available():
         assert (torch.distributed, "all_reduce", "torch.distributed.all_reduce") in calls.torch_call_targets()
         monkeypatch.setattr(torch.distributed, "all_reduce", len)  # not a Python function: not a collective to patch
     targets = calls.torch_call_targets()
     assert (torch.distributed, "all_reduce", "torch.distributed.all_reduce") not in targets
-    assert (torch, "addmm", "torch.addmm") not in targets
+    assert (torch, "addmm", "torch.addmm") not in targets and (torch, "baddbmm", "torch.baddbmm") in targets
     assert (torch.Tensor, "kernelscope_test_method", "Tensor.kernelscope_test_method") in targets
     assert targets == calls._choose_targets()
 

@@ -1,6 +1,7 @@
 """A module's forward pre-hooks and forward hooks are its work: what they compute is recorded in its scope (the mask
-product of torch.nn.utils.prune, spectral_norm's power iteration, a hook on an nn.Identity tap, a global hook), and
-the scoped calls are put back exactly, also in a copy or a pickle the model takes while recorded."""
+product of torch.nn.utils.prune, spectral_norm's power iteration, a hook on an nn.Identity tap, a global hook, hooks
+written straight into a module's hook dicts), and the scoped calls are put back exactly, also in a copy or a pickle
+the model takes while recorded."""
 
 import copy
 import io
@@ -136,3 +137,38 @@ def test_hooks_and_forwards_set_while_recorded_run_in_the_scope_of_their_module(
     head = vars(model.head).pop("forward")  # the model's own binding is kept
     assert head.__name__ == "<lambda>"
     assert_patches_undone(model, before)
+
+
+class WritesHookDicts(nn.Module):
+    """Hooks written straight into the hook dicts, no registration call (as some libraries do), at its first call."""
+
+    def __init__(self, at_first_call: bool):
+        super().__init__()
+        self.fc, self.head, self.pending = nn.Linear(8, 8), nn.Linear(8, 4), [at_first_call]
+        if not at_first_call:
+            self.write_hooks()
+
+    def write_hooks(self):
+        self.fc._forward_hooks[10_001] = lambda module, args, out: F.silu(out)
+        self.head._forward_pre_hooks[10_002] = lambda module, args: (F.softsign(args[0]),)
+        self.pending[0] = False
+
+    def forward(self, x):
+        if self.pending[0]:
+            self.write_hooks()
+        return self.head(self.fc(x))
+
+
+@pytest.mark.parametrize("at_first_call", [False, True])
+def test_hooks_written_into_the_hook_dicts_before_the_recorded_pass_run_in_the_scope_of_their_module(at_first_call):
+    """Before profile(), or in the patched warm-up pass (warmup_iterations=1: the model's first call): found between
+    the passes. Written in the recorded pass itself (no warm-up), they are the caller's (recorder/hooked_calls.py)."""
+    model = WritesHookDicts(at_first_call).eval()
+    before = snapshot_patch_targets(model)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})], warmup_iterations=1)
+    assert modules_of(frame, "silu") == {"fc"} and modules_of(frame, "softsign") == {"head"}
+    assert not any("_call_impl" in vars(m) for m in model.modules())
+    assert_patches_undone(model, before)
+    unwarmed = WritesHookDicts(True).eval()
+    frame, _ = ModuleFunctionKernelProfiler().profile(unwarmed, [((torch.randn(4, 8),), {})], warmup_iterations=0)
+    assert modules_of(frame, "silu") == {""} and modules_of(frame, "softsign") == {""}

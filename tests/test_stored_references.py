@@ -1,9 +1,14 @@
 """Functionals held by reference in containers and objects beyond the first level the scan of stored references
 read (recorder/stored_references.py): an OrderedDict and a defaultdict of activations, a registry of registries, a
-config object held as a class attribute. Each was called unseen by the namespace patch, its kernels named after its
-operator (``aten::elu``)."""
+config object held as a class attribute, the values of Enum members (``class Act(Enum): GELU = F.gelu``), registries
+held as class attributes, the slots of a config without a ``__dict__`` (``@dataclass(slots=True, frozen=True)``),
+the defaults of a lambda held as an attribute. Each was called unseen by the namespace patch, its kernels named after
+its operator (``aten::elu``)."""
 
 import collections
+import dataclasses
+import enum
+import functools
 import sys
 import types
 
@@ -90,3 +95,96 @@ def test_a_config_object_of_a_package_named_torch_something_is_looked_into():
     model = HoldsPackageSettings().eval()
     frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=1)
     assert "gelu" in set(frame["function_name"]) and model.settings.act is F.gelu
+
+
+class Act(enum.Enum):
+    RELU = functools.partial(F.relu)
+    GELU = F.gelu
+    SILU = enum.member(F.silu)
+
+    def __call__(self, x):
+        return self.value(x)
+
+
+DEFAULT_ACT = Act.GELU
+
+
+class EnumActivations(nn.Module):
+    class Norm(enum.Enum):  # an Enum defined in the model's class
+        SOFTSIGN = enum.member(F.softsign)
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = Act["RELU"].value(self.fc(x))
+        x = self.Norm.SOFTSIGN.value(Act.SILU(x))
+        assert Act(F.gelu) is Act.GELU  # looked up by its value, the wrapper while recorded
+        return DEFAULT_ACT.value(x)
+
+
+def test_functionals_held_as_enum_member_values_are_named_and_put_back():
+    frame, data = ModuleFunctionKernelProfiler().profile(EnumActivations(), [((torch.randn(4, 16),), {})],
+                                                         warmup_iterations=1)  # fmt: skip
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "relu", "silu", "softsign", "gelu"}, named
+    assert not any(name.startswith(("aten::", "Tensor.", "torch.")) for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("relu", "silu", "softsign", "gelu")), data.keys()
+    assert Act.GELU.value is F.gelu and Act.SILU.value is F.silu and Act.RELU.value.func is F.relu
+    assert EnumActivations.Norm.SOFTSIGN.value is F.softsign and Act(F.gelu) is Act.GELU
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class SlottedConfig:
+    act: object = F.hardswish
+    norm: object = F.softsign
+
+
+class HeldInSlotsAndDefaults(nn.Module):
+    SHARED = SlottedConfig(act=F.mish)  # a class attribute, one level as a config object's
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.cfg = nn.Linear(16, 16), SlottedConfig()
+        self.gate = lambda x, act=F.silu, *, scale=F.sigmoid: act(x) * scale(x)
+
+    def forward(self, x):
+        x = self.cfg.norm(self.cfg.act(self.fc(x)))
+        return self.SHARED.act(self.gate(x))
+
+
+def test_functionals_in_slots_of_a_frozen_config_and_in_a_held_lambdas_defaults_are_named_and_put_back():
+    model = HeldInSlotsAndDefaults().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "hardswish", "softsign", "mish", "silu", "sigmoid"}, named
+    assert not any(name.startswith("aten::") for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("hardswish", "softsign", "mish", "silu"))
+    assert model.cfg.act is F.hardswish and model.cfg.norm is F.softsign and model.SHARED.act is F.mish
+    assert model.gate.__defaults__ == (F.silu,) and model.gate.__kwdefaults__ == {"scale": F.sigmoid}
+
+
+class RegistryOnTheClass(nn.Module):
+    ACTIVATIONS = {"elu": F.elu, "nested": {"celu": F.celu}}  # a registry as a class attribute
+    PAIR = (F.selu, F.tanhshrink)
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = self.ACTIVATIONS["nested"]["celu"](self.ACTIVATIONS["elu"](self.fc(x)))
+        return self.PAIR[1](self.PAIR[0](x))
+
+
+def test_functionals_in_registries_held_as_class_attributes_are_named_and_put_back():
+    pair, registry = RegistryOnTheClass.PAIR, RegistryOnTheClass.ACTIVATIONS
+    frame, data = ModuleFunctionKernelProfiler().profile(RegistryOnTheClass(), [((torch.randn(4, 16),), {})],
+                                                         warmup_iterations=1)  # fmt: skip
+    named = set(frame["function_name"].dropna())
+    assert named >= {"linear", "elu", "celu", "selu", "tanhshrink"}, named
+    assert not any(name.startswith(("aten::", "torch.")) for name in named), named
+    assert all([calls for calls, _ in data[name]] == [1] for name in ("elu", "celu", "selu", "tanhshrink"))
+    assert RegistryOnTheClass.PAIR is pair and RegistryOnTheClass.ACTIVATIONS is registry
+    assert registry == {"elu": F.elu, "nested": {"celu": F.celu}} and pair == (F.selu, F.tanhshrink)
