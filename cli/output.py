@@ -201,7 +201,17 @@ def stdout_console(**options):
             raise BrokenPipeError
 
     options.setdefault("width", None if sys.stdout.isatty() else _piped_width())
+    _replace_what_stdout_cannot_encode()
     return PipedConsole(file=sys.stdout, **options)
+
+
+def _replace_what_stdout_cannot_encode() -> None:
+    """A table or tree on a stdout that is not UTF-8 (a Latin-1 locale, PYTHONIOENCODING=ascii) shows a character
+    its encoding lacks (the ``…`` of a cut name, ``µs``) as ``?``, where writing it raised UnicodeEncodeError.
+    Only the text for people is printed through a console: csv and json are written as they are."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("_", "-")
+    if not encoding.startswith("utf") and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
 
 
 def _piped_width() -> int:

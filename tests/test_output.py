@@ -524,3 +524,21 @@ def test_a_narrow_terminal_breaks_headers_after_an_underscore_never_inside_a_wor
         pieces = [piece for piece in parts if piece]
         assert all(piece.endswith("_") for piece in pieces[:-1]), f"{pieces} breaks inside a word"
     assert (len(cells) == 1) == (columns == "120"), "one line where it fits"
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+@pytest.mark.parametrize(
+    "args", [["analyze", "--by", "kernel"], ["tree", "--show-calls"]], ids=["analyze-by-kernel", "tree-show-calls"]
+)
+def test_a_table_on_a_stdout_that_is_not_utf8_shows_what_it_cannot_encode_as_a_question_mark(args, encoding):
+    """A Latin-1 or ASCII locale's stdout has no `…` (a cut kernel name) or, in ASCII, `µ`: rich raised
+    UnicodeEncodeError with a traceback; now the table prints, those characters as `?`."""
+    import subprocess
+
+    demo = REPO / "sample_traces" / "demo"
+    environment = {**os.environ, "PYTHONIOENCODING": encoding}
+    command = [sys.executable, "-m", "kernelscope", args[0], str(demo), *args[1:]]
+    done = subprocess.run(command, capture_output=True, env=environment, timeout=120)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    assert b"?" in done.stdout  # click writes its own lines (the footer) to an ASCII stream as UTF-8, on purpose
+    assert encoding == "ascii" or done.stdout.decode(encoding)  # in Latin-1, every byte in the stream's encoding
