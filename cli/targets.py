@@ -67,6 +67,9 @@ def made_by(target: str, made) -> tuple:
         raise KernelscopeError(target, f"returned {type_with_article(made)}, not (module, samples) or (fn, module)")
     first, second = made
     if isinstance(second, nn.Module):
+        if not callable(first):  # (samples, module): the samples would be called as fn()
+            problem = f"returned ({type(first).__name__}, module): the module comes first, as (module, samples)"
+            raise KernelscopeError(target, problem)
         return first, None, second
     if not isinstance(first, nn.Module):
         raise KernelscopeError(target, "returned neither (module, samples) nor (fn, module): no nn.Module in it")

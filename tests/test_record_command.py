@@ -56,6 +56,11 @@ def module_then_fn():
     return model, (lambda: model(torch.randn(3, 4)))  # (fn, module) swapped
 
 
+def samples_then_module():
+    model = nn.Linear(4, 2)
+    return [((torch.randn(3, 4),), {})], model  # (module, samples) swapped: the list was called as fn()
+
+
 def one_tensor():
     return nn.Linear(4, 2), torch.randn(3, 4)  # the input, not a list of (args, kwargs)
 
@@ -106,6 +111,7 @@ def test_a_module_that_fails_to_import_shows_its_own_frames_and_one_line(tmp_pat
         ("user_models:needs_an_argument", "the factory raised TypeError: needs_an_argument() missing 1 required"),
         ("user_models:closure_taking_x", "the model raised TypeError: closure_taking_x.<locals>.<lambda>() missing"),
         ("user_models:module_then_fn", "returned (module, function): a function comes first, as (fn, module)"),
+        ("user_models:samples_then_module", "returned (list, module): the module comes first, as (module, samples)"),
         ("user_models:one_tensor", "the samples are a Tensor; samples are a list of (args, kwargs) pairs, one per"),
     ],
 )
