@@ -31,6 +31,7 @@ from .rows import (
     note_rows_left_out,
     print_footer,
     rows_to_show,
+    run_label,
     shorten_kernel_names,
 )
 from .sql_command import sql
@@ -281,7 +282,7 @@ def analyze(
             whole, title, what, by = _summary(loaded, group, rank, by_rank)
             frame, total = first_rows(whole, limit, by), len(whole)
         frame = name_the_root(shorten_kernel_names(frame, output, full_names), output)
-        emit(frame, output, title=f"{_label(run, run_ref, loaded, rank)}: {title}")
+        emit(frame, output, title=f"{run_label(run, run_ref, loaded, rank)}: {title}")
         if output.to_terminal:
             note_rows_left_out(len(frame), total, what + (" (per rank)" if by_rank else ""))
             print_footer(loaded, rank, rows_shown=kernels)
@@ -301,12 +302,6 @@ def _summary(loaded, group: str | None, rank: int | None, by_rank: bool):
     if by_rank:
         return frame, "time by call, per rank", "functions", "rank"
     return frame, "time by call", "functions", None
-
-
-def _label(run: str, run_ref: str | None, loaded, rank: int | None) -> str:
-    """What a title names: the path, an archive's run by its id, and the rank when one was picked."""
-    label = run if run_ref is None else f"{run} --run {loaded.path.name.removeprefix('run_id=')}"
-    return label if rank is None else f"{label} --rank {rank}"
 
 
 main.add_command(sql)

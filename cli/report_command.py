@@ -11,6 +11,7 @@ from .interrupts import finishing
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option, warnings_as_lines
 from .output import Output
 from .paths import UserPath
+from .rows import run_label
 
 
 @click.command(short_help="One HTML page of a run (or of B against A).")
@@ -80,8 +81,7 @@ def report(
         finishing(path)
         if run_b is None:
             check_rank(run, runs[0], rank)
-            name = run if run_ref is None else f"{run} --run {run_ref}"
-            name = name if rank is None else f"{name} --rank {rank}"
+            name = run_label(run, run_ref, runs[0], rank)  # an archived run by its id, as analyze titles it
             write_report(runs[0], path, name=name, rank=rank, progress=True, overwrite=force)
         else:
             with warnings_as_lines():  # runs of other devices or dtypes: as diff says it

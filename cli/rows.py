@@ -88,6 +88,12 @@ def shorten_kernel_names(
 MODULE_COLUMNS = ("module_name", "module", "parent")  # what holds a module's name in a table: "" is the root
 
 
+def run_label(run: str, run_ref: str | None, loaded, rank: int | None = None) -> str:
+    """What a title names: the path, an archive's run by its id, and the rank when one was picked."""
+    label = run if run_ref is None else f"{run} --run {loaded.path.name.removeprefix('run_id=')}"
+    return label if rank is None else f"{label} --rank {rank}"
+
+
 def root_name(run: str, rank: int | None = None) -> str:
     """What the tree's top line calls the root module (whose ``module_name`` is ""): the run it is the model of."""
     return run if rank is None else f"{run} (rank {rank})"
