@@ -351,7 +351,7 @@ def _number(value, digits: int) -> str:
 def _missing(value) -> bool:
     import pandas as pd  # loaded: the value is a frame's
 
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
 
 
 def _text(value) -> str:

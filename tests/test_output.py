@@ -542,3 +542,12 @@ def test_a_table_on_a_stdout_that_is_not_utf8_shows_what_it_cannot_encode_as_a_q
     assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
     assert b"?" in done.stdout  # click writes its own lines (the footer) to an ASCII stream as UTF-8, on purpose
     assert encoding == "ascii" or done.stdout.decode(encoding)  # in Latin-1, every byte in the stream's encoding
+
+
+def test_a_missing_time_shows_as_a_dash_as_every_missing_value_does(capsys):
+    """`kernelscope runs` of an archive holding a bare trace (no manifest, so no start_time) showed `NaT`."""
+    from kernelscope.output import print_table
+
+    print_table(pd.DataFrame({"name": ["a", "b"], "start_time": pd.to_datetime(["2026-12-06 01:17:22", None])}))
+    shown = capsys.readouterr().out
+    assert "NaT" not in shown and "│ b    │ -  " in shown
