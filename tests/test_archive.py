@@ -263,6 +263,10 @@ def test_cli_archive_runs_sql_and_analyze(tmp_path, sources):
     assert whole.exit_code == 2 and "pick one of its runs with --run" in whole.output
     not_archive = invoke("analyze", sources["run"], "--run", "x")
     assert not_archive.exit_code == 2 and "is not one" in not_archive.output
+    bare = invoke("archive", sources["trace"], "--to", path)  # a plain trace: no start time
+    assert bare.exit_code == 0 and Archive(path).runs()["start_time"].isna().tolist() == [True, False, False]
+    still = invoke("runs", path, "--top-k", "1")  # the newest dated run, not the undated trace
+    assert newest_id in still.output and MISC.name not in still.output
 
 
 def test_the_sample_store_the_manifest_names_is_the_one_read_and_archived(tmp_path):
