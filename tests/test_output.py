@@ -49,6 +49,18 @@ def test_the_extension_picks_the_format_and_every_format_round_trips(name, tmp_p
     assert back["kernel"].tolist() == expected["kernel"].tolist()
 
 
+@pytest.mark.parametrize("command", [["analyze", "--kernels"], ["diff", REPO / "sample_traces" / "demo"]])
+def test_a_table_written_to_a_file_holds_every_row(command, tmp_path):
+    """`-o rows.txt` wrote the terminal's 10 rows, and nothing in the file said that it was cut."""
+    args = [command[0], REPO / "sample_traces" / "demo", *command[1:]]
+    every = len(invoke(*args, "--csv").output.splitlines())  # the header and every row
+    assert every > 11 and invoke(*args, "-o", tmp_path / "rows.txt").exit_code == 0
+    assert len((tmp_path / "rows.txt").read_text().splitlines()) == every
+    cut = len(invoke(*args, "--csv", "--top-k", "3").output.splitlines())
+    assert invoke(*args, "--top-k", "3", "-o", tmp_path / "three.txt").exit_code == 0
+    assert len((tmp_path / "three.txt").read_text().splitlines()) == cut < every  # --top-k still cuts a file
+
+
 def test_format_flag_wins_over_the_extension(tmp_path):
     target = tmp_path / "summary.txt"
     assert invoke("analyze", RUN, "--format", "csv", "-o", target).exit_code == 0
@@ -302,7 +314,7 @@ def test_only_the_one_function_of_stderr_lines_writes_to_stderr():
 
     sources = {path.name: path.read_text() for path in (REPO / "cli").glob("*.py")}
     writes = {name: len(re.findall(r"err=|sys\.stderr", text)) for name, text in sources.items()}
-    assert {name: n for name, n in writes.items() if n} == {"output.py": 1, "entry.py": 1, "cli.py": 1}
+    assert {name: n for name, n in writes.items() if n} == {"output.py": 1, "entry.py": 1, "group.py": 1}
 
 
 def test_csv_to_stdout_is_the_names_exactly_when_piped(tmp_path):
