@@ -563,3 +563,15 @@ def test_a_missing_time_shows_as_a_dash_as_every_missing_value_does(capsys):
     print_table(pd.DataFrame({"name": ["a", "b"], "start_time": pd.to_datetime(["2026-12-06 01:17:22", None])}))
     shown = capsys.readouterr().out
     assert "NaT" not in shown and "│ b    │ -  " in shown
+
+
+def test_a_write_into_a_missing_folder_names_the_path_alone(tmp_path):
+    """The API's write (write_report into a folder that does not exist) said "…: 'nodir/x.html' -> None": the
+    temporary file's name was replaced by the path, and its second name by None, which str() prints."""
+    from kernelscope.analyzer.atomic import replace_atomically
+
+    path = tmp_path / "nodir" / "x.html"
+    with pytest.raises(FileNotFoundError) as raised:
+        replace_atomically(path, lambda tmp: None)
+    assert str(raised.value) == f"[Errno 2] No such file or directory: '{path}'"
+    assert raised.value.filename == str(path) and raised.value.filename2 is None
