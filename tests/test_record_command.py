@@ -150,3 +150,13 @@ def test_record_says_where_the_run_is_and_what_to_run_next(tmp_path, monkeypatch
     lines = result.stdout.splitlines()
     assert lines[-2] == f"run directory: {tmp_path / 'my runs' / 'small'}"
     assert lines[-1] == f"next: kernelscope analyze '{tmp_path / 'my runs' / 'small'}' --kernels", "quoted for a shell"
+
+
+def test_a_file_that_a_module_of_pythons_own_shadows_is_named_in_the_error(tmp_path, monkeypatch):
+    """./types.py:make read as Python's own `types` (imported before the command ran): "types has no attribute
+    'make'" alone sent the user to a file that has it."""
+    (tmp_path / "types.py").write_text("def make():\n    pass\n")
+    result = record(tmp_path, monkeypatch, "types:make", "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "which shadows ./types.py: name the file instead, types.py:make)" in result.stderr
+    missing = record(tmp_path, monkeypatch, "user_models:absent", "--out", tmp_path / "run")
+    assert missing.stderr == "kernelscope: error: user_models:absent: user_models has no attribute 'absent'\n"
