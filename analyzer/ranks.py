@@ -83,6 +83,8 @@ def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
         return [_run_directory(path, None)]
     if path.exists():
         return [RankSource(None, _readable_trace(path), None, {}, None)]
+    if str(path) == "-":  # `zcat t.json.gz | kernelscope analyze -`: the trace is read in parts, by its offsets
+        raise BadInputError(path, "no such run directory or trace file; a trace is read from a file, not from stdin")
     raise BadInputError(path, "no such run directory or trace file")
 
 
