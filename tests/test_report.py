@@ -358,3 +358,12 @@ def test_a_run_folder_whose_name_is_not_utf8_makes_its_page(tmp_path):
     result = CliRunner().invoke(main, ["report", str(run), "-o", str(page)])
     assert result.exit_code == 0, result.output
     assert "caf\\udce9" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["report.pdf", "report.csv", "REPORT.PNG"])
+def test_an_output_named_for_another_format_is_refused(name, tmp_path, monkeypatch):
+    """`-o report.pdf` wrote the HTML page under a .pdf name, where every other -o is checked against its format."""
+    monkeypatch.chdir(tmp_path)
+    refused = CliRunner().invoke(main, ["report", str(SAMPLES / "demo"), "-o", name])
+    assert refused.exit_code == 2 and f"{name}: names a " in refused.output and "name it .html" in refused.output
+    assert list(tmp_path.iterdir()) == []
