@@ -67,12 +67,12 @@ def report(
         raise click.UsageError(
             "--rank reports one rank of RUN; the comparison of RUN_B against RUN compares whole runs"
         )
-    if output_path is not None and output_path.suffix.lower() in NOT_HTML:  # -o r.pdf held an HTML page
-        named = output_path.suffix.lower().lstrip(".")
-        raise click.UsageError(f"{output_path}: names a {named} file, and report writes one HTML page; name it .html")
     names = [run] if run_b is None else [run, run_b]
     path = output_path or Path(_default_name(names))
     Output(path=path, force=force, inputs=tuple(n for n in (run, run_b, archive_path) if n)).check_destination()
+    if output_path is not None and output_path.suffix.lower() in NOT_HTML:  # -o r.pdf held an HTML page
+        named = output_path.suffix.lower().lstrip(".")
+        raise click.UsageError(f"{output_path}: names a {named} file, and report writes one HTML page; name it .html")
     with ExitStack() as stack:
         if archive_path is None:
             refs = [(run, run_ref)] + ([(run_b, None)] if run_b else [])
