@@ -227,6 +227,7 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     from rich.text import Text
 
     from .json_output import nested_as_text
+    from .long_table import draws_long_table, print_long_table
     from .printable import printable
 
     frame = nested_as_text(frame)
@@ -243,6 +244,11 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
         widests.append(widest)
         cells.append(values)
     console = stdout_console()
+    if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
+        console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
+    if draws_long_table(console, len(frame)):
+        print_long_table(console, headers, [[printable(v) for v in values] for values in cells], numerics)
+        return
     folds = _header_folds(headers, widests, leasts, console.width)
     minimums = [
         max(least, len(h) if fold is None else fold) for h, least, fold in zip(headers, leasts, folds, strict=True)
@@ -260,8 +266,6 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     needed = _table_width(minimums)
     if needed > console.width:
         console = stdout_console(width=needed)
-    if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
-        console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
 
 

@@ -575,3 +575,26 @@ def test_a_write_into_a_missing_folder_names_the_path_alone(tmp_path):
         replace_atomically(path, lambda tmp: None)
     assert str(raised.value) == f"[Errno 2] No such file or directory: '{path}'"
     assert raised.value.filename == str(path) and raised.value.filename2 is None
+
+
+def test_a_long_table_is_drawn_as_rich_draws_it_without_waiting_on_rich(capsys, monkeypatch):
+    """`analyze --kernels --top-k 0` of 85,000 rows spent two minutes in rich's layout before its first line reached
+    `| head`: from 1,000 rows the table is drawn by cli/long_table.py, the same lines where no column folds."""
+    from kernelscope import long_table
+    from kernelscope.output import print_table
+
+    monkeypatch.setenv("COLUMNS", "400")  # piped: wide enough that rich folds nothing either
+    frame = pd.DataFrame(
+        {
+            "module_name": [f"layer.{i % 7}" + "é" * (i % 3) for i in range(1200)],
+            "kernel_us": [i * 1.5 for i in range(1200)],
+            "calls": list(range(1200)),
+            "kernel": ["k\x1b[31m" if i == 5 else f"kernel_{i}" for i in range(1200)],  # escaped, as rich's cells
+        }
+    )
+    print_table(frame, "t: kernels")
+    drawn = capsys.readouterr().out
+    monkeypatch.setattr(long_table, "LONG_TABLE", 10**9)
+    print_table(frame, "t: kernels")
+    assert drawn == capsys.readouterr().out
+    assert len(drawn.splitlines()) == 1 + 3 + 1200 + 1 and "k\\x1b[31m" in drawn
