@@ -207,6 +207,8 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
         key, sep, value = tag.partition("=")
         if not sep or not key:
             raise click.BadParameter(f"{tag!r} is not KEY=VALUE", param_hint="--tag")
+        if key in parsed:  # the last one kept, silently, as --against refuses a name given twice
+            raise click.BadParameter(f"{key!r} is tagged twice ({parsed[key]!r} and {value!r})", param_hint="--tag")
         parsed[key] = value
     return parsed
 

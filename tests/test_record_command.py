@@ -160,3 +160,12 @@ def test_a_file_that_a_module_of_pythons_own_shadows_is_named_in_the_error(tmp_p
     assert result.exit_code == 2 and "which shadows ./types.py: name the file instead, types.py:make)" in result.stderr
     missing = record(tmp_path, monkeypatch, "user_models:absent", "--out", tmp_path / "run")
     assert missing.stderr == "kernelscope: error: user_models:absent: user_models has no attribute 'absent'\n"
+
+
+def test_a_tag_given_twice_is_a_usage_error(tmp_path, monkeypatch):
+    """`--tag a=1 --tag a=2` kept a=2 and said nothing; --against refuses a name given twice."""
+    result = record(
+        tmp_path, monkeypatch, "user_models:generated", "--out", tmp_path / "run", "--tag", "a=1", "--tag", "a=2"
+    )
+    assert result.exit_code == 2 and "Invalid value for --tag: 'a' is tagged twice ('1' and '2')" in result.stderr
+    assert not (tmp_path / "run").exists()
