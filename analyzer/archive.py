@@ -29,7 +29,7 @@ from .atomic import errors_naming, unwritten, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
 from .rank_parts import LaunchCheck, RankPart
-from .ranks import ARCHIVE_MARKER, find_ranks
+from .ranks import ARCHIVE_MARKER, find_ranks, trace_start
 from .run import Run
 from .rundir import MANIFEST
 from .samples import check_totals, encode
@@ -174,6 +174,7 @@ class Archive:
                 "name": os.fsencode(source.name).decode(errors="backslashreplace"),  # DuckDB takes UTF-8 only
                 "source": os.fsencode(source.resolve()).decode(errors="backslashreplace"),
                 "archived_at": archived_at,
+                "trace_start": trace_start(con, part.header.keys if part.header else {}, rank) or "",  # a bare trace's
                 "device": run.device,
                 "module_prefix": run.module_prefix,
                 "function_prefix": run.function_prefix,

@@ -1,5 +1,6 @@
--- archive_list.sql: one line per archived run (`kernelscope runs`), oldest first; per-rank fields are
--- rank 0's (the lowest rank's), hosts are all of them.
+-- archive_list.sql: one line per archived run (`kernelscope runs`), oldest first, a run of no start time (a bare
+-- trace) before all: the table's newest --top-k are the newest dated runs. Per-rank fields are rank 0's (the lowest
+-- rank's), hosts are all of them.
 SELECT
     run_id,
     arg_min(name, rank)                                   AS name,
@@ -16,4 +17,4 @@ SELECT
     sum(kernel_us)                                        AS kernel_us
 FROM runs
 GROUP BY run_id
-ORDER BY start_time NULLS LAST, run_id
+ORDER BY start_time NULLS FIRST, run_id

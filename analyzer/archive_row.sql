@@ -1,12 +1,12 @@
 -- archive_row.sql: the `runs` row of one rank of a run being archived, from its manifest (variable
 -- `manifest`, JSON text, 'null' for a bare trace) and what the analyzer measured (its `kernels` rows of
--- `rank`, its launch check). Fields a manifest lacks are NULL.
+-- `rank`, its launch check). Fields a manifest lacks are NULL, but a bare trace's start_time: ranks.trace_start.
 WITH m AS (SELECT CAST(getvariable('manifest') AS JSON) AS j)
 SELECT
     getvariable('name')                                            AS name,
     getvariable('source')                                          AS source,
     CAST(getvariable('archived_at') AS TIMESTAMPTZ)                AS archived_at,
-    TRY_CAST(j->>'start_time' AS TIMESTAMPTZ)                      AS start_time,
+    coalesce(TRY_CAST(j->>'start_time' AS TIMESTAMPTZ), TRY_CAST(getvariable('trace_start') AS TIMESTAMPTZ)) AS start_time,
     j->>'hostname'                                                 AS hostname,
     COALESCE(j->>'device', getvariable('device'))                  AS device,
     j->>'gpu_name'                                                 AS gpu_name,

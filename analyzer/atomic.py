@@ -146,7 +146,9 @@ def errors_naming(path: str | os.PathLike, temporaries: str | os.PathLike | None
     except OSError as exc:
         named = exc.filename
         if named is None or (isinstance(named, str) and os.path.abspath(named).startswith(prefix)):
-            exc.filename, exc.filename2 = os.fspath(path), None
+            exc.filename = os.fspath(path)
+            if exc.filename2 is not None:
+                del exc.filename2  # not None, which str(exc) shows as "… -> None"
         raise
 
 

@@ -4,6 +4,7 @@ plain traces, one per rank."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import stat
@@ -15,6 +16,8 @@ from .errors import BadInputError
 from .rundir import MANIFEST, MAX_RANK, SAMPLES, TRACE, is_rank, json_text, read_manifest
 from .samples import read_samples, render_call
 from .trace_kind import not_a_trace
+
+EPOCH_TS_NS = 10**18  # ts from which a trace's times read as epoch time (2001-09-09): HTA's traces, the 2021 format
 
 RANK_DIR = "rank-{rank}"
 ARCHIVE_MARKER = "kernelscope-archive.json"  # archive.MARKER: an archive's folder is no directory of traces
@@ -83,6 +86,8 @@ def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
         return [_run_directory(path, None)]
     if path.exists():
         return [RankSource(None, _readable_trace(path), None, {}, None)]
+    if str(path) == "-":  # `zcat t.json.gz | kernelscope analyze -`: the trace is read in parts, by its offsets
+        raise BadInputError(path, "no such run directory or trace file; a trace is read from a file, not from stdin")
     raise BadInputError(path, "no such run directory or trace file")
 
 
@@ -229,6 +234,22 @@ def header_gpu_names(keys: dict) -> list[str]:
     if not isinstance(properties, list):
         return []
     return [device["name"] for device in properties if isinstance(device, dict) and isinstance(device.get("name"), str)]
+
+
+def trace_start(con, keys: dict, rank: int) -> str | None:
+    """When a bare trace's rank ``rank`` was recorded (UTC, ISO 8601 to the second). Kineto writes each event's ts
+    in µs after ``baseTimeNanoseconds``, a base it sets once per process, weeks before a trace (2026-10-01 for the
+    H200 host's traces of 2026-11-30): the start is the base plus the first event's ts. A trace of epoch ts (no
+    base: HolisticTraceAnalysis's, the 2021 format's) starts at its first ts."""
+    first = con.execute(f"SELECT min(ts_ns) FROM events WHERE rank = {int(rank)} AND ph = 'X'").fetchone()[0]
+    base = keys.get("baseTimeNanoseconds")
+    if first is None:
+        return None
+    if isinstance(base, int) and not isinstance(base, bool) and base > 0:
+        first += base
+    elif first < EPOCH_TS_NS:  # relative ts with no base to add them to
+        return None
+    return datetime.datetime.fromtimestamp(first / 1e9, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def merge_function_data(by_rank: dict[int, dict]) -> dict:

@@ -97,8 +97,11 @@ def bench(
         if getattr(exc, "name", None) == "torch":
             raise click.ClickException(TORCH_HINT) from None
         raise
+    import torch  # bench's own import has loaded it
     from kernelscope.analyzer.ranks import UnknownRank
 
+    if device == "cuda" and not torch.cuda.is_available():  # in the command's words, as demo says it
+        raise click.BadParameter("torch sees no CUDA device", param_hint="--device cuda")
     against = _parse_against(alternatives)
     if against and len(functions) != 1:  # in the command's words (bench() names its arguments), before the run is read
         given = f", not {len(functions)}" if functions else ""

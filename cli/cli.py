@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
-import errno
 import importlib
-import os
 import shlex
-import signal
 import sys
 from pathlib import Path
 
@@ -16,7 +13,8 @@ import click
 from .archive_commands import archive, runs
 from .bench_command import bench
 from .diff_command import diff
-from .interrupts import ended_by_signals, exit_code, finished_output, finishing, name
+from .group import KernelscopeGroup
+from .interrupts import finishing
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .numbers import WARMUP_PASSES
 from .output import TERMINAL, Output, diagnostic, emit
@@ -33,6 +31,7 @@ from .rows import (
     note_rows_left_out,
     print_footer,
     rows_to_show,
+    run_label,
     shorten_kernel_names,
 )
 from .sql_command import sql
@@ -41,82 +40,7 @@ from .user_code import recorder_warnings, user_code
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 FORCE_RUN = click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
-USAGE_EXIT = 2  # every usage or input error, click's own included
-INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 GROUPS = {"op": "operators", "module_name": "modules", "kernel": "kernels", "call_op": "call operators"}
-
-
-ONE_RUN_COMMANDS = ("analyze", "tree")  # given two runs, the user meant diff
-
-
-class KernelscopeGroup(click.Group):
-    """Expected failures become one line on stderr, ``kernelscope: error: …``, and exit code 2, without a
-    traceback: kernelscope's own (KernelscopeError, OSError) and click's usage errors alike. Ctrl-C exits 130."""
-
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        try:
-            returned = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:  # a bare `kernelscope`: its help, as click shows it
-            click.echo(exc.format_message(), err=True)  # the help's own lines: nothing quoted
-            sys.exit(USAGE_EXIT)
-        except click.ClickException as exc:
-            hint = f" (see '{exc.ctx.command_path} --help')" if getattr(exc, "ctx", None) is not None else ""
-            if hint and exc.ctx.info_name in ONE_RUN_COMMANDS and "unexpected extra argument" in exc.format_message():
-                hint = f"; {exc.ctx.info_name} reads one run: 'kernelscope diff A B' compares two"
-            diagnostic(f"kernelscope: error: {exc.format_message()}{hint}")
-            sys.exit(USAGE_EXIT)
-        except (click.Abort, KeyboardInterrupt, EOFError):
-            diagnostic("kernelscope: interrupted")
-            sys.exit(INTERRUPTED_EXIT)
-        except OSError as exc:
-            if exc.errno != errno.EPIPE:
-                raise
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the reader left: say nothing more
-            sys.exit(0)
-        sys.exit(returned if isinstance(returned, int) else 0)
-
-    def invoke(self, ctx):
-        with ended_by_signals() as received:
-            try:
-                result = super().invoke(ctx)
-                sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
-            except BrokenPipeError:  # the reader (head, less) stopped reading: it had what it wanted
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the last flush has nowhere to fail
-                sys.exit(0)
-            except BaseException as exc:
-                if received and finished_output() is not None:
-                    _finished_when_signalled(received[0])
-                # Ctrl-C (noted, or outside the main thread's handler): the cleanup ran on the way here
-                if received == [signal.SIGINT] or (isinstance(exc, KeyboardInterrupt) and not received):
-                    diagnostic("kernelscope: interrupted")
-                    sys.exit(INTERRUPTED_EXIT)
-                if received:  # whatever the signal turned into on its way out
-                    diagnostic(f"kernelscope: stopped by {name(received[0])}")
-                    sys.exit(exit_code(received[0]))
-                # not imported (--help, a usage error: the analyzer's ~0.4 s of imports spared), none was raised
-                errors = sys.modules.get("kernelscope.analyzer.errors")
-                if errors is not None and isinstance(exc, errors.KernelscopeError):
-                    diagnostic(f"kernelscope: error: {exc}")
-                    sys.exit(exc.exit_code)
-                if isinstance(exc, OSError):  # a full disk or a vanished directory while writing: not a bug
-                    where = f"{exc.filename}: " if exc.filename else ""
-                    diagnostic(f"kernelscope: error: {where}{exc.strerror or exc}")
-                    sys.exit(2)
-                raise
-            if received and finished_output() is not None:
-                _finished_when_signalled(received[0])
-            if received:
-                sys.exit(exit_code(received[0]))
-            return result
-
-
-def _finished_when_signalled(signum: int) -> None:
-    """Exit 0 with one line: the signal came after the command had put its output in place (cli/interrupts.py)."""
-    what = "interrupted" if signum == signal.SIGINT else f"stopped by {name(signum)}"
-    diagnostic(f"kernelscope: {what} after {finished_output()} was complete; the output is whole")
-    sys.exit(0)
 
 
 @click.group(cls=KernelscopeGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -283,6 +207,8 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
         key, sep, value = tag.partition("=")
         if not sep or not key:
             raise click.BadParameter(f"{tag!r} is not KEY=VALUE", param_hint="--tag")
+        if key in parsed:  # the last one kept, silently, as --against refuses a name given twice
+            raise click.BadParameter(f"{key!r} is tagged twice ({parsed[key]!r} and {value!r})", param_hint="--tag")
         parsed[key] = value
     return parsed
 
@@ -358,7 +284,7 @@ def analyze(
             whole, title, what, by = _summary(loaded, group, rank, by_rank)
             frame, total = first_rows(whole, limit, by), len(whole)
         frame = name_the_root(shorten_kernel_names(frame, output, full_names), output)
-        emit(frame, output, title=f"{_label(run, run_ref, loaded, rank)}: {title}")
+        emit(frame, output, title=f"{run_label(run, run_ref, loaded, rank)}: {title}")
         if output.to_terminal:
             note_rows_left_out(len(frame), total, what + (" (per rank)" if by_rank else ""))
             print_footer(loaded, rank, rows_shown=kernels)
@@ -378,12 +304,6 @@ def _summary(loaded, group: str | None, rank: int | None, by_rank: bool):
     if by_rank:
         return frame, "time by call, per rank", "functions", "rank"
     return frame, "time by call", "functions", None
-
-
-def _label(run: str, run_ref: str | None, loaded, rank: int | None) -> str:
-    """What a title names: the path, an archive's run by its id, and the rank when one was picked."""
-    label = run if run_ref is None else f"{run} --run {loaded.path.name.removeprefix('run_id=')}"
-    return label if rank is None else f"{label} --rank {rank}"
 
 
 main.add_command(sql)

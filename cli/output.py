@@ -201,7 +201,17 @@ def stdout_console(**options):
             raise BrokenPipeError
 
     options.setdefault("width", None if sys.stdout.isatty() else _piped_width())
+    _replace_what_stdout_cannot_encode()
     return PipedConsole(file=sys.stdout, **options)
+
+
+def _replace_what_stdout_cannot_encode() -> None:
+    """A table or tree on a stdout that is not UTF-8 (a Latin-1 locale, PYTHONIOENCODING=ascii) shows a character
+    its encoding lacks (the ``…`` of a cut name, ``µs``) as ``?``, where writing it raised UnicodeEncodeError.
+    Only the text for people is printed through a console: csv and json are written as they are."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "utf-8").lower().replace("_", "-")
+    if not encoding.startswith("utf") and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors="replace")
 
 
 def _piped_width() -> int:
@@ -217,6 +227,7 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     from rich.text import Text
 
     from .json_output import nested_as_text
+    from .long_table import draws_long_table, print_long_table
     from .printable import printable
 
     frame = nested_as_text(frame)
@@ -233,6 +244,11 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
         widests.append(widest)
         cells.append(values)
     console = stdout_console()
+    if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
+        console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
+    if draws_long_table(console, len(frame)):
+        print_long_table(console, headers, [[printable(v) for v in values] for values in cells], numerics)
+        return
     folds = _header_folds(headers, widests, leasts, console.width)
     minimums = [
         max(least, len(h) if fold is None else fold) for h, least, fold in zip(headers, leasts, folds, strict=True)
@@ -250,8 +266,6 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     needed = _table_width(minimums)
     if needed > console.width:
         console = stdout_console(width=needed)
-    if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
-        console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
 
 
@@ -341,7 +355,7 @@ def _number(value, digits: int) -> str:
 def _missing(value) -> bool:
     import pandas as pd  # loaded: the value is a frame's
 
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+    return value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
 
 
 def _text(value) -> str:

@@ -11,6 +11,9 @@ from .interrupts import finishing
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option, warnings_as_lines
 from .output import Output
 from .paths import UserPath
+from .rows import run_label
+
+NOT_HTML = (".csv", ".json", ".jsonl", ".ndjson", ".parquet", ".txt", ".duckdb", ".pdf", ".png", ".svg", ".jpg")
 
 
 @click.command(short_help="One HTML page of a run (or of B against A).")
@@ -67,6 +70,9 @@ def report(
     names = [run] if run_b is None else [run, run_b]
     path = output_path or Path(_default_name(names))
     Output(path=path, force=force, inputs=tuple(n for n in (run, run_b, archive_path) if n)).check_destination()
+    if output_path is not None and output_path.suffix.lower() in NOT_HTML:  # -o r.pdf held an HTML page
+        named = output_path.suffix.lower().lstrip(".")
+        raise click.UsageError(f"{output_path}: names a {named} file, and report writes one HTML page; name it .html")
     with ExitStack() as stack:
         if archive_path is None:
             refs = [(run, run_ref)] + ([(run_b, None)] if run_b else [])
@@ -80,8 +86,7 @@ def report(
         finishing(path)
         if run_b is None:
             check_rank(run, runs[0], rank)
-            name = run if run_ref is None else f"{run} --run {run_ref}"
-            name = name if rank is None else f"{name} --rank {rank}"
+            name = run_label(run, run_ref, runs[0], rank)  # an archived run by its id, as analyze titles it
             write_report(runs[0], path, name=name, rank=rank, progress=True, overwrite=force)
         else:
             with warnings_as_lines():  # runs of other devices or dtypes: as diff says it

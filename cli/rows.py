@@ -19,7 +19,7 @@ TOP_K = click.option(
     "--top-k",
     type=ROWS,
     default=None,
-    help=f"Rows to show; 0 = all [default: {TABLE_ROWS} in a table, all in csv/json/parquet].",
+    help=f"Rows to show; 0 = all [default: {TABLE_ROWS} on the terminal, all in a file or csv/json/parquet].",
 )
 SUMMARY_ROWS = click.option(  # demo and record print one table of the summary, to the terminal only
     "--top-k",
@@ -42,9 +42,10 @@ def kernel_table(frame: pd.DataFrame, output: Output) -> pd.DataFrame:
 
 
 def rows_to_show(top_k: int | None, output: Output) -> int | None:
-    """The number of rows a table keeps; None for all of them."""
+    """The number of rows a table keeps; None for all of them. A file gets every row by default, a table in a
+    ``.txt`` file too: nothing under it would say what a cut one left out."""
     if top_k is None:
-        return TABLE_ROWS if output.format == "table" else None
+        return TABLE_ROWS if output.to_terminal else None
     return None if top_k == 0 else top_k
 
 
@@ -86,6 +87,12 @@ def shorten_kernel_names(
 
 
 MODULE_COLUMNS = ("module_name", "module", "parent")  # what holds a module's name in a table: "" is the root
+
+
+def run_label(run: str, run_ref: str | None, loaded, rank: int | None = None) -> str:
+    """What a title names: the path, an archive's run by its id, and the rank when one was picked."""
+    label = run if run_ref is None else f"{run} --run {loaded.path.name.removeprefix('run_id=')}"
+    return label if rank is None else f"{label} --rank {rank}"
 
 
 def root_name(run: str, rank: int | None = None) -> str:

@@ -56,6 +56,9 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
     if query is not None and not os.path.lexists(run) and os.path.lexists(query):
         raise BadInputError(run, "no such run directory or trace file; the run comes first: kernelscope sql RUN QUERY")
+    if query is None and output.format != "duckdb" and not output.to_terminal:  # the prompt printed tables, ignoring it
+        given = f"-o {output.path}" if output.path is not None else f"--format {output.format}"
+        raise click.UsageError(f"{given} writes one query's result: give the QUERY (the prompt prints tables)")
     with load(run, module_prefix, function_prefix, run_ref) as loaded:
         if output.format == "duckdb":
             finishing(output.path)

@@ -22,10 +22,21 @@ def resolve_factory(target: str) -> Callable:
     module = _import_file(target, Path(where)) if where.endswith(".py") else _import_module(target, where)
     factory = getattr(module, attribute, None)
     if factory is None:
-        raise KernelscopeError(target, f"{where} has no attribute {attribute!r}")
+        raise KernelscopeError(target, f"{where} has no attribute {attribute!r}{_shadowed(module, where, attribute)}")
     if not callable(factory):
         raise KernelscopeError(target, f"{where}.{attribute} is {type_with_article(factory)}, not a factory to call")
     return factory
+
+
+def _shadowed(module, name: str, attribute: str) -> str:
+    """Where ``name`` imported another module than the user's file of that name here (``types.py``: Python's own
+    ``types``, imported before the command ran, wins): what to give instead."""
+    mine = Path.cwd().joinpath(*name.split(".")).with_suffix(".py")
+    found = getattr(module, "__file__", None) or "a built-in module"
+    if not mine.is_file() or Path(found).resolve() == mine.resolve():
+        return ""
+    here = mine.relative_to(Path.cwd())
+    return f" (that {name} is {found}, which shadows ./{here}: name the file instead, {here}:{attribute})"
 
 
 def _import_module(target: str, name: str):
@@ -67,6 +78,9 @@ def made_by(target: str, made) -> tuple:
         raise KernelscopeError(target, f"returned {type_with_article(made)}, not (module, samples) or (fn, module)")
     first, second = made
     if isinstance(second, nn.Module):
+        if not callable(first):  # (samples, module): the samples would be called as fn()
+            problem = f"returned ({type(first).__name__}, module): the module comes first, as (module, samples)"
+            raise KernelscopeError(target, problem)
         return first, None, second
     if not isinstance(first, nn.Module):
         raise KernelscopeError(target, "returned neither (module, samples) nor (fn, module): no nn.Module in it")

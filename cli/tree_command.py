@@ -11,7 +11,7 @@ from .loading import check_rank, load_run_of, prefix_options, rank_option, run_o
 from .numbers import PERCENT, ROWS
 from .output import stdout_console
 from .paths import UserPath
-from .rows import root_name
+from .rows import root_name, run_label
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import pandas as pd
@@ -60,7 +60,8 @@ def tree(
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         check_rank(run, loaded, rank)
         nodes = shown_tree(loaded, rank, min_pct=min_pct, max_depth=depth, show_calls=show_calls)
-    print_tree(nodes, root_name(run, rank), min_pct, full_names)
+        name = root_name(run_label(run, run_ref, loaded), rank)  # an archived run by its id
+    print_tree(nodes, name, min_pct, full_names)
 
 
 def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: bool = False) -> None:

@@ -15,6 +15,10 @@ def check_samples(data: Any) -> None:
     """Raise BadSamplesError, in one sentence that shows the form, unless ``data`` has it."""
     if isinstance(data, (str, bytes, Mapping)) or not isinstance(data, Sequence):
         raise BadSamplesError(None, f"the samples are {_what(data)}; {FORM}")
+    if _one_pair(data):  # ((x,), {}) for [((x,), {})]: its args would read as samples[0], its kwargs as samples[1]
+        raise BadSamplesError(
+            None, f"the samples are one (args, kwargs) pair, not a list of them: put it in a list; {FORM}"
+        )
     for position, sample in enumerate(data):
         if not isinstance(sample, (tuple, list)) or len(sample) != 2:
             raise BadSamplesError(None, f"samples[{position}] is {_what(sample)}, not an (args, kwargs) pair; {FORM}")
@@ -25,6 +29,12 @@ def check_samples(data: Any) -> None:
                 f"samples[{position}] is ({_what(args)}, {_what(kwargs)}), not (args, kwargs) with args a tuple and "
                 f"kwargs a dict; {FORM}",
             )
+
+
+def _one_pair(data: Sequence) -> bool:
+    if len(data) != 2 or not isinstance(data[0], (tuple, list)) or not isinstance(data[1], Mapping):
+        return False
+    return not (len(data[0]) == 2 and isinstance(data[0][1], Mapping))  # [(args, kwargs), {}]: a pair, then a dict
 
 
 def _what(value: Any) -> str:

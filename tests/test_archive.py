@@ -1,6 +1,7 @@
 """Archives: hive-partitioned Parquet of runs, idempotent adds, the runs table, exact reproduction of a
 run's tables, other engines (pyarrow) reading the files, and the CLI (archive, runs, sql, analyze --run)."""
 
+import gzip
 import json
 import os
 import re
@@ -263,6 +264,13 @@ def test_cli_archive_runs_sql_and_analyze(tmp_path, sources):
     assert whole.exit_code == 2 and "pick one of its runs with --run" in whole.output
     not_archive = invoke("analyze", sources["run"], "--run", "x")
     assert not_archive.exit_code == 2 and "is not one" in not_archive.output
+    trace = json.loads(gzip.decompress(MISC.read_bytes()))
+    del trace["baseTimeNanoseconds"]  # relative ts and no base: a trace of no start time
+    (tmp_path / "undated.json").write_text(json.dumps(trace))
+    bare = invoke("archive", tmp_path / "undated.json", "--to", path)
+    assert bare.exit_code == 0 and Archive(path).runs()["start_time"].isna().tolist() == [True, False, False]
+    still = invoke("runs", path, "--top-k", "1")  # the newest dated run, not the undated trace
+    assert newest_id in still.output and "undated" not in still.output
 
 
 def test_the_sample_store_the_manifest_names_is_the_one_read_and_archived(tmp_path):

@@ -625,3 +625,11 @@ def test_sql_with_the_query_first_says_the_run_comes_first(tmp_path):
         "kernelscope: error: SELECT count(*) FROM kernels: no such run directory or trace file; "
         "the run comes first: kernelscope sql RUN QUERY"
     )
+
+
+def test_a_dash_for_standard_input_says_a_trace_is_read_from_a_file(tmp_path, monkeypatch):
+    """`zcat t.json.gz | kernelscope analyze -`: "-: no such run directory or trace file" alone left the user to
+    guess that stdin is not read (a trace is cut into parts by its offsets: it needs a file)."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInputError, match=r"^-: no such run directory or trace file; a trace is read from a file"):
+        load_run("-")

@@ -66,6 +66,11 @@ def test_bad_alternatives_and_runs_are_one_line_with_exit_2(layouts_run, alterna
         ),
         (["--against", f"x={alternatives}:addmm"], "--against replaces one call: name it with one --function NAME ("),
         (["--function", "nope"], "no call named 'nope'"),
+        *(
+            []
+            if torch.cuda.is_available()
+            else [(["--device", "cuda"], "Invalid value for --device cuda: torch sees no CUDA device (see")]
+        ),  # in the command's words, where it said "device='cuda' was asked for" as bench()'s argument
     ]:
         result = CliRunner().invoke(main, ["bench", str(out), *args])
         assert result.exit_code == 2 and message in result.output, (args, result.output)

@@ -350,6 +350,18 @@ def test_click_usage_errors_say_kernelscope_error_and_exit_2():
         assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("kernelscope: error: "), args
 
 
+@pytest.mark.parametrize("args", [["report", str(MISC), "-o"], ["analyze", str(MISC), "--top-k"]])
+def test_an_option_without_its_value_names_the_command_to_ask_for_help(args):
+    """click's parser raises "Option '-o' requires an argument." with no command attached: the hint names it all
+    the same, as every other usage error's does (docs/errors.md)."""
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert (
+        result.output
+        == f"kernelscope: error: Option {args[-1]!r} requires an argument. (see 'main {args[0]} --help')\n"
+    )
+
+
 @pytest.mark.parametrize("number", ["nan", "inf", "-nan", "1e400"])
 @pytest.mark.parametrize(
     "args",

@@ -81,6 +81,9 @@ def test_something_new_in_b_is_an_infinite_regression():
     conv = frame[(frame["level"] == "function") & (frame["name"] == "conv2d")].iloc[0]
     assert conv["time_a_us"] == 0 and conv["ratio"] == float("inf") and pd.isna(conv["calls_a"])
     assert "conv2d" in set(regressions(frame, 1e9)["name"])
+    args = ["diff", str(REPO / "sample_traces" / "mlp"), str(DEMO), "--level", "function", "--json"]
+    [row] = [row for row in json.loads(CliRunner().invoke(main, args).output) if row["name"] == "conv2d"]
+    assert row["ratio"] is None and row["delta_pct"] is None and row["time_a_us"] == 0  # JSON has no infinity
 
 
 def test_cli_diff_and_its_gate(slower):

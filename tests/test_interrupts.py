@@ -291,3 +291,19 @@ def _started(script: str, args: list, **options) -> subprocess.Popen:
     """``python -c script args…``, its stdout and stderr piped as text."""
     command = [sys.executable, "-c", script, *map(str, args)]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **options)
+
+
+@pytest.mark.parametrize("failure", [KeyError("kernelscope.analyzer"), KeyboardInterrupt()])
+def test_an_instance_whose_making_failed_is_nothing_to_close_at_exit(failure, monkeypatch):
+    """Ctrl-C in the first second of `analyze` cut the analyzer's import while a thread made the DuckDB instance
+    ahead (its SQL files read through the package, gone from sys.modules): the exit printed "Exception ignored in
+    atexit callback" and that thread's KeyError under `kernelscope: interrupted`."""
+    from concurrent.futures import Future
+
+    from kernelscope.analyzer import connection
+
+    failed = Future()
+    failed.set_exception(failure)
+    monkeypatch.setattr(connection, "_making", (os.getpid(), failed))
+    connection._close_instances()  # raises nothing
+    assert connection._making is None

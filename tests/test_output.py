@@ -49,6 +49,18 @@ def test_the_extension_picks_the_format_and_every_format_round_trips(name, tmp_p
     assert back["kernel"].tolist() == expected["kernel"].tolist()
 
 
+@pytest.mark.parametrize("command", [["analyze", "--kernels"], ["diff", REPO / "sample_traces" / "demo"]])
+def test_a_table_written_to_a_file_holds_every_row(command, tmp_path):
+    """`-o rows.txt` wrote the terminal's 10 rows, and nothing in the file said that it was cut."""
+    args = [command[0], REPO / "sample_traces" / "demo", *command[1:]]
+    every = len(invoke(*args, "--csv").output.splitlines())  # the header and every row
+    assert every > 11 and invoke(*args, "-o", tmp_path / "rows.txt").exit_code == 0
+    assert len((tmp_path / "rows.txt").read_text().splitlines()) == every
+    cut = len(invoke(*args, "--csv", "--top-k", "3").output.splitlines())
+    assert invoke(*args, "--top-k", "3", "-o", tmp_path / "three.txt").exit_code == 0
+    assert len((tmp_path / "three.txt").read_text().splitlines()) == cut < every  # --top-k still cuts a file
+
+
 def test_format_flag_wins_over_the_extension(tmp_path):
     target = tmp_path / "summary.txt"
     assert invoke("analyze", RUN, "--format", "csv", "-o", target).exit_code == 0
@@ -302,7 +314,7 @@ def test_only_the_one_function_of_stderr_lines_writes_to_stderr():
 
     sources = {path.name: path.read_text() for path in (REPO / "cli").glob("*.py")}
     writes = {name: len(re.findall(r"err=|sys\.stderr", text)) for name, text in sources.items()}
-    assert {name: n for name, n in writes.items() if n} == {"output.py": 1, "entry.py": 1, "cli.py": 1}
+    assert {name: n for name, n in writes.items() if n} == {"output.py": 1, "entry.py": 1, "group.py": 1}
 
 
 def test_csv_to_stdout_is_the_names_exactly_when_piped(tmp_path):
@@ -524,3 +536,65 @@ def test_a_narrow_terminal_breaks_headers_after_an_underscore_never_inside_a_wor
         pieces = [piece for piece in parts if piece]
         assert all(piece.endswith("_") for piece in pieces[:-1]), f"{pieces} breaks inside a word"
     assert (len(cells) == 1) == (columns == "120"), "one line where it fits"
+
+
+@pytest.mark.parametrize("encoding", ["latin-1", "ascii"])
+@pytest.mark.parametrize(
+    "args", [["analyze", "--by", "kernel"], ["tree", "--show-calls"]], ids=["analyze-by-kernel", "tree-show-calls"]
+)
+def test_a_table_on_a_stdout_that_is_not_utf8_shows_what_it_cannot_encode_as_a_question_mark(args, encoding):
+    """A Latin-1 or ASCII locale's stdout has no `…` (a cut kernel name) or, in ASCII, `µ`: rich raised
+    UnicodeEncodeError with a traceback; now the table prints, those characters as `?`."""
+    import subprocess
+
+    demo = REPO / "sample_traces" / "demo"
+    environment = {**os.environ, "PYTHONIOENCODING": encoding}
+    command = [sys.executable, "-m", "kernelscope", args[0], str(demo), *args[1:]]
+    done = subprocess.run(command, capture_output=True, env=environment, timeout=120)
+    assert done.returncode == 0 and b"Traceback" not in done.stderr, done.stderr.decode(errors="replace")
+    assert b"?" in done.stdout  # click writes its own lines (the footer) to an ASCII stream as UTF-8, on purpose
+    assert encoding == "ascii" or done.stdout.decode(encoding)  # in Latin-1, every byte in the stream's encoding
+
+
+def test_a_missing_time_shows_as_a_dash_as_every_missing_value_does(capsys):
+    """`kernelscope runs` of an archive holding a bare trace (no manifest, so no start_time) showed `NaT`."""
+    from kernelscope.output import print_table
+
+    print_table(pd.DataFrame({"name": ["a", "b"], "start_time": pd.to_datetime(["2026-12-06 01:17:22", None])}))
+    shown = capsys.readouterr().out
+    assert "NaT" not in shown and "│ b    │ -  " in shown
+
+
+def test_a_write_into_a_missing_folder_names_the_path_alone(tmp_path):
+    """The API's write (write_report into a folder that does not exist) said "…: 'nodir/x.html' -> None": the
+    temporary file's name was replaced by the path, and its second name by None, which str() prints."""
+    from kernelscope.analyzer.atomic import replace_atomically
+
+    path = tmp_path / "nodir" / "x.html"
+    with pytest.raises(FileNotFoundError) as raised:
+        replace_atomically(path, lambda tmp: None)
+    assert str(raised.value) == f"[Errno 2] No such file or directory: '{path}'"
+    assert raised.value.filename == str(path) and raised.value.filename2 is None
+
+
+def test_a_long_table_is_drawn_as_rich_draws_it_without_waiting_on_rich(capsys, monkeypatch):
+    """`analyze --kernels --top-k 0` of 85,000 rows spent two minutes in rich's layout before its first line reached
+    `| head`: from 1,000 rows the table is drawn by cli/long_table.py, the same lines where no column folds."""
+    from kernelscope import long_table
+    from kernelscope.output import print_table
+
+    monkeypatch.setenv("COLUMNS", "400")  # piped: wide enough that rich folds nothing either
+    frame = pd.DataFrame(
+        {
+            "module_name": [f"layer.{i % 7}" + "é" * (i % 3) for i in range(1200)],
+            "kernel_us": [i * 1.5 for i in range(1200)],
+            "calls": list(range(1200)),
+            "kernel": ["k\x1b[31m" if i == 5 else f"kernel_{i}" for i in range(1200)],  # escaped, as rich's cells
+        }
+    )
+    print_table(frame, "t: kernels")
+    drawn = capsys.readouterr().out
+    monkeypatch.setattr(long_table, "LONG_TABLE", 10**9)
+    print_table(frame, "t: kernels")
+    assert drawn == capsys.readouterr().out
+    assert len(drawn.splitlines()) == 1 + 3 + 1200 + 1 and "k\\x1b[31m" in drawn

@@ -56,6 +56,11 @@ def module_then_fn():
     return model, (lambda: model(torch.randn(3, 4)))  # (fn, module) swapped
 
 
+def samples_then_module():
+    model = nn.Linear(4, 2)
+    return [((torch.randn(3, 4),), {})], model  # (module, samples) swapped: the list was called as fn()
+
+
 def one_tensor():
     return nn.Linear(4, 2), torch.randn(3, 4)  # the input, not a list of (args, kwargs)
 
@@ -106,6 +111,7 @@ def test_a_module_that_fails_to_import_shows_its_own_frames_and_one_line(tmp_pat
         ("user_models:needs_an_argument", "the factory raised TypeError: needs_an_argument() missing 1 required"),
         ("user_models:closure_taking_x", "the model raised TypeError: closure_taking_x.<locals>.<lambda>() missing"),
         ("user_models:module_then_fn", "returned (module, function): a function comes first, as (fn, module)"),
+        ("user_models:samples_then_module", "returned (list, module): the module comes first, as (module, samples)"),
         ("user_models:one_tensor", "the samples are a Tensor; samples are a list of (args, kwargs) pairs, one per"),
     ],
 )
@@ -144,3 +150,22 @@ def test_record_says_where_the_run_is_and_what_to_run_next(tmp_path, monkeypatch
     lines = result.stdout.splitlines()
     assert lines[-2] == f"run directory: {tmp_path / 'my runs' / 'small'}"
     assert lines[-1] == f"next: kernelscope analyze '{tmp_path / 'my runs' / 'small'}' --kernels", "quoted for a shell"
+
+
+def test_a_file_that_a_module_of_pythons_own_shadows_is_named_in_the_error(tmp_path, monkeypatch):
+    """./types.py:make read as Python's own `types` (imported before the command ran): "types has no attribute
+    'make'" alone sent the user to a file that has it."""
+    (tmp_path / "types.py").write_text("def make():\n    pass\n")
+    result = record(tmp_path, monkeypatch, "types:make", "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "which shadows ./types.py: name the file instead, types.py:make)" in result.stderr
+    missing = record(tmp_path, monkeypatch, "user_models:absent", "--out", tmp_path / "run")
+    assert missing.stderr == "kernelscope: error: user_models:absent: user_models has no attribute 'absent'\n"
+
+
+def test_a_tag_given_twice_is_a_usage_error(tmp_path, monkeypatch):
+    """`--tag a=1 --tag a=2` kept a=2 and said nothing; --against refuses a name given twice."""
+    result = record(
+        tmp_path, monkeypatch, "user_models:generated", "--out", tmp_path / "run", "--tag", "a=1", "--tag", "a=2"
+    )
+    assert result.exit_code == 2 and "Invalid value for --tag: 'a' is tagged twice ('1' and '2')" in result.stderr
+    assert not (tmp_path / "run").exists()

@@ -64,6 +64,8 @@ def test_a_file_above_out_is_refused_before_the_model_runs(tmp_path):
         ([((torch.randn(3, 4),), {}), (torch.randn(3, 4), {})], "samples[1] is (a Tensor, a dict), not (args, kwargs)"),
         ({"x": torch.randn(3, 4)}, "the samples are a dict"),
         ([(1, {})], "samples[0] is (an int, a dict), not (args, kwargs)"),
+        (((torch.randn(3, 4),), {}), "the samples are one (args, kwargs) pair, not a list of them: put it in a list"),
+        ([(torch.randn(3, 4),), {}], "the samples are one (args, kwargs) pair, not a list of them"),
     ],
 )
 def test_samples_not_in_args_kwargs_form_get_one_sentence_that_shows_it(samples, what):

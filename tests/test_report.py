@@ -12,7 +12,7 @@ import pytest
 from browser import Browser, find_chromium
 from click.testing import CliRunner
 from conftest import REPO, SHARED_TRACES
-from kernelscope.analyzer import archive_runs, load_run
+from kernelscope.analyzer import Archive, archive_runs, load_run
 from kernelscope.analyzer.report import write_comparison, write_report
 from kernelscope.analyzer.report.progress import steps
 from kernelscope.analyzer.report.render import inline_script
@@ -358,3 +358,35 @@ def test_a_run_folder_whose_name_is_not_utf8_makes_its_page(tmp_path):
     result = CliRunner().invoke(main, ["report", str(run), "-o", str(page)])
     assert result.exit_code == 0, result.output
     assert "caf\\udce9" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", ["report.pdf", "report.csv", "REPORT.PNG"])
+def test_an_output_named_for_another_format_is_refused(name, tmp_path, monkeypatch):
+    """`-o report.pdf` wrote the HTML page under a .pdf name, where every other -o is checked against its format."""
+    monkeypatch.chdir(tmp_path)
+    refused = CliRunner().invoke(main, ["report", str(SAMPLES / "demo"), "-o", name])
+    assert refused.exit_code == 2 and f"{name}: names a " in refused.output and "name it .html" in refused.output
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "trace, recorded",
+    [
+        ("plain_kineto/misc.json.gz", "2026-11-30T00:52:14+00:00"),  # its README: recorded on the H200, 2026-11-30
+        ("external/tl_sglang_qwen3_decode.json.gz", "2026-05-28T17:14:24+00:00"),  # its README: 2026-05-28
+        ("external/hta_backward_thread.json", "2022-10-19T03:21:55+00:00"),  # epoch ts, no base: 2022-10-19
+        ("external/kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz", "2021-01-11T11:59:47+00:00"),
+    ],
+)
+def test_a_bare_traces_recording_time_is_its_base_plus_its_first_event(trace, recorded, tmp_path):
+    """The header said when Kineto's base time was (2026-10-01 for a trace of 2026-11-30, 2026-04-01 for one of
+    2026-05-28): the events' ts count from it. The archive's runs.start_time is the same time."""
+    from kernelscope.analyzer.report.views import run_header
+
+    path = REPO / "sample_traces" / trace
+    with load_run(path) as run:
+        assert dict(run_header(run, "t").facts)["recorded"] == recorded
+    archive_runs([path], tmp_path / "archive")
+    with Archive(tmp_path / "archive") as archive:
+        [start] = archive.runs()["start_time"]
+    assert start.isoformat() == recorded

@@ -209,3 +209,13 @@ def test_the_api_answers_a_query_of_no_statement_with_the_same_sentence(tmp_path
         for sql in (run.sql, Archive(tmp_path / "arch").sql):
             with pytest.raises(KernelscopeError, match="the query holds no SQL statement"):
                 sql(" ;\n-- nothing\n")
+
+
+@pytest.mark.parametrize("args", [["--csv"], ["--format", "jsonl"], ["-o", "rows.csv"]])
+def test_a_format_without_a_query_is_a_usage_error_not_ignored(args, tmp_path, monkeypatch):
+    """`echo "SELECT …;" | kernelscope sql RUN --csv` printed the prompt's tables, its --csv ignored, and
+    `sql RUN -o rows.csv` wrote nothing, with exit 0."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["sql", str(REPO / "sample_traces" / "demo"), *args], input="SELECT 1 AS a;\n")
+    assert result.exit_code == 2 and "writes one query's result: give the QUERY" in result.output
+    assert list(tmp_path.iterdir()) == []

@@ -163,6 +163,8 @@ def test_tree_of_an_archived_run_is_the_runs_tree(tmp_path):
     archived = CliRunner().invoke(main, ["tree", str(tmp_path / "archive"), "--run", run_id, "--show-calls"])
     assert archived.exit_code == 0, archived.output
     assert archived.output.splitlines()[1:] == direct.output.splitlines()[1:], "the same tree below the root's name"
+    by_name = CliRunner().invoke(main, ["tree", str(tmp_path / "archive"), "--run", "demo"])
+    assert f"{tmp_path / 'archive'} --run {run_id}" in by_name.output.splitlines()[0], "the run picked, by its id"
     whole = CliRunner().invoke(main, ["tree", str(tmp_path / "archive")])
     assert whole.exit_code == 2 and "--run ID" in whole.output
 

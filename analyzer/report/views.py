@@ -3,7 +3,6 @@ the templates lay out as they are."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 import duckdb
@@ -11,7 +10,7 @@ import pandas as pd
 
 from ..diff import diff
 from ..kernel_names import define_kernel_short
-from ..ranks import header_gpu_names
+from ..ranks import header_gpu_names, trace_start
 from ..run import Run
 from ..sql import run_sql_file, sql_template
 from ..summary import summary_query
@@ -115,7 +114,7 @@ def run_facts(run: Run, totals: dict, check, rank: int | None = None) -> list[tu
         ("command", " ".join(manifest.get("command_line") or []) or None),
         ("GPU", gpu if run.device == "cuda" else "none: a CPU recording (leaf operators stand in for kernels)"),
         _versions(manifest.get("torch_version"), cuda, run.device) if versions else (None, None),
-        ("recorded", manifest.get("start_time") or _base_time(keys.get("baseTimeNanoseconds"))),
+        ("recorded", manifest.get("start_time") or trace_start(run.con, keys, run.ranks[0] if rank is None else rank)),
         ("host", manifest.get("hostname")),
         ("ranks", ", ".join(map(str, run.ranks)) if len(run.ranks) > 1 and rank is None else None),
         ("rank", f"{rank} of the job's {', '.join(map(str, run.ranks))}" if rank is not None else None),
@@ -147,12 +146,6 @@ def _launch_check(check, device: str) -> str:
 def _cuda_runtime(version) -> str | None:
     """A trace header's cuda_runtime_version (12040) as CUDA writes it (12.4)."""
     return f"{version // 1000}.{version % 1000 // 10}" if isinstance(version, int) and version > 0 else None
-
-
-def _base_time(nanoseconds) -> str | None:
-    if not isinstance(nanoseconds, int) or nanoseconds <= 0:
-        return None
-    return dt.datetime.fromtimestamp(nanoseconds / 1e9, dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def trace_file(run: Run, rank: int | None = None) -> str | None:
