@@ -203,6 +203,33 @@ def test_a_signal_during_a_duckdb_query_ends_the_command_like_any_other(signum, 
     assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["tmp"]
 
 
+# Runs the CLI with the user's query of sql cued: "stalled" 3 s after the query began, while it runs.
+IN_A_USER_QUERY = """
+import sys, threading
+import kernelscope.sql_command as target
+real = target.run_query
+def cued(con, query):
+    threading.Timer(3.0, lambda: print("stalled", flush=True)).start()
+    return real(con, query)
+target.run_query = cued
+from kernelscope.cli import main
+main(sys.argv[1:], prog_name="kernelscope")
+"""
+ENDLESS = "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("saved", [False, True], ids=["printed", "-o FILE.duckdb"])
+def test_a_signal_during_the_user_s_query_ends_it_at_once(saved, signum, tmp_path):
+    """The main thread waits on the query while DuckDB's threads do its work, and looks for a signal only now and
+    then; where it found one, DuckDB still waited for its threads: the command went on until the query ended (here
+    never), with Ctrl-C or SIGTERM unseen, about one time in two. Now the signal interrupts the query from a thread
+    (cli/interrupts.py): one line, 128 + the signal, no database and no temporary file left."""
+    args = ["sql", RUN, ENDLESS] + (["-o", tmp_path / "out.duckdb"] if saved else [])
+    _signalled(IN_A_USER_QUERY, args, signum, "stalled", tmp_path / "tmp")
+    assert sorted(os.listdir(tmp_path)) == ["tmp"] and os.listdir(tmp_path / "tmp") == []
+
+
 # Runs the command's entry point with the import of the CLI made to wait, as a slow import of pandas would.
 IMPORTING = """
 import importlib.abc, sys, time
