@@ -273,6 +273,26 @@ def test_a_signal_after_the_imports_and_before_the_command_runs_ends_it_with_one
     _signalled(PARSING, [RUN], signum, "parsing")
 
 
+EXITING = """
+import atexit, sys, time
+def slow_exit():
+    print("stalled", flush=True)
+    time.sleep(3)
+atexit.register(slow_exit)
+sys.argv = ["kernelscope", "analyze", sys.argv[1]]
+from kernelscope.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_interpreter_exits_leaves_the_command_s_status(signum):
+    """After the command ended, the handlers it had before were put back, the defaults: a signal during the
+    interpreter's exit (its atexit handlers; seconds after a bench that imported torch) killed the process, whose
+    output was whole, with that signal's status and no line. Now it is ignored: the command's status stands."""
+    assert _signalled_at(EXITING, [RUN], signum) == (0, [])
+
+
 def test_the_command_starts_at_the_entry_point():
     import tomllib
 
