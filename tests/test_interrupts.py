@@ -293,6 +293,21 @@ def test_a_signal_while_the_interpreter_exits_leaves_the_command_s_status(signum
     assert _signalled_at(EXITING, [RUN], signum) == (0, [])
 
 
+def test_an_instance_whose_making_failed_is_not_closed_at_exit(monkeypatch):
+    """A Ctrl-C while the analyzer imports (archive at 0.6 s) took the package from sys.modules while connection.py's
+    thread made the first DuckDB instance, whose sql_text then raised KeyError: the exit handler that closes it
+    printed that traceback, 23 lines after 'kernelscope: interrupted'."""
+    from concurrent.futures import Future
+
+    from kernelscope.analyzer import connection
+
+    failed: Future = Future()
+    failed.set_exception(KeyError("kernelscope.analyzer"))
+    monkeypatch.setattr(connection, "_idle", None)
+    monkeypatch.setattr(connection, "_making", (os.getpid(), failed))
+    connection._close_instances()
+
+
 def test_the_command_starts_at_the_entry_point():
     import tomllib
 
