@@ -105,9 +105,11 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
             while counts[0] < seen and time.monotonic() < deadline:
                 time.sleep(0.01)
             if counts[0] < seen or counts[1] > raised:
-                connections = sys.modules.get("kernelscope.analyzer.connection")  # none made where not imported
-                if connections is not None:
-                    connections.interrupt_queries()
+                # none made where the module is not imported, or not yet whole (a signal during its import)
+                connections = sys.modules.get("kernelscope.analyzer.connection")
+                interrupt_queries = getattr(connections, "interrupt_queries", None)
+                if interrupt_queries is not None:
+                    interrupt_queries()
             raised = counts[1]
 
     watcher = threading.Thread(target=watch, name="kernelscope-signals", daemon=True)

@@ -308,6 +308,23 @@ def test_an_instance_whose_making_failed_is_not_closed_at_exit(monkeypatch):
     connection._close_instances()
 
 
+def test_a_signal_while_the_connection_module_imports_is_one_line(monkeypatch):
+    """The thread that interrupts the queries on a signal (cli/interrupts.py) met connection.py half imported (a
+    Ctrl-C at 0.5 s of archive) and printed its AttributeError after 'kernelscope: interrupted'."""
+    import threading
+    import types
+
+    from kernelscope.interrupts import Interrupted, ended_by_signals
+
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+    monkeypatch.setitem(sys.modules, "kernelscope.analyzer.connection", types.ModuleType("half imported"))
+    with pytest.raises(Interrupted), ended_by_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.sigtimedwait([], 1)  # the handler raises here
+    assert raised == []
+
+
 def test_the_command_starts_at_the_entry_point():
     import tomllib
 
