@@ -1676,23 +1676,38 @@ static size_t family_length(const Dictionary *cat, int32_t i) {
 }
 
 /* Of each launch category (CAT_RUNTIME, CAT_LAUNCH), its runtime as the first category of the dictionary whose
- * runtime it is, so that two launches are of one runtime where their families are equal; 0 when out of memory. */
+ * runtime it is, so that two launches are of one runtime where their families are equal; 0 when out of memory. A hash
+ * table of the families met: a trace may name a million categories, which a comparison of each with each before it
+ * would take hours over. */
 static int32_t *launch_families(const Dictionary *cat, const uint8_t *kind) {
+    size_t n_slots = 16;
+    while (n_slots < (size_t)cat->count * 2) n_slots *= 2;
     int32_t *family = calloc((size_t)cat->count + 1, sizeof(int32_t));
-    if (!family) return NULL;
+    int32_t *slots = calloc(n_slots, sizeof(int32_t)); /* the first category of each family + 1; 0 is empty */
+    if (!family || !slots) {
+        free(family);
+        free(slots);
+        return NULL;
+    }
     const int32_t *offsets = (const int32_t *)cat->offsets.data;
     for (int32_t i = 0; i < cat->count; i++) {
         family[i] = i;
         if (kind[i] != CAT_RUNTIME && kind[i] != CAT_LAUNCH) continue;
         size_t n = family_length(cat, i);
-        for (int32_t j = 0; j < i; j++) {
-            if ((kind[j] == CAT_RUNTIME || kind[j] == CAT_LAUNCH) && family_length(cat, j) == n &&
-                memcmp(cat->text.data + offsets[i], cat->text.data + offsets[j], n) == 0) {
-                family[i] = family[j];
+        const char *text = cat->text.data + offsets[i];
+        for (size_t slot = (size_t)hash_bytes(text, n) & (n_slots - 1);; slot = (slot + 1) & (n_slots - 1)) {
+            if (!slots[slot]) {
+                slots[slot] = i + 1;
+                break;
+            }
+            int32_t j = slots[slot] - 1;
+            if (family_length(cat, j) == n && memcmp(text, cat->text.data + offsets[j], n) == 0) {
+                family[i] = j;
                 break;
             }
         }
     }
+    free(slots);
     return family;
 }
 

@@ -26,6 +26,7 @@ from .archive_checks import archived_manifest, archived_sample, check_columns, c
 from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, regular_files, remove_dead_adds, unmake_archive
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .atomic import errors_naming, unwritten, write_bytes_atomically
+from .connection import new_connection
 from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
 from .rank_parts import LaunchCheck, RankPart
@@ -194,7 +195,7 @@ class Archive:
             parts = committed_parts(self.root) if parts is None else parts
             if not parts:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
-            con = duckdb.connect()
+            con = new_connection()
             con.execute("SET TimeZone = 'UTC'")  # times print the same on every machine
             define_kernel_short(con)
             self._con, self._parts, self._index, self._views = con, parts, read_index(con, self.root, parts), set()
@@ -296,7 +297,7 @@ class Archive:
     def run(self, ref: str) -> Run:
         """The archived run as a Run whose tables are those of the run it was archived from, exactly."""
         run_id = self.resolve(ref)
-        con = duckdb.connect()
+        con = new_connection()
         try:
             parts, prefixes = self._load_run(con, run_id)
         except BaseException as exc:

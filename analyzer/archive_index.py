@@ -33,6 +33,7 @@ from .archive_commit import (
     regular_files,
 )
 from .atomic import fsync_dir, fsync_file
+from .connection import new_connection
 from .sql import quote
 
 INDEX = ".index"
@@ -113,7 +114,7 @@ def refresh_index(root: Path, runs_of) -> Path | None:
     run_folders = sum(1 for name in _names(root / "runs") if _RUN.fullmatch(name))
     if run_folders - (files[-1][0] if files else 0) < INDEX_EVERY:
         return None
-    con = duckdb.connect()
+    con = new_connection()
     try:
         committed = committed_parts(root)
         index = read_index(con, root, committed)

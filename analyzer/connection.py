@@ -58,6 +58,30 @@ _lock = threading.Lock()
 _idle: tuple[int, duckdb.DuckDBPyConnection, _Made, Sized] | None = None
 _making: tuple[int, Future] | None = None  # (pid, the instance being made on a thread)
 _leases: dict[int, _Lease] = {}  # id of a leased connection -> its lease
+_open: weakref.WeakSet = weakref.WeakSet()  # every connection the package made: interrupt_queries() reaches them
+
+
+def noted(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """``con`` (a new connection or cursor), noted so that interrupt_queries() reaches the query it runs."""
+    _open.add(con)
+    return con
+
+
+def new_connection(database: str = IN_MEMORY) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect(database)``, noted (``noted``)."""
+    return noted(duckdb.connect(database))
+
+
+def interrupt_queries() -> None:
+    """Interrupt the query each open connection runs, from any thread (DuckDB's ``interrupt()``). A signal's Python
+    handler runs only once the main thread runs Python again, and a query the main thread waits on while DuckDB's
+    threads do its work looks for one only now and then: Ctrl-C during a long query of ``kernelscope sql`` was
+    not seen until the query ended (cli/interrupts.py calls this where the handler did not run soon)."""
+    for con in list(_open):
+        try:
+            con.interrupt()
+        except duckdb.Error:  # closed meanwhile
+            pass
 
 
 @dataclass
@@ -119,7 +143,7 @@ def connect(database: str = IN_MEMORY, *, sized: bool = False) -> duckdb.DuckDBP
         instance, fresh = _instance(database)
         now = fresh.defaults
     try:
-        con = instance.cursor()
+        con = noted(instance.cursor())
         run_sql_file(con, "connection.sql")
         if not sized:  # and its memory settings unknown: whoever uses it may set them otherwise
             fresh.restore(con, now.threads, now.disabled_optimizers)
@@ -270,7 +294,7 @@ def _instance(database: str = IN_MEMORY) -> tuple[duckdb.DuckDBPyConnection, _Ma
 def _made(database: str) -> duckdb.DuckDBPyConnection:
     """A connection to ``database`` holding the macros, with a spill directory of its own, removed with it (DuckDB
     cannot switch an instance to another once it has spilled)."""
-    con = duckdb.connect(database)
+    con = new_connection(database)
     spill = tempfile.mkdtemp(prefix="kernelscope-spill-")
     weakref.finalize(con, shutil.rmtree, spill, True)
     try:

@@ -7,9 +7,9 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import duckdb
 import pandas as pd
 
+from .connection import new_connection
 from .ranks import header_gpu_names
 from .run import Run, load_run
 from .samples import TensorMeta
@@ -27,7 +27,7 @@ def diff(a: Run | str | os.PathLike, b: Run | str | os.PathLike) -> pd.DataFrame
             warnings.warn(f"kernelscope diff: {difference}; their times may not compare", UserWarning, stacklevel=3)
         side_a = _side(run_a)  # noqa: F841 (read by name below)
         side_b = _side(run_b)  # noqa: F841
-    con = duckdb.connect()
+    con = new_connection()
     try:
         con.register("side_a", side_a)
         con.register("side_b", side_b)

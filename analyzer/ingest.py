@@ -21,6 +21,7 @@ from pathlib import Path
 
 import duckdb
 
+from . import connection
 from .duckdb_reader import insert_by_duckdb
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
@@ -265,7 +266,7 @@ def _load_part(
         if native_reader is not None:
             count = _insert_natively(part, index, counts, inserts, header, alone_bytes)
         if count is None:
-            with con.cursor() as cursor:
+            with connection.noted(con.cursor()) as cursor:
                 count = insert_by_duckdb(cursor, part.as_file(), index << PART_ID_BITS, header.rank, header.leniencies)
         return count
     finally:
@@ -298,7 +299,7 @@ class _NativeInserts:
     def insert(self, stream, first_id: int, rank: int) -> None:
         cursor = getattr(self.local, "cursor", None)
         if cursor is None:
-            cursor = self.local.cursor = self.con.cursor()
+            cursor = self.local.cursor = connection.noted(self.con.cursor())
             cursor.execute("BEGIN TRANSACTION")
             with self.lock:
                 self.cursors.append(cursor)

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import duckdb
 import pandas as pd
 
+from .connection import new_connection
 from .sql import run_sql_file, sql_text
 
 
@@ -19,7 +20,7 @@ def short_kernel_names(kernels: Iterable[str | None]) -> dict[str, str]:
     """Full name -> the name one table shows: its short name, numbered ``[1]``, ``[2]``… where several kernels
     of the table share one (docs/analysis.md, "Kernel names")."""
     names = pd.DataFrame({"kernel": pd.Series(list(kernels), dtype=object)})  # noqa: F841 (read by name below)
-    con = duckdb.connect()
+    con = new_connection()
     try:
         define_kernel_short(con)
         return dict(con.execute(sql_text("short_names.sql")).fetchall())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import duckdb
 import pandas as pd
 
+from .connection import new_connection
 from .rundir import GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import sample_totals_frame
 from .sql import quote, sql_template
@@ -43,7 +44,7 @@ def summarize(con: duckdb.DuckDBPyConnection, top_k: int | None) -> pd.DataFrame
 
 def describe_results(profiling_df: pd.DataFrame, function_data: dict, top_k: int | None = 10) -> pd.DataFrame:
     """describe_results of SPEC §1 for any profiling_df (in-process, offline, or filtered by the user)."""
-    con = duckdb.connect()
+    con = new_connection()
     try:
         kernels = profiling_df[["module_name", "function_name", "kernel_us"]].assign(
             rank=profiling_df["rank"] if "rank" in profiling_df else 0,

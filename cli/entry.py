@@ -1,7 +1,8 @@
 """The ``kernelscope`` command's entry point. Importing the CLI and parsing the arguments come before any of its own
 handling of signals is in place (the commands' bodies import the heavy modules, pandas, DuckDB, the analyzer and
 torch, under it: --help and usage errors need none of them): a Ctrl-C, SIGTERM or SIGHUP then ends the command the
-same way as later, one line and 128 + the signal, instead of a traceback or a silent death. Nothing is written yet."""
+same way as later, one line and 128 + the signal, instead of a traceback or a silent death. Nothing is written yet.
+Once the command has ended, signals are ignored while the interpreter exits."""
 
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ def main() -> None:
             # only once it runs, and put this one back after it
             command()
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            # the command has ended and its exit status is settled: a signal from here on is ignored, as the default
+            # action would end the interpreter's exit (its atexit handlers, spill folders removed, threads joined,
+            # seconds where torch was imported) with the signal's status, the output whole and its cleanup undone
+            for signum in previous:
+                signal.signal(signum, signal.SIG_IGN)
     except _Stopped as stopped:
         (signum,) = stopped.args
         said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"

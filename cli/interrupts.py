@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
+import time
 from collections.abc import Iterator
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -50,13 +52,75 @@ def ended_by_signals() -> Iterator[list[int]]:
         received.append(signum)
         raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
 
-    previous = {signum: signal.signal(signum, interrupt) for signum in (*SIGNALS, signal.SIGINT)}
+    counts = [0, 0]  # the signals whose handler ran, and those of them it raised for (the first; ignored: later)
+
+    def counted(signum: int, frame) -> None:
+        counts[0] += 1
+        counts[1] += not received
+        interrupt(signum, frame)
+
+    previous = {signum: signal.signal(signum, counted) for signum in (*SIGNALS, signal.SIGINT)}
     try:
-        yield received
+        with _queries_interrupted(counts):
+            yield received
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         received.clear()
+
+
+HANDLER_WAIT = 0.2  # seconds a signal's handler may take to run before the queries are interrupted
+
+
+@contextlib.contextmanager
+def _queries_interrupted(counts: list[int]) -> Iterator[None]:
+    """Interrupt DuckDB's queries (connection.interrupt_queries) where a signal's Python handler raised, or did not
+    run within HANDLER_WAIT. A query the main thread waits on while DuckDB's threads do its work looks for a signal
+    only now and then, and where it finds one (the handler runs and raises) it may still wait for those threads to
+    end their work: SIGTERM or Ctrl-C during a long query of ``kernelscope sql`` went unseen until the query ended,
+    even with the handler run. The signals are seen on a thread, through the wakeup file descriptor CPython writes
+    each one's number to; the interrupted query's error is followed by the handler's, which ends the command as it
+    would have. A signal the handler ignores (a second one, while the first one's cleanup runs) interrupts nothing."""
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    try:
+        before = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:  # not the main thread of the main interpreter
+        os.close(read)
+        os.close(write)
+        yield
+        return
+
+    def watch() -> None:
+        seen = raised = 0
+        while True:
+            try:
+                data = os.read(read, 64)
+            except OSError:
+                return
+            if not data:
+                return
+            seen += len(data)
+            deadline = time.monotonic() + HANDLER_WAIT
+            while counts[0] < seen and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if counts[0] < seen or counts[1] > raised:
+                # none made where the module is not imported, or not yet whole (a signal during its import)
+                connections = sys.modules.get("kernelscope.analyzer.connection")
+                interrupt_queries = getattr(connections, "interrupt_queries", None)
+                if interrupt_queries is not None:
+                    interrupt_queries()
+            raised = counts[1]
+
+    watcher = threading.Thread(target=watch, name="kernelscope-signals", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(before)
+        os.close(write)  # the watcher reads the end of the pipe and returns
+        watcher.join(1)
+        os.close(read)
 
 
 def finishing(output: str | os.PathLike) -> None:

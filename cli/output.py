@@ -170,12 +170,13 @@ def write_parquet(path: Path, frame: pd.DataFrame, *, overwrite: bool = True) ->
     """``frame`` as a Parquet file, written by DuckDB (no pyarrow needed), atomically."""
     import duckdb
     from kernelscope.analyzer.atomic import refuse_unless_utf8, replace_atomically, unwritten
+    from kernelscope.analyzer.connection import new_connection
     from kernelscope.analyzer.sql import quote
 
     refuse_unless_utf8(path, "a Parquet file")
 
     def write(tmp: str) -> None:
-        con = duckdb.connect()
+        con = new_connection()
         try:
             con.register("frame", frame)
             con.execute(f"COPY frame TO {quote(tmp)} (FORMAT parquet)")

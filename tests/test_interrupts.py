@@ -203,6 +203,33 @@ def test_a_signal_during_a_duckdb_query_ends_the_command_like_any_other(signum, 
     assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["tmp"]
 
 
+# Runs the CLI with the user's query of sql cued: "stalled" 3 s after the query began, while it runs.
+IN_A_USER_QUERY = """
+import sys, threading
+import kernelscope.sql_command as target
+real = target.run_query
+def cued(con, query):
+    threading.Timer(3.0, lambda: print("stalled", flush=True)).start()
+    return real(con, query)
+target.run_query = cued
+from kernelscope.cli import main
+main(sys.argv[1:], prog_name="kernelscope")
+"""
+ENDLESS = "SELECT count(*) FROM range(1000000000000) a WHERE a.range % 7 = 3"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("saved", [False, True], ids=["printed", "-o FILE.duckdb"])
+def test_a_signal_during_the_user_s_query_ends_it_at_once(saved, signum, tmp_path):
+    """The main thread waits on the query while DuckDB's threads do its work, and looks for a signal only now and
+    then; where it found one, DuckDB still waited for its threads: the command went on until the query ended (here
+    never), with Ctrl-C or SIGTERM unseen, about one time in two. Now the signal interrupts the query from a thread
+    (cli/interrupts.py): one line, 128 + the signal, no database and no temporary file left."""
+    args = ["sql", RUN, ENDLESS] + (["-o", tmp_path / "out.duckdb"] if saved else [])
+    _signalled(IN_A_USER_QUERY, args, signum, "stalled", tmp_path / "tmp")
+    assert sorted(os.listdir(tmp_path)) == ["tmp"] and os.listdir(tmp_path / "tmp") == []
+
+
 # Runs the command's entry point with the import of the CLI made to wait, as a slow import of pandas would.
 IMPORTING = """
 import importlib.abc, sys, time
@@ -244,6 +271,58 @@ def test_a_signal_after_the_imports_and_before_the_command_runs_ends_it_with_one
     """Between the imports and the command's own handlers (its arguments parsed), SIGTERM's default action ended
     the process with no line at all."""
     _signalled(PARSING, [RUN], signum, "parsing")
+
+
+EXITING = """
+import atexit, sys, time
+def slow_exit():
+    print("stalled", flush=True)
+    time.sleep(3)
+atexit.register(slow_exit)
+sys.argv = ["kernelscope", "analyze", sys.argv[1]]
+from kernelscope.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_the_interpreter_exits_leaves_the_command_s_status(signum):
+    """After the command ended, the handlers it had before were put back, the defaults: a signal during the
+    interpreter's exit (its atexit handlers; seconds after a bench that imported torch) killed the process, whose
+    output was whole, with that signal's status and no line. Now it is ignored: the command's status stands."""
+    assert _signalled_at(EXITING, [RUN], signum) == (0, [])
+
+
+def test_an_instance_whose_making_failed_is_not_closed_at_exit(monkeypatch):
+    """A Ctrl-C while the analyzer imports (archive at 0.6 s) took the package from sys.modules while connection.py's
+    thread made the first DuckDB instance, whose sql_text then raised KeyError: the exit handler that closes it
+    printed that traceback, 23 lines after 'kernelscope: interrupted'."""
+    from concurrent.futures import Future
+
+    from kernelscope.analyzer import connection
+
+    failed: Future = Future()
+    failed.set_exception(KeyError("kernelscope.analyzer"))
+    monkeypatch.setattr(connection, "_idle", None)
+    monkeypatch.setattr(connection, "_making", (os.getpid(), failed))
+    connection._close_instances()
+
+
+def test_a_signal_while_the_connection_module_imports_is_one_line(monkeypatch):
+    """The thread that interrupts the queries on a signal (cli/interrupts.py) met connection.py half imported (a
+    Ctrl-C at 0.5 s of archive) and printed its AttributeError after 'kernelscope: interrupted'."""
+    import threading
+    import types
+
+    from kernelscope.interrupts import Interrupted, ended_by_signals
+
+    raised = []
+    monkeypatch.setattr(threading, "excepthook", raised.append)
+    monkeypatch.setitem(sys.modules, "kernelscope.analyzer.connection", types.ModuleType("half imported"))
+    with pytest.raises(Interrupted), ended_by_signals():
+        os.kill(os.getpid(), signal.SIGTERM)
+        signal.sigtimedwait([], 1)  # the handler raises here
+    assert raised == []
 
 
 def test_the_command_starts_at_the_entry_point():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import duckdb
 import pandas as pd
 
+from ..connection import new_connection
 from ..diff import diff
 from ..kernel_names import define_kernel_short
 from ..ranks import header_gpu_names, trace_start
@@ -162,7 +163,7 @@ def trace_file(run: Run, rank: int | None = None) -> str | None:
 def comparison_views(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
     """diff(a, b) as compare.sql lays it out: the rows per level, regressions first, and the chart's functions."""
     diff_rows = diff(a, b)  # noqa: F841 (read by name below)
-    con = duckdb.connect()
+    con = new_connection()
     try:
         define_kernel_short(con)
         con.register("diff_rows", diff_rows)
