@@ -202,11 +202,12 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
         for attribute, value in vars(namespace).items():
             if attribute.startswith("_") or attribute in NO_KERNEL_METHODS:
                 continue
-            if not _is_op(value) and not bound_by_a_library(value):
+            library = bound_by_a_library(value)
+            if not library and not _is_op(value):
                 continue
             module = getattr(value, "__module__", None)
             is_aten = getattr(variable_functions, attribute, None) is value if namespace is torch else module in modules
-            if is_aten or module == "torch.functional" and namespace is torch or bound_by_a_library(value):
+            if is_aten or module == "torch.functional" and namespace is torch or library:
                 targets.append((namespace, attribute, f"{prefix}.{attribute}"))
     distributed = torch.distributed
     if distributed.is_available():

@@ -265,20 +265,20 @@ def _install(
         observed_names.append(name)
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
         entry = compiled_entry(module, optimized_type)
+        scope = MODULE_PREFIX + scope_text(name)
         if entry is None:
-            scopes[id(module)] = module, MODULE_PREFIX + scope_text(name)
+            scopes[id(module)] = module, scope
         if entry is None and (every_module_hooked or has_forward_hooks(module)):  # hooks in its scope too
-            patch_module(module, "_call_impl", call_in_scope(module, scopes[id(module)][1]))
+            patch_module(module, "_call_impl", call_in_scope(module, scope))
         if entry is not None:
             compiled_roots.append(name)
             attribute, compiled = entry
             namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-            scope = MODULE_PREFIX + scope_text(name)
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patch_module(module, attribute, wrapper)
             continue
         if class_forwards.forward_is_data_descriptor(module):  # a property: its class's is scoped instead
-            instances.add(module, None, MODULE_PREFIX + scope_text(name), None)
+            instances.add(module, None, scope, None)
             continue
         if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
             continue
@@ -289,14 +289,13 @@ def _install(
         else:
             stacks = has_module_stacks(module)
             graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
-            scope = MODULE_PREFIX + scope_text(name)
             kind = class_forwards.class_of_its_forward(module, forward_before is _MISSING) if graph is None else None
             wrapper = _module_forward(module.forward, scope, graph, kind)
             if graph is None:
                 instances.add(module, wrapper, scope, None)
         patch_module(module, "forward", wrapper, forward_before)
         if _forward_patch_unseen(module, wrapper, every_module_hooked):  # its call is scoped instead
-            patch_module(module, "_call_impl", call_in_scope(module, MODULE_PREFIX + scope_text(name)))
+            patch_module(module, "_call_impl", call_in_scope(module, scope))
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
         for owner, values in plan.groups:
