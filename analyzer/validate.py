@@ -97,22 +97,18 @@ def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
 
 def validate_escapes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> None:
     """Raise BadInputError naming ``path`` and the first scope whose name holds a ``%XX`` escape that does not read
-    back as UTF-8, in a recording that escapes names (rundir.scope_text): the macros would fail on it later. What is
-    decoded is what they decode, the name after its prefix (a module scope's first, as ks_scope_module reads it): a
-    manifest's prefix that ends in half an escape (``ks.fn:%C3``) must not lend its byte to the name."""
+    back as UTF-8, in a recording that escapes names (rundir.scope_text): the macros would fail on it later. The
+    macros themselves are asked (ks_scope_module, ks_scope_call: scope_names.sql), so what is decoded is what they
+    decode, the name after its prefix: a manifest's prefix that ends in half an escape (``ks.fn:%C3``) does not lend
+    its byte to the name."""
     named = con.execute(
-        """SELECT min(event_id), name, text FROM (
-               SELECT event_id, name,
-                      CASE WHEN starts_with(name, getvariable('module_prefix'))
-                           THEN name[length(getvariable('module_prefix')) + 1:]
-                           WHEN starts_with(name, getvariable('function_prefix'))
-                           THEN name[length(getvariable('function_prefix')) + 1:] END AS text
-               FROM events)
-           WHERE contains(text, '%') GROUP BY name, text ORDER BY 1"""
+        """SELECT min(event_id), name FROM events
+           WHERE (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))
+             AND contains(name, '%') GROUP BY name ORDER BY 1"""
     ).fetchall()
-    for event_id, name, text in named:  # a handful at most: only names with characters Kineto's export mangles
+    for event_id, name in named:  # a handful at most: only names with characters Kineto's export mangles have one
         try:
-            con.execute("SELECT url_decode(?)", [text]).fetchone()
+            con.execute("SELECT ks_scope_module($1), ks_scope_call($1)", [name]).fetchone()
         except duckdb.InvalidInputException:
             raise BadInputError(
                 path, f"traceEvents[{event_id}] ({_label(None, name)}) has a %-escape that is not UTF-8"
