@@ -35,7 +35,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[str], int]]:
+def commands(
+    work: Path, chosen: dict[str, list[str]], rest_of: Path | None = None
+) -> dict[str, tuple[list[str], int]]:
     """step → (argv, time limit in seconds)."""
     py = [sys.executable, "-u"]
     workloads = {step: names for step, names in chosen.items() if names}
@@ -107,6 +109,7 @@ def commands(work: Path, chosen: dict[str, list[str]]) -> dict[str, tuple[list[s
         "cpu_sweep_cuda": (
             py
             + [str(HERE / "cpu_sweep.py"), str(work / "cpu_sweep_cuda"), "--device", "cuda", "--deadline", "470"]
+            + (["--rest-of", str(rest_of)] if rest_of else [])
             + workloads.get("cpu_sweep_cuda", []),
             540,
         ),
@@ -125,13 +128,15 @@ def main() -> None:
     parser.add_argument("out", type=Path)
     parser.add_argument("steps", nargs="+")
     parser.add_argument("--deadline", type=float, default=560, help="seconds for all steps together")
+    parser.add_argument("--sweep-rest-of", type=Path, metavar="CPU_SWEEP_JSON",
+                        help="cpu_sweep_cuda leaves out the programs that held there (--rest-of)")  # fmt: skip
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="kernelscope-gpu-session-"))
     work = scratch / "work"
     work.mkdir()
     chosen = {step: names.split(",") if names else [] for step, _, names in (s.partition("=") for s in args.steps)}
-    known = commands(work, chosen)
+    known = commands(work, chosen, args.sweep_rest_of)
     unknown = [step for step in chosen if step not in known]
     if unknown:
         parser.error(f"no such step: {', '.join(unknown)}")
