@@ -35,10 +35,10 @@ _LARGEST = 1024  # items of a container looked into: a registry, not a vocabular
 _ABSENT = object()
 
 
-def _own_values(saved: list, held: dict | None = None) -> dict[int, tuple[dict, dict]]:
+def _own_values(saved: list) -> dict[int, tuple[dict, dict]]:
     """id(a module's __dict__) -> (it, {attribute: (the model's value, the recorder's)}), from ``saved``: patches as
-    _Patches saves them, (dict, key, the value before, the value put there); added to ``held`` where given."""
-    held = {} if held is None else held
+    _Patches saves them, (dict, key, the value before, the value put there)."""
+    held: dict[int, tuple[dict, dict]] = {}
     for namespace, key, before, put in saved:
         _, values = held.setdefault(id(namespace), (namespace, {}))
         values[key] = (values[key][0] if key in values else before, put)
@@ -87,11 +87,10 @@ def pickled_as_wrappers(value: Any, wrappers: dict[int, Any], levels: int = _LEV
     return items if kind is list else tuple(items)
 
 
-def copies_without_patches(patches: Any, saved: list, missing: Any, wrappers: dict[int, Any]) -> Any:
+def copies_without_patches(patches: Any, saved: list, missing: Any, wrappers: dict[int, Any]) -> None:
     """Patch ``nn.Module.__reduce_ex__`` through ``patches`` (a _Patches) so that a copied or pickled module's state
     holds the model's own values for the module attributes ``saved`` lists (patches it saved), and a pickled one's
-    the wrappers of the functions ``wrappers`` maps (``pickled_as_wrappers``; module docstring). Returns the function
-    that adds a patch saved later (one made while recorded: recorder/hooked_calls.py) to those."""
+    the wrappers of the functions ``wrappers`` maps (``pickled_as_wrappers``; module docstring)."""
     held = _own_values(saved)
     own = vars(nn.Module).get("__reduce_ex__", object.__reduce_ex__)
 
@@ -105,4 +104,3 @@ def copies_without_patches(patches: Any, saved: list, missing: Any, wrappers: di
         return reduced if state is reduced[2] else (*reduced[:2], state, *reduced[3:])
 
     patches.set_attribute(nn.Module, "__reduce_ex__", wraps(__reduce_ex__, own, "__reduce_ex__"))
-    return lambda patch: _own_values([patch], held)

@@ -1,28 +1,23 @@
-"""The whole call of a module with forward hooks in the module's scope: its pre-hooks, its forward and its hooks.
+"""The whole call of a module in the module's scope when it runs more than its forward: its pre-hooks, its forward
+and its hooks.
 
 torch runs a module's forward pre-hooks and forward hooks in ``nn.Module._call_impl``, around its forward and
 outside the forward's scope, so what they compute was its caller's: the mask product of ``torch.nn.utils.prune``
 (a pre-hook), the power iteration of ``spectral_norm``, a hook that rewrites an output. They are the module's work,
-as torch's own profiler counts them (its module frames are the calls). While recorded, a module that has hooks
-when the recording starts, every module while global hooks (``register_module_forward_hook``) are set, gets an
-instance ``_call_impl`` that opens its scope around torch's; ``nn.Module.__call__`` reads ``self._call_impl``.
-Hooks are not wrapped one by one: torch's helpers find theirs in the hook dicts by type (``prune.remove``,
+as torch's own profiler counts them (its module frames are the calls). While recorded, every scoped module gets an
+instance ``_call_impl`` (``nn.Module.__call__`` reads ``self._call_impl``) that reads, at each call as torch's does,
+whether the module has hooks (its own or global ones) or a ``forward`` other than the recorder's: then it opens the
+module's scope around torch's ``_call_impl``; else it calls the forward itself, in torch's place, so that a module
+without hooks pays no frame more than unrecorded. So a hook or forward the model sets at any time (registered,
+written straight into the hook dicts, around each call, by ``object.__setattr__``) runs in its module's scope, in
+every way of recording (the functions patched or not), with nothing patched on ``nn.Module`` itself. Hooks are not
+wrapped one by one: torch's helpers find theirs in the hook dicts by type (``prune.remove``,
 ``remove_spectral_norm``, ``prune.is_pruned``).
-
-A module the model gives hooks or a forward of its own while recorded (a hook registered at its parent's first call,
-a global hook, ``child.forward = ...`` as libraries that wrap a forward do) gets that instance ``_call_impl`` then
-(``scoped_when_hooked``): what it runs is its work, as it is for one hooked before the recording. Hooks written
-straight into a module's hook dicts (``module._forward_hooks[key] = hook``, no registration call to see) are found
-between the recording's passes (``profile()`` calls what ``scoped_when_hooked`` returns after each patched warm-up
-pass): written in a warm-up pass (at the model's first call), they run in their module's scope in the recorded
-pass. Written into the dicts in the recorded pass itself (with no warm-up, or anew at every call), they run in the
-caller's scope: seeing them there would cost every module call a look at its hook dicts.
 """
 
 from __future__ import annotations
 
 import sys
-import types
 from typing import Any
 
 import torch
@@ -32,9 +27,9 @@ from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import dynamo_tracing
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
-from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
+_MISSING = object()
 
 
 def has_forward_hooks(module: nn.Module) -> bool:
@@ -47,7 +42,8 @@ def global_forward_hooks() -> bool:
 
 
 def call_in_scope(module: nn.Module, scope_name: str) -> Any:
-    """``module``'s ``_call_impl`` (hooks and forward) in the scope ``scope_name`` on the model's threads."""
+    """``module``'s ``_call_impl`` (hooks and forward) in the scope ``scope_name`` on the model's threads, at every
+    call: for a module whose class answers ``forward`` its own way (instrument._forward_patch_unseen)."""
     call, inside_call = module._call_impl, INSIDE_CALL.get
 
     def call_impl_in_scope(*args: Any, **kwargs: Any) -> Any:
@@ -59,61 +55,28 @@ def call_in_scope(module: nn.Module, scope_name: str) -> Any:
     return call_impl_in_scope
 
 
-_SCOPED_CALL = next(code for code in call_in_scope.__code__.co_consts if isinstance(code, types.CodeType))
-_REGISTERED = ("register_forward_hook", "register_forward_pre_hook")  # nn.Module's
-_REGISTERED_GLOBAL = ("register_module_forward_hook", "register_module_forward_pre_hook")  # torch.nn.modules.module's
+def call_in_scope_when_hooked(module: nn.Module, scope_name: str) -> Any:
+    """``module``'s ``_call_impl`` in the scope ``scope_name`` whenever, at the call, the module has forward or
+    backward hooks, global ones are set, torch traces it (``torch.jit.trace``) or its instance ``forward`` is no
+    longer the one it has now (the recorder's, put in place before this is made); otherwise its forward, called
+    as torch's ``_call_impl`` would call it. Torch's checks, in its order, and a look at the instance's ``forward``."""
+    call, namespace, inside_call = module._call_impl, vars(module), INSIDE_CALL.get
+    tracing = torch._C._get_tracing_state
+    forward = namespace.get("forward", _MISSING)
+    own = sys.modules["torch.nn.modules.module"]
+    global_hooks = (own._global_backward_pre_hooks, own._global_backward_hooks, own._global_forward_hooks,
+                    own._global_forward_pre_hooks)  # fmt: skip
+    backward_pre, backward, forward_hooks, forward_pre = global_hooks
 
+    def call_impl_when_hooked(*args: Any, **kwargs: Any) -> Any:
+        if not (
+            module._backward_hooks or module._backward_pre_hooks or module._forward_hooks
+            or module._forward_pre_hooks or backward_pre or backward or forward_hooks or forward_pre or tracing()
+        ) and namespace.get("forward", _MISSING) is forward:  # fmt: skip
+            return (module.forward if forward is _MISSING else forward)(*args, **kwargs)
+        if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
+            return call(*args, **kwargs)
+        with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
+            return call(*args, **kwargs)
 
-def scoped_when_hooked(patches: Any, scopes: dict[int, tuple[nn.Module, str]], patch_module: Any) -> Any:
-    """For the recording, through ``patches`` (instrument.py's _Patches): a module of ``scopes`` (``id(module)`` ->
-    (module, its scope name): the recorded modules that compiled code does not trace) that gets a hook, or an
-    instance ``forward`` set through ``nn.Module.__setattr__``, gets its call in its scope (``call_in_scope``,
-    installed with ``patch_module(module, "_call_impl", call)``) unless it has it; a global hook gives it to all.
-    Returns the function that gives it to the modules hooked meanwhile by writing their (or the global) hook
-    dicts, for profile() to call between passes."""
-
-    def give_scope(module: Any) -> None:
-        entry = scopes.get(id(module))
-        if entry is None or entry[0] is not module:
-            return
-        if getattr(vars(module).get("_call_impl"), "__code__", None) is not _SCOPED_CALL:
-            patch_module(module, "_call_impl", call_in_scope(module, entry[1]))
-
-    def registered(own: Any) -> Any:
-        def register_in_scope(self: Any, *args: Any, **kwargs: Any) -> Any:
-            handle = own(self, *args, **kwargs)
-            give_scope(self)
-            return handle
-
-        return wraps(register_in_scope, own, own.__name__)
-
-    def registered_global(own: Any) -> Any:
-        def register_for_all(*args: Any, **kwargs: Any) -> Any:
-            handle = own(*args, **kwargs)
-            for module, _scope_name in list(scopes.values()):
-                give_scope(module)
-            return handle
-
-        return wraps(register_for_all, own, own.__name__)
-
-    own_setattr = nn.Module.__setattr__
-
-    def __setattr__(self: Any, name: str, value: Any) -> None:  # noqa: N807 (the name Python looks up)
-        own_setattr(self, name, value)
-        if name == "forward":
-            give_scope(self)
-
-    for name in _REGISTERED:
-        patches.set_attribute(nn.Module, name, registered(getattr(nn.Module, name)))
-    hooks = sys.modules["torch.nn.modules.module"]
-    for name in _REGISTERED_GLOBAL:
-        patches.set_attribute(hooks, name, registered_global(getattr(hooks, name)))
-    patches.set_attribute(nn.Module, "__setattr__", wraps(__setattr__, own_setattr, "__setattr__"))
-
-    def hooked_meanwhile() -> None:
-        every_module = global_forward_hooks()
-        for module, _scope_name in list(scopes.values()):
-            if every_module or has_forward_hooks(module):
-                give_scope(module)
-
-    return hooked_meanwhile
+    return call_impl_when_hooked

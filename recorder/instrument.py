@@ -20,9 +20,8 @@ the model's binding):
   stored references.
 - ``nn.Module.__reduce_ex__``, so that a module the model copies or pickles while recorded holds its own values
   (recorder/copies.py);
-- the instance ``_call_impl`` of a module with forward hooks, so that its hooks run in its scope, and
-  ``nn.Module``'s hook registration and ``__setattr__``, so that a module given hooks or a forward while recorded
-  gets it then (recorder/hooked_calls.py).
+- the instance ``_call_impl`` of every scoped module, so that hooks it has or is given at any time, and a forward
+  the model sets on it, run in its scope (recorder/hooked_calls.py).
 
 The functions' wrappers are made once per process, for the exact objects they wrap (recorder/wrappers.py).
 
@@ -57,7 +56,7 @@ from .compiled import (
 )
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
-from .hooked_calls import call_in_scope, global_forward_hooks, has_forward_hooks, scoped_when_hooked
+from .hooked_calls import call_in_scope, call_in_scope_when_hooked
 from .interpreter_state import gc_paused, recursion_room
 from .late_imports import late_imports_put_back
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
@@ -216,8 +215,7 @@ def instrumented(
     (only the ``torch.nn.functional`` namespace, as aitune's profiler sees it). With the functions patched,
     torch.compile'd code runs what it compiled before (``compiled.compiled_code_kept``). ``functions=False``:
     only module forwards and compiled modules get scopes, and dynamo compiles freely (nothing it guards is
-    patched): profile()'s way out when compiled code cannot be kept. Yields a function to call between the passes
-    run in the block: it scopes the calls of the modules given hooks meanwhile (recorder/hooked_calls.py).
+    patched): profile()'s way out when compiled code cannot be kept.
     """
     if calls not in CALLS:
         raise ValueError(f"calls must be one of {CALLS}, not {calls!r}")
@@ -234,7 +232,8 @@ def instrumented(
         late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
     ):
         try:
-            yield _install(patches, named_modules, book, recording.sampled, calls, functions)
+            _install(patches, named_modules, book, recording.sampled, calls, functions)
+            yield
         finally:
             patches.undo()
             book.persistent.clear()  # the model's tensors are not kept alive by the profiler
@@ -242,8 +241,8 @@ def instrumented(
 
 def _install(
     patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, functions: bool = True
-) -> Any:
-    """Put every patch in place; returns what scopes the modules hooked meanwhile, between passes (hooked_calls)."""
+) -> None:
+    """Put every patch in place."""
     optimized_type = optimized_module_type()
     plan = patch_plan(calls) if functions else None
     originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
@@ -251,13 +250,11 @@ def _install(
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
-    scopes: dict[int, tuple[nn.Module, str]] = {}  # the modules whose hooks set while recorded run in their scope
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
         patches.set_item(vars(module), key, value, before)
         bound.append(patches.saved[-1])
 
-    every_module_hooked = global_forward_hooks()
     for name, module in named_modules:
         if any(root == "" or name.startswith(root + ".") for root in compiled_roots):
             continue  # traced into a compiled module's graphs: a patch would fail its guards
@@ -266,10 +263,6 @@ def _install(
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
         entry = compiled_entry(module, optimized_type)
         scope = MODULE_PREFIX + scope_text(name)
-        if entry is None:
-            scopes[id(module)] = module, scope
-        if entry is None and (every_module_hooked or has_forward_hooks(module)):  # hooks in its scope too
-            patch_module(module, "_call_impl", call_in_scope(module, scope))
         if entry is not None:
             compiled_roots.append(name)
             attribute, compiled = entry
@@ -277,25 +270,25 @@ def _install(
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patch_module(module, attribute, wrapper)
             continue
+        wrapper = None
         if class_forwards.forward_is_data_descriptor(module):  # a property: its class's is scoped instead
             instances.add(module, None, scope, None)
-            continue
-        if launches_no_kernel(module) or not hasattr(module, "forward"):  # a TorchScript ModuleList has none
-            continue
-        if folds_into_its_call(module) and functions and isinstance(module.forward, types.MethodType):
-            suffix = MODULE_SEPARATOR + scope_text(name)
-            wrapper = _folded_forward(module.forward, suffix)
-            instances.add(module, wrapper, None, suffix)
-        else:
-            stacks = has_module_stacks(module)
-            graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
-            kind = class_forwards.class_of_its_forward(module, forward_before is _MISSING) if graph is None else None
-            wrapper = _module_forward(module.forward, scope, graph, kind)
-            if graph is None:
-                instances.add(module, wrapper, scope, None)
-        patch_module(module, "forward", wrapper, forward_before)
-        if _forward_patch_unseen(module, wrapper, every_module_hooked):  # its call is scoped instead
-            patch_module(module, "_call_impl", call_in_scope(module, scope))
+        elif not launches_no_kernel(module) and hasattr(module, "forward"):  # a TorchScript ModuleList has none
+            if folds_into_its_call(module) and functions and isinstance(module.forward, types.MethodType):
+                suffix = MODULE_SEPARATOR + scope_text(name)
+                wrapper = _folded_forward(module.forward, suffix)
+                instances.add(module, wrapper, None, suffix)
+            else:
+                stacks = has_module_stacks(module)
+                graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
+                own_class = graph is None and class_forwards.class_of_its_forward(module, forward_before is _MISSING)
+                wrapper = _module_forward(module.forward, scope, graph, own_class or None)
+                if graph is None:
+                    instances.add(module, wrapper, scope, None)
+            patch_module(module, "forward", wrapper, forward_before)
+        # after its forward's patch, which it calls where the module has no hooks (recorder/hooked_calls.py)
+        scoped_call = call_in_scope if _forward_patch_unseen(module, wrapper) else call_in_scope_when_hooked
+        patch_module(module, "_call_impl", scoped_call(module, scope))
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
         for owner, values in plan.groups:
@@ -311,21 +304,13 @@ def _install(
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
-    held_in_copies = copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
-    if plan is not None:  # with functions=False, none: a class attribute dynamo may guard
-
-        def patch_while_recorded(module: nn.Module, key: str, value: Any) -> None:
-            patches.set_item(vars(module), key, value)
-            held_in_copies(patches.saved[-1])
-
-        return scoped_when_hooked(patches, scopes, patch_while_recorded)
-    return lambda: None
+    copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
 
 
-def _forward_patch_unseen(module: nn.Module, wrapper: Any, hooked: bool) -> bool:
+def _forward_patch_unseen(module: nn.Module, wrapper: Any) -> bool:
     """Whether ``module``'s class answers ``forward`` its own way (a ``__getattribute__`` choosing another method),
-    so that torch's call never reaches the patched forward, and no hook already scopes its call."""
-    if type(module).__getattribute__ is object.__getattribute__ or hooked or has_forward_hooks(module):
+    so that torch's call never reaches the patched forward ``wrapper`` (None: none was patched)."""
+    if wrapper is None or type(module).__getattribute__ is object.__getattribute__:
         return False
     try:
         return getattr(module, "forward", None) is not wrapper

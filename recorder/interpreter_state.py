@@ -29,8 +29,7 @@ def gc_paused() -> Iterator[None]:
 # Frames a recording adds besides those per module level: a folded module's call, calls between functionals, and
 # profile()'s own passes (record_pass, the warm-up's lambda...) around the model.
 _FRAMES_BESIDES_MODULES = 64
-# Per level of the module hierarchy: a module's scoped forward, and its scoped call where it has forward hooks
-# (recorder/hooked_calls.py).
+# Per level of the module hierarchy: a module's scoped forward, and its scoped call (recorder/hooked_calls.py).
 _FRAMES_PER_LEVEL = 2
 
 

@@ -203,15 +203,11 @@ class ModuleFunctionKernelProfiler:
         def patched_passes(functions: bool):
             # no scope opens until the recorded pass's profiler has started (scope_gate.py)
             patches = instrumented(named_modules, book, self.function_names, self.calls, functions)
-            with scope_gate.set_open(False), torch.no_grad(), patches as hooked_meanwhile:
+            with scope_gate.set_open(False), torch.no_grad(), patches:
                 manifest["git_commit"] = git_commit.result()
                 connection.exception()  # made (a failure is raised by load_run, which makes one again)
                 held = hold_limit_bytes(device, book)
-                # after each warm-up, the modules it hooked by writing their hook dicts (recorder/hooked_calls.py)
-                warmed = warm_up and (lambda: (warm_up(), hooked_meanwhile()))
-                return record_pass(
-                    book, warmed, recorded_pass, held, rehearsal and (lambda: (rehearsal(), hooked_meanwhile()))
-                )
+                return record_pass(book, warm_up, recorded_pass, held, rehearsal)
 
         def unpatched_pass():
             with torch.no_grad():

@@ -159,16 +159,46 @@ class WritesHookDicts(nn.Module):
         return self.head(self.fc(x))
 
 
+@pytest.mark.parametrize("warm_ups", [0, 1])
 @pytest.mark.parametrize("at_first_call", [False, True])
-def test_hooks_written_into_the_hook_dicts_before_the_recorded_pass_run_in_the_scope_of_their_module(at_first_call):
-    """Before profile(), or in the patched warm-up pass (warmup_iterations=1: the model's first call): found between
-    the passes. Written in the recorded pass itself (no warm-up), they are the caller's (recorder/hooked_calls.py)."""
+def test_hooks_written_into_the_hook_dicts_run_in_the_scope_of_their_module(at_first_call, warm_ups):
+    """Before profile(), in the patched warm-up pass, or in the recorded pass itself (no warm-up): a module's scoped
+    call reads its hook dicts as torch's does, at each call (recorder/hooked_calls.py)."""
     model = WritesHookDicts(at_first_call).eval()
     before = snapshot_patch_targets(model)
-    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})], warmup_iterations=1)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})], warmup_iterations=warm_ups)
     assert modules_of(frame, "silu") == {"fc"} and modules_of(frame, "softsign") == {"head"}
     assert not any("_call_impl" in vars(m) for m in model.modules())
     assert_patches_undone(model, before)
-    unwarmed = WritesHookDicts(True).eval()
-    frame, _ = ModuleFunctionKernelProfiler().profile(unwarmed, [((torch.randn(4, 8),), {})], warmup_iterations=0)
-    assert modules_of(frame, "silu") == {""} and modules_of(frame, "softsign") == {""}
+
+
+class HooksAroundEachCall(nn.Module):
+    """Writes a hook into its child's hook dict and the global hook dict around each call, and removes them after
+    (as adapters enabled for one call do), and sets a child's forward with object.__setattr__."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.tap, self.head = nn.Linear(8, 8), nn.Identity(), nn.Linear(8, 4)
+
+    def forward(self, x):
+        hooks = nn.modules.module._global_forward_pre_hooks
+        self.fc._forward_pre_hooks[10_003] = silu_input
+        hooks[10_004] = lambda module, args: (F.softsign(args[0]),) if module is self.head else None
+        plain = self.tap.forward
+        object.__setattr__(self.tap, "forward", lambda y: plain(F.hardtanh(y)))
+        try:
+            return self.head(self.tap(self.fc(x)))
+        finally:
+            del self.fc._forward_pre_hooks[10_003], hooks[10_004]
+            del self.tap.forward
+
+
+def test_hooks_written_and_removed_around_each_call_run_in_the_scope_of_their_module():
+    model = HooksAroundEachCall().eval()
+    before = snapshot_patch_targets(model)
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})], warmup_iterations=0)
+    assert modules_of(frame, "silu") == {"fc"}, "a pre-hook written into the module's dict is the module's"
+    assert modules_of(frame, "softsign") == {"head"}, "a global pre-hook written into its dict is its module's"
+    assert modules_of(frame, "hardtanh") == {"tap"}, "a forward set by object.__setattr__ is its module's"
+    assert not nn.modules.module._global_forward_pre_hooks
+    assert_patches_undone(model, before)
