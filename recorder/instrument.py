@@ -67,6 +67,7 @@ from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
 from .stored_references import Slots, stored_reference_sites
 from .threads import model_threads
+from .torch_tracing import torch_tracing_unscoped
 from .wrappers import functional_names, patch_plan  # noqa: F401 (tests read the rule)
 from .wrapping import bound_like, wraps
 
@@ -228,6 +229,7 @@ def instrumented(
         recursion_room(named_modules),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
+        torch_tracing_unscoped(),  # what torch.export or dynamo traces is not the program's
         recording_of(book, collect) as recording,
         late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
     ):

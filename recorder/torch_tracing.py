@@ -1,0 +1,88 @@
+"""torch's own tracing is not the program's: while ``torch.export`` (strict or not, ``torch._dynamo.export``) traces
+a module, or dynamo compiles a frame, the code it runs (the traced module's forward on fake tensors, its own
+bookkeeping through Tensor methods, the fake copies of the parameters) is its machinery's, whatever the program
+called it from. torch marks most of that time itself with the context managers that set
+``torch.compiler.is_compiling()`` (``_compiling_state_context`` for export, ``_compile_session_context`` for a dynamo
+compile); a non-strict export makes its fake parameters before, in ``_non_strict_export`` (``_strict_export``
+likewise). While recorded, every binding of them in torch's loaded modules is a wrapper that, inside torch's, steps
+the calling thread aside as a thread the recording does not scope (recorder/threads.py): every wrapper leaves its
+calls alone there, with no test more on the per-call path than the thread's, which it makes anyway. The bindings are
+put back afterwards, also in a torch module imported meanwhile that bound one by name. ``torch.export._trace`` is
+imported first where it is not yet (once a process, a fraction of a second after the inductor import that the
+profiler's start makes), so that a first export in the recorded pass is seen too."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from threading import get_ident
+from typing import Any
+
+from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS
+from .wrapping import wraps
+
+_CONTEXTS = (("torch._export.utils", "_compiling_state_context"), ("torch.compiler", "_compile_session_context"))
+_FUNCTIONS = (("torch.export._trace", "_non_strict_export"), ("torch.export._trace", "_strict_export"))
+
+
+@contextmanager
+def torch_tracing_unscoped() -> Iterator[None]:
+    """The block with torch's tracing contexts stepping their thread aside (module docstring)."""
+    try:
+        importlib.import_module("torch.export._trace")
+    except Exception:  # noqa: BLE001 - a torch without it (or broken): export is then not the program's to trace
+        pass
+    wrappers: dict[str, tuple[Any, Any]] = {}  # name -> (torch's function, its wrapper)
+    for module_name, name in _CONTEXTS + _FUNCTIONS:
+        original = getattr(sys.modules.get(module_name), name, None)
+        if callable(original):
+            aside = _stepping_aside(original) if (module_name, name) in _CONTEXTS else _called_aside(original)
+            wrappers[name] = original, wraps(aside, original, name)
+    _rebind(wrappers, 0, 1)
+    try:
+        yield
+    finally:
+        _rebind(wrappers, 1, 0)
+
+
+def _rebind(wrappers: dict[str, tuple[Any, Any]], old: int, new: int) -> None:
+    """In every loaded torch module, each name of ``wrappers`` bound to its pair's ``old`` item rebound to ``new``."""
+    for module_name, module in list(sys.modules.items()):
+        if module_name != "torch" and not module_name.startswith("torch.") or module is None:
+            continue
+        namespace = vars(module)
+        for name, pair in wrappers.items():
+            if namespace.get(name) is pair[old]:
+                namespace[name] = pair[new]
+
+
+def _stepping_aside(context: Any) -> Any:
+    def context_stepping_aside(*args: Any, **kwargs: Any) -> Any:
+        return _aside(context(*args, **kwargs))
+
+    return context_stepping_aside
+
+
+def _called_aside(function: Any) -> Any:
+    def called_aside(*args: Any, **kwargs: Any) -> Any:
+        with _aside(nullcontext()):
+            return function(*args, **kwargs)
+
+    return called_aside
+
+
+@contextmanager
+def _aside(context: Any) -> Iterator[Any]:
+    """``context`` entered, and inside it the calling thread one the recording does not scope."""
+    with context as value:
+        token, ident = INSIDE_CALL.set(OTHER_THREAD), get_ident()
+        scoped = ident in SCOPED_THREADS
+        SCOPED_THREADS.discard(ident)
+        try:
+            yield value
+        finally:
+            if scoped:
+                SCOPED_THREADS.add(ident)
+            INSIDE_CALL.reset(token)

@@ -1,0 +1,45 @@
+"""What torch's own tracing runs while recorded (``torch.export`` called inside a forward, strict or not) is not the
+program's: its calls and modules get no scope and no sample
+(recorder/torch_tracing.py), while the program's own around it keep theirs."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from conftest import assert_patches_undone, snapshot_patch_targets  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+class Inner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x)) + 1
+
+
+class ExportsItsChild(nn.Module):
+    """Exports its child at each call and runs the exported program (a module it was not given: unobserved)."""
+
+    def __init__(self, how: str):
+        super().__init__()
+        self.inner, self.head, self.how = Inner(), nn.Linear(8, 4), how
+
+    def forward(self, x):
+        graph = torch.export.export(self.inner, (x,), strict=self.how == "strict").module()
+        return self.head(F.silu(graph(x)))
+
+
+@pytest.mark.parametrize("how,warm_ups", [("non_strict", 0), ("non_strict", 1), ("strict", 1)])
+def test_torch_export_inside_a_forward_is_not_recorded_as_the_programs_calls(how, warm_ups):
+    model = ExportsItsChild(how).eval()
+    before = snapshot_patch_targets(model)
+    samples = [((torch.randn(4, 8),), {})]
+    frame, data = ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=warm_ups)
+    assert set(data) == {"linear", "silu"}, "export's own calls were sampled as the program's"
+    assert [calls for calls, _ in data["linear"]] == [1] and [calls for calls, _ in data["silu"]] == [1]
+    assert set(frame["module_name"].astype(str)) <= {"", "head"}, "the traced child ran no call of the program"
+    assert set(frame.loc[frame["module_name"] == "head", "function_name"]) == {"linear"}
+    assert_patches_undone(model, before)
