@@ -373,7 +373,8 @@ SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
 
 -- The row's call (function_name, call_event_id: the event that makes it): the innermost call scope's; else, in
 -- recordings and traces that name calls from the trace (the variables), a compiled region's (its outermost operator
--- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own), then a graph launch's,
+-- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own; or dynamo's "TorchDynamo
+-- Cache Lookup" just before it, the same call's guards, which hold no kernel: a CPU row), then a graph launch's,
 -- then the trace rule's: the operator named_op_id (the outermost with a namespace, which a TorchScript method's
 -- "forward" or an autograd Function's operator holds), by its own name where it has a namespace ("aten::lstm",
 -- "torchvision::nms": no functional or dotted torch name holds "::"), else other_operator_call ("Torch-Compiled
@@ -383,7 +384,7 @@ WITH named AS (
     SELECT r.*, m.module_name, f.sample_id, o.name AS op, co.name AS call_op,
            coalesce(
                CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
-               CASE WHEN starts_with(co.name, 'Torch-Compiled Region')
+               CASE WHEN (starts_with(co.name, 'Torch-Compiled Region') OR co.name = 'TorchDynamo Cache Lookup')
                      AND getvariable('compiled_region_call') IS NOT NULL
                     THEN {name: getvariable('compiled_region_call'), id: r.call_op_id} END,
                CASE WHEN r.graph_launch_id IS NOT NULL AND getvariable('graph_replay_call') IS NOT NULL

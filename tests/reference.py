@@ -212,6 +212,7 @@ def _ns(value) -> int:
     return int(Decimal(value) * 1000)
 
 
+DYNAMO_CACHE_LOOKUP = "TorchDynamo Cache Lookup"  # dynamo's guards of a compiled call, before its region
 # a launch that replays a graph: cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch, a fork's musaGraphLaunch…
 GRAPH_LAUNCH = re.compile(r"\w*GraphLaunch")
 # a launch that runs a kernel, of any device's runtime: Launch…Kernel (CUDA, ROCm, MUSA, Level Zero), Kernel…Launch
@@ -236,11 +237,11 @@ def reference_attribution(
     """{event index: dict(module_name, function_label, op, call_op, kernel, kind, dur_ns, call_event)} for every row.
 
     ``graph_replay_call``, ``compiled_region_call``: the calls that the kernels of a graph launch, and of a compiled
-    region ("Torch-Compiled Region" outermost operator), outside any call belong to, in a recording that names them
-    from the trace (its manifest's annotation); the compiled region first. ``other_operator_call``: where given, a
-    row that is in no call after those is named after the outermost operator holding it in its innermost module (its
-    own name when it holds "::", else this). ``call_event``: the event index of the scope or operator (or graph
-    launch) that makes the row's call. A CPU row's ``dur_ns`` is its self time."""
+    region ("Torch-Compiled Region" or "TorchDynamo Cache Lookup" outermost operator), outside any call belong to, in
+    a recording that names them from the trace (its manifest's annotation); the compiled region first.
+    ``other_operator_call``: where given, a row that is in no call after those is named after the outermost operator
+    holding it in its innermost module (its own name when it holds "::", else this). ``call_event``: the event index
+    of the scope or operator (or graph launch) that makes the row's call. A CPU row's ``dur_ns`` is its self time."""
     events = load_events(path)
     spans = []
     for index, e in enumerate(events):
@@ -407,7 +408,8 @@ def reference_attribution(
     def named_from_the_trace(ctx: dict, graph_launch: int | None) -> dict:
         if ctx["function_label"] is not None:
             return {**ctx, "call_event": ctx["function_event"]}
-        if compiled_region_call and (ctx["call_op"] or "").startswith("Torch-Compiled Region"):
+        call_op = ctx["call_op"] or ""
+        if compiled_region_call and (call_op.startswith("Torch-Compiled Region") or call_op == DYNAMO_CACHE_LOOKUP):
             return {**ctx, "function_label": compiled_region_call, "call_event": ctx["call_op_event"]}
         if graph_replay_call and graph_launch is not None:
             return {**ctx, "function_label": graph_replay_call, "call_event": graph_launch}
