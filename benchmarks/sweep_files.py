@@ -23,6 +23,9 @@ the full nn.Transformer, resampling, routing, robust statistics, LU solves, a sp
 modules doing more than their one call, hook dicts written directly, torch functions a library replaced, functionals
 held in Enums, slots, lambda defaults and class registries), sweep_cpu_models_unseen8.py (transformers'
 flex_attention on the CPU, SDPA with padding, pipeline objects profiled with ``module=pipeline.model``),
+sweep_cpu_mechanisms_unseen9.py (singledispatch and cached-property forwards, the user's decorators and
+record_function regions, hooks and forwards written around each call or at the recorded pass's first call,
+``torch.export`` and a compiled function inside a forward, modules built or cast while recorded),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -46,6 +49,7 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen8": "UNSEEN8_MECHANISMS",
     "sweep_cpu_mechanisms_unseen8_more": "UNSEEN8_MORE_MECHANISMS",
     "sweep_cpu_mechanisms_unseen8_modules": "UNSEEN8_MODULE_MECHANISMS", "sweep_cpu_models_unseen8": "UNSEEN8_MODELS",
+    "sweep_cpu_mechanisms_unseen9": "UNSEEN9_MECHANISMS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 
