@@ -70,6 +70,22 @@ def compiled_entry(module: torch.nn.Module, optimized_type: Any) -> tuple[str, A
     return None
 
 
+def calls_of_wrappers(optimized_type: type, scoped: Callable[[Any], Callable | None]) -> Callable:
+    """``OptimizedModule.__call__`` for the recording: a ``torch.compile(module)`` of an observed module that is not
+    observed itself (``profile(torch.compile(model), module=model)``, or a wrapper the program holds outside the
+    model) runs as ``scoped(module)`` makes of its bound call; its graphs trace the modules the recorder patches, and
+    guard their ``__dict__``. Any other runs as it is."""
+    call = vars(optimized_type)["__call__"]
+
+    def call_of_wrapper(self, *args, **kwargs):
+        made = None if dynamo_tracing() else scoped(vars(self).get("_modules", {}).get("_orig_mod"))
+        if made is None:
+            return call(self, *args, **kwargs)
+        return made(types.MethodType(call, self))(*args, **kwargs)
+
+    return wraps(call_of_wrapper, call, "__call__")
+
+
 def compiled_methods(module: torch.nn.Module) -> list[tuple[str, Any]]:
     """``(attribute, compiled callable)`` for each torch.compile'd method of ``module`` that it holds beside the
     forward it runs: ``torch.compile(self.__call__)`` kept as an attribute (transformers' ``_compiled_call``, which

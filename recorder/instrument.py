@@ -45,6 +45,7 @@ from . import class_forwards
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .class_forwards import ScopedInstances, class_forward_sites
 from .compiled import (
+    calls_of_wrappers,
     compiled_code_kept,
     compiled_entry,
     compiled_forward,
@@ -306,6 +307,9 @@ def _install(
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
+    if optimized_type is not None:
+        scoped = _wrapper_scopes(patches, dict(zip(map(id, observed), observed_names, strict=True)), sampled)
+        patches.set_attribute(optimized_type, "__call__", calls_of_wrappers(optimized_type, scoped))
     copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
 
 
@@ -330,10 +334,35 @@ def _scope_compiled_methods(
         methods = compiled_methods(module)
         if not methods:
             continue
-        dicts = {id(vars(m)) for m in module.modules()}
-        held = [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
+        held = _held_in(patches, module)
         namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
         for attribute, method in methods:
             scoped = compiled_forward(with_own_values(method, held, _MISSING), MODULE_PREFIX + scope_text(name), namer,
                                       marks_its_calls=calls == "all")  # fmt: skip
             patch_module(module, attribute, scoped)
+
+
+def _held_in(patches: _Patches, module: nn.Module) -> list:
+    """The patches of the ``__dict__`` of ``module`` and of the modules under it."""
+    dicts = {id(vars(m)) for m in module.modules()}
+    return [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
+
+
+def _wrapper_scopes(patches: _Patches, names: dict[int, str], sampled: Any) -> Any:
+    """For ``compiled.calls_of_wrappers``: of an observed module (``names``: by id), a function of a torch.compile'd
+    wrapper's bound call that runs it as a compiled method is run (``_scope_compiled_methods``), found at its first
+    call; the torch calls made at its graph breaks keep their own scopes, as when nothing scopes the wrapper."""
+    made: dict[int, Any] = {}
+
+    def scoped(module: Any) -> Any:
+        key = id(module)
+        if key not in names:
+            return None
+        if key not in made:
+            held = _held_in(patches, module)
+            namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
+            scope = MODULE_PREFIX + scope_text(names[key])
+            made[key] = lambda call: compiled_forward(with_own_values(call, held, _MISSING), scope, namer, False)
+        return made[key]
+
+    return scoped
