@@ -230,7 +230,7 @@ def instrumented(
         recursion_room(named_modules),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
-        torch_tracing_unscoped(),  # what torch.export or dynamo traces is not the program's
+        torch_tracing_unscoped(),  # what torch.export traces is not the program's
         recording_of(book, collect) as recording,
         late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
     ):

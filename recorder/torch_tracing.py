@@ -1,15 +1,15 @@
-"""torch's own tracing is not the program's: while ``torch.export`` (strict or not, ``torch._dynamo.export``) traces
-a module, or dynamo compiles a frame, the code it runs (the traced module's forward on fake tensors, its own
-bookkeeping through Tensor methods, the fake copies of the parameters) is its machinery's, whatever the program
-called it from. torch marks most of that time itself with the context managers that set
-``torch.compiler.is_compiling()`` (``_compiling_state_context`` for export, ``_compile_session_context`` for a dynamo
-compile); a non-strict export makes its fake parameters before, in ``_non_strict_export`` (``_strict_export``
-likewise). While recorded, every binding of them in torch's loaded modules is a wrapper that, inside torch's, steps
-the calling thread aside as a thread the recording does not scope (recorder/threads.py): every wrapper leaves its
-calls alone there, with no test more on the per-call path than the thread's, which it makes anyway. The bindings are
-put back afterwards, also in a torch module imported meanwhile that bound one by name. ``torch.export._trace`` is
-imported first where it is not yet (once a process, a fraction of a second after the inductor import that the
-profiler's start makes), so that a first export in the recorded pass is seen too."""
+"""torch's own tracing is not the program's: while ``torch.export`` (strict or not) traces a module, the code it runs
+(the traced module's forward on fake tensors, its own bookkeeping through Tensor methods, the fake copies of the
+parameters) is its machinery's, whatever the program called it from. torch marks most of that time itself with the
+context manager that sets ``torch.compiler.is_compiling()`` for export (``_compiling_state_context``, which
+``torch._dynamo.export`` enters too); a non-strict export makes its fake parameters before, in ``_non_strict_export``
+(``_strict_export`` likewise). While recorded, every binding of them in torch's loaded modules is a wrapper that,
+inside torch's, steps the calling thread aside as a thread the recording does not scope (recorder/threads.py): every
+wrapper leaves its calls alone there, with no test more on the per-call path than the thread's, which it makes
+anyway. The bindings are put back afterwards, also in a torch module imported meanwhile that bound one by name.
+``torch.export._trace`` is imported first where it is not yet (once a process, a fraction of a second after the
+inductor import that the profiler's start makes), so that a first export in the recorded pass is seen too. Dynamo's
+own tracing needs none of this: every wrapper steps aside while it traces (``compiled.dynamo_tracing``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from typing import Any
 from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS
 from .wrapping import wraps
 
-_CONTEXTS = (("torch._export.utils", "_compiling_state_context"), ("torch.compiler", "_compile_session_context"))
+_CONTEXTS = (("torch._export.utils", "_compiling_state_context"),)
 _FUNCTIONS = (("torch.export._trace", "_non_strict_export"), ("torch.export._trace", "_strict_export"))
 
 
