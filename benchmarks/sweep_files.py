@@ -23,6 +23,10 @@ the full nn.Transformer, resampling, routing, robust statistics, LU solves, a sp
 modules doing more than their one call, hook dicts written directly, torch functions a library replaced, functionals
 held in Enums, slots, lambda defaults and class registries), sweep_cpu_models_unseen8.py (transformers'
 flex_attention on the CPU, SDPA with padding, pipeline objects profiled with ``module=pipeline.model``),
+sweep_cpu_models_unseen9.py (hybrid state-space and mixture-of-experts decoders, ESM, ProphetNet, Depth Anything,
+Pix2Struct, DAC, Mimi, BLIP; Whisper and beam-sampling Marian ``generate()``, bf16 at batch 1, ``torch.compile`` of
+the root profiled with ``module=`` the model it wraps, in place, per layer, of ``model.forward`` and of
+``model.generate``),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -46,6 +50,7 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen8": "UNSEEN8_MECHANISMS",
     "sweep_cpu_mechanisms_unseen8_more": "UNSEEN8_MORE_MECHANISMS",
     "sweep_cpu_mechanisms_unseen8_modules": "UNSEEN8_MODULE_MECHANISMS", "sweep_cpu_models_unseen8": "UNSEEN8_MODELS",
+    "sweep_cpu_models_unseen9": "UNSEEN9_MODELS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 
