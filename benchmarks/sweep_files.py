@@ -26,6 +26,10 @@ flex_attention on the CPU, SDPA with padding, pipeline objects profiled with ``m
 sweep_cpu_mechanisms_unseen9.py (singledispatch and cached-property forwards, the user's decorators and
 record_function regions, hooks and forwards written around each call or at the recorded pass's first call,
 ``torch.export`` and a compiled function inside a forward, modules built or cast while recorded),
+sweep_cpu_models_unseen9.py (hybrid state-space and mixture-of-experts decoders, ESM, ProphetNet, Depth Anything,
+Pix2Struct, DAC, Mimi, BLIP; Whisper and beam-sampling Marian ``generate()``, bf16 at batch 1, ``torch.compile`` of
+the root profiled with ``module=`` the model it wraps, in place, per layer, of ``model.forward`` and of
+``model.generate``),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -50,6 +54,7 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen8_more": "UNSEEN8_MORE_MECHANISMS",
     "sweep_cpu_mechanisms_unseen8_modules": "UNSEEN8_MODULE_MECHANISMS", "sweep_cpu_models_unseen8": "UNSEEN8_MODELS",
     "sweep_cpu_mechanisms_unseen9": "UNSEEN9_MECHANISMS",
+    "sweep_cpu_models_unseen9": "UNSEEN9_MODELS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 
