@@ -90,6 +90,10 @@ def load_events(path: Path) -> list[dict]:
         args = e.get("args")
         if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
             args["External id"] = args["external id"]
+        for key in ("pid", "tid"):  # the text of an integer is that integer's thread, as Chrome and Perfetto read it
+            value = e.get(key)
+            if isinstance(value, str) and re.fullmatch(r"0|-?[1-9][0-9]*", value) and -(2**63) <= int(value) < 2**63:
+                e[key] = int(value)
         for key in ("correlation", "External id"):  # and so do these, as the readers cast them to integers
             if isinstance(args, dict) and isinstance(args.get(key), str) and re.fullmatch(r"-?[0-9]{1,18}", args[key]):
                 args[key] = int(args[key])
