@@ -332,10 +332,10 @@ def reference_attribution(
                 tid = op[1]  # filed under another thread's id: it was made on its operator's thread
             launch_by_corr.setdefault(corr, []).append((e, i, (pid, tid, s)))
 
-    by_thread: dict = {}
+    by_thread: dict = {}  # of spans of equal start and end, a Python frame holds an operator, else the earlier one
     for i, e, s, end in spans:
         if role(e) is not None:
-            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append((s, -end, i, e, end))
+            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append((s, -end, frame_of(e) is None, i, e, end))
 
     def read(holders: list, own: tuple | None = None) -> dict:
         """The attribution of a launch point or a CPU operator (``own``) read off the spans that hold it,
@@ -388,7 +388,7 @@ def reference_attribution(
         points = sorted(wanted.get(key, ()))
         stack: list = []
         p = 0
-        for s, _neg, i, e, end in items:
+        for s, _neg, _not_frame, i, e, end in items:
             while p < len(points) and points[p] < s:
                 contexts[(key[0], key[1], points[p])] = read([x for x in stack if x[1] > points[p]])
                 p += 1
