@@ -14,7 +14,8 @@
  *  - ph, cat, name: the string, escapes decoded; missing or null: NULL. Kept as dictionaries.
  *  - pid, tid: an integer's value; a string (a name, "Spans", or digits, the 2021 format's "1441273664"): NULL, and
  *    the string, escapes decoded, in pid_name, tid_name (kept as dictionaries; NULL where pid, tid is not a string);
- *    missing or null: NULL. (thread_keys.sql then gives each name a key no integer of the trace uses.)
+ *    missing or null: NULL. (ingest_scanned.sql then reads an integer's text as that integer, and gives every
+ *    other name a key no integer of the trace uses.)
  *  - ts, dur: integer nanoseconds of a decimal with at most 3 fraction digits (epoch microseconds too); missing
  *    or null: NULL.
  *  - args: the object written compact, as DuckDB's JSON writer does (no whitespace, "\/" as "/", the

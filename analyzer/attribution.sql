@@ -211,9 +211,9 @@ SET VARIABLE ks_bucket_shift = (
 -- A plain trace's scopes are its Python frames (frames.sql, ks_frame_scopes), named there.
 CREATE OR REPLACE TEMP TABLE ks_enclosers AS
 SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_folded(name) AS folded,
-       kind = 2 AND contains(name, '::') AS namespaced
+       kind = 2 AND contains(name, '::') AS namespaced, frame
 FROM (
-    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name,
+    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name, false AS frame,
            CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
                      WHEN starts_with(name, getvariable('function_prefix')) THEN 1
                      ELSE 2 END AS UTINYINT) AS kind
@@ -223,21 +223,21 @@ FROM (
            OR (cat = 'user_annotation'
                AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))))
     UNION ALL
-    SELECT event_id, pid, tid, ts_ns, end_ns, name, kind FROM ks_frame_scopes
+    SELECT event_id, pid, tid, ts_ns, end_ns, name, true, kind FROM ks_frame_scopes
 )
 WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable('ks_bucket_shift'))
    OR (pid, tid, ts_ns >> getvariable('ks_bucket_shift'))
       IN (SELECT (pid, tid, at_ns >> getvariable('ks_bucket_shift')) FROM ks_anchors);
 
 -- Per launch point (or CPU operator), the innermost module, function and operator holding it (latest start, then
--- shortest, then last in the trace) and the outermost operator (and the outermost with a namespace), from a range join (IEJoin) of the points with the
+-- shortest, then an operator inside a Python frame of its span, then last in the trace) and the outermost operator (and the outermost with a namespace), from a range join (IEJoin) of the points with the
 -- spans of their thread; a CPU operator's innermost holding operator is its parent. Each is kept as its order
 -- (span_keys.sql), read below by comparisons and its id alone. That order is one 128-bit key when the trace's spans
 -- fit (start past the first, duration and event id in 127 bits, with a bit to spare each): the aggregates then
 -- compare integers, not structs (a fifth cheaper), and the key becomes an order without being taken apart (which
 -- cost more to plan than to run on a small trace); a trace whose spans do not fit compares structs.
 SET VARIABLE ks_key_bits = (
-    SELECT {t: t, d: d, i: i, t0: t0, packed: coalesce(CAST(t AS INTEGER) + d + i <= 127 AND d <= 63, true)}
+    SELECT {t: t, d: d, i: i, t0: t0, packed: coalesce(CAST(t AS INTEGER) + d + i + 1 <= 127 AND d <= 63, true)}
     FROM (SELECT CAST(ceil(log2(max(ts_ns) - min(ts_ns) + 1)) + 1 AS UTINYINT) AS t,
                  CAST(ceil(log2(max(end_ns - ts_ns) + 1)) + 1 AS UTINYINT) AS d,
                  CAST(ceil(log2(max(event_id) + 1)) + 1 AS UTINYINT) AS i,
@@ -255,9 +255,9 @@ WITH packed AS (
            min(e.k) FILTER (WHERE e.kind = 2) AS outer_op,
            min(e.k) FILTER (WHERE e.namespaced) AS outer_namespaced_op
     FROM ks_anchors a
-    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, event_id) AS k FROM ks_enclosers) e
+    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, frame, event_id) AS k FROM ks_enclosers) e
       ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
-     AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
+     AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
     GROUP BY a.anchor
 )
 SELECT anchor, ks_span_order_of_key(module) AS module, ks_span_order_of_key(function) AS function,
@@ -275,17 +275,17 @@ SELECT a.anchor,
        min(e.o) FILTER (WHERE e.kind = 2) AS outer_op,
        min(e.o) FILTER (WHERE e.namespaced) AS outer_namespaced_op
 FROM ks_anchors a
-JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o FROM ks_enclosers) e
+JOIN (SELECT *, ks_span_order(ts_ns, end_ns, frame, event_id) AS o FROM ks_enclosers) e
   ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
- AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
+ AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
 GROUP BY a.anchor;
 
 -- The outermost operator holding the point inside its innermost call scope, else inside its innermost module
 -- scope, else of all. In a call, that is the call's operator (aten::linear for F.linear); in none, the operator
 -- its call is named after (kernels: function_name). Inside by the nesting order of ks_innermost (a later start;
--- the same start and shorter; the same span and later in the trace), so an operator that starts with the scope but
--- outlasts it, or comes before it in the trace, is outside it. Usually the outermost operator of all; a second
--- join only for the points where that one is outside the scope.
+-- the same start and shorter; the same span and an operator where the other is a frame, else later in the trace),
+-- so an operator that starts with the scope but outlasts it, or comes before it in the trace, is outside it. Usually
+-- the outermost operator of all; a second join only for the points where that one is outside the scope.
 CREATE OR REPLACE TEMP TABLE ks_call_ops AS
 SELECT anchor, outer_op.id AS inside_op_id, outer_namespaced_op.id AS inside_namespaced_op_id
 FROM ks_innermost
@@ -298,9 +298,9 @@ SELECT a.anchor, min(e.o).id, (min(e.o) FILTER (WHERE e.namespaced)).id
 FROM (SELECT a.*, coalesce(i.function, i.module) AS scope
       FROM ks_anchors a JOIN ks_innermost i USING (anchor)
       WHERE i.outer_op < coalesce(i.function, i.module)) a
-JOIN (SELECT *, ks_span_order(ts_ns, end_ns, event_id) AS o FROM ks_enclosers WHERE kind = 2) e
+JOIN (SELECT *, ks_span_order(ts_ns, end_ns, frame, event_id) AS o FROM ks_enclosers WHERE kind = 2) e
   ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
- AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.event_id < a.op_id)
+ AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
 WHERE e.o > a.scope
 GROUP BY a.anchor;
 DROP TABLE ks_enclosers;

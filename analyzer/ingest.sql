@@ -6,10 +6,12 @@
 -- fails and validate.py names the event, where it is one validate.sql's rules hold (a device event, launch, operator
 -- or annotation); on any other event the time is NULL: Kineto writes a profiler span ("Trace") whose end precedes
 -- its start with an unsigned 64-bit wrap for its dur (18446744073709551.615 µs), and nothing reads it.
--- A pid/tid that is a string in the trace ("Spans", "python", "stream 7", "7": Chrome takes any value) keeps its text
--- in pid_name/tid_name, and its pid/tid is a key made from the text's hash, from -2^63 + 1 to -2^62, where no trace's
--- integers lie ("7" and 7 are two threads, as they are two values; n names share a key with odds of about
--- n^2 / 2^63), made as each row is written (two UPDATEs after the load cost 1.5-2 ms on every trace: every Kineto
+-- A pid/tid that is the text of an integer in the trace ("7", the 2021 format's "1441273664") is that integer, as
+-- Chrome's trace viewer (threads keyed by JavaScript property: "7" and 7 are one) and Perfetto (CoerceToUint32) read
+-- it; the 2021 format writes its CPU threads as text and its flows' starts on them as numbers. Any other string
+-- ("Spans", "python", "stream 7", "07": Chrome takes any value) keeps its text in pid_name/tid_name, and its pid/tid
+-- is a key made from the text's hash, from -2^63 + 1 to -2^62, where no trace's integers lie (n names share a key
+-- with odds of about n^2 / 2^63), made as each row is written (two UPDATEs after the load cost 1.5-2 ms on every trace: every Kineto
 -- trace names its "Spans" and "Traces" threads). A flow's id (ph s, t, f: the arrows between a launch and its device
 -- events) is its integer, or NULL for other strings; the full args stay as JSON, and the join keys the attribution
 -- needs come from one parse of them (json_transform: the same values as TRY_CAST(json_extract(args, path)) of each,
@@ -44,10 +46,12 @@ FROM (SELECT
                        ELSE coalesce(cat, CASE WHEN ph = 'i' AND name = '[memory]' THEN 'cpu_instant_event' END) END
     END                                                                                     AS cat,
     name,
-    CASE WHEN json_type(pid) <> 'VARCHAR' THEN TRY_CAST(pid AS BIGINT) END                  AS pid,
-    CASE WHEN json_type(tid) <> 'VARCHAR' THEN TRY_CAST(tid AS BIGINT) END                  AS tid,
-    CASE WHEN json_type(pid) = 'VARCHAR' THEN pid ->> '$' END                               AS pid_name,
-    CASE WHEN json_type(tid) = 'VARCHAR' THEN tid ->> '$' END                               AS tid_name,
+    CASE WHEN json_type(pid) <> 'VARCHAR' THEN TRY_CAST(pid AS BIGINT) WHEN pid_number THEN CAST(pid ->> '$' AS BIGINT)
+    END                                                                                     AS pid,
+    CASE WHEN json_type(tid) <> 'VARCHAR' THEN TRY_CAST(tid AS BIGINT) WHEN tid_number THEN CAST(tid ->> '$' AS BIGINT)
+    END                                                                                     AS tid,
+    CASE WHEN json_type(pid) = 'VARCHAR' AND NOT pid_number THEN pid ->> '$' END            AS pid_name,
+    CASE WHEN json_type(tid) = 'VARCHAR' AND NOT tid_number THEN tid ->> '$' END            AS tid_name,
     ts,
     dur,
     keys.correlation                                                                        AS correlation,
@@ -59,7 +63,9 @@ FROM (SELECT
     args,
     CASE WHEN ph IN ('s', 't', 'f') THEN TRY_CAST(id AS BIGINT) END                         AS flow_id
 FROM (
-    SELECT *, json_transform(args, '{"correlation": "BIGINT", "External id": "BIGINT", "device": "INTEGER", "stream": "INTEGER"}') AS keys
+    SELECT *, json_transform(args, '{"correlation": "BIGINT", "External id": "BIGINT", "device": "INTEGER", "stream": "INTEGER"}') AS keys,
+           coalesce(CAST(TRY_CAST(pid ->> '$' AS BIGINT) AS VARCHAR) = pid ->> '$', false) AS pid_number,
+           coalesce(CAST(TRY_CAST(tid ->> '$' AS BIGINT) AS VARCHAR) = tid ->> '$', false) AS tid_number
     FROM read_json(
         ${events_file},
         format = 'array',

@@ -1,13 +1,17 @@
 -- ingest_scanned.sql: append one part of the trace's traceEvents array, read by the native reader
 -- (_kineto.c) into the columns of `events` (the rows ingest.sql gives, event_id the position in the part),
 -- to `events`; ${first_id}: the events of the parts before it, so event_id is the position in the array; ${rank}:
--- the recording's rank. A pid/tid the trace wrote as a string is keyed as in ingest.sql.
+-- the recording's rank. A pid/tid the trace wrote as a string is keyed as in ingest.sql: the text of an integer as
+-- that integer, any other text by its hash.
 INSERT INTO events
 SELECT event_id + CAST(${first_id} AS BIGINT), ph, cat, name,
-       CASE WHEN pid_name IS NULL THEN pid
+       CASE WHEN pid_name IS NULL THEN pid WHEN pid_number THEN CAST(pid_name AS BIGINT)
             ELSE -4611686018427387904 - CAST(hash(pid_name) % 4611686018427387904 AS BIGINT) END,
-       CASE WHEN tid_name IS NULL THEN tid
+       CASE WHEN tid_name IS NULL THEN tid WHEN tid_number THEN CAST(tid_name AS BIGINT)
             ELSE -4611686018427387904 - CAST(hash(tid_name) % 4611686018427387904 AS BIGINT) END,
-       ts_ns, dur_ns, correlation, external_id, device, stream, args, flow_id, pid_name, tid_name,
+       ts_ns, dur_ns, correlation, external_id, device, stream, args, flow_id,
+       CASE WHEN NOT pid_number THEN pid_name END, CASE WHEN NOT tid_number THEN tid_name END,
        CAST(${rank} AS INTEGER)
-FROM scanned_part;
+FROM (SELECT *, coalesce(CAST(TRY_CAST(pid_name AS BIGINT) AS VARCHAR) = pid_name, false) AS pid_number,
+                coalesce(CAST(TRY_CAST(tid_name AS BIGINT) AS VARCHAR) = tid_name, false) AS tid_number
+      FROM scanned_part);

@@ -1,4 +1,4 @@
-"""Mutations of the real traces and run directories of sample_traces/, for fuzzing the analyzer.
+"""Mutations of the real traces and run directories of sample_traces/ (external/ too), for fuzzing the analyzer.
 
 ``make_case(source, kind, rng, workdir)`` writes one mutated input; every random choice comes from
 ``rng``, so a case is reproduced from its seed. Used by benchmarks/fuzz_traces.py and tests/test_fuzz.py.
@@ -12,6 +12,8 @@ import random
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from trace_framing import blanks, producer_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -56,9 +58,10 @@ KINDS = {  # mutation: weight
     "blanks": 4,
     "combo": 7,
     "run_dir": 7,
+    "producer": 8,
 }
 # the input stays valid: attribution must not change
-VALID_KINDS = {"shuffle", "shuffle_keys", "reformat", "begin_end", "blanks"}
+VALID_KINDS = {"shuffle", "shuffle_keys", "reformat", "begin_end", "blanks", "producer"}
 
 
 @dataclass
@@ -79,8 +82,11 @@ def sources(names: list[str] | None = None) -> list[Source]:
         found.append((manifest.parent.name, manifest.parent / "trace.json.gz", manifest.parent, {}))
     for trace in sorted((REPO / "sample_traces" / "plain_kineto").glob("*.json.gz")):
         found.append((f"plain/{trace.name.removesuffix('.json.gz')}", trace, None, PROBE_PREFIXES))
+    for trace in sorted((REPO / "sample_traces" / "external").glob("*.json*")):  # other projects' (README there)
+        found.append((f"external/{trace.name.split('.json')[0]}", trace, None, {}))
+    read = {".json": Path.read_bytes, ".gz": lambda path: gzip.decompress(path.read_bytes())}
     return [
-        Source(name, trace, run_dir, json.loads(gzip.decompress(trace.read_bytes())), kwargs)
+        Source(name, trace, run_dir, json.loads(read[trace.suffix](trace)), kwargs)
         for name, trace, run_dir, kwargs in found
         if names is None or name in names
     ]
@@ -320,6 +326,9 @@ def make_case(source: Source, kind: str, rng: random.Random, workdir: Path) -> C
         return Case(kind, source, _write_trace(_dumps(doc, pretty=True), stem, rng), True, ["indent 2"])
     if kind == "blanks":
         return _blanks_case(source, doc, rng, stem)
+    if kind == "producer":  # as another writer of the format writes the same trace (trace_framing.py)
+        data, step = producer_bytes(doc, rng)
+        return Case(kind, source, _write_trace(data, stem, rng), True, [step])
     if kind == "run_dir":
         return _run_dir_case(source, doc, rng, workdir)
     if kind == "combo":
@@ -332,19 +341,11 @@ def make_case(source: Source, kind: str, rng: random.Random, workdir: Path) -> C
     return Case(kind, source, _write_trace(_dumps(doc), stem, rng), kind in VALID_KINDS, [step])
 
 
-def _blanks(rng: random.Random, alphabet: bytes) -> bytes:
-    """A run of blanks from ``alphabet``, a short random pattern repeated: none, a few, or more than the 1 MiB the end
-    of a trace is searched in."""
-    size = rng.choice([0, 1, 3, 1000, (1 << 20) + 1, 3 << 20])
-    pattern = bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 6)))
-    return (pattern * (size // len(pattern) + 1))[:size]
-
-
 def _blanks_case(source: Source, doc: dict, rng: random.Random, stem: Path) -> Case:
     """Whitespace before the JSON, whitespace and zeros after it (and after a gzip member): the trace as it was."""
-    before, after = _blanks(rng, b" \t\r\n"), _blanks(rng, b" \t\r\n\0")
+    before, after = blanks(rng, b" \t\r\n"), blanks(rng, b" \t\r\n\0")
     path = _write_trace(before + _dumps(doc, pretty=rng.random() < 0.5) + after, stem, rng)
-    outside = _blanks(rng, b" \t\r\n\0") if path.suffix == ".gz" else b""
+    outside = blanks(rng, b" \t\r\n\0") if path.suffix == ".gz" else b""
     with open(path, "ab") as out:
         out.write(outside)
     step = f"{len(before)} blanks before, {len(after)} after, {len(outside)} after the gzip member"

@@ -90,6 +90,10 @@ def load_events(path: Path) -> list[dict]:
         args = e.get("args")
         if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
             args["External id"] = args["external id"]
+        for key in ("pid", "tid"):  # the text of an integer is that integer's thread, as Chrome and Perfetto read it
+            value = e.get(key)
+            if isinstance(value, str) and re.fullmatch(r"0|-?[1-9][0-9]*", value) and -(2**63) <= int(value) < 2**63:
+                e[key] = int(value)
         for key in ("correlation", "External id"):  # and so do these, as the readers cast them to integers
             if isinstance(args, dict) and isinstance(args.get(key), str) and re.fullmatch(r"-?[0-9]{1,18}", args[key]):
                 args[key] = int(args[key])
@@ -329,10 +333,10 @@ def reference_attribution(
                 tid = op[1]  # filed under another thread's id: it was made on its operator's thread
             launch_by_corr.setdefault(corr, []).append((e, i, (pid, tid, s)))
 
-    by_thread: dict = {}
+    by_thread: dict = {}  # of spans of equal start and end, a Python frame holds an operator, else the earlier one
     for i, e, s, end in spans:
         if role(e) is not None:
-            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append((s, -end, i, e, end))
+            by_thread.setdefault((e.get("pid"), e.get("tid")), []).append((s, -end, frame_of(e) is None, i, e, end))
 
     def read(holders: list, own: tuple | None = None) -> dict:
         """The attribution of a launch point or a CPU operator (``own``) read off the spans that hold it,
@@ -385,7 +389,7 @@ def reference_attribution(
         points = sorted(wanted.get(key, ()))
         stack: list = []
         p = 0
-        for s, _neg, i, e, end in items:
+        for s, _neg, _not_frame, i, e, end in items:
             while p < len(points) and points[p] < s:
                 contexts[(key[0], key[1], points[p])] = read([x for x in stack if x[1] > points[p]])
                 p += 1

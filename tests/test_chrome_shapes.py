@@ -255,14 +255,12 @@ def test_a_bare_array_may_leave_off_its_closing_bracket(tmp_path, ending, compre
         load_run(path)
 
 
-def test_a_thread_named_by_a_digit_string_is_not_the_thread_of_that_integer(tmp_path):
-    """"tid": "887" and "tid": 887 are two threads, as they are two values: a module scope around each launch on the
-    thread written 887 does not hold the launches of the thread written "887". The name stays in events.tid_name, and
-    its key (kernels.thread) is no integer the trace uses."""
+def test_a_thread_written_as_a_digit_string_is_the_thread_of_that_integer(tmp_path):
+    """A "tid": "887" and a "tid": 887 are one thread, as Chrome's trace viewer and Perfetto read them (the 2021 format
+    writes a thread both ways): a module scope around each launch on the thread written 887 holds the launch written
+    on "887". The thread keeps its integer, and no name; "0887" is no integer's text and stays a name."""
     doc = _doc()
     complete = _rows(_write(tmp_path, doc, "complete"))
-    with load_run(tmp_path / "complete.json") as run:
-        assert run.profiling_df()["thread_name"].isna().all(), "threads the trace numbers have no name"
     decoys = []
     for e in doc["traceEvents"]:
         if e.get("pid") == 887 and e.get("tid") == 887:
@@ -270,13 +268,20 @@ def test_a_thread_named_by_a_digit_string_is_not_the_thread_of_that_integer(tmp_
             if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X":
                 around = {"ts": e["ts"] - Decimal("0.001"), "dur": e["dur"] + Decimal("0.002")}
                 decoys.append({"ph": "X", "cat": "cpu_op", "name": "ks.module:0", "pid": 887, "tid": 887, **around})
+    path = _write(tmp_path, doc, "text")
+    assert _rows(path) == complete
     doc["traceEvents"] += decoys
     path = _write(tmp_path, doc)
-    assert _rows(path) == complete
+    assert _rows(path) == [{**row, "module_name": "0"} for row in complete]
     with load_run(path) as run:
-        named = "SELECT DISTINCT tid_name, tid FROM events WHERE pid = 887 AND cat = 'cpu_op' ORDER BY 1"
-        (name, key), (no_name, integer) = run.con.execute(named).fetchall()
-        assert (name, no_name, integer) == ("887", None, 887) and key < 0
+        named = "SELECT DISTINCT tid_name, tid FROM events WHERE pid = 887 AND cat = 'cpu_op'"
+        assert run.con.execute(named).fetchall() == [(None, 887)]
         frame = run.profiling_df()
-        assert set(frame["thread"]) == {key}
-        assert set(frame["thread_name"]) == {"887"}, "the name shows where the trace gave it"
+        assert set(frame["thread"]) == {887} and frame["thread_name"].isna().all()
+    for e in doc["traceEvents"]:
+        if e.get("tid") == "887":
+            e["tid"] = "0887"
+    path = _write(tmp_path, doc, "zero")
+    assert _rows(path) == complete, "the decoys, on thread 887, hold none of the launches on thread '0887'"
+    with load_run(path) as run:
+        assert set(run.profiling_df()["thread_name"]) == {"0887"}

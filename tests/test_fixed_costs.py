@@ -70,8 +70,8 @@ def _macros_work(con) -> bool:
     con.execute(
         "SET VARIABLE ks_key_bits = {t: 10::UTINYINT, d: 10::UTINYINT, i: 10::UTINYINT, t0: 0::BIGINT, packed: true}"
     )
-    key = (5 << 20) | ((2**10 - 1 - 4) << 10) | 3  # start 5, 4 ns long, event 3
-    return con.execute("SELECT ks_span_order(5, 9, 3)").fetchone()[0] == {"s": key, "e": 0, "id": 3}
+    key = (5 << 21) | ((2**10 - 1 - 4) << 11) | (1 << 10) | 3  # start 5, 4 ns long, no frame, event 3
+    return con.execute("SELECT ks_span_order(5, 9, false, 3)").fetchone()[0] == {"s": key, "e": 0, "r": 0, "id": 3}
 
 
 def test_an_instance_serves_the_next_run_with_nothing_of_the_last(monkeypatch):
