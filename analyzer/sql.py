@@ -56,8 +56,11 @@ _parsed: dict[str, list[duckdb.Statement]] = {}
 # A statement whose leading comment holds a line "-- run if: <expression>" runs only where that SQL boolean, read
 # when its turn comes, is true: a step whose input is empty on most traces then costs a SELECT instead of its
 # plan's operators, each of which costs a fixed part of a millisecond however few its rows (benchmarks/RESULTS.md).
+# Of several such lines all must hold, each asked only where those above it held, so that a later one may read a
+# table which only the statements an earlier one's truth runs make.
 _GUARD = re.compile(r"--\s*run if:\s*(.+?)\s*$")
-_guards: dict[str, list[str | None]] = {}  # each file's statements' guards, by position
+_guards: dict[str, list[str | None]] = {}  # each file's statements' first guards, by position
+_later_guards: dict[str, list[tuple[str, ...]]] = {}  # each file's statements' other guards, by position
 # The DROP statements held back on a connection (hold_drops), by their text.
 _held: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, duckdb.Statement]] = weakref.WeakKeyDictionary()
 
@@ -70,15 +73,21 @@ def parsed_statements(con: duckdb.DuckDBPyConnection, name: str) -> list[duckdb.
     return statements
 
 
-def statement_guard(statement: duckdb.Statement) -> str | None:
-    """The expression of the statement's "-- run if:" line, if its leading comment holds one."""
+def statement_guards(statement: duckdb.Statement) -> tuple[str, ...]:
+    """The expressions of the statement's "-- run if:" lines, in order, those its leading comment holds."""
+    guards = []
     for line in statement.query.lstrip().splitlines():
         if not line.startswith("--"):
-            return None
+            break
         guard = _GUARD.match(line)
         if guard:
-            return guard.group(1)
-    return None
+            guards.append(guard.group(1))
+    return tuple(guards)
+
+
+def statement_guard(statement: duckdb.Statement) -> str | None:
+    """The expression of the statement's first "-- run if:" line, if its leading comment holds one."""
+    return next(iter(statement_guards(statement)), None)
 
 
 def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | None]:
@@ -86,6 +95,13 @@ def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | N
     if guards is None:
         guards = _guards[name] = [statement_guard(s) for s in parsed_statements(con, name)]
     return guards
+
+
+def _statement_later_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, ...]]:
+    later = _later_guards.get(name)
+    if later is None:
+        later = _later_guards[name] = [statement_guards(s)[1:] for s in parsed_statements(con, name)]
+    return later
 
 
 def runs(con: duckdb.DuckDBPyConnection, guard: str | None) -> bool:
@@ -180,11 +196,14 @@ def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> 
         return con.execute(sql_template(name).safe_substitute({k: quote(v) for k, v in literals.items()}))
     held = _held.get(con)
     guards, together = _statement_guards(con, name), _guards_together(con, name)
+    later = _statement_later_guards(con, name)
     answers: dict[int, object] = {}  # the guards asked ahead with an earlier one, by position
     for position, statement in enumerate(parsed_statements(con, name)):
         if held is not None and statement.type == duckdb.StatementType.DROP:
             held[statement.query] = statement
-        elif guards[position] is None or _answer(con, guards, together, position, answers):
+        elif (guards[position] is None or _answer(con, guards, together, position, answers)) and all(
+            runs(con, guard) for guard in later[position]
+        ):
             con.execute(statement)
     return con
 

@@ -166,10 +166,10 @@ def timed():
         statements = con.extract_statements(text)  # parsed once here, the timers' own cost
         stages.add("attribution.sql/(split into statements)", time.perf_counter() - whole)
         for statement in statements:
-            guard = sql.statement_guard(statement)
-            if guard is not None:
+            guards = sql.statement_guards(statement)
+            if guards:
                 asked = time.perf_counter()
-                skipped = not sql.runs(con, guard)
+                skipped = not all(sql.runs(con, guard) for guard in guards)
                 stages.add("attribution.sql/(run if)", time.perf_counter() - asked)
                 if skipped:
                     continue

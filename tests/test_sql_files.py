@@ -42,17 +42,23 @@ def test_a_load_runs_the_files_from_their_parsed_statements(name):
     assert sql._parsed[name] is parsed
 
 
+def _only_file(monkeypatch, tmp_path, name: str, text: str) -> None:
+    """``name`` holding ``text`` the one SQL file, nothing of it parsed yet."""
+    (tmp_path / name).write_text(text)
+    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
+    for cache in ("_parsed", "_guards", "_later_guards", "_together"):
+        monkeypatch.setattr(sql, cache, {})
+
+
 def test_a_guarded_statement_runs_only_where_its_expression_is_true(monkeypatch, tmp_path):
-    (tmp_path / "guarded.sql").write_text(
+    text = (
         "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
         "-- a step for some inputs only\n-- run if: EXISTS (SELECT 1 FROM t WHERE x > 1)\nINSERT INTO t VALUES (10);\n"
         "-- run if: (SELECT count(*) FROM t) = 1\nINSERT INTO t VALUES (2);\n"
         "INSERT INTO t SELECT 3 -- run if: false (not a leading comment: no guard)\n;\n"
         "SELECT list(x ORDER BY x) FROM t;\n"
     )
-    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
-    monkeypatch.setattr(sql, "_parsed", {})
-    monkeypatch.setattr(sql, "_guards", {})
+    _only_file(monkeypatch, tmp_path, "guarded.sql", text)
     assert sql.run_sql_file(duckdb.connect(), "guarded.sql").fetchone()[0] == [1, 2, 3]
     guards = [None, "EXISTS (SELECT 1 FROM t WHERE x > 1)", "(SELECT count(*) FROM t) = 1", None, None]
     assert sql._guards["guarded.sql"] == guards
@@ -86,13 +92,13 @@ def test_guards_of_variables_alone_are_asked_together_until_a_statement_sets_one
     assert asked == [together, ("getvariable('v') = 2",), (counted,), (f"NOT {n}",), ("getvariable('v') IS NULL",)]
 
 
-def test_attributions_guards_of_its_two_variables_are_two_questions():
+def test_attributions_guards_of_its_three_variables_are_three_questions():
     con = duckdb.connect()
     guards = sql._statement_guards(con, "attribution.sql")
     of_variables = [sql.variables_read(guard) for guard in guards if guard is not None]
-    assert sum(read is not None for read in of_variables) == 7
+    assert sum(read is not None for read in of_variables) == 15
     asked = [positions for positions in sql._guards_together(con, "attribution.sql") if positions is not None]
-    assert sorted(map(len, asked)) == [1, 1, 1, 2, 5], "each variable's guards in one SELECT, each table's alone"
+    assert sorted(map(len, asked)) == [1, 1, 2, 5, 8], "each variable's guards in one SELECT, each table's alone"
 
 
 def test_no_file_with_literals_and_no_last_statement_is_guarded():
@@ -145,3 +151,21 @@ def test_the_package_starts_making_its_instance_as_it_imports():
     script = "import kernelscope.analyzer.connection as c; import sys; print(c._making is not None)"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "True"
+
+
+def test_a_statement_with_several_guards_runs_where_all_hold_each_asked_after_those_above_it(monkeypatch, tmp_path):
+    # the second guard reads a table that only a true first guard's statements made: asked after it, never before
+    text = (
+        "SET VARIABLE made = false;\n"
+        "-- run if: getvariable('made')\nCREATE TEMP TABLE m AS SELECT 1 AS x;\n"
+        "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
+        "-- run if: getvariable('made')\n-- run if: EXISTS (SELECT 1 FROM m)\nINSERT INTO t VALUES (10);\n"
+        "-- run if: NOT getvariable('made')\n-- run if: (SELECT count(*) FROM t) = 1\nINSERT INTO t VALUES (2);\n"
+        "-- run if: NOT getvariable('made')\n-- run if: (SELECT count(*) FROM t) = 1\nINSERT INTO t VALUES (3);\n"
+        "SELECT list(x ORDER BY x) FROM t;\n"
+    )
+    _only_file(monkeypatch, tmp_path, "both.sql", text)
+    assert sql.run_sql_file(duckdb.connect(), "both.sql").fetchone()[0] == [1, 2]
+    statements = sql._parsed["both.sql"]
+    assert sql.statement_guards(statements[3]) == ("getvariable('made')", "EXISTS (SELECT 1 FROM m)")
+    assert sql.statement_guard(statements[3]) == "getvariable('made')"
