@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import weakref
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from string import Template
@@ -77,6 +78,8 @@ def statement_guards(statement: duckdb.Statement) -> tuple[str, ...]:
     """The expressions of the statement's "-- run if:" lines, in order, those its leading comment holds."""
     guards = []
     for line in statement.query.lstrip().splitlines():
+        if not line.strip():  # a blank line between paragraphs of the comment (a file's head and its first step's)
+            continue
         if not line.startswith("--"):
             break
         guard = _GUARD.match(line)
@@ -185,35 +188,44 @@ def parse_ahead(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> None:
                 _question(con, tuple(guards[p] for p in positions))
 
 
-def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:
+def run_sql_file(
+    con: duckdb.DuckDBPyConnection, name: str, *, known: Mapping[str, bool] | None = None, **literals: str
+) -> duckdb.DuckDBPyConnection:
     """Execute every statement of ``name`` but those whose "-- run if:" guard is false (a file's last statement and
     the statements of a file with literals have none); ``${key}`` placeholders become quoted string literals (a file
     with none runs from its parsed statements). On a connection that holds its drops back (hold_drops), a DROP
-    statement is kept for drop_held instead of run.
+    statement is kept for drop_held instead of run. ``known``: answers the caller already has, by guard text, which
+    are then not asked (a SELECT each costs a small trace a fixed part of a millisecond).
 
     Returns ``con``, holding the result of the last statement."""
     if literals:
         return con.execute(sql_template(name).safe_substitute({k: quote(v) for k, v in literals.items()}))
-    held = _held.get(con)
+    held, known = _held.get(con), known or {}
     guards, together = _statement_guards(con, name), _guards_together(con, name)
     later = _statement_later_guards(con, name)
     answers: dict[int, object] = {}  # the guards asked ahead with an earlier one, by position
     for position, statement in enumerate(parsed_statements(con, name)):
         if held is not None and statement.type == duckdb.StatementType.DROP:
             held[statement.query] = statement
-        elif (guards[position] is None or _answer(con, guards, together, position, answers)) and all(
-            runs(con, guard) for guard in later[position]
-        ):
-            con.execute(statement)
+        elif guards[position] is None or _holds(con, guards, together, position, answers, known):
+            if all(known[guard] if guard in known else runs(con, guard) for guard in later[position]):
+                con.execute(statement)
     return con
+
+
+def _holds(con, guards: list[str | None], together, position: int, answers: dict, known: Mapping[str, bool]) -> bool:
+    """Whether the first guard at ``position`` holds: known to the caller, else asked (_answer)."""
+    guard = guards[position]
+    return known[guard] if guard in known else _answer(con, guards, together, position, answers)
 
 
 def _answer(
     con, guards: list[str | None], together: list[tuple[int, ...] | None], position: int, answers: dict
 ) -> bool:
-    """Whether the guard at ``position`` holds: asked now with those asked together with it, or answered ahead."""
+    """Whether the guard at ``position`` holds: asked now with those asked together with it, or answered ahead (alone
+    where the guard it would have been asked with was known to the caller, not asked)."""
     if position not in answers:
-        positions = together[position]
+        positions = together[position] or (position,)
         row = con.execute(_question(con, tuple(guards[p] for p in positions))).fetchone()
         answers.update(zip(positions, row, strict=True))
     return bool(answers.pop(position))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import REPO, SHARED_TRACES
-from kernelscope.analyzer import load_run, sql
+from kernelscope.analyzer import load_run, rank_parts
 from reference import LEGACY_CATS, assert_matches_reference
 from reference_devices import is_launch
 
@@ -57,16 +57,14 @@ def _kernels(run) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 @pytest.fixture
 def launch_steps_always(monkeypatch):
-    """attribution.sql as if every trace held device work: its launch steps run whatever the trace."""
-    text = sql.sql_text
+    """attribution.sql as a caller that does not know whether the trace holds device work runs it: its launch steps
+    run whatever the trace."""
+    real = rank_parts.run_sql_file
 
-    def always(name: str) -> str:
-        found = text(name)
-        return found.replace("SET VARIABLE ks_device_work = EXISTS (", "SET VARIABLE ks_device_work = true OR EXISTS (")
+    def unknowing(con, name, *, known=None, **literals):
+        return real(con, name, **literals)
 
-    for cache in ("_parsed", "_guards", "_later_guards", "_together", "_questions"):
-        monkeypatch.setattr(sql, cache, {})
-    monkeypatch.setattr(sql, "sql_text", always)
+    monkeypatch.setattr(rank_parts, "run_sql_file", unknowing)
 
 
 def test_a_trace_without_device_work_makes_no_launch_step_table(tmp_path):

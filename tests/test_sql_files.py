@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import load_run, sql
+from kernelscope.analyzer import load_run, rank_parts, sql
 
 
 def test_a_file_is_parsed_once_and_runs_every_statement_in_order(monkeypatch, tmp_path):
@@ -92,13 +92,32 @@ def test_guards_of_variables_alone_are_asked_together_until_a_statement_sets_one
     assert asked == [together, ("getvariable('v') = 2",), (counted,), (f"NOT {n}",), ("getvariable('v') IS NULL",)]
 
 
-def test_attributions_guards_of_its_three_variables_are_three_questions():
+def test_attributions_guards_of_its_two_variables_are_two_questions():
     con = duckdb.connect()
     guards = sql._statement_guards(con, "attribution.sql")
     of_variables = [sql.variables_read(guard) for guard in guards if guard is not None]
-    assert sum(read is not None for read in of_variables) == 15
+    assert sum(read is not None for read in of_variables) == 7
     asked = [positions for positions in sql._guards_together(con, "attribution.sql") if positions is not None]
-    assert sorted(map(len, asked)) == [1, 1, 2, 5, 8], "each variable's guards in one SELECT, each table's alone"
+    # the 8 guards of the launch steps are answered by the load (rank_parts.DEVICE_WORK), each alone where asked
+    assert sorted(map(len, asked)) == [1] * 10 + [2, 5], "each variable's guards in one SELECT, each table's alone"
+    assert guards.count(rank_parts.DEVICE_WORK) + guards.count(f"NOT {rank_parts.DEVICE_WORK}") == 8
+
+
+def test_guards_the_caller_knows_are_not_asked(monkeypatch, tmp_path):
+    text = (
+        "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
+        "-- run if: getvariable('v') = 1\nINSERT INTO t VALUES (2);\n"
+        "-- run if: getvariable('v') = 2\nINSERT INTO t VALUES (3);\n"
+        "-- run if: getvariable('v') = 1\n-- run if: no_such_table_is_read()\nINSERT INTO t VALUES (4);\n"
+        "SELECT list(x ORDER BY x) FROM t;\n"
+    )
+    _only_file(monkeypatch, tmp_path, "known.sql", text)
+    asked = []
+    real_question = sql._question
+    monkeypatch.setattr(sql, "_question", lambda con, guards: asked.append(guards) or real_question(con, guards))
+    known = {"getvariable('v') = 1": True, "no_such_table_is_read()": False}
+    assert sql.run_sql_file(duckdb.connect(), "known.sql", known=known).fetchone()[0] == [1, 2]
+    assert asked == [("getvariable('v') = 2",)], "the one guard not known, asked alone"
 
 
 def test_no_file_with_literals_and_no_last_statement_is_guarded():
@@ -169,3 +188,6 @@ def test_a_statement_with_several_guards_runs_where_all_hold_each_asked_after_th
     statements = sql._parsed["both.sql"]
     assert sql.statement_guards(statements[3]) == ("getvariable('made')", "EXISTS (SELECT 1 FROM m)")
     assert sql.statement_guard(statements[3]) == "getvariable('made')"
+    # a file's first statement: its leading comment holds the file's head, a blank line, then the step's own
+    (first,) = duckdb.connect().extract_statements("-- head.sql: what it makes\n\n-- run if: false\nSELECT 1;")
+    assert sql.statement_guards(first) == ("false",)
