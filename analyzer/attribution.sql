@@ -108,8 +108,10 @@ DELETE FROM ks_items WHERE (event_id, launch_id) IN (
                                         CASE WHEN l.ts_ns <= d.ts_ns THEN -l.ts_ns ELSE l.ts_ns END, l.launch_id) > 1
 );
 
--- A trace without device events: its operators.
--- run if: NOT EXISTS (SELECT 1 FROM ks_items)
+-- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
+-- one of each), so this is a trace without them, which frames_needed.sql tells and rank_parts.py answers the guard
+-- of variable ks_device_events (which no statement sets) with; where no caller answers it, ks_items is asked.
+-- run if: NOT coalesce(getvariable('ks_device_events'), EXISTS (SELECT 1 FROM ks_items))
 INSERT INTO ks_items
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL
 FROM events

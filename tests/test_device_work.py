@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import REPO, SHARED_TRACES
-from kernelscope.analyzer import load_run, rank_parts
+from kernelscope.analyzer import load_run, rank_parts, sql
 from reference import LEGACY_CATS, assert_matches_reference
 from reference_devices import is_launch
 
@@ -89,3 +89,22 @@ def test_without_device_work_the_rows_are_those_of_the_launch_steps_and_the_refe
         assert astuple(run.launch_check()) == check == (0, 0, 0, 0)
     pd.testing.assert_frame_equal(skipped[1], ran[1])
     pd.testing.assert_frame_equal(skipped[0], ran[0])
+
+
+@pytest.mark.parametrize("trace", ["mlp/trace.json.gz", "cpu-only copy"])
+def test_a_load_asks_no_guard_of_device_work_or_events(trace, tmp_path, monkeypatch):
+    # frames_needed.sql answers both in the SELECT it runs anyway: asked as guards, each cost a SELECT of its own
+    path = REPO / "sample_traces" / "mlp" / "trace.json.gz"
+    path = cpu_only_copy(path, tmp_path) if trace == "cpu-only copy" else path
+    asked = []
+    real = rank_parts.run_sql_file
+
+    def noting(con, name, *, known=None, **literals):
+        if name == "attribution.sql":
+            guards = sql._statement_guards(con, name)
+            asked.extend(g for g in guards if g is not None and g not in (known or {}))
+        return real(con, name, known=known, **literals)
+
+    monkeypatch.setattr(rank_parts, "run_sql_file", noting)
+    load_run(path).close()
+    assert not [guard for guard in asked if "ks_device_work" in guard or "ks_device_events" in guard]
