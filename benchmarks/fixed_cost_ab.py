@@ -7,9 +7,10 @@ thread's CPU per load, median per tree (the same tree under two names, an A/A, m
 
     python benchmarks/fixed_cost_ab.py ROUNDS LOADS TARGET... -- NAME=PYTHONPATH ... [--out AB.json] [--one-process]
 
-TARGET: a run directory or trace (``load_run`` + ``profiling_df`` + close), or ``profile:tiny`` (profile() of a
-two-Linear model on the CPU, batch 8, no run directory kept) and ``plain:tiny`` (a plain ``torch.profiler`` pass of the
-same model + ``export_chrome_trace``: issue 24's yardstick); ``--one-process`` takes runs and traces only. PYTHONPATH
+TARGET: a run directory or trace (``load_run`` + ``profiling_df`` + close), or ``profile:tiny`` (profile() of
+workloads_small.tiny, warm-up 3, as profile_vs_aitune.py calls it) and ``plain:tiny`` (a plain ``torch.profiler`` pass
+of it + ``export_chrome_trace``: issue 24's yardstick), both on one torch thread; ``--one-process`` takes runs and
+traces only. PYTHONPATH
 is a folder holding a ``kernelscope`` package (a link to a checkout's layout, its C extension built in place), as for
 ingest_ab.py.
 """
@@ -24,30 +25,18 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, statistics, sys, tempfile, time
-loads, targets = int(sys.argv[1]), sys.argv[2:]
-
-def tiny():
-    import torch
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 64))
-    return model, torch.randn(8, 64)
+import json, statistics, sys, time
+loads, benchmarks, targets = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
 
 def call_of(target):
-    if target == "profile:tiny":
-        from kernelscope.recorder import ModuleFunctionKernelProfiler
-        model, x = tiny()
-        profiler = ModuleFunctionKernelProfiler()
-        return lambda: profiler.profile(model, [((x,), {})])
-    if target == "plain:tiny":
+    if target in ("profile:tiny", "plain:tiny"):
+        sys.path.insert(0, benchmarks)
         import torch
-        model, x = tiny()
-        folder = tempfile.mkdtemp()
-        def plain():
-            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-                model(x)
-            prof.export_chrome_trace(f"{folder}/trace.json")
-        return plain
+        torch.set_num_threads(1)
+        from profile_vs_aitune import kernelscope_way, plain_way
+        from workloads_small import tiny
+        w, way = tiny(), kernelscope_way if target == "profile:tiny" else plain_way
+        return lambda: way(w, 3)
     from kernelscope.analyzer import load_run
     def load():
         with load_run(target) as run:
@@ -136,7 +125,7 @@ def main(argv: list[str]) -> None:
         for name, path in trees.items() if index % 2 == 0 else reversed(trees.items()):
             env = dict(os.environ, PYTHONPATH=path)
             child = subprocess.run(
-                [sys.executable, "-c", CHILD, str(args.loads), *targets],
+                [sys.executable, "-c", CHILD, str(args.loads), os.path.dirname(os.path.abspath(__file__)), *targets],
                 env=env, capture_output=True, text=True, cwd="/",
             )  # fmt: skip
             if child.returncode:
