@@ -109,8 +109,8 @@ DELETE FROM ks_items WHERE (event_id, launch_id) IN (
 );
 
 -- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
--- one of each), so this is a trace without them, which frames_needed.sql tells and rank_parts.py answers the guard
--- of variable ks_device_events (which no statement sets) with; where no caller answers it, ks_items is asked.
+-- one of each). A trace without device work has none, and rank_parts.py answers this guard (of variable
+-- ks_device_events, which no statement sets) for it; for any other, ks_items is asked.
 -- run if: NOT coalesce(getvariable('ks_device_events'), EXISTS (SELECT 1 FROM ks_items))
 INSERT INTO ks_items
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL

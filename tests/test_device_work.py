@@ -92,8 +92,9 @@ def test_without_device_work_the_rows_are_those_of_the_launch_steps_and_the_refe
 
 
 @pytest.mark.parametrize("trace", ["mlp/trace.json.gz", "cpu-only copy"])
-def test_a_load_asks_no_guard_of_device_work_or_events(trace, tmp_path, monkeypatch):
-    # frames_needed.sql answers both in the SELECT it runs anyway: asked as guards, each cost a SELECT of its own
+def test_a_load_asks_no_guard_it_knows_the_answer_of(trace, tmp_path, monkeypatch):
+    # frames_needed.sql answers whether the trace holds device work in the SELECT it runs anyway, and a trace without
+    # any has no device event: asked as guards, each cost a SELECT of its own
     path = REPO / "sample_traces" / "mlp" / "trace.json.gz"
     path = cpu_only_copy(path, tmp_path) if trace == "cpu-only copy" else path
     asked = []
@@ -107,4 +108,5 @@ def test_a_load_asks_no_guard_of_device_work_or_events(trace, tmp_path, monkeypa
 
     monkeypatch.setattr(rank_parts, "run_sql_file", noting)
     load_run(path).close()
-    assert not [guard for guard in asked if "ks_device_work" in guard or "ks_device_events" in guard]
+    assert not [guard for guard in asked if "ks_device_work" in guard]
+    assert (rank_parts.NO_DEVICE_EVENTS in asked) == (trace != "cpu-only copy")
