@@ -20,10 +20,17 @@
 -- connection.sql (every run's connection has them: connection.py).
 -- Runs only on events that passed validate.sql (run.py), whose rules it relies on.
 
+-- A trace without device work (no device event, no runtime or driver call that may launch one: a CPU-only
+-- recording) would have the launch steps below make their tables empty and a launch check of zeros: they are not run
+-- there, and those tables are made empty and that check set instead (the steps cost a small trace ~5 ms of its ~40:
+-- benchmarks/RESULTS.md). frames_needed.sql tells whether a trace holds device work, and its caller (rank_parts.py)
+-- answers the guards of variable ks_device_work, which no statement sets, with it; where no caller answers them, the
+-- launch steps run (exact on any trace).
 -- The runtime and driver calls that launch device work, one per correlation of each runtime (validate.sql refuses
 -- two of one: ks_launch_family): where each was made, and whether it must have device events (a kernel or graph
 -- launch: a cudaMemsetAsync of zero bytes legitimately has none; seen on the H200, cuBLAS's memsets inside
 -- aten::addmm). capture_step marks the calls that begin and end a stream capture, for the launch check.
+-- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TEMP TABLE ks_launches AS
 SELECT event_id AS launch_id, correlation, ks_launch_family(cat) AS family, pid, tid, ts_ns, external_id,
        CASE WHEN ks_graph_launch(name) THEN event_id END AS graph_launch_id,
@@ -36,6 +43,7 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND ks_launch_category(cat)
 -- The operator each External id of a launch names: the first operator with it and where it ran (read from events:
 -- ks_enclosers keeps only the operators that may hold a launch). Those of device events without a launch, and
 -- whether their names have a namespace, are merged in after ks_items, which finds them.
+-- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
 SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
        arg_min(ts_ns, event_id) AS ts_ns, arg_min(ts_ns + dur_ns, event_id) AS end_ns,
@@ -46,6 +54,12 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND external_id IN (SELECT external_id FROM ks_launches)
 GROUP BY external_id;
 
+-- The same, empty, in a trace without device work (the column types of the statement above).
+-- run if: NOT coalesce(getvariable('ks_device_work'), true)
+CREATE OR REPLACE TEMP TABLE ks_ops_by_id (
+    external_id BIGINT, op_id BIGINT, pid BIGINT, tid BIGINT, ts_ns BIGINT, end_ns BIGINT, namespaced BOOLEAN
+);
+
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, its operators (is_cpu_op), from
 -- their start. The thread of a launch is that of the operator its External id names where the two differ and that
@@ -55,6 +69,7 @@ GROUP BY external_id;
 -- graph_launch_id: the cudaGraphLaunch of the kernels of a CUDA graph launch. In a recording that opens no scope
 -- around a replay (variable graph_replay_call, from the manifest) they are the replay's call when no call scope
 -- holds the launch; a call that holds it made it (a library op that launches a graph, a compiled region's replay).
+-- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TEMP TABLE ks_items AS
 WITH device_events AS (
     SELECT event_id, cat, ts_ns, dur_ns, correlation, external_id, device, stream
@@ -71,10 +86,19 @@ FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 LEFT JOIN ks_ops_by_id o
   ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns;
 
+-- The same, empty, in a trace without device work (the column types of the statement above).
+-- run if: NOT coalesce(getvariable('ks_device_work'), true)
+CREATE OR REPLACE TEMP TABLE ks_items (
+    event_id BIGINT, kind VARCHAR, ts_ns BIGINT, dur_ns BIGINT, device INTEGER, stream INTEGER, correlation BIGINT,
+    external_id BIGINT, at_pid BIGINT, at_tid BIGINT, at_ns BIGINT, is_cpu_op BOOLEAN, graph_launch_id BIGINT,
+    namespaced BOOLEAN, launch_id BIGINT
+);
+
 -- Where launches of two runtimes share a correlation (each numbers its own calls: ks_launch_family), a device event
 -- of it was joined to each: it keeps the one that launched it, which Kineto gives the External id of the operator
 -- that its own runtime's launch has; else the last launch that started before it (a launch precedes its work); else
 -- the first. The device event's category does not tell its runtime: Kineto names every device's kernel "kernel".
+-- run if: coalesce(getvariable('ks_device_work'), true)
 -- run if: (SELECT min(family) <> max(family) FROM ks_launches)
 DELETE FROM ks_items WHERE (event_id, launch_id) IN (
     SELECT (i.event_id, i.launch_id)
@@ -84,8 +108,10 @@ DELETE FROM ks_items WHERE (event_id, launch_id) IN (
                                         CASE WHEN l.ts_ns <= d.ts_ns THEN -l.ts_ns ELSE l.ts_ns END, l.launch_id) > 1
 );
 
--- A trace without device events: its operators.
--- run if: NOT EXISTS (SELECT 1 FROM ks_items)
+-- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
+-- one of each). A trace without device work has none, and rank_parts.py answers this guard (of variable
+-- ks_device_events, which no statement sets) for it; for any other, ks_items is asked.
+-- run if: NOT coalesce(getvariable('ks_device_events'), EXISTS (SELECT 1 FROM ks_items))
 INSERT INTO ks_items
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL
 FROM events
@@ -99,6 +125,7 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
 -- trees record again for new static inputs), which run later as the graph's replay: where the thread's capture
 -- calls before the launch began more captures than they ended. Only the launches without device events are
 -- tested, in the statement that counts them (a statement of its own cost a small trace ~1 ms).
+-- run if: coalesce(getvariable('ks_device_work'), true)
 SET VARIABLE ks_launch_check = (
     WITH lost AS (
         SELECT count(*) AS launches, count(*) FILTER (WHERE capturing > 0) AS captured
@@ -115,6 +142,12 @@ SET VARIABLE ks_launch_check = (
             device_events_without_launch: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL)}
     FROM lost
 );
+
+-- The same in a trace without device work: no launch, no device event.
+-- run if: NOT coalesce(getvariable('ks_device_work'), true)
+SET VARIABLE ks_launch_check = {launches: CAST(0 AS BIGINT), device_events: CAST(0 AS BIGINT),
+                                launches_without_device_event: CAST(0 AS BIGINT),
+                                device_events_without_launch: CAST(0 AS BIGINT)};
 
 -- A device event without a launch whose flow arrow the trace keeps was launched where the flow starts: an Ascend
 -- trace's (npu_tasks.sql) flow from the operator that dispatched the task, a CUDA trace's from a launch the profiler
@@ -163,7 +196,7 @@ MERGE INTO ks_ops_by_id USING (
 WHEN MATCHED THEN UPDATE SET namespaced = named.namespaced
 WHEN NOT MATCHED THEN INSERT BY NAME;
 
-DROP TABLE ks_launches;
+DROP TABLE IF EXISTS ks_launches;
 
 -- The points and spans whose holders the attribution reads: a launch point is held where the spans of its thread
 -- hold [at_ns, at_ns + 1); a CPU operator (op_id) is held where they hold its own span ([at_ns, at_end_ns), 1 ns

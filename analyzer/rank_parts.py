@@ -17,6 +17,11 @@ from .samples import function_data_from_store
 from .sql import define_scope_names, run_sql_file
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
+# attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked, and of
+# its CPU rows, which a trace without device work has (else asked: whether ks_items is empty)
+DEVICE_WORK = "coalesce(getvariable('ks_device_work'), true)"
+NO_DEVICE_EVENTS = "NOT coalesce(getvariable('ks_device_events'), EXISTS (SELECT 1 FROM ks_items))"
+
 
 @dataclass(frozen=True)
 class LaunchCheck:
@@ -88,11 +93,15 @@ def ingest_ranks(
         rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
         if rank != header.rank:
             run_sql_file(con, "events_rank.sql", rank=str(rank))
-        if run_sql_file(con, "frames_needed.sql").fetchone()[0]:  # a plain trace's Python frames as its scopes
+        frames_needed, device_work = run_sql_file(con, "frames_needed.sql").fetchone()
+        if frames_needed:  # a plain trace's Python frames as its scopes
             run_sql_file(con, "frame_names.sql")
             run_sql_file(con, "frames.sql")
         try:
-            check = LaunchCheck(*run_sql_file(con, "attribution.sql").fetchone())
+            known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
+            if not device_work:
+                known[NO_DEVICE_EVENTS] = True
+            check = LaunchCheck(*run_sql_file(con, "attribution.sql", known=known).fetchone())
             if script_paths:
                 run_sql_file(con, "torchscript_modules.sql")
             run_sql_file(con, "attribution_end.sql")

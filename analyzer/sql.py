@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import weakref
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from string import Template
@@ -56,8 +57,11 @@ _parsed: dict[str, list[duckdb.Statement]] = {}
 # A statement whose leading comment holds a line "-- run if: <expression>" runs only where that SQL boolean, read
 # when its turn comes, is true: a step whose input is empty on most traces then costs a SELECT instead of its
 # plan's operators, each of which costs a fixed part of a millisecond however few its rows (benchmarks/RESULTS.md).
+# Of several such lines all must hold, each asked only where those above it held, so that a later one may read a
+# table which only the statements an earlier one's truth runs make.
 _GUARD = re.compile(r"--\s*run if:\s*(.+?)\s*$")
-_guards: dict[str, list[str | None]] = {}  # each file's statements' guards, by position
+_guards: dict[str, list[str | None]] = {}  # each file's statements' first guards, by position
+_later_guards: dict[str, list[tuple[str, ...]]] = {}  # each file's statements' other guards, by position
 # The DROP statements held back on a connection (hold_drops), by their text.
 _held: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, duckdb.Statement]] = weakref.WeakKeyDictionary()
 
@@ -70,15 +74,23 @@ def parsed_statements(con: duckdb.DuckDBPyConnection, name: str) -> list[duckdb.
     return statements
 
 
-def statement_guard(statement: duckdb.Statement) -> str | None:
-    """The expression of the statement's "-- run if:" line, if its leading comment holds one."""
+def statement_guards(statement: duckdb.Statement) -> tuple[str, ...]:
+    """The expressions of the statement's "-- run if:" lines, in order, those its leading comment holds."""
+    guards = []
     for line in statement.query.lstrip().splitlines():
+        if not line.strip():  # a blank line between paragraphs of the comment (a file's head and its first step's)
+            continue
         if not line.startswith("--"):
-            return None
+            break
         guard = _GUARD.match(line)
         if guard:
-            return guard.group(1)
-    return None
+            guards.append(guard.group(1))
+    return tuple(guards)
+
+
+def statement_guard(statement: duckdb.Statement) -> str | None:
+    """The expression of the statement's first "-- run if:" line, if its leading comment holds one."""
+    return next(iter(statement_guards(statement)), None)
 
 
 def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | None]:
@@ -86,6 +98,13 @@ def _statement_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[str | N
     if guards is None:
         guards = _guards[name] = [statement_guard(s) for s in parsed_statements(con, name)]
     return guards
+
+
+def _statement_later_guards(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, ...]]:
+    later = _later_guards.get(name)
+    if later is None:
+        later = _later_guards[name] = [statement_guards(s)[1:] for s in parsed_statements(con, name)]
+    return later
 
 
 def runs(con: duckdb.DuckDBPyConnection, guard: str | None) -> bool:
@@ -169,32 +188,44 @@ def parse_ahead(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> None:
                 _question(con, tuple(guards[p] for p in positions))
 
 
-def run_sql_file(con: duckdb.DuckDBPyConnection, name: str, **literals: str) -> duckdb.DuckDBPyConnection:
+def run_sql_file(
+    con: duckdb.DuckDBPyConnection, name: str, *, known: Mapping[str, bool] | None = None, **literals: str
+) -> duckdb.DuckDBPyConnection:
     """Execute every statement of ``name`` but those whose "-- run if:" guard is false (a file's last statement and
     the statements of a file with literals have none); ``${key}`` placeholders become quoted string literals (a file
     with none runs from its parsed statements). On a connection that holds its drops back (hold_drops), a DROP
-    statement is kept for drop_held instead of run.
+    statement is kept for drop_held instead of run. ``known``: answers the caller already has, by guard text, which
+    are then not asked (a SELECT each costs a small trace a fixed part of a millisecond).
 
     Returns ``con``, holding the result of the last statement."""
     if literals:
         return con.execute(sql_template(name).safe_substitute({k: quote(v) for k, v in literals.items()}))
-    held = _held.get(con)
+    held, known = _held.get(con), known or {}
     guards, together = _statement_guards(con, name), _guards_together(con, name)
+    later = _statement_later_guards(con, name)
     answers: dict[int, object] = {}  # the guards asked ahead with an earlier one, by position
     for position, statement in enumerate(parsed_statements(con, name)):
         if held is not None and statement.type == duckdb.StatementType.DROP:
             held[statement.query] = statement
-        elif guards[position] is None or _answer(con, guards, together, position, answers):
-            con.execute(statement)
+        elif guards[position] is None or _holds(con, guards, together, position, answers, known):
+            if all(known[guard] if guard in known else runs(con, guard) for guard in later[position]):
+                con.execute(statement)
     return con
+
+
+def _holds(con, guards: list[str | None], together, position: int, answers: dict, known: Mapping[str, bool]) -> bool:
+    """Whether the first guard at ``position`` holds: known to the caller, else asked (_answer)."""
+    guard = guards[position]
+    return known[guard] if guard in known else _answer(con, guards, together, position, answers)
 
 
 def _answer(
     con, guards: list[str | None], together: list[tuple[int, ...] | None], position: int, answers: dict
 ) -> bool:
-    """Whether the guard at ``position`` holds: asked now with those asked together with it, or answered ahead."""
+    """Whether the guard at ``position`` holds: asked now with those asked together with it, or answered ahead (alone
+    where the guard it would have been asked with was known to the caller, not asked)."""
     if position not in answers:
-        positions = together[position]
+        positions = together[position] or (position,)
         row = con.execute(_question(con, tuple(guards[p] for p in positions))).fetchone()
         answers.update(zip(positions, row, strict=True))
     return bool(answers.pop(position))

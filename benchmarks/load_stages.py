@@ -154,11 +154,12 @@ def timed():
     _wrap(rank_parts, "validate_events", stages, "validate.sql", undo=undo)
     original_run_sql_file = rank_parts.run_sql_file
 
-    def run_sql_file(con, name, **literals):
+    def run_sql_file(con, name, *, known=None, **literals):
+        known = known or {}
         if name != "attribution.sql":
             ticks, start, cpu = _thread_ticks(), time.perf_counter(), _process_cpu()
             try:
-                return original_run_sql_file(con, name, **literals)
+                return original_run_sql_file(con, name, known=known, **literals)
             finally:
                 stages.add(name, time.perf_counter() - start, cpu=_process_cpu() - cpu, ran=_threads_that_ran(ticks))
         text = sql.Template(sql.sql_text(name)).safe_substitute({k: sql.quote(v) for k, v in literals.items()})
@@ -166,10 +167,10 @@ def timed():
         statements = con.extract_statements(text)  # parsed once here, the timers' own cost
         stages.add("attribution.sql/(split into statements)", time.perf_counter() - whole)
         for statement in statements:
-            guard = sql.statement_guard(statement)
-            if guard is not None:
+            guards = sql.statement_guards(statement)
+            if guards:
                 asked = time.perf_counter()
-                skipped = not sql.runs(con, guard)
+                skipped = not all(known[guard] if guard in known else sql.runs(con, guard) for guard in guards)
                 stages.add("attribution.sql/(run if)", time.perf_counter() - asked)
                 if skipped:
                     continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import load_run, sql
+from kernelscope.analyzer import load_run, rank_parts, sql
 
 
 def test_a_file_is_parsed_once_and_runs_every_statement_in_order(monkeypatch, tmp_path):
@@ -42,17 +42,23 @@ def test_a_load_runs_the_files_from_their_parsed_statements(name):
     assert sql._parsed[name] is parsed
 
 
+def _only_file(monkeypatch, tmp_path, name: str, text: str) -> None:
+    """``name`` holding ``text`` the one SQL file, nothing of it parsed yet."""
+    (tmp_path / name).write_text(text)
+    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
+    for cache in ("_parsed", "_guards", "_later_guards", "_together"):
+        monkeypatch.setattr(sql, cache, {})
+
+
 def test_a_guarded_statement_runs_only_where_its_expression_is_true(monkeypatch, tmp_path):
-    (tmp_path / "guarded.sql").write_text(
+    text = (
         "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
         "-- a step for some inputs only\n-- run if: EXISTS (SELECT 1 FROM t WHERE x > 1)\nINSERT INTO t VALUES (10);\n"
         "-- run if: (SELECT count(*) FROM t) = 1\nINSERT INTO t VALUES (2);\n"
         "INSERT INTO t SELECT 3 -- run if: false (not a leading comment: no guard)\n;\n"
         "SELECT list(x ORDER BY x) FROM t;\n"
     )
-    monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
-    monkeypatch.setattr(sql, "_parsed", {})
-    monkeypatch.setattr(sql, "_guards", {})
+    _only_file(monkeypatch, tmp_path, "guarded.sql", text)
     assert sql.run_sql_file(duckdb.connect(), "guarded.sql").fetchone()[0] == [1, 2, 3]
     guards = [None, "EXISTS (SELECT 1 FROM t WHERE x > 1)", "(SELECT count(*) FROM t) = 1", None, None]
     assert sql._guards["guarded.sql"] == guards
@@ -92,7 +98,26 @@ def test_attributions_guards_of_its_two_variables_are_two_questions():
     of_variables = [sql.variables_read(guard) for guard in guards if guard is not None]
     assert sum(read is not None for read in of_variables) == 7
     asked = [positions for positions in sql._guards_together(con, "attribution.sql") if positions is not None]
-    assert sorted(map(len, asked)) == [1, 1, 1, 2, 5], "each variable's guards in one SELECT, each table's alone"
+    # the 8 guards of the launch steps are answered by the load (rank_parts.DEVICE_WORK), each alone where asked
+    assert sorted(map(len, asked)) == [1] * 10 + [2, 5], "each variable's guards in one SELECT, each table's alone"
+    assert guards.count(rank_parts.DEVICE_WORK) + guards.count(f"NOT {rank_parts.DEVICE_WORK}") == 8
+
+
+def test_guards_the_caller_knows_are_not_asked(monkeypatch, tmp_path):
+    text = (
+        "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
+        "-- run if: getvariable('v') = 1\nINSERT INTO t VALUES (2);\n"
+        "-- run if: getvariable('v') = 2\nINSERT INTO t VALUES (3);\n"
+        "-- run if: getvariable('v') = 1\n-- run if: no_such_table_is_read()\nINSERT INTO t VALUES (4);\n"
+        "SELECT list(x ORDER BY x) FROM t;\n"
+    )
+    _only_file(monkeypatch, tmp_path, "known.sql", text)
+    asked = []
+    real_question = sql._question
+    monkeypatch.setattr(sql, "_question", lambda con, guards: asked.append(guards) or real_question(con, guards))
+    known = {"getvariable('v') = 1": True, "no_such_table_is_read()": False}
+    assert sql.run_sql_file(duckdb.connect(), "known.sql", known=known).fetchone()[0] == [1, 2]
+    assert asked == [("getvariable('v') = 2",)], "the one guard not known, asked alone"
 
 
 def test_no_file_with_literals_and_no_last_statement_is_guarded():
@@ -145,3 +170,24 @@ def test_the_package_starts_making_its_instance_as_it_imports():
     script = "import kernelscope.analyzer.connection as c; import sys; print(c._making is not None)"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "True"
+
+
+def test_a_statement_with_several_guards_runs_where_all_hold_each_asked_after_those_above_it(monkeypatch, tmp_path):
+    # the second guard reads a table that only a true first guard's statements made: asked after it, never before
+    text = (
+        "SET VARIABLE made = false;\n"
+        "-- run if: getvariable('made')\nCREATE TEMP TABLE m AS SELECT 1 AS x;\n"
+        "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
+        "-- run if: getvariable('made')\n-- run if: EXISTS (SELECT 1 FROM m)\nINSERT INTO t VALUES (10);\n"
+        "-- run if: NOT getvariable('made')\n-- run if: (SELECT count(*) FROM t) = 1\nINSERT INTO t VALUES (2);\n"
+        "-- run if: NOT getvariable('made')\n-- run if: (SELECT count(*) FROM t) = 1\nINSERT INTO t VALUES (3);\n"
+        "SELECT list(x ORDER BY x) FROM t;\n"
+    )
+    _only_file(monkeypatch, tmp_path, "both.sql", text)
+    assert sql.run_sql_file(duckdb.connect(), "both.sql").fetchone()[0] == [1, 2]
+    statements = sql._parsed["both.sql"]
+    assert sql.statement_guards(statements[3]) == ("getvariable('made')", "EXISTS (SELECT 1 FROM m)")
+    assert sql.statement_guard(statements[3]) == "getvariable('made')"
+    # a file's first statement: its leading comment holds the file's head, a blank line, then the step's own
+    (first,) = duckdb.connect().extract_statements("-- head.sql: what it makes\n\n-- run if: false\nSELECT 1;")
+    assert sql.statement_guards(first) == ("false",)
