@@ -16,6 +16,7 @@ from .output import TERMINAL, Output, diagnostic, emit, print_table
 from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
+from .streamed_result import print_result
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import duckdb
@@ -73,18 +74,26 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
             if failed and not sys.stdin.isatty():  # a script fed to the prompt fails as a whole
                 raise KernelscopeError(None, f"{failed} statement{'s' if failed > 1 else ''} of the input failed")
             return
-        emit(name_the_root(run_query(loaded.con, query), output), output)
+        if output.path is None:
+            print_result(loaded.con, query, output, failed=lambda exc: _failed(exc, loaded.con))
+        else:
+            emit(name_the_root(run_query(loaded.con, query), output), output)
 
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
     import duckdb
-    from kernelscope.analyzer.errors import KernelscopeError
     from kernelscope.analyzer.sql import query_frame
 
     try:
         return query_frame(con, query)
     except duckdb.Error as exc:
-        raise KernelscopeError(None, f"the query failed: {_first_line(exc, con)}") from None
+        raise _failed(exc, con) from None
+
+
+def _failed(exc: Exception, con: duckdb.DuckDBPyConnection) -> Exception:
+    from kernelscope.analyzer.errors import KernelscopeError
+
+    return KernelscopeError(None, f"the query failed: {_first_line(exc, con)}")
 
 
 def save_database(
