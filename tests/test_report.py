@@ -390,3 +390,44 @@ def test_a_bare_traces_recording_time_is_its_base_plus_its_first_event(trace, re
     with Archive(tmp_path / "archive") as archive:
         [start] = archive.runs()["start_time"]
     assert start.isoformat() == recorded
+
+
+def _section(page, name: str) -> str:
+    text = page.read_text()
+    return text[text.index(f'<section id="{name}">') :].split("</section>", 1)[0]
+
+
+def test_the_trace_section_names_each_rank_s_trace_and_its_compression_as_it_is(tmp_path):
+    """It named rank 0's trace alone for a job of several, and called every trace gzip-compressed, a .json one too."""
+    from conftest import make_job
+
+    job = make_job(tmp_path / "job", {0: SAMPLES / "demo", 1: SAMPLES / "mlp"})
+    with load_run(job) as run:
+        section = _section(write_report(run, tmp_path / "job.html"), "trace")
+    for rank in (0, 1):
+        assert f"<code>{job / f'rank-{rank}' / 'trace.json.gz'}</code>" in section
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress((SAMPLES / "mlp" / "trace.json.gz").read_bytes()))
+    with load_run(plain) as run:
+        section = _section(write_report(run, tmp_path / "plain.html"), "trace")
+    assert f"<code>{plain}</code>" in section and "gzip" not in section
+
+
+def test_the_kernels_section_says_how_many_kernels_it_leaves_out(tmp_path):
+    """A run of more distinct kernels than the table's 30 rows said nothing of the others."""
+    doc = json.loads(gzip.decompress((SAMPLES / "demo" / "trace.json.gz").read_bytes()))
+    renamed = 0
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["name"] = f"kernel_number_{renamed}"
+            renamed += 1
+    trace = tmp_path / "distinct.json"
+    trace.write_text(json.dumps(doc))
+    with load_run(trace) as run:
+        distinct = run.sql("SELECT count(DISTINCT kernel) FROM kernels").iloc[0, 0]
+        section = _section(write_report(run, tmp_path / "distinct.html"), "kernels")
+    assert distinct > 30
+    assert f"The 30 costliest of {distinct:,} distinct kernels" in section
+    with load_run(SAMPLES / "mlp") as run:
+        section = _section(write_report(run, tmp_path / "mlp.html"), "kernels")
+    assert "costliest of" not in section
