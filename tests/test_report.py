@@ -431,3 +431,15 @@ def test_the_kernels_section_says_how_many_kernels_it_leaves_out(tmp_path):
     with load_run(SAMPLES / "mlp") as run:
         section = _section(write_report(run, tmp_path / "mlp.html"), "kernels")
     assert "costliest of" not in section
+
+
+def test_the_comparison_page_says_what_sets_the_two_runs_apart(tmp_path):
+    """`diff` and `report A B` warned on stderr that an H200 run and an H100 one may not compare; the page, read
+    later or by someone else, did not say it."""
+    with load_run(SAMPLES / "demo") as a, load_run(SAMPLES / "external" / "tl_h100_bert_small.json.gz") as b:
+        page = write_comparison(a, b, tmp_path / "gpus.html", names=("demo", "bert"))
+    header = page.read_text().split("</header>", 1)[0]
+    assert "A ran on NVIDIA H200, B on NVIDIA H100 80GB HBM3: their times may not compare" in header
+    with load_run(SAMPLES / "resnet50") as a, load_run(SAMPLES / "resnet50_format2") as b:
+        page = write_comparison(a, b, tmp_path / "same.html")
+    assert "may not compare" not in page.read_text()
