@@ -443,3 +443,10 @@ def test_the_comparison_page_says_what_sets_the_two_runs_apart(tmp_path):
     with load_run(SAMPLES / "resnet50") as a, load_run(SAMPLES / "resnet50_format2") as b:
         page = write_comparison(a, b, tmp_path / "same.html")
     assert "may not compare" not in page.read_text()
+
+
+def test_the_trace_section_names_the_scopes_by_the_run_s_prefixes(pages):
+    """It named them ks.module:… and ks.fn:… whatever prefixes the run was read with (aitune's ait_nn_module:…)."""
+    section = _section(pages["hostile"], "trace")  # read with module_prefix="probe:"
+    assert "<code>probe:…</code>" in section and "ks.module:" not in section
+    assert "<code>ks.module:…</code>" in _section(pages["bert"], "trace")

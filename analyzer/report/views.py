@@ -36,6 +36,7 @@ class RunHeader:
     traces: list[tuple[int, str]]  # each rank's trace file, none for a run read from an archive
     totals: dict
     device: str = "cuda"  # "cpu": its rows are CPU operators, which launch nothing (Run.device)
+    prefixes: tuple[str, str] = ("ks.module:", "ks.fn:")  # the scope name prefixes the run was read with
 
 
 @dataclass
@@ -76,7 +77,8 @@ def run_header(run: Run, name: str, rank: int | None = None) -> RunHeader:
     totals = dict(zip([c[0] for c in cursor.description], cursor.fetchone(), strict=True))
     check = run.launch_check() if rank is None else run.parts[rank].check
     facts = run_facts(run, totals, check, rank)
-    return RunHeader(name, facts, check.ok, trace_files(run, rank), totals, run.device)
+    prefixes = (run.module_prefix, run.function_prefix)
+    return RunHeader(name, facts, check.ok, trace_files(run, rank), totals, run.device, prefixes)
 
 
 def run_views(run: Run, name: str, rank: int | None = None) -> RunViews:
