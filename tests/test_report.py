@@ -450,3 +450,12 @@ def test_the_trace_section_names_the_scopes_by_the_run_s_prefixes(pages):
     section = _section(pages["hostile"], "trace")  # read with module_prefix="probe:"
     assert "<code>probe:…</code>" in section and "ks.module:" not in section
     assert "<code>ks.module:…</code>" in _section(pages["bert"], "trace")
+
+
+def test_a_trace_without_scopes_is_not_said_to_hold_them(tmp_path):
+    """A plain trace's page said its ks.module:… and ks.fn:… scopes were the modules and calls of the report: it has
+    none, its calls are named from the trace (aten::cudnn_convolution_backward…)."""
+    trace = SAMPLES / "external" / "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz"
+    with load_run(trace) as run:
+        section = _section(write_report(run, tmp_path / "plain.html"), "trace")
+    assert "scopes named" not in section and "correlation" in section
