@@ -16,7 +16,7 @@ from .output import TERMINAL, Output, diagnostic, emit, print_table
 from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
-from .streamed_result import print_result
+from .streamed_result import first_rows, print_result, rows_left
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import duckdb
@@ -233,8 +233,13 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
         return 1
     failed = 0
     for statement in statements:
-        try:
-            frame = con.execute(statement).df()
+        try:  # the first rows are shown before the rest is counted: SELECT * FROM events of a large trace is long
+            result = con.execute(statement)
+            frame = first_rows(result, SHELL_ROWS + 1)
+            print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL))
+            if len(frame) > SHELL_ROWS:
+                more = len(frame) - SHELL_ROWS + rows_left(result)
+                click.echo(f"({more} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
         except duckdb.Error as exc:
             diagnostic(f"error: {_first_line(exc, con)}")
             failed += 1
@@ -244,11 +249,6 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
                 raise
             diagnostic("error: interrupted")  # the prompt goes on; the statements after this one are dropped
             return failed + 1
-        print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL))
-        if len(frame) > SHELL_ROWS:
-            click.echo(
-                f"({len(frame) - SHELL_ROWS} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)"
-            )
     return failed
 
 

@@ -30,12 +30,9 @@ def print_result(con: duckdb.DuckDBPyConnection, query: str, output: Output, fai
     fmt = output.format
     try:
         result = query_result(con, query)
-        blocks = [result.fetch_df_chunk()]
-        while 0 < sum(map(len, blocks)) < LONG_TABLE and len(blocks[-1]):
-            blocks.append(result.fetch_df_chunk())
+        first = first_rows(result, LONG_TABLE)
     except duckdb.Error as exc:
         raise failed(exc) from None
-    first = pd.concat(blocks, ignore_index=True) if len(blocks) > 1 else blocks[0]
     console = stdout_console() if fmt == "table" else None
     whole = console is not None and not draws_long_table(console, len(first))  # a table rich draws: all its rows
     if len(first) < LONG_TABLE or fmt == "parquet" or whole:
@@ -56,6 +53,24 @@ def print_result(con: duckdb.DuckDBPyConnection, query: str, output: Output, fai
                 raise failed(exc) from None
     finally:
         writer.close()
+
+
+def first_rows(result, rows: int) -> pd.DataFrame:
+    """The first ``rows`` rows of a query's ``result`` or more (whole DuckDB vectors), fewer where it has fewer."""
+    import pandas as pd
+
+    blocks = [result.fetch_df_chunk()]
+    while 0 < sum(map(len, blocks)) < rows and len(blocks[-1]):
+        blocks.append(result.fetch_df_chunk(BLOCK_VECTORS))
+    return pd.concat(blocks, ignore_index=True) if len(blocks) > 1 else blocks[0]
+
+
+def rows_left(result) -> int:
+    """How many rows ``result`` has still to give, fetched and dropped block by block."""
+    left = 0
+    while len(block := result.fetch_df_chunk(BLOCK_VECTORS)):
+        left += len(block)
+    return left
 
 
 class _TableWriter:

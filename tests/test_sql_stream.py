@@ -41,6 +41,30 @@ def test_the_first_rows_of_a_long_result_are_printed_before_the_query_ends(fmt):
     assert b"0" in first_row and elapsed < 30, (lines, elapsed)
 
 
+def test_the_prompt_shows_a_long_result_s_first_rows_before_it_counts_the_rest():
+    """The prompt fetched a statement's whole result to show its first 200 rows (7 s of a 200 MB trace's events
+    before the table); it shows them once fetched, then counts the rows it leaves out."""
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kernelscope.cli", "sql", str(RUN)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        process.stdin.write(f"{SLOW};\n".encode())
+        process.stdin.close()
+        lines = [process.stdout.readline()]
+        while lines[-1] and lines[-1].split()[:2] != ["│".encode(), b"0"]:  # SET's table, then the SELECT's
+            lines.append(process.stdout.readline())
+        elapsed = time.monotonic() - started
+        assert process.poll() is None, "the rows left out are still being counted"
+    finally:
+        process.kill()
+        process.wait()
+    assert lines[-1] and elapsed < 30, (lines, elapsed)
+
+
 def _block_query(rows: int) -> str:
     """A float column whole in the first rows and not after, a null, and a name that widens after the first
     block."""
@@ -76,6 +100,12 @@ def test_a_table_printed_in_blocks_shows_every_row_and_opens_a_wider_table_for_a
     assert frame.loc[7, "n"] == "-" and frame.loc[8, "n"] == "8"
     assert frame.loc[2, "x"] == "2" and frame.loc[3001, "x"] == "750.250", "decimals once a block needs them"
     assert frame.loc[39_999, "name"] == "w" * 60
+
+
+def test_the_prompt_counts_the_rows_it_leaves_out():
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT i FROM range(70000) t(i) ORDER BY i;\n")
+    assert result.exit_code == 0 and "│ 199 │" in result.output and "│ 200 │" not in result.output
+    assert result.output.strip().endswith("(69800 more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
 
 
 def test_a_query_that_fails_while_its_rows_are_fetched_is_the_command_s_error():
