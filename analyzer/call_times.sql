@@ -19,24 +19,16 @@ numbered AS (
     FROM calls
     WHERE regexp_full_match(sample_text, '[0-9]+')
 ),
--- Where each row was launched: a device event from the runtime or driver call of its correlation (one per
--- correlation, validate.sql); a leaf CPU operator of a CPU recording is its own launch.
-points AS (
-    SELECT k.rank, k.event_id, k.kernel_us, l.pid, l.tid, l.ts_ns AS at_ns
-    FROM kernels k
-    JOIN events l ON l.rank = k.rank AND l.correlation = k.correlation AND l.ph = 'X'
-                 AND ks_launch_category(l.cat)
-    WHERE k.kind <> 'cpu'
-    UNION ALL
-    SELECT k.rank, k.event_id, k.kernel_us, e.pid, e.tid, e.ts_ns
-    FROM kernels k
-    JOIN events e ON e.rank = k.rank AND e.event_id = k.event_id
-    WHERE k.kind = 'cpu'
-),
+-- A kernel is held by a scope of ${function} that holds its launch: then the scope holds, on the same thread, the
+-- call `kernels` gives the kernel to (call_event_id, the innermost call around the launch), so the launch is found
+-- once, by attribution.sql's rules (a correlation names a launch of each runtime: ks_launch_family; a launch CUPTI
+-- filed under another thread; a device event without a launch, held as its operator).
 held AS (
-    SELECT DISTINCT c.rank, c.sample_id, p.event_id, p.kernel_us
-    FROM numbered c
-    JOIN points p ON p.rank = c.rank AND p.pid = c.pid AND p.tid = c.tid AND c.ts_ns <= p.at_ns AND p.at_ns < c.end_ns
+    SELECT DISTINCT c.rank, c.sample_id, k.event_id, k.kernel_us
+    FROM kernels k
+    JOIN events e ON e.rank = k.rank AND e.event_id = k.call_event_id
+    JOIN numbered c ON c.rank = e.rank AND c.pid = e.pid AND c.tid = e.tid
+                   AND c.ts_ns <= e.ts_ns AND e.ts_ns + e.dur_ns <= c.end_ns
 ),
 per_sample AS (
     SELECT rank, sample_id, sum(kernel_us) AS recorded_us FROM held GROUP BY rank, sample_id

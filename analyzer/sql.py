@@ -16,14 +16,19 @@ from .rundir import MODULE_SEPARATOR, SAMPLE_SEPARATOR
 
 
 def query_frame(con: duckdb.DuckDBPyConnection, query: str):
-    """A user's ``query`` (of ``Run.sql``, ``Archive.sql``, ``kernelscope sql``) as a DataFrame; text of no statement
-    (blank, comments or semicolons only), which DuckDB answers with no result at all, is a KernelscopeError."""
+    """A user's ``query`` (of ``Run.sql``, ``Archive.sql``, ``kernelscope sql``) as a DataFrame."""
+    return query_result(con, query).df()
+
+
+def query_result(con: duckdb.DuckDBPyConnection, query: str):
+    """A user's ``query`` run, its result not yet fetched; text of no statement (blank, comments or semicolons only),
+    which DuckDB answers with no result at all, is a KernelscopeError."""
     from .errors import KernelscopeError
 
     result = con.execute(query)
     if result is None:
         raise KernelscopeError(None, "the query holds no SQL statement")
-    return result.df()
+    return result
 
 
 @cache

@@ -125,7 +125,7 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
             raise click.UsageError("--format parquet needs -o FILE (Parquet is binary)")
         # to a terminal, a name's control characters are escaped as in a table; piped, the text is exact (click's
         # echo would strip the ANSI sequences of names where stdout is not a terminal)
-        text = render(_escaped(frame) if sys.stdout.isatty() else frame, fmt)
+        text = render(escaped(frame) if sys.stdout.isatty() else frame, fmt)
         click.echo(text, nl=not text.endswith("\n"), color=True)
         return
     finishing(output.path)
@@ -134,7 +134,7 @@ def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = Non
     write_atomically(output.path, render(frame, fmt), overwrite=output.force)
 
 
-def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
+def escaped(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the control characters of its texts escaped."""
     import pandas as pd
 
@@ -144,14 +144,15 @@ def _escaped(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{c: frame[c].map(lambda v: printable(v) if isinstance(v, str) else v) for c in texts})
 
 
-def render(frame: pd.DataFrame, fmt: str) -> str:
+def render(frame: pd.DataFrame, fmt: str, header: bool = True) -> str:
+    """``frame`` as text; without ``header``, CSV's rows only (a block after the first)."""
     from .json_output import json_text, nested_as_text
 
     if fmt in ("json", "jsonl"):
         return json_text(frame, lines=fmt == "jsonl")
     frame = nested_as_text(frame)
     if fmt == "csv":  # 15 significant digits: 754.82, not 754.8199999999997; 53, not 53.0
-        return frame.to_csv(index=False, float_format=_csv_number)
+        return frame.to_csv(index=False, float_format=_csv_number, header=header)
     return frame.to_string(index=False) + "\n"
 
 
@@ -223,27 +224,17 @@ def _piped_width() -> int:
 def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     """A rich table of ``frame``; every text (names from a trace among them) as plain text, never as rich markup,
     its control characters escaped."""
-    import pandas as pd
     from rich.table import Table
     from rich.text import Text
 
-    from .json_output import nested_as_text
     from .long_table import draws_long_table, print_long_table
     from .printable import printable
 
-    frame = nested_as_text(frame)
-    headers, numerics, leasts, widests, cells = [], [], [], [], []
-    for column in frame.columns:
-        numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
-        values = _format_column(str(column), frame[column]) if numeric else [_text(v) for v in frame[column]]
-        # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads) and a name
-        # folds no narrower than NARROWEST_NAME: a table that needs more is printed wider than the terminal.
-        widest = max(map(len, values), default=0)
-        headers.append(printable(str(column)))
-        numerics.append(numeric)
-        leasts.append(widest if numeric else min(widest, NARROWEST_NAME))
-        widests.append(widest)
-        cells.append(values)
+    headers, numerics, cells = table_cells(frame)
+    # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads) and a name
+    # folds no narrower than NARROWEST_NAME: a table that needs more is printed wider than the terminal.
+    widests = [max(map(len, values), default=0) for values in cells]
+    leasts = [w if numeric else min(w, NARROWEST_NAME) for w, numeric in zip(widests, numerics, strict=True)]
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
         console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
@@ -268,6 +259,26 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     if needed > console.width:
         console = stdout_console(width=needed)
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
+
+
+def table_cells(frame: pd.DataFrame, digits: dict[str, int] | None = None) -> tuple[list, list, list]:
+    """``frame``'s headers, which columns are numbers, and each column's texts as a table shows them. ``digits``:
+    the decimals each float column was shown with before (a result printed block by block), never fewer here,
+    updated with this block's."""
+    import pandas as pd
+
+    from .json_output import nested_as_text
+    from .printable import printable
+
+    frame = nested_as_text(frame)
+    headers, numerics, cells = [], [], []
+    for column in frame.columns:
+        numeric = pd.api.types.is_numeric_dtype(frame[column]) and not pd.api.types.is_bool_dtype(frame[column])
+        values = _format_column(str(column), frame[column], digits) if numeric else [_text(v) for v in frame[column]]
+        headers.append(printable(str(column)))
+        numerics.append(numeric)
+        cells.append(values)
+    return headers, numerics, cells
 
 
 def _header_folds(headers: list[str], widests: list[int], leasts: list[int], width: int) -> list[int | None]:
@@ -325,7 +336,7 @@ MEASURES = ("_us", "_pct", "_MB", "ratio")  # columns of times, shares, sizes an
 ERRORS = ("_err",)  # an alternative's errors, 2.34e-04 of a float32 result: 3 significant digits, never 0.000
 
 
-def _format_column(name: str, values: pd.Series) -> list[str]:
+def _format_column(name: str, values: pd.Series, digits_seen: dict[str, int] | None = None) -> list[str]:
     """One number format per column: times, shares, sizes and ratios with three decimals; errors with three
     significant digits; other columns whose every value is whole (counts such as ``calls``, NaN where unknown) as
     integers; a value that rounds to zero is 0, never -0.000. An integer column prints its values exactly (a
@@ -340,6 +351,8 @@ def _format_column(name: str, values: pd.Series) -> list[str]:
     finite = [float(v) for v in values if not _missing(v) and math.isfinite(float(v))]
     whole = all(v.is_integer() and abs(v) < 1e15 for v in finite)
     digits = 3 if name.endswith(MEASURES) or not whole else 0
+    if digits_seen is not None:
+        digits = digits_seen[name] = max(digits, digits_seen.get(name, 0))
     return [_number(v, digits) for v in values]
 
 

@@ -16,6 +16,7 @@ from .output import TERMINAL, Output, diagnostic, emit, print_table
 from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
+from .streamed_result import first_rows, print_result, rows_left
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import duckdb
@@ -73,18 +74,26 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
             if failed and not sys.stdin.isatty():  # a script fed to the prompt fails as a whole
                 raise KernelscopeError(None, f"{failed} statement{'s' if failed > 1 else ''} of the input failed")
             return
-        emit(name_the_root(run_query(loaded.con, query), output), output)
+        if output.path is None:
+            print_result(loaded.con, query, output, failed=lambda exc: _failed(exc, loaded.con))
+        else:
+            emit(name_the_root(run_query(loaded.con, query), output), output)
 
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
     import duckdb
-    from kernelscope.analyzer.errors import KernelscopeError
     from kernelscope.analyzer.sql import query_frame
 
     try:
         return query_frame(con, query)
     except duckdb.Error as exc:
-        raise KernelscopeError(None, f"the query failed: {_first_line(exc, con)}") from None
+        raise _failed(exc, con) from None
+
+
+def _failed(exc: Exception, con: duckdb.DuckDBPyConnection) -> Exception:
+    from kernelscope.analyzer.errors import KernelscopeError
+
+    return KernelscopeError(None, f"the query failed: {_first_line(exc, con)}")
 
 
 def save_database(
@@ -224,8 +233,13 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
         return 1
     failed = 0
     for statement in statements:
-        try:
-            frame = con.execute(statement).df()
+        try:  # the first rows are shown before the rest is counted: SELECT * FROM events of a large trace is long
+            result = con.execute(statement)
+            frame = first_rows(result, SHELL_ROWS + 1)
+            print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL))
+            if len(frame) > SHELL_ROWS:
+                more = len(frame) - SHELL_ROWS + rows_left(result)
+                click.echo(f"({more} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
         except duckdb.Error as exc:
             diagnostic(f"error: {_first_line(exc, con)}")
             failed += 1
@@ -235,11 +249,6 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
                 raise
             diagnostic("error: interrupted")  # the prompt goes on; the statements after this one are dropped
             return failed + 1
-        print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL))
-        if len(frame) > SHELL_ROWS:
-            click.echo(
-                f"({len(frame) - SHELL_ROWS} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)"
-            )
     return failed
 
 

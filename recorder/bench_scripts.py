@@ -49,6 +49,8 @@ Replace FUNCTION below by another implementation of the same signature to time t
 """
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 import torch
@@ -63,11 +65,23 @@ SAMPLES = Path(__file__).with_name({samples!r})
 # ---- timing.py of kernelscope ----
 {timing}
 
+COLUMNS = (("sample", 6), ("calls", 6), ("recorded_us", 12), ("replayed_us", 12), ("min_us", 12), ("max_us", 12))
+
+
+def count(least):
+    def read(text):
+        if not text.isdigit() or int(text) < least:
+            raise argparse.ArgumentTypeError(f"{{text}} is not a whole number of {{least}} or more")
+        return int(text)
+
+    return read
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cuda", "cpu"], default=None)
-    parser.add_argument("--repeat", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--repeat", type=count(1), default=50)
+    parser.add_argument("--warmup", type=count(0), default=10)
     parser.add_argument("--no-flush-l2", action="store_true", help="Do not clear the L2 before each timed call.")
     options = parser.parse_args()
     wanted = options.device or (RECORDED_DEVICE if RECORDED_DEVICE == "cpu" or torch.cuda.is_available() else "cpu")
@@ -77,7 +91,7 @@ def main():
         print("note: recorded on " + RECORDED_ON + ", replayed on " + replayed_on + ": the times do not compare")
     move = device_mapper(RECORDED_DEVICE, device)
     store = torch.load(SAMPLES, weights_only=True, map_location="cpu")
-    print("sample  calls  recorded_us  replayed_us  min_us  max_us  signature")
+    print(" ".join(f"{{name:>{{width}}}}" for name, width in COLUMNS) + "  signature")
     with torch.no_grad():
         for sample in store["samples"]:
             devices = iter(sample["devices"])
@@ -87,14 +101,19 @@ def main():
             fastest, median, slowest = time_call(
                 lambda: FUNCTION(*args, **kwargs), device, options.repeat, options.warmup, not options.no_flush_l2
             )
-            print(
-                f"{{sample['sample_id']:>6}} {{sample['calls']:>6}} {{sample['recorded_us']:>12.3f}} {{median:>12.3f}} "
-                f"{{fastest:>7.3f}} {{slowest:>7.3f}}  {{sample['signature']}}"
-            )
+            times = (sample["recorded_us"], median, fastest, slowest)
+            values = (sample["sample_id"], sample["calls"], *(f"{{us:.3f}}" for us in times))
+            row = " ".join(f"{{value:>{{width}}}}" for value, (_, width) in zip(values, COLUMNS))
+            print(row + "  " + sample["signature"])
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (| head): end as a shell tool does, without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
 '''
 
 

@@ -4,6 +4,7 @@ samples that cannot be replayed listed with the reason; the call-name rule; the 
 import math
 import os
 
+import pandas as pd
 import pytest
 from conftest import REPO
 from kernelscope.analyzer import KernelscopeError, load_run
@@ -341,3 +342,26 @@ def test_calls_whose_names_make_one_file_name_each_get_their_script(tmp_path, mo
         [sample] = torch.load(tmp_path / script.replace(".py", ".samples.pt"), weights_only=True)["samples"]
         expected = (2,) if script != "a_b.py" else (3,)
         assert sample["args"][0].shape == expected, "each script holds its own call's samples"
+
+
+def test_recorded_times_take_each_device_event_from_its_own_runtime_s_launch(tmp_path):
+    """Two runtimes number their calls apart, so a device event's correlation can name a launch of each
+    (test_two_runtimes.py): call_times joined by correlation alone, so each such kernel counted for the calls around
+    both launches. The demo recording with half its launches moved to a second runtime times every sample as the
+    original does."""
+    import gzip
+    import json
+    import shutil
+
+    from test_two_runtimes import SECOND, _two_runtimes
+
+    demo = REPO / "sample_traces" / "demo"
+    run_dir = tmp_path / "two_runtimes"
+    shutil.copytree(demo, run_dir)
+    doc = _two_runtimes(json.loads(gzip.decompress((demo / "trace.json.gz").read_bytes())), SECOND["xpu"])
+    assert sum(e.get("cat") == "xpu_runtime" for e in doc["traceEvents"]) > 10
+    (run_dir / "trace.json.gz").write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with load_run(demo) as original, load_run(run_dir) as run:
+        functions = original.sql("SELECT DISTINCT function_name FROM samples ORDER BY 1")["function_name"]
+        for function in functions:
+            pd.testing.assert_frame_equal(call_times(run, function), call_times(original, function), obj=function)

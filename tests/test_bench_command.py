@@ -2,6 +2,8 @@
 cross-device warning, and the standalone scripts it writes (one of them run)."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -206,3 +208,38 @@ def test_an_archive_is_refused_as_one_with_no_sample_tensors(tmp_path):
     refused = invoke("bench", tmp_path / "arch")
     assert refused.exit_code == 2
     assert "is an archive, which keeps no sample tensors to replay" in refused.output
+
+
+def test_a_written_script_lines_up_its_columns_refuses_no_repeats_and_ends_quietly_on_a_closed_pipe(
+    layouts_run, tmp_path
+):
+    """A script's header and rows were laid out apart (min_us and max_us 7 wide under headers placed otherwise, a
+    10 ms call pushed the row out of line), --repeat 0 ended in a traceback, and ``python gelu.py | head -1`` printed
+    a BrokenPipeError traceback."""
+    _, out = layouts_run
+    scripts = tmp_path / "scripts"
+    result = invoke("bench", out, "--function", "gelu", "--repeat", 1, "--warmup", 0, "--scripts", scripts, "--csv")
+    assert result.exit_code == 0, result.output
+    script = [sys.executable, str(scripts / "gelu.py"), "--warmup", "0"]
+    slow = scripts / "slow.py"  # FUNCTION replaced, as the script invites, by a call of 2 ms: times of 4 digits
+    source = (scripts / "gelu.py").read_text()
+    sleeper = 'FUNCTION = lambda *a, **k: __import__("time").sleep(0.002)'
+    slow.write_text(re.sub(r"(?m)^FUNCTION = .*$", sleeper, source))
+    ran = subprocess.run([sys.executable, str(slow), "--repeat", "2", "--warmup", "0"], capture_output=True, text=True,
+                         timeout=300, cwd=scripts)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    header, *rows = ran.stdout.splitlines()
+    ends = [m.end() for m in re.finditer(r"\S+", header)][:6]  # sample … max_us, right-aligned
+    assert rows and all(float(row.split()[4]) > 1000 for row in rows)
+    for row in rows:
+        assert all(row[end - 1] != " " and (end == len(row) or row[end] == " ") for end in ends), (header, row)
+    refused = subprocess.run([*script, "--repeat", "0"], capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].endswith("--repeat: 0 is not a whole number of 1 or more")
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the script writes a line
+    try:
+        closed = subprocess.run([*script, "--repeat", "1"], stdout=write, stderr=subprocess.PIPE, timeout=300)
+    finally:
+        os.close(write)
+    assert closed.returncode == 1 and b"Traceback" not in closed.stderr and b"BrokenPipe" not in closed.stderr

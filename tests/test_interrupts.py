@@ -206,12 +206,12 @@ def test_a_signal_during_a_duckdb_query_ends_the_command_like_any_other(signum, 
 # Runs the CLI with the user's query of sql cued: "stalled" 3 s after the query began, while it runs.
 IN_A_USER_QUERY = """
 import sys, threading
-import kernelscope.sql_command as target
-real = target.run_query
+import kernelscope.analyzer.sql as target
+real = target.query_result
 def cued(con, query):
     threading.Timer(3.0, lambda: print("stalled", flush=True)).start()
     return real(con, query)
-target.run_query = cued
+target.query_result = cued
 from kernelscope.cli import main
 main(sys.argv[1:], prog_name="kernelscope")
 """

@@ -327,7 +327,7 @@ def test_csv_to_stdout_is_the_names_exactly_when_piped(tmp_path):
     assert piped.stdout_bytes == (tmp_path / "k.csv").read_bytes() and EVIL.encode() in piped.stdout_bytes
     from kernelscope import output
 
-    shown = output.render(output._escaped(pd.DataFrame({"kernel": [EVIL], "n": [1]})), "csv")
+    shown = output.render(output.escaped(pd.DataFrame({"kernel": [EVIL], "n": [1]})), "csv")
     assert shown == f"kernel,n\n{EVIL_SHOWN},1\n"
 
 

@@ -390,3 +390,72 @@ def test_a_bare_traces_recording_time_is_its_base_plus_its_first_event(trace, re
     with Archive(tmp_path / "archive") as archive:
         [start] = archive.runs()["start_time"]
     assert start.isoformat() == recorded
+
+
+def _section(page, name: str) -> str:
+    text = page.read_text()
+    return text[text.index(f'<section id="{name}">') :].split("</section>", 1)[0]
+
+
+def test_the_trace_section_names_each_rank_s_trace_and_its_compression_as_it_is(tmp_path):
+    """It named rank 0's trace alone for a job of several, and called every trace gzip-compressed, a .json one too."""
+    from conftest import make_job
+
+    job = make_job(tmp_path / "job", {0: SAMPLES / "demo", 1: SAMPLES / "mlp"})
+    with load_run(job) as run:
+        section = _section(write_report(run, tmp_path / "job.html"), "trace")
+    for rank in (0, 1):
+        assert f"<code>{job / f'rank-{rank}' / 'trace.json.gz'}</code>" in section
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(gzip.decompress((SAMPLES / "mlp" / "trace.json.gz").read_bytes()))
+    with load_run(plain) as run:
+        section = _section(write_report(run, tmp_path / "plain.html"), "trace")
+    assert f"<code>{plain}</code>" in section and "gzip" not in section
+
+
+def test_the_kernels_section_says_how_many_kernels_it_leaves_out(tmp_path):
+    """A run of more distinct kernels than the table's 30 rows said nothing of the others."""
+    doc = json.loads(gzip.decompress((SAMPLES / "demo" / "trace.json.gz").read_bytes()))
+    renamed = 0
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["name"] = f"kernel_number_{renamed}"
+            renamed += 1
+    trace = tmp_path / "distinct.json"
+    trace.write_text(json.dumps(doc))
+    with load_run(trace) as run:
+        distinct = run.sql("SELECT count(DISTINCT kernel) FROM kernels").iloc[0, 0]
+        section = _section(write_report(run, tmp_path / "distinct.html"), "kernels")
+    assert distinct > 30
+    assert f"The 30 costliest of {distinct:,} distinct kernels" in section
+    with load_run(SAMPLES / "mlp") as run:
+        section = _section(write_report(run, tmp_path / "mlp.html"), "kernels")
+    assert "costliest of" not in section
+
+
+def test_the_comparison_page_says_what_sets_the_two_runs_apart(tmp_path):
+    """`diff` and `report A B` warned on stderr that an H200 run and an H100 one may not compare; the page, read
+    later or by someone else, did not say it."""
+    with load_run(SAMPLES / "demo") as a, load_run(SAMPLES / "external" / "tl_h100_bert_small.json.gz") as b:
+        page = write_comparison(a, b, tmp_path / "gpus.html", names=("demo", "bert"))
+    header = page.read_text().split("</header>", 1)[0]
+    assert "A ran on NVIDIA H200, B on NVIDIA H100 80GB HBM3: their times may not compare" in header
+    with load_run(SAMPLES / "resnet50") as a, load_run(SAMPLES / "resnet50_format2") as b:
+        page = write_comparison(a, b, tmp_path / "same.html")
+    assert "may not compare" not in page.read_text()
+
+
+def test_the_trace_section_names_the_scopes_by_the_run_s_prefixes(pages):
+    """It named them ks.module:… and ks.fn:… whatever prefixes the run was read with (aitune's ait_nn_module:…)."""
+    section = _section(pages["hostile"], "trace")  # read with module_prefix="probe:"
+    assert "<code>probe:…</code>" in section and "ks.module:" not in section
+    assert "<code>ks.module:…</code>" in _section(pages["bert"], "trace")
+
+
+def test_a_trace_without_scopes_is_not_said_to_hold_them(tmp_path):
+    """A plain trace's page said its ks.module:… and ks.fn:… scopes were the modules and calls of the report: it has
+    none, its calls are named from the trace (aten::cudnn_convolution_backward…)."""
+    trace = SAMPLES / "external" / "kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz"
+    with load_run(trace) as run:
+        section = _section(write_report(run, tmp_path / "plain.html"), "trace")
+    assert "scopes named" not in section and "correlation" in section

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..diff import differences
 from ..run import Run
 from .progress import steps
 from .render import render_comparison, render_report, write_html
@@ -54,7 +55,7 @@ def write_comparison(
         rows, chart = comparison_views(a, b)
         header_a, header_b = run_header(a, name_a), run_header(b, name_b)
         step("laying out the page")
-        html = render_comparison(header_a, header_b, rows, chart, _version())
+        html = render_comparison(header_a, header_b, rows, chart, _version(), differences(a, b))
         step(f"writing {path}")
         write_html(path, html, overwrite=overwrite)
     return path

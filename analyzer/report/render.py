@@ -71,14 +71,15 @@ def render_report(views: RunViews, version: str) -> str:
     )
 
 
-def render_comparison(a: RunHeader, b: RunHeader, rows: pd.DataFrame, chart: pd.DataFrame, version: str) -> str:
-    """The page comparing run B against run A."""
+def render_comparison(
+    a: RunHeader, b: RunHeader, rows: pd.DataFrame, chart: pd.DataFrame, version: str, differences: list[str] = ()
+) -> str:
+    """The page comparing run B against run A; ``differences``: what sets the runs apart besides the model's time
+    (diff.differences), each said under the total."""
     levels = {level: group for level, group in rows.groupby("level", sort=False)}
-    return (
-        environment()
-        .get_template("compare.html.j2")
-        .render(a=a, b=b, levels=levels, data={"chart": _columns(chart)}, plotly=plotly_js(), version=version)
-    )
+    data = {"chart": _columns(chart)}
+    page = environment().get_template("compare.html.j2")
+    return page.render(a=a, b=b, levels=levels, data=data, plotly=plotly_js(), version=version, differences=differences)
 
 
 def write_html(path: Path, html: str, *, overwrite: bool = True) -> None:

@@ -33,9 +33,10 @@ class RunHeader:
     name: str
     facts: list[tuple[str, str]]
     launch_ok: bool
-    trace: str | None
+    traces: list[tuple[int, str]]  # each rank's trace file, none for a run read from an archive
     totals: dict
     device: str = "cuda"  # "cpu": its rows are CPU operators, which launch nothing (Run.device)
+    prefixes: tuple[str, str] = ("ks.module:", "ks.fn:")  # the scope name prefixes the run was read with
 
 
 @dataclass
@@ -76,7 +77,8 @@ def run_header(run: Run, name: str, rank: int | None = None) -> RunHeader:
     totals = dict(zip([c[0] for c in cursor.description], cursor.fetchone(), strict=True))
     check = run.launch_check() if rank is None else run.parts[rank].check
     facts = run_facts(run, totals, check, rank)
-    return RunHeader(name, facts, check.ok, trace_file(run, rank), totals, run.device)
+    prefixes = (run.module_prefix, run.function_prefix)
+    return RunHeader(name, facts, check.ok, trace_files(run, rank), totals, run.device, prefixes)
 
 
 def run_views(run: Run, name: str, rank: int | None = None) -> RunViews:
@@ -149,15 +151,18 @@ def _cuda_runtime(version) -> str | None:
     return f"{version // 1000}.{version % 1000 // 10}" if isinstance(version, int) and version > 0 else None
 
 
-def trace_file(run: Run, rank: int | None = None) -> str | None:
-    """The trace a person can open in Perfetto: the run directory's (the first rank's, or ``rank``'s), or the bare
-    trace itself; None for a run read from an archive, which keeps no trace file."""
-    part = next(iter(run.parts.values())) if rank is None else run.parts[rank]
-    if part.directory is not None and part.manifest is not None:
-        return str(part.directory / part.manifest.get("files", {}).get("trace", "trace.json.gz"))
-    if part.header is not None:
-        return part.header.path
-    return None
+def trace_files(run: Run, rank: int | None = None) -> list[tuple[int, str]]:
+    """The traces a person can open in Perfetto, by rank: each run directory's (every rank's, or ``rank``'s), or
+    the bare trace itself; none for a run read from an archive, which keeps no trace file."""
+    files = []
+    for number, part in run.parts.items():
+        if rank is not None and number != rank:
+            continue
+        if part.directory is not None and part.manifest is not None:
+            files.append((number, str(part.directory / part.manifest.get("files", {}).get("trace", "trace.json.gz"))))
+        elif part.header is not None:
+            files.append((number, part.header.path))
+    return files
 
 
 def comparison_views(a: Run, b: Run) -> tuple[pd.DataFrame, pd.DataFrame]:
