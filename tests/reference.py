@@ -1,4 +1,5 @@
-"""An independent attribution and summary, written the simplest way, to cross-check the SQL of the analyzer.
+"""An independent attribution and summary, written the simplest way, to cross-check the SQL of the analyzer (the
+trace file read by reference_events.py, device runtimes by reference_devices.py, frames by reference_frames.py).
 
 Per thread, scopes and operators are sorted by (start, -end) and walked with a stack (KINETO.md's
 proven parent rule); each launch is placed in that walk and reads its enclosing scopes off the stack, each CPU
