@@ -51,6 +51,7 @@ from .compiled import (
     compiled_forward,
     compiled_methods,
     dynamo_tracing,
+    entries_compiled_while_patched_dropped,
     import_what_the_profiler_imports,
     optimized_module_type,
     with_own_values,
@@ -228,6 +229,7 @@ def instrumented(
     with (
         gc_paused(),
         recursion_room(named_modules),
+        entries_compiled_while_patched_dropped(),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
         torch_tracing_unscoped(),  # what torch.export traces is not the program's
