@@ -121,28 +121,6 @@ def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: 
     return wraps(compiled_in_scope, forward)
 
 
-def with_own_values(compiled: Any, held: list, missing: Any) -> Any:
-    """``compiled`` run with the values ``held`` ((dict, key, the model's value, the recorder's), as _Patches saves
-    them; ``missing``: their marker of an attribute that was not there) put back while it runs, and the recorder's
-    after."""
-
-    def run_with_own_values(*args, **kwargs):
-        swapped = [(owner, key, own, put) for owner, key, own, put in held if owner.get(key, missing) is put]
-        for owner, key, own, _ in swapped:
-            if own is missing:
-                del owner[key]
-            else:
-                owner[key] = own
-        try:
-            return compiled(*args, **kwargs)
-        finally:
-            for owner, key, own, put in swapped:
-                if owner.get(key, missing) is own:
-                    owner[key] = put
-
-    return wraps(run_with_own_values, compiled)
-
-
 def import_what_the_profiler_imports() -> None:
     """torch.profiler's first start in a process runs ``hasattr(torch, "_inductor")`` (torch 2.11–2.13), which imports
     inductor, dynamo and sympy (seconds, paid by plain torch.profiler as well). Done before the

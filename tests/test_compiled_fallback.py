@@ -5,6 +5,7 @@ the recompile limit of their code. transformers decorates every model's forward 
 and fell back too (benchmarks/sweep_cpu_models_unseen9.py). The recording drops what it compiled."""
 
 import functools
+import inspect
 import itertools
 import warnings
 
@@ -74,3 +75,39 @@ def test_a_recording_that_fell_back_leaves_no_entry_it_compiled_and_the_next_mod
         assert _profile(run_tagged, tagged, 4, tmp_path, f"tagged{attempt}") == "module_scopes_only"
         assert _entries_of(Tagged.forward) < torch._dynamo.config.recompile_limit, "what it compiled is dropped"
     assert _profile(plain, plain, 3, tmp_path, "plain") == "kept"
+
+
+class Generating(Plain):
+    """A method compiled by the program, not held by the module (``torch.compile(model.generate)``), that reads the
+    module's ``forward`` as transformers' ``generate()`` does: its graphs guard "no instance ``forward``"."""
+
+    seen: list
+
+    def generate(self, x):
+        takes_x = "x" in inspect.signature(self.forward).parameters
+        x = torch.cat([x, self(x[-1:])]) if takes_x else x
+        _look(self)  # run eagerly, between two graphs
+        return torch.cat([x, self(x[-1:])])
+
+
+@torch.compiler.disable
+def _look(module):
+    module.seen.append("forward" in vars(module))
+
+
+def test_a_compiled_method_the_module_does_not_hold_runs_with_its_own_values_in_its_scope(tmp_path):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = Generating().eval()
+    model.seen = []
+    generate = torch.compile(model.generate, backend="eager")
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        profiler = ModuleFunctionKernelProfiler()
+        frame, data = profiler.profile(lambda x: generate(x), [((torch.randn(2, 8),), {})], module=model,
+                                       out=tmp_path / "run")  # fmt: skip
+    assert profiler.run.manifest["compiled_code"] == "kept"
+    assert model.seen and not any(model.seen), "its graphs find the module as they were compiled"
+    assert set(frame["module_name"]) == {""}, "its kernels are the module's"
+    assert "torch.compile" in set(frame["function_name"]) and [n for n, _ in data["torch.compile"]] == [1]
+    assert "forward" not in vars(model) and "_call_impl" not in vars(model)
