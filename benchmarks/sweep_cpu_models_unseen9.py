@@ -293,7 +293,5 @@ UNSEEN9_MODELS = {
     "hf_llama_generate_forward_compiled": _generate_forward_compiled,
     "hf_phi3_compiled_in_place_dynamic": _compiled_in_place_dynamic,
     "hf_gemma3_text_generate_sliding_batch1": _gemma3_sliding_generate,
-    # last: its recording falls back to module scopes, and the entries dynamo compiles then for transformers' shared
-    # decorator code guard instance dicts, which refuse the kept code of models compiled later in the process
     "hf_llama_generate_compiled": _generate_compiled,
 }  # fmt: skip

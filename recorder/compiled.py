@@ -121,28 +121,6 @@ def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: 
     return wraps(compiled_in_scope, forward)
 
 
-def with_own_values(compiled: Any, held: list, missing: Any) -> Any:
-    """``compiled`` run with the values ``held`` ((dict, key, the model's value, the recorder's), as _Patches saves
-    them; ``missing``: their marker of an attribute that was not there) put back while it runs, and the recorder's
-    after."""
-
-    def run_with_own_values(*args, **kwargs):
-        swapped = [(owner, key, own, put) for owner, key, own, put in held if owner.get(key, missing) is put]
-        for owner, key, own, _ in swapped:
-            if own is missing:
-                del owner[key]
-            else:
-                owner[key] = own
-        try:
-            return compiled(*args, **kwargs)
-        finally:
-            for owner, key, own, put in swapped:
-                if owner.get(key, missing) is own:
-                    owner[key] = put
-
-    return wraps(run_with_own_values, compiled)
-
-
 def import_what_the_profiler_imports() -> None:
     """torch.profiler's first start in a process runs ``hasattr(torch, "_inductor")`` (torch 2.11–2.13), which imports
     inductor, dynamo and sympy (seconds, paid by plain torch.profiler as well). Done before the
@@ -260,6 +238,38 @@ def compiled_entries() -> dict[types.CodeType, list]:
         return {}
     codes = filter(None, (ref() for ref in list(convert_frame.input_codes.seen)))
     return {code: list(entries_of(code)) for code in codes}
+
+
+@contextmanager
+def entries_compiled_while_patched_dropped() -> Iterator[None]:
+    """Drop, after the block, the compiled entries of every frame that dynamo compiled anew inside it (with module
+    scopes only, the recorder's instance attributes are in the modules' ``__dict__``, and its entries guard them).
+
+    Such entries never hit again once the patches are undone, yet count against the recompile limit of their code
+    (one count for every model where the module is in ``*args``, as transformers' shared forward decorators take
+    it), and the guards they failed become diff guards of entries compiled later: a later recording of another model
+    sharing that code fell back too. dynamo removes entries only code by code (``reset_code``), so such a frame's
+    older entries go as well, and are compiled again, as the program runs them, at its next call."""
+    before = {code: {entry.code for entry in entries} for code, entries in compiled_entries().items()}
+    try:
+        yield
+    finally:
+        changed = [
+            code
+            for code, entries in compiled_entries().items()
+            if any(entry.code is not None and entry.code not in before.get(code, ()) for entry in entries)
+        ]
+        if changed:
+            _reset_codes(changed)
+
+
+def _reset_codes(codes: list[types.CodeType]) -> None:
+    """Drop every compiled entry of ``codes``, under dynamo's compile lock (as ``torch._dynamo.reset`` does)."""
+    convert_frame = sys.modules["torch._dynamo.convert_frame"]
+    reset_code = torch._C._dynamo.eval_frame.reset_code
+    with convert_frame.compile_lock:
+        for code in codes:
+            reset_code(code)
 
 
 def _ambient_guards_for_entries_without_any() -> list:

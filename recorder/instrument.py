@@ -51,10 +51,11 @@ from .compiled import (
     compiled_forward,
     compiled_methods,
     dynamo_tracing,
+    entries_compiled_while_patched_dropped,
     import_what_the_profiler_imports,
     optimized_module_type,
-    with_own_values,
 )
+from .compiled_functions import callback_seeing_compiled_methods, eval_frame_module, with_own_values
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
 from .hooked_calls import call_in_scope, call_in_scope_when_hooked
@@ -228,6 +229,7 @@ def instrumented(
     with (
         gc_paused(),
         recursion_room(named_modules),
+        entries_compiled_while_patched_dropped(),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
         torch_tracing_unscoped(),  # what torch.export traces is not the program's
@@ -307,9 +309,14 @@ def _install(
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
+    held_of = _held_scopes(patches, dict(zip(map(id, observed), observed_names, strict=True)), sampled)
     if optimized_type is not None:
-        scoped = _wrapper_scopes(patches, dict(zip(map(id, observed), observed_names, strict=True)), sampled)
-        patches.set_attribute(optimized_type, "__call__", calls_of_wrappers(optimized_type, scoped))
+        patches.set_attribute(optimized_type, "__call__", calls_of_wrappers(optimized_type, _wrapper_scopes(held_of)))
+    eval_frame = eval_frame_module()
+    if eval_frame is not None:  # torch.compile(model.generate): recorder/compiled_functions.py
+        original = vars(eval_frame)["_callback_from_stance"]
+        seeing = callback_seeing_compiled_methods(original, held_of, _MISSING)
+        patches.set_attribute(eval_frame, "_callback_from_stance", seeing)
     copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
 
 
@@ -348,21 +355,36 @@ def _held_in(patches: _Patches, module: nn.Module) -> list:
     return [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
 
 
-def _wrapper_scopes(patches: _Patches, names: dict[int, str], sampled: Any) -> Any:
-    """For ``compiled.calls_of_wrappers``: of an observed module (``names``: by id), a function of a torch.compile'd
-    wrapper's bound call that runs it as a compiled method is run (``_scope_compiled_methods``), found at its first
-    call; the torch calls made at its graph breaks keep their own scopes, as when nothing scopes the wrapper."""
+def _wrapper_scopes(held_of: Any) -> Any:
+    """For ``compiled.calls_of_wrappers``: of an observed module (``held_of``: ``_held_scopes``), a function of a
+    torch.compile'd wrapper's bound call that runs it as a compiled method is run (``_scope_compiled_methods``); the
+    torch calls made at its graph breaks keep their own scopes, as when nothing scopes the wrapper."""
     made: dict[int, Any] = {}
 
     def scoped(module: Any) -> Any:
+        found = held_of(module)
+        if found is None:
+            return None
+        held, scope, namer = found
+        if id(module) not in made:
+            made[id(module)] = lambda call: compiled_forward(with_own_values(call, held, _MISSING), scope, namer, False)
+        return made[id(module)]
+
+    return scoped
+
+
+def _held_scopes(patches: _Patches, names: dict[int, str], sampled: Any) -> Any:
+    """Of an observed module (``names``: by id), the patches of its modules (``_held_in``), its scope name and a
+    namer of the call ``torch.compile``, made at its first call; None for any other object."""
+    made: dict[int, tuple] = {}
+
+    def held_of(module: Any) -> tuple | None:
         key = id(module)
         if key not in names:
             return None
         if key not in made:
-            held = _held_in(patches, module)
             namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-            scope = MODULE_PREFIX + scope_text(names[key])
-            made[key] = lambda call: compiled_forward(with_own_values(call, held, _MISSING), scope, namer, False)
+            made[key] = (_held_in(patches, module), MODULE_PREFIX + scope_text(names[key]), namer)
         return made[key]
 
-    return scoped
+    return held_of

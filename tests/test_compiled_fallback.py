@@ -1,0 +1,113 @@
+"""What a recording that fell back to module scopes leaves in dynamo's caches. Its passes compile with the recorder's
+instance attributes in the modules' ``__dict__``: entries that guard them, never hit again unpatched, counted against
+the recompile limit of their code. transformers decorates every model's forward with one shared wrapper taking
+``*args`` (one count for all models), so a later recording of another compiled model found that code at its limit
+and fell back too (benchmarks/sweep_cpu_models_unseen9.py). The recording drops what it compiled."""
+
+import functools
+import inspect
+import itertools
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder.compiled import compiled_entries  # noqa: E402
+from torch import nn  # noqa: E402
+
+TAG = ["t"]  # read by Tagged's compiled code: a new value on every pass compiles it anew
+
+
+def shared(forward):
+    @functools.wraps(forward)
+    def wrapper(*args, **kwargs):  # the module in args, as transformers' decorators take it
+        return forward(*args, **kwargs)
+
+    return wrapper
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    @shared
+    def forward(self, x):
+        return F.relu(self.fc(x))
+
+
+class Tagged(Plain):
+    @shared
+    def forward(self, x):
+        return F.relu(self.fc(x)) * len(TAG[0])
+
+
+def _profile(fn, module, warmup_iterations, tmp_path, name):
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        profiler = ModuleFunctionKernelProfiler()
+        profiler.profile(fn, [((torch.randn(4, 8),), {})], module=module, warmup_iterations=warmup_iterations,
+                         out=tmp_path / name)  # fmt: skip
+    return profiler.run.manifest["compiled_code"]
+
+
+def _entries_of(function) -> int:
+    return len(compiled_entries().get(function.__code__, ()))
+
+
+def test_a_recording_that_fell_back_leaves_no_entry_it_compiled_and_the_next_model_keeps_its_code(tmp_path):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    tagged, plain = Tagged().eval(), Plain().eval()
+    tagged.forward = torch.compile(tagged.forward, backend="eager")
+    plain.forward = torch.compile(plain.forward, backend="eager")
+    tags = ("t" * n for n in itertools.count(1))
+
+    def run_tagged(x):
+        TAG[0] = next(tags)
+        return tagged(x)
+
+    with torch.no_grad():
+        run_tagged(torch.randn(4, 8))
+    for attempt in range(2):  # two warm-ups unpatched: the changing tag is guarded from then on, and is refused
+        assert _profile(run_tagged, tagged, 4, tmp_path, f"tagged{attempt}") == "module_scopes_only"
+        assert _entries_of(Tagged.forward) < torch._dynamo.config.recompile_limit, "what it compiled is dropped"
+    assert _profile(plain, plain, 3, tmp_path, "plain") == "kept"
+
+
+class Generating(Plain):
+    """A method compiled by the program, not held by the module (``torch.compile(model.generate)``), that reads the
+    module's ``forward`` as transformers' ``generate()`` does: its graphs guard "no instance ``forward``"."""
+
+    seen: list
+
+    def generate(self, x):
+        takes_x = "x" in inspect.signature(self.forward).parameters
+        x = torch.cat([x, self(x[-1:])]) if takes_x else x
+        _look(self)  # run eagerly, between two graphs
+        return torch.cat([x, self(x[-1:])])
+
+
+@torch.compiler.disable
+def _look(module):
+    module.seen.append("forward" in vars(module))
+
+
+def test_a_compiled_method_the_module_does_not_hold_runs_with_its_own_values_in_its_scope(tmp_path):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = Generating().eval()
+    model.seen = []
+    generate = torch.compile(model.generate, backend="eager")
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        profiler = ModuleFunctionKernelProfiler()
+        frame, data = profiler.profile(lambda x: generate(x), [((torch.randn(2, 8),), {})], module=model,
+                                       out=tmp_path / "run")  # fmt: skip
+    assert profiler.run.manifest["compiled_code"] == "kept"
+    assert model.seen and not any(model.seen), "its graphs find the module as they were compiled"
+    assert set(frame["module_name"]) == {""}, "its kernels are the module's"
+    assert "torch.compile" in set(frame["function_name"]) and [n for n, _ in data["torch.compile"]] == [1]
+    assert "forward" not in vars(model) and "_call_impl" not in vars(model)
