@@ -1,0 +1,118 @@
+"""Reading an archive's Parquet parts: the query of one table over the files of committed parts, a run's tables
+read back as a Run's, and the check an add makes that the archive reads before it adds to it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from .archive_checks import archived_manifest, archived_sample, check_columns
+from .archive_commit import _RUN, TABLES, Part, _names, committed_parts, regular_files
+from .archive_index import read_index
+from .connection import new_connection
+from .errors import BadInputError
+from .rank_parts import LaunchCheck, RankPart
+from .samples import check_totals
+from .sql import quote, sql_template
+
+_GLOB_CHARACTERS = re.compile(r"[\[*?]")
+
+
+def read_files(root: Path, parts: list[Part], table: str, options: str = "", union: str = "true") -> str:
+    """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
+    files = map(str, regular_files([part.path(root, table) for part in parts]))
+    listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
+    return sql_template("archive_view.sql").substitute(files=listed, options=options, union=union)
+
+
+def damaged(archive: Path, exc: duckdb.Error, more: str = "") -> BadInputError:
+    """The archive named as damaged, by the first line of DuckDB's error (which names the file)."""
+    lines = str(exc).strip().splitlines()
+    return BadInputError(archive, f"is damaged: {lines[0] if lines else type(exc).__name__}{more}")
+
+
+def check_readable(archive: Path, root: Path) -> None:
+    """Fail, naming the file, unless every Parquet file of the committed runs that the newest runs index does not
+    hold reads: its footer, and the columns of a ``runs`` file. An index is written only from files that read, so
+    an add reads at most the files of the runs added since (INDEX_EVERY), whatever the archive's size."""
+    con = new_connection()
+    try:
+        indexed = {part.run_id for part in _index_parts(con, root)}
+        parts = [
+            part
+            for name in _names(root / "runs")
+            if _RUN.fullmatch(name) and name[len("run_id=") :] not in indexed
+            for part in committed_parts(root, name[len("run_id=") :])
+        ]
+        if not parts:
+            return
+        try:
+            for table in TABLES:
+                con.execute(f"SELECT count(*) FROM ({read_files(root, parts, table)})").fetchall()
+            rows = con.execute(f"SELECT rank, manifest FROM ({read_files(root, parts, 'runs')})").fetchall()
+        except duckdb.Error as exc:
+            raise damaged(archive, exc, "; nothing was added") from None
+        if len(rows) != len(parts):
+            raise BadInputError(archive, "is damaged: a runs file does not hold one row of its rank; nothing was added")
+    finally:
+        con.close()
+
+
+def _index_parts(con: duckdb.DuckDBPyConnection, root: Path) -> list[Part]:
+    """The parts the newest readable runs index holds, committed or not."""
+    path = read_index(con, root, []).path
+    if path is None:
+        return []
+    try:
+        rows = con.execute(f"SELECT run_id, rank, token FROM read_parquet({quote(str(path))})").fetchall()
+    except duckdb.Error:  # none, or superseded and removed since: every committed part is read
+        return []
+    return [Part(*row) for row in rows]
+
+
+def load_run_tables(con: duckdb.DuckDBPyConnection, root: Path, run_id: str) -> tuple[list[RankPart], tuple[str, str]]:
+    """The archived run ``run_id``'s events and kernels made tables of ``con``; its ranks' parts (manifest, samples,
+    launch counts) and its prefixes, each checked as a run directory's are."""
+    parts = committed_parts(root, run_id)
+    con.execute(
+        f"CREATE TABLE events AS SELECT * EXCLUDE (run_id, rank), rank FROM ({read_files(root, parts, 'events')}) "
+        "ORDER BY rank, event_id"
+    )
+    con.execute(
+        f"CREATE TABLE kernels AS SELECT * EXCLUDE (run_id, rank), rank FROM ({read_files(root, parts, 'kernels')}) "
+        "ORDER BY rank, start_us, event_id"
+    )
+    con.execute("ALTER TABLE kernels ADD COLUMN IF NOT EXISTS call_event_id BIGINT")  # an older archive's run
+    for column in ("pid_name", "tid_name"):  # an older archive's run, whose named threads it did not keep
+        con.execute(f"ALTER TABLE events ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+    for table in ("events", "kernels"):
+        check_columns(con, table, parts[0].path(root, table))
+    samples = con.execute(
+        f"SELECT rank, function_name, calls, CAST(args AS VARCHAR) AS args, CAST(kwargs AS VARCHAR) AS kwargs "
+        f"FROM ({read_files(root, parts, 'samples', ', file_row_number = true')}) ORDER BY rank, file_row_number"
+    ).fetchall()
+    rows = con.execute(
+        f"SELECT rank, CAST(manifest AS VARCHAR), module_prefix, function_prefix, "
+        f"{', '.join(LaunchCheck.__dataclass_fields__)} FROM ({read_files(root, parts, 'runs')}) ORDER BY rank"
+    ).fetchall()
+    files = {part.rank: part for part in parts}
+    if sorted(row[0] for row in rows) != sorted(files):
+        raise BadInputError(parts[0].path(root, "runs"), "does not hold one row of its rank (damaged)")
+    function_data: dict[int, dict] = {row[0]: {} for row in rows}
+    for rank, name, calls, args, kwargs in samples:
+        function_data[rank].setdefault(name, []).append(
+            (calls, archived_sample(files[rank].path(root, "samples"), name, calls, args, kwargs))
+        )
+    for rank, data in function_data.items():
+        check_totals(data, files[rank].path(root, "samples"))
+    parts = []
+    for rank, manifest, module_prefix, function_prefix, *check in rows:
+        where = files[rank].path(root, "runs")
+        if not all(isinstance(prefix, str) and prefix for prefix in (module_prefix, function_prefix)):
+            raise BadInputError(where, "has a module_prefix or function_prefix that is not a non-empty string")
+        if not all(type(value) is int and value >= 0 for value in check):
+            raise BadInputError(where, "has launch counts that are not integers >= 0")
+        parts.append(RankPart(rank, archived_manifest(where, manifest), function_data[rank], LaunchCheck(*check)))
+    return parts, (rows[0][2], rows[0][3])
