@@ -26,7 +26,7 @@ from .archive_checks import check_creatable, check_format
 from .archive_commit import _RUN, STAGING, TABLES, Add, Part, _names, committed_parts, remove_dead_adds, unmake_archive
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
 from .archive_read import check_readable, damaged, load_run_tables, read_files
-from .atomic import errors_naming, unwritten, write_bytes_atomically
+from .atomic import errors_naming, unreadable_link, unwritten, write_bytes_atomically
 from .connection import new_connection
 from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
@@ -73,7 +73,9 @@ class Archive:
         self._unmade = not is_archive(self.path)
         if self._unmade:
             if not create:
-                problem = f"is not a kernelscope archive (no {MARKER})" if self.path.exists() else "does not exist"
+                there = self.path.exists()
+                problem = f"is not a kernelscope archive (no {MARKER})" if there else unreadable_link(self.path)
+                problem = problem or "does not exist"
                 raise BadInputError(self.path, problem)
             check_creatable(self.path, self.root) if create == "on add" else self._create()
         else:

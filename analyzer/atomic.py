@@ -38,6 +38,18 @@ def refuse_unless_regular(path: str | os.PathLike) -> None:
         raise KernelscopeError(path, f"is {kind_of(mode)}, not a regular file; kernelscope replaces only regular files")
 
 
+def unreadable_link(path: str | os.PathLike) -> str | None:
+    """Why ``path``, which names no file or folder, is there all the same: a symbolic link to nothing, or one that
+    loops (or one in a folder that cannot be searched); None where nothing is at it."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return "is a symbolic link to a file that does not exist" if os.path.islink(path) else None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return None
+
+
 def refuse_unless_utf8(path: str | os.PathLike, what: str, shown: str | os.PathLike | None = None) -> None:
     """Fail before anything is written when ``path`` is not UTF-8 (a folder named in Latin-1): DuckDB, which writes
     ``what`` (``a Parquet file``), takes UTF-8 paths only. ``shown``: the path the message names (default ``path``)."""
