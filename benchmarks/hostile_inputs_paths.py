@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,6 +70,40 @@ def _nested(work: Path) -> str:
     event += b"]" * depth + b"}},"
     (work / "deep.json").write_bytes(text.replace(b'"traceEvents": [', b'"traceEvents": [' + event, 1))
     return str(work / "deep.json")
+
+
+def _bomb(head: bytes, fill: bytes, tail: bytes = b"") -> callable:
+    """A gzip trace of ``head``, 1 GiB of ``fill`` repeated, and ``tail``, in about 1 MiB (``fill`` of one byte)."""
+
+    def make(work: Path) -> str:
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+        block = fill * ((1 << 20) // len(fill))
+        pieces = [packer.compress(head)] + [packer.compress(block) for _ in range(1024)]
+        (work / "bomb.json.gz").write_bytes(b"".join(pieces) + packer.compress(tail) + packer.flush())
+        return str(work / "bomb.json.gz")
+
+    return make
+
+
+def _beside(make, layout: str) -> callable:
+    """``make``'s trace as one rank of a job (``layout`` "job") or one trace of a folder of traces ("folder")."""
+
+    def made(work: Path) -> str:
+        bomb = Path(make(work))
+        if layout == "job":
+            for rank, source in ((0, RUN), (1, None)):
+                folder = work / "job" / f"rank{rank}"
+                shutil.copytree(source, folder) if source else folder.mkdir(parents=True)
+            shutil.copy(RUN / "manifest.json", work / "job" / "rank1" / "manifest.json")
+            shutil.copy(RUN / "samples.json", work / "job" / "rank1" / "samples.json")
+            bomb.rename(work / "job" / "rank1" / "trace.json.gz")
+            return str(work / "job")
+        (work / "traces").mkdir()
+        shutil.copy(RUN / "trace.json.gz", work / "traces" / "a.json.gz")
+        bomb.rename(work / "traces" / "b.json.gz")
+        return str(work / "traces")
+
+    return made
 
 
 def _run_with_trace(target) -> callable:
@@ -146,6 +181,12 @@ INPUTS = {
     "a run whose trace links to /dev/zero": _run_with_trace(lambda work: "/dev/zero"),
     "a run whose trace links to a loop": _run_with_trace(_loop),
     "a run whose trace links outside it": _run_with_trace(_outside_trace),
+    "a gzip bomb of 1 GiB of '['": _bomb(b"", b"["),
+    "a gzip bomb of 1 GiB of blanks inside traceEvents": _bomb(b'{"traceEvents": [', b" ", b"]}"),
+    "a gzip bomb of a 1 GiB name": _bomb(b'{"traceEvents": [{"ph": "i", "name": "', b"a", b'"}]}'),
+    "a gzip bomb of 1 GiB of events": _bomb(b'{"traceEvents": [', b'{"ph":"i","ts":1,"pid":1,"tid":1},', b"{}]}"),
+    "a job whose rank 1 is a gzip bomb": _beside(_bomb(b"", b"["), "job"),
+    "a folder of traces, one a gzip bomb": _beside(_bomb(b"", b"["), "folder"),
 }
 LIMITED = {
     "analyze -o csv": ["analyze", "{run}", "--kernels", "-o", "{out}.csv"],

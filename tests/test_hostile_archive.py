@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import gzip
 import shutil
+import signal
+import struct
+import subprocess
+import time
+from subprocess import PIPE
 
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
@@ -98,3 +104,77 @@ def test_repr_names_the_archive_and_its_runs(base, arch, tmp_path):
     assert repr(Archive(new, create="on add")) == f"Archive({str(new)!r}, not made yet)"
     with pytest.raises(BadInputError):
         Archive(tmp_path / "absent")
+
+
+def kernelscope(*args) -> list[str]:
+    return [str(REPO / ".venv" / "bin" / "kernelscope"), *map(str, args)]
+
+
+def test_commands_adding_to_one_archive_at_once_and_one_killed_leave_it_readable(tmp_path):
+    """Five `kernelscope archive` processes into one new archive at once (two of them the same run), a sixth killed
+    with SIGKILL inside its add: each other one archives its run or finds it there, and a later add and `runs`
+    read the archive whole, what the killed one left removed."""
+    traces = []
+    for name in ("demo", "threads", "maskrcnn"):
+        trace = tmp_path / f"{name}.json"
+        trace.write_bytes(gzip.decompress((SAMPLES / name / "trace.json.gz").read_bytes()))
+        traces.append(trace)
+    arch = tmp_path / "arch"
+    sources = [SAMPLES / "mlp", SAMPLES / "mlp", SAMPLES / "demo", *traces[:2]]
+    adds = [subprocess.Popen(kernelscope("archive", s, "--to", arch), stdout=PIPE, stderr=PIPE) for s in sources]
+    doomed = subprocess.Popen(kernelscope("archive", traces[2], "--to", arch), stdout=PIPE, stderr=PIPE)
+    deadline, staged = time.monotonic() + 60, []
+    while not staged and time.monotonic() < deadline and doomed.poll() is None:
+        staged = list((arch / ".staging").glob(f"run-*.{doomed.pid}.*"))  # its add's token begins with its pid
+    doomed.send_signal(signal.SIGKILL)
+    assert doomed.wait() == -signal.SIGKILL and staged, "killed inside its add"
+    said = [add.communicate(timeout=120) for add in adds]
+    assert [add.returncode for add in adds] == [0] * len(adds), said
+    words = sorted(out.decode().splitlines()[0].split(": ", 1)[1] for out, _ in said)
+    assert words == ["already in the archive, unchanged"] + ["archived"] * 4 or words == ["archived"] * 5, words
+    later = invoke("archive", SAMPLES / "threads", "--to", arch)
+    assert later.exit_code == 0, later.output
+    assert not (arch / ".staging").exists() and len(Archive(arch).run_ids()) == 5
+    assert sorted(str(p.relative_to(arch)).split("/")[0] for p in arch.rglob("*.parquet")).count("runs") == 5
+    listed = invoke("runs", arch)
+    assert listed.exit_code == 0 and listed.stdout.count("run-") == 5, listed.output
+
+
+def _footer_length(data: bytes, length: int) -> bytes:
+    return data[:-8] + struct.pack("<I", length) + b"PAR1"
+
+
+def _large_metadata(path) -> bytes:
+    """The file rewritten with 16 MiB of key-value metadata in its footer: a footer far larger than its data."""
+    table = pq.read_table(path)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), b"x": b"y" * (16 << 20)})
+    pq.write_table(table, path)
+    return path.read_bytes()
+
+
+CRAFTED = {
+    "footer length 4 GiB": lambda path, data: _footer_length(data, 0xFFFFFFF0),
+    "footer length the whole file": lambda path, data: _footer_length(data, len(data) - 8),
+    "footer length 0": lambda path, data: _footer_length(data, 0),
+    "footer of thrift garbage": lambda path, data: b"PAR1" + bytes(range(256)) * 4 + struct.pack("<I", 1024) + b"PAR1",
+    "16 MiB of footer metadata": lambda path, data: _large_metadata(path),
+}
+
+
+@pytest.mark.parametrize("table", ["runs", "kernels"])
+@pytest.mark.parametrize("craft", CRAFTED)
+def test_a_crafted_parquet_footer_is_one_line_for_every_command(craft, table, arch, tmp_path):
+    """A committed part whose footer claims more than the file holds, nothing, or garbage: add, runs and sql say the
+    archive is damaged in one line and write nothing; a footer of valid, large metadata reads."""
+    (part,) = (arch / table).rglob("*.parquet")
+    part.write_bytes(CRAFTED[craft](part, part.read_bytes()))
+    before = tree(arch)
+    commands = [("archive", bare_trace(tmp_path), "--to", arch), ("sql", arch, f"SELECT count(*) FROM {table}")]
+    for args in commands + [("runs", arch)] * (table == "runs"):
+        result = invoke(*args)
+        if craft.startswith("16 MiB"):
+            assert result.exit_code == 0, (args, result.output)
+            continue
+        line = one_line(result)
+        assert line.startswith(f"kernelscope: error: {arch}"), (args, line)
+        assert tree(arch) == before, args
