@@ -130,7 +130,8 @@ class Archive:
         if committed_parts(self.root, run_id):
             return run_id, False
         with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
-            made, add = self._create() if self._unmade else None, None
+            with errors_naming(self.path, self.root / STAGING):  # the folder made absolute: named as given
+                made, add = self._create() if self._unmade else None, None
             try:
                 add = Add(self.root, run_id)
                 with errors_naming(self.path, self.root / STAGING):

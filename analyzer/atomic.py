@@ -149,15 +149,17 @@ def fsync_dir(path: str | os.PathLike) -> None:
 def errors_naming(path: str | os.PathLike, temporaries: str | os.PathLike | None = None) -> Iterator[None]:
     """An OSError raised while ``path`` is written through ``temporaries`` (by default its siblings ``.<name>.*``: a
     temporary file, a staging folder, what it holds) names ``path`` where it named one of them or no file: the user
-    gave ``path``, and a temporary's random name, gone by the time it is read, tells them nothing. The exception
-    itself propagates."""
-    folder, name = os.path.split(os.path.abspath(path))
+    gave ``path``, and a temporary's random name, gone by the time it is read, tells them nothing; and where it named
+    ``path`` made absolute, as given. The exception itself propagates."""
+    absolute = os.path.abspath(path)
+    folder, name = os.path.split(absolute)
     prefix = os.path.abspath(temporaries) + os.sep if temporaries is not None else os.path.join(folder, f".{name}.")
     try:
         yield
     except OSError as exc:
         named = exc.filename
-        if named is None or (isinstance(named, str) and os.path.abspath(named).startswith(prefix)):
+        held = os.path.abspath(named) if isinstance(named, str) else None
+        if named is None or held is not None and (held.startswith(prefix) or held == absolute):
             exc.filename = os.fspath(path)
             if exc.filename2 is not None:
                 del exc.filename2  # not None, which str(exc) shows as "… -> None"

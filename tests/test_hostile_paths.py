@@ -4,6 +4,8 @@ given back as a trace, and links that loop, each one line naming the file and wh
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -55,3 +57,54 @@ def test_a_link_that_loops_is_named_as_one(tmp_path):
         result = invoke(*args)
         assert result.exit_code == 2 and result.stderr == f"kernelscope: error: {problem}\n", (args, result.output)
     assert not (tmp_path / "a").exists()
+
+
+def _without_privileges() -> list[str] | None:
+    """The prefix that runs a command where file permissions hold: none for a user, setpriv dropping root's
+    capabilities (CAP_DAC_OVERRIDE) for root; None where root cannot drop them."""
+    if os.geteuid() != 0:
+        return []
+    prefix = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+    try:
+        held = subprocess.run([*prefix, "test", "-w", "/proc/1/environ"], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return prefix if held.returncode == 1 else None
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """``ro/``, a folder no file may be made in, holding ``ro/run`` whose trace nobody may read."""
+    prefix = _without_privileges()
+    if prefix is None:
+        pytest.skip("root that cannot drop its capabilities reads and writes past file permissions")
+    folder = tmp_path / "ro"
+    shutil.copytree(RUN, folder / "run")
+    (folder / "run" / "trace.json.gz").chmod(0)
+    folder.chmod(0o555)
+    yield prefix, folder
+    folder.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["analyze", "ro/run"], "ro/run/trace.json.gz"),
+        (["tree", "ro/run"], "ro/run/trace.json.gz"),
+        (["analyze", RUN, "-o", "ro/out.csv"], "ro/out.csv"),
+        (["sql", RUN, "-o", "ro/out.duckdb"], "ro/out.duckdb"),
+        (["report", RUN, "-o", "ro/r.html"], "ro/r.html"),
+        (["diff", RUN, RUN, "-o", "ro/d.csv"], "ro/d.csv"),
+        (["archive", RUN, "--to", "ro/A"], "ro/A"),
+    ],
+    ids=lambda value: value[0] if isinstance(value, list) else None,
+)
+def test_a_file_that_cannot_be_read_or_written_is_one_line_naming_it(args, named, read_only, tmp_path):
+    """A trace nobody may read, an output in a folder that takes no new file: one line naming the path as given,
+    exit 2, nothing made."""
+    prefix, folder = read_only
+    before = sorted(folder.rglob("*"))
+    command = [*prefix, str(REPO / ".venv" / "bin" / "kernelscope"), *map(str, args)]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr == f"kernelscope: error: {named}: Permission denied\n", done.stderr
+    assert sorted(folder.rglob("*")) == before
