@@ -4,6 +4,7 @@ may read and write when the archive's folders are links or the disk fills."""
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import signal
 import struct
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
-from kernelscope.analyzer import Archive, BadInputError, archive_runs
+from kernelscope.analyzer import Archive, BadInputError, archive_commit, archive_runs
 from kernelscope.cli import main
 
 SAMPLES = REPO / "sample_traces"
@@ -178,3 +179,28 @@ def test_a_crafted_parquet_footer_is_one_line_for_every_command(craft, table, ar
         line = one_line(result)
         assert line.startswith(f"kernelscope: error: {arch}"), (args, line)
         assert tree(arch) == before, args
+
+
+@pytest.mark.parametrize("inside", [".staging", "events"])
+def test_what_a_dead_add_left_is_not_removed_through_a_link(inside, arch, tmp_path):
+    """An archive whose .staging (or a table's folder) is a link to a folder outside it that holds what looks like
+    a dead add's files: the add that removes what dead adds left refuses the link, and removes nothing there."""
+    run_id, token = "run-0123456789ab", f"{os.getpid()}.1.{archive_commit._this_machine()}.deadbeef"  # start 1: dead
+    outside = tmp_path / "outside"
+    if inside == ".staging":
+        (outside / f"{run_id}.{token}").mkdir(parents=True)
+        kept = outside / f"{run_id}.{token}" / "precious"
+    else:
+        (arch / ".staging" / f"{run_id}.{token}").mkdir(parents=True)
+        shutil.copytree(arch / "events", outside)
+        (outside / f"run_id={run_id}" / "rank=0").mkdir(parents=True)
+        kept = outside / f"run_id={run_id}" / "rank=0" / f"part-{token}.parquet"
+        shutil.rmtree(arch / "events")
+    kept.write_bytes(b"outside the archive")
+    (arch / inside).symlink_to(outside)
+    line = one_line(invoke("archive", bare_trace(tmp_path), "--to", arch))
+    assert line == (
+        f"kernelscope: error: {arch / inside}: is a symbolic link inside the archive; "
+        "kernelscope writes only into folders of its own"
+    )
+    assert kept.read_bytes() == b"outside the archive"
