@@ -26,7 +26,7 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hostile_inputs_more import RUN, _copy, _fifo, _folder, arguments, run_all  # noqa: E402
+from hostile_inputs_more import KERNELSCOPE, RUN, _copy, _fifo, _folder, arguments, run_all  # noqa: E402
 
 FSIZE_LIMIT = 16 << 10  # bytes: below each output's size for resnet50's run
 BIG_RUN = RUN.parent / "resnet50"
@@ -156,8 +156,9 @@ def _precious_link(command: list[str]) -> callable:
     return case
 
 
-def _limited(command: list[str]) -> callable:
-    """``command`` (``{run}``, ``{out}``) under RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk."""
+def _limited(command: list[str], archived: bool = False) -> callable:
+    """``command`` (``{run}``, ``{out}``) under RLIMIT_FSIZE: a write past it fails with EFBIG, as on a full disk;
+    ``archived``: ``{out}`` an archive of one run already, made without the limit."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
@@ -165,6 +166,9 @@ def _limited(command: list[str]) -> callable:
     def case(work: Path) -> tuple[list[str], dict]:
         run = work / "run"
         shutil.copytree(BIG_RUN, run)
+        if archived:
+            first = [KERNELSCOPE, "archive", str(RUN), "--to", str(work / "out")]
+            subprocess.run(first, check=True, capture_output=True)
         return [arg.format(run=run, out=work / "out") for arg in command], {"preexec_fn": limit}
 
     return case
@@ -220,6 +224,7 @@ def cases() -> dict[str, callable]:
         made[f"{name} -o a link to a file outside --force"] = _precious_link(command)
     for name, command in LIMITED.items():
         made[f"{name} under RLIMIT_FSIZE {FSIZE_LIMIT}"] = _limited(command)
+    made[f"archive --to an archive of a run under RLIMIT_FSIZE {FSIZE_LIMIT}"] = _limited(LIMITED["archive --to"], True)
     return made
 
 
