@@ -111,6 +111,13 @@ def kernelscope(*args) -> list[str]:
     return [str(REPO / ".venv" / "bin" / "kernelscope"), *map(str, args)]
 
 
+def _listing(folder) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except FileNotFoundError:  # not made yet, or removed by an add that emptied it
+        return []
+
+
 def test_commands_adding_to_one_archive_at_once_and_one_killed_leave_it_readable(tmp_path):
     """Five `kernelscope archive` processes into one new archive at once (two of them the same run), a sixth killed
     with SIGKILL inside its add: each other one archives its run or finds it there, and a later add and `runs`
@@ -126,7 +133,7 @@ def test_commands_adding_to_one_archive_at_once_and_one_killed_leave_it_readable
     doomed = subprocess.Popen(kernelscope("archive", traces[2], "--to", arch), stdout=PIPE, stderr=PIPE)
     deadline, staged = time.monotonic() + 60, []
     while not staged and time.monotonic() < deadline and doomed.poll() is None:
-        staged = list((arch / ".staging").glob(f"run-*.{doomed.pid}.*"))  # its add's token begins with its pid
+        staged = [name for name in _listing(arch / ".staging") if f".{doomed.pid}." in name]  # its add's token's pid
     doomed.send_signal(signal.SIGKILL)
     assert doomed.wait() == -signal.SIGKILL and staged, "killed inside its add"
     said = [add.communicate(timeout=120) for add in adds]
@@ -153,7 +160,20 @@ def _large_metadata(path) -> bytes:
     return path.read_bytes()
 
 
+def _thrift_list(count: int) -> bytes:
+    """A file whose footer's schema (FileMetaData field 2, thrift compact) is a list claiming ``count`` structs."""
+    varint = bytearray()
+    while True:
+        varint.append((count & 0x7F) | (0x80 if count >> 7 else 0))
+        count >>= 7
+        if not count:
+            break
+    meta = b"\x15\x02" + b"\x19\xfc" + bytes(varint) + bytes(64)  # version 1, then the list's header
+    return b"PAR1" + meta + struct.pack("<I", len(meta)) + b"PAR1"
+
+
 CRAFTED = {
+    "a schema list of 2^31 - 1 structs": lambda path, data: _thrift_list((1 << 31) - 1),
     "footer length 4 GiB": lambda path, data: _footer_length(data, 0xFFFFFFF0),
     "footer length the whole file": lambda path, data: _footer_length(data, len(data) - 8),
     "footer length 0": lambda path, data: _footer_length(data, 0),
