@@ -8,6 +8,7 @@ from pathlib import Path
 
 import duckdb
 
+from . import samples
 from .archive_checks import archived_manifest, archived_sample, check_columns
 from .archive_commit import _RUN, TABLES, Part, _names, committed_parts, regular_files
 from .archive_index import read_index
@@ -86,13 +87,16 @@ def load_run_tables(con: duckdb.DuckDBPyConnection, root: Path, run_id: str) -> 
         con.execute(f"ALTER TABLE events ADD COLUMN IF NOT EXISTS {column} VARCHAR")
     for table in ("events", "kernels"):
         check_columns(con, table, parts[0].path(root, table))
-    samples = con.execute(
+    samples_query = (
         f"SELECT rank, function_name, calls, CAST(args AS VARCHAR) AS args, CAST(kwargs AS VARCHAR) AS kwargs "
-        f"FROM ({read_files(root, parts, 'samples', ', file_row_number = true')}) ORDER BY rank, file_row_number"
-    ).fetchall()
-    rows = con.execute(
+        f"FROM ({read_files(root, parts, 'samples', ', file_row_number = true')})"
+    )
+    _check_samples_size(con, root, parts, samples_query)
+    samples = con.execute(f"{samples_query} ORDER BY rank, file_row_number").fetchall()
+    rows = con.execute(  # one a rank: a file repeating its row thousands of times is not read whole to be refused
         f"SELECT rank, CAST(manifest AS VARCHAR), module_prefix, function_prefix, "
-        f"{', '.join(LaunchCheck.__dataclass_fields__)} FROM ({read_files(root, parts, 'runs')}) ORDER BY rank"
+        f"{', '.join(LaunchCheck.__dataclass_fields__)} FROM ({read_files(root, parts, 'runs')}) ORDER BY rank "
+        f"LIMIT {len(parts) + 1}"
     ).fetchall()
     files = {part.rank: part for part in parts}
     if sorted(row[0] for row in rows) != sorted(files):
@@ -113,3 +117,21 @@ def load_run_tables(con: duckdb.DuckDBPyConnection, root: Path, run_id: str) -> 
             raise BadInputError(where, "has launch counts that are not integers >= 0")
         parts.append(RankPart(rank, archived_manifest(where, manifest), function_data[rank], LaunchCheck(*check)))
     return parts, (rows[0][2], rows[0][3])
+
+
+ENTRY_BYTES = 40  # what samples.json spends on an entry beside its text: {"calls": 1, "args": …, "kwargs": …}
+
+
+def _check_samples_size(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part], query: str) -> None:
+    """Refuse a rank's archived samples that samples.json would hold in more bytes than a run directory's may take
+    (samples.samples_limit_bytes), counted by DuckDB before any row is read into Python: a Parquet file of kilobytes
+    may repeat one row millions of times."""
+    limit = samples.samples_limit_bytes()
+    sizes = con.execute(
+        f"SELECT rank, sum(strlen(function_name) + strlen(args) + strlen(kwargs) + ?) FROM ({query}) GROUP BY rank",
+        [ENTRY_BYTES],
+    ).fetchall()
+    files = {part.rank: part.path(root, "samples") for part in parts}
+    for rank, size in sizes:
+        if size is not None and size > limit:
+            raise BadInputError(files[rank], f"holds more than the {limit:,} bytes a sample store may take here")

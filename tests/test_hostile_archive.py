@@ -12,6 +12,7 @@ import subprocess
 import time
 from subprocess import PIPE
 
+import duckdb
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -224,3 +225,17 @@ def test_what_a_dead_add_left_is_not_removed_through_a_link(inside, arch, tmp_pa
         "kernelscope writes only into folders of its own"
     )
     assert kept.read_bytes() == b"outside the archive"
+
+
+def test_an_archived_sample_store_larger_than_a_run_directory_s_may_be_is_refused(base, arch, monkeypatch):
+    """A samples part whose rows repeat (a Parquet file of kilobytes holds 10^7 of them, gigabytes of arguments once
+    read): refused as a samples.json of that size is, before its rows are read into Python."""
+    from kernelscope.analyzer import samples
+
+    run_id = base[1]
+    (part,) = (arch / "samples").rglob("*.parquet")
+    duckdb.sql(f"COPY (SELECT s.* FROM read_parquet('{part}') s, range(1000)) TO '{part}.new' (FORMAT parquet)")
+    os.replace(f"{part}.new", part)
+    monkeypatch.setattr(samples, "samples_limit_bytes", lambda: 100_000)
+    line = one_line(invoke("analyze", arch, "--run", run_id))
+    assert line == f"kernelscope: error: {part}: holds more than the 100,000 bytes a sample store may take here", line
