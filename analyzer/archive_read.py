@@ -44,7 +44,7 @@ def check_readable(archive: Path, root: Path) -> None:
     of the runs added since (fewer than INDEX_EVERY, where adds write it), whatever the archive's size."""
     con = new_connection()
     try:
-        indexed = {part.run_id for part in _index_parts(con, root)}
+        indexed = _indexed_runs(con, root)
         ids = [name[len("run_id=") :] for name in _names(root / "runs") if _RUN.fullmatch(name)]
         parts = [part for run_id in ids if run_id not in indexed for part in committed_parts(root, run_id)]
         files = regular_files([part.path(root, table) for part in parts for table in TABLES])
@@ -58,16 +58,16 @@ def check_readable(archive: Path, root: Path) -> None:
         con.close()
 
 
-def _index_parts(con: duckdb.DuckDBPyConnection, root: Path) -> list[Part]:
-    """The parts the newest readable runs index holds, committed or not."""
+def _indexed_runs(con: duckdb.DuckDBPyConnection, root: Path) -> set[str]:
+    """The run ids the newest readable runs index holds, committed or not (each once, however often it repeats)."""
     path = read_index(con, root, []).path
     if path is None:
-        return []
+        return set()
     try:
-        rows = con.execute(f"SELECT run_id, rank, token FROM read_parquet({quote(str(path))})").fetchall()
-    except duckdb.Error:  # none, or superseded and removed since: every committed part is read
-        return []
-    return [Part(*row) for row in rows]
+        rows = con.execute(f"SELECT DISTINCT run_id FROM read_parquet({quote(str(path))})").fetchall()
+    except duckdb.Error:  # superseded and removed since: every committed part is read
+        return set()
+    return {run_id for (run_id,) in rows}
 
 
 def load_run_tables(con: duckdb.DuckDBPyConnection, root: Path, run_id: str) -> tuple[list[RankPart], tuple[str, str]]:

@@ -239,3 +239,32 @@ def test_an_archived_sample_store_larger_than_a_run_directory_s_may_be_is_refuse
     monkeypatch.setattr(samples, "samples_limit_bytes", lambda: 100_000)
     line = one_line(invoke("analyze", arch, "--run", run_id))
     assert line == f"kernelscope: error: {part}: holds more than the 100,000 bytes a sample store may take here", line
+
+
+def test_a_runs_index_repeating_its_rows_is_not_read_into_python_whole(arch, monkeypatch):
+    """A runs index whose rows repeat (kilobytes of Parquet, 200,000 rows): reading it, for a view or an add's
+    check, takes no more than the committed parts' rows into Python; an index that holds a part twice is none an
+    add wrote, ignored (its rows would repeat in the views), and the runs are read from their files."""
+    import tracemalloc
+
+    from kernelscope.analyzer import archive_index
+    from kernelscope.analyzer.archive_commit import committed_parts
+    from kernelscope.analyzer.archive_read import check_readable, read_files
+
+    monkeypatch.setattr(archive_index, "INDEX_EVERY", 1)
+    index = archive_index.refresh_index(arch, lambda parts: read_files(arch, parts, "runs"))
+    query = f"SELECT i.* FROM read_parquet('{index}') i, range(200000)"
+    duckdb.sql(f"COPY ({query}) TO '{index}.new' (FORMAT parquet)")
+    os.replace(f"{index}.new", index)
+    committed = committed_parts(arch)
+    con = duckdb.connect()
+    tracemalloc.start()
+    try:
+        held = archive_index.read_index(con, arch, committed)
+        check_readable(arch, arch)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert held.path is None and not held.schemas
+    assert peak < 8 << 20, f"{peak / 2**20:.0f} MiB of Python objects"
+    assert len(Archive(arch).runs()) == 1
