@@ -15,6 +15,7 @@ link points at keeps its bytes. Prints one line per case, then the count that br
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import resource
 import shutil
@@ -91,12 +92,13 @@ def _beside(make, layout: str) -> callable:
     def made(work: Path) -> str:
         bomb = Path(make(work))
         if layout == "job":
-            for rank, source in ((0, RUN), (1, None)):
-                folder = work / "job" / f"rank{rank}"
-                shutil.copytree(source, folder) if source else folder.mkdir(parents=True)
-            shutil.copy(RUN / "manifest.json", work / "job" / "rank1" / "manifest.json")
-            shutil.copy(RUN / "samples.json", work / "job" / "rank1" / "samples.json")
-            bomb.rename(work / "job" / "rank1" / "trace.json.gz")
+            for rank in (0, 1):
+                folder = work / "job" / f"rank-{rank}"
+                shutil.copytree(RUN, folder)
+                manifest = json.loads((folder / "manifest.json").read_text())
+                manifest.update(rank=rank, world_size=2, backend="nccl")
+                (folder / "manifest.json").write_text(json.dumps(manifest))
+            bomb.replace(work / "job" / "rank-1" / "trace.json.gz")
             return str(work / "job")
         (work / "traces").mkdir()
         shutil.copy(RUN / "trace.json.gz", work / "traces" / "a.json.gz")
