@@ -30,6 +30,7 @@ from .archive_commit import (
     committed_parts,
     ensure_dirs,
     new_token,
+    own_folder,
     regular_files,
 )
 from .atomic import fsync_dir, fsync_file
@@ -162,11 +163,8 @@ def refresh_index(root: Path, runs_of) -> Path | None:
 
 
 def _remove_dead_partials(root: Path) -> None:
-    try:
-        names = os.listdir(root / INDEX)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for name in names:
+    folder = own_folder(root, INDEX)  # a link to a folder elsewhere is refused, nothing removed through it
+    for name in _names(folder) if folder is not None else []:
         match = _PARTIAL.fullmatch(name)
         if match and Owner.of_token(match.group(1)).is_dead():
-            (root / INDEX / name).unlink(missing_ok=True)
+            (folder / name).unlink(missing_ok=True)

@@ -268,3 +268,18 @@ def test_a_runs_index_repeating_its_rows_is_not_read_into_python_whole(arch, mon
     assert held.path is None and not held.schemas
     assert peak < 8 << 20, f"{peak / 2**20:.0f} MiB of Python objects"
     assert len(Archive(arch).runs()) == 1
+
+
+def test_a_dead_index_writer_s_file_is_not_removed_through_a_link(arch, tmp_path, monkeypatch):
+    """.index a link to a folder outside the archive holding what looks like a dead add's partial index: the add's
+    index refresh removes nothing there (and writes no index through the link)."""
+    from kernelscope.analyzer import archive_index
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    kept = outside / f".runs-{os.getpid()}.1.{archive_commit._this_machine()}.deadbeef.partial"  # start 1: dead
+    kept.write_bytes(b"outside the archive")
+    (arch / ".index").symlink_to(outside)
+    monkeypatch.setattr(archive_index, "INDEX_EVERY", 1)
+    run_id, added = Archive(arch).add(bare_trace(tmp_path))
+    assert added and kept.read_bytes() == b"outside the archive" and os.listdir(outside) == [kept.name]
