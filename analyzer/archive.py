@@ -22,23 +22,23 @@ import duckdb
 import orjson
 import pandas as pd
 
-from .archive_checks import archived_manifest, archived_sample, check_columns, check_creatable, check_format
-from .archive_commit import STAGING, TABLES, Add, Part, committed_parts, regular_files, remove_dead_adds, unmake_archive
+from .archive_checks import check_creatable, check_format
+from .archive_commit import _RUN, STAGING, TABLES, Add, Part, _names, committed_parts, remove_dead_adds, unmake_archive
 from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
-from .atomic import errors_naming, unwritten, write_bytes_atomically
+from .archive_read import check_readable, damaged, load_run_tables, read_files
+from .atomic import errors_naming, unreadable_link, unwritten, write_bytes_atomically
 from .connection import new_connection
 from .errors import BadInputError, KernelscopeError
 from .kernel_names import define_kernel_short
-from .rank_parts import LaunchCheck, RankPart
+from .rank_parts import LaunchCheck
 from .ranks import ARCHIVE_MARKER, find_ranks, trace_start
 from .run import Run
 from .rundir import MANIFEST
-from .samples import check_totals, encode
-from .sql import query_frame, quote, sql_template, sql_text
+from .samples import encode
+from .sql import query_frame, quote, sql_text
 
 MARKER = ARCHIVE_MARKER
 ARCHIVE_FORMAT = 1
-_GLOB_CHARACTERS = re.compile(r"[\[*?]")
 
 
 def is_archive(path: str | os.PathLike) -> bool:
@@ -73,7 +73,9 @@ class Archive:
         self._unmade = not is_archive(self.path)
         if self._unmade:
             if not create:
-                problem = f"is not a kernelscope archive (no {MARKER})" if self.path.exists() else "does not exist"
+                there = self.path.exists()
+                problem = f"is not a kernelscope archive (no {MARKER})" if there else unreadable_link(self.path)
+                problem = problem or "does not exist"
                 raise BadInputError(self.path, problem)
             check_creatable(self.path, self.root) if create == "on add" else self._create()
         else:
@@ -123,10 +125,13 @@ class Archive:
         source = Path(source)
         run_id = run_id_of(source)
         remove_dead_adds(self.root)
+        if not self._unmade:  # an add to a damaged archive would report success where no listing of it reads
+            check_readable(self.path, self.root)
         if committed_parts(self.root, run_id):
             return run_id, False
         with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
-            made, add = self._create() if self._unmade else None, None
+            with errors_naming(self.path, self.root / STAGING):  # the folder made absolute: named as given
+                made, add = self._create() if self._unmade else None, None
             try:
                 add = Add(self.root, run_id)
                 with errors_naming(self.path, self.root / STAGING):
@@ -229,10 +234,7 @@ class Archive:
         return " UNION ALL BY NAME ".join(f"({piece})" for piece in pieces)
 
     def _read(self, parts: list[Part], table: str, options: str = "", union: str = "true") -> str:
-        """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
-        files = map(str, regular_files([part.path(self.root, table) for part in parts]))
-        listed = "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", file)) for file in files) + "]"
-        return sql_template("archive_view.sql").substitute(files=listed, options=options, union=union)
+        return read_files(self.root, parts, table, options, union)
 
     @property
     def con(self) -> duckdb.DuckDBPyConnection:
@@ -266,8 +268,7 @@ class Archive:
         return f"{self.root}{os.sep}" in str(exc)
 
     def _damaged(self, exc: duckdb.Error) -> BadInputError:
-        lines = str(exc).strip().splitlines()
-        return BadInputError(self.path, f"is damaged: {lines[0] if lines else type(exc).__name__}")
+        return damaged(self.path, exc)
 
     def runs(self) -> pd.DataFrame:
         """One line per archived run, oldest first."""
@@ -299,7 +300,7 @@ class Archive:
         run_id = self.resolve(ref)
         con = new_connection()
         try:
-            parts, prefixes = self._load_run(con, run_id)
+            parts, prefixes = load_run_tables(con, self.root, run_id)
         except BaseException as exc:
             con.close()
             if isinstance(exc, duckdb.Error):  # its files missing, not Parquet, or not of the archive's columns
@@ -307,48 +308,12 @@ class Archive:
             raise
         return Run.from_tables(con, self.path / "runs" / f"run_id={run_id}", parts, *prefixes)
 
-    def _load_run(self, con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[list[RankPart], tuple[str, str]]:
-        parts = committed_parts(self.root, run_id)
-        con.execute(
-            f"CREATE TABLE events AS SELECT * EXCLUDE (run_id, rank), rank FROM ({self._read(parts, 'events')}) "
-            "ORDER BY rank, event_id"
-        )
-        con.execute(
-            f"CREATE TABLE kernels AS SELECT * EXCLUDE (run_id, rank), rank FROM ({self._read(parts, 'kernels')}) "
-            "ORDER BY rank, start_us, event_id"
-        )
-        con.execute("ALTER TABLE kernels ADD COLUMN IF NOT EXISTS call_event_id BIGINT")  # an older archive's run
-        for column in ("pid_name", "tid_name"):  # an older archive's run, whose named threads it did not keep
-            con.execute(f"ALTER TABLE events ADD COLUMN IF NOT EXISTS {column} VARCHAR")
-        for table in ("events", "kernels"):
-            check_columns(con, table, parts[0].path(self.root, table))
-        samples = con.execute(
-            f"SELECT rank, function_name, calls, CAST(args AS VARCHAR) AS args, CAST(kwargs AS VARCHAR) AS kwargs "
-            f"FROM ({self._read(parts, 'samples', ', file_row_number = true')}) ORDER BY rank, file_row_number"
-        ).fetchall()
-        rows = con.execute(
-            f"SELECT rank, CAST(manifest AS VARCHAR), module_prefix, function_prefix, "
-            f"{', '.join(LaunchCheck.__dataclass_fields__)} FROM ({self._read(parts, 'runs')}) ORDER BY rank"
-        ).fetchall()
-        files = {part.rank: part for part in parts}
-        if sorted(row[0] for row in rows) != sorted(files):
-            raise BadInputError(parts[0].path(self.root, "runs"), "does not hold one row of its rank (damaged)")
-        function_data: dict[int, dict] = {row[0]: {} for row in rows}
-        for rank, name, calls, args, kwargs in samples:
-            function_data[rank].setdefault(name, []).append(
-                (calls, archived_sample(files[rank].path(self.root, "samples"), name, calls, args, kwargs))
-            )
-        for rank, data in function_data.items():
-            check_totals(data, files[rank].path(self.root, "samples"))
-        parts = []
-        for rank, manifest, module_prefix, function_prefix, *check in rows:
-            where = files[rank].path(self.root, "runs")
-            if not all(isinstance(prefix, str) and prefix for prefix in (module_prefix, function_prefix)):
-                raise BadInputError(where, "has a module_prefix or function_prefix that is not a non-empty string")
-            if not all(type(value) is int and value >= 0 for value in check):
-                raise BadInputError(where, "has launch counts that are not integers >= 0")
-            parts.append(RankPart(rank, archived_manifest(where, manifest), function_data[rank], LaunchCheck(*check)))
-        return parts, (rows[0][2], rows[0][3])
+    def __repr__(self) -> str:
+        """``Archive('runs/archive', runs=12)``: the path given and its committed runs, counted by one listing."""
+        if self._unmade:
+            return f"{type(self).__name__}({os.fspath(self.path)!r}, not made yet)"
+        runs = sum(1 for name in _names(self.root / "runs") if _RUN.fullmatch(name))
+        return f"{type(self).__name__}({os.fspath(self.path)!r}, runs={runs})"
 
     def close(self) -> None:
         if self._con is not None:

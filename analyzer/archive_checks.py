@@ -15,7 +15,7 @@ import orjson
 
 from .atomic import refuse_unless_utf8
 from .errors import BadInputError, KernelscopeError
-from .json_text import BOM
+from .json_text import BOM, wide_encoding
 from .ranks import ARCHIVE_MARKER
 from .run import Run
 from .rundir import check_manifest
@@ -77,6 +77,11 @@ def check_format(archive: Path, marker: Path, newest: int) -> None:
     except orjson.JSONDecodeError:
         held = None
     version = held.get("kernelscope_archive") if isinstance(held, dict) else None
+    encoding = wide_encoding(text) if held is None else None
+    if encoding is not None:  # an editor's UTF-16 save: the version may be there, in bytes not read as JSON
+        raise BadInputError(
+            archive, f"is damaged: its {marker.name} is {encoding} text, and kernelscope reads JSON files as UTF-8"
+        )
     if type(version) is not int or version < 1:
         problem = f"its {marker.name} records no format version (an integer kernelscope_archive)"
         raise BadInputError(archive, f"is damaged: {problem}")

@@ -161,11 +161,26 @@ def ensure_dirs(root: Path, *names: str) -> Path:
         try:
             os.mkdir(folder, 0o777)
         except FileExistsError:
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                what = "a symbolic link" if os.path.islink(folder) else "not a folder"
-                problem = f"is {what} inside the archive; kernelscope writes only into folders of its own"
-                raise KernelscopeError(folder, problem) from None
+            _refuse_unless_folder(folder)
     return folder
+
+
+def own_folder(root: Path, *names: str) -> Path | None:
+    """``root/names[0]/…`` where each is a real folder, None where one is missing; a symbolic link is refused as in
+    ensure_dirs: what is removed from the archive is removed from its own folders, never through a link outside."""
+    folder = root
+    for name in names:
+        folder = folder / name
+        if not os.path.lexists(folder):
+            return None
+        _refuse_unless_folder(folder)
+    return folder
+
+
+def _refuse_unless_folder(folder: Path) -> None:
+    if not stat.S_ISDIR(os.lstat(folder).st_mode):
+        what = "a symbolic link" if os.path.islink(folder) else "not a folder"
+        raise KernelscopeError(folder, f"is {what} inside the archive; kernelscope writes only into folders of its own")
 
 
 class Add:
@@ -241,19 +256,23 @@ def remove_add(root: Path, run_id: str, token: str) -> None:
     the partition folders they leave empty), then its staging folder, the record of the add, last."""
     if not any(part.token == token for part in committed_parts(root, run_id)):
         for table in DATA_TABLES:
-            run_dir = root / table / f"run_id={run_id}"
-            for rank_dir in _names(run_dir):
-                (run_dir / rank_dir / f"part-{token}.parquet").unlink(missing_ok=True)
-                _remove_if_empty(run_dir / rank_dir)
-            _remove_if_empty(run_dir)
-    _remove_staging(root, root / STAGING / f"{run_id}.{token}")
+            run_dir = own_folder(root, table, f"run_id={run_id}")
+            for rank_dir in _names(run_dir) if run_dir is not None else []:
+                if own_folder(run_dir, rank_dir) is not None:
+                    (run_dir / rank_dir / f"part-{token}.parquet").unlink(missing_ok=True)
+                    _remove_if_empty(run_dir / rank_dir)
+            if run_dir is not None:
+                _remove_if_empty(run_dir)
+    if own_folder(root, STAGING) is not None:
+        _remove_staging(root, root / STAGING / f"{run_id}.{token}")
 
 
 def remove_dead_adds(root: Path) -> list[str]:
     """Remove what adds whose process has died left (``kill -9``, a crash, a power loss); the staging folders of
     live processes, and of other machines, are left alone. Returns the staging folders removed."""
     removed = []
-    for name in sorted(_names(root / STAGING)):
+    staging = own_folder(root, STAGING)
+    for name in sorted(_names(staging) if staging is not None else []):
         staged = _STAGED.fullmatch(name)
         if staged is not None and Owner.of_token(staged.group(2)).is_dead():
             remove_add(root, *staged.groups())

@@ -30,6 +30,7 @@ from .archive_commit import (
     committed_parts,
     ensure_dirs,
     new_token,
+    own_folder,
     regular_files,
 )
 from .atomic import fsync_dir, fsync_file
@@ -71,18 +72,27 @@ def read_index(con: duckdb.DuckDBPyConnection, root: Path, committed: list[Part]
     path = root / INDEX / files[-1][1]
     if not path.is_file():  # a FIFO, on which DuckDB's open would wait forever: an index that cannot be read
         return Index()
-    try:
+    con.register("ks_committed", pd.DataFrame([(p.run_id, p.rank, p.token) for p in committed], columns=list(_KEY)))
+    source = f"read_parquet({quote(str(path))})"
+    try:  # counted in DuckDB and only the committed parts' rows taken: a file of kilobytes may repeat a row 10^6 times
+        counted = f"SELECT count(*), count(DISTINCT ({', '.join(_KEY)})) FROM {source}"
+        [(total, distinct)] = con.execute(counted).fetchall()
+        if total != distinct:  # a part twice: no index an add wrote, and its rows would repeat in the views
+            return Index()
         rows = con.execute(
-            f"SELECT {', '.join(_KEY + SCHEMA_COLUMNS)} FROM read_parquet({quote(str(path))})"
+            f"SELECT {', '.join(_KEY + SCHEMA_COLUMNS)} FROM {source} SEMI JOIN ks_committed USING ({', '.join(_KEY)})"
         ).fetchall()
     except duckdb.Error:
         return Index()
-    wanted = set(committed)
-    held = {
-        Part(run_id, rank, token): dict(zip(DATA_TABLES, schemas, strict=True))
-        for run_id, rank, token, *schemas in rows
-    }
-    return Index(path, {part: s for part, s in held.items() if part in wanted}, exact=held.keys() <= wanted)
+    finally:
+        con.unregister("ks_committed")
+    held = {Part(*key): dict(zip(DATA_TABLES, schemas, strict=True)) for *key, schemas in _split(rows)}
+    return Index(path, held, exact=len(held) == total)
+
+
+def _split(rows: list[tuple]) -> list[tuple]:
+    """Each row of the index as its key's three values and its data files' schemas."""
+    return [(*row[: len(_KEY)], row[len(_KEY) :]) for row in rows]
 
 
 def file_schemas(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part]) -> pd.DataFrame:
@@ -153,11 +163,8 @@ def refresh_index(root: Path, runs_of) -> Path | None:
 
 
 def _remove_dead_partials(root: Path) -> None:
-    try:
-        names = os.listdir(root / INDEX)
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    for name in names:
+    folder = own_folder(root, INDEX)  # a link to a folder elsewhere is refused, nothing removed through it
+    for name in _names(folder) if folder is not None else []:
         match = _PARTIAL.fullmatch(name)
         if match and Owner.of_token(match.group(1)).is_dead():
-            (root / INDEX / name).unlink(missing_ok=True)
+            (folder / name).unlink(missing_ok=True)

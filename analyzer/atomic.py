@@ -38,6 +38,18 @@ def refuse_unless_regular(path: str | os.PathLike) -> None:
         raise KernelscopeError(path, f"is {kind_of(mode)}, not a regular file; kernelscope replaces only regular files")
 
 
+def unreadable_link(path: str | os.PathLike) -> str | None:
+    """Why ``path``, which names no file or folder, is there all the same: a symbolic link to nothing, or one that
+    loops (or one in a folder that cannot be searched); None where nothing is at it."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return "is a symbolic link to a file that does not exist" if os.path.islink(path) else None
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return None
+
+
 def refuse_unless_utf8(path: str | os.PathLike, what: str, shown: str | os.PathLike | None = None) -> None:
     """Fail before anything is written when ``path`` is not UTF-8 (a folder named in Latin-1): DuckDB, which writes
     ``what`` (``a Parquet file``), takes UTF-8 paths only. ``shown``: the path the message names (default ``path``)."""
@@ -137,15 +149,17 @@ def fsync_dir(path: str | os.PathLike) -> None:
 def errors_naming(path: str | os.PathLike, temporaries: str | os.PathLike | None = None) -> Iterator[None]:
     """An OSError raised while ``path`` is written through ``temporaries`` (by default its siblings ``.<name>.*``: a
     temporary file, a staging folder, what it holds) names ``path`` where it named one of them or no file: the user
-    gave ``path``, and a temporary's random name, gone by the time it is read, tells them nothing. The exception
-    itself propagates."""
-    folder, name = os.path.split(os.path.abspath(path))
+    gave ``path``, and a temporary's random name, gone by the time it is read, tells them nothing; and where it named
+    ``path`` made absolute, as given. The exception itself propagates."""
+    absolute = os.path.abspath(path)
+    folder, name = os.path.split(absolute)
     prefix = os.path.abspath(temporaries) + os.sep if temporaries is not None else os.path.join(folder, f".{name}.")
     try:
         yield
     except OSError as exc:
         named = exc.filename
-        if named is None or (isinstance(named, str) and os.path.abspath(named).startswith(prefix)):
+        held = os.path.abspath(named) if isinstance(named, str) else None
+        if named is None or held is not None and (held.startswith(prefix) or held == absolute):
             exc.filename = os.fspath(path)
             if exc.filename2 is not None:
                 del exc.filename2  # not None, which str(exc) shows as "… -> None"

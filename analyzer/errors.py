@@ -92,6 +92,10 @@ def json_fault(
         return PICKLE
     if data.startswith(b"SQLite format 3\x00"):
         return "it is an SQLite database, as Nsight Systems exports its reports, not JSON"
+    if data[8:12] == b"DUCK":  # a DuckDB file's magic follows its header block's checksum
+        return "it is a DuckDB database (as kernelscope sql -o writes), not JSON"
+    if data.startswith(b"PAR1"):
+        return "it is a Parquet file (as -o and an archive write), not JSON"
     encoding = wide_encoding(data)
     if encoding is not None:
         return f"it is {encoding} text, and kernelscope reads JSON files as UTF-8"

@@ -12,6 +12,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic import unreadable_link
 from .errors import BadInputError
 from .rundir import MANIFEST, MAX_RANK, SAMPLES, TRACE, is_rank, json_text, read_manifest
 from .samples import read_samples, render_call
@@ -86,6 +87,8 @@ def find_ranks(path: Path, notice: bool = True) -> list[RankSource]:
         return [_run_directory(path, None)]
     if path.exists():
         return [RankSource(None, _readable_trace(path), None, {}, None)]
+    if problem := unreadable_link(path):  # a link that loops is there, not missing
+        raise BadInputError(path, problem)
     if str(path) == "-":  # `zcat t.json.gz | kernelscope analyze -`: the trace is read in parts, by its offsets
         raise BadInputError(path, "no such run directory or trace file; a trace is read from a file, not from stdin")
     raise BadInputError(path, "no such run directory or trace file")

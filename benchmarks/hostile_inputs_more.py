@@ -228,10 +228,12 @@ def snapshot(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*")}
 
 
-def run_case(argv: list[str], cwd: Path, timeout: float) -> tuple[int | str, float, str, bool]:
+def run_case(argv: list[str], cwd: Path, timeout: float, **popen) -> tuple[int | str, float, str, bool]:
+    """``kernelscope argv`` in ``cwd`` (``popen``: more of subprocess.run's arguments): exit status, wall seconds,
+    the last line of stderr, and whether it kept the rule."""
     start = time.perf_counter()
     try:
-        done = subprocess.run([KERNELSCOPE, *argv], cwd=cwd, capture_output=True, timeout=timeout)
+        done = subprocess.run([KERNELSCOPE, *argv], cwd=cwd, capture_output=True, timeout=timeout, **popen)
     except subprocess.TimeoutExpired:
         return "timeout", time.perf_counter() - start, "", False
     wall = time.perf_counter() - start
@@ -245,38 +247,73 @@ def run_case(argv: list[str], cwd: Path, timeout: float) -> tuple[int | str, flo
     return code, wall, lines[-1] if lines else "", right
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description="Hostile inputs and outputs for every kernelscope command.")
+def checked_case(argv: list[str], work: Path, timeout: float, **popen) -> tuple[int | str, float, str, bool]:
+    """run_case in the case's folder ``work``, and the rule's checks of the files: exit 2 leaves ``work`` as it was,
+    and nothing beside the cases' folders in the scratch folder above it changes."""
+    outside = work.parent
+    before, around = snapshot(work), {p for p in snapshot(outside) if not p.startswith("case-")}
+    code, wall, last, right = run_case(argv, work, timeout, **popen)
+    after = snapshot(work)
+    if code == 2 and after != before:
+        right, last = False, f"left behind {sorted(after - before)[:3]} {last}"
+    if {p for p in snapshot(outside) if not p.startswith("case-")} != around:
+        right, last = False, f"wrote outside its folder {last}"
+    return code, wall, last, right
+
+
+def arguments(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--only", default="", help="run the cases whose name holds this")
     parser.add_argument("--timeout", type=float, default=120, help="seconds per case")
-    args = parser.parse_args()
-    broken = total = 0
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = arguments("Hostile inputs and outputs for every kernelscope command.")
     with tempfile.TemporaryDirectory() as scratch:
         outside = Path(scratch)
         cpu_run = outside / "cpu_run"
         if "bench" in "".join(name for name in cases() if args.only in name):
             subprocess.run([KERNELSCOPE, "demo", "--device", "cpu", "--out", str(cpu_run)], capture_output=True)
-        for name, make in cases().items():
-            if args.only not in name:
-                continue
-            work = outside / f"case-{total}"
-            work.mkdir()
-            if name.startswith("bench"):
-                shutil.copytree(cpu_run, work / "cpu_run")
-            argv = make(work)
-            before, around = snapshot(work), snapshot(outside) - {p for p in snapshot(outside) if p.startswith("case-")}
-            code, wall, last, right = run_case(argv, work, args.timeout)
-            after = snapshot(work)
-            if code == 2 and after != before:
-                right, last = False, f"left behind {sorted(after - before)[:3]} {last}"
-            if {p for p in snapshot(outside) if not p.startswith("case-")} != around:
-                right, last = False, f"wrote outside its folder {last}"
-            if name.startswith("bench") and code == 0 and not _docstring_holds_all(work):
-                right, last = False, f"a script runs the manifest's text as code {last}"
-            broken += not right
-            total += 1
-            print(f"{name[:60]!r:64} {code!s:>7} {wall:6.2f} s {'ok ' if right else 'BAD'} {last[:160]!r}", flush=True)
-            shutil.rmtree(work, ignore_errors=True)
+        return run_all(cases(), args.only, args.timeout, outside, prepare=_bench_copy(cpu_run), judge=_bench_scripts)
+
+
+def _bench_copy(cpu_run: Path):
+    def prepare(name: str, work: Path) -> None:
+        if name.startswith("bench"):
+            shutil.copytree(cpu_run, work / "cpu_run")
+
+    return prepare
+
+
+def _bench_scripts(name: str, work: Path, code: int | str) -> str | None:
+    if name.startswith("bench") and code == 0 and not _docstring_holds_all(work):
+        return "a script runs the manifest's text as code"
+    return None
+
+
+def run_all(made: dict, only: str, timeout: float, outside: Path, prepare=None, judge=None) -> int:
+    """Each case of ``made`` whose name holds ``only``, in a folder of its own under ``outside`` (a case makes the
+    argv, or the argv and more of subprocess.run's arguments): ``prepare(name, work)`` before it, ``judge(name, work,
+    code)`` after it (how it broke the rule, or None). Prints a line per case, then the count; 1 if any broke it."""
+    broken = total = 0
+    for name, make in made.items():
+        if only not in name:
+            continue
+        work = outside / f"case-{total}"
+        work.mkdir()
+        if prepare is not None:
+            prepare(name, work)
+        case = make(work)
+        argv, popen = case if isinstance(case, tuple) else (case, {})
+        code, wall, last, right = checked_case(argv, work, timeout, **popen)
+        fault = judge(name, work, code) if judge is not None else None
+        if fault is not None:
+            right, last = False, f"{fault} {last}"
+        broken += not right
+        total += 1
+        print(f"{name[:60]!r:64} {code!s:>7} {wall:6.2f} s {'ok ' if right else 'BAD'} {last[:160]!r}", flush=True)
+        shutil.rmtree(work, ignore_errors=True)
     print(f"\n{total} cases, {broken} broke the rule (exit 0, or exit 2 and one line of error and nothing written)")
     return 1 if broken else 0
 
