@@ -111,12 +111,32 @@ INSIDE_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("kernelscope_i
 # context made before the recording, which the model saved and runs code in (contextvars.Context.run), where every
 # variable holds what it held then.
 SCOPED_THREADS: set[int] = set()
+# The key that each scoped thread holds among torch's thread-local Python objects, which torch hands to the threads
+# that run its work (autograd's device threads, for the graph tasks of the backwards it runs): where torch can also
+# take a key away again (torch._C._remove_obj_from_tls; a key left at a thread's exit can deadlock it).
+SCOPED_KEY = "kernelscope_scoped_thread"
+CARRIES_KEY = hasattr(torch._C, "_stash_obj_in_tls") and hasattr(torch._C, "_remove_obj_from_tls")
+_holds_key = torch._C._is_key_in_tls if CARRIES_KEY else lambda key: False
 
 
 def on_other_thread() -> bool:
     """Where INSIDE_CALL reads OTHER_THREAD: whether this is a thread the recording leaves alone, not one it scopes
-    running code in a context made before the recording (which is then outside calls, as INSIDE_CALL False)."""
-    return get_ident() not in SCOPED_THREADS
+    running code in a context made before the recording, nor a torch thread running a scoped thread's work (such as
+    a backward it runs), which are then outside calls, as INSIDE_CALL False."""
+    return get_ident() not in SCOPED_THREADS and not _holds_key(SCOPED_KEY)
+
+
+def scope_this_thread() -> None:
+    """Mark the calling thread as one the recording scopes, for its own calls and the work torch runs for it."""
+    SCOPED_THREADS.add(get_ident())
+    if CARRIES_KEY:
+        torch._C._stash_obj_in_tls(SCOPED_KEY, True)
+
+
+def unscope_this_thread() -> None:
+    SCOPED_THREADS.discard(get_ident())
+    if CARRIES_KEY:
+        torch._C._remove_obj_from_tls(SCOPED_KEY)
 
 
 _chosen: tuple[list, list] | None = None  # (attributes_state() when chosen, the targets chosen)

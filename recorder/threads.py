@@ -9,6 +9,15 @@ tell them apart by ``INSIDE_CALL``, which they read anyway: a thread starts in a
 runs in a context made before the recording (``contextvars.Context.run``), where INSIDE_CALL reads its default. A
 thread the model started keeps both for its life, so a pool the model made in one recording is the model's in the
 next one too.
+
+Work torch runs for a scoped thread on threads of its own is the model's too: autograd runs a backward's functions
+off the CPU, and the Python hooks they call, on its device worker threads (C++ threads, started by no thread of the
+program), so a hook of a backward the model runs in its forward (``torch.autograd.grad``) runs there. A scoped
+thread holds ``calls.SCOPED_KEY`` among torch's thread-local Python objects, which torch hands, with the rest of
+its thread-local state, to the worker that runs a graph task of its backward for that task's time; a worker reads
+OTHER_THREAD, and on_other_thread() finds the key there (a check no call on a scoped thread reaches). A backward
+run by a thread the recording does not scope carries no key, so its hooks stay unscoped; so do a worker's calls
+under a torch that cannot take the key away again (``calls.CARRIES_KEY``).
 """
 
 from __future__ import annotations
@@ -19,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS, on_other_thread
+from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS, on_other_thread, scope_this_thread, unscope_this_thread
 from .wrapping import wraps
 
 _ABSENT = object()
@@ -32,9 +41,9 @@ def model_threads() -> Iterator[None]:
     ``threading.Thread.start`` and through ``_thread.start_new_thread`` (which threading does not call by that name,
     so a thread is scoped once). Re-entrant: profile() holds it for all its passes, and ``instrument.instrumented``
     (used alone by the benchmarks) for the patched ones."""
-    token, ident = INSIDE_CALL.set(False), _thread.get_ident()
-    added = ident not in SCOPED_THREADS
-    SCOPED_THREADS.add(ident)
+    token, added = INSIDE_CALL.set(False), _thread.get_ident() not in SCOPED_THREADS
+    if added:
+        scope_this_thread()
     outermost = not _installed
     if outermost:
         for owner, name, scoping in _STARTERS:
@@ -50,7 +59,7 @@ def model_threads() -> Iterator[None]:
                 if vars(owner).get(name) is wrapper:  # else rebound meanwhile: the new binding stays
                     setattr(owner, name, original)
         if added:
-            SCOPED_THREADS.discard(ident)
+            unscope_this_thread()
         INSIDE_CALL.reset(token)
 
 
@@ -95,14 +104,13 @@ def _start_new_thread_scoping(start_new_thread: Any) -> Any:
 
 def _scoped_for_life(run: Any, *args: Any, **kwargs: Any) -> Any:
     """Run a new thread's ``run`` as a scoped thread: INSIDE_CALL False in its own context, and its ident among
-    SCOPED_THREADS, for its life."""
+    SCOPED_THREADS (and the key in torch's thread-local objects), for its life."""
     INSIDE_CALL.set(False)
-    ident = _thread.get_ident()
-    SCOPED_THREADS.add(ident)
+    scope_this_thread()
     try:
         return run(*args, **kwargs)
     finally:
-        SCOPED_THREADS.discard(ident)
+        unscope_this_thread()
 
 
 def _put_back(thread: threading.Thread, own: Any) -> None:

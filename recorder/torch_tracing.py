@@ -20,7 +20,7 @@ from contextlib import contextmanager, nullcontext
 from threading import get_ident
 from typing import Any
 
-from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS
+from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS, scope_this_thread, unscope_this_thread
 from .wrapping import wraps
 
 _CONTEXTS = (("torch._export.utils", "_compiling_state_context"),)
@@ -77,12 +77,12 @@ def _called_aside(function: Any) -> Any:
 def _aside(context: Any) -> Iterator[Any]:
     """``context`` entered, and inside it the calling thread one the recording does not scope."""
     with context as value:
-        token, ident = INSIDE_CALL.set(OTHER_THREAD), get_ident()
-        scoped = ident in SCOPED_THREADS
-        SCOPED_THREADS.discard(ident)
+        token, scoped = INSIDE_CALL.set(OTHER_THREAD), get_ident() in SCOPED_THREADS
+        if scoped:
+            unscope_this_thread()
         try:
             yield value
         finally:
             if scoped:
-                SCOPED_THREADS.add(ident)
+                scope_this_thread()
             INSIDE_CALL.reset(token)

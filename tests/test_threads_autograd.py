@@ -1,0 +1,27 @@
+"""A backward the model runs (torch.autograd.grad in its forward: guidance, test-time optimisation, saliency) runs
+on autograd's device worker threads off the CPU, and the calls its hooks make there are the model's: scoped,
+sampled and attributed, while a backward run by a thread the recording does not scope stays unscoped. The engine's
+worker runs only in a process whose first backward saw the device, so tests/autograd_device_worker.py runs alone."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def test_the_calls_of_hooks_on_autograd_s_device_threads_are_the_model_s():
+    script = Path(__file__).with_name("autograd_device_worker.py")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["hooks on a worker"], "the hook ran on the engine's worker thread, not on the thread of the pass"
+    assert seen["scoped backward left alone"] is False, "the worker runs a scoped thread's backward as the model's"
+    assert seen["server backward left alone"] is True, "a thread the recording does not scope stays unscoped"
+    assert seen["backward aside left alone"] is True, "a thread stepped aside for torch's tracing is not scoped"
+    assert seen["backward after the recording left alone"] is True
+    assert seen["normalize calls"] == [1], "the hook's call is a sample of the pass"
+    assert seen["normalize rows"] > 0, "its operators are its call's"
