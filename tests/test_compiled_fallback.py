@@ -148,7 +148,9 @@ def test_a_frame_at_its_recompile_limit_runs_eagerly_while_recorded_and_the_rest
         warnings.simplefilter("always")
         profiler = ModuleFunctionKernelProfiler()
         frame, _ = profiler.profile(lambda x: doubled(last(x)), [((x,), {})], module=last, out=tmp_path / "run")
+    said = [str(w.message) for w in caught if "recompile limit" in str(w.message)]
     assert profiler.run.manifest["compiled_code"] == "kept", [str(w.message) for w in caught]
+    assert len(said) == 1 and "ran eagerly while recorded" in said[0] and f"wrapper ({__file__}" in said[0]
     after = {code: [id(entry.code) for entry in entries] for code, entries in compiled_entries().items()}
     assert after.keys() == before.keys() and all(sorted(after[c]) == sorted(before[c]) for c in before), "none compiled"
     assert len(frame) > 0 and "torch.compile" in set(frame["function_name"])
