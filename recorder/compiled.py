@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import torch
 
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
+from .given_up_frames import given_up_codes, run_eagerly, warn_given_up
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
 from .wrapping import wraps
@@ -339,9 +340,11 @@ def record_keeping_compiled_code(
     """``record(functions)`` (the patched passes, the functions patched or not) with compiled code that never sees
     the patches; returns its result and how (manifest ``compiled_code``):
 
-    - ``kept``: the model's compiled frames all had entries from before the patches;
+    - ``kept``: the model's compiled frames all had entries from before the patches, or torch refused one and every
+      frame dynamo has given up on (given_up_frames.py) then ran eagerly, as it runs a miss of those unrecorded;
     - ``compiled_unpatched``: torch refused a frame with none (a model run for the first time by a profile() of 0 or
-      1 warm-ups): one more pass ran unpatched, so dynamo compiled it as the user runs it, then ``record`` again;
+      1 warm-ups): one more pass ran unpatched, so dynamo compiled it as the user runs it, then ``record`` again
+      (the frames given up on eagerly);
     - ``module_scopes_only``: refused again (the model compiles new code on every pass): recorded with only the
       modules and the compiled modules scoped, the functions unpatched, so dynamo compiles whatever it needs.
 
@@ -352,10 +355,23 @@ def record_keeping_compiled_code(
     except RuntimeError as error:
         if not recompile_refused(error):
             raise
+    given_up = given_up_codes(compiled_entries())
+    if given_up:  # their hits run compiled where they can: eager only once a miss was refused
+        forget()
+        try:
+            with run_eagerly(given_up):
+                result = record(True)
+            warn_given_up(given_up)
+            return result, KEPT
+        except RuntimeError as error:
+            if not recompile_refused(error):
+                raise
     forget()
     unpatched_pass()
     try:
-        result = record(True)
+        with run_eagerly(given_up):
+            result = record(True)
+        warn_given_up(given_up)
         warnings.warn(
             "kernelscope: the model ran torch.compile'd code that was not compiled yet, so it ran one more pass "
             "without the scopes first, for dynamo to compile it as you run it, not through the recorder",

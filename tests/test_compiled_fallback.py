@@ -111,3 +111,49 @@ def test_a_compiled_method_the_module_does_not_hold_runs_with_its_own_values_in_
     assert set(frame["module_name"]) == {""}, "its kernels are the module's"
     assert "torch.compile" in set(frame["function_name"]) and [n for n, _ in data["torch.compile"]] == [1]
     assert "forward" not in vars(model) and "_call_impl" not in vars(model)
+
+
+class Scaled(Plain):
+    """An int attribute the compiled code reads: one guard set per value, all in the shared ``*args`` frame."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    @shared
+    def forward(self, x):
+        return F.relu(self.fc(x)) * self.n
+
+
+def _doubled(x):
+    return x * 2
+
+
+def test_a_frame_at_its_recompile_limit_runs_eagerly_while_recorded_and_the_rest_is_kept(tmp_path):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    limit = torch._dynamo.config.recompile_limit
+    models = [Scaled(n).eval() for n in range(limit + 2)]
+    for model in models:
+        model.forward = torch.compile(model.forward, backend="eager")
+    doubled = torch.compile(_doubled, backend="eager")
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        expected = [doubled(model(x)) for model in models]  # the last two find the shared frame at its limit
+    shared_code = Scaled.forward.__code__
+    before = {code: [id(entry.code) for entry in entries] for code, entries in compiled_entries().items()}
+    assert len(before[shared_code]) == limit
+    last = models[-1]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        profiler = ModuleFunctionKernelProfiler()
+        frame, _ = profiler.profile(lambda x: doubled(last(x)), [((x,), {})], module=last, out=tmp_path / "run")
+    said = [str(w.message) for w in caught if "recompile limit" in str(w.message)]
+    assert profiler.run.manifest["compiled_code"] == "kept", [str(w.message) for w in caught]
+    assert len(said) == 1 and "ran eagerly while recorded" in said[0] and f"wrapper ({__file__}" in said[0]
+    after = {code: [id(entry.code) for entry in entries] for code, entries in compiled_entries().items()}
+    assert after.keys() == before.keys() and all(sorted(after[c]) == sorted(before[c]) for c in before), "none compiled"
+    assert len(frame) > 0 and "torch.compile" in set(frame["function_name"])
+    with torch.no_grad():
+        again = [doubled(model(x)) for model in models]  # unrecorded as before: no refusal, the same results
+    assert all(torch.equal(a, b) for a, b in zip(again, expected, strict=True))
