@@ -9,7 +9,9 @@ wrapper leaves its calls alone there, with no test more on the per-call path tha
 anyway. The bindings are put back afterwards, also in a torch module imported meanwhile that bound one by name.
 ``torch.export._trace`` is imported first where it is not yet (once a process, a fraction of a second after the
 inductor import that the profiler's start makes), so that a first export in the recorded pass is seen too. Dynamo's
-own tracing needs none of this: every wrapper steps aside while it traces (``compiled.dynamo_tracing``)."""
+own tracing needs none of this: every wrapper steps aside while it traces (``compiled.dynamo_tracing``). Neither does
+torch.fx mark its symbolic tracing (``symbolic_trace``, a library's Tracer subclass): ``Tracer.trace`` steps aside
+likewise, so that the calls it makes on Proxies are not sampled as the program's calls."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from .wrapping import wraps
 
 _CONTEXTS = (("torch._export.utils", "_compiling_state_context"),)
 _FUNCTIONS = (("torch.export._trace", "_non_strict_export"), ("torch.export._trace", "_strict_export"))
+_METHODS = (("torch.fx._symbolic_trace", "Tracer", "trace"),)  # set on the class: subclasses reach it by super()
 
 
 @contextmanager
@@ -40,10 +43,20 @@ def torch_tracing_unscoped() -> Iterator[None]:
         if callable(original):
             aside = _stepping_aside(original) if (module_name, name) in _CONTEXTS else _called_aside(original)
             wrappers[name] = original, wraps(aside, original, name)
+    methods = []  # (class, name, torch's function) of each method stepping aside
+    for module_name, class_name, name in _METHODS:
+        owner = getattr(sys.modules.get(module_name), class_name, None)
+        original = vars(owner).get(name) if isinstance(owner, type) else None
+        if callable(original):
+            methods.append((owner, name, original))
     _rebind(wrappers, 0, 1)
+    for owner, name, original in methods:
+        setattr(owner, name, wraps(_called_aside(original), original, name))
     try:
         yield
     finally:
+        for owner, name, original in methods:
+            setattr(owner, name, original)
         _rebind(wrappers, 1, 0)
 
 

@@ -43,3 +43,29 @@ def test_torch_export_inside_a_forward_is_not_recorded_as_the_programs_calls(how
     assert set(frame["module_name"].astype(str)) <= {"", "head"}, "the traced child ran no call of the program"
     assert set(frame.loc[frame["module_name"] == "head", "function_name"]) == {"linear"}
     assert_patches_undone(model, before)
+
+
+class TracesItsChild(nn.Module):
+    """Traces its child with torch.fx at each call and runs the GraphModule (a quantization pass's calibration)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner, self.head = Inner(), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(F.silu(torch.fx.symbolic_trace(self.inner)(x)))
+
+
+@pytest.mark.parametrize("warm_ups", [0, 3])
+def test_fx_tracing_inside_a_forward_is_not_recorded_as_the_programs_calls(warm_ups):
+    model = TracesItsChild().eval()
+    before, trace = snapshot_patch_targets(model), torch.fx.Tracer.trace
+    samples = [((torch.randn(4, 8),), {})]
+    frame, data = ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=warm_ups)
+    proxies = [name for name, entries in data.items() for _, (args, kwargs) in entries
+               if any(isinstance(a, torch.fx.Proxy) for a in (*args, *kwargs.values()))]  # fmt: skip
+    assert not proxies, f"fx's symbolic calls were sampled as the program's: {proxies}"
+    assert [calls for calls, _ in data["linear"]] == [1, 1], "the GraphModule's call of the child's Linear and head's"
+    assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"inner.fc", "head"}
+    assert torch.fx.Tracer.trace is trace
+    assert_patches_undone(model, before)
