@@ -69,3 +69,23 @@ def test_fx_tracing_inside_a_forward_is_not_recorded_as_the_programs_calls(warm_
     assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"inner.fc", "head"}
     assert torch.fx.Tracer.trace is trace
     assert_patches_undone(model, before)
+
+
+class MakesFxOfItsChild(nn.Module):
+    """make_fx of a closure over its child at each call: its tracing runs the child's calls on real tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner, self.head = Inner(), nn.Linear(8, 4)
+
+    def forward(self, x):
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        return self.head(make_fx(lambda t: F.silu(self.inner(t)))(x)(x))
+
+
+def test_make_fx_inside_a_forward_keeps_the_names_of_the_kernels_its_tracing_launches():
+    model = MakesFxOfItsChild().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})])
+    assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"inner.fc", "head"}
+    assert [calls for calls, _ in data["gelu"]] == [1] and [calls for calls, _ in data["silu"]] == [1]
