@@ -6,7 +6,7 @@ local_response_norm, channel_shuffle, fake quantization), Python operators on te
 ``~``), ``torch.save``/``torch.load`` round trips, ``clip_grad_norm_`` after a backward in the forward, the split
 family and storage views, Gumbel sampling under ``fork_rng`` and a seeded ``torch.Generator``, the mkldnn backend
 switched off around a convolution, ``torch._check`` and ``torch.sym_*`` helpers, one child under two names and a
-plain attribute.
+plain attribute, ``torch.fx.symbolic_trace``, ``make_fx`` and ``torch.jit.script`` of a child inside the forward.
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """
@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 from sweep_cpu_mechanisms import Mlp, _w
 from torch import nn
+from torch.fx.experimental.proxy_tensor import make_fx
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence, pad_sequence
 from torch.utils.data import default_collate
 
@@ -371,10 +372,29 @@ def jit_script_in_forward():
               description="torch.jit.script of a recorded child at each call, the ScriptModule run")  # fmt: skip
 
 
+class MakesFx(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mlp, self.head = Mlp(), nn.Linear(16, 4)
+
+    def forward(self, x):
+        graph = make_fx(lambda t: F.silu(self.mlp(t)))(x)  # traced on real tensors: its calls launch kernels
+        return self.head(graph(x))
+
+
+def make_fx_in_forward():
+    return _w("make_fx_in_forward", MakesFx().eval(),
+              description="make_fx of a closure over a recorded child at each call (real tensors: its tracing runs "
+              "the child's kernels, which keep their names), the traced graph run",
+              modules={"linear": {"mlp.fc1", "mlp.fc2", "head"}, "gelu": {"mlp"}},
+              calls={"gelu": 1, "silu": 1})  # fmt: skip
+
+
 UNSEEN10_MECHANISMS = {
     f.__name__: f
     for f in (lambda_sequential, default_collate_forward, dict_subclass_output, generator_output, tensor_grad_hooks,
               func_grad_forward, packed_padded_gru, rare_functionals, python_operators, save_load_roundtrip,
               clip_grad_norm_forward, split_family, gumbel_seeded, mkldnn_flags_forward, sym_checks,
-              shared_child_names, fx_trace_in_forward, jit_script_in_forward)
+              shared_child_names, fx_trace_in_forward, jit_script_in_forward,
+              make_fx_in_forward)
 }  # fmt: skip

@@ -32,7 +32,8 @@ the root profiled with ``module=`` the model it wraps, in place, per layer, of `
 ``model.generate``),
 sweep_cpu_mechanisms_unseen10.py (the user's ``Lambda`` modules, default_collate, generator and dict-subclass outputs,
 tensor and multi-grad hooks, torch.func.grad, packed sequences, rare functionals, Python operators, torch.save round
-trips, clip_grad_norm_, Gumbel sampling under seeds, mkldnn flags, ``torch._check``, a child under two names),
+trips, clip_grad_norm_, Gumbel sampling under seeds, mkldnn flags, ``torch._check``, a child under two names, fx
+tracing, make_fx and jit.script of a child in the forward),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
