@@ -30,6 +30,10 @@ sweep_cpu_models_unseen9.py (hybrid state-space and mixture-of-experts decoders,
 Pix2Struct, DAC, Mimi, BLIP; Whisper and beam-sampling Marian ``generate()``, bf16 at batch 1, ``torch.compile`` of
 the root profiled with ``module=`` the model it wraps, in place, per layer, of ``model.forward`` and of
 ``model.generate``),
+sweep_cpu_mechanisms_unseen10.py (the user's ``Lambda`` modules, default_collate, generator and dict-subclass outputs,
+tensor and multi-grad hooks, torch.func.grad, packed sequences, rare functionals, Python operators, torch.save round
+trips, clip_grad_norm_, Gumbel sampling under seeds, mkldnn flags, ``torch._check``, a child under two names, fx
+tracing, make_fx and jit.script of a child in the forward),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -55,6 +59,7 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen8_modules": "UNSEEN8_MODULE_MECHANISMS", "sweep_cpu_models_unseen8": "UNSEEN8_MODELS",
     "sweep_cpu_mechanisms_unseen9": "UNSEEN9_MECHANISMS",
     "sweep_cpu_models_unseen9": "UNSEEN9_MODELS",
+    "sweep_cpu_mechanisms_unseen10": "UNSEEN10_MECHANISMS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 

@@ -9,7 +9,10 @@ wrapper leaves its calls alone there, with no test more on the per-call path tha
 anyway. The bindings are put back afterwards, also in a torch module imported meanwhile that bound one by name.
 ``torch.export._trace`` is imported first where it is not yet (once a process, a fraction of a second after the
 inductor import that the profiler's start makes), so that a first export in the recorded pass is seen too. Dynamo's
-own tracing needs none of this: every wrapper steps aside while it traces (``compiled.dynamo_tracing``)."""
+own tracing needs none of this: every wrapper steps aside while it traces (``compiled.dynamo_tracing``). Neither does
+torch.fx mark its symbolic tracing (``symbolic_trace``, a library's Tracer subclass): ``Tracer.trace`` steps aside
+likewise, so that the calls it makes on Proxies are not sampled as the program's calls; not make_fx's tracers, whose
+tracing runs the program's calls on real tensors too, kernels and all."""
 
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ from .wrapping import wraps
 
 _CONTEXTS = (("torch._export.utils", "_compiling_state_context"),)
 _FUNCTIONS = (("torch.export._trace", "_non_strict_export"), ("torch.export._trace", "_strict_export"))
+_METHODS = (("torch.fx._symbolic_trace", "Tracer", "trace"),)  # set on the class: subclasses reach it by super()
+_REAL_TRACERS = ("torch.fx.experimental.proxy_tensor", "PythonKeyTracer")  # make_fx's: runs real kernels as it traces
 
 
 @contextmanager
@@ -40,10 +45,20 @@ def torch_tracing_unscoped() -> Iterator[None]:
         if callable(original):
             aside = _stepping_aside(original) if (module_name, name) in _CONTEXTS else _called_aside(original)
             wrappers[name] = original, wraps(aside, original, name)
+    methods = []  # (class, name, torch's function) of each method stepping aside
+    for module_name, class_name, name in _METHODS:
+        owner = getattr(sys.modules.get(module_name), class_name, None)
+        original = vars(owner).get(name) if isinstance(owner, type) else None
+        if callable(original):
+            methods.append((owner, name, original))
     _rebind(wrappers, 0, 1)
+    for owner, name, original in methods:
+        setattr(owner, name, wraps(_traced_aside(original), original, name))
     try:
         yield
     finally:
+        for owner, name, original in methods:
+            setattr(owner, name, original)
         _rebind(wrappers, 1, 0)
 
 
@@ -71,6 +86,17 @@ def _called_aside(function: Any) -> Any:
             return function(*args, **kwargs)
 
     return called_aside
+
+
+def _traced_aside(trace: Any) -> Any:
+    def traced_aside(tracer: Any, *args: Any, **kwargs: Any) -> Any:
+        real = getattr(sys.modules.get(_REAL_TRACERS[0]), _REAL_TRACERS[1], None)
+        if real is not None and isinstance(tracer, real):
+            return trace(tracer, *args, **kwargs)
+        with _aside(nullcontext()):
+            return trace(tracer, *args, **kwargs)
+
+    return traced_aside
 
 
 @contextmanager

@@ -43,3 +43,49 @@ def test_torch_export_inside_a_forward_is_not_recorded_as_the_programs_calls(how
     assert set(frame["module_name"].astype(str)) <= {"", "head"}, "the traced child ran no call of the program"
     assert set(frame.loc[frame["module_name"] == "head", "function_name"]) == {"linear"}
     assert_patches_undone(model, before)
+
+
+class TracesItsChild(nn.Module):
+    """Traces its child with torch.fx at each call and runs the GraphModule (a quantization pass's calibration)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner, self.head = Inner(), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(F.silu(torch.fx.symbolic_trace(self.inner)(x)))
+
+
+@pytest.mark.parametrize("warm_ups", [0, 3])
+def test_fx_tracing_inside_a_forward_is_not_recorded_as_the_programs_calls(warm_ups):
+    model = TracesItsChild().eval()
+    before, trace = snapshot_patch_targets(model), torch.fx.Tracer.trace
+    samples = [((torch.randn(4, 8),), {})]
+    frame, data = ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=warm_ups)
+    proxies = [name for name, entries in data.items() for _, (args, kwargs) in entries
+               if any(isinstance(a, torch.fx.Proxy) for a in (*args, *kwargs.values()))]  # fmt: skip
+    assert not proxies, f"fx's symbolic calls were sampled as the program's: {proxies}"
+    assert [calls for calls, _ in data["linear"]] == [1, 1], "the GraphModule's call of the child's Linear and head's"
+    assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"inner.fc", "head"}
+    assert torch.fx.Tracer.trace is trace
+    assert_patches_undone(model, before)
+
+
+class MakesFxOfItsChild(nn.Module):
+    """make_fx of a closure over its child at each call: its tracing runs the child's calls on real tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner, self.head = Inner(), nn.Linear(8, 4)
+
+    def forward(self, x):
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        return self.head(make_fx(lambda t: F.silu(self.inner(t)))(x)(x))
+
+
+def test_make_fx_inside_a_forward_keeps_the_names_of_the_kernels_its_tracing_launches():
+    model = MakesFxOfItsChild().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})])
+    assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"inner.fc", "head"}
+    assert [calls for calls, _ in data["gelu"]] == [1] and [calls for calls, _ in data["silu"]] == [1]
