@@ -143,3 +143,22 @@ def test_a_correlation_too_large_to_number_per_process_is_refused(tmp_path):
     problem = "has a correlation or External id too large to tell apart the processes that share correlations"
     with pytest.raises(BadInputError, match=rf"pasted.json: traceEvents\[{kernel}\] {problem}$"):
         load_run(path)
+
+
+def test_events_keep_the_traces_own_correlations_and_external_ids(tmp_path):
+    path, _ = _paste(tmp_path, "threads.json.gz", "threads.json.gz", offset=_offset("threads.json.gz"))
+    events = json.loads(path.read_text())["traceEvents"]
+    expected = sorted(
+        (i, (e.get("args") or {}).get("correlation"), (e.get("args") or {}).get("External id"))
+        for i, e in enumerate(events)
+        if "correlation" in (e.get("args") or {}) or "External id" in (e.get("args") or {})
+    )
+    run = load_run(path)
+    try:
+        table = run.sql("SELECT event_id, correlation, external_id FROM events ORDER BY event_id")
+        tables = run.sql("SELECT table_name FROM duckdb_tables() WHERE starts_with(table_name, 'ks_process')")
+    finally:
+        run.close()
+    held = table[table["correlation"].notna() | table["external_id"].notna()].astype(object)
+    assert sorted(map(tuple, held.where(held.notna(), None).itertuples(index=False))) == expected
+    assert tables.empty  # the step tables are dropped
