@@ -11,6 +11,7 @@ import duckdb
 from . import rundir
 from .errors import BadInputError
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
+from .pasted import rejoin_processes, separate_processes
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
@@ -88,6 +89,8 @@ def ingest_ranks(
             validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
         if escaped:
             validate_escapes(con, source.trace)
+        # a trace the native reader found no repeated correlation in holds no process's launches sharing another's
+        pasted = header.repeats is not False and separate_processes(con, source.trace)
         if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
             raise BadInputError(source.trace, nothing_to_attribute(con))
         rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
@@ -105,6 +108,8 @@ def ingest_ranks(
             if script_paths:
                 run_sql_file(con, "torchscript_modules.sql")
             run_sql_file(con, "attribution_end.sql")
+            if pasted:
+                rejoin_processes(con)
         except duckdb.OutOfMemoryException as exc:
             raise BadInputError(source.trace, beyond_the_limits(con, exc)) from None
         directory = source.trace.parent if source.manifest is not None else None

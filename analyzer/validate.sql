@@ -3,7 +3,9 @@
 -- complete event the attribution reads (a device event, launch, operator or annotation) without a readable start or
 -- duration, or with a negative duration, a device event that is
 -- not a complete event or has no correlation, a launch that shares its correlation with another
--- launch of its runtime (ks_launch_family: each runtime numbers its own calls), a device event listed twice. A launch is a call of a category ks_launch_category names
+-- launch of its runtime (ks_launch_family: each runtime numbers its own calls) in its process (pid: each process
+-- numbers its own, and several ranks' traces pasted into one file share them: process_keys.sql), a device event
+-- listed twice. A launch is a call of a category ks_launch_category names
 -- (scope_names.sql); rules 5 and 7 hold CUDA's (cuda_runtime, cuda_driver) to a correlation and a thread, which
 -- every CUDA and ROCm trace gives them, and the attribution reads the other runtimes' calls where they have them.
 -- Real Kineto traces pass every rule (tests/test_sample_traces.py); tests/test_bad_input.py checks each rule's
@@ -59,9 +61,9 @@ problems AS (
     SELECT 8, event_id, cat, name,
            'shares correlation ' || correlation || ' with another launch of its runtime, traceEvents[' || first_id || ']'
     FROM launch JOIN (
-        SELECT family, correlation, min(event_id) AS first_id FROM launch
-        WHERE correlation IS NOT NULL GROUP BY family, correlation HAVING count(*) > 1
-    ) USING (family, correlation)
+        SELECT family, correlation, pid, min(event_id) AS first_id FROM launch
+        WHERE correlation IS NOT NULL GROUP BY family, correlation, pid HAVING count(*) > 1
+    ) USING (family, correlation, pid)
     WHERE event_id > first_id
     UNION ALL
     SELECT 9, event_id, cat, name,

@@ -1,8 +1,8 @@
 -- validate_repeats.sql: whether validate.sql's repeats (rules 8, 9) can find anything: a launch that shares its
 -- correlation with another launch of its runtime (ks_launch_family), or device events with the same correlation, device, stream and start. Cheaper
 -- than validate.sql's query, which names the first such event; validate.py runs that one only where this says
--- there may be one, or where the rows were not checked for rules 1-7 by the native reader. Its groups are those
--- of validate.sql's, so it never says no where validate.sql would find an event. A trace the native reader read
+-- there may be one, or where the rows were not checked for rules 1-7 by the native reader. Its groups hold
+-- validate.sql's (whose launches group by process too), so it never says no where validate.sql would find an event. A trace the native reader read
 -- as one part has this answer from the reader (_kineto.c, has_repeats; tests/test_native_reader.py compares them),
 -- and validate.py runs it only for the others.
 SELECT (SELECT count(*) - count(DISTINCT (ks_launch_family(cat), correlation)) FROM events

@@ -118,3 +118,44 @@ def _flow_id(e: dict) -> int | None:
     if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
         return int(value)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def processes_apart(events: list) -> None:
+    """Several processes' traces pasted into one file, whose launches share correlations: each event's correlation
+    and External id become its process's own, value * (processes + 1) + its process's number (processes for none).
+    A host event's process is its pid; a device event's the one process with a launch of its correlation, else the
+    one of those whose launches alone own other correlations of its device (its pid)."""
+    complete = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("args"), dict)]
+    launch_pids: dict = {}  # correlation -> pids of the launches that carry it
+    for e in complete:
+        if is_launch(e.get("cat")) and e["args"].get("correlation") is not None:
+            launch_pids.setdefault(e["args"]["correlation"], set()).add(e.get("pid"))
+    by_runtime: dict = {}  # (runtime, correlation) -> pids
+    for e in complete:
+        if is_launch(e.get("cat")) and e["args"].get("correlation") is not None:
+            by_runtime.setdefault((runtime_of(e["cat"]), e["args"]["correlation"]), set()).add(e.get("pid"))
+    if all(len(pids) == 1 for pids in by_runtime.values()):
+        return
+    number = {pid: n for n, pid in enumerate(sorted(set().union(*launch_pids.values())))}
+    device = [e for e in complete if e.get("cat") in DEVICE_CATEGORIES]
+    device_owners: dict = {}  # device pid -> the processes whose unshared correlations its events carry
+    for e in device:
+        pids = launch_pids.get(e["args"].get("correlation"), set())
+        if len(pids) == 1:
+            device_owners.setdefault(e.get("pid"), set()).update(pids)
+    owner = {}
+    for e in device:
+        pids = launch_pids.get(e["args"].get("correlation"), set())
+        pids = pids if len(pids) <= 1 else pids & device_owners.get(e.get("pid"), set())
+        assert len(pids) <= 1, "the analyzer refuses a device event whose process is unknown"
+        owner[id(e)] = next(iter(pids), None)
+    for e in events:
+        args = e.get("args") if isinstance(e, dict) else None
+        if isinstance(args, dict):
+            process = number.get(owner.get(id(e), e.get("pid")), len(number))
+            for key in ("correlation", "External id"):
+                if isinstance(args.get(key), int):
+                    args[key] = args[key] * (len(number) + 1) + process

@@ -11,7 +11,7 @@ import zlib
 from decimal import Decimal
 from pathlib import Path
 
-from reference_devices import fork_device_category, is_launch, npu_tasks_as_device_events
+from reference_devices import fork_device_category, is_launch, npu_tasks_as_device_events, processes_apart
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 
@@ -104,6 +104,7 @@ def load_events(path: Path) -> list[dict]:
                 args["correlation"] = -1 - place
     else:
         _link_through_flows(events)
+    processes_apart(events)
     return events
 
 

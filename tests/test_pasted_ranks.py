@@ -1,0 +1,164 @@
+"""Several ranks' traces pasted into one file (one traceEvents list, each rank's host events under its own pid, its
+device events under its device's): correlation ids restart in each process, and every device event is attributed
+to the launch of its own process."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from kernelscope.analyzer import BadInputError, load_run
+from reference import assert_matches_reference
+
+TRACES = Path("/work/shared/traces")
+SHIFT = 1_000_000  # the second copy's host pids: far from any real one
+
+
+def _events(name: str) -> list[dict]:
+    return json.loads(gzip.decompress((TRACES / name).read_bytes()))["traceEvents"]
+
+
+def _shifted(events: list[dict], device_shift: int, offset: int) -> list[dict]:
+    """The events of a second process: host pids moved by SHIFT, device pids and args.device by ``device_shift``,
+    correlations (and the ac2g flows' ids, which are theirs) by ``offset``, as another rank's counter stands."""
+    device_pids = {e["pid"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
+    shifted = []
+    for event in events:
+        event = json.loads(json.dumps(event))
+        pid, args = event.get("pid"), event.get("args")
+        if isinstance(pid, int) and not isinstance(pid, bool) and pid >= 0:
+            event["pid"] = pid + device_shift if pid in device_pids else pid + SHIFT
+        if isinstance(args, dict) and "device" in args:
+            args["device"] += device_shift
+        if isinstance(args, dict) and "correlation" in args:
+            args["correlation"] += offset
+        if event.get("cat") == "ac2g":
+            event["id"] += offset
+        shifted.append(event)
+    return shifted
+
+
+def _offset(name: str) -> int:
+    """The correlation offset of a second copy of the trace under which most of both copies' device events have a
+    correlation that launches of both processes share, while each copy keeps some of its own (as two ranks'
+    counters do: correlations are sparse, each CUPTI call takes one)."""
+    events = _events(name)
+    launches = {e["args"]["correlation"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    device = [e["args"]["correlation"] for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+
+    def shared(offset: int) -> int:
+        first, second = sum(c + offset in launches for c in device), sum(c - offset in launches for c in device)
+        return first + second if first < len(device) and second < len(device) else -1
+
+    offset = max(sorted({b - a for a in launches for b in launches if b > a}), key=shared)
+    assert shared(offset) > 0
+    return offset
+
+
+def _paste(tmp_path: Path, first: str, second: str, device_shift: int = 1, offset: int = 0) -> tuple[Path, int]:
+    """One file of ``first``'s events then ``second``'s moved to another process; the first one's event count."""
+    head = json.loads(gzip.decompress((TRACES / first).read_bytes()))
+    events = head["traceEvents"]
+    head["traceEvents"] = events + _shifted(_events(second), device_shift, offset)
+    path = tmp_path / "pasted.json"
+    path.write_text(json.dumps(head))
+    return path, len(events)
+
+
+def _frame(path: Path):
+    run = load_run(path)
+    try:
+        return run.profiling_df()
+    finally:
+        run.close()
+
+
+def _rows(frame, first_id: int = 0, end_id: int | None = None, device_shift: int = 0, offset: int = 0) -> list:
+    """The rows of events ``first_id`` to ``end_id``, sorted, as their own trace has them: event ids counted from
+    ``first_id``, devices less ``device_shift``, correlations less ``offset``, no start (the file's first is not
+    theirs)."""
+    held = (frame["event_id"] >= first_id) & (end_id is None or frame["event_id"] < end_id)
+    frame = frame[held.to_numpy()].drop(columns=["start_us"])
+    frame = frame.assign(
+        event_id=frame["event_id"] - first_id,
+        call_event_id=frame["call_event_id"] - first_id,
+        device=frame["device"] - device_shift,
+        correlation=frame["correlation"] - offset,
+    )
+    return sorted(map(tuple, frame.astype(object).where(frame.notna(), None).itertuples(index=False)), key=repr)
+
+
+def _own(tmp_path: Path, name: str) -> list:
+    """The rows of trace ``name`` loaded alone."""
+    own = tmp_path / f"own-{name}"
+    own.write_bytes(gzip.decompress((TRACES / name).read_bytes()))
+    return _rows(_frame(own))
+
+
+@pytest.mark.parametrize("name", ["misc.json.gz", "threads.json.gz", "cuda_graph.json.gz", "compile.json.gz"])
+def test_each_process_keeps_its_own_rows(tmp_path, name):
+    offset = _offset(name)
+    path, count = _paste(tmp_path, name, name, offset=offset)
+    pasted = _frame(path)
+    assert _rows(pasted, 0, count) == _own(tmp_path, name)
+    assert _rows(pasted, count, None, 1, offset) == _own(tmp_path, name)
+
+
+def test_traces_of_different_programs_keep_their_rows(tmp_path):
+    path, count = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    pasted = _frame(path)
+    assert _rows(pasted, 0, count) == _own(tmp_path, "misc.json.gz")
+    assert _rows(pasted, count, None, 1) == _own(tmp_path, "cuda_graph.json.gz")
+
+
+@pytest.mark.parametrize("name", ["threads.json.gz", "cuda_graph.json.gz"])
+def test_the_pasted_file_matches_the_reference(tmp_path, name):
+    path, _ = _paste(tmp_path, name, name, offset=_offset(name))
+    run = load_run(path)
+    try:
+        assert_matches_reference(run, path)
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize(
+    "device_shift, offset", [(0, True), (1, False)], ids=["one device", "every correlation shared"]
+)
+def test_device_events_whose_process_is_unknown_are_refused(tmp_path, device_shift, offset):
+    """Two processes on one device, or devices none of whose work has a correlation of one process alone."""
+    path, _ = _paste(
+        tmp_path, "threads.json.gz", "threads.json.gz", device_shift, _offset("threads.json.gz") if offset else 0
+    )
+    problem = r"has correlation \d+, which launches of processes \(pids\) 449 and 1000449 share, and the other work"
+    with pytest.raises(BadInputError, match=r"pasted.json: traceEvents\[\d+\] \(kernel .*\) " + problem):
+        load_run(path)
+
+
+def test_a_correlation_too_large_to_number_per_process_is_refused(tmp_path):
+    path, count = _paste(tmp_path, "threads.json.gz", "threads.json.gz", offset=_offset("threads.json.gz"))
+    head = json.loads(path.read_text())
+    kernel = next(i for i, e in enumerate(head["traceEvents"]) if i > count and e.get("cat") == "kernel")
+    head["traceEvents"][kernel]["args"]["correlation"] = 2**61  # a device event's alone: it has no launch
+    path.write_text(json.dumps(head))
+    problem = "has a correlation or External id too large to tell apart the processes that share correlations"
+    with pytest.raises(BadInputError, match=rf"pasted.json: traceEvents\[{kernel}\] {problem}$"):
+        load_run(path)
+
+
+def test_events_keep_the_traces_own_correlations_and_external_ids(tmp_path):
+    path, _ = _paste(tmp_path, "threads.json.gz", "threads.json.gz", offset=_offset("threads.json.gz"))
+    events = json.loads(path.read_text())["traceEvents"]
+    expected = sorted(
+        (i, (e.get("args") or {}).get("correlation"), (e.get("args") or {}).get("External id"))
+        for i, e in enumerate(events)
+        if "correlation" in (e.get("args") or {}) or "External id" in (e.get("args") or {})
+    )
+    run = load_run(path)
+    try:
+        table = run.sql("SELECT event_id, correlation, external_id FROM events ORDER BY event_id")
+        tables = run.sql("SELECT table_name FROM duckdb_tables() WHERE starts_with(table_name, 'ks_process')")
+    finally:
+        run.close()
+    held = table[table["correlation"].notna() | table["external_id"].notna()].astype(object)
+    assert sorted(map(tuple, held.where(held.notna(), None).itertuples(index=False))) == expected
+    assert tables.empty  # the step tables are dropped
