@@ -51,7 +51,7 @@ def _assert_same(a: dict, b: dict) -> None:
 def test_adds_write_the_index_and_remove_the_ones_it_supersedes(indexed):
     files = sorted(p.name for p in (indexed / INDEX).iterdir())
     assert len(files) == 1 and files[0].startswith("runs-4-"), files  # runs-2-… superseded
-    held = duckdb.execute(f"SELECT count(*) FROM '{indexed / INDEX / files[0]}'").fetchone()[0]
+    held = duckdb.execute(f"SELECT count(*) FROM '{indexed / INDEX / files[0]}'").fetchall()[0][0]
     assert held == 5
 
 

@@ -234,7 +234,8 @@ def test_an_archived_sample_store_larger_than_a_run_directory_s_may_be_is_refuse
 
     run_id = base[1]
     (part,) = (arch / "samples").rglob("*.parquet")
-    duckdb.sql(f"COPY (SELECT s.* FROM read_parquet('{part}') s, range(1000)) TO '{part}.new' (FORMAT parquet)")
+    with duckdb.connect() as con:  # its own: the module's default connection may hold another test's result
+        con.execute(f"COPY (SELECT s.* FROM read_parquet('{part}') s, range(1000)) TO '{part}.new' (FORMAT parquet)")
     os.replace(f"{part}.new", part)
     monkeypatch.setattr(samples, "samples_limit_bytes", lambda: 100_000)
     line = one_line(invoke("analyze", arch, "--run", run_id))
@@ -254,7 +255,8 @@ def test_a_runs_index_repeating_its_rows_is_not_read_into_python_whole(arch, mon
     monkeypatch.setattr(archive_index, "INDEX_EVERY", 1)
     index = archive_index.refresh_index(arch, lambda parts: read_files(arch, parts, "runs"))
     query = f"SELECT i.* FROM read_parquet('{index}') i, range(200000)"
-    duckdb.sql(f"COPY ({query}) TO '{index}.new' (FORMAT parquet)")
+    with duckdb.connect() as con:  # its own: the module's default connection may hold another test's result
+        con.execute(f"COPY ({query}) TO '{index}.new' (FORMAT parquet)")
     os.replace(f"{index}.new", index)
     committed = committed_parts(arch)
     con = duckdb.connect()
