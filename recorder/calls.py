@@ -115,7 +115,7 @@ SCOPED_THREADS: set[int] = set()
 # that run its work (autograd's device threads, for the graph tasks of the backwards it runs): where torch can also
 # take a key away again (torch._C._remove_obj_from_tls; a key left at a thread's exit can deadlock it).
 SCOPED_KEY = "kernelscope_scoped_thread"
-CARRIES_KEY = hasattr(torch._C, "_stash_obj_in_tls") and hasattr(torch._C, "_remove_obj_from_tls")
+CARRIES_KEY = all(hasattr(torch._C, name) for name in ("_stash_obj_in_tls", "_is_key_in_tls", "_remove_obj_from_tls"))
 _holds_key = torch._C._is_key_in_tls if CARRIES_KEY else lambda key: False
 
 
