@@ -11,7 +11,7 @@ import duckdb
 
 from .errors import BadInputError
 from .sql import run_sql_file
-from .validate import _label
+from .validate import event_label
 
 
 def separate_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> bool:
@@ -26,7 +26,7 @@ def separate_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) 
         if pids is None:
             problem = "has a correlation or External id too large to tell apart the processes that share correlations"
             raise BadInputError(path, f"traceEvents[{event_id}] {problem}")
-        what = _label(cat, name)
+        what = event_label(cat, name)
         processes = ", ".join(map(str, pids[:-1])) + f" and {pids[-1]}"
         raise BadInputError(
             path,

@@ -58,7 +58,7 @@ def validate_events(
     rule, event_id, cat, name, problem, count = row
     if rule == 5 and any(run_sql_file(con, f).fetchone()[0] for f in RELINKS):
         return validate_events(con, path)
-    what = _label(cat, name)
+    what = event_label(cat, name)
     more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
     raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
 
@@ -72,7 +72,7 @@ def pair_spans(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, rows_
     row = run_sql_file(con, "paired_spans.sql").fetchone()
     if row is not None:
         event_id, cat, name, count = row
-        what = _label(cat, name)
+        what = event_label(cat, name)
         more = f", and {count - 1} other event{'s' if count > 2 else ''} the same way" if count > 1 else ""
         problem = 'begins a span ("ph": "B") that no "E" event of its thread (pid, tid) ends'
         raise BadInputError(path, f"traceEvents[{event_id}]{f' ({what})' if what else ''} {problem}{more}")
@@ -111,7 +111,7 @@ def validate_escapes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) ->
             con.execute("SELECT ks_scope_module($1), ks_scope_call($1)", [name]).fetchone()
         except duckdb.InvalidInputException:
             raise BadInputError(
-                path, f"traceEvents[{event_id}] ({_label(None, name)}) has a %-escape that is not UTF-8"
+                path, f"traceEvents[{event_id}] ({event_label(None, name)}) has a %-escape that is not UTF-8"
             ) from None
 
 
@@ -153,7 +153,7 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
     index, kind, cat, name, ts, dur, bad_ts, bad_dur, twice = row
     if kind != "OBJECT":
         return f"traceEvents[{index}] is a JSON {JSON_TYPES.get(kind, kind.lower())}, not an event object"
-    what = _label(cat, name)
+    what = event_label(cat, name)
     if twice is not None:
         return f"traceEvents[{index}]{f' ({what})' if what else ''} has the key {_short(repr(twice), NAME_CHARS)} twice"
     field, value = ("ts", ts) if bad_ts else ("dur", dur)
@@ -163,7 +163,7 @@ def describe_unreadable_events(con: duckdb.DuckDBPyConnection, events_file: str)
     )
 
 
-def _label(cat: str | None, name: str | None) -> str:
+def event_label(cat: str | None, name: str | None) -> str:
     """An event's category and (shortened, quoted) name, as far as it has them."""
     return " ".join(part for part in (cat, _short(repr(name), NAME_CHARS) if name is not None else None) if part)
 
