@@ -359,16 +359,13 @@ def _wrapper_scopes(held_of: Any) -> Any:
     """For ``compiled.calls_of_wrappers``: of an observed module (``held_of``: ``_held_scopes``), a function of a
     torch.compile'd wrapper's bound call that runs it as a compiled method is run (``_scope_compiled_methods``); the
     torch calls made at its graph breaks keep their own scopes, as when nothing scopes the wrapper."""
-    made: dict[int, Any] = {}
 
     def scoped(module: Any) -> Any:
         found = held_of(module)
         if found is None:
             return None
-        held, scope, namer = found
-        if id(module) not in made:
-            made[id(module)] = lambda call: compiled_forward(with_own_values(call, held, _MISSING), scope, namer, False)
-        return made[id(module)]
+        held, scope, namer = found  # made once per module by held_of
+        return lambda call: compiled_forward(with_own_values(call, held, _MISSING), scope, namer, False)
 
     return scoped
 
