@@ -108,9 +108,11 @@ def commands(
         ),
         "cpu_sweep_cuda": (
             py
-            + [str(HERE / "cpu_sweep.py"), str(work / "cpu_sweep_cuda"), "--device", "cuda", "--deadline", "470"]
-            + (["--rest-of", str(rest_of)] if rest_of else [])
-            + workloads.get("cpu_sweep_cuda", []),
+            # the program names follow OUT: argparse takes no positional after the options once OUT is read
+            + [str(HERE / "cpu_sweep.py"), str(work / "cpu_sweep_cuda")]
+            + workloads.get("cpu_sweep_cuda", [])
+            + ["--device", "cuda", "--deadline", "470"]
+            + (["--rest-of", str(rest_of)] if rest_of else []),
             540,
         ),
         "cores_unordered": (

@@ -40,7 +40,7 @@ import functools
 import inspect
 import sys
 import types
-from threading import get_ident
+from threading import get_ident, main_thread
 from typing import Any
 
 import torch
@@ -112,31 +112,39 @@ INSIDE_CALL: contextvars.ContextVar[Any] = contextvars.ContextVar("kernelscope_i
 # variable holds what it held then.
 SCOPED_THREADS: set[int] = set()
 # The key that each scoped thread holds among torch's thread-local Python objects, which torch hands to the threads
-# that run its work (autograd's device threads, for the graph tasks of the backwards it runs): where torch can also
-# take a key away again (torch._C._remove_obj_from_tls; a key left at a thread's exit can deadlock it).
+# that run its work (autograd's device threads, for the graph tasks of the backwards it runs). A torch that can take
+# a key away again (torch._C._remove_obj_from_tls, 2.12 on) removes it when the thread is unscoped; an older one
+# cannot, and a key left at a thread's exit can deadlock it, so there only the main thread holds the key (its
+# thread-locals end after the interpreter), set to False when unscoped.
 SCOPED_KEY = "kernelscope_scoped_thread"
-CARRIES_KEY = all(hasattr(torch._C, name) for name in ("_stash_obj_in_tls", "_is_key_in_tls", "_remove_obj_from_tls"))
-_holds_key = torch._C._is_key_in_tls if CARRIES_KEY else lambda key: False
+STASHES_KEY = all(hasattr(torch._C, name) for name in ("_stash_obj_in_tls", "_is_key_in_tls", "_get_obj_in_tls"))
+REMOVES_KEY = STASHES_KEY and hasattr(torch._C, "_remove_obj_from_tls")
+_is_key_in_tls = torch._C._is_key_in_tls if STASHES_KEY else lambda key: False
+_get_obj_in_tls = torch._C._get_obj_in_tls if STASHES_KEY else lambda key: None
 
 
 def on_other_thread() -> bool:
     """Where INSIDE_CALL reads OTHER_THREAD: whether this is a thread the recording leaves alone, not one it scopes
     running code in a context made before the recording, nor a torch thread running a scoped thread's work (such as
     a backward it runs), which are then outside calls, as INSIDE_CALL False."""
-    return get_ident() not in SCOPED_THREADS and not _holds_key(SCOPED_KEY)
+    return get_ident() not in SCOPED_THREADS and not (
+        _is_key_in_tls(SCOPED_KEY) and _get_obj_in_tls(SCOPED_KEY) is True
+    )
 
 
 def scope_this_thread() -> None:
     """Mark the calling thread as one the recording scopes, for its own calls and the work torch runs for it."""
     SCOPED_THREADS.add(get_ident())
-    if CARRIES_KEY:
+    if REMOVES_KEY or STASHES_KEY and get_ident() == main_thread().ident:
         torch._C._stash_obj_in_tls(SCOPED_KEY, True)
 
 
 def unscope_this_thread() -> None:
     SCOPED_THREADS.discard(get_ident())
-    if CARRIES_KEY:
+    if REMOVES_KEY:
         torch._C._remove_obj_from_tls(SCOPED_KEY)
+    elif STASHES_KEY and get_ident() == main_thread().ident:
+        torch._C._stash_obj_in_tls(SCOPED_KEY, False)
 
 
 _chosen: tuple[list, list] | None = None  # (attributes_state() when chosen, the targets chosen)

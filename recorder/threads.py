@@ -17,7 +17,7 @@ thread holds ``calls.SCOPED_KEY`` among torch's thread-local Python objects, whi
 its thread-local state, to the worker that runs a graph task of its backward for that task's time; a worker reads
 OTHER_THREAD, and on_other_thread() finds the key there (a check no call on a scoped thread reaches). A backward
 run by a thread the recording does not scope carries no key, so its hooks stay unscoped; so do a worker's calls
-under a torch that cannot take the key away again (``calls.CARRIES_KEY``).
+on threads other than the main one under a torch that cannot take the key away again (``calls.REMOVES_KEY``).
 """
 
 from __future__ import annotations

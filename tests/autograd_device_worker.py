@@ -2,7 +2,8 @@
 device other than the CPU (and the Python hooks they call) on a worker thread of its own, made at the process's
 first backward for each device type then registered. CPU torch has no such device, so this registers one: a Python
 backend ('ksdev') whose tensors hold a CPU tensor and run every operator on it, which the engine counts as a device
-with a worker thread as it counts CUDA. Prints one JSON object of what the hooks saw."""
+with a worker thread as it counts CUDA. Prints one JSON object of what the hooks saw. With ``--kept-key``, runs as
+under a torch that cannot take a key of its thread-local objects away (before 2.12)."""
 
 import contextlib
 import json
@@ -76,8 +77,20 @@ def other_thread_in_hook() -> bool:
     return seen == [True]
 
 
+def key_on_a_started_thread() -> bool:
+    """Whether a thread started inside the recording holds the key while it runs."""
+    held = []
+    with model_threads():
+        started = threading.Thread(target=lambda: held.append(torch._C._is_key_in_tls(calls.SCOPED_KEY)))
+        started.start()
+        started.join(10)
+    return held == [True]
+
+
 def main() -> None:
-    seen = {"main": threading.get_ident()}
+    if "--kept-key" in sys.argv:
+        calls.REMOVES_KEY = False
+    seen = {"main": threading.get_ident(), "key on a started thread": key_on_a_started_thread()}
     server_asks, server_answers = threading.Event(), []
 
     def server():  # started before the recording: its backward is not the model's
