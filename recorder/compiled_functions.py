@@ -12,6 +12,7 @@ functions it calls eagerly between its graphs keep their own scopes.
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +49,7 @@ def callback_seeing_compiled_methods(original: Callable, held_of: Callable[[Any]
 
 
 def _see(local: dict, held_of: Callable[[Any], tuple | None], missing: Any) -> None:
-    fn, cleanups = local.get("fn"), local.get("cleanups")
+    fn, cleanups = _method_wrapped(local.get("fn")), local.get("cleanups")
     if not isinstance(cleanups, list) or getattr(getattr(fn, "__func__", None), "__name__", "__call__") in _CALLS:
         return
     found = held_of(getattr(fn, "__self__", None))
@@ -67,6 +68,17 @@ def _see(local: dict, held_of: Callable[[Any], tuple | None], missing: Any) -> N
         recorders_put_back(swapped, missing)
 
     cleanups.append(cleanup)
+
+
+def _method_wrapped(fn: Any) -> Any:
+    """The bound method ``fn`` is or wraps: torch compiles a function it would otherwise skip, such as a method
+    decorated by ``torch.no_grad()`` (transformers' ``generate``) under torch 2.11, through ``wrap_inline``'s
+    ``functools.wraps`` wrapper, which holds the method as ``__wrapped__``."""
+    for _ in range(8):  # a few decorators deep; a longer __wrapped__ chain is not torch's
+        if fn is None or isinstance(fn, types.MethodType):
+            return fn
+        fn = vars(fn).get("__wrapped__") if hasattr(fn, "__dict__") else None
+    return None
 
 
 def with_own_values(compiled: Any, held: list, missing: Any) -> Any:
