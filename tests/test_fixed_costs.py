@@ -1,6 +1,6 @@
 """What profile() caches or skips to keep its fixed cost small gives the results it would give without: the torch
-call targets and the wrappers follow the namespaces, temporary runs alone skip the flush and the writing probe, the
-prepared connection is a full one."""
+call targets and the wrappers follow the namespaces, temporary runs alone skip the flush, the writing probe and the
+staging folder, the prepared connection is a full one."""
 
 from __future__ import annotations
 
@@ -59,6 +59,21 @@ def test_only_runs_written_to_out_are_flushed_and_probed(tmp_path, monkeypatch):
     assert probed == [tmp_path, tmp_path], "probed before the model runs, and again before writing"
     assert profiler.run.manifest["git_commit"] is None or len(profiler.run.manifest["git_commit"]) in (40, 64)
     profiler.release()
+
+
+def test_a_temporary_run_is_written_into_the_profilers_own_folder_with_no_staging_folder(monkeypatch):
+    staged, renamed = [], []
+    make_temp_dir = run_writer.make_temp_dir
+    monkeypatch.setattr(run_writer, "make_temp_dir", lambda *args: staged.append(args) or make_temp_dir(*args))
+    monkeypatch.setattr(run_writer, "_move_into_place", lambda *args: renamed.append(args))
+    profiler = ModuleFunctionKernelProfiler()
+    frame, _ = profiler.profile(nn.Linear(8, 8).eval(), [((torch.randn(2, 8),), {})], warmup_iterations=1)
+    assert staged == [] and renamed == [], "nobody reads a temporary run before it is whole: nothing to stage"
+    run_dir = profiler.run_dir
+    assert sorted(p.name for p in run_dir.iterdir()) == ["manifest.json", "samples.json", "trace.json.gz"]
+    assert run_dir.name.startswith("kernelscope-") and len(frame) > 0
+    profiler.release()
+    assert not run_dir.exists(), "the folder goes with the run"
 
 
 def _instance(con):
