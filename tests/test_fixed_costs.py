@@ -121,6 +121,17 @@ def test_an_instance_serves_the_next_run_with_nothing_of_the_last(monkeypatch):
     connection.close(fifth)
 
 
+def test_a_leased_connection_has_the_join_settings_of_its_instance_with_no_statement_of_its_own(monkeypatch):
+    connection.close(connection.connect())  # an instance idle, made with them
+    ran = []
+    monkeypatch.setattr(connection, "run_sql_file", lambda con, name, **kwargs: ran.append(name))
+    for sized in (False, True):
+        con = connection.connect(sized=sized)
+        settings = "SELECT current_setting('prefer_range_joins'), current_setting('merge_join_threshold')"
+        assert con.execute(settings).fetchone() == (True, 0) and ran == []
+        connection.close(con)
+
+
 def test_a_run_loaded_on_a_used_instance_reads_the_same(tmp_path):
     from kernelscope.analyzer import load_run
 
