@@ -1,5 +1,5 @@
 """The DuckDB connections runs load into: each with the settings every run needs (connection.sql) and the macros
-(span_keys.sql, scope_names.sql).
+(span_keys.sql, scope_names.sql), which its instance was made with.
 
 A new DuckDB database fills a catalog of thousands of built-in functions, and defining the macros costs more: on a
 small trace these fixed costs are much of a load. So the in-memory database of a run that nobody else saw is used
@@ -144,7 +144,6 @@ def connect(database: str = IN_MEMORY, *, sized: bool = False) -> duckdb.DuckDBP
         now = fresh.defaults
     try:
         con = noted(instance.cursor())
-        run_sql_file(con, "connection.sql")
         if not sized:  # and its memory settings unknown: whoever uses it may set them otherwise
             fresh.restore(con, now.threads, now.disabled_optimizers)
             now = fresh.defaults
@@ -299,6 +298,7 @@ def _made(database: str) -> duckdb.DuckDBPyConnection:
     weakref.finalize(con, shutil.rmtree, spill, True)
     try:
         con.execute(f"SET temp_directory = {quote(spill)};" + sql_text("span_keys.sql") + sql_text("scope_names.sql"))
+        run_sql_file(con, "connection.sql")  # the instance's settings: its connections have them
     except BaseException:
         con.close()
         raise

@@ -43,8 +43,10 @@ from .trace_parts import (
     Limits,
     OnPart,
     Part,
+    ScratchUnavailable,
     copy_range,
     find_array_end,
+    open_part_file,
     part_file,
 )
 from .whole_document import find_events_key, parse_document
@@ -207,7 +209,7 @@ def _copy_parts(
         return tail_keys
     for index, (first, last) in enumerate(ranges):
         out_path = part_file(scratch, index)
-        with open(out_path, "wb", buffering=0) as out:
+        with open_part_file(out_path, buffering=0) as out:
             if index:
                 out.write(b"[")
             copy_range(path, fd, out, first, last - first)
@@ -280,6 +282,8 @@ def open_trace(path: Path, compressed: bool, threads: int = 1):
             blank_tail = ends_in_whitespace(raw.fileno())
             with BlankTailGzip(raw) if blank_tail else _GzipReader(fileobj=raw, mode="rb") as stream:
                 yield HeldBlanks(stream)
+    except ScratchUnavailable:
+        raise
     except (OSError, EOFError, zlib.error, _IsalError) as exc:
         if isinstance(exc, OSError) and exc.errno in SCRATCH_FULL:  # writing the parts, not reading the trace
             problem = f"{exc.strerror or exc} (cutting {path.name} into parts; TMPDIR names another scratch directory)"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -28,7 +27,7 @@ from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_e
 from .json_text import Leniencies, describe_fault
 from .memory import PART_ROOM, Settings, in_flight_bytes, read_settings, reading_limits
 from .sql import run_sql_file
-from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure
+from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure, scratch_folder
 from .validate import describe_unreadable_events
 
 try:
@@ -130,7 +129,7 @@ class _WholeParseNeeded(Exception):
 def _load_whole(con, path: Path, header: TraceHeader, settings: Settings) -> dict:
     run_sql_file(con, "events.sql")
     header.start_over()
-    with tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch:
+    with scratch_folder() as scratch:
         with open_trace(path, header.compressed) as stream:
             keys = parse_whole(path, stream, scratch, reading_limits(settings, 1), header.leniencies)
         file = part_file(scratch, 0)
@@ -162,7 +161,7 @@ def _load(
     alone_bytes = part_bytes if header.compressed or part_bytes >= header.size_bytes else 0
     loads: list[Future] = []
     with (
-        tempfile.TemporaryDirectory(prefix="kernelscope-") as scratch,
+        scratch_folder() as scratch,
         _NativeInserts(con) as inserts,
         ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") as pool,
         progress_bar(path, header.size_bytes, progress) as advance,

@@ -29,6 +29,7 @@ from .trace_parts import (
     OnPart,
     Part,
     find_array_end,
+    open_part_file,
     part_file,
 )
 
@@ -221,7 +222,7 @@ class _PartWriter:
         at = first_at if index == 0 else None
         if self.in_memory:
             return Part(index, self.file, data=memoryview(buffer)[: self.size], buffers=self.buffers, at=at)
-        with open(self.file, "wb") as out, memoryview(buffer) as view:
+        with open_part_file(self.file) as out, memoryview(buffer) as view:
             out.write(view[: self.size])
         self.buffers.give(buffer)
         return Part(index, self.file, at=at)

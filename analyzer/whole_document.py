@@ -15,7 +15,7 @@ import orjson
 from .errors import BadInputError, is_json_text, json_fault
 from .json_blank_tail import trailing_blanks
 from .json_text import BOM, Leniencies, loads_readable, readable_text, wide_encoding
-from .trace_parts import ENDS_EARLY, TWO_ARRAYS, Limits, OnPart, Part, part_file, top_level_keys
+from .trace_parts import ENDS_EARLY, TWO_ARRAYS, Limits, OnPart, Part, open_part_file, part_file, top_level_keys
 
 
 def parse_document(
@@ -73,7 +73,7 @@ def parse_document(
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise BadInputError(path, "is JSON but not a Kineto/Chrome trace (no traceEvents array)")
     events = data if bare else _events_text(path, data)
-    with open(part_file(scratch, 0), "wb") as out:
+    with open_part_file(part_file(scratch, 0)) as out:
         out.write(orjson.dumps(doc["traceEvents"]) if events is None else events)
     doc.pop("traceEvents")
     on_part(0, Part(0, part_file(scratch, 0)))

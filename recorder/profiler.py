@@ -236,7 +236,7 @@ class ModuleFunctionKernelProfiler:
         if temporary:
             self._scratch = tempfile.mkdtemp(prefix="kernelscope-")
             self._finalizer = weakref.finalize(self, shutil.rmtree, self._scratch, ignore_errors=True)
-            out = Path(self._scratch) / "run"
+            out = Path(self._scratch)  # the run's own folder (write_run)
         limit = self.sample_tensor_limit_mb
         write_run(
             Path(out),

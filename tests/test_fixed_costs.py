@@ -1,6 +1,6 @@
 """What profile() caches or skips to keep its fixed cost small gives the results it would give without: the torch
-call targets and the wrappers follow the namespaces, temporary runs alone skip the flush and the writing probe, the
-prepared connection is a full one."""
+call targets and the wrappers follow the namespaces, temporary runs alone skip the flush, the writing probe and the
+staging folder, the prepared connection is a full one."""
 
 from __future__ import annotations
 
@@ -61,6 +61,21 @@ def test_only_runs_written_to_out_are_flushed_and_probed(tmp_path, monkeypatch):
     profiler.release()
 
 
+def test_a_temporary_run_is_written_into_the_profilers_own_folder_with_no_staging_folder(monkeypatch):
+    staged, renamed = [], []
+    make_temp_dir = run_writer.make_temp_dir
+    monkeypatch.setattr(run_writer, "make_temp_dir", lambda *args: staged.append(args) or make_temp_dir(*args))
+    monkeypatch.setattr(run_writer, "_move_into_place", lambda *args: renamed.append(args))
+    profiler = ModuleFunctionKernelProfiler()
+    frame, _ = profiler.profile(nn.Linear(8, 8).eval(), [((torch.randn(2, 8),), {})], warmup_iterations=1)
+    assert staged == [] and renamed == [], "nobody reads a temporary run before it is whole: nothing to stage"
+    run_dir = profiler.run_dir
+    assert sorted(p.name for p in run_dir.iterdir()) == ["manifest.json", "samples.json", "trace.json.gz"]
+    assert run_dir.name.startswith("kernelscope-") and len(frame) > 0
+    profiler.release()
+    assert not run_dir.exists(), "the folder goes with the run"
+
+
 def _instance(con):
     """The database instance a leased connection is on."""
     return connection._leases[id(con)].instance
@@ -104,6 +119,17 @@ def test_an_instance_serves_the_next_run_with_nothing_of_the_last(monkeypatch):
     fifth = connection.connect()
     assert _instance(fifth) is not large
     connection.close(fifth)
+
+
+def test_a_leased_connection_has_the_join_settings_of_its_instance_with_no_statement_of_its_own(monkeypatch):
+    connection.close(connection.connect())  # an instance idle, made with them
+    ran = []
+    monkeypatch.setattr(connection, "run_sql_file", lambda con, name, **kwargs: ran.append(name))
+    for sized in (False, True):
+        con = connection.connect(sized=sized)
+        settings = "SELECT current_setting('prefer_range_joins'), current_setting('merge_join_threshold')"
+        assert con.execute(settings).fetchone() == (True, 0) and ran == []
+        connection.close(con)
 
 
 def test_a_run_loaded_on_a_used_instance_reads_the_same(tmp_path):

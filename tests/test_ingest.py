@@ -386,3 +386,31 @@ def test_an_event_larger_than_duckdbs_default_object_size_loads(tmp_path):
     with load_run(path) as run:
         assert_matches_reference(run, path)
         assert run.profiling_df()["kernel"].str.startswith("\u00e9" * 6_000_000).sum() == 1
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["in place", "part files"])
+def test_a_scratch_folder_is_made_only_for_part_files_and_goes_with_the_load(tmp_path, monkeypatch, native):
+    """The native reader reads a trace's parts in place, with no folder made for it; DuckDB's reader reads part files,
+    in a folder of TMPDIR removed after the load. A TMPDIR that cannot hold one is its own fault, not the trace's."""
+    import os
+    import tempfile
+
+    from kernelscope.analyzer import BadInputError, trace_parts
+
+    made = []
+    mkdir = os.mkdir
+    mkdir(tmp_path / "tmp")
+    monkeypatch.setattr(trace_parts.os, "mkdir", lambda path, *args: made.append(path) or mkdir(path, *args))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setattr(ingest, "native_reader", ingest.native_reader if native else None)
+    con = duckdb.connect()
+    ingest.ingest_trace(con, GPT2)
+    assert con.execute("SELECT count(*) FROM events").fetchone()[0] > 0
+    assert len(made) == (0 if native else 1) and os.listdir(tmp_path / "tmp") == []
+    if native:
+        return
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    with pytest.raises(OSError) as raised:
+        ingest.ingest_trace(duckdb.connect(), GPT2)
+    assert not isinstance(raised.value, BadInputError), "the trace is not to blame"
+    assert raised.value.filename.startswith(str(tmp_path / "missing")) and "TMPDIR" in raised.value.strerror

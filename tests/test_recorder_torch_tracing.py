@@ -2,6 +2,8 @@
 program's: its calls and modules get no scope and no sample
 (recorder/torch_tracing.py), while the program's own around it keep theirs."""
 
+import sys
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -89,3 +91,41 @@ def test_make_fx_inside_a_forward_keeps_the_names_of_the_kernels_its_tracing_lau
     frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})])
     assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"inner.fc", "head"}
     assert [calls for calls, _ in data["gelu"]] == [1] and [calls for calls, _ in data["silu"]] == [1]
+
+
+class SeesABinding(nn.Linear):
+    """Notes, at each call, what the torch module ``module_name`` binds to export's ``_strict_export``."""
+
+    def __init__(self, module_name: str):
+        super().__init__(8, 8)
+        self.module_name, self.seen = module_name, []
+
+    def forward(self, x):
+        import sys
+
+        self.seen.append(vars(sys.modules[self.module_name]).get("_strict_export"))
+        return super().forward(x)
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+def test_a_torch_module_imported_between_recordings_has_its_binding_wrapped_and_put_back(monkeypatch, replaced):
+    """The modules looked through are remembered between recordings (torch_tracing._seen): one that a later import
+    adds, or puts in place of another under the same name, is looked through all the same."""
+    import types
+
+    from torch.export import _trace
+
+    name = "torch._kernelscope_test_binds_strict_export"
+    model, samples, original = SeesABinding(name).eval(), [((torch.randn(4, 8),), {})], _trace._strict_export
+    first = types.ModuleType(name)  # replaced: binds nothing at all; else another object under the name
+    monkeypatch.setitem(sys.modules, name, first)
+    if not replaced:
+        first._strict_export = None
+    ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=0)
+    late = first if not replaced else types.ModuleType(name)
+    late._strict_export = original  # as `from torch.export._trace import _strict_export` binds it
+    monkeypatch.setitem(sys.modules, name, late)
+    model.seen.clear()
+    ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=0)
+    assert model.seen and all(seen is not original and seen.__wrapped__ is original for seen in model.seen)
+    assert late._strict_export is original

@@ -1,5 +1,5 @@
 """The SQL files run from statements parsed once per process: the same statements each time, in order, the last
-one's result returned, and a file with ``${key}`` literals parsed afresh with them."""
+one's result returned, and a file with ``${key}`` literals parsed once per set of values."""
 
 from __future__ import annotations
 
@@ -24,14 +24,20 @@ def test_a_file_is_parsed_once_and_runs_every_statement_in_order(monkeypatch, tm
     assert sql._parsed["steps.sql"] is parsed
 
 
-def test_literals_are_substituted_and_not_cached(monkeypatch, tmp_path):
-    (tmp_path / "lit.sql").write_text("SELECT ${value} AS v;")
+def test_literals_are_substituted_and_parsed_once_per_set_of_values(monkeypatch, tmp_path):
+    (tmp_path / "lit.sql").write_text("CREATE OR REPLACE TEMP TABLE lit AS SELECT ${value} AS v;\nSELECT v FROM lit;")
     monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
     monkeypatch.setattr(sql, "_parsed", {})
+    monkeypatch.setattr(sql, "_filled", {})
     con = duckdb.connect()
-    assert sql.run_sql_file(con, "lit.sql", value="a'b").fetchone()[0] == "a'b"
+    assert sql.run_sql_file(con, "lit.sql", value="a'b").fetchone()[0] == "a'b", "the last statement's result"
     assert sql.run_sql_file(con, "lit.sql", value="c").fetchone()[0] == "c"
-    assert "lit.sql" not in sql._parsed
+    parsed = sql._filled[("lit.sql", (("value", "c"),))]
+    assert sql.run_sql_file(con, "lit.sql", value="c").fetchone()[0] == "c"
+    assert sql._filled[("lit.sql", (("value", "c"),))] is parsed and "lit.sql" not in sql._parsed
+    monkeypatch.setattr(sql, "MAX_FILLED", 0)  # a process filling ever new values keeps none of them
+    assert sql.run_sql_file(con, "lit.sql", value="d").fetchone()[0] == "d"
+    assert len(sql._filled) == 2
 
 
 @pytest.mark.parametrize("name", ["attribution.sql", "frames_needed.sql", "connection.sql"])
