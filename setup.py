@@ -1,10 +1,18 @@
-"""The native Kineto reader (analyzer/_kineto.c), a C extension; everything else is in pyproject.toml.
+"""The native Kineto reader (analyzer/_kineto.c) and held.py's sweep (analyzer/_held.c), C extensions; everything
+else is in pyproject.toml.
 
 Here rather than in pyproject.toml, whose table for extensions setuptools still calls experimental (and
 warns at every install). Optional: a machine without a C compiler still installs, and ingest.py then reads
-every part with DuckDB's JSON reader, which gives the same rows, slower.
+every part with DuckDB's JSON reader, and held.py runs held_by_sql.sql, which give the same rows, slower.
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("kernelscope.analyzer._kineto", ["analyzer/_kineto.c"], optional=True)])
+ARROW = "analyzer/arrow_c.h"  # the Arrow C structs both share (depends: so the sdist holds it)
+
+setup(
+    ext_modules=[
+        Extension("kernelscope.analyzer._kineto", ["analyzer/_kineto.c"], depends=[ARROW], optional=True),
+        Extension("kernelscope.analyzer._held", ["analyzer/_held.c"], depends=[ARROW], optional=True),  # held.py
+    ]
+)

@@ -1,14 +1,17 @@
--- attribution.sql: table `kernels`, one row per device event of the trace (kernel, memcpy, memset).
+-- attribution.sql, then held.py, then attribution_rows.sql (rank_parts.py runs them): table `kernels`, one row per
+-- device event of the trace (kernel, memcpy, memset).
 -- A trace with no device events (a CPU-only recording) gets one row per CPU operator instead, with kind = 'cpu'
 -- and its self time: its duration less its child operators' (scopes are not operators). No row is dropped: what
--- cannot be attributed keeps NULL scopes. The last statement returns the launch check (run.py's LaunchCheck):
--- launches, device_events, launches_without_device_event, device_events_without_launch. `kernels` is in no
--- particular order: `profiling_df` sorts, so sorting here too would be paid twice.
+-- cannot be attributed keeps NULL scopes. attribution_rows.sql's last statement returns the launch check (run.py's
+-- LaunchCheck): launches, device_events, launches_without_device_event, device_events_without_launch. `kernels` is in
+-- no particular order: `profiling_df` sorts, so sorting here too would be paid twice.
 --
 -- Steps: device event -> its launch (same `correlation`; a CUDA graph replay's kernels all share the
 -- cudaGraphLaunch's) -> the scopes and operators whose span holds the launch on the launching thread
 -- (module scope, functional scope, innermost and outermost operator) -> one row. A CPU operator is held by
--- the spans that contain it on its thread, itself excepted, by the same nesting order.
+-- the spans that contain it on its thread, itself excepted, by the same nesting order. This file ends with the
+-- launch points (ks_anchors); held.py finds the spans that hold each (ks_held: _held.c's sweep, or held_by_sql.sql's
+-- range join where that extension is not built); attribution_rows.sql makes the rows.
 -- Each step is a temporary table, so the planner sees real sizes and picks the IEJoin for the
 -- containment join (in one statement it planned a hash join on the thread alone with the time range as a
 -- filter: quadratic in the trace's length; benchmarks/RESULTS.md, Dead ends). DuckDB 2.0 plans small range joins
@@ -41,8 +44,8 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND ks_launch_category(cat)
   AND correlation IS NOT NULL;
 
 -- The operator each External id of a launch names: the first operator with it and where it ran (read from events:
--- ks_enclosers keeps only the operators that may hold a launch). Those of device events without a launch, and
--- whether their names have a namespace, are merged in after ks_items, which finds them.
+-- held_by_sql.sql's ks_enclosers keeps only the operators that may hold a launch). Those of device events without a
+-- launch, and whether their names have a namespace, are merged in after ks_items, which finds them.
 -- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TEMP TABLE ks_ops_by_id AS
 SELECT external_id, min(event_id) AS op_id, arg_min(pid, event_id) AS pid, arg_min(tid, event_id) AS tid,
@@ -196,17 +199,15 @@ MERGE INTO ks_ops_by_id USING (
 WHEN MATCHED THEN UPDATE SET namespaced = named.namespaced
 WHEN NOT MATCHED THEN INSERT BY NAME;
 
-DROP TABLE IF EXISTS ks_launches;
-
 -- The points and spans whose holders the attribution reads: a launch point is held where the spans of its thread
 -- hold [at_ns, at_ns + 1); a CPU operator (op_id) is held where they hold its own span ([at_ns, at_end_ns), 1 ns
 -- when it lasts 0 ns), by a span that comes before it in nesting order (not itself, nor an identical span later
--- in the trace, which it holds: see ks_innermost). A device event whose launch the trace lacks (the profiler lost
--- the runtime call, or the trace was cut) is held as the operator its External id names is: that operator made
--- the launch, so the spans that hold it held the launch (those inside it may not have). A point's key (anchor) is
--- the least event id of its rows (an operator's: its own), an aggregate that runs on every thread (numbering the
--- points with row_number() ran on one: 0.1 s of a 1 GB trace at any core count); event ids are unique, so no two
--- points share one.
+-- in the trace, which it holds: see held_by_sql.sql, ks_innermost). A device event whose launch the trace lacks (the
+-- profiler lost the runtime call, or the trace was cut) is held as the operator its External id names is: that
+-- operator made the launch, so the spans that hold it held the launch (those inside it may not have). A point's key
+-- (anchor) is the least event id of its rows (an operator's: its own), an aggregate that runs on every thread
+-- (numbering the points with row_number() ran on one: 0.1 s of a 1 GB trace at any core count); event ids are
+-- unique, so no two points share one.
 CREATE OR REPLACE TEMP TABLE ks_anchors AS
 SELECT min(event_id) AS anchor, at_pid AS pid, at_tid AS tid, at_ns, at_ns + 1 AS at_end_ns,
        CAST(NULL AS BIGINT) AS op_id, CAST(NULL AS BIGINT) AS op_end_ns
@@ -225,251 +226,20 @@ SELECT op_id, pid, tid, ts_ns, greatest(end_ns, ts_ns + 1), op_id, end_ns
 FROM ks_ops_by_id
 WHERE external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL);
 
--- The time bucket (2^shift ns) by which ks_enclosers drops spans: a span inside one bucket holds no launch point
--- unless a point of its thread falls in that bucket. Half of a trace's operators are leaves (aten::view,
--- aten::empty…) that hold no launch; dropping most of them first makes the range join below cheaper in time and
--- memory (measured in benchmarks/RESULTS.md, "Pruning spans before the join"). The bucket is an eighth of the
--- mean time between launch points, rounded up to a power of two: on the sample traces and a scaled one it kept
--- about the fewest spans. Whatever the bucket, the join's result is the same: only spans that hold no point are
--- dropped.
-SET VARIABLE ks_bucket_shift = (
-    SELECT CAST(greatest(0, ceil(log2(greatest(CAST(max(at_ns) AS DOUBLE) - min(at_ns), 1) / greatest(count(*), 1)))
-                            - 3) AS UTINYINT)
-    FROM ks_anchors
-);
+-- The spans that may hold a launch point, for held.py (held_spans.sql, held_by_sql.sql): scopes (kind 0 module, 1
+-- function) and operators (2) of positive length. A plain trace's scopes are its Python frames (frames.sql,
+-- ks_frame_scopes), named there.
+CREATE OR REPLACE TEMP VIEW ks_spans AS
+SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name, false AS frame,
+       CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
+                 WHEN starts_with(name, getvariable('function_prefix')) THEN 1
+                 ELSE 2 END AS UTINYINT) AS kind
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid IS NOT NULL AND name IS NOT NULL
+  AND (cat = 'cpu_op'
+       OR (cat = 'user_annotation'
+           AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))))
+UNION ALL
+SELECT event_id, pid, tid, ts_ns, end_ns, name, true, kind FROM ks_frame_scopes;
 
--- Scopes (kind 0 module, 1 function) and operators (2) that may hold a launch point: spans of positive length,
--- less those inside a bucket that holds no point of their thread.
--- A call scope with its module folded in (ks.fn:linear#3@encoder.fc) is that module's scope too (folded).
--- A plain trace's scopes are its Python frames (frames.sql, ks_frame_scopes), named there.
-CREATE OR REPLACE TEMP TABLE ks_enclosers AS
-SELECT event_id, pid, tid, ts_ns, end_ns, kind, kind = 1 AND ks_scope_folded(name) AS folded,
-       kind = 2 AND contains(name, '::') AS namespaced, frame
-FROM (
-    SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name, false AS frame,
-           CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
-                     WHEN starts_with(name, getvariable('function_prefix')) THEN 1
-                     ELSE 2 END AS UTINYINT) AS kind
-    FROM events
-    WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns > 0 AND pid IS NOT NULL AND tid IS NOT NULL AND name IS NOT NULL
-      AND (cat = 'cpu_op'
-           OR (cat = 'user_annotation'
-               AND (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))))
-    UNION ALL
-    SELECT event_id, pid, tid, ts_ns, end_ns, name, true, kind FROM ks_frame_scopes
-)
-WHERE (ts_ns >> getvariable('ks_bucket_shift')) <> ((end_ns - 1) >> getvariable('ks_bucket_shift'))
-   OR (pid, tid, ts_ns >> getvariable('ks_bucket_shift'))
-      IN (SELECT (pid, tid, at_ns >> getvariable('ks_bucket_shift')) FROM ks_anchors);
-
--- Per launch point (or CPU operator), the innermost module, function and operator holding it (latest start, then
--- shortest, then an operator inside a Python frame of its span, then last in the trace) and the outermost operator (and the outermost with a namespace), from a range join (IEJoin) of the points with the
--- spans of their thread; a CPU operator's innermost holding operator is its parent. Each is kept as its order
--- (span_keys.sql), read below by comparisons and its id alone. That order is one 128-bit key when the trace's spans
--- fit (start past the first, duration and event id in 127 bits, with a bit to spare each): the aggregates then
--- compare integers, not structs (a fifth cheaper), and the key becomes an order without being taken apart (which
--- cost more to plan than to run on a small trace); a trace whose spans do not fit compares structs.
-SET VARIABLE ks_key_bits = (
-    SELECT {t: t, d: d, i: i, t0: t0, packed: coalesce(CAST(t AS INTEGER) + d + i + 1 <= 127 AND d <= 63, true)}
-    FROM (SELECT CAST(ceil(log2(max(ts_ns) - min(ts_ns) + 1)) + 1 AS UTINYINT) AS t,
-                 CAST(ceil(log2(max(end_ns - ts_ns) + 1)) + 1 AS UTINYINT) AS d,
-                 CAST(ceil(log2(max(event_id) + 1)) + 1 AS UTINYINT) AS i,
-                 min(ts_ns) AS t0
-          FROM ks_enclosers)
-);
-
--- run if: getvariable('ks_key_bits').packed
-CREATE OR REPLACE TEMP TABLE ks_innermost AS
-WITH packed AS (
-    SELECT a.anchor,
-           max(e.k) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
-           max(e.k) FILTER (WHERE e.kind = 1) AS function,
-           max(e.k) FILTER (WHERE e.kind = 2) AS inner_op,
-           min(e.k) FILTER (WHERE e.kind = 2) AS outer_op,
-           min(e.k) FILTER (WHERE e.namespaced) AS outer_namespaced_op
-    FROM ks_anchors a
-    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, frame, event_id) AS k FROM ks_enclosers) e
-      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
-     AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
-    GROUP BY a.anchor
-)
-SELECT anchor, ks_span_order_of_key(module) AS module, ks_span_order_of_key(function) AS function,
-       ks_span_order_of_key(inner_op) AS inner_op, ks_span_order_of_key(outer_op) AS outer_op,
-       ks_span_order_of_key(outer_namespaced_op) AS outer_namespaced_op
-FROM packed;
-
--- The same by orders that are structs, where the spans do not fit one key.
--- run if: NOT getvariable('ks_key_bits').packed
-CREATE OR REPLACE TEMP TABLE ks_innermost AS
-SELECT a.anchor,
-       max(e.o) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
-       max(e.o) FILTER (WHERE e.kind = 1) AS function,
-       max(e.o) FILTER (WHERE e.kind = 2) AS inner_op,
-       min(e.o) FILTER (WHERE e.kind = 2) AS outer_op,
-       min(e.o) FILTER (WHERE e.namespaced) AS outer_namespaced_op
-FROM ks_anchors a
-JOIN (SELECT *, ks_span_order(ts_ns, end_ns, frame, event_id) AS o FROM ks_enclosers) e
-  ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
- AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
-GROUP BY a.anchor;
-
--- The outermost operator holding the point inside its innermost call scope, else inside its innermost module
--- scope, else of all. In a call, that is the call's operator (aten::linear for F.linear); in none, the operator
--- its call is named after (kernels: function_name). Inside by the nesting order of ks_innermost (a later start;
--- the same start and shorter; the same span and an operator where the other is a frame, else later in the trace),
--- so an operator that starts with the scope but outlasts it, or comes before it in the trace, is outside it. Usually
--- the outermost operator of all; a second join only for the points where that one is outside the scope.
-CREATE OR REPLACE TEMP TABLE ks_call_ops AS
-SELECT anchor, outer_op.id AS inside_op_id, outer_namespaced_op.id AS inside_namespaced_op_id
-FROM ks_innermost
-WHERE coalesce(function, module) IS NULL OR outer_op > coalesce(function, module);
-
--- The points whose outermost operator is outside their scope (none in any recording of the sample traces).
--- run if: EXISTS (SELECT 1 FROM ks_innermost WHERE outer_op < coalesce(function, module))
-INSERT INTO ks_call_ops
-SELECT a.anchor, min(e.o).id, (min(e.o) FILTER (WHERE e.namespaced)).id
-FROM (SELECT a.*, coalesce(i.function, i.module) AS scope
-      FROM ks_anchors a JOIN ks_innermost i USING (anchor)
-      WHERE i.outer_op < coalesce(i.function, i.module)) a
-JOIN (SELECT *, ks_span_order(ts_ns, end_ns, frame, event_id) AS o FROM ks_enclosers WHERE kind = 2) e
-  ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
- AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
-WHERE e.o > a.scope
-GROUP BY a.anchor;
-DROP TABLE ks_enclosers;
-
--- Per result row, the event ids of its scopes and operators. Its operator (op_id): the one its External id
--- names, else the innermost one holding its launch; a CPU row's is itself, and the innermost one holding it is its
--- parent (parent_op_id). Its call's operator (call_op_id: the outermost one in its call scope, or of all outside
--- one) and, outside any call scope, the operator the trace rule names its call after (named_op_id, where the
--- variable other_operator_call turns that rule on: the outermost one with a namespace in its module scope, or of all
--- outside one, else the outermost one there): a row held as an operator (held_op_id: a CPU row, and a device event
--- without a launch, ks_anchors) holds that operator for both. A device event without a launch was launched from its
--- operator's thread (at_pid, at_tid); its at_ns stays NULL.
-CREATE OR REPLACE TEMP TABLE ks_rows AS
-SELECT it.*, i.module.id AS module_id, i.function.id AS function_id,
-       CASE WHEN it.is_cpu_op THEN it.event_id ELSE coalesce(it.external_op_id, i.inner_op.id) END AS op_id,
-       CASE WHEN it.is_cpu_op THEN i.inner_op.id END AS parent_op_id,
-       coalesce(CASE WHEN i.function IS NULL THEN i.outer_op.id ELSE c.inside_op_id END, it.held_op_id) AS call_op_id,
-       CASE WHEN i.function IS NULL AND getvariable('other_operator_call') IS NOT NULL
-            THEN coalesce(c.inside_namespaced_op_id, CASE WHEN it.held_op_namespaced THEN it.held_op_id END,
-                          c.inside_op_id, it.held_op_id) END AS named_op_id
-FROM (SELECT it.* REPLACE (coalesce(it.at_pid, obi.pid) AS at_pid, coalesce(it.at_tid, obi.tid) AS at_tid),
-             obi.op_id AS external_op_id,
-             CASE WHEN it.is_cpu_op THEN it.event_id WHEN it.at_ns IS NULL THEN obi.op_id END AS held_op_id,
-             CASE WHEN it.is_cpu_op THEN it.namespaced WHEN it.at_ns IS NULL THEN obi.namespaced END
-                 AS held_op_namespaced,
-             CASE WHEN it.at_ns IS NULL AND NOT it.is_cpu_op THEN obi.ts_ns ELSE it.at_ns END AS held_ns
-      FROM ks_items it LEFT JOIN ks_ops_by_id obi ON obi.external_id = it.external_id) it
-LEFT JOIN ks_anchors a
-  ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.held_ns AND a.op_id IS NOT DISTINCT FROM it.held_op_id
-LEFT JOIN ks_innermost i USING (anchor)
-LEFT JOIN ks_call_ops c USING (anchor);
-DROP TABLE ks_items;
-DROP TABLE ks_anchors;
-DROP TABLE ks_innermost;
-DROP TABLE ks_call_ops;
-DROP TABLE ks_ops_by_id;
-
--- The names of the operators rows point to: their own, their call's and the one their call is named after.
-CREATE OR REPLACE TEMP TABLE ks_names AS
-SELECT event_id, name FROM events
-WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
-                   UNION SELECT named_op_id FROM ks_rows);
-
-CREATE OR REPLACE TEMP TABLE ks_modules AS
-SELECT event_id, ks_scope_module(name) AS module_name
-FROM ks_scope_names
-WHERE event_id IN (SELECT module_id FROM ks_rows);
-
--- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
--- once and joined back by name: every call with the same signature repeats its scope's name, so cutting the names
--- row by row would do the same work many times over.
-CREATE OR REPLACE TEMP TABLE ks_functions AS
-WITH scopes AS (
-    SELECT event_id, name
-    FROM ks_scope_names
-    WHERE event_id IN (SELECT function_id FROM ks_rows)
-),
-labels AS (
-    SELECT name, ks_scope_call(name) AS label FROM (SELECT DISTINCT name FROM scopes)
-),
-split AS (
-    SELECT name,
-           CASE WHEN regexp_matches(label, getvariable('sample_separator') || '[0-9]+$')
-                THEN regexp_extract(label, '^(.*)' || getvariable('sample_separator') || '[0-9]+$', 1)
-                ELSE label END AS function_name,
-           TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
-    FROM labels
-)
-SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
-
--- The row's call (function_name, call_event_id: the event that makes it): the innermost call scope's; else, in
--- recordings and traces that name calls from the trace (the variables), a compiled region's (its outermost operator
--- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own; or dynamo's "TorchDynamo
--- Cache Lookup" just before it, the same call's guards, which hold no kernel: a CPU row), then a graph launch's,
--- then the trace rule's: the operator named_op_id (the outermost with a namespace, which a TorchScript method's
--- "forward" or an autograd Function's operator holds), by its own name where it has a namespace ("aten::lstm",
--- "torchvision::nms": no functional or dotted torch name holds "::"), else other_operator_call ("Torch-Compiled
--- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
-CREATE OR REPLACE TABLE kernels AS
-WITH named AS (
-    SELECT r.*, m.module_name, f.sample_id, o.name AS op, co.name AS call_op,
-           coalesce(
-               CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
-               CASE WHEN (starts_with(co.name, 'Torch-Compiled Region') OR co.name = 'TorchDynamo Cache Lookup')
-                     AND getvariable('compiled_region_call') IS NOT NULL
-                    THEN {name: getvariable('compiled_region_call'), id: r.call_op_id} END,
-               CASE WHEN r.graph_launch_id IS NOT NULL AND getvariable('graph_replay_call') IS NOT NULL
-                    THEN {name: getvariable('graph_replay_call'), id: r.graph_launch_id} END,
-               CASE WHEN contains(no.name, '::') THEN {name: no.name, id: r.named_op_id}
-                    WHEN no.name IS NOT NULL THEN {name: getvariable('other_operator_call'), id: r.named_op_id} END
-           ) AS call
-    FROM ks_rows r
-    LEFT JOIN ks_modules m ON m.event_id = r.module_id
-    LEFT JOIN ks_functions f ON f.event_id = r.function_id
-    LEFT JOIN ks_names o ON o.event_id = r.op_id
-    LEFT JOIN ks_names co ON co.event_id = r.call_op_id
-    LEFT JOIN ks_names no ON no.event_id = r.named_op_id
-)
-SELECT
-    r.module_name,
-    r.call.name                                                             AS function_name,
-    r.op,
-    k.name                                                                  AS kernel,
-    r.dur_ns / 1000.0                                                       AS kernel_us,
-    r.call_op,
-    r.kind,
-    r.device,
-    r.stream,
-    r.sample_id,
-    (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
-                                                                            AS start_us,
-    r.at_tid                                                                AS thread,
-    r.correlation,
-    r.event_id,
-    r.call.id                                                               AS call_event_id,
-    k.rank
-FROM named r
-JOIN events k ON k.event_id = r.event_id;
-
--- A CPU row's time is its duration less its children's: the rows whose parent it is. Only a trace without device
--- events has CPU rows: a step of its own (rather than a join of every trace's `kernels`) costs the others a guard.
--- run if: getvariable('ks_launch_check').device_events = 0
-UPDATE kernels k SET kernel_us = (s.dur_ns - s.children_ns) / 1000.0
-FROM (SELECT r.event_id, r.dur_ns, c.children_ns
-      FROM ks_rows r
-      JOIN (SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows
-            WHERE parent_op_id IS NOT NULL GROUP BY ALL) c USING (event_id)) s
-WHERE k.event_id = s.event_id;
-
--- ks_rows and ks_modules are dropped by attribution_end.sql, after torchscript_modules.sql where a recording has
--- TorchScript modules.
-DROP TABLE ks_names;
-DROP TABLE ks_functions;
-DROP TABLE ks_frame_scopes;
-DROP VIEW ks_scope_names;
-SELECT c.launches, c.device_events, c.launches_without_device_event,
-       c.device_events_without_launch
-       - CASE WHEN c.device_events_without_launch > 0 THEN getvariable('ks_flow_launched') ELSE 0 END
-FROM (SELECT getvariable('ks_launch_check') AS c);
+DROP TABLE IF EXISTS ks_launches;

@@ -50,6 +50,9 @@ LOADS_RUN = (
     "attributable.sql",
     "frames_needed.sql",
     "attribution.sql",
+    "held_spans.sql",
+    "held_native.sql",
+    "attribution_rows.sql",
     "attribution_end.sql",
 )
 

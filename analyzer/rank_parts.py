@@ -10,6 +10,7 @@ import duckdb
 
 from . import rundir
 from .errors import BadInputError
+from .held import hold_spans
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
 from .pasted import rejoin_processes, separate_processes
 from .ranks import header_rank
@@ -104,7 +105,9 @@ def ingest_ranks(
             known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
             if not device_work:
                 known[NO_DEVICE_EVENTS] = True
-            check = LaunchCheck(*run_sql_file(con, "attribution.sql", known=known).fetchone())
+            run_sql_file(con, "attribution.sql", known=known)
+            hold_spans(con)
+            check = LaunchCheck(*run_sql_file(con, "attribution_rows.sql").fetchone())
             if script_paths:
                 run_sql_file(con, "torchscript_modules.sql")
             run_sql_file(con, "attribution_end.sql")

@@ -3,8 +3,9 @@
 ``timed()`` patches the analyzer's functions with timers for the duration of a ``with`` block: the connection,
 the memory settings, the ingest (and inside it the cutting or decompressing thread's time to hand out each part,
 the native reader's scans and the inserts, summed over the loading threads, with the time they waited for a free
-part), validate.sql, and each statement of attribution.sql on its own (split by DuckDB's own parser), and the
-statements of the other SQL files by file. What the timers do not cover is "other". analyzer_throughput.py's
+part), validate.sql, each statement of the attribution's files (attribution.sql, held_by_sql.sql,
+attribution_rows.sql) on its own (split by DuckDB's own parser), held.py's step (the native sweep, or held_by_sql.sql),
+and the statements of the other SQL files by file. What the timers do not cover is "other". analyzer_throughput.py's
 child reports them for the kernelscope step where KS_BENCH_STAGES is set (analyzer_cores.py --stages).
 
     python benchmarks/load_stages.py TRACE [--repeat 3] [--threads N]
@@ -22,7 +23,9 @@ import time
 from collections import defaultdict
 from contextlib import contextmanager
 
-# attribution.sql's statements, by the table or variable they make
+# the attribution's files whose statements are timed one by one, by the table or variable they make
+STATEMENT_TIMED = ("attribution.sql", "held_by_sql.sql", "attribution_rows.sql")
+HELD = "held spans (held.py: the native sweep, or held_by_sql.sql)"
 _MADE = re.compile(r"(?:TABLE|VARIABLE)\s+(\w+)", re.IGNORECASE)
 
 
@@ -125,7 +128,7 @@ def _wrap(owner, name: str, stages: Stages, stage: str, *, summed: bool = False,
 @contextmanager
 def timed():
     """A Stages that the analyzer's functions add their times to while the block runs."""
-    from kernelscope.analyzer import event_array, ingest, rank_parts, run, sql, validate  # noqa: F401
+    from kernelscope.analyzer import event_array, held, ingest, rank_parts, run, sql, validate  # noqa: F401
 
     stages = Stages()
     undo: list = []
@@ -154,29 +157,32 @@ def timed():
     _wrap(rank_parts, "validate_events", stages, "validate.sql", undo=undo)
     original_run_sql_file = rank_parts.run_sql_file
 
-    def run_sql_file(con, name, *, known=None, **literals):
+    def run_sql_file(con, name, *, known=None, within="", **literals):
         known = known or {}
-        if name != "attribution.sql":
+        if name not in STATEMENT_TIMED:
             ticks, start, cpu = _thread_ticks(), time.perf_counter(), _process_cpu()
             try:
                 return original_run_sql_file(con, name, known=known, **literals)
             finally:
-                stages.add(name, time.perf_counter() - start, cpu=_process_cpu() - cpu, ran=_threads_that_ran(ticks))
+                stages.add(
+                    within + name, time.perf_counter() - start, cpu=_process_cpu() - cpu, ran=_threads_that_ran(ticks)
+                )
         text = sql.Template(sql.sql_text(name)).safe_substitute({k: sql.quote(v) for k, v in literals.items()})
         whole, whole_cpu = time.perf_counter(), _process_cpu()
+        name = within + name  # the stage's name from here on
         statements = con.extract_statements(text)  # parsed once here, the timers' own cost
-        stages.add("attribution.sql/(split into statements)", time.perf_counter() - whole)
+        stages.add(f"{name}/(split into statements)", time.perf_counter() - whole)
         for statement in statements:
             guards = sql.statement_guards(statement)
             if guards:
                 asked = time.perf_counter()
                 skipped = not all(known[guard] if guard in known else sql.runs(con, guard) for guard in guards)
-                stages.add("attribution.sql/(run if)", time.perf_counter() - asked)
+                stages.add(f"{name}/(run if)", time.perf_counter() - asked)
                 if skipped:
                     continue
             query = str(statement.query)
             made = _MADE.search(re.sub(r"--[^\n]*", "", query))
-            label = f"attribution.sql/{made.group(1) if made else query.split()[0]}"
+            label = f"{name}/{made.group(1) if made else query.split()[0]}"
             counted = time.perf_counter()
             ticks = _thread_ticks()
             start, cpu = time.perf_counter(), _process_cpu()
@@ -184,12 +190,15 @@ def timed():
             wall, cpu = time.perf_counter() - start, _process_cpu() - cpu
             ran = _threads_that_ran(ticks)
             stages.add(label, wall, cpu=cpu, ran=ran)
-            stages.add("attribution.sql/(the timers' own cost)", time.perf_counter() - counted - wall)
+            stages.add(f"{name}/(the timers' own cost)", time.perf_counter() - counted - wall)
         stages.add(name, time.perf_counter() - whole, cpu=_process_cpu() - whole_cpu)
         return con
 
     rank_parts.run_sql_file = run_sql_file
+    held.run_sql_file = functools.partial(run_sql_file, within=f"{HELD}/")
     undo.append((rank_parts, "run_sql_file", original_run_sql_file))
+    undo.append((held, "run_sql_file", original_run_sql_file))
+    _wrap(rank_parts, "hold_spans", stages, HELD, undo=undo)
     try:
         yield stages
     finally:

@@ -1,10 +1,10 @@
 """benchmarks/load_stages.py: a load timed stage by stage gives the rows of an untimed one, times every statement of
-attribution.sql on its own, and leaves the analyzer as it found it."""
+the attribution's SQL files on its own, and leaves the analyzer as it found it."""
 
 import sys
 
 from conftest import REPO
-from kernelscope.analyzer import ingest, load_run, rank_parts
+from kernelscope.analyzer import held, ingest, load_run, rank_parts
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import load_stages  # noqa: E402
@@ -19,7 +19,7 @@ def test_a_timed_load_gives_the_same_rows_and_times_each_stage():
 
     def patched():
         steps = (rank_parts.run_sql_file, rank_parts.ingest_trace, rank_parts.validate_events)
-        return (*steps, ingest.native_reader, ingest._load_part)
+        return (*steps, rank_parts.hold_spans, held.run_sql_file, ingest.native_reader, ingest._load_part)
 
     originals = patched()
     with load_stages.timed() as stages, load_run(TRACE) as timed:
@@ -30,13 +30,21 @@ def test_a_timed_load_gives_the_same_rows_and_times_each_stage():
     wall = report["wall"]
     for stage in ("connect", "ingest", "validate.sql", "attribution.sql", "other"):
         assert wall[stage] > 0, stage
-    statements = {name: seconds for name, seconds in wall.items() if name.startswith("attribution.sql/")}
-    # every table attribution.sql makes is a stage of its own, and together they are the file's time
-    for table in ("ks_launches", "ks_items", "ks_innermost", "ks_rows", "kernels"):
-        assert f"attribution.sql/{table}" in statements
-    assert sum(statements.values()) <= wall["attribution.sql"]
-    # most of the file's time is in its statements: the rest, guards and Python between them, stretches on a busy
-    # machine (0.93 of it seen at load average 8), so this only catches statements left untimed
-    assert sum(statements.values()) > 0.5 * wall["attribution.sql"]
+    # every table the attribution's files make is a stage of its own, and together they are each file's time
+    for stage in (
+        "attribution.sql/ks_launches",
+        "attribution.sql/ks_items",
+        "attribution_rows.sql/ks_rows",
+        "attribution_rows.sql/kernels",
+        f"{load_stages.HELD}/held_native.sql",
+    ):
+        assert stage in wall, stage
+    assert wall[load_stages.HELD] > 0
+    for name in ("attribution.sql", "attribution_rows.sql"):
+        statements = {stage: seconds for stage, seconds in wall.items() if stage.startswith(f"{name}/")}
+        assert sum(statements.values()) <= wall[name]
+        # most of the file's time is in its statements: the rest, guards and Python between them, stretches on a
+        # busy machine (0.93 of it seen at load average 8), so this only catches statements left untimed
+        assert sum(statements.values()) > 0.5 * wall[name]
     assert report["threads"]["ingest: load a part (all threads)"] > 0
     assert abs(sum(v for k, v in wall.items() if "/" not in k) - 10.0) < 1e-3  # "other" is what the rest leaves

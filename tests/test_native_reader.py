@@ -518,37 +518,12 @@ def test_the_reader_under_address_and_undefined_behaviour_sanitizers(tmp_path):
     """_kineto.c built with -fsanitize=address,undefined, its tests and the guarded fuzz run against that build in
     a subprocess (libasan preloaded, Python's allocator off so every buffer is malloc's): any read or write out of
     bounds, or undefined behaviour, fails this test. CI must run it: there a missing compiler or libasan fails."""
-    import os
-    import shutil
     import subprocess
     import sys
-    import sysconfig
 
-    def unavailable(why: str) -> None:
-        if os.environ.get("CI"):
-            pytest.fail(f"the sanitizer build needs {why}")
-        pytest.skip(f"no {why}")
+    from sanitized import sanitized_build
 
-    compiler = shutil.which("gcc")
-    if compiler is None:
-        unavailable("gcc")
-    libraries = [
-        subprocess.run([compiler, f"-print-file-name={name}"], capture_output=True, text=True).stdout.strip()
-        for name in ("libasan.so", "libstdc++.so.6")  # libstdc++ first-hand, or ASan cannot catch DuckDB's throws
-    ]
-    if not all(os.path.isabs(library) for library in libraries):
-        unavailable("libasan")
-    module = tmp_path / f"_kineto{sysconfig.get_config_var('EXT_SUFFIX')}"
-    build = [compiler, "-shared", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
-    build += ["-fno-sanitize-recover=all", f"-I{sysconfig.get_paths()['include']}"]
-    subprocess.run([*build, str(REPO / "analyzer" / "_kineto.c"), "-o", str(module)], check=True)
-    env = dict(
-        os.environ,
-        LD_PRELOAD=":".join(libraries),
-        ASAN_OPTIONS="detect_leaks=0",
-        UBSAN_OPTIONS="print_stacktrace=1",
-        PYTHONMALLOC="malloc",
-    )
+    module, env = sanitized_build("_kineto", tmp_path)
     script = REPO / "tests" / "native_fuzz.py"
     done = subprocess.run([sys.executable, str(script), str(module), "3000"], env=env, capture_output=True, text=True)
     report = (done.stdout + done.stderr)[-6000:]

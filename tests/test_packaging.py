@@ -126,7 +126,7 @@ def test_installed_wheel_imports_every_module(wheel, tmp_path):
         f"{package}.{p.stem}" if p.stem != "__init__" else package
         for package, folder in PACKAGES.items()
         for p in folder.glob("*.py")
-    ] + ["kernelscope.analyzer._kineto"]  # the native reader: built wherever there is a C compiler, as in CI
+    ] + ["kernelscope.analyzer._kineto", "kernelscope.analyzer._held"]  # native: built wherever there is a C compiler
     code = (
         f"import sys; sys.path.insert(0, {str(target)!r}); import importlib\n"
         f"for m in {modules!r}:\n"
@@ -152,7 +152,7 @@ def test_without_a_c_compiler_the_wheel_builds_and_analyzes_with_duckdbs_reader(
     )
     assert done.returncode == 0, done.stderr
     (path,) = out.glob("kernelscope-*.whl")
-    assert not [n for n in zipfile.ZipFile(path).namelist() if "_kineto" in n]
+    assert not [n for n in zipfile.ZipFile(path).namelist() if "_kineto" in n or "_held" in n]
     target = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(path)],
@@ -163,8 +163,9 @@ def test_without_a_c_compiler_the_wheel_builds_and_analyzes_with_duckdbs_reader(
         f"import sys; sys.path.insert(0, {str(target)!r})\n"
         # the checkout's editable finder would find the native reader built in place
         "sys.meta_path[:] = [f for f in sys.meta_path if 'editable' not in getattr(f, '__module__', '')]\n"
-        "from kernelscope.analyzer import ingest, load_run\n"
+        "from kernelscope.analyzer import held, ingest, load_run\n"
         f"assert ingest.__file__.startswith({str(target)!r}) and ingest.native_reader is None\n"
+        "assert held.native_sweep is None\n"
         f"run = load_run({str(REPO / 'sample_traces' / 'gpt2')!r})\n"
         "assert run.header.native_parts == [] and run.con.execute('SELECT count(*) FROM kernels').fetchone()[0] > 0\n"
         "print('ok')"

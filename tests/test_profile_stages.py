@@ -40,5 +40,5 @@ def test_each_stage_of_a_profile_is_timed_and_the_timers_go():
         )
     ]
     assert all(value > 0 for value in recorder) and sum(recorder) < whole
-    assert runs["  load_run/attribution.sql/kernels"][0] > 0 and runs["  load_run/ingest"][0] > 0
+    assert runs["  load_run/attribution_rows.sql/kernels"][0] > 0 and runs["  load_run/ingest"][0] > 0
     assert abs(sum(recorder) + runs["function_data"][0] + runs["other"][0] - whole) < 1e-6

@@ -1,0 +1,138 @@
+-- attribution_rows.sql: the attribution's last steps (attribution.sql says what the whole does): each result row's
+-- scopes and operators from ks_held (held.py), their names, and table `kernels`; returns the launch check.
+
+-- Per result row, the event ids of its scopes and operators. Its operator (op_id): the one its External id
+-- names, else the innermost one holding its launch; a CPU row's is itself, and the innermost one holding it is its
+-- parent (parent_op_id). Its call's operator (call_op_id: the outermost one in its call scope, or of all outside
+-- one) and, outside any call scope, the operator the trace rule names its call after (named_op_id, where the
+-- variable other_operator_call turns that rule on: the outermost one with a namespace in its module scope, or of all
+-- outside one, else the outermost one there): a row held as an operator (held_op_id: a CPU row, and a device event
+-- without a launch, ks_anchors) holds that operator for both. A device event without a launch was launched from its
+-- operator's thread (at_pid, at_tid); its at_ns stays NULL.
+CREATE OR REPLACE TEMP TABLE ks_rows AS
+SELECT it.*, h.module_id, h.function_id,
+       CASE WHEN it.is_cpu_op THEN it.event_id ELSE coalesce(it.external_op_id, h.inner_op_id) END AS op_id,
+       CASE WHEN it.is_cpu_op THEN h.inner_op_id END AS parent_op_id,
+       coalesce(CASE WHEN h.function_id IS NULL THEN h.outer_op_id ELSE h.inside_op_id END, it.held_op_id)
+           AS call_op_id,
+       CASE WHEN h.function_id IS NULL AND getvariable('other_operator_call') IS NOT NULL
+            THEN coalesce(h.inside_namespaced_op_id, CASE WHEN it.held_op_namespaced THEN it.held_op_id END,
+                          h.inside_op_id, it.held_op_id) END AS named_op_id
+FROM (SELECT it.* REPLACE (coalesce(it.at_pid, obi.pid) AS at_pid, coalesce(it.at_tid, obi.tid) AS at_tid),
+             obi.op_id AS external_op_id,
+             CASE WHEN it.is_cpu_op THEN it.event_id WHEN it.at_ns IS NULL THEN obi.op_id END AS held_op_id,
+             CASE WHEN it.is_cpu_op THEN it.namespaced WHEN it.at_ns IS NULL THEN obi.namespaced END
+                 AS held_op_namespaced,
+             CASE WHEN it.at_ns IS NULL AND NOT it.is_cpu_op THEN obi.ts_ns ELSE it.at_ns END AS held_ns
+      FROM ks_items it LEFT JOIN ks_ops_by_id obi ON obi.external_id = it.external_id) it
+LEFT JOIN ks_anchors a
+  ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.held_ns AND a.op_id IS NOT DISTINCT FROM it.held_op_id
+LEFT JOIN ks_held h USING (anchor);
+DROP TABLE ks_items;
+DROP TABLE ks_anchors;
+DROP TABLE ks_held;
+DROP TABLE ks_ops_by_id;
+
+-- The names of the operators rows point to: their own, their call's and the one their call is named after.
+CREATE OR REPLACE TEMP TABLE ks_names AS
+SELECT event_id, name FROM events
+WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
+                   UNION SELECT named_op_id FROM ks_rows);
+
+CREATE OR REPLACE TEMP TABLE ks_modules AS
+SELECT event_id, ks_scope_module(name) AS module_name
+FROM ks_scope_names
+WHERE event_id IN (SELECT module_id FROM ks_rows);
+
+-- Function scope labels "name#sample" (a folded module's "@module" cut off), read off each distinct scope name
+-- once and joined back by name: every call with the same signature repeats its scope's name, so cutting the names
+-- row by row would do the same work many times over.
+CREATE OR REPLACE TEMP TABLE ks_functions AS
+WITH scopes AS (
+    SELECT event_id, name
+    FROM ks_scope_names
+    WHERE event_id IN (SELECT function_id FROM ks_rows)
+),
+labels AS (
+    SELECT name, ks_scope_call(name) AS label FROM (SELECT DISTINCT name FROM scopes)
+),
+split AS (
+    SELECT name,
+           CASE WHEN regexp_matches(label, getvariable('sample_separator') || '[0-9]+$')
+                THEN regexp_extract(label, '^(.*)' || getvariable('sample_separator') || '[0-9]+$', 1)
+                ELSE label END AS function_name,
+           TRY_CAST(regexp_extract(label, getvariable('sample_separator') || '([0-9]+)$', 1) AS BIGINT) AS sample_id
+    FROM labels
+)
+SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
+
+-- The row's call (function_name, call_event_id: the event that makes it): the innermost call scope's; else, in
+-- recordings and traces that name calls from the trace (the variables), a compiled region's (its outermost operator
+-- is "Torch-Compiled Region: …": a torch.compile'd function, which has no scope of its own; or dynamo's "TorchDynamo
+-- Cache Lookup" just before it, the same call's guards, which hold no kernel: a CPU row), then a graph launch's,
+-- then the trace rule's: the operator named_op_id (the outermost with a namespace, which a TorchScript method's
+-- "forward" or an autograd Function's operator holds), by its own name where it has a namespace ("aten::lstm",
+-- "torchvision::nms": no functional or dotted torch name holds "::"), else other_operator_call ("Torch-Compiled
+-- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
+CREATE OR REPLACE TABLE kernels AS
+WITH named AS (
+    SELECT r.*, m.module_name, f.sample_id, o.name AS op, co.name AS call_op,
+           coalesce(
+               CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
+               CASE WHEN (starts_with(co.name, 'Torch-Compiled Region') OR co.name = 'TorchDynamo Cache Lookup')
+                     AND getvariable('compiled_region_call') IS NOT NULL
+                    THEN {name: getvariable('compiled_region_call'), id: r.call_op_id} END,
+               CASE WHEN r.graph_launch_id IS NOT NULL AND getvariable('graph_replay_call') IS NOT NULL
+                    THEN {name: getvariable('graph_replay_call'), id: r.graph_launch_id} END,
+               CASE WHEN contains(no.name, '::') THEN {name: no.name, id: r.named_op_id}
+                    WHEN no.name IS NOT NULL THEN {name: getvariable('other_operator_call'), id: r.named_op_id} END
+           ) AS call
+    FROM ks_rows r
+    LEFT JOIN ks_modules m ON m.event_id = r.module_id
+    LEFT JOIN ks_functions f ON f.event_id = r.function_id
+    LEFT JOIN ks_names o ON o.event_id = r.op_id
+    LEFT JOIN ks_names co ON co.event_id = r.call_op_id
+    LEFT JOIN ks_names no ON no.event_id = r.named_op_id
+)
+SELECT
+    r.module_name,
+    r.call.name                                                             AS function_name,
+    r.op,
+    k.name                                                                  AS kernel,
+    r.dur_ns / 1000.0                                                       AS kernel_us,
+    r.call_op,
+    r.kind,
+    r.device,
+    r.stream,
+    r.sample_id,
+    (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
+                                                                            AS start_us,
+    r.at_tid                                                                AS thread,
+    r.correlation,
+    r.event_id,
+    r.call.id                                                               AS call_event_id,
+    k.rank
+FROM named r
+JOIN events k ON k.event_id = r.event_id;
+
+-- A CPU row's time is its duration less its children's: the rows whose parent it is. Only a trace without device
+-- events has CPU rows: a step of its own (rather than a join of every trace's `kernels`) costs the others a guard.
+-- run if: getvariable('ks_launch_check').device_events = 0
+UPDATE kernels k SET kernel_us = (s.dur_ns - s.children_ns) / 1000.0
+FROM (SELECT r.event_id, r.dur_ns, c.children_ns
+      FROM ks_rows r
+      JOIN (SELECT parent_op_id AS event_id, sum(dur_ns) AS children_ns FROM ks_rows
+            WHERE parent_op_id IS NOT NULL GROUP BY ALL) c USING (event_id)) s
+WHERE k.event_id = s.event_id;
+
+-- ks_rows and ks_modules are dropped by attribution_end.sql, after torchscript_modules.sql where a recording has
+-- TorchScript modules.
+DROP TABLE ks_names;
+DROP TABLE ks_functions;
+DROP VIEW ks_spans;
+DROP TABLE ks_frame_scopes;
+DROP VIEW ks_scope_names;
+SELECT c.launches, c.device_events, c.launches_without_device_event,
+       c.device_events_without_launch
+       - CASE WHEN c.device_events_without_launch > 0 THEN getvariable('ks_flow_launched') ELSE 0 END
+FROM (SELECT getvariable('ks_launch_check') AS c);

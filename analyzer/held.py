@@ -1,0 +1,38 @@
+"""Which spans hold each launch point of the attribution (table ks_held, for attribution_rows.sql).
+
+The native sweep (_held.c) reads each thread's spans in nesting order once; held_by_sql.sql's range join, which
+gives the same table, runs where that extension is not built (it is optional, as the native reader is: setup.py).
+The sweep reads its rows (held_spans.sql) as DuckDB's Arrow C stream (twice as fast as NumPy columns: 0.09 against
+0.19 s on a 250 MB trace), and its result goes back in as a frame of NumPy columns.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from .sql import parsed_statements, run_sql_file
+
+try:
+    from . import _held as native_sweep
+except ImportError:  # pragma: no cover - built wherever the native reader is
+    native_sweep = None
+
+# ks_held's columns, in the order _held.hold gives them
+HELD = ("anchor", "module_id", "function_id", "inner_op_id", "outer_op_id", "inside_op_id", "inside_namespaced_op_id")
+
+
+def hold_spans(con: duckdb.DuckDBPyConnection, *, native: bool = True) -> None:
+    """Make ks_held from ks_anchors and the trace's spans: natively where the extension is built and ``native``."""
+    if native_sweep is None or not native:
+        run_sql_file(con, "held_by_sql.sql")
+        return
+    (spans,) = parsed_statements(con, "held_spans.sql")
+    points, held = native_sweep.hold(con.sql(spans).__arrow_c_stream__())
+    columns = np.frombuffer(held, dtype=np.int64).reshape(len(HELD), points)
+    con.register("ks_held_swept", pd.DataFrame(dict(zip(HELD, columns, strict=True)), copy=False))
+    try:
+        run_sql_file(con, "held_native.sql")
+    finally:
+        con.unregister("ks_held_swept")

@@ -1,0 +1,7 @@
+-- held_native.sql: table ks_held (held_by_sql.sql says what it holds) from the native sweep's columns, registered by
+-- held.py as ks_held_swept, where -1 is no span.
+CREATE OR REPLACE TEMP TABLE ks_held AS
+SELECT anchor, nullif(module_id, -1) AS module_id, nullif(function_id, -1) AS function_id,
+       nullif(inner_op_id, -1) AS inner_op_id, nullif(outer_op_id, -1) AS outer_op_id,
+       nullif(inside_op_id, -1) AS inside_op_id, nullif(inside_namespaced_op_id, -1) AS inside_namespaced_op_id
+FROM ks_held_swept;

@@ -1,0 +1,129 @@
+"""_held.hold against the rule it implements, read literally (held_by_sql.sql's range join, in Python): random spans
+and points of a few threads, fed as DuckDB's Arrow stream as held.py feeds it, and streams it must refuse.
+
+    python tests/held_fuzz.py MODULE_PATH ROUNDS
+
+MODULE_PATH: the built _held extension (test_held.py builds one with sanitizers and runs this against it).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import struct
+import sys
+
+import duckdb
+
+MODULE, FUNCTION, OP, NAMESPACED, FRAME, POINT = 1, 2, 4, 8, 16, 32
+COLUMNS = (
+    "flags UTINYINT, pid BIGINT, tid BIGINT, ts_ns BIGINT, end_ns BIGINT, id BIGINT, op_id BIGINT, op_end_ns BIGINT"
+)
+
+
+def load(path: str):
+    spec = importlib.util.spec_from_file_location("_held", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def random_rows(rng: random.Random, n: int) -> list[tuple]:
+    rows, ids = [], rng.sample(range(10 * n + 10), n)
+    for event_id in ids:
+        pid, tid = rng.choice([(1, 1), (1, 2), (2, 1)])
+        ts = rng.randrange(0, 50)
+        if rng.random() < 0.3:  # a point: an instant, or a CPU operator's span
+            if rng.random() < 0.5:
+                rows.append((POINT, pid, tid, ts, ts + 1, event_id, -1, 0))
+            else:
+                dur = rng.randrange(0, 20)
+                rows.append((POINT, pid, tid, ts, ts + max(dur, 1), event_id, event_id, ts + dur))
+        else:
+            flags = rng.choice([MODULE, FUNCTION, MODULE | FUNCTION, OP, OP | NAMESPACED])
+            flags |= FRAME if flags & (MODULE | FUNCTION) and rng.random() < 0.5 else 0
+            rows.append((flags, pid, tid, ts, ts + rng.randrange(1, 30), event_id, -1, 0))
+    for _ in range(n // 5):  # spans identical to another but for the id, and an operator's own span
+        flags, pid, tid, ts, end, _, op_id, op_end = rng.choice(rows)
+        if flags & POINT and op_id >= 0:
+            rows.append((rng.choice([OP, OP | NAMESPACED, MODULE | FRAME]), pid, tid, ts, op_end, op_id, -1, 0))
+        elif not flags & POINT:
+            rows.append((flags, pid, tid, ts, end, rng.randrange(10 * n + 10, 20 * n + 20), -1, 0))
+    rows = list({row[5]: row for row in rows}.values())  # ids are unique
+    rng.shuffle(rows)
+    return rows
+
+
+def _key(span: tuple) -> tuple:
+    """A span's place in the nesting order: start, later end first, a frame first, id."""
+    return (span[3], -span[4], 0 if span[0] & FRAME else 1, span[5])
+
+
+def _best(holding: list[tuple], flag: int, pick, above: tuple | None = None) -> tuple | None:
+    """The innermost (max) or outermost (min) of the holding spans with ``flag``, of those inside ``above``."""
+    found = [s for s in holding if s[0] & flag and (above is None or _key(s) > _key(above))]
+    return pick(found, key=_key) if found else None
+
+
+def expected(rows: list[tuple]) -> dict[int, tuple]:
+    """Per point: module, function, inner op, outer op, the outermost op inside the call scope (else module scope),
+    and the same of those with a namespace; -1 for none."""
+    spans = [r for r in rows if not r[0] & POINT]
+    held = {}
+    for flags, pid, tid, ts, end, point_id, op_id, op_end in (r for r in rows if r[0] & POINT):
+        holding = [
+            s
+            for s in spans
+            if s[1] == pid
+            and s[2] == tid
+            and s[3] <= ts
+            and end <= s[4]
+            and (op_id < 0 or s[3] < ts or s[4] > op_end or s[0] & FRAME or s[5] < op_id)
+        ]
+
+        module, function = _best(holding, MODULE, max), _best(holding, FUNCTION, max)
+        scope = function or module
+        picked = [module, function, _best(holding, OP, max), _best(holding, OP, min)]
+        picked += [_best(holding, OP, min, scope), _best(holding, NAMESPACED, min, scope)]
+        held[point_id] = tuple(-1 if s is None else s[5] for s in picked)
+    return held
+
+
+def swept(module, con: duckdb.DuckDBPyConnection) -> dict[int, tuple]:
+    points, held = module.hold(con.sql("SELECT * FROM r").__arrow_c_stream__())
+    values = struct.unpack(f"<{7 * points}q", held)
+    columns = [values[c * points : (c + 1) * points] for c in range(7)]
+    return {columns[0][p]: tuple(columns[c][p] for c in range(1, 7)) for p in range(points)}
+
+
+def refused(module, con: duckdb.DuckDBPyConnection, query: str) -> None:
+    try:
+        module.hold(con.sql(query).__arrow_c_stream__())
+    except ValueError:
+        return
+    raise AssertionError(f"not refused: {query}")
+
+
+def main(path: str, rounds: int) -> None:
+    module = load(path)
+    rng = random.Random(0)
+    con = duckdb.connect()
+    for round_ in range(rounds):
+        rows = random_rows(rng, rng.choice([0, 1, 5, 40, 200]))
+        con.execute(f"CREATE OR REPLACE TABLE r ({COLUMNS})")
+        if rows:
+            con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        assert swept(module, con) == expected(rows), f"round {round_}"
+    # several batches of DuckDB's stream, and nested spans deep enough to grow every buffer
+    con.execute(f"CREATE OR REPLACE TABLE r ({COLUMNS})")
+    con.execute("INSERT INTO r SELECT 1, 1, 1, i, 10000000 - i, i, -1, 0 FROM range(200000) t(i)")
+    con.execute("INSERT INTO r SELECT 32, 1, 1, 99999, 100000, 10000000, -1, 0")
+    assert swept(module, con) == {10000000: (99999, -1, -1, -1, -1, -1)}
+    refused(module, con, "SELECT * REPLACE (CAST(NULL AS BIGINT) AS pid) FROM r")
+    refused(module, con, "SELECT * REPLACE (CAST(pid AS INTEGER) AS pid) FROM r")
+    refused(module, con, "SELECT flags, pid FROM r")
+    print(f"{rounds} rounds and the refusals: as the rule reads")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

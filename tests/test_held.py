@@ -1,0 +1,128 @@
+"""held.py's two ways to the spans that hold each launch point: the native sweep (_held.c) and the range join it
+replaced (held_by_sql.sql, where the extension is not built) give the same `kernels`, row for row, on real traces and
+on synthetic ones whose spans overlap without nesting, repeat each other or last 0 ns."""
+
+import json
+import random
+import subprocess
+import sys
+
+import held_fuzz
+import pytest
+from conftest import REPO
+from kernelscope.analyzer import held, load_run
+from sanitized import sanitized_build
+from test_device_work import cpu_only_copy
+
+pytestmark = pytest.mark.skipif(held.native_sweep is None, reason="the native sweep is not built")
+
+TRACES = [
+    "sample_traces/mlp",
+    "sample_traces/threads",
+    "sample_traces/static_cache_generate",
+    "sample_traces/compiled_graphs",
+    "sample_traces/plain_kineto/with_stack.json.gz",
+    "sample_traces/plain_kineto/compile.json.gz",
+    "sample_traces/external/hta_backward_thread.json",
+    "sample_traces/external/tl_eval_moe_01.json",
+    "sample_traces/external/kineto_resnet50_autograd_api_2021-02.pt.trace.json.gz",
+]
+NAMES = {
+    "scopes": [
+        "ks.module:enc",
+        "ks.module:enc.fc",
+        "ks.fn:linear#1",
+        "ks.fn:relu@enc.fc",
+        "aten::mm",
+        "aten::add",
+        "op",
+    ],
+    "frames": [
+        "nn.Module: Enc_0",
+        "nn.Module: Linear_1",
+        "torch/nn/functional.py(10): relu",
+        "<built-in function linear>",
+        "aten::mm",
+        "aten::add",
+        "op",
+    ],
+}
+
+
+def _kernels(path, native: bool, monkeypatch):
+    monkeypatch.setattr(held, "native_sweep", held.native_sweep if native else None)
+    with load_run(path) as run:
+        return run.sql("SELECT * FROM kernels ORDER BY event_id")
+
+
+def _same_both_ways(path, monkeypatch):
+    swept = _kernels(path, True, monkeypatch)
+    joined = _kernels(path, False, monkeypatch)
+    assert len(swept) > 0
+    assert swept.equals(joined)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_real_traces_give_the_same_rows_both_ways(name, monkeypatch):
+    _same_both_ways(REPO / name, monkeypatch)
+
+
+def test_a_cpu_only_trace_gives_the_same_rows_both_ways(tmp_path, monkeypatch):
+    # its points are its operators' spans, not instants: held where a span holds the whole operator
+    _same_both_ways(cpu_only_copy(REPO / "sample_traces" / "mlp" / "trace.json.gz", tmp_path), monkeypatch)
+
+
+def _synthetic(seed: int, names: list[str], device: bool) -> list[dict]:
+    """Spans of two threads that overlap at random (some identical, some of 0 ns), and launches among them."""
+    rng = random.Random(seed)
+    events, external = [], 0
+    for tid in (1, 2):
+        spans = []
+        for _ in range(30):
+            ts, dur = rng.randrange(0, 1000), rng.choice([0, rng.randrange(1, 400)])
+            name = rng.choice(names)
+            cat = "python_function" if "(" in name or name.startswith(("nn.", "<")) else "cpu_op"
+            cat = "user_annotation" if name.startswith("ks.") else cat
+            spans.append({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur})
+        spans += [dict(rng.choice(spans)) for _ in range(4)]  # identical spans, later in the trace
+        for span in spans:
+            if span["cat"] == "cpu_op":
+                external += 1
+                span["args"] = {"External id": external}
+        events += spans
+        for i in range(12 if device else 0):
+            correlation = 1000 * tid + i
+            at = rng.randrange(0, 1000)
+            args = {"correlation": correlation, "External id": rng.randrange(0, external + 3)}
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": tid})
+            events[-1] |= {"ts": at, "dur": 1, "args": args}
+            kernel = {"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": 2000 + 10 * i, "dur": 5}
+            events.append(kernel | {"args": {"correlation": correlation, "device": 0, "stream": 7}})
+    rng.shuffle(events)
+    return events
+
+
+@pytest.mark.parametrize("kind", sorted(NAMES))
+@pytest.mark.parametrize("device", [True, False], ids=["launches", "cpu-only"])
+def test_overlapping_spans_give_the_same_rows_both_ways(kind, device, tmp_path, monkeypatch):
+    for seed in range(6):
+        path = tmp_path / f"{kind}-{seed}.json"
+        path.write_text(json.dumps({"traceEvents": _synthetic(seed, NAMES[kind], device)}))
+        _same_both_ways(path, monkeypatch)
+
+
+def test_the_sweep_follows_its_rule_read_literally():
+    """held_fuzz.py: random spans and points against the rule in Python, and the streams the sweep refuses."""
+    held_fuzz.main(held.native_sweep.__file__, 60)
+
+
+def test_the_sweep_under_address_and_undefined_behaviour_sanitizers(tmp_path):
+    """_held.c built with -fsanitize=address,undefined and held_fuzz.py run against that build in a subprocess, as
+    test_native_reader.py runs the reader's: any read or write out of bounds, or undefined behaviour, fails."""
+    module, env = sanitized_build("_held", tmp_path)
+    script = REPO / "tests" / "held_fuzz.py"
+    done = subprocess.run([sys.executable, str(script), str(module), "200"], env=env, capture_output=True, text=True)
+    report = (done.stdout + done.stderr)[-6000:]
+    assert done.returncode == 0, report
+    assert "as the rule reads" in done.stdout, report
+    assert "AddressSanitizer" not in done.stderr and "runtime error" not in done.stderr, report
