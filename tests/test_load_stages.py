@@ -47,4 +47,7 @@ def test_a_timed_load_gives_the_same_rows_and_times_each_stage():
         # busy machine (0.93 of it seen at load average 8), so this only catches statements left untimed
         assert sum(statements.values()) > 0.5 * wall[name]
     assert report["threads"]["ingest: load a part (all threads)"] > 0
+    # the cutting thread's own CPU beside its wall time, most of which it waits for loaders to free a slot
+    assert report["threads"][load_stages.CUTTING_THREAD] >= wall[load_stages.CUT]  # the timer around the same call
+    assert report["cpu"][load_stages.CUTTING_THREAD] >= 0
     assert abs(sum(v for k, v in wall.items() if "/" not in k) - 10.0) < 1e-3  # "other" is what the rest leaves
