@@ -60,6 +60,8 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen9": "UNSEEN9_MECHANISMS",
     "sweep_cpu_models_unseen9": "UNSEEN9_MODELS",
     "sweep_cpu_mechanisms_unseen10": "UNSEEN10_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen11": "UNSEEN11_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen11_more": "UNSEEN11_MORE_MECHANISMS", "sweep_cpu_models_unseen11": "UNSEEN11_MODELS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 
