@@ -234,7 +234,7 @@ def instrumented(
         model_threads(),
         torch_tracing_unscoped(),  # what torch.export traces is not the program's
         recording_of(book, collect) as recording,
-        late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
+        late_imports_put_back(calls, functions, [m for _, m in named_modules]),  # after patches.undo()
     ):
         try:
             _install(patches, named_modules, book, recording.sampled, calls, functions)
