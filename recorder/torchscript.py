@@ -17,7 +17,8 @@ module's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -55,3 +56,24 @@ def _collect(module: Any, path: str, name: str, found: dict[str, list[str]]) -> 
         child_path = f"{path}.{segment}" if path else segment
         found.setdefault(child_path, []).append(dotted)
         _collect(child, child_path, dotted, found)
+
+
+@contextmanager
+def scripting_sees_originals(wrappers: dict[int, Any] | None) -> Iterator[None]:
+    """The block with TorchScript resolving each wrapper (``wrappers``: id(original) -> wrapper, None for none) to its
+    original's operator, as its table of builtins does the original's: TorchScript compiling Python code while
+    recorded (``torch.jit.script`` in a forward, torch's lazy imports that script functions, such as forward-mode
+    AD's first ``make_dual``) read the patched names, and cannot compile a wrapper of a builtin."""
+    if not wrappers:
+        yield
+        return
+    from torch.jit import _builtins
+
+    table = _builtins._get_builtin_table()
+    added = {id(wrapper): table[key] for key, wrapper in wrappers.items() if key in table and id(wrapper) not in table}
+    table.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            table.pop(key, None)
