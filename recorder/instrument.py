@@ -236,7 +236,7 @@ def instrumented(
         torch_tracing_unscoped(),  # what torch.export traces is not the program's
         recording_of(book, collect) as recording,
         late_imports_put_back(calls, functions, [m for _, m in named_modules]),  # after patches.undo()
-        scripting_sees_originals(patch_plan(calls).wrappers if functions else None),
+        scripting_sees_originals(patch_plan(calls).wrappers if functions else None),  # recorder/torchscript.py
     ):
         try:
             _install(patches, named_modules, book, recording.sampled, calls, functions)

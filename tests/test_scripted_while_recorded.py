@@ -56,3 +56,31 @@ def test_the_first_forward_mode_ad_of_a_process_while_recorded():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "recorded" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_module_scripted_for_the_first_time_while_recorded():
+    """TorchScript resolved the names of a patched forward through the wrapper's globals (the recorder's): undefined
+    value F."""
+
+    class Child(nn.Module):  # defined here: TorchScript has compiled no type of it yet
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x):
+            return F.gelu(self.fc(x))
+
+    class Scripts(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.child = Child()
+
+        def forward(self, x):
+            return torch.jit.script(self.child)(x)
+
+    model, x = Scripts().eval(), torch.randn(2, 8)
+    outputs = []
+    ModuleFunctionKernelProfiler().profile(lambda t: outputs.append(model(t)), [((x,), {})], module=model,
+                                           warmup_iterations=0)  # fmt: skip
+    with torch.no_grad():
+        assert torch.equal(outputs[-1], model.child(x))
