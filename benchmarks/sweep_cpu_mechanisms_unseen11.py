@@ -1,5 +1,5 @@
 """Programs for cpu_sweep.py around mechanisms the earlier program files leave out: ``torch.func.vjp``, ``jacfwd``,
-``linearize`` and ``functionalize`` of children, the ``map`` higher-order op and a ``torch.cond`` nested in another,
+``linearize`` and ``functionalize`` of children, a ``torch.cond`` nested in another,
 FlexAttention with a block mask built per call and grouped query heads, ``torch.library`` ops that mutate their
 argument (compiled), return a tuple with a kernel registered over them, or are defined by a ``Library`` and
 compiled, SDPA on jagged nested tensors, float16 dynamic quantization, autocast inside a compiled forward, an fp8
@@ -49,7 +49,8 @@ class Linearized(nn.Module):
 
 def func_linearize():
     return _w("func_linearize", Linearized().eval(),
-              description="torch.func.linearize of a child (make_fx traces it), the linearized function run")  # fmt: skip
+              description="torch.func.linearize of a child (make_fx traces it), the linearized function "
+              "run")  # fmt: skip
 
 
 class Functionalized(nn.Module):
@@ -72,21 +73,6 @@ def functionalize_forward():
               modules={"elu": {""}, "gelu": {"mlp"}}, calls={"elu": 1, "gelu": 1})  # fmt: skip
 
 
-class HopMap(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.mlp = Mlp()
-
-    def forward(self, x):
-        return torch._higher_order_ops.map(lambda row, scale: F.silu(self.mlp(row)) * scale, x.unsqueeze(1), 2.0)
-
-
-def hop_map_eager():
-    return _w("hop_map_eager", HopMap().eval(),
-              description="the map higher-order op (torch._higher_order_ops.map) over rows, a child in its "
-              "body")  # fmt: skip
-
-
 class NestedCond(nn.Module):
     def __init__(self):
         super().__init__()
@@ -102,7 +88,8 @@ class NestedCond(nn.Module):
 def cond_nested_eager():
     samples = [((_x().abs(),), {}), ((-_x().abs(),), {})]
     return _w("cond_nested_eager", NestedCond().eval(), samples=samples,
-              description="torch.cond whose true branch is another torch.cond, children in every branch, eager")  # fmt: skip
+              description="torch.cond whose true branch is another torch.cond, children in every branch, "
+              "eager")  # fmt: skip
 
 
 class FlexGqa(nn.Module):
@@ -294,12 +281,13 @@ def parametrized_compiled():
     nn.utils.parametrizations.weight_norm(model.fc1)
     nn.utils.parametrizations.orthogonal(model.fc2)
     return _w("parametrized_compiled", torch.compile(model, backend="aot_eager"),
-              description="parametrizations.weight_norm and orthogonal (new API) on a module compiled aot_eager")  # fmt: skip
+              description="parametrizations.weight_norm and orthogonal (new API) on a module compiled "
+              "aot_eager")  # fmt: skip
 
 
 UNSEEN11_MECHANISMS = {
     f.__name__: f
-    for f in (func_vjp_jacfwd, func_linearize, functionalize_forward, hop_map_eager, cond_nested_eager,
+    for f in (func_vjp_jacfwd, func_linearize, functionalize_forward, cond_nested_eager,
               flex_attention_gqa_documents, custom_op_mutating_compiled, custom_op_tuple_kernel,
               library_define_compiled, jagged_sdpa, quantize_dynamic_fp16, autocast_compiled, scaled_mm_fp8,
               parametrized_compiled)

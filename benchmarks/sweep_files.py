@@ -35,7 +35,7 @@ tensor and multi-grad hooks, torch.func.grad, packed sequences, rare functionals
 trips, clip_grad_norm_, Gumbel sampling under seeds, mkldnn flags, ``torch._check``, a child under two names, fx
 tracing, make_fx and jit.script of a child in the forward),
 sweep_cpu_mechanisms_unseen11.py and sweep_cpu_mechanisms_unseen11_more.py (torch.func vjp, jacfwd, linearize and
-functionalize, the map higher-order op, nested torch.cond, FlexAttention with per-call document masks and inside a
+functionalize, nested torch.cond, FlexAttention with per-call document masks and inside a
 compiled module, custom ops that mutate, return tuples or come from a ``Library``, jagged SDPA, fp16 dynamic
 quantization, fp8 ``_scaled_mm``, autocast and parametrizations compiled, ``super().__call__``, a block under two
 parents, ``send()``-driven generators, ``mark_dynamic`` and recompiles, checkpoint_sequential and save_on_cpu
