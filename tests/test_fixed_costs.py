@@ -4,6 +4,7 @@ prepared connection is a full one."""
 
 from __future__ import annotations
 
+import collections
 import functools
 import gc
 import subprocess
@@ -167,7 +168,8 @@ class _SeesItsWrappers(nn.Module):
     def __init__(self):
         super().__init__()
         self.weight = nn.Parameter(torch.randn(4, 4))
-        self.seen: list[tuple] = []
+        # a deque, which no scan reads: the functionals a model keeps in its lists are the originals after a recording
+        self.seen: collections.deque[tuple] = collections.deque()
 
     def forward(self, x):
         self.seen.append((F.linear, vars(torch.Tensor).get("relu")))
