@@ -4,12 +4,13 @@
   2. the recorded pass's outputs are bit-identical to an unprofiled pass's;
   3. every patch is removed exactly: the ``__dict__`` of every observed module, of the Python modules that define
      their classes, of the patched namespaces (``torch``, ``torch.nn.functional``, ``torch.Tensor``, ``torch._C._nn``,
-     ``torch.linalg``, ``torch.fft``, ``torch.special``, ``torch.sparse``, ``torch.distributed``,
-     ``torch.autograd.Function``, ``nn.Module``, ``threading.Thread``, ``_thread``, a loaded AOTInductor package's
-     class, the observed modules' classes) identical to before, object for object (attributes that are Python
-     modules imported meanwhile, and the model's own state, which no patch holds, left aside), and no module
-     imported meanwhile holding a wrapper of the recorder's; also when the model raises mid-pass (a RuntimeError
-     and a KeyboardInterrupt from a forward pre-hook in the recorded pass);
+     ``torch.linalg``, ``torch.fft``, ``torch.special``, ``torch.sparse``, ``torch.distributed``, the modules of
+     ``torch.nn.attention``'s functions, ``torch._jit_internal``, ``torch.autograd.Function``, ``nn.Module``,
+     ``threading.Thread``, ``_thread``, a loaded AOTInductor package's class, the observed modules' classes)
+     identical to before, object for object (attributes that are Python modules imported meanwhile, and the model's
+     own state, which no patch holds, left aside), and no module imported meanwhile holding a wrapper of the
+     recorder's; also when the model raises mid-pass (a RuntimeError and a KeyboardInterrupt from a forward pre-hook
+     in the recorded pass);
   4. every row has a function_name (SPEC: every kernel of a trace with a CPU side has one);
   5. the in-process frame equals ``load_run()`` of the run directory, and so do function_data's call counts;
   6. function_data follows SPEC: ``{name: [(calls, (args, kwargs)), ...]}``;
@@ -57,6 +58,7 @@ from sweep_files import factories  # noqa: E402
 SUMMARY_COLUMNS = ["function_name", "calls", "num_distinct_samples", "num_modules", "time_spent_us",
                    "time_spent_pct", "tensor_size_MB"]  # fmt: skip
 ROW_COLUMNS = ["module_name", "function_name", "op", "kernel"]
+ATTENTION_MODULES = ("torch.nn.attention.flex_attention", "torch.nn.attention.varlen")  # patched where torch has them
 
 
 def bit_identical(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -84,9 +86,10 @@ def _owners(w) -> list:
     """Everything whose ``__dict__`` a recording may patch, for this workload."""
     owners = [torch, F, torch.Tensor, torch._C.TensorBase, torch._C._nn, torch.linalg, torch.fft, torch.special,
               torch.sparse, torch.autograd.function.Function, nn.Module, threading.Thread, _thread,
-              torch.nn.modules.module]  # fmt: skip
+              torch.nn.modules.module, torch._jit_internal]  # fmt: skip
     if torch.distributed.is_available():
         owners.append(torch.distributed)
+    owners += [sys.modules[name] for name in ATTENTION_MODULES if name in sys.modules]
     if aoti_compiled_model() is not None:  # a program that loaded an AOTInductor package
         owners.append(aoti_compiled_model())
     modules = list(w.module.modules()) + list(w.notes.get("watch", []))

@@ -34,6 +34,14 @@ sweep_cpu_mechanisms_unseen10.py (the user's ``Lambda`` modules, default_collate
 tensor and multi-grad hooks, torch.func.grad, packed sequences, rare functionals, Python operators, torch.save round
 trips, clip_grad_norm_, Gumbel sampling under seeds, mkldnn flags, ``torch._check``, a child under two names, fx
 tracing, make_fx and jit.script of a child in the forward),
+sweep_cpu_mechanisms_unseen11.py and sweep_cpu_mechanisms_unseen11_more.py (torch.func vjp, jacfwd, linearize and
+functionalize, nested torch.cond, FlexAttention with per-call document masks and inside a
+compiled module, custom ops that mutate, return tuples or come from a ``Library``, jagged SDPA, fp16 dynamic
+quantization, fp8 ``_scaled_mm``, autocast and parametrizations compiled, ``super().__call__``, a block under two
+parents, ``send()``-driven generators, ``mark_dynamic`` and recompiles, checkpoint_sequential and save_on_cpu
+backwards, MaskedTensor, allow_in_graph, a wrapper calling its model's forward directly), sweep_cpu_models_unseen11.py
+(BART beam ``generate()`` returning a dict, ``generate()`` in a thread feeding a streamer, T5 with every output, BERT
+layer pooling),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -60,6 +68,8 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen9": "UNSEEN9_MECHANISMS",
     "sweep_cpu_models_unseen9": "UNSEEN9_MODELS",
     "sweep_cpu_mechanisms_unseen10": "UNSEEN10_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen11": "UNSEEN11_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen11_more": "UNSEEN11_MORE_MECHANISMS", "sweep_cpu_models_unseen11": "UNSEEN11_MODELS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 

@@ -4,7 +4,8 @@ With ``calls="all"``, during one recording:
 
 - torch-level calls made outside any functional call get a scope (and a sample) under a dotted
   name: ``torch.<name>`` (``torch.addmm``, ``torch.cat``…), ``torch.linalg.<name>``, ``torch.fft.<name>``,
-  ``torch.special.<name>``, ``torch.sparse.<name>`` (``torch.sparse.mm``), and
+  ``torch.special.<name>``, ``torch.sparse.<name>`` (``torch.sparse.mm``), the attention functions of
+  ``torch.nn.attention`` (``torch.nn.attention.flex_attention.flex_attention``), and
   ``Tensor.<method>`` for Tensor methods and operators (``x + y`` is ``Tensor.__add__``, ``x.add(y)``
   is ``Tensor.add``). Functional names never contain a dot, so the two cannot collide. A torch
   function that *is* a functional (``torch.conv2d is F.conv2d``) keeps the functional's name.
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import importlib
 import inspect
 import sys
 import types
@@ -69,6 +71,22 @@ _NAMESPACES = (  # (namespace, the prefix of its calls' names, the modules of th
     (torch.special, "torch.special", ("torch._C._special",)),
     (torch.sparse, "torch.sparse", ("torch._C._sparse", "torch.sparse")),  # torch.sparse.sum is Python
 )
+
+
+def _attention_namespaces() -> tuple:
+    """The Python modules of ``torch.nn.attention``'s attention functions (``flex_attention``, ``varlen_attn``), as
+    namespaces of their own functions, where this torch has them: their kernels were named after the calls they
+    make inside (``torch.compile``, a score_mod's ``Tensor.__add__``)."""
+    found = []
+    for name in ("torch.nn.attention.flex_attention", "torch.nn.attention.varlen"):
+        try:
+            found.append((importlib.import_module(name), name, (name,)))
+        except ImportError:  # a torch older than the function
+            continue
+    return tuple(found)
+
+
+_NAMESPACES += _attention_namespaces()
 
 COLLECTIVES = (
     "all_reduce all_gather all_gather_into_tensor all_gather_object all_to_all all_to_all_single broadcast "

@@ -70,6 +70,7 @@ from .scope_gate import OPEN as scopes_open
 from .stored_references import Slots, stored_reference_sites
 from .threads import model_threads
 from .torch_tracing import torch_tracing_unscoped
+from .torchscript import scripting_sees_originals
 from .wrappers import functional_names, patch_plan  # noqa: F401 (tests read the rule)
 from .wrapping import bound_like, wraps
 
@@ -234,7 +235,8 @@ def instrumented(
         model_threads(),
         torch_tracing_unscoped(),  # what torch.export traces is not the program's
         recording_of(book, collect) as recording,
-        late_imports_put_back(calls, functions),  # exits after patches.undo(): recorder/late_imports.py
+        late_imports_put_back(calls, functions, [m for _, m in named_modules]),  # after patches.undo()
+        scripting_sees_originals(patch_plan(calls).wrappers if functions else None),  # recorder/torchscript.py
     ):
         try:
             _install(patches, named_modules, book, recording.sampled, calls, functions)

@@ -3,41 +3,74 @@
 them (``ACT = F.gelu``, ``from torch.nn.functional import silu``, ``ACTS = {"relu": F.relu}``) past the recording:
 the wrappers, left in the program's modules (torch's own included, where the model imports one). After the
 recording, the places the scan of stored references reads in such a module (recorder/stored_references.py) get the
-originals back, as every other patch does."""
+originals back, as every other patch does, and so do the keys of its dicts and the members of its sets: registries
+keyed by function, of any size (inductor's lowering table, ``register_lowering([torch.full, aten.full])``, imported at
+a lazy ``torch.compile`` in a forward, could not lower ``torch.full`` after the recording).
+
+The observed modules' own attributes are read the same way: a functional the model stored while recorded
+(``self.act = F.gelu`` or a table keyed by ``F.relu`` filled at a first call that a patched warm-up made) is the
+original again afterwards, where a table keyed by the wrapper missed at the user's next call. Only their instance
+attributes (about 4 ms for a 24-layer decoder): a global of the model's code written while recorded keeps what it
+was given."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .stored_references import module_sites
+from .stored_references import instance_sites, module_sites
 from .wrappers import patch_plan
 
 
 @contextmanager
-def late_imports_put_back(calls: str, functions: bool) -> Iterator[None]:
-    """The block, then the wrappers that modules imported during it hold replaced by their originals."""
+def late_imports_put_back(calls: str, functions: bool, observed: list | tuple = ()) -> Iterator[None]:
+    """The block, then the wrappers that modules imported during it hold replaced by their originals, and those that
+    the ``observed`` modules stored during it (``self.act = F.gelu`` at a first call that a patched warm-up made)."""
     before = sys.modules.copy()
     try:
         yield
     finally:
         if functions:  # the names new since, found by the dicts' own difference: a loop over 2,000 modules cost 0.4 ms
-            _put_back([sys.modules.get(name) for name in sys.modules.keys() - before.keys()], calls)
+            _put_back([sys.modules.get(name) for name in sys.modules.keys() - before.keys()], calls, list(observed))
 
 
-def _put_back(modules: list, calls: str) -> None:
+def _put_back(modules: list, calls: str, observed: list) -> None:
     modules = [module for module in modules if isinstance(module, types.ModuleType)]
-    if not modules:
+    if not modules and not observed:
         return
     plan = patch_plan(calls, recording=True)  # the plan the recording used
     wrappers = {id(wrapper): wrapper for wrapper in plan.wrappers.values()}
     originals = {id(wrapper): plan.originals[key] for key, wrapper in plan.wrappers.items()}
     for module in modules:
-        try:
-            sites = module_sites(module, wrappers, originals)
-        except Exception:  # noqa: BLE001 (a module's own objects): it keeps what it holds, the recording's error goes on
-            continue
+        _put_back_in(functools.partial(module_sites, module, wrappers, originals), [vars(module)], originals)
+    if observed:  # the modules' own attributes, as the scan that put the wrappers in reads them, the other way round
+        scan = functools.partial(instance_sites, observed, wrappers, originals, set())
+        _put_back_in(scan, [vars(module) for module in observed], originals)
+
+
+def _put_back_in(scan: Callable[[], list], namespaces: list[dict], originals: dict) -> None:
+    """The sites ``scan`` finds given their originals, then the keys of the dicts and sets in ``namespaces``."""
+    try:
+        sites = scan()
         for owner, key, original in sites:
             owner[key] = original
+        for namespace in namespaces:
+            _keys_put_back(namespace, originals)
+    except Exception:  # noqa: BLE001 (the program's own objects): they keep what they hold, the recording goes on
+        return
+
+
+def _keys_put_back(namespace: dict, originals: dict) -> None:
+    """The dicts and sets among ``namespace``'s values keyed by wrappers (``originals``: by their ids) keyed by the
+    originals instead, each entry's value kept; an original already there keeps its own."""
+    for value in list(namespace.values()):
+        if isinstance(value, dict) and value is not namespace:
+            for key in [key for key in value if id(key) in originals]:
+                value.setdefault(originals[id(key)], value.pop(key))
+        elif isinstance(value, set):
+            for member in [member for member in value if id(member) in originals]:
+                value.discard(member)
+                value.add(originals[id(member)])

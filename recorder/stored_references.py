@@ -251,24 +251,8 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
     """(owner, key, replacement) for every place listed in the module docstring that holds a patched function:
     ``owner`` is a dict (write ``owner[key]``) or a Slots. ``originals``, ``wrappers``: id(original) -> the
     original, its wrapper."""
-    sites: list[tuple[Any, Any, Any]] = []
     seen_objects: set[int] = set()
-    for module in modules:
-        namespace = vars(module)
-        sites.extend(_items_sites(namespace, namespace.items(), originals, wrappers, skip="forward"))
-        sites.extend(_graph_sites(module, originals, wrappers))
-        for key, value in namespace.items():
-            if key == "forward":
-                continue
-            if _is(value, types.FunctionType):  # a lambda's closure or defaults: ``lambda x, act=F.silu: act(x)``
-                sites.extend(_closure_sites(value, originals, wrappers))
-                sites.extend(_default_sites(value, originals, wrappers))
-            elif id(value) not in seen_objects and _of_the_models_code(value):
-                seen_objects.add(id(value))
-                sites.extend(_slot_sites(value, originals, wrappers))
-                if _plain_object(value):
-                    held = vars(value)
-                    sites.extend(_items_sites(held, list(held.items()), originals, wrappers, skip="__builtins__"))
+    sites = instance_sites(modules, originals, wrappers, seen_objects)
     seen_modules: set[str] = set()
     seen_classes: set[int] = set()
     imported: list[types.ModuleType] = []  # by import statements in the classes' functions (code_references.py)
@@ -297,6 +281,32 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
         if _text(helper, "__name__") not in seen_modules:
             seen_modules.add(_text(helper, "__name__"))
             _module_sites(helper, sites, originals, wrappers)
+    return sites
+
+
+def instance_sites(
+    modules: list[Any], originals: dict[int, Any], wrappers: dict[int, Any], seen_objects: set[int]
+) -> list:
+    """The sites of stored_reference_sites in the modules' own attributes: their instance dicts, the items of the
+    containers those hold, lambdas' closures and defaults, and the objects of the model's own code they hold
+    (``seen_objects``: their ids, added to)."""
+    sites: list[tuple[Any, Any, Any]] = []
+    for module in modules:
+        namespace = vars(module)
+        sites.extend(_items_sites(namespace, namespace.items(), originals, wrappers, skip="forward"))
+        sites.extend(_graph_sites(module, originals, wrappers))
+        for key, value in namespace.items():
+            if key == "forward":
+                continue
+            if _is(value, types.FunctionType):  # a lambda's closure or defaults: ``lambda x, act=F.silu: act(x)``
+                sites.extend(_closure_sites(value, originals, wrappers))
+                sites.extend(_default_sites(value, originals, wrappers))
+            elif id(value) not in seen_objects and _of_the_models_code(value):
+                seen_objects.add(id(value))
+                sites.extend(_slot_sites(value, originals, wrappers))
+                if _plain_object(value):
+                    held = vars(value)
+                    sites.extend(_items_sites(held, list(held.items()), originals, wrappers, skip="__builtins__"))
     return sites
 
 

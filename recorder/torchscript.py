@@ -17,7 +17,9 @@ module's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -55,3 +57,43 @@ def _collect(module: Any, path: str, name: str, found: dict[str, list[str]]) -> 
         child_path = f"{path}.{segment}" if path else segment
         found.setdefault(child_path, []).append(dotted)
         _collect(child, child_path, dotted, found)
+
+
+@contextmanager
+def scripting_sees_originals(wrappers: dict[int, Any] | None) -> Iterator[None]:
+    """The block with TorchScript compiling the model's code as it is unrecorded: TorchScript compiling Python code
+    while recorded (``torch.jit.script`` in a forward, of a function or of a module whose type it has not compiled
+    yet; torch's lazy imports that script functions, such as forward-mode AD's first ``make_dual``) read the patched
+    names and forwards. Its table of builtins resolves each wrapper of a function (``wrappers``: id(original) ->
+    wrapper, None for none) to its original's operator, as it does the original (it cannot compile a wrapper of a
+    builtin), and the names in a patched forward are resolved in the original's globals, not the recorder's."""
+    from torch import _jit_internal
+    from torch.jit import _builtins
+
+    table = _builtins._get_builtin_table()
+    added = {id(wrapper): table[key] for key, wrapper in (wrappers or {}).items() if key in table}
+    added = {key: name for key, name in added.items() if key not in table}
+    table.update(added)
+    resolution = vars(_jit_internal)["createResolutionCallbackFromClosure"]
+    _jit_internal.createResolutionCallbackFromClosure = resolved_in_the_original(resolution)
+    try:
+        yield
+    finally:
+        for key in added:
+            table.pop(key, None)
+        _jit_internal.createResolutionCallbackFromClosure = resolution
+
+
+def resolved_in_the_original(resolution: Any) -> Any:
+    """TorchScript's ``createResolutionCallbackFromClosure`` given the function a wrapper of the recorder wraps."""
+    folder = os.path.dirname(__file__) + os.sep
+
+    def resolve(fn: Any) -> Any:
+        function = getattr(fn, "__func__", fn)
+        while getattr(getattr(function, "__code__", None), "co_filename", "").startswith(folder):
+            if not hasattr(function, "__wrapped__"):
+                break
+            function = getattr(function.__wrapped__, "__func__", function.__wrapped__)
+        return resolution(function if function is not getattr(fn, "__func__", fn) else fn)
+
+    return resolve

@@ -92,3 +92,42 @@ def test_a_module_the_model_imports_while_recorded_keeps_the_originals_afterward
     assert {"gelu", "silu", "relu", "softsign"} <= set(frame["function_name"]), "named while recorded"
     assert late.ACT is F.gelu and late.silu is F.silu and late.ACTS["relu"] is F.relu
     assert vars(late.Holder)["act"] is F.hardtanh and late.helper.__defaults__[0] is F.softsign
+
+
+REGISTRY_MODULE = """
+import torch
+import torch.nn.functional as F
+
+LOWERINGS = {i: i for i in range(2000)}  # a registry larger than any container the scan of references reads
+LOWERINGS.update({torch.full: "full", F.relu: "relu"})
+NEEDS_REALIZED = {torch.empty, F.gelu}
+
+
+def lowered(x):
+    return LOWERINGS[F.relu], LOWERINGS[torch.full], F.gelu in NEEDS_REALIZED
+"""
+
+
+def test_a_registry_keyed_by_functions_that_the_model_imports_while_recorded_is_keyed_by_the_originals(
+    tmp_path, monkeypatch
+):
+    """Inductor's lowering table (``register_lowering([torch.full, aten.full])``), imported at the first lazy
+    torch.compile of a forward (transformers' flex_attention), was keyed by the wrappers: after the recording no
+    compile could lower ``torch.full`` (SubgraphLoweringException) for the rest of the process."""
+    import torch.nn.functional as F  # noqa: N812
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    name = "late_registry"
+    (tmp_path / f"{name}.py").write_text(REGISTRY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+    class Registers(torch.nn.Module):
+        def forward(self, x):
+            return x * len(__import__(name).lowered(x))
+
+    ModuleFunctionKernelProfiler().profile(Registers(), [((torch.randn(2, 8),), {})], warmup_iterations=0)
+    late = sys.modules[name]
+    assert late.lowered(None) == ("relu", "full", True)
+    assert all(key is F.relu or key is torch.full or type(key) is int for key in late.LOWERINGS)
+    assert late.NEEDS_REALIZED == {torch.empty, F.gelu} and len(late.LOWERINGS) == 2002
