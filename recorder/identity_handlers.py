@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from kernelscope.analyzer.rundir import container_items
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
@@ -33,8 +34,10 @@ def _has_handler(value: Any) -> bool:
 
 
 def _one_level_down(values: tuple) -> Any:
+    """The values, a list's or tuple's items in its place, read as torch reads them (a subclass's own ``__iter__``
+    may raise; ``isinstance`` would ask a ``__class__`` of the object's own, which may too)."""
     for value in values:
-        if isinstance(value, (list, tuple)):
-            yield from value
+        if issubclass(type(value), (list, tuple)):
+            yield from container_items(value)
         else:
             yield value
