@@ -13,6 +13,7 @@ instance) and put back afterwards; its ``code`` is left as it is."""
 
 from __future__ import annotations
 
+import functools
 import sys
 import weakref
 from typing import Any
@@ -23,6 +24,7 @@ from .compiled import dynamo_tracing
 _ABSENT = object()
 
 
+@functools.cache
 def _fx() -> tuple[Any, Any, Any, Any] | None:
     """fx's own helpers (GraphModule, how it names a function in code, and makes a forward of code), or None where
     this torch has not them."""
@@ -54,13 +56,11 @@ def _called(function: Any, fx: tuple, planned: dict) -> Any:
     return value
 
 
-def named_forward(module: Any, originals: dict, wrappers: dict, planned: dict) -> Any:
+def _named_forward(module: Any, originals: dict, wrappers: dict, planned: dict) -> Any:
     """``module``'s forward written from its graph with every node holding a patched function that its code would
-    not reach (``torch._C._nn.gelu``) holding that function's wrapper; None where there is none (or ``module`` is
-    no GraphModule). ``planned``: as ``_called``'s."""
+    not reach (``torch._C._nn.gelu``) holding that function's wrapper; None where there is none. ``module``: a
+    GraphModule of a torch with fx's helpers (``_fx``); ``planned``: as ``_called``'s."""
     fx = _fx()
-    if fx is None or not issubclass(type(module), fx[0]):
-        return None
     graph = module.graph
     swapped = []
     for node in graph.nodes:
@@ -92,12 +92,14 @@ class GraphCode:
         self.seen: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> the forward it was seen with
 
     def name(self, module: Any) -> None:
-        """``module``'s class's forward named (``named_forward``) where it needs it."""
-        kind = type(module)
+        """``module``'s class's forward named (``_named_forward``) where it is a GraphModule that needs it."""
+        kind, fx = type(module), _fx()
+        if fx is None or not issubclass(kind, fx[0]):
+            return
         forward = vars(kind).get("forward")
         if self.seen.get(kind, _ABSENT) is forward:
             return
-        named = named_forward(module, self.originals, self.wrappers, self.planned)
+        named = _named_forward(module, self.originals, self.wrappers, self.planned)
         if named is not None:
             self.patches.set_attribute(kind, "forward", named)
             forward = named
