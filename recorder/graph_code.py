@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import functools
 import sys
-import weakref
 from typing import Any
 
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import dynamo_tracing
 
 _ABSENT = object()
+# What the nodes of the graphs torch's compilers make hold (dynamo's, a higher-order op's body, make_fx's, an
+# exported program's): the values they were traced with
+_TRACED_BY_TORCH = frozenset(("example_value", "val"))
 
 
 @functools.cache
@@ -58,12 +60,15 @@ def _called(function: Any, fx: tuple, planned: dict) -> Any:
 
 def _named_forward(module: Any, originals: dict, wrappers: dict, planned: dict) -> Any:
     """``module``'s forward written from its graph with every node holding a patched function that its code would
-    not reach (``torch._C._nn.gelu``) holding that function's wrapper; None where there is none. ``module``: a
-    GraphModule of a torch with fx's helpers (``_fx``); ``planned``: as ``_called``'s."""
+    not reach (``torch._C._nn.gelu``) holding that function's wrapper; None where there is none, and for a graph
+    torch's compilers made (its compiled code calls it: a new forward there would be a frame it has no entry for).
+    ``module``: a GraphModule of a torch with fx's helpers (``_fx``); ``planned``: as ``_called``'s."""
     fx = _fx()
     graph = module.graph
     swapped = []
     for node in graph.nodes:
+        if _TRACED_BY_TORCH & node.meta.keys():  # torch's own graph: its compiled code runs it, under its guards
+            return None
         target = node.target
         if node.op == "call_function" and originals.get(id(target), _ABSENT) is target:
             wrapper = wrappers[id(target)]
@@ -89,7 +94,7 @@ class GraphCode:
     def __init__(self, patches: Any, originals: dict, wrappers: dict, groups: list) -> None:
         self.patches, self.originals, self.wrappers = patches, originals, wrappers
         self.planned = {(id(owner), key): value for owner, values in groups for key, value in values.items()}
-        self.seen: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> the forward it was seen with
+        self.seen: dict = {}  # class -> the forward it was seen with (a plain dict: its hook runs in compiled code)
 
     def name(self, module: Any) -> None:
         """``module``'s class's forward named (``_named_forward``) where it is a GraphModule that needs it."""

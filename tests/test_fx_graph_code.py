@@ -69,3 +69,21 @@ def test_c_functionals_in_graph_module_code_are_named_once_predicted_and_put_bac
     assert torch.equal(model(x), expected)
     with load_run(tmp_path / "run") as run:
         assert_matches_reference(run, tmp_path / "run" / "trace.json.gz")
+
+
+def test_the_graph_modules_torch_compile_makes_run_their_own_code(tmp_path):
+    """A backend returning dynamo's GraphModule itself: its compiled code calls it, and a new forward there is a frame
+    torch has no compiled entry for (a generate() loop compiled with backend="eager" then fell back to module scopes
+    only); a higher-order op's body likewise. Its nodes hold what they were traced with (``example_value``)."""
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm
+
+    model, x = torch.compile(Act().eval(), backend=backend), torch.randn(2, 8)
+    profiler = ModuleFunctionKernelProfiler()
+    frame, _ = profiler.profile(model, [((x,), {})], out=tmp_path / "run")
+    assert graphs and all("torch._C._nn.gelu" in g.code for g in graphs)
+    assert set(frame["function_name"].dropna()) == {"torch.compile"}, "the compiled region's kernels are its own"
+    assert profiler.run.manifest["compiled_code"] == "kept"
