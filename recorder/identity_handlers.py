@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from kernelscope.analyzer.rundir import container_items
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
@@ -35,9 +34,14 @@ def _has_handler(value: Any) -> bool:
 
 def _one_level_down(values: tuple) -> Any:
     """The values, a list's or tuple's items in its place, read as torch reads them (a subclass's own ``__iter__``
-    may raise; ``isinstance`` would ask a ``__class__`` of the object's own, which may too)."""
+    may raise; ``isinstance`` would ask a ``__class__`` of the object's own, which may too), by C code alone: this
+    runs inside compiled regions, where torch refuses a Python frame dynamo has not seen (compiled.recorder_codes
+    marks this package's, not the analyzer's ``container_items``)."""
     for value in values:
-        if issubclass(type(value), (list, tuple)):
-            yield from container_items(value)
+        kind = type(value)
+        if issubclass(kind, tuple):
+            yield from tuple.__iter__(value)
+        elif issubclass(kind, list):
+            yield from list.__iter__(value)
         else:
             yield value
