@@ -33,8 +33,15 @@ def _has_handler(value: Any) -> bool:
 
 
 def _one_level_down(values: tuple) -> Any:
+    """The values, a list's or tuple's items in its place, read as torch reads them (a subclass's own ``__iter__``
+    may raise; ``isinstance`` would ask a ``__class__`` of the object's own, which may too), by C code alone: this
+    runs inside compiled regions, where torch refuses a Python frame dynamo has not seen (compiled.recorder_codes
+    marks this package's, not the analyzer's ``container_items``)."""
     for value in values:
-        if isinstance(value, (list, tuple)):
-            yield from value
+        kind = type(value)
+        if issubclass(kind, tuple):
+            yield from tuple.__iter__(value)
+        elif issubclass(kind, list):
+            yield from list.__iter__(value)
         else:
             yield value

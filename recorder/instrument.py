@@ -58,6 +58,7 @@ from .compiled import (
 from .compiled_functions import callback_seeing_compiled_methods, eval_frame_module, with_own_values
 from .copies import copies_without_patches
 from .exported import has_module_stacks, scoped_graph_forward
+from .graph_code import GraphCode
 from .hooked_calls import call_in_scope, call_in_scope_when_hooked
 from .interpreter_state import gc_paused, recursion_room
 from .late_imports import late_imports_put_back
@@ -257,6 +258,7 @@ def _install(
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
+    graph_code = GraphCode(patches, originals, wrappers, [] if plan is None else plan.groups)  # recorder/graph_code.py
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
         patches.set_item(vars(module), key, value, before)
@@ -267,6 +269,7 @@ def _install(
             continue  # traced into a compiled module's graphs: a patch would fail its guards
         observed.append(module)
         observed_names.append(name)
+        graph_code.name(module)  # before its forward is read
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
         entry = compiled_entry(module, optimized_type)
         scope = MODULE_PREFIX + scope_text(name)
@@ -298,6 +301,7 @@ def _install(
         patch_module(module, "_call_impl", scoped_call(module, scope))
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
+        graph_code.at_first_calls([module for _, module in named_modules])
         for owner, values in plan.groups:
             patches.set_all(owner, values)
         if calls == "all":

@@ -24,17 +24,18 @@ class Prediction(NamedTuple):
     keys: list  # the key of each sample id
     own: list[int]  # the ids of the calls made on the thread that runs the passes, in their order
     others: list[int]  # the ids of the calls of other threads, in their order (which differs between passes)
+    at_call: bool  # the warm-up's inputs were reshaped in place after its calls: keyed as each call is made
 
     @classmethod
     def of(cls, control: Any, thread: int) -> Prediction:
         """The prediction from the calls ``control`` keyed in the warm-up; ``thread``: the one that runs the passes."""
         order, keys = control.calls()
-        callers = control.callers()
+        callers, at_call = control.callers(), control.reshaped()
         if all(caller == thread for caller in callers):
-            return cls(control, order, keys, order, [])
+            return cls(control, order, keys, order, [], at_call)
         pairs = list(zip(order, callers, strict=True))
         own = [sample_id for sample_id, caller in pairs if caller == thread]
-        return cls(control, order, keys, own, [sample_id for sample_id, caller in pairs if caller != thread])
+        return cls(control, order, keys, own, [sample_id for sample_id, caller in pairs if caller != thread], at_call)
 
 
 def ids_by_key(keys: list) -> dict:
@@ -56,10 +57,10 @@ def ids_by_key(keys: list) -> dict:
 def renumbered(held: list, keyed: list[int], control: Any) -> list[int] | None:
     """``new_ids``, where ``new_ids[i]`` is the id predicted for the held calls of ``control``'s function that were
     keyed ``i`` after the pass: where all of them were predicted one id, and no other call that id (a permutation of
-    the keyed ids); otherwise None. ``held``: ``(control, predicted id, args, kwargs)`` of each call, ``keyed``: the
-    id each got keyed after the pass."""
+    the keyed ids); otherwise None. ``held``: ``(control, predicted id, args, kwargs, key at the call or None)`` of
+    each call, ``keyed``: the id each got keyed after the pass."""
     new_ids: dict[int, int] = {}
-    for (call_control, predicted, _, _), sample_id in zip(held, keyed, strict=True):
+    for (call_control, predicted, *_), sample_id in zip(held, keyed, strict=True):
         if call_control is control and new_ids.setdefault(sample_id, predicted) != predicted:
             return None
     numbering = [new_ids.get(i, -1) for i in range(len(new_ids))]

@@ -28,7 +28,7 @@ from kernelscope.analyzer.samples import ObjectRepr, TensorMeta
 
 from .calls import AOTI_CALL
 from .layouts import device_mapper, map_arguments, rebuild
-from .samples import tensor_meta
+from .sample_descriptions import tensor_meta
 
 REFUSED_CALLS = {
     COMPILED_REGION_CALL: "a torch.compile call ran the model's own compiled module or function, which the run "

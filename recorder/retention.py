@@ -19,7 +19,8 @@ import torch
 from kernelscope.analyzer.rundir import container_items, nested_deeper_than
 from kernelscope.analyzer.samples import MAX_NESTING, ObjectRepr, TensorMeta, too_deep
 
-from .samples import SampleBook, tensor_meta
+from .sample_descriptions import tensor_meta
+from .samples import SampleBook
 
 
 class CappedSampleBook(SampleBook):

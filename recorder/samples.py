@@ -8,17 +8,16 @@ from threading import get_ident
 from typing import Any, NamedTuple
 
 import torch
-from kernelscope.analyzer.samples import encode, safe_repr, tensor_bytes
 
 from .compiled import unseen_by_dynamo
 from .predictions import Prediction, ids_by_key, inverse, renumbered
-from .sample_keys import across_passes, as_called, call_key, holds_containers, tensor_key, tensor_shape, untraced
+from .sample_descriptions import describe
+from .sample_keys import across_passes, as_called, call_key, holds_containers, tensor_key, untraced
 
 Sample = tuple[tuple, dict]
 _Tensor = torch.Tensor
 # a lazy module's parameters before its first forward (nn.LazyLinear): no shape yet, and a new one after it
 _Uninitialized = torch.nn.parameter.UninitializedTensorMixin
-_strided = torch.strided
 
 
 class SampleBook:
@@ -35,6 +34,11 @@ class SampleBook:
 
     Positions count on the thread that runs the passes only: the threads the model starts (a thread pool's
     heads) call in another order in every pass, so their calls are looked up by key (recorder/predictions.py).
+
+    A function whose inputs the warm-up reshaped in place after its calls (``h.t_()`` after ``F.relu(h)``;
+    ``Tensor.set_``, which makes its own input a view of a storage, as ``torch.load`` does) would key otherwise after
+    the pass: the predicted pass keys its calls (and describes each signature's first) as they are made, still
+    holding them, so that it is confirmed against the warm-up all the same.
 
     Only the recorders called since the last reset are visited between passes (``calls="all"`` makes
     over a thousand): visiting them all right before the recorded pass slows the pass itself, as it evicts
@@ -83,6 +87,8 @@ class SampleBook:
         prediction = None  # (an iterator over the warm-up's ids on the book's thread, hold, that thread)
         elsewhere: Any = None  # [the Prediction, its ids by key once needed, an iterator over other threads' ids]
         copies = False  # its calls took lists or dicts: held and kept as they were at the call (as_called)
+        watched: list = []  # (args, kwargs, key) of each call the watched warm-up held
+        at_call: set | None = None  # the keys its calls of the predicted pass made so far, where keyed as made
 
         def record(args: tuple, kwargs: dict) -> int:
             if prediction is not None:
@@ -93,9 +99,23 @@ class SampleBook:
                     sample_id = unseen_by_dynamo(on_another_thread, args, kwargs)
                 if copies:
                     args, kwargs = as_called(args, kwargs)
-                hold((control, sample_id, args, kwargs))
+                made = None if at_call is None else unseen_by_dynamo(keyed_now, args, kwargs)
+                hold((control, sample_id, args, kwargs, made))
                 return sample_id
             return unseen_by_dynamo(key_call, args, kwargs)
+
+        def keyed_now(args: tuple, kwargs: dict) -> tuple:
+            """A call's key as it is made, and its description where it is the first of that key in the pass."""
+            key = call_key(args, kwargs, persistent)
+            try:
+                first = key not in at_call
+            except Exception:  # noqa: BLE001 (an argument's __eq__ of the model's own raised on a hash collision)
+                key = call_key(args, kwargs, persistent, by_identity=True)
+                first = key not in at_call
+            if not first:
+                return key, None
+            at_call.add(key)
+            return key, untraced(describe, args, kwargs)
 
         def on_another_thread(args: tuple, kwargs: dict) -> int:
             """A call of a thread the model started: the warm-up's id of its key, whatever the threads' order."""
@@ -114,13 +134,14 @@ class SampleBook:
                 return next(in_order, -1)  # atomic: calls from several threads each get their own id
             return sample_id
 
-        def key_call(args: tuple, kwargs: dict) -> int:
+        def key_call(args: tuple, kwargs: dict, made: tuple | None = None) -> int:
+            """``made``: the call's key and description as it was made (``keyed_now``), where the pass held them."""
             nonlocal copies
             if not order:  # the first call since the last reset
                 book._used.append(control)
                 if book.predicting:
                     book._unpredicted = True
-            key = call_key(args, kwargs, persistent)
+            key, description = made or (call_key(args, kwargs, persistent), None)
             try:
                 sample_id = ids.get(key)
             except Exception:  # noqa: BLE001 (an argument's __eq__ of the model's own raised on a hash collision)
@@ -138,17 +159,20 @@ class SampleBook:
                     book.descriptions[function_name] = descriptions
                 samples.append((args, kwargs))
                 counts.append(1)
-                descriptions.append(untraced(describe, args, kwargs))  # sizes under torch.jit.trace: tensors
+                descriptions.append(description or untraced(describe, args, kwargs))  # under torch.jit.trace too
                 book.new_signature(function_name, sample_id, args, kwargs)
             order.append(sample_id)
             if book.holding:
                 threads.append(get_ident())
                 book.hold(args, kwargs)
+                if book.holding:  # not past the hold limit, which then lets go of the held inputs
+                    watched.append((args, kwargs, key))
             return sample_id
 
         def forget() -> None:
-            nonlocal prediction, elsewhere
-            prediction = elsewhere = None
+            nonlocal prediction, elsewhere, at_call
+            prediction = elsewhere = at_call = None
+            watched.clear()
             ids.clear()
             samples.clear()
             counts.clear()
@@ -157,9 +181,10 @@ class SampleBook:
             threads.clear()
 
         def predict(predicted: Prediction, hold: Any, thread: int) -> None:
-            nonlocal prediction, elsewhere
+            nonlocal prediction, elsewhere, at_call
             prediction = (iter(predicted.own), hold, thread)
             elsewhere = [predicted, None, iter(predicted.others)]
+            at_call = set() if predicted.at_call else None
 
         def calls() -> tuple[list[int], list]:
             return order[:], list(ids)
@@ -167,9 +192,20 @@ class SampleBook:
         def callers() -> list[int]:
             return threads[:]
 
+        def reshaped() -> bool:
+            """Whether the inputs the watched warm-up held of its calls key otherwise now than at their calls."""
+            try:
+                for held_args, held_kwargs, key in watched:
+                    now = call_key(held_args, held_kwargs, persistent)
+                    if now != key and not _equal(now, key):  # _equal's walk only where the plain comparison fails
+                        return True
+            except Exception:  # noqa: BLE001 (the model's own objects): keyed as made, which is always right
+                return True
+            return False
+
         def stop_predicting() -> None:
-            nonlocal prediction
-            prediction = None
+            nonlocal prediction, at_call
+            prediction = at_call = None
 
         def renumber(new_ids: list[int]) -> None:
             """Sample id ``i`` becomes ``new_ids[i]`` (a permutation)."""
@@ -180,7 +216,9 @@ class SampleBook:
                 ids[key] = new_ids[sample_id]
             order[:] = [new_ids[sample_id] for sample_id in order]
 
-        control = _RecorderControl(function_name, forget, calls, callers, predict, stop_predicting, key_call, renumber)
+        control = _RecorderControl(
+            function_name, forget, calls, callers, reshaped, predict, stop_predicting, key_call, renumber
+        )
         first = self._recorders.setdefault(function_name, record)  # atomic: threads' first calls race here
         if first is record:
             self._controls.append(control)
@@ -241,7 +279,7 @@ class SampleBook:
         self.predicting = self._unpredicted = False
         for prediction in predicted:
             prediction.control.stop_predicting()
-        keyed = [control.key_call(args, kwargs) for control, _, args, kwargs in held]
+        keyed = [control.key_call(args, kwargs, made) for control, _, args, kwargs, made in held]
         other_ids = {  # functions whose signatures were first seen in another order than in the warm-up
             call[0].name: call[0] for call, sample_id in zip(held, keyed, strict=True) if call[1] != sample_id
         }
@@ -341,59 +379,8 @@ class _RecorderControl(NamedTuple):
     forget: Any
     calls: Any
     callers: Any
+    reshaped: Any
     predict: Any
     stop_predicting: Any
     key_call: Any
     renumber: Any
-
-
-def describe(args: tuple, kwargs: dict) -> dict:
-    """A signature's entry in samples.json (less its id and count), made when its first call is keyed: its inputs
-    as they were then, for a model may reshape them in place after the call (``h.t_()``)."""
-    return {
-        "tensor_bytes": tensor_bytes((args, kwargs)),
-        "args": encode(args, tensor_meta, object_repr=repr_without_values),
-        "kwargs": encode(kwargs, tensor_meta, object_repr=repr_without_values),
-    }
-
-
-def repr_without_values(value: Any) -> str:
-    """safe_repr of an argument of no JSON type, its tensors shown by shape, dtype and device: printing their
-    values reads them off the device (a synchronization and a copy inside the recorded pass, device events that
-    are not the model's: Mask R-CNN slices its masks by 0-dim CUDA tensors), and a large one's fill megabytes."""
-    if type(value) in _PLAIN_REPRS:  # a slice's int bounds: nothing of theirs prints a tensor
-        return repr(value)
-    if type(value) is slice:
-        return f"slice({', '.join(repr_without_values(v) for v in (value.start, value.stop, value.step))})"
-    if issubclass(type(value), _Tensor):  # by type: isinstance also runs a __class__ property of the object's own
-        return _tensor_text(value)
-    own = {name: vars(_Tensor)[name] for name in ("__repr__", "__format__")}
-    _Tensor.__repr__, _Tensor.__format__ = _tensor_text, _tensor_format  # an object of the model's that prints some
-    try:
-        return safe_repr(value)
-    finally:
-        _Tensor.__repr__, _Tensor.__format__ = own["__repr__"], own["__format__"]
-
-
-_PLAIN_REPRS = frozenset({type(None), bool, int, float, str})
-
-
-def _tensor_text(value: Any, *_: Any, **__: Any) -> str:
-    return f"tensor(shape={list(tensor_shape(value))}, dtype={value.dtype}, device={value.device})"
-
-
-def _tensor_format(value: Any, spec: str) -> str:
-    return _tensor_text(value)
-
-
-def tensor_meta(value: Any) -> dict | None:
-    if not issubclass(type(value), _Tensor):
-        return None
-    strided = value.layout is _strided and not value.is_nested
-    return {
-        "shape": list(tensor_shape(value)),
-        "dtype": str(value.dtype).removeprefix("torch."),
-        "stride": list(value.stride()) if strided else None,
-        "device": str(value.device),
-        "nbytes": value.numel() * value.element_size(),
-    }

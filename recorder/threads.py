@@ -18,6 +18,15 @@ its thread-local state, to the worker that runs a graph task of its backward for
 OTHER_THREAD, and on_other_thread() finds the key there (a check no call on a scoped thread reaches). A backward
 run by a thread the recording does not scope carries no key, so its hooks stay unscoped; so do a worker's calls
 on threads other than the main one under a torch that cannot take the key away again (``calls.REMOVES_KEY``).
+
+A worker runs a backward as outside any call, also one started inside an open call: it reads OTHER_THREAD, not the
+starting thread's INSIDE_CALL, so a torch-level call of a hook there gets a scope and a sample of its own. Handing it
+that state (a wrapper of ``torch.autograd._engine_run_backward`` stashing it under SCOPED_KEY, which the graph task
+copies) would not make it the open call's: rows are attributed by the scopes of their own thread, so the hook's calls,
+left unscoped, would be named after their operators. The worker would need the open call's scope itself, opened
+around the graph task's work: INSIDE_CALL holds True, not the scope's name (a name in its place costs every call that
+marks itself open an object, and every reader of True a type test), and no Python runs on the worker before
+autograd's own operators (their rows there are named by the engine's events, ``evaluate_function: MulBackward0``).
 """
 
 from __future__ import annotations

@@ -286,3 +286,11 @@ def test_a_module_answering_forward_with_another_method_has_its_calls_in_its_sco
     assert set(frame.loc[frame["function_name"] == "linear", "module_name"]) == {"0.fc"}
     assert [calls for calls, _ in data["hardswish"]] == [1] and "elu" not in data
     assert "_call_impl" not in vars(model[0]) and "forward" not in vars(model[0])
+
+
+def test_hostile_arguments_under_a_default_device_are_opaque_leaves(tmp_path):
+    """torch's DeviceContext handles every call under a default device: which handlers may compare a function by
+    identity was asked of the items of the list and tuple arguments, read through their own methods, which raised."""
+    with torch.device("cpu"):
+        frame, _ = _profile(PassesThemOn().eval(), (torch.randn(2, 4),), out=tmp_path / "run")
+    assert _modules_of(frame, "torch.cat") == {"child"} and _modules_of(frame, "torch.stack") == {"child"}

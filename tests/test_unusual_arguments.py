@@ -213,12 +213,12 @@ class ReshapesInPlace(nn.Module):
 
 def test_inputs_reshaped_in_place_after_their_call_are_described_as_they_were_at_the_call(tmp_path):
     profiler = ModuleFunctionKernelProfiler()
-    with pytest.warns(RuntimeWarning, match="changed in place after their call") as caught:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # recorded once: the warm-up showed the reshapes
         frame, data = profiler.profile(
             ReshapesInPlace(), [((torch.randn(2, 3),), {})], warmup_iterations=1, out=tmp_path / "run"
         )
-    assert "differed" not in str(caught[0].message), "the model called the same functions on the same shapes"
-    assert profiler.run.manifest["sample_keys"] == "per_call_after_miss"
+    assert profiler.run.manifest["sample_keys"] == "predicted"
     for name, shape, stride in [("relu", [2, 3], [3, 1]), ("gelu", [2, 3], [3, 1])]:
         [entry] = _calls(tmp_path / "run", name)
         assert entry["args"]["tuple"][0]["tensor"]["shape"] == shape, name
