@@ -23,6 +23,10 @@ from .validate import nothing_to_attribute, pair_spans, validate_escapes, valida
 # its CPU rows, which a trace without device work has (else asked: whether ks_items is empty)
 DEVICE_WORK = "coalesce(getvariable('ks_device_work'), true)"
 NO_DEVICE_EVENTS = "NOT coalesce(getvariable('ks_device_events'), EXISTS (SELECT 1 FROM ks_items))"
+# the guards of the launch check's steps, in attribution.sql (device events without a launch) and attribution_rows.sql
+# (CPU rows' self time), whose answers a trace without device work knows too: its launch check is zeros
+LOST_LAUNCHES = "getvariable('ks_launch_check').device_events_without_launch > 0"
+CPU_ROWS = "getvariable('ks_launch_check').device_events = 0"
 
 
 @dataclass(frozen=True)
@@ -104,10 +108,11 @@ def ingest_ranks(
         try:
             known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
             if not device_work:
-                known[NO_DEVICE_EVENTS] = True
+                known.update({NO_DEVICE_EVENTS: True, LOST_LAUNCHES: False})
             run_sql_file(con, "attribution.sql", known=known)
             hold_spans(con)
-            check = LaunchCheck(*run_sql_file(con, "attribution_rows.sql").fetchone())
+            rows = run_sql_file(con, "attribution_rows.sql", known={} if device_work else {CPU_ROWS: True})
+            check = LaunchCheck(*rows.fetchone())
             if script_paths:
                 run_sql_file(con, "torchscript_modules.sql")
             run_sql_file(con, "attribution_end.sql")
