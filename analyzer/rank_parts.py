@@ -107,9 +107,12 @@ def ingest_ranks(
             known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
             if not device_work:
                 known.update({CPU_ROWS: True, LOST_LAUNCHES: False})
-            run_sql_file(con, "attribution.sql", known=known)
+            # the launch check's guards asked there (or known) are answered for attribution_rows.sql: held.py's step
+            # sets no variable they read
+            settled = {} if device_work else {CPU_ROWS: True}
+            run_sql_file(con, "attribution.sql", known=known, answered=settled)
             hold_spans(con)
-            rows = run_sql_file(con, "attribution_rows.sql", known={} if device_work else {CPU_ROWS: True})
+            rows = run_sql_file(con, "attribution_rows.sql", known=settled)
             check = LaunchCheck(*rows.fetchone())
             if script_paths:
                 run_sql_file(con, "torchscript_modules.sql")
