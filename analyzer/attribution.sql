@@ -111,17 +111,6 @@ DELETE FROM ks_items WHERE (event_id, launch_id) IN (
                                         CASE WHEN l.ts_ns <= d.ts_ns THEN -l.ts_ns ELSE l.ts_ns END, l.launch_id) > 1
 );
 
--- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
--- one of each). A trace without device work has none, and rank_parts.py answers this guard (of variable
--- ks_device_events, which no statement sets) for it; for any other, ks_items is asked.
--- run if: NOT coalesce(getvariable('ks_device_events'), EXISTS (SELECT 1 FROM ks_items))
-INSERT INTO ks_items
-SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL
-FROM events
-WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
-  AND NOT starts_with(name, getvariable('module_prefix'))
-  AND NOT starts_with(name, getvariable('function_prefix'));
-
 -- The launch check (returned at the end): did the profiler keep, for every launch that must have device events,
 -- one, and for every device event, its launch? Only kernel and graph launches must have device events, and not
 -- those a thread made while it captured a stream (a CUDA graph recorded in the pass: torch.compile's cudagraph
@@ -151,6 +140,18 @@ SET VARIABLE ks_launch_check = (
 SET VARIABLE ks_launch_check = {launches: CAST(0 AS BIGINT), device_events: CAST(0 AS BIGINT),
                                 launches_without_device_event: CAST(0 AS BIGINT),
                                 device_events_without_launch: CAST(0 AS BIGINT)};
+
+-- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
+-- one of each), which the launch check counted: this runs after it, its guard a variable's (asked in one SELECT with
+-- those below it, where a guard of ks_items was a SELECT of its own); the check counts no CPU row. A trace without
+-- device work has none, and rank_parts.py answers this guard for it.
+-- run if: getvariable('ks_launch_check').device_events = 0
+INSERT INTO ks_items
+SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+  AND NOT starts_with(name, getvariable('module_prefix'))
+  AND NOT starts_with(name, getvariable('function_prefix'));
 
 -- A device event without a launch whose flow arrow the trace keeps was launched where the flow starts: an Ascend
 -- trace's (npu_tasks.sql) flow from the operator that dispatched the task, a CUDA trace's from a launch the profiler

@@ -3,14 +3,15 @@
 The native sweep (_held.c) reads each thread's spans in nesting order once; held_by_sql.sql's range join, which
 gives the same table, runs where that extension is not built (it is optional, as the native reader is: setup.py).
 The sweep reads its rows (held_spans.sql) as DuckDB's Arrow C stream (twice as fast as NumPy columns: 0.09 against
-0.19 s on a 250 MB trace), and its result goes back in as a frame of NumPy columns.
+0.19 s on a 250 MB trace), and its result goes back in as a dict of NumPy columns that held_native.sql reads by its
+local name (DuckDB's replacement scan): registering a pandas frame cost a small trace's load ~2 ms more, in the frame,
+its view's CREATE and DROP and pandas' column checks (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations
 
 import duckdb
 import numpy as np
-import pandas as pd
 
 from .sql import parsed_statements, run_sql_file
 
@@ -31,8 +32,6 @@ def hold_spans(con: duckdb.DuckDBPyConnection, *, native: bool = True) -> None:
     (spans,) = parsed_statements(con, "held_spans.sql")
     points, held = native_sweep.hold(con.sql(spans).__arrow_c_stream__())
     columns = np.frombuffer(held, dtype=np.int64).reshape(len(HELD), points)
-    con.register("ks_held_swept", pd.DataFrame(dict(zip(HELD, columns, strict=True)), copy=False))
-    try:
-        run_sql_file(con, "held_native.sql")
-    finally:
-        con.unregister("ks_held_swept")
+    ks_held_swept = dict(zip(HELD, columns, strict=True))  # noqa: F841 - read by held_native.sql, by this name
+    (table,) = parsed_statements(con, "held_native.sql")
+    con.execute(table)  # here: DuckDB looks the name up in the frame that calls execute

@@ -19,10 +19,12 @@ from .samples import function_data_from_store
 from .sql import define_scope_names, run_sql_file
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
-# attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked, and of
-# its CPU rows, which a trace without device work has (else asked: whether ks_items is empty)
+# attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked
 DEVICE_WORK = "coalesce(getvariable('ks_device_work'), true)"
-NO_DEVICE_EVENTS = "NOT coalesce(getvariable('ks_device_events'), EXISTS (SELECT 1 FROM ks_items))"
+# the guards of the steps after the launch check, in attribution.sql (device events without a launch; CPU rows) and
+# attribution_rows.sql (CPU rows' self time), whose answers a trace without device work knows: its check is zeros
+LOST_LAUNCHES = "getvariable('ks_launch_check').device_events_without_launch > 0"
+CPU_ROWS = "getvariable('ks_launch_check').device_events = 0"
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,14 @@ def ingest_ranks(
         try:
             known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
             if not device_work:
-                known[NO_DEVICE_EVENTS] = True
-            run_sql_file(con, "attribution.sql", known=known)
+                known.update({CPU_ROWS: True, LOST_LAUNCHES: False})
+            # the launch check's guards asked there (or known) are answered for attribution_rows.sql: held.py's step
+            # sets no variable they read
+            settled = {} if device_work else {CPU_ROWS: True}
+            run_sql_file(con, "attribution.sql", known=known, answered=settled)
             hold_spans(con)
-            check = LaunchCheck(*run_sql_file(con, "attribution_rows.sql").fetchone())
+            rows = run_sql_file(con, "attribution_rows.sql", known=settled)
+            check = LaunchCheck(*rows.fetchone())
             if script_paths:
                 run_sql_file(con, "torchscript_modules.sql")
             run_sql_file(con, "attribution_end.sql")

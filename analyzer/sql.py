@@ -194,13 +194,20 @@ def parse_ahead(con: duckdb.DuckDBPyConnection, names: tuple[str, ...]) -> None:
 
 
 def run_sql_file(
-    con: duckdb.DuckDBPyConnection, name: str, *, known: Mapping[str, bool] | None = None, **literals: str
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    *,
+    known: Mapping[str, bool] | None = None,
+    answered: dict[str, bool] | None = None,
+    **literals: str,
 ) -> duckdb.DuckDBPyConnection:
     """Execute every statement of ``name`` but those whose "-- run if:" guard is false (a file's last statement and
     the statements of a file with literals have none); ``${key}`` placeholders become quoted string literals (a file
     with none runs from its parsed statements). On a connection that holds its drops back (hold_drops), a DROP
     statement is kept for drop_held instead of run. ``known``: answers the caller already has, by guard text, which
-    are then not asked (a SELECT each costs a small trace a fixed part of a millisecond).
+    are then not asked (a SELECT each costs a small trace a fixed part of a millisecond). ``answered``: filled with the
+    answers of the guards asked that read variables alone which no statement of the file sets from theirs on (the
+    same at its end, for a later file's ``known``).
 
     Returns ``con``, holding the result of the last statement."""
     if literals:
@@ -210,14 +217,41 @@ def run_sql_file(
     held, known = _held.get(con), known or {}
     guards, together = _statement_guards(con, name), _guards_together(con, name)
     later = _statement_later_guards(con, name)
+    settled = _settled_guards(con, name) if answered is not None else ()
     answers: dict[int, object] = {}  # the guards asked ahead with an earlier one, by position
     for position, statement in enumerate(parsed_statements(con, name)):
         if held is not None and statement.type == duckdb.StatementType.DROP:
             held[statement.query] = statement
-        elif guards[position] is None or _holds(con, guards, together, position, answers, known):
-            if all(known[guard] if guard in known else runs(con, guard) for guard in later[position]):
-                con.execute(statement)
+            continue
+        guard = guards[position]
+        if guard is not None:
+            holds = _holds(con, guards, together, position, answers, known)
+            if position in settled and guard not in known:
+                answered[guard] = holds
+            if not holds:
+                continue
+        if all(known[guard] if guard in known else runs(con, guard) for guard in later[position]):
+            con.execute(statement)
     return con
+
+
+_settled: dict[str, frozenset[int]] = {}  # each file's guards that read variables no statement sets from theirs on
+
+
+def _settled_guards(con: duckdb.DuckDBPyConnection, name: str) -> frozenset[int]:
+    """The positions of file ``name``'s first guards whose answers hold to its end (run_sql_file's ``answered``)."""
+    settled = _settled.get(name)
+    if settled is None:
+        statements, guards = parsed_statements(con, name), _statement_guards(con, name)
+        sets = [variables_set(statement) for statement in statements]
+        settled = _settled[name] = frozenset(
+            position
+            for position, guard in enumerate(guards)
+            if guard is not None
+            and (read := variables_read(guard)) is not None
+            and all(changed is not None and not changed & read for changed in sets[position:])
+        )
+    return settled
 
 
 MAX_FILLED = 64  # the files filled with literals kept parsed: a load fills its few with the same values each time

@@ -162,26 +162,33 @@ def timed():
     _wrap(rank_parts, "validate_events", stages, "validate.sql", undo=undo)
     original_run_sql_file = rank_parts.run_sql_file
 
-    def run_sql_file(con, name, *, known=None, within="", **literals):
+    def run_sql_file(con, name, *, known=None, answered=None, within="", **literals):
         known = known or {}
         if name not in STATEMENT_TIMED:
             ticks, start, cpu = _thread_ticks(), time.perf_counter(), _process_cpu()
             try:
-                return original_run_sql_file(con, name, known=known, **literals)
+                return original_run_sql_file(con, name, known=known, answered=answered, **literals)
             finally:
                 stages.add(
                     within + name, time.perf_counter() - start, cpu=_process_cpu() - cpu, ran=_threads_that_ran(ticks)
                 )
+        file = name
         text = sql.Template(sql.sql_text(name)).safe_substitute({k: sql.quote(v) for k, v in literals.items()})
         whole, whole_cpu = time.perf_counter(), _process_cpu()
         name = within + name  # the stage's name from here on
+        settled = sql._settled_guards(con, file) if answered is not None else ()
         statements = con.extract_statements(text)  # parsed once here, the timers' own cost
         stages.add(f"{name}/(split into statements)", time.perf_counter() - whole)
-        for statement in statements:
+        for position, statement in enumerate(statements):
             guards = sql.statement_guards(statement)
             if guards:
                 asked = time.perf_counter()
-                skipped = not all(known[guard] if guard in known else sql.runs(con, guard) for guard in guards)
+                first = known[guards[0]] if guards[0] in known else sql.runs(con, guards[0])
+                if position in settled and guards[0] not in known:
+                    answered[guards[0]] = first
+                skipped = not first or not all(
+                    known[guard] if guard in known else sql.runs(con, guard) for guard in guards[1:]
+                )
                 stages.add(f"{name}/(run if)", time.perf_counter() - asked)
                 if skipped:
                     continue

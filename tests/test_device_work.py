@@ -101,7 +101,7 @@ def test_a_load_asks_no_guard_it_knows_the_answer_of(trace, tmp_path, monkeypatc
     real = rank_parts.run_sql_file
 
     def noting(con, name, *, known=None, **literals):
-        if name == "attribution.sql":
+        if name in ("attribution.sql", "attribution_rows.sql"):
             guards = sql._statement_guards(con, name)
             asked.extend(g for g in guards if g is not None and g not in (known or {}))
         return real(con, name, known=known, **literals)
@@ -109,4 +109,8 @@ def test_a_load_asks_no_guard_it_knows_the_answer_of(trace, tmp_path, monkeypatc
     monkeypatch.setattr(rank_parts, "run_sql_file", noting)
     load_run(path).close()
     assert not [guard for guard in asked if "ks_device_work" in guard]
-    assert (rank_parts.NO_DEVICE_EVENTS in asked) == (trace != "cpu-only copy")
+    # nor, without device work, those of the launch check, which is then zeros
+    launch_check = [guard for guard in asked if "ks_launch_check" in guard]
+    assert set(launch_check) == (set() if trace == "cpu-only copy" else {rank_parts.LOST_LAUNCHES, rank_parts.CPU_ROWS})
+    # and attribution_rows.sql's guard of the check is answered by attribution.sql's, asked once
+    assert launch_check.count(rank_parts.CPU_ROWS) == (0 if trace == "cpu-only copy" else 1)

@@ -10,7 +10,7 @@ import sys
 import held_fuzz
 import pytest
 from conftest import REPO
-from kernelscope.analyzer import held, load_run
+from kernelscope.analyzer import held, load_run, rank_parts
 from sanitized import sanitized_build
 from test_device_work import cpu_only_copy
 
@@ -60,6 +60,27 @@ def _same_both_ways(path, monkeypatch):
     joined = _kernels(path, False, monkeypatch)
     assert len(swept) > 0
     assert swept.equals(joined)
+
+
+def test_the_sweeps_result_goes_in_with_no_statement_of_its_own(monkeypatch):
+    # registering it (a view's CREATE and DROP around held_native.sql) cost a small trace's load ~2 ms
+    ran = []
+    hold = rank_parts.hold_spans
+
+    def logged(con, **kwargs):
+        con.execute("CALL enable_logging('QueryLog')")
+        try:
+            hold(con, **kwargs)
+        finally:
+            ran.extend(con.execute("SELECT message FROM duckdb_logs() WHERE type = 'QueryLog'").fetchall())
+            con.execute("CALL disable_logging()")
+            con.execute("CALL truncate_duckdb_logs()")
+
+    monkeypatch.setattr(rank_parts, "hold_spans", logged)
+    assert len(_kernels("sample_traces/mlp", True, monkeypatch)) > 0  # the same rows as the SQL way: the tests below
+    statements = [" ".join(message.split()) for (message,) in ran]
+    assert len(statements) == 2, statements  # the spans' rows, and ks_held made from the sweep's
+    assert "ks_held_swept" not in statements[0] and "CREATE OR REPLACE TEMP TABLE ks_held AS" in statements[1]
 
 
 @pytest.mark.parametrize("name", TRACES)

@@ -36,7 +36,6 @@ def test_a_timed_load_gives_the_same_rows_and_times_each_stage():
         "attribution.sql/ks_items",
         "attribution_rows.sql/ks_rows",
         "attribution_rows.sql/kernels",
-        f"{load_stages.HELD}/held_native.sql",
     ):
         assert stage in wall, stage
     assert wall[load_stages.HELD] > 0

@@ -52,7 +52,7 @@ def _only_file(monkeypatch, tmp_path, name: str, text: str) -> None:
     """``name`` holding ``text`` the one SQL file, nothing of it parsed yet."""
     (tmp_path / name).write_text(text)
     monkeypatch.setattr(sql, "sql_text", lambda name: (tmp_path / name).read_text())
-    for cache in ("_parsed", "_guards", "_later_guards", "_together"):
+    for cache in ("_parsed", "_guards", "_later_guards", "_together", "_settled"):
         monkeypatch.setattr(sql, cache, {})
 
 
@@ -100,7 +100,7 @@ def test_guards_of_variables_alone_are_asked_together_until_a_statement_sets_one
 
 @pytest.mark.parametrize(
     ("name", "of_variables", "questions"),
-    [("attribution.sql", 4, [1] * 9 + [4]), ("held_by_sql.sql", 2, [1, 2]), ("attribution_rows.sql", 1, [1])],
+    [("attribution.sql", 5, [1] * 8 + [5]), ("held_by_sql.sql", 2, [1, 2]), ("attribution_rows.sql", 1, [1])],
 )
 def test_attributions_guards_of_one_variable_are_one_question(name, of_variables, questions):
     con = duckdb.connect()
@@ -112,6 +112,25 @@ def test_attributions_guards_of_one_variable_are_one_question(name, of_variables
     assert sorted(map(len, asked)) == questions, "each variable's guards in one SELECT, each table's alone"
     launch_steps = guards.count(rank_parts.DEVICE_WORK) + guards.count(f"NOT {rank_parts.DEVICE_WORK}")
     assert launch_steps == (8 if name == "attribution.sql" else 0)
+
+
+def test_a_guards_answer_is_handed_on_only_where_no_later_statement_can_change_it(monkeypatch, tmp_path):
+    text = (
+        "SET VARIABLE v = 1;\n"
+        "CREATE TEMP TABLE t AS SELECT 1 AS x;\n"
+        "-- run if: getvariable('v') = 1\nINSERT INTO t VALUES (2);\n"
+        "-- run if: getvariable('w') IS NULL\nSET VARIABLE w = 5;\n"
+        "-- run if: (SELECT count(*) FROM t) = 2\nINSERT INTO t VALUES (3);\n"
+        "-- run if: getvariable('u') IS NULL\nINSERT INTO t VALUES (4);\n"
+        "SELECT list(x ORDER BY x) FROM t;\n"
+    )
+    _only_file(monkeypatch, tmp_path, "answered.sql", text)
+    answered = {}
+    known = {"getvariable('u') IS NULL": True}
+    ran = sql.run_sql_file(duckdb.connect(), "answered.sql", known=known, answered=answered).fetchone()[0]
+    assert ran == [1, 2, 3, 4]
+    # w is set by its own statement, t is no variable, and u's answer was the caller's
+    assert answered == {"getvariable('v') = 1": True}
 
 
 def test_guards_the_caller_knows_are_not_asked(monkeypatch, tmp_path):
