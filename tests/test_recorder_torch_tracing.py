@@ -129,3 +129,25 @@ def test_a_torch_module_imported_between_recordings_has_its_binding_wrapped_and_
     ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=0)
     assert model.seen and all(seen is not original and seen.__wrapped__ is original for seen in model.seen)
     assert late._strict_export is original
+
+
+def test_a_torch_module_removed_and_put_back_between_recordings_has_its_binding_wrapped(monkeypatch):
+    """A module that left sys.modules for a recording (a test's snapshot of sys.modules, an unload and reload of the
+    same object) is looked through again when it is back: its binding is wrapped in the next recording."""
+    import types
+
+    from torch.export import _trace
+
+    name = "torch._kernelscope_test_leaves_and_comes_back"
+    model, samples, original = SeesABinding(name).eval(), [((torch.randn(4, 8),), {})], _trace._strict_export
+    module = types.ModuleType(name)
+    module._strict_export = original
+    monkeypatch.setitem(sys.modules, name, module)
+    ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=0)
+    del sys.modules[name]
+    model.seen.clear()
+    ModuleFunctionKernelProfiler().profile(nn.Linear(8, 8).eval(), samples, warmup_iterations=0)
+    sys.modules[name] = module
+    ModuleFunctionKernelProfiler().profile(model, samples, warmup_iterations=0)
+    assert model.seen and all(seen is not original and seen.__wrapped__ is original for seen in model.seen)
+    assert module._strict_export is original
