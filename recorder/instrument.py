@@ -237,22 +237,21 @@ def instrumented(
         torch_tracing_unscoped(),  # what torch.export traces is not the program's
         recording_of(book, collect) as recording,
         late_imports_put_back(calls, functions, [m for _, m in named_modules]),  # after patches.undo()
-        scripting_sees_originals(patch_plan(calls).wrappers if functions else None),  # recorder/torchscript.py
     ):
-        try:
-            _install(patches, named_modules, book, recording.sampled, calls, functions)
-            yield
-        finally:
-            patches.undo()
-            book.persistent.clear()  # the model's tensors are not kept alive by the profiler
+        plan = patch_plan(calls) if functions else None  # once: each check that it is current reads ~4,000 attributes
+        with scripting_sees_originals(None if plan is None else plan.wrappers):  # recorder/torchscript.py
+            try:
+                _install(patches, named_modules, book, recording.sampled, calls, plan)
+                yield
+            finally:
+                patches.undo()
+                book.persistent.clear()  # the model's tensors are not kept alive by the profiler
 
 
-def _install(
-    patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, functions: bool = True
-) -> None:
-    """Put every patch in place."""
+def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: Any, calls: str, plan: Any) -> None:
+    """Put every patch in place; ``plan``: the functions' (wrappers.PatchPlan), None where they are not patched."""
     optimized_type = optimized_module_type()
-    plan = patch_plan(calls) if functions else None
+    functions = plan is not None
     originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
     compiled_roots: list[str] = []
     observed, observed_names = [], []

@@ -131,3 +131,25 @@ def test_a_registry_keyed_by_functions_that_the_model_imports_while_recorded_is_
     assert late.lowered(None) == ("relu", "full", True)
     assert all(key is F.relu or key is torch.full or type(key) is int for key in late.LOWERINGS)
     assert late.NEEDS_REALIZED == {torch.empty, F.gelu} and len(late.LOWERINGS) == 2002
+
+
+def test_a_module_imported_while_recorded_after_the_functions_changed_gets_the_new_originals(tmp_path, monkeypatch):
+    """The wrappers' maps are kept per patch plan (late_imports._by_wrapper): a functional the program replaced since
+    the last recording gets a plan, and wrapper, of its own, which a module imported while recorded gives back."""
+    import torch.nn.functional as F  # noqa: N812
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    samples = [((torch.randn(2, 8),), {})]
+    ModuleFunctionKernelProfiler().profile(torch.nn.Linear(8, 8).eval(), samples, warmup_iterations=0)
+    gelu = F.gelu
+
+    def own_gelu(x, approximate="none"):
+        return gelu(x, approximate=approximate)
+
+    monkeypatch.setattr(F, "gelu", own_gelu)
+    name = "late_module_after_a_change"
+    (tmp_path / f"{name}.py").write_text(LATE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    ModuleFunctionKernelProfiler().profile(ImportsAtFirstCall(name), samples, warmup_iterations=0)
+    assert sys.modules[name].ACT is own_gelu and F.gelu is own_gelu
