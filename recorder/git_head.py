@@ -5,7 +5,8 @@ Asking is a ``git rev-parse`` subprocess (a few ms of wall time, and a core, per
 working directory and environment, with the state of every file git resolved it from: the ``.git`` entries of the
 directory and each folder up to the top of the work tree (a repository made inside the tree is found first), the
 repository's ``HEAD``, the branch's loose ref, ``packed-refs`` and ``reftable/tables.list``. Git replaces a file it
-updates (a new inode), so a commit, checkout, reset or fetch into the branch changes one of their states.
+updates (a new inode), so a commit, checkout, reset or fetch into the branch changes one of their states. That there
+is no repository is known likewise, while no folder from the directory up has a ``.git`` or a ``HEAD``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ GIT_TIMEOUT_S = 5
 
 def known_commit(folder: str) -> tuple[tuple, str | None]:
     """``(key, commit)``: the commit last answered for ``folder`` in this environment while the files it was
-    resolved from are as they were, else None; ``key`` is what ``remember`` takes."""
+    resolved from are as they were ("" where there was no repository to find), else None; ``key`` is what
+    ``ask_and_remember`` takes."""
     key = (folder, frozenset(os.environ.items()))
     known = _known.get(key)
     if known is None or any(_state(path) != state for path, state in known[0]):
@@ -44,6 +46,9 @@ def ask_and_remember(key: tuple, run_git: Callable[[list[str]], str | None]) -> 
     folder = key[0]
     answer = run_git(_ASK)
     if answer is None:
+        places = [(str(path), _state(path)) for path in _discovery_places(Path(folder))]
+        if all(state is None for _, state in places):  # git had nothing to find: so while none of them appears
+            _known[key] = (places, "")
         return None
     lines = answer.splitlines()
     if len(lines) != 5:
@@ -66,6 +71,13 @@ def _dot_git_entries(folder: Path, top: Path) -> list[Path]:
         if directory == top:
             return entries
     return entries
+
+
+def _discovery_places(folder: Path) -> list[Path]:
+    """Where git looks for a repository from ``folder`` up: each folder's ``.git`` and ``HEAD`` (a repository's own
+    folder, bare or ``.git``, has one); where none is there, git answers "not a git repository", so that a recording
+    outside any (a job's scratch folder) spawned a ``git rev-parse`` every time (~0.7 ms of CPU, ~2.5 ms of wall)."""
+    return [directory / name for directory in (folder, *folder.parents) for name in (".git", "HEAD")]
 
 
 def _state(path: str | os.PathLike) -> _FileState:
@@ -106,7 +118,7 @@ def git_commit_in_background(cwd: str | os.PathLike | None = None) -> Future:
     if folder is not None:
         _key, commit = known_commit(folder)
         if commit is not None:
-            answer.set_result(commit)
+            answer.set_result(commit or None)  # "": no repository
             return answer
 
     def look_up() -> None:

@@ -372,3 +372,26 @@ def test_the_recorded_pass_keeps_dynamos_frame_callback_as_it_is(monkeypatch):
     assert keys == "predicted"
     assert counts["keyed"] > 0, "the keyed warm-up's calls are keyed with the callback off"
     assert counts["rehearsal"] == counts["recorded"] == 0
+
+
+def test_no_repository_is_known_until_one_appears_where_git_looks(tmp_path, monkeypatch):
+    """A recording outside any repository (a job's scratch folder) asked git, in a subprocess, every time."""
+    from kernelscope.recorder import git_head
+
+    folder = tmp_path / "plain" / "deeper"
+    folder.mkdir(parents=True)
+    if any((up / name).exists() for up in folder.parents for name in (".git", "HEAD")):
+        pytest.skip("the temporary folder is inside a repository")
+    asked = []
+    run = git_head.run
+    monkeypatch.setattr(git_head, "run", lambda arguments, *rest: asked.append(arguments) or run(arguments, *rest))
+    git_head.forget()
+    assert git_head.git_commit(folder) is None and len(asked) == 1
+    assert git_head.git_commit(folder) is None and len(asked) == 1, "known: git is not asked again"
+    assert git_head.git_commit_in_background(folder).result(0) is None, "known: answered without a thread"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "-C", str(folder.parent)]
+    subprocess.run(["git", "init", "-q", str(folder.parent)], check=True, timeout=30)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True, timeout=30)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert git_head.git_commit(folder) == head and len(asked) == 2, "a repository made in a folder above"
+    git_head.forget()
