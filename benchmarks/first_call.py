@@ -21,11 +21,25 @@ import traceback
 from pathlib import Path
 
 import torch
-from cpu_sweep import bit_identical, capturing, changes, snapshot
+from cpu_sweep import bit_identical, changes, snapshot
+from gpu_check import flatten
 from kernelscope.recorder import ModuleFunctionKernelProfiler
 from kernelscope.recorder.profiler import _run_pass
 
 BUILD_SEED, PROFILE_SEED, AFTER_SEED = 0, 1234, 4321  # the same seeds for the profiled model and its fresh copies
+
+
+def capturing(fn, into: list):
+    """``fn``, keeping copies of its outputs; a DTensor's local shard, which compares after the program's cleanup
+    has destroyed its process group."""
+
+    def call(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        tensors = [t.to_local() if hasattr(t, "to_local") else t for t in flatten(out)]
+        into.append([t.detach().clone() for t in tensors])
+        return out
+
+    return call
 
 
 def _passes(fn, samples, count: int) -> list:
