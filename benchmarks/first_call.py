@@ -69,7 +69,12 @@ def same(a: list, b: list) -> bool:
 
 
 class Unprofiled(Exception):
-    """The program cannot be built here, or a fresh copy fails without kernelscope."""
+    """The program cannot be built here."""
+
+
+class FreshFails(Exception):
+    """A fresh copy, built after profile(), fails unprofiled: the program's own failure (cpu_sweep's ordinary run
+    skips it) or a process profile() left broken (its tables of torch functions, say), never a pass."""
 
 
 def _build(factory):
@@ -86,7 +91,7 @@ def _fresh(factory, passes: int) -> tuple[list, list]:
     try:
         return _passes(w.fn, w.samples, passes), _after(w.fn, w.samples)
     except Exception as exc:
-        raise Unprofiled(f"fails unprofiled: {type(exc).__name__}: {str(exc)[:200]}") from exc
+        raise FreshFails(f"a fresh copy fails unprofiled: {type(exc).__name__}: {str(exc)[:200]}") from exc
     finally:
         w.notes.get("cleanup", lambda: None)()
 
@@ -142,9 +147,11 @@ def check_first_call(name: str, factory, out_root: Path) -> dict:
     for warmup in (0, 1):
         try:
             one = first_call(factory, warmup, out_root / f"{name}_w{warmup}")
-        except Unprofiled as exc:  # a model its library cannot build here, or that fails unprofiled: not a result
+        except Unprofiled as exc:  # a model its library cannot build here: not a result
             result["skipped"] = str(exc)
             return result
+        except FreshFails as exc:
+            one = {"warmup": warmup, "ok": False, "fresh_error": str(exc)}
         except BaseException as exc:  # noqa: BLE001 - a failure of kernelscope on this model: the finding
             one = {"warmup": warmup, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:400],
                    "traceback": traceback.format_exc()[-2000:]}  # fmt: skip
