@@ -109,6 +109,7 @@ def first_call(factory, warmup: int, run_dir: Path) -> dict:
                                                    warmup_iterations=warmup, out=run_dir)  # fmt: skip
         except BaseException as exc:  # noqa: BLE001 - profile() raising on a first call: the finding
             result["error"] = f"{type(exc).__name__}: {exc}"[:400]
+            result["traceback"] = traceback.format_exc()[-2000:]
         result["patches_left"] = changes(before, recorder_only=True)
         try:
             after = _after(w.fn, w.samples)
