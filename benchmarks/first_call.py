@@ -106,7 +106,7 @@ def first_call(factory, warmup: int, run_dir: Path) -> dict:
         torch.manual_seed(PROFILE_SEED)
         try:
             ModuleFunctionKernelProfiler().profile(capturing(w.fn, captured), w.samples, module=w.module,
-                                                   warmup_iterations=warmup, out=run_dir)  # fmt: skip
+                                                   warmup_iterations=warmup, out=run_dir, overwrite=True)  # fmt: skip
         except BaseException as exc:  # noqa: BLE001 - profile() raising on a first call: the finding
             result["error"] = f"{type(exc).__name__}: {exc}"[:400]
             result["traceback"] = traceback.format_exc()[-2000:]
