@@ -19,7 +19,9 @@
   9. where a program states what a user expects (notes ``modules``: {call: the modules its rows have}; ``calls``:
      {call: times it is made in a pass}), the rows and function_data say so.
 
-    python benchmarks/cpu_sweep.py OUT [name ...] [--deadline SECONDS] [--device cuda]
+    python benchmarks/cpu_sweep.py OUT [name ...] [--deadline SECONDS] [--device cuda] [--first-call]
+
+``--first-call``: first_call.py's checks instead (profile() as each fresh model's first call, 0 and 1 warm-ups).
 
 Models: the program files sweep_files.py lists (transformers architectures and ``generate()`` modes, torch mechanisms
 around small modules, every torchvision builder and timm's families, which run alone with ``--only-zoo``). A model
@@ -120,13 +122,19 @@ def _wrappers_in_modules_since(before: set) -> list[str]:
     found = []
     for name in set(sys.modules) - before:
         for key, value in list(getattr(sys.modules.get(name), "__dict__", {}).items()):
-            if str(getattr(getattr(value, "__code__", None), "co_filename", "")).startswith(_RECORDER):
+            if _is_wrapper(value):
                 found.append(f"{name}.{key} is a recorder wrapper")
     return found
 
 
-def changes(before: list) -> list[str]:
-    """What differs from ``before`` now (attributes that are Python modules, imported meanwhile, left aside)."""
+def _is_wrapper(value) -> bool:
+    return str(getattr(getattr(value, "__code__", None), "co_filename", "")).startswith(_RECORDER)
+
+
+def changes(before: list, recorder_only: bool = False) -> list[str]:
+    """What differs from ``before`` now (attributes that are Python modules, imported meanwhile, left aside);
+    ``recorder_only``: only wrappers of the recorder's left and attributes removed (torch's own first-use
+    installs, dynamo's patches of nn.Module, left aside)."""
     found = []
     for owner, attributes in before:
         if owner == "recursionlimit":
@@ -144,6 +152,8 @@ def changes(before: list) -> list[str]:
                 continue
             if not (callable(old) or callable(new)) or isinstance(new, (torch.Tensor, nn.Module)):
                 continue  # the model's own state (a counter, a cache, a submodule it swaps): no patch
+            if recorder_only and not (_is_wrapper(new) or new == "<absent>"):
+                continue
             if key == "__slotnames__":  # copyreg's cache, set by the first copy or pickle of the class's objects
                 continue
             found.append(f"{name}.{key}: {str(old)[:60]} -> {str(new)[:60]}")
@@ -331,6 +341,8 @@ def main() -> None:
                         help="leave out the programs that held in an earlier cpu_sweep.json")  # fmt: skip
     parser.add_argument("--device", help="torch.set_default_device(DEVICE) first: the programs' models and "
                         "inputs made there (cuda: the same programs and checks on a GPU)")  # fmt: skip
+    parser.add_argument("--first-call", action="store_true",
+                        help="first_call.py's checks instead: profile() as each fresh model's first call")  # fmt: skip
     args = parser.parse_args()
     if args.device:
         torch.set_default_device(args.device)
@@ -352,6 +364,13 @@ def main() -> None:
                 results.append({"workload": name, "skipped": "past the deadline"})
                 continue
             start = time.perf_counter()
+            if args.first_call:
+                from first_call import check_first_call  # imports this file's checks
+
+                results.append(check_first_call(name, made[name], Path(tmp)))
+                results[-1]["check_s"] = round(time.perf_counter() - start, 2)
+                print(json.dumps(results[-1], default=str), flush=True)
+                continue
             torch.manual_seed(0)
             try:
                 w = made[name]()

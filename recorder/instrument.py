@@ -57,6 +57,7 @@ from .compiled import (
 )
 from .compiled_functions import callback_seeing_compiled_methods, eval_frame_module, with_own_values
 from .copies import copies_without_patches
+from .dynamo_tables import dynamo_tables_of_originals
 from .exported import has_module_stacks, scoped_graph_forward
 from .graph_code import GraphCode
 from .hooked_calls import call_in_scope, call_in_scope_when_hooked
@@ -232,6 +233,7 @@ def instrumented(
         gc_paused(),
         recursion_room(named_modules),
         entries_compiled_while_patched_dropped(),
+        dynamo_tables_of_originals(),
         compiled_code_kept() if functions else nullcontext(),
         model_threads(),
         torch_tracing_unscoped(),  # what torch.export traces is not the program's

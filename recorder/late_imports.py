@@ -10,8 +10,8 @@ a lazy ``torch.compile`` in a forward, could not lower ``torch.full`` after the 
 The observed modules' own attributes are read the same way: a functional the model stored while recorded
 (``self.act = F.gelu`` or a table keyed by ``F.relu`` filled at a first call that a patched warm-up made) is the
 original again afterwards, where a table keyed by the wrapper missed at the user's next call. Only their instance
-attributes (about 4 ms for a 24-layer decoder): a global of the model's code written while recorded keeps what it
-was given."""
+attributes (about 4 ms for a 24-layer decoder), and the globals of the Python modules that define their classes (a
+cache of the model's code keyed or valued by ``F.gelu``, filled at a first call that a patched warm-up made)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,10 @@ def late_imports_put_back(calls: str, functions: bool, observed: list | tuple = 
 
 
 def _put_back(modules: list, calls: str, observed: list) -> None:
-    modules = [module for module in modules if isinstance(module, types.ModuleType)]
+    # the modules defining the observed modules' classes too: a global of the model's code written while recorded
+    defining = [sys.modules.get(type(module).__module__) for module in observed]
+    unique = {id(module): module for module in [*modules, *defining] if isinstance(module, types.ModuleType)}
+    modules = list(unique.values())
     if not modules and not observed:
         return
     wrappers, originals = _by_wrapper(patch_plan(calls, recording=True))  # the plan the recording used
@@ -76,11 +79,17 @@ def _put_back_in(scan: Callable[[], list], namespaces: list[dict], originals: di
 
 def _keys_put_back(namespace: dict, originals: dict) -> None:
     """The dicts and sets among ``namespace``'s values keyed by wrappers (``originals``: by their ids) keyed by the
-    originals instead, each entry's value kept; an original already there keeps its own."""
+    originals instead, each entry's value and place kept; an original already there keeps its own."""
     for value in list(namespace.values()):
-        if isinstance(value, dict) and value is not namespace:
-            for key in [key for key in value if id(key) in originals]:
-                value.setdefault(originals[id(key)], value.pop(key))
+        if isinstance(value, dict) and value is not namespace and any(id(key) in originals for key in value):
+            items = list(value.items())
+            kept = {key: entry for key, entry in items if id(key) not in originals}  # an original keeps its own
+            entries = {originals[id(key)]: entry for key, entry in items if id(key) in originals}
+            entries.update(kept)
+            value.clear()  # refilled in its order: the user's iteration over the table is unchanged
+            for key, _ in items:
+                original = originals.get(id(key), key)
+                value.setdefault(original, entries[original])
         elif isinstance(value, set):
             for member in [member for member in value if id(member) in originals]:
                 value.discard(member)

@@ -35,3 +35,31 @@ def test_functionals_a_model_stores_while_recorded_are_the_originals_afterwards(
     assert list(model.table) == [F.relu] and model.table[F.relu] is F.silu
     with torch.no_grad():
         model(torch.randn(2, 8))  # the user's next call
+
+
+_ACTS: dict = {}  # a global of the model's own code, filled at its first call
+_CHOSEN: list = []
+
+
+class GlobalCache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        if not _ACTS:
+            _ACTS[F.relu] = F.silu
+            _ACTS["act"] = F.gelu
+            _CHOSEN.append(F.tanh)
+        return _CHOSEN[0](_ACTS["act"](_ACTS[F.relu](self.fc(x))))
+
+
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_functionals_the_models_own_globals_store_while_recorded_are_the_originals_afterwards(warmup):
+    _ACTS.clear()
+    _CHOSEN.clear()
+    model = GlobalCache().eval()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=warmup)
+    assert {"gelu", "silu", "tanh"} <= set(frame["function_name"]), "named while recorded"
+    assert list(_ACTS) == [F.relu, "act"] and _ACTS[F.relu] is F.silu and _ACTS["act"] is F.gelu
+    assert _CHOSEN == [F.tanh] and _CHOSEN[0] is F.tanh

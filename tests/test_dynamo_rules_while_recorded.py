@@ -1,0 +1,64 @@
+"""dynamo fills its tables of torch functions (``trace_rules``: which functions it puts in a graph, which Tensor
+methods it allows) by name at their first use in a process. Made inside a recording (a model whose first call,
+profiled, compiles), they held the recorder's wrappers instead of torch's functions, and for the rest of the process
+dynamo refused ``torch.layer_norm`` ("Attempted to call function marked as skipped") in every fullgraph compile and
+higher-order op (``map``, ``cond``, ``while_loop``)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch._dynamo.trace_rules as trace_rules  # noqa: E402
+import torch.nn.functional as F  # noqa: E402, N812
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+def _normed(x):
+    return torch.layer_norm(x, (8,)).relu().add(1)
+
+
+class CompilesAtFirstCall(nn.Module):
+    def __init__(self, empties_tables: bool = False):
+        super().__init__()
+        self.fc, self.empties_tables = nn.Linear(8, 8), empties_tables
+        self.compiled = None
+
+    def forward(self, x):
+        if self.compiled is None:
+            if self.empties_tables:
+                trace_rules.clear_lru_cache()  # what init_process_group does, here in the forward
+            self.compiled = torch.compile(_normed, backend="eager", fullgraph=True)
+        return F.gelu(self.compiled(self.fc(x)))
+
+
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_dynamo_tables_filled_while_recorded_hold_torch_functions_afterwards(warmup):
+    torch._dynamo.reset()
+    trace_rules.clear_lru_cache()  # as in a process where dynamo has not traced yet
+    try:
+        model = CompilesAtFirstCall().eval()
+        frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=warmup)
+        assert "gelu" in set(frame["function_name"])
+        assert torch.layer_norm in trace_rules.get_torch_obj_rule_map()
+        assert torch.Tensor.relu in trace_rules.get_tensor_method()
+
+        def other(x):  # a compile after the recording, as the user's next one
+            return torch.layer_norm(x, (8,)) * 2
+
+        x = torch.randn(2, 8)
+        torch.testing.assert_close(torch.compile(other, backend="eager", fullgraph=True)(x), other(x))
+    finally:
+        torch._dynamo.reset()
+        trace_rules.clear_lru_cache()
+
+
+def test_dynamo_tables_emptied_and_refilled_while_recorded_are_emptied_afterwards():
+    torch._dynamo.reset()
+    try:
+        model = CompilesAtFirstCall(empties_tables=True).eval()
+        ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=0)
+        assert torch.layer_norm in trace_rules.get_torch_obj_rule_map()
+        assert torch.Tensor.relu in trace_rules.get_tensor_method()
+    finally:
+        torch._dynamo.reset()
+        trace_rules.clear_lru_cache()
