@@ -123,8 +123,9 @@ def _levit():
 
 
 UNSEEN7_MODELS = {
-    "hf_deberta-v2": lambda: _auto("deberta-v2", relative_attention=True, pos_att_type=["p2c", "c2p"],
-                                   position_buckets=16, max_relative_positions=32, type_vocab_size=0),
+    "hf_deberta-v2_buckets": lambda: _renamed(_auto("deberta-v2", relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                                    position_buckets=16, max_relative_positions=32, type_vocab_size=0),
+                                              "hf_deberta-v2_buckets"),
     "hf_ibert_quant": lambda: _renamed(_auto("ibert", quant_mode=True), "hf_ibert_quant"),
     "hf_switch_transformers": lambda: _auto(
         "switch_transformers", {"input_ids": _ids(), "decoder_input_ids": _ids(2, 8)}, "AutoModelForSeq2SeqLM",

@@ -75,7 +75,11 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
 
 
 def factories() -> dict:
-    made = {}
+    made: dict = {}
     for file, factories_name in SWEEP_FILES.items():
-        made.update(getattr(importlib.import_module(file), factories_name))
+        found = getattr(importlib.import_module(file), factories_name)
+        taken = sorted(made.keys() & found.keys())
+        if taken:  # a later file's program would silently replace an earlier one, which then never runs
+            raise ValueError(f"{file}.{factories_name} names programs that an earlier file names: {', '.join(taken)}")
+        made.update(found)
     return made
