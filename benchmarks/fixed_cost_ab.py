@@ -11,8 +11,9 @@ TARGET: a run directory or trace (``load_run`` + ``profiling_df`` + close), or `
 workloads_small.tiny, warm-up 3, as profile_vs_aitune.py calls it) and ``plain:tiny`` (a plain ``torch.profiler`` pass
 of it + ``export_chrome_trace``: issue 24's yardstick), both on one torch thread; ``--one-process`` takes runs and
 traces only. PYTHONPATH
-is a folder holding a ``kernelscope`` package (a link to a checkout's layout, its C extension built in place), as for
-ingest_ab.py.
+is a folder holding an installed ``kernelscope`` package, as for ingest_ab.py: the checkout's folders (cli/, analyzer/,
+recorder/) are the package's parts only once installed, so ``git archive COMMIT | tar -x -C SRC``, then ``pip wheel
+--no-deps --no-build-isolation -w WHL SRC`` and ``pip install --no-deps --target SITE WHL/*.whl`` make one (SITE).
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ wall, CPU (all threads) and peak RSS (os.wait4) of each child, then min and medi
 
 MODE: ``load`` (load_run, through the kernels table), ``ingest`` (the connection, its memory settings and
 ingest_trace alone) or ``cut`` (split_event_array alone, each part dropped as it comes: decompressing and cutting,
-with the cutting thread's own CPU). PYTHONPATH is a folder holding a ``kernelscope`` package (e.g. a folder with a
-link ``kernelscope`` to a checkout, its C extension built in place). KS_THREADS=N sets DuckDB's threads for
-``ingest`` (the memory that many threads hold, on any machine), or the decoders for ``cut``.
+with the cutting thread's own CPU). PYTHONPATH is a folder holding an installed ``kernelscope`` package (made as
+fixed_cost_ab.py says: a wheel of the tree installed with ``pip install --target``). KS_THREADS=N sets DuckDB's
+threads for ``ingest`` (the memory that many threads hold, on any machine), or the decoders for ``cut``.
 """
 
 from __future__ import annotations
