@@ -278,6 +278,6 @@ def _choose_targets() -> list[tuple[Any, str, str]]:
 
 def patched_functions(plan: Any, owner: Any) -> list[tuple[str, Any]]:
     """``(attribute, original)`` for each attribute of ``owner`` that ``plan`` (wrappers.PatchPlan) patches."""
-    original_of = {id(wrapper): plan.originals[key] for key, wrapper in plan.wrappers.items()}
+    original_of = plan.by_wrapper[1]
     held = [group for patched, group in plan.groups if patched is owner]
     return [(name, original_of[id(wrapper)]) for group in held for name, wrapper in group.items()]

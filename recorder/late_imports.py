@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from .stored_references import instance_sites, module_sites
-from .wrappers import PatchPlan, patch_plan
+from .wrappers import patch_plan
 
 
 @contextmanager
@@ -44,25 +44,12 @@ def _put_back(modules: list, calls: str, observed: list) -> None:
     modules = list(unique.values())
     if not modules and not observed:
         return
-    wrappers, originals = _by_wrapper(patch_plan(calls, recording=True))  # the plan the recording used
+    wrappers, originals = patch_plan(calls, recording=True).by_wrapper  # the plan the recording used
     for module in modules:
         _put_back_in(functools.partial(module_sites, module, wrappers, originals), [vars(module)], originals)
     if observed:  # the modules' own attributes, as the scan that put the wrappers in reads them, the other way round
         scan = functools.partial(instance_sites, observed, wrappers, originals, set())
         _put_back_in(scan, [vars(module) for module in observed], originals)
-
-
-_made_for: list = [None, None]  # [a plan, its _by_wrapper]: a plan is the process's until its attributes change
-
-
-def _by_wrapper(plan: PatchPlan) -> tuple[dict[int, object], dict[int, object]]:
-    """``plan``'s wrappers and their originals by the wrappers' ids, made once per plan (~0.3 ms a recording for
-    1,400 wrappers)."""
-    if _made_for[0] is not plan:
-        wrappers = {id(wrapper): wrapper for wrapper in plan.wrappers.values()}
-        originals = {id(wrapper): plan.originals[key] for key, wrapper in plan.wrappers.items()}
-        _made_for[:] = plan, (wrappers, originals)
-    return _made_for[1]
 
 
 def _put_back_in(scan: Callable[[], list], namespaces: list[dict], originals: dict) -> None:

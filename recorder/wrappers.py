@@ -330,11 +330,10 @@ _KINDS = {TRITON_LAUNCH: _TRITON, AUTOGRAD_APPLY: _AUTOGRAD}  # the targets whos
 
 
 class PatchPlan:
-    """Every attribute one recording patches, by owner: ``(owner, {attribute: wrapper})``, the namespace of
-    ``torch.nn.functional`` first; ``originals`` and ``wrappers`` map ``id(original)`` to the original and its
-    wrapper (for stored references to the originals); ``pickled_as_wrappers`` maps the id of each original that
-    pickle writes as the name of a patched attribute to its wrapper, which pickles as a name that loads the original
-    (recorder/copies.py)."""
+    """Every attribute one recording patches, by owner: ``(owner, {attribute: wrapper})``, F's first; ``originals``
+    and ``wrappers`` map ``id(original)`` to the original and its wrapper (stored references to the originals),
+    ``by_wrapper`` ``id(wrapper)`` to the wrapper and to its original (places left holding one); ``pickled_as_wrappers``
+    the id of each original pickle writes as a patched attribute's name to its wrapper (recorder/copies.py)."""
 
     def __init__(self, calls: str, made_before: dict) -> None:
         self.state = attributes_state(_read_owners())  # read before any choice, which it then vouches for
@@ -372,6 +371,8 @@ class PatchPlan:
             if isinstance(owner, types.ModuleType):
                 module_sites.setdefault(id(wrapper), []).append((vars(owner), attribute))
         _MODULE_SITES.update(module_sites)  # the wrappers are the process's; a site holds one only while recorded
+        self.by_wrapper = ({id(w): w for w in self.wrappers.values()},
+                           {id(w): self.originals[i] for i, w in self.wrappers.items()})  # fmt: skip
         self.pickled_as_wrappers = {
             key: self.wrappers[key]
             for key, original in self.originals.items()

@@ -134,8 +134,9 @@ def test_a_registry_keyed_by_functions_that_the_model_imports_while_recorded_is_
 
 
 def test_a_module_imported_while_recorded_after_the_functions_changed_gets_the_new_originals(tmp_path, monkeypatch):
-    """The wrappers' maps are kept per patch plan (late_imports._by_wrapper): a functional the program replaced since
-    the last recording gets a plan, and wrapper, of its own, which a module imported while recorded gives back."""
+    """The wrappers' maps are made with their patch plan (wrappers.PatchPlan.by_wrapper): a functional the program
+    replaced since the last recording gets a plan, and wrapper, of its own, which a module imported while recorded
+    gives back."""
     import torch.nn.functional as F  # noqa: N812
     from kernelscope.recorder import ModuleFunctionKernelProfiler
 
