@@ -60,8 +60,7 @@ def call_in_scope_when_hooked(module: nn.Module, scope_name: str) -> Any:
     backward hooks, global ones are set, torch traces it (``torch.jit.trace``) or its instance ``forward`` is no
     longer the one it has now (the recorder's, put in place before this is made); otherwise its forward, called
     as torch's ``_call_impl`` would call it. Torch's checks, in its order, and a look at the instance's ``forward``."""
-    call, namespace, inside_call = module._call_impl, vars(module), INSIDE_CALL.get
-    tracing = torch._C._get_tracing_state
+    in_scope, namespace, tracing = call_in_scope(module, scope_name), vars(module), torch._C._get_tracing_state
     forward = namespace.get("forward", _MISSING)
     own = sys.modules["torch.nn.modules.module"]
     global_hooks = (own._global_backward_pre_hooks, own._global_backward_hooks, own._global_forward_hooks,
@@ -74,9 +73,6 @@ def call_in_scope_when_hooked(module: nn.Module, scope_name: str) -> Any:
             or module._forward_pre_hooks or backward_pre or backward or forward_hooks or forward_pre or tracing()
         ) and namespace.get("forward", _MISSING) is forward:  # fmt: skip
             return (module.forward if forward is _MISSING else forward)(*args, **kwargs)
-        if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
-            return call(*args, **kwargs)
-        with _Scope(scope_name) if scopes_open[0] else NO_SCOPE:
-            return call(*args, **kwargs)
+        return in_scope(*args, **kwargs)  # a frame more where hooks run, none on the path without them
 
     return call_impl_when_hooked
