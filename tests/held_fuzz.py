@@ -28,10 +28,10 @@ def load(path: str):
     return module
 
 
-def random_rows(rng: random.Random, n: int) -> list[tuple]:
+def random_rows(rng: random.Random, n: int, threads: list[tuple[int, int]]) -> list[tuple]:
     rows, ids = [], rng.sample(range(10 * n + 10), n)
     for event_id in ids:
-        pid, tid = rng.choice([(1, 1), (1, 2), (2, 1)])
+        pid, tid = rng.choice(threads)
         ts = rng.randrange(0, 50)
         if rng.random() < 0.3:  # a point: an instant, or a CPU operator's span
             if rng.random() < 0.5:
@@ -109,7 +109,9 @@ def main(path: str, rounds: int) -> None:
     rng = random.Random(0)
     con = duckdb.connect()
     for round_ in range(rounds):
-        rows = random_rows(rng, rng.choice([0, 1, 5, 40, 200]))
+        few = [(1, 1), (1, 2), (2, 1)]
+        many = [(rng.randrange(-3, 3), rng.randrange(-(2**40), 2**40)) for _ in range(60)]
+        rows = random_rows(rng, rng.choice([0, 1, 5, 40, 200]), rng.choice([few, few, many]))
         con.execute(f"CREATE OR REPLACE TABLE r ({COLUMNS})")
         if rows:
             con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -119,6 +121,12 @@ def main(path: str, rounds: int) -> None:
     con.execute("INSERT INTO r SELECT 1, 1, 1, i, 10000000 - i, i, -1, 0 FROM range(200000) t(i)")
     con.execute("INSERT INTO r SELECT 32, 1, 1, 99999, 100000, 10000000, -1, 0")
     assert swept(module, con) == {10000000: (99999, -1, -1, -1, -1, -1)}
+    # thousands of threads, first seen in no order of theirs (the thread numbers' table grows many times)
+    con.execute(f"CREATE OR REPLACE TABLE r ({COLUMNS})")
+    threads = "(i * 7919) % 13, (i * 104729) % 5003"  # 5003 distinct pairs: 5003 is prime
+    con.execute(f"INSERT INTO r SELECT 1, {threads}, 0, 10, i, -1, 0 FROM range(5003) t(i)")
+    con.execute(f"INSERT INTO r SELECT 32, {threads}, 5, 6, 10000 + i, -1, 0 FROM range(5003) t(i)")
+    assert swept(module, con) == {10000 + i: (i, -1, -1, -1, -1, -1) for i in range(5003)}
     refused(module, con, "SELECT * REPLACE (CAST(NULL AS BIGINT) AS pid) FROM r")
     refused(module, con, "SELECT * REPLACE (CAST(pid AS INTEGER) AS pid) FROM r")
     refused(module, con, "SELECT flags, pid FROM r")
