@@ -138,8 +138,11 @@ def changes(before: list, recorder_only: bool = False) -> list[str]:
     found = []
     for owner, attributes in before:
         if owner == "recursionlimit":
-            if sys.getrecursionlimit() != attributes:
-                found.append(f"recursion limit {attributes} -> {sys.getrecursionlimit()}")
+            limit = sys.getrecursionlimit()
+            # inductor's compile_fx raises it to 2000 as it compiles, in a never-profiled first call as well
+            by_inductor = limit == max(attributes, 2000) and "torch._inductor.compile_fx" in sys.modules
+            if limit != attributes and not (recorder_only and by_inductor):
+                found.append(f"recursion limit {attributes} -> {limit}")
             continue
         if owner == "modules":
             found += _wrappers_in_modules_since(attributes)

@@ -29,6 +29,7 @@ from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .given_up_frames import given_up_codes, run_eagerly, warn_given_up
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
+from .stance_refusals import refused_under_stance
 from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -36,7 +37,6 @@ _Scope = torch._C._profiler._RecordFunctionFast
 # ContextVar (a reduce-overhead block crashed on the H200). A plain Python function: about 25 ns a call.
 dynamo_tracing = torch.compiler.is_dynamo_compiling
 T = TypeVar("T")
-_REFUSED = "Recompilation triggered with skip_guard_eval_unsafe stance"
 
 
 def optimized_module_type():
@@ -177,7 +177,7 @@ def compiled_code_kept() -> Iterator[None]:
     entries apart (tensors' shapes, and whatever failed a guard before), not those the patches fail; the user's stance
     and backend are kept (``force_eager`` runs no compiled code and is left alone).
 
-    Under that stance torch refuses (``recompile_refused``) every frame it finds no entry for, also before dynamo
+    Under that stance torch refuses (stance_refusals.py) every frame it finds no entry for, also before dynamo
     could decide to skip it, and so two kinds of frame that ran compiled before the patches:
 
     - code dynamo has not seen: the recorder's own, run inside compiled regions wherever compiled code calls a patched
@@ -326,11 +326,6 @@ def _mark_recorder_code() -> None:
 _marked: list[bool] = []
 
 
-def recompile_refused(error: BaseException) -> bool:
-    """Whether ``error`` is torch refusing to compile a frame under ``compiled_code_kept``'s stance."""
-    return isinstance(error, RuntimeError) and str(error).startswith(_REFUSED)
-
-
 KEPT, COMPILED_UNPATCHED, MODULE_SCOPES_ONLY = "kept", "compiled_unpatched", "module_scopes_only"
 
 
@@ -352,8 +347,8 @@ def record_keeping_compiled_code(
     """
     try:
         return record(True), KEPT
-    except RuntimeError as error:
-        if not recompile_refused(error):
+    except Exception as error:  # noqa: BLE001 - raised again unless the stance made it
+        if not refused_under_stance(error):
             raise
     given_up = given_up_codes(compiled_entries())
     if given_up:  # their hits run compiled where they can: eager only once a miss was refused
@@ -363,8 +358,8 @@ def record_keeping_compiled_code(
                 result = record(True)
             warn_given_up(given_up)
             return result, KEPT
-        except RuntimeError as error:
-            if not recompile_refused(error):
+        except Exception as error:  # noqa: BLE001 - raised again unless the stance made it
+            if not refused_under_stance(error):
                 raise
     forget()
     unpatched_pass()
@@ -379,8 +374,8 @@ def record_keeping_compiled_code(
             stacklevel=4,
         )
         return result, COMPILED_UNPATCHED
-    except RuntimeError as error:
-        if not recompile_refused(error):
+    except Exception as error:  # noqa: BLE001 - raised again unless the stance made it
+        if not refused_under_stance(error):
             raise
     forget()
     result = record(False)
