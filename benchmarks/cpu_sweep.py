@@ -87,7 +87,7 @@ def capturing(fn, into: list):
 def _owners(w) -> list:
     """Everything whose ``__dict__`` a recording may patch, for this workload."""
     owners = [torch, F, torch.Tensor, torch._C.TensorBase, torch._C._nn, torch.linalg, torch.fft, torch.special,
-              torch.sparse, torch.autograd.function.Function, nn.Module, threading.Thread, _thread,
+              torch.sparse, torch.autograd.function.Function, nn.Module, threading.Thread, _thread, torch.autograd,
               torch.nn.modules.module, torch._jit_internal]  # fmt: skip
     if torch.distributed.is_available():
         owners.append(torch.distributed)
