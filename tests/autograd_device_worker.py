@@ -97,6 +97,39 @@ class Host(nn.Module):
         return self.grad(x)
 
 
+class ToDevice(torch.autograd.Function):
+    """A CPU tensor onto ksdev: its backward hands the gradient back to the CPU."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return OnDevice(x.detach().clone())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.held.clone()
+
+
+class MixedBackward(GradInForward):
+    """A backward whose last node (the CPU leaf's AccumulateGrad) runs on the starting thread, not the worker."""
+
+    def forward(self, x):
+        with torch.enable_grad():
+            leaf = x.detach().requires_grad_()
+            product = ToDevice.apply(leaf) * 2
+            product.grad_fn.register_prehook(self.hook)
+            product.sum().backward()
+        return self.fc(leaf.grad)
+
+
+class Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mixed = MixedBackward()
+
+    def forward(self, x):
+        return self.mixed(x)
+
+
 def worker_rows(model: nn.Module) -> list:
     """(module, call) of the rows a backward the model starts inside its scopes has on the device's worker thread."""
     with tempfile.TemporaryDirectory() as out:
@@ -155,6 +188,7 @@ def main() -> None:
     seen["normalize calls"] = [count for count, _ in data.get("normalize", [])]
     seen["normalize rows"] = int((frame["function_name"] == "normalize").sum())
     seen["worker rows"] = worker_rows(Host())
+    seen["mixed worker rows"] = worker_rows(Mixed())
     json.dump(seen, sys.stdout)
 
 

@@ -36,3 +36,6 @@ def test_the_calls_of_hooks_on_autograd_s_device_threads_are_the_model_s(key_kep
     rows = {tuple(row) for row in seen["worker rows"]}
     assert {("grad", "GradStep.apply"), ("grad", "normalize")} <= rows, rows
     assert all(module == "grad" for module, call in rows if call != "autograd::engine::evaluate_function: SumBackward0")
+    # its last node on the starting thread (a CPU leaf's AccumulateGrad), the worker's scopes are closed from there
+    mixed = {tuple(row) for row in seen["mixed worker rows"]}
+    assert ("mixed", "normalize") in mixed and {module for module, _ in mixed} == {"mixed", "None"}, mixed
