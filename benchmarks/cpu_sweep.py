@@ -87,7 +87,7 @@ def capturing(fn, into: list):
 def _owners(w) -> list:
     """Everything whose ``__dict__`` a recording may patch, for this workload."""
     owners = [torch, F, torch.Tensor, torch._C.TensorBase, torch._C._nn, torch.linalg, torch.fft, torch.special,
-              torch.sparse, torch.autograd.function.Function, nn.Module, threading.Thread, _thread,
+              torch.sparse, torch.autograd.function.Function, nn.Module, threading.Thread, _thread, torch.autograd,
               torch.nn.modules.module, torch._jit_internal]  # fmt: skip
     if torch.distributed.is_available():
         owners.append(torch.distributed)
@@ -110,20 +110,22 @@ def _owners(w) -> list:
 
 
 def snapshot(w) -> list:
+    modules = (set(sys.modules), [m for m in w.notes.get("watch", []) if isinstance(m, types.ModuleType)])
     return [(owner, dict(vars(owner))) for owner in _owners(w)] + [("recursionlimit", sys.getrecursionlimit()),
-                                                                   ("modules", set(sys.modules))]  # fmt: skip
+                                                                   ("modules", modules)]  # fmt: skip
 
 
 _RECORDER = str(Path(sys.modules["kernelscope.recorder"].__file__).parent)  # the wrappers' code is there
 
 
-def _wrappers_in_modules_since(before: set) -> list[str]:
-    """The attributes of the modules imported since ``before`` that hold a wrapper of the recorder's."""
+def _wrappers_in_modules_since(before: set, watched: list) -> list[str]:
+    """The globals (and their dicts' keys and values) of the modules imported since ``before`` and of the ``watched``
+    ones that hold a wrapper of the recorder's."""
     found = []
-    for name in set(sys.modules) - before:
-        for key, value in list(getattr(sys.modules.get(name), "__dict__", {}).items()):
-            if _is_wrapper(value):
-                found.append(f"{name}.{key} is a recorder wrapper")
+    for module in [sys.modules.get(name) for name in set(sys.modules) - before] + watched:
+        for key, value in list(getattr(module, "__dict__", {}).items()):
+            if any(map(_is_wrapper, [value, *value.keys(), *value.values()] if type(value) is dict else [value])):
+                found.append(f"{getattr(module, '__name__', module)}.{key} holds a recorder wrapper")
     return found
 
 
@@ -145,7 +147,7 @@ def changes(before: list, recorder_only: bool = False) -> list[str]:
                 found.append(f"recursion limit {attributes} -> {limit}")
             continue
         if owner == "modules":
-            found += _wrappers_in_modules_since(attributes)
+            found += _wrappers_in_modules_since(*attributes)
             continue
         now = vars(owner)
         name = getattr(owner, "__name__", type(owner).__name__)

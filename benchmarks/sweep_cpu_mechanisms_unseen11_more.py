@@ -9,6 +9,7 @@ Each program states what a user expects of its rows where it can (``modules``, `
 
 from __future__ import annotations
 
+import sweep_written_acts
 import torch
 import torch.nn.functional as F  # noqa: N812
 from sweep_cpu_mechanisms import Mlp, _w, _x
@@ -252,9 +253,98 @@ def flex_attention_in_compiled_module():
               "traces it into the graph)")  # fmt: skip
 
 
+def _returns_forward(gm, example_inputs):
+    return gm.forward  # the graph's own code runs, bound when it compiled
+
+
+class CFunctionals(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x)) + F.softplus(x)
+
+
+class CompiledChild(nn.Module):
+    def __init__(self, backend):
+        super().__init__()
+        self.block, self.head = torch.compile(CFunctionals(), backend=backend), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.block(x))
+
+
+def compile_backend_runs_graph_code():
+    return _w("compile_backend_runs_graph_code", CompiledChild(_returns_forward).eval(),
+              description="a compiled submodule whose backend returns gm.forward: the graph's C functionals "
+              "(torch._C._nn.gelu in its code) are named in the compiled module's scope",
+              modules={"gelu": {"block"}, "softplus": {"block"}, "linear": {"block", "head"}},
+              calls={"gelu": 1, "softplus": 1, "linear": 2})  # fmt: skip
+
+
+class GradStep(torch.autograd.Function):
+    """A Function whose forward takes a gradient (a solver's step): that backward starts inside its apply's call."""
+
+    @staticmethod
+    def forward(ctx, x, hook):
+        with torch.enable_grad():
+            leaf = x.detach().requires_grad_()
+            product = leaf * 2
+            product.grad_fn.register_prehook(hook)
+            (grad,) = torch.autograd.grad(product.sum(), leaf)
+        return grad
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class GradInCall(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.fc(GradStep.apply(x, lambda grads: (F.normalize(grads[0], dim=-1),)))
+
+
+class GradHost(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.grad, self.head = GradInCall(), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(self.grad(x))
+
+
+def grad_inside_function_call():
+    return _w("grad_inside_function_call", GradHost().eval(),
+              description="torch.autograd.grad in an autograd Function's forward, its hook calling F.normalize (on "
+              "a GPU the backward runs on autograd's device thread, in the call's reopened scopes)",
+              modules={"GradStep.apply": {"grad"}, "normalize": {"grad"}}, calls={"normalize": 1})  # fmt: skip
+
+
+class HelperWrites(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.head = nn.Linear(16, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.head(sweep_written_acts.cached_gelu(self.fc(x)))
+
+
+def helper_module_global_written():
+    return _w("helper_module_global_written", HelperWrites().eval(),
+              description="a helper module of the model's code stores F.gelu in its globals at each call (and a "
+              "table keyed by F.relu): the originals again after the recording",
+              watch=[sweep_written_acts], modules={"gelu": {""}, "silu": {""}})  # fmt: skip
+
+
 UNSEEN11_MORE_MECHANISMS = {
     f.__name__: f
     for f in (call_subclass_super, shared_two_parents, generator_send_forward, compile_mark_dynamic,
               compile_recompile_int, checkpoint_sequential_grad, save_on_cpu_grad, masked_tensor_softmax,
-              allow_in_graph_compiled, wrapper_calls_forward, flex_attention_in_compiled_module)
+              allow_in_graph_compiled, wrapper_calls_forward, flex_attention_in_compiled_module,
+              compile_backend_runs_graph_code, grad_inside_function_call, helper_module_global_written)
 }  # fmt: skip

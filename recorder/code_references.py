@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dis
 import enum
+import functools
 import importlib.util
 import sys
 import types
@@ -39,17 +40,27 @@ def imported_modules(kind: type) -> list[types.ModuleType]:
     found: dict[str, types.ModuleType] = {}
     for function in _functions(kind):
         package = function.__globals__.get("__package__")
-        level: Any = 0
-        resolved = None
-        for instruction in dis.get_instructions(function.__code__):
-            if instruction.opname == "LOAD_CONST" and type(instruction.argval) is int:
-                level = instruction.argval  # the level, loaded just before IMPORT_NAME's fromlist
-            elif instruction.opname == "IMPORT_NAME":
-                resolved = _resolved("." * level + instruction.argval, package)
-                _add(found, resolved)
-            elif instruction.opname == "IMPORT_FROM" and resolved:
-                _add(found, f"{resolved}.{instruction.argval}")  # a submodule: from . import acts
+        for name, names in _imports_in(function.__code__):
+            resolved = _resolved(name, package)
+            _add(found, resolved)
+            for imported in names if resolved else ():
+                _add(found, f"{resolved}.{imported}")  # a submodule: from . import acts
     return list(found.values())
+
+
+@functools.lru_cache(maxsize=4096)  # a code's imports never change; reading them cost ~60 ms for a Llama's classes
+def _imports_in(code: types.CodeType) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The modules ``code`` imports, named as written (``..acts``), each with the names imported from it."""
+    imports: list[tuple[str, list[str]]] = []
+    level: Any = 0
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "LOAD_CONST" and type(instruction.argval) is int:
+            level = instruction.argval  # the level, loaded just before IMPORT_NAME's fromlist
+        elif instruction.opname == "IMPORT_NAME":
+            imports.append(("." * level + instruction.argval, []))
+        elif instruction.opname == "IMPORT_FROM" and imports:
+            imports[-1][1].append(instruction.argval)
+    return tuple((name, tuple(names)) for name, names in imports)
 
 
 def _resolved(name: str, package: Any) -> str | None:

@@ -9,16 +9,20 @@ fx writes from the same graph with those nodes holding the wrappers, whose quali
 (``torch.nn.functional.gelu``): the GraphModules of the model's tree at the start, any other (one
 ``torch.fx.symbolic_trace`` makes in a forward, one kept in a plain list) at its first call (its ``_WrappedCall``,
 through which every GraphModule's ``__call__`` goes). The forward is set on the GraphModule's class (fx makes one per
-instance) and put back afterwards; its ``code`` is left as it is."""
+instance) and put back afterwards; its ``code`` is left as it is. A graph dynamo handed a backend that runs its code
+(``return gm.forward``) gets that code in its forward function instead (``GraphCode.name_compiled``)."""
 
 from __future__ import annotations
 
 import functools
 import sys
+import types
 from typing import Any
 
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import dynamo_tracing
+from .compiled_graphs import dynamo_graphs
+from .reference_slots import FunctionCode
 
 _ABSENT = object()
 # What the nodes of the graphs torch's compilers make hold (dynamo's, a higher-order op's body, make_fx's, an
@@ -58,16 +62,17 @@ def _called(function: Any, fx: tuple, planned: dict) -> Any:
     return value
 
 
-def _named_forward(module: Any, originals: dict, wrappers: dict, planned: dict) -> Any:
+def _named_forward(module: Any, originals: dict, wrappers: dict, planned: dict, dynamos: bool = False) -> Any:
     """``module``'s forward written from its graph with every node holding a patched function that its code would
     not reach (``torch._C._nn.gelu``) holding that function's wrapper; None where there is none, and for a graph
-    torch's compilers made (its compiled code calls it: a new forward there would be a frame it has no entry for).
-    ``module``: a GraphModule of a torch with fx's helpers (``_fx``); ``planned``: as ``_called``'s."""
+    torch's compilers made (its compiled code calls it: a new forward there would be a frame it has no entry for)
+    unless ``dynamos`` (one dynamo handed a backend, named by its code: ``name_compiled``). ``module``: a
+    GraphModule of a torch with fx's helpers (``_fx``); ``planned``: as ``_called``'s."""
     fx = _fx()
     graph = module.graph
     swapped = []
     for node in graph.nodes:
-        if _TRACED_BY_TORCH & node.meta.keys():  # torch's own graph: its compiled code runs it, under its guards
+        if not dynamos and _TRACED_BY_TORCH & node.meta.keys():  # torch's own graph: its compiled code runs it
             return None
         target = node.target
         if node.op == "call_function" and originals.get(id(target), _ABSENT) is target:
@@ -120,6 +125,24 @@ class GraphCode:
             self.patches.set_attribute(kind, "forward", named)
             forward = named
         self.seen[kind] = forward
+
+    def name_compiled(self) -> None:
+        """The graphs dynamo handed a backend that runs their code (``return gm.forward``, ``backend="eager"``)
+        named by their forward's code: the compiled function holds the forward bound when it compiled, which the
+        class's new forward would not reach. The code it runs is swapped under its ``disable`` (no frame there is
+        compiled), its globals given what the new code reads, and both put back afterwards."""
+        fx = _fx()
+        for module in [] if fx is None else dynamo_graphs(fx[0]):
+            forward = vars(type(module)).get("forward")
+            if type(forward) is not types.FunctionType or forward.__closure__:
+                continue
+            named = _named_forward(module, self.originals, self.wrappers, self.planned, dynamos=True)
+            namespace = forward.__globals__
+            if named is None or any(namespace.get(k, v) is not v for k, v in named.__globals__.items()):
+                continue  # a name of the new code that reads another object there: the graph keeps its code
+            for key in named.__globals__.keys() - namespace.keys():
+                self.patches.set_item(namespace, key, named.__globals__[key])
+            self.patches.set_item(FunctionCode(forward), 0, named.__code__)
 
     def at_first_calls(self, tree: list) -> None:
         """Every GraphModule outside ``tree`` (the model's modules, named at the start) named at its first call on the

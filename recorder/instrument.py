@@ -303,6 +303,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
         graph_code.at_first_calls([module for _, module in named_modules])
+        graph_code.name_compiled()
         for owner, values in plan.groups:
             patches.set_all(owner, values)
         if calls == "all":

@@ -10,8 +10,9 @@ a lazy ``torch.compile`` in a forward, could not lower ``torch.full`` after the 
 The observed modules' own attributes are read the same way: a functional the model stored while recorded
 (``self.act = F.gelu`` or a table keyed by ``F.relu`` filled at a first call that a patched warm-up made) is the
 original again afterwards, where a table keyed by the wrapper missed at the user's next call. Only their instance
-attributes (about 4 ms for a 24-layer decoder), and the globals of the Python modules that define their classes (a
-cache of the model's code keyed or valued by ``F.gelu``, filled at a first call that a patched warm-up made)."""
+attributes (about 4 ms for a 24-layer decoder), and the globals of the Python modules of the model's code that
+the scan reads (a cache keyed or valued by ``F.gelu``, filled at a first call that a patched warm-up made, in the
+module of the model's class, of the base class its forward comes from, or of a helper it imports from)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .stored_references import instance_sites, module_sites
+from .stored_references import code_modules, module_sites, stored_reference_sites
 from .wrappers import patch_plan
 
 
@@ -38,18 +39,15 @@ def late_imports_put_back(calls: str, functions: bool, observed: list | tuple = 
 
 
 def _put_back(modules: list, calls: str, observed: list) -> None:
-    # the modules defining the observed modules' classes too: a global of the model's code written while recorded
-    defining = [sys.modules.get(type(module).__module__) for module in observed]
-    unique = {id(module): module for module in [*modules, *defining] if isinstance(module, types.ModuleType)}
-    modules = list(unique.values())
+    modules = list({id(module): module for module in modules if isinstance(module, types.ModuleType)}.values())
     if not modules and not observed:
         return
     wrappers, originals = patch_plan(calls, recording=True).by_wrapper  # the plan the recording used
     for module in modules:
         _put_back_in(functools.partial(module_sites, module, wrappers, originals), [vars(module)], originals)
-    if observed:  # the modules' own attributes, as the scan that put the wrappers in reads them, the other way round
-        scan = functools.partial(instance_sites, observed, wrappers, originals, set())
-        _put_back_in(scan, [vars(module) for module in observed], originals)
+    if observed:  # what the scan that put the wrappers in reads, the other way round: a global of the model's code too
+        namespaces = [vars(module) for module in (*observed, *code_modules(observed))]
+        _put_back_in(functools.partial(stored_reference_sites, observed, wrappers, originals), namespaces, originals)
 
 
 def _put_back_in(scan: Callable[[], list], namespaces: list[dict], originals: dict) -> None:

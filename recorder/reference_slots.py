@@ -94,3 +94,14 @@ def slot_attributes(value: Any) -> list[tuple[str, Any]]:
             if type(slot) is types.MemberDescriptorType:
                 found.append((name, slot))
     return found
+
+
+class FunctionCode(Slots):
+    """A function's code (its one slot, key 0): what every holder of the function runs, a bound method made before
+    the recording included (recorder/graph_code.py)."""
+
+    def get(self, key: int, default: Any = None) -> Any:
+        return self.target.__code__
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        self.target.__code__ = value

@@ -6,10 +6,10 @@ A functional stored before the recording (``self.act = F.gelu``, ``ACTS = {"relu
 patch seeing it: its kernels would be named after its operator (``aten::gelu``) or the torch call inside it
 (``torch.relu``). The places searched, for the observed modules (those a compiled graph does not trace):
 
-- their instance attributes, the globals of the Python modules that define their classes and of the modules of the
-  same package those import from (``from .ops import mlp``, where ``ops`` holds ``from torch.nn.functional import
-  gelu``), and the items of the dicts (OrderedDicts, defaultdicts), lists and tuples those hold (two levels: a
-  registry of activations, a registry of registries);
+- their instance attributes, the globals of the Python modules that define their classes (and the base class their
+  forward comes from) and of the modules of the same package those import from (``from .ops import mlp``, where
+  ``ops`` holds ``from torch.nn.functional import gelu``), and the items of the dicts (OrderedDicts, defaultdicts),
+  lists and tuples those hold (two levels: a registry of activations, a registry of registries);
 - the attributes of their classes of the model's own (``act = F.softplus``, ``staticmethod(F.gelu)``, a registry
   ``ACTS = {"gelu": F.gelu}`` and its nested containers, as the globals') and of the objects of the model's own code
   their instance and class attributes hold (one level: a config object's ``cfg.act``, a slotted one's too);
@@ -253,35 +253,42 @@ def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappe
     original, its wrapper."""
     seen_objects: set[int] = set()
     sites = instance_sites(modules, originals, wrappers, seen_objects)
-    seen_modules: set[str] = set()
     seen_classes: set[int] = set()
-    imported: list[types.ModuleType] = []  # by import statements in the classes' functions (code_references.py)
     for module in modules:
         for kind in _own_classes(module):
-            if id(kind) in seen_classes:
-                continue
-            seen_classes.add(id(kind))
-            sites.extend(_class_sites(kind, originals, wrappers))
-            for namespace in code_namespaces(kind, seen_objects):
-                sites.extend(_items_sites(namespace, list(namespace.items()), originals, wrappers, "__builtins__"))
-            imported += imported_modules(kind)
-        name = _text(type(module), "__module__") or "builtins"
-        if name in seen_modules or name.startswith(("torch.", "builtins")):
-            continue
-        seen_modules.add(name)
-        defining = inspect.getmodule(type(module))
-        if defining is None:
-            continue
-        helpers = _module_sites(defining, sites, originals, wrappers)
-        for helper in helpers:  # one step only: the helpers' own imports are not looked into
-            if _text(helper, "__name__") not in seen_modules:
-                seen_modules.add(_text(helper, "__name__"))
-                _module_sites(helper, sites, originals, wrappers)
-    for helper in imported:
-        if _text(helper, "__name__") not in seen_modules:
-            seen_modules.add(_text(helper, "__name__"))
-            _module_sites(helper, sites, originals, wrappers)
+            if id(kind) not in seen_classes:
+                seen_classes.add(id(kind))
+                sites.extend(_class_sites(kind, originals, wrappers))
+                for namespace in code_namespaces(kind, seen_objects):
+                    sites.extend(_items_sites(namespace, list(namespace.items()), originals, wrappers, "__builtins__"))
+    for namespace in code_modules(modules):
+        _module_sites(namespace, sites, originals, wrappers)
     return sites
+
+
+def code_modules(modules: list[Any]) -> list[types.ModuleType]:
+    """The Python modules of the model's code whose globals the scan reads for the observed ``modules``: those
+    defining their classes and the classes their forwards come from (``class Model(Base)``, Base's forward in a
+    module of its own), the modules of the same code those hold (one step: ``from .ops import mlp``), and those their
+    classes' functions import in their bodies. recorder/late_imports.py puts back the same ones."""
+    found: dict[str, types.ModuleType] = {}
+    imported: list[types.ModuleType] = []  # by import statements in the classes' functions (code_references.py)
+    seen_classes: set[int] = set()
+    for module in modules:
+        kinds = list(_own_classes(module))
+        for kind in kinds:
+            if id(kind) not in seen_classes:
+                seen_classes.add(id(kind))
+                imported += imported_modules(kind)
+        forward_class = next((kind for kind in kinds if "forward" in vars(kind)), type(module))
+        for kind in (type(module), forward_class):
+            name = _text(kind, "__module__") or "builtins"
+            defining = None if name in found or name.startswith(("torch.", "builtins")) else inspect.getmodule(kind)
+            if defining is not None:
+                found[name] = defining
+    for helper in [*(helper for defining in list(found.values()) for helper in _helpers(defining)), *imported]:
+        found.setdefault(_text(helper, "__name__"), helper)  # one step only: the helpers' own imports are not read
+    return list(found.values())
 
 
 def instance_sites(
@@ -321,21 +328,26 @@ def module_sites(namespace: types.ModuleType, originals: dict, wrappers: dict) -
     return sites
 
 
-def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wrappers: dict) -> list[types.ModuleType]:
-    """Add the sites of a Python module's globals to ``sites``; returns the other modules of the same code that it
-    holds or holds functions and classes of (``from .ops import mlp``, whose ``ops`` may hold
-    ``from torch.nn.functional import gelu``): of its top-level package, or beside it in its folder."""
-    name, helpers = namespace.__name__, {}
-    package, folder = name.partition(".")[0] + ".", _folder(namespace)
-    items = list(vars(namespace).items())
+def _module_sites(namespace: types.ModuleType, sites: list, originals: dict, wrappers: dict) -> None:
+    """Add the sites of a Python module's globals to ``sites``."""
+    name, items = namespace.__name__, list(vars(namespace).items())
     sites.extend(_items_sites(vars(namespace), items, originals, wrappers, skip="__builtins__"))
-    for key, value in items:
+    for _, value in items:
         sites.extend(enum_sites(value, _items_sites, originals, wrappers))  # an Enum of functionals: Act.GELU.value
         function = _is(value, types.FunctionType)
         if function and _text(value, "__module__") == name and (value.__defaults__ or value.__kwdefaults__):
             sites.extend(_default_sites(value, originals, wrappers))
+
+
+def _helpers(namespace: types.ModuleType) -> list[types.ModuleType]:
+    """The other modules of the same code that a Python module holds or holds functions and classes of (``from .ops
+    import mlp``, whose ``ops`` may hold ``from torch.nn.functional import gelu``): of its top-level package, or
+    beside it in its folder."""
+    name, helpers = namespace.__name__, {}
+    package, folder = name.partition(".")[0] + ".", _folder(namespace)
+    for value in list(vars(namespace).values()):
         helper = value if _is(value, types.ModuleType) else None
-        if helper is None and (function or _is(value, type)):
+        if helper is None and (_is(value, types.FunctionType) or _is(value, type)):
             helper = sys.modules.get(_text(value, "__module__") or "")
         helper_name = _text(helper, "__name__")
         if helper is None or helper is namespace or helper_name is None:

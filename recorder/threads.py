@@ -19,14 +19,8 @@ OTHER_THREAD, and on_other_thread() finds the key there (a check no call on a sc
 run by a thread the recording does not scope carries no key, so its hooks stay unscoped; so do a worker's calls
 on threads other than the main one under a torch that cannot take the key away again (``calls.REMOVES_KEY``).
 
-A worker runs a backward as outside any call, also one started inside an open call: it reads OTHER_THREAD, not the
-starting thread's INSIDE_CALL, so a torch-level call of a hook there gets a scope and a sample of its own. Handing it
-that state (a wrapper of ``torch.autograd._engine_run_backward`` stashing it under SCOPED_KEY, which the graph task
-copies) would not make it the open call's: rows are attributed by the scopes of their own thread, so the hook's calls,
-left unscoped, would be named after their operators. The worker would need the open call's scope itself, opened
-around the graph task's work: INSIDE_CALL holds True, not the scope's name (a name in its place costs every call that
-marks itself open an object, and every reader of True a type test), and no Python runs on the worker before
-autograd's own operators (their rows there are named by the engine's events, ``evaluate_function: MulBackward0``).
+A backward started inside open scopes reopens them on the worker around its nodes' work, in the starting thread's
+call state (recorder/backward_scopes.py, which ``model_threads`` puts in place with the thread starters).
 """
 
 from __future__ import annotations
@@ -37,10 +31,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from torch import autograd
+
+from .backward_scopes import backward_in_open_scopes
 from .calls import INSIDE_CALL, OTHER_THREAD, SCOPED_THREADS, on_other_thread, scope_this_thread, unscope_this_thread
 from .wrapping import wraps
 
 _ABSENT = object()
+_RUN_BACKWARD = "_engine_run_backward"  # what torch.autograd.grad and backward call, from torch.autograd's globals
 _installed: list[tuple[Any, str, Any, Any]] = []  # (owner, name, original, wrapper) in place while model_threads() runs
 
 
@@ -135,4 +133,6 @@ _STARTERS = (
     (threading.Thread, "start", _start_scoping_the_thread),
     (_thread, "start_new_thread", _start_new_thread_scoping),
     *(((_thread, "start_new", _start_new_thread_scoping),) if "start_new" in vars(_thread) else ()),
+    # not a thread's start: a backward's, on autograd's device threads, in the scopes open where it starts
+    *(((autograd, _RUN_BACKWARD, backward_in_open_scopes),) if _RUN_BACKWARD in vars(autograd) else ()),
 )

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F  # noqa: N812
+from kernelscope.analyzer import load_run
 from kernelscope.recorder import ModuleFunctionKernelProfiler, calls, torch_tracing
 from kernelscope.recorder.threads import model_threads
+from reference import assert_matches_reference
 from torch import nn
 from torch.utils._pytree import tree_map
 
@@ -69,6 +71,77 @@ class GradInForward(nn.Module):
         return (F.normalize(grads[0], dim=-1),)
 
 
+class GradStep(torch.autograd.Function):
+    """A Function whose forward takes a gradient (a solver's step): that backward starts inside its apply's call."""
+
+    @staticmethod
+    def forward(ctx, x, hook):
+        return backward_seen(x, hook)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, None
+
+
+class GradInCall(GradInForward):
+    def forward(self, x):
+        return self.fc(GradStep.apply(x, self.hook))
+
+
+class Host(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.grad = GradInCall()
+
+    def forward(self, x):
+        return self.grad(x)
+
+
+class ToDevice(torch.autograd.Function):
+    """A CPU tensor onto ksdev: its backward hands the gradient back to the CPU."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return OnDevice(x.detach().clone())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.held.clone()
+
+
+class MixedBackward(GradInForward):
+    """A backward whose last node (the CPU leaf's AccumulateGrad) runs on the starting thread, not the worker."""
+
+    def forward(self, x):
+        with torch.enable_grad():
+            leaf = x.detach().requires_grad_()
+            product = ToDevice.apply(leaf) * 2
+            product.grad_fn.register_prehook(self.hook)
+            product.sum().backward()
+        return self.fc(leaf.grad)
+
+
+class Mixed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mixed = MixedBackward()
+
+    def forward(self, x):
+        return self.mixed(x)
+
+
+def worker_rows(model: nn.Module) -> list:
+    """(module, call) of the rows a backward the model starts inside its scopes has on the device's worker thread."""
+    with tempfile.TemporaryDirectory() as out:
+        run = Path(out) / "run"
+        frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})], out=run)
+        with load_run(run) as loaded:  # the SQL attribution of the worker's reopened scopes, as the reference's
+            assert_matches_reference(loaded, run / "trace.json.gz")
+    on_worker = frame[frame["thread"] != threading.get_native_id()]
+    rows = zip(on_worker["module_name"], on_worker["function_name"], strict=True)
+    return sorted({(str(module), str(call)) for module, call in rows})
+
+
 def other_thread_in_hook() -> bool:
     """Whether the recording leaves alone the calls of a hook of a backward this thread runs."""
     seen = []
@@ -114,6 +187,8 @@ def main() -> None:
     seen["hooks on a worker"] = seen["main"] not in model.hook_threads and len(model.hook_threads) == 1
     seen["normalize calls"] = [count for count, _ in data.get("normalize", [])]
     seen["normalize rows"] = int((frame["function_name"] == "normalize").sum())
+    seen["worker rows"] = worker_rows(Host())
+    seen["mixed worker rows"] = worker_rows(Mixed())
     json.dump(seen, sys.stdout)
 
 

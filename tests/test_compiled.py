@@ -24,6 +24,8 @@ from torch import nn  # noqa: E402
 SHAPES = ((4, 16), (7, 16))  # two samples of two shapes: two compiled entries per frame (one with dynamic=True)
 ONE_SHAPE = {"forward attribute", "module.compile()", "function"}  # one compile each is enough to show their form
 CACHE_LOOKUP = "TorchDynamo Cache Lookup"  # a CPU operator of dynamo's own, outside any scope: no kernel on a GPU
+# The eager backend runs its graphs' code, whose functionals have scopes of their own, as run eagerly (graph_code.py)
+NET_CALLS = {"torch.compile", "linear"}
 
 
 class Net(nn.Module):
@@ -185,7 +187,8 @@ def test_compiled_code_runs_unchanged_while_recorded(compiled_models, form, warm
         assert "torch.compile" in set(region["function_name"])  # (eager backend: its graph runs Tensor.__mul__)
     else:
         ours = frame[frame["module_name"] == compiled_module]
-        assert set(ours["function_name"]) == {"torch.compile"} and set(ours["sample_id"]) == set(range(len(samples)))
+        own = ours[ours["function_name"] == "torch.compile"]
+        assert set(ours["function_name"]) == NET_CALLS and set(own["sample_id"]) == set(range(len(samples)))
         assert set(frame["module_name"]) <= {compiled_module, "", "head"}, "nothing inside it is scoped"
     assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
     assert_same_entries(before, entries())
@@ -198,7 +201,7 @@ def test_the_same_compiled_model_profiled_twice_and_without_warm_up(compiled_mod
     for warmup_iterations in (3, 0):
         profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
         assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
-        assert set(frame["function_name"]) == {"torch.compile"}
+        assert set(frame["function_name"]) == NET_CALLS
     assert_same_entries(before, entries())
     assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
 
@@ -219,7 +222,8 @@ def test_a_model_compiled_for_the_first_time_in_profile_is_compiled_unpatched(wa
     fresh = warmup_iterations < 3
     assert profiler.run.manifest["compiled_code"] == ("compiled_unpatched" if fresh else "kept")
     assert len(warned) == fresh and all("one more pass" in w for w in warned)
-    assert set(frame["function_name"]) == {"torch.compile"} and set(frame["sample_id"]) == {0, 1}
+    own = frame[frame["function_name"] == "torch.compile"]
+    assert set(frame["function_name"]) == NET_CALLS and set(own["sample_id"]) == {0, 1}
     before = entries(collect_first=True)
     _run(model, samples)
     assert_same_entries(before, entries())  # compiled as the user runs it: no recompile afterwards
@@ -310,10 +314,8 @@ def test_the_users_own_stance_is_kept(compiled_models, stance, calls, tmp_path):
         assert torch._dynamo.eval_frame._stance.skip_guard_eval_unsafe is False
     assert warned == [] and len(frame) > 0
     block = set(frame.loc[frame["module_name"] == "block", "function_name"])
-    if stance == "force_eager":  # the block runs eagerly, in its call's scope: its functionals are scoped inside
-        assert block == {"torch.compile", "linear"}
-    else:
-        assert block == {"torch.compile"} and profiler.run.manifest["compiled_code"] == "kept"
+    assert block == NET_CALLS, "run eagerly or by the eager backend's graph, its functionals are scoped inside"
+    assert stance == "force_eager" or profiler.run.manifest["compiled_code"] == "kept"
     assert_same_entries(before, entries())
 
 

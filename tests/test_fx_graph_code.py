@@ -71,19 +71,40 @@ def test_c_functionals_in_graph_module_code_are_named_once_predicted_and_put_bac
         assert_matches_reference(run, tmp_path / "run" / "trace.json.gz")
 
 
-def test_the_graph_modules_torch_compile_makes_run_their_own_code(tmp_path):
-    """A backend returning dynamo's GraphModule itself: its compiled code calls it, and a new forward there is a frame
-    torch has no compiled entry for (a generate() loop compiled with backend="eager" then fell back to module scopes
-    only); a higher-order op's body likewise. Its nodes hold what they were traced with (``example_value``)."""
-    graphs = []
+def _returns_graph(gm, example_inputs):
+    return gm
 
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm
 
+def _returns_forward(gm, example_inputs):
+    return gm.forward  # bound when it compiled: a class's forward set later does not reach it
+
+
+@pytest.mark.parametrize("warmup", [1, 3])
+@pytest.mark.parametrize("backend", [_returns_graph, _returns_forward, "eager"])
+def test_the_graphs_a_backend_runs_as_python_name_their_c_functionals_and_run_their_own_code(backend, warmup, tmp_path):
+    """A backend that runs dynamo's graph as Python (``return gm``, ``return gm.forward``, ``backend="eager"``): its
+    C functionals (``torch._C._nn.gelu`` in its code) were named ``torch.compile``, the compiled region's, where the
+    graph's ``F.layer_norm`` (read from the patched namespace) had its own name. The graph's forward runs code fx
+    writes with the wrappers, swapped into the function the backend's result holds, under dynamo's ``disable``: no
+    frame is compiled anew (a frame without an entry made a generate() loop fall back to module scopes only)."""
+    from kernelscope.recorder.compiled_graphs import dynamo_graphs
+
+    torch._dynamo.reset()
     model, x = torch.compile(Act().eval(), backend=backend), torch.randn(2, 8)
-    profiler = ModuleFunctionKernelProfiler()
-    frame, _ = profiler.profile(model, [((x,), {})], out=tmp_path / "run")
+    with torch.no_grad():
+        expected = model(x)  # compiled by the user's own call, as profile() runs it
+    graphs = dynamo_graphs(torch.fx.GraphModule)
+    before = [(type(g).forward, type(g).forward.__code__, dict(type(g).forward.__globals__)) for g in graphs]
     assert graphs and all("torch._C._nn.gelu" in g.code for g in graphs)
-    assert set(frame["function_name"].dropna()) == {"torch.compile"}, "the compiled region's kernels are its own"
+    profiler = ModuleFunctionKernelProfiler()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        frame, _ = profiler.profile(model, [((x,), {})], warmup_iterations=warmup, out=tmp_path / "run")
+    named = set(frame["function_name"].dropna())
+    assert {"gelu", "softplus", "linear", "torch.compile"} <= named and not any(n.startswith("aten::") for n in named)
     assert profiler.run.manifest["compiled_code"] == "kept"
+    after = [(type(g).forward, type(g).forward.__code__, dict(type(g).forward.__globals__)) for g in graphs]
+    assert after == before, "the graphs' code and globals put back"
+    assert torch.equal(model(x), expected)
+    with load_run(tmp_path / "run") as run:
+        assert_matches_reference(run, tmp_path / "run" / "trace.json.gz")

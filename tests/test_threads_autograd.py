@@ -30,3 +30,12 @@ def test_the_calls_of_hooks_on_autograd_s_device_threads_are_the_model_s(key_kep
     # a torch that cannot take the key away gives it to the main thread alone: a thread's key left at its exit can
     # deadlock it
     assert seen["key on a started thread"] is not key_kept
+    # a backward started inside the model's open scopes (an autograd Function's forward taking a gradient): its nodes
+    # reopen them on the worker, so what runs there is that call's in that module; only the engine's operator around
+    # the first node, which runs before any hook, stays outside
+    rows = {tuple(row) for row in seen["worker rows"]}
+    assert {("grad", "GradStep.apply"), ("grad", "normalize")} <= rows, rows
+    assert all(module == "grad" for module, call in rows if call != "autograd::engine::evaluate_function: SumBackward0")
+    # its last node on the starting thread (a CPU leaf's AccumulateGrad), the worker's scopes are closed from there
+    mixed = {tuple(row) for row in seen["mixed worker rows"]}
+    assert ("mixed", "normalize") in mixed and {module for module, _ in mixed} == {"mixed", "None"}, mixed

@@ -3,6 +3,7 @@ profile()'s patched passes (0 or 1 warm-ups), were the recorder's wrappers and s
 table keyed by ``F.relu`` then missed (KeyError) in the user's next call."""
 
 import functools
+import sys
 
 import pytest
 
@@ -63,3 +64,62 @@ def test_functionals_the_models_own_globals_store_while_recorded_are_the_origina
     assert {"gelu", "silu", "tanh"} <= set(frame["function_name"]), "named while recorded"
     assert list(_ACTS) == [F.relu, "act"] and _ACTS[F.relu] is F.silu and _ACTS["act"] is F.gelu
     assert _CHOSEN == [F.tanh] and _CHOSEN[0] is F.tanh
+
+
+_OPS = """import torch.nn.functional as F
+ACT, CACHE = None, {}
+def act(x):
+    global ACT
+    if ACT is None:  # chosen at the first call
+        ACT = F.gelu
+        CACHE[F.relu] = F.silu
+    return CACHE[F.relu](ACT(x))
+"""
+_BASE = """import torch.nn.functional as F
+from torch import nn
+ACT = None
+class Base(nn.Module):
+    def forward(self, x):
+        global ACT
+        if ACT is None:
+            ACT = F.tanh
+        return ACT(self.fc(x))
+"""
+_MODEL = """from torch import nn
+from .ops import act
+from .base import Base
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+    def forward(self, x):
+        return act(self.fc(x))
+class Derived(Base):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+"""
+
+
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_globals_of_a_helper_module_and_of_a_base_class_module_written_while_recorded_are_put_back(
+    warmup, tmp_path, monkeypatch
+):
+    """The model's code beyond the module defining its class: a helper of the same package it imports from
+    (``from .ops import act``, whose ``act`` caches F.gelu at its first call) and the module of a base class whose
+    forward runs (``class Derived(Base)``); both kept the wrappers."""
+    package = tmp_path / "ks_written"
+    package.mkdir()
+    for name, source in {"__init__": "", "ops": _OPS, "base": _BASE, "model": _MODEL}.items():
+        (package / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [n for n in sys.modules if n.startswith("ks_written")]:
+        monkeypatch.delitem(sys.modules, name)
+    from ks_written import base, model, ops
+
+    for made, named in ((model.Model, {"gelu", "silu"}), (model.Derived, {"tanh"})):
+        samples = [((torch.randn(2, 8),), {})]
+        frame, _ = ModuleFunctionKernelProfiler().profile(made().eval(), samples, warmup_iterations=warmup)
+        assert named <= set(frame["function_name"]), "named while recorded"
+    assert ops.ACT is F.gelu and list(ops.CACHE) == [F.relu] and ops.CACHE[F.relu] is F.silu
+    assert base.ACT is F.tanh

@@ -1,0 +1,68 @@
+"""The GraphModules dynamo handed to a ``torch.compile`` backend, found from the code it compiled, for
+recorder/graph_code.py: a backend that runs the graph's own code (``return gm.forward``, as ``backend="eager"``
+does, or ``return gm``) calls it through what it returned, a bound method made when it compiled, which no class
+attribute set later reaches.
+
+dynamo puts each compiled function it made in the globals of the frame it compiled (``__compiled_fn_<n>``, which
+the entry's code reads); that function is the backend's result wrapped in closures (``disable``: no frame under it is
+compiled). The walk reads those closures a few levels deep, and nothing else of the objects it meets."""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+from .compiled import compiled_entries, optimized_module_type
+
+_DEPTH = 4  # closures around a backend's result: disable's, a torch-function guard's, the backend's own
+
+
+def dynamo_graphs(graph_module_type: type) -> list:
+    """Every ``graph_module_type`` (fx's GraphModule) that a compiled entry alive now calls, each once."""
+    entries = compiled_entries()
+    if not entries:
+        return []
+    found: dict[int, Any] = {}
+    optimized = optimized_module_type()
+    by_file: dict[str, dict] | None = None
+    for code, cached in entries.items():
+        names = {n for entry in cached if entry.code is not None for n in entry.code.co_names if _compiled(n)}
+        if not names:
+            continue
+        if by_file is None:  # the modules' globals by their file, made once: a frame's globals are its module's
+            by_file = _namespaces_by_file()
+        namespace = by_file.get(code.co_filename, {})
+        for name in names:
+            _graphs_in(namespace.get(name), graph_module_type, found, _DEPTH, optimized)
+    return list(found.values())
+
+
+def _compiled(name: str) -> bool:
+    return name.startswith("__compiled_fn")
+
+
+def _namespaces_by_file() -> dict[str, dict]:
+    namespaces = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None) if type(module) is types.ModuleType else None
+        if type(path) is str:
+            namespaces[path] = vars(module)
+    return namespaces
+
+
+def _graphs_in(value: Any, graph_module_type: type, found: dict, depth: int, optimized: Any) -> None:
+    """Add the GraphModules ``value`` is, binds (``gm.forward``) or closes over, ``depth`` closures deep."""
+    if type(value) is types.MethodType:
+        value = value.__self__
+    elif optimized is not None and issubclass(type(value), optimized):  # disable() of a module (``return gm``)
+        value = vars(value).get("_modules", {}).get("_orig_mod")
+    if issubclass(type(value), graph_module_type):
+        found[id(value)] = value
+    elif type(value) is types.FunctionType and depth > 0:
+        for cell in value.__closure__ or ():
+            try:
+                held = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            _graphs_in(held, graph_module_type, found, depth - 1, optimized)
