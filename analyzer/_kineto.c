@@ -1773,32 +1773,64 @@ static int has_repeats(const Scan *s, Bytes *keys) {
     return repeat;
 }
 
-/* Whether a value occurs twice among n uint64 values (a hash set of them; 0 stands for itself apart from the empty
- * slot); -1 when out of memory. */
+/* The values one hash set holds at most: repeated_across goes a slice of the hash space at a time, so that its set is
+ * a few MB however many keys a trace's parts hold (a 9 GB trace's ~8 M keys in one set were 128 MB outside DuckDB's
+ * memory limit), for a pass over the keys per slice. */
+#define SLICE_VALUES (1u << 19)
+
+static inline uint64_t part_value(const char *const *values, size_t part, size_t j) {
+    uint64_t v;
+    memcpy(&v, values[part] + j * sizeof v, sizeof v); /* a buffer may not be aligned */
+    return v;
+}
+
+/* A value's slice, by its high bits, and its slot, by its low bits: the values are hashes already (has_repeats's). */
+static inline size_t slice_of(uint64_t v, unsigned bits) { return bits ? (size_t)(v >> (64 - bits)) : 0; }
+
+/* Whether a value occurs twice among the parts' uint64 values (a hash set of each slice of them; 0 stands for itself
+ * apart from the empty slot); -1 when out of memory. */
 static int any_twice(const char *const *values, const size_t *counts, size_t parts) {
     size_t total = 0;
     for (size_t i = 0; i < parts; i++) total += counts[i];
-    size_t n_slots = 16;
-    while (n_slots < total * 2) n_slots *= 2;
-    uint64_t *slots = calloc(n_slots, sizeof(uint64_t));
-    if (!slots) return -1;
-    int zero = 0, twice = 0;
-    for (size_t i = 0; i < parts && !twice; i++) {
-        for (size_t j = 0; j < counts[i] && !twice; j++) {
-            uint64_t v;
-            memcpy(&v, values[i] + j * sizeof v, sizeof v); /* a buffer may not be aligned */
-            if (v == 0) {
-                twice = zero;
-                zero = 1;
-                continue;
+    unsigned bits = 0;
+    while ((total >> bits) > SLICE_VALUES && bits < 20) bits++;
+    size_t n_slices = (size_t)1 << bits, zeros = 0, most = 0;
+    size_t *in_slice = calloc(n_slices, sizeof *in_slice);
+    if (!in_slice) return -1;
+    for (size_t i = 0; i < parts; i++) {
+        for (size_t j = 0; j < counts[i]; j++) {
+            uint64_t v = part_value(values, i, j);
+            if (v == 0) zeros++;
+            else in_slice[slice_of(v, bits)]++;
+        }
+    }
+    for (size_t slice = 0; slice < n_slices; slice++) most = in_slice[slice] > most ? in_slice[slice] : most;
+    size_t capacity = 16;
+    while (capacity < most * 2) capacity *= 2;
+    uint64_t *slots = zeros > 1 ? NULL : malloc(capacity * sizeof(uint64_t));
+    int twice = zeros > 1;
+    if (!twice && !slots) {
+        free(in_slice);
+        return -1;
+    }
+    for (size_t slice = 0; slice < n_slices && !twice; slice++) {
+        if (in_slice[slice] < 2) continue; /* one value alone occurs once */
+        size_t n_slots = 16;
+        while (n_slots < in_slice[slice] * 2) n_slots *= 2;
+        memset(slots, 0, n_slots * sizeof(uint64_t));
+        for (size_t i = 0; i < parts && !twice; i++) {
+            for (size_t j = 0; j < counts[i] && !twice; j++) {
+                uint64_t v = part_value(values, i, j);
+                if (v == 0 || slice_of(v, bits) != slice) continue;
+                size_t at = (size_t)v & (n_slots - 1);
+                while (slots[at] && slots[at] != v) at = (at + 1) & (n_slots - 1);
+                twice = slots[at] == v;
+                slots[at] = v;
             }
-            size_t slot = (size_t)mix64(v) & (n_slots - 1);
-            while (slots[slot] && slots[slot] != v) slot = (slot + 1) & (n_slots - 1);
-            twice = slots[slot] == v;
-            slots[slot] = v;
         }
     }
     free(slots);
+    free(in_slice);
     return twice;
 }
 
