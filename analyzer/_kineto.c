@@ -8,7 +8,9 @@
  * says what it met, and ingest.py loads that part with ingest.sql instead. The scan runs without the GIL,
  * so parts scan in parallel. It also counts the rows that break validate.sql's rules 1-7, so that validate.sql
  * need not pass over every event when no part has one, and, when asked, says whether the part holds the repeats
- * validate_repeats.sql looks for, so that a trace read as one part does not need that query either.
+ * validate_repeats.sql looks for, with the keys of its launches and device events (as hashes) where it holds none, so
+ * that repeated_across can tell whether two parts share one: a trace read in any number of parts then needs that
+ * query only where a key is shared.
  *
  * What ingest.sql gives, and so what this file gives (tests/test_native_reader.py compares both):
  *  - ph, cat, name: the string, escapes decoded; missing or null: NULL. Kept as dictionaries.
@@ -1680,13 +1682,18 @@ static int32_t *launch_families(const Dictionary *cat, const uint8_t *kind) {
     return family;
 }
 
+/* A launch's key (its runtime's text and correlation) and a device event's (correlation, device, stream, start, each
+ * maybe NULL), hashed from values alone, so that the same key hashes alike in every part; the two kinds apart. */
+#define DEVICE_KEY 0xD6E8FEB86659FD93ULL
+
 /* Whether the part holds what validate_repeats.sql looks for (1), or not (0); -1 when out of memory: two launches
  * (complete events of a category ks_launch_category names: CAT_RUNTIME and CAT_LAUNCH) of one runtime (ks_launch_family:
  * each runtime numbers its own calls) with one correlation, or two
  * device events (complete) with one correlation, device, stream and start, among those with a correlation. For a
  * trace read as one part this is the query's answer, which validate.py then need not run; a repeat across parts
- * only the query sees. A hash set of rows per group, which stops at the first repeat. */
-static int has_repeats(const Scan *s) {
+ * repeated_across finds from each part's keys: their hashes, appended to `keys` (where the part holds no repeat, one
+ * for each of its launches and device events). A hash set of rows per group, which stops at the first repeat. */
+static int has_repeats(const Scan *s, Bytes *keys) {
     const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
     uint8_t *complete, *kind;
     if (!classify(s, &complete, &kind)) return -1;
@@ -1708,12 +1715,20 @@ static int has_repeats(const Scan *s) {
     while (n_slots < (size_t)candidates * 2) n_slots *= 2;
     /* one table per group: launches in the first half, device events in the second; a slot holds row + 1 */
     int64_t *slots = calloc(n_slots * 2, sizeof(int64_t));
-    if (!slots) {
+    uint64_t *family_key = calloc((size_t)cat->count + 1, sizeof(uint64_t)); /* of a runtime's text, not its index */
+    /* room for a key more than there are candidates, so that the first is never stored past a NULL buffer */
+    if (!slots || !family_key || !bytes_reserve(keys, (size_t)(candidates + 1) * sizeof(uint64_t))) {
+        free(slots);
+        free(family_key);
         free(family);
         free(complete);
         free(kind);
         return -1;
     }
+    for (int32_t i = 0; i < cat->count; i++)
+        if (kind[i] == CAT_RUNTIME || kind[i] == CAT_LAUNCH)
+            family_key[i] = hash_bytes(cat->text.data + ((const int32_t *)cat->offsets.data)[i], family_length(cat, i));
+    uint64_t *key = (uint64_t *)(keys->data + keys->size);
     const int64_t *correlation = c[CORRELATION].values;
     int repeat = 0;
     for (int64_t row = 0; row < s->rows && !repeat; row++) {
@@ -1728,9 +1743,11 @@ static int has_repeats(const Scan *s) {
             h = mix64(h ^ value_hash(&c[DEVICE], row));
             h = mix64(h ^ value_hash(&c[STREAM], row));
             h = mix64(h ^ value_hash(&c[TS_NS], row));
+            h = mix64(h ^ DEVICE_KEY);
         } else {
-            h = mix64(h ^ (uint64_t)family[cat_index[row]]);
+            h = mix64(h ^ family_key[cat_index[row]]);
         }
+        *key++ = h;
         int64_t *table = slots + (device ? n_slots : 0);
         for (size_t i = (size_t)h & (n_slots - 1);; i = (i + 1) & (n_slots - 1)) {
             if (!table[i]) {
@@ -1747,11 +1764,74 @@ static int has_repeats(const Scan *s) {
             }
         }
     }
+    if (!repeat) keys->size = (size_t)((char *)key - keys->data);
     free(slots);
+    free(family_key);
     free(family);
     free(complete);
     free(kind);
     return repeat;
+}
+
+/* The values one hash set holds at most: repeated_across goes a slice of the hash space at a time, so that its set is
+ * a few MB however many keys a trace's parts hold (a 9 GB trace's ~8 M keys in one set were 128 MB outside DuckDB's
+ * memory limit), for a pass over the keys per slice. */
+#define SLICE_VALUES (1u << 19)
+
+static inline uint64_t part_value(const char *const *values, size_t part, size_t j) {
+    uint64_t v;
+    memcpy(&v, values[part] + j * sizeof v, sizeof v); /* a buffer may not be aligned */
+    return v;
+}
+
+/* A value's slice, by its high bits, and its slot, by its low bits: the values are hashes already (has_repeats's). */
+static inline size_t slice_of(uint64_t v, unsigned bits) { return bits ? (size_t)(v >> (64 - bits)) : 0; }
+
+/* Whether a value occurs twice among the parts' uint64 values (a hash set of each slice of them; 0 stands for itself
+ * apart from the empty slot); -1 when out of memory. */
+static int any_twice(const char *const *values, const size_t *counts, size_t parts) {
+    size_t total = 0;
+    for (size_t i = 0; i < parts; i++) total += counts[i];
+    unsigned bits = 0;
+    while ((total >> bits) > SLICE_VALUES && bits < 20) bits++;
+    size_t n_slices = (size_t)1 << bits, zeros = 0, most = 0;
+    size_t *in_slice = calloc(n_slices, sizeof *in_slice);
+    if (!in_slice) return -1;
+    for (size_t i = 0; i < parts; i++) {
+        for (size_t j = 0; j < counts[i]; j++) {
+            uint64_t v = part_value(values, i, j);
+            if (v == 0) zeros++;
+            else in_slice[slice_of(v, bits)]++;
+        }
+    }
+    for (size_t slice = 0; slice < n_slices; slice++) most = in_slice[slice] > most ? in_slice[slice] : most;
+    size_t capacity = 16;
+    while (capacity < most * 2) capacity *= 2;
+    uint64_t *slots = zeros > 1 ? NULL : malloc(capacity * sizeof(uint64_t));
+    int twice = zeros > 1;
+    if (!twice && !slots) {
+        free(in_slice);
+        return -1;
+    }
+    for (size_t slice = 0; slice < n_slices && !twice; slice++) {
+        if (in_slice[slice] < 2) continue; /* one value alone occurs once */
+        size_t n_slots = 16;
+        while (n_slots < in_slice[slice] * 2) n_slots *= 2;
+        memset(slots, 0, n_slots * sizeof(uint64_t));
+        for (size_t i = 0; i < parts && !twice; i++) {
+            for (size_t j = 0; j < counts[i] && !twice; j++) {
+                uint64_t v = part_value(values, i, j);
+                if (v == 0 || slice_of(v, bits) != slice) continue;
+                size_t at = (size_t)v & (n_slots - 1);
+                while (slots[at] && slots[at] != v) at = (at + 1) & (n_slots - 1);
+                twice = slots[at] == v;
+                slots[at] = v;
+            }
+        }
+    }
+    free(slots);
+    free(in_slice);
+    return twice;
 }
 
 /* ------------------------------------------------------------------ a mapped file that shrinks */
@@ -1816,11 +1896,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int ok;
     int64_t broken = -1; /* -1: out of memory */
     int repeats = -2;    /* -2: not asked for; -1: out of memory */
+    Bytes keys = {0};
     Py_BEGIN_ALLOW_THREADS
     ok = scan_array_guarded(s, first_id, bare);
     if (ok == 1 && modernize_categories(s) && keep_flow_ids(s)) {
         broken = rows_breaking_rules(s);
-        if (want_repeats && broken >= 0) repeats = has_repeats(s);
+        if (want_repeats && broken >= 0) repeats = has_repeats(s, &keys);
     }
     Py_END_ALLOW_THREADS
     PyObject *result;
@@ -1844,19 +1925,69 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             result = stream ? NULL : PyErr_NoMemory();
         } else {
             PyObject *repeated = repeats == -2 ? Py_None : repeats ? Py_True : Py_False;
-            result = Py_BuildValue("(LNLO)", (long long)s->rows, capsule, (long long)broken, repeated);
+            PyObject *key_bytes = repeats == 0 ? PyBytes_FromStringAndSize(keys.data, (Py_ssize_t)keys.size) : Py_None;
+            if (repeats == 0 && !key_bytes) Py_DECREF(capsule); /* its destructor releases the stream */
+            result = !key_bytes ? NULL
+                                : Py_BuildValue("(LNLOO)", (long long)s->rows, capsule, (long long)broken, repeated,
+                                                key_bytes);
+            if (repeats == 0) Py_XDECREF(key_bytes);
         }
     }
+    free(keys.data);
     free_scan(s);
     free(s);
     PyBuffer_Release(&view);
     return result;
 }
 
+/* repeated_across(keys): whether two parts share a key, from the keys scan gave each part (a hash found twice: where
+ * it is, validate_repeats.sql settles whether the keys themselves are the same). */
+static PyObject *repeated_across(PyObject *self, PyObject *arg) {
+    (void)self;
+    PyObject *parts = PySequence_Tuple(arg);
+    if (!parts) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(parts), held = 0;
+    Py_buffer *views = calloc((size_t)n + 1, sizeof *views);
+    const char **values = calloc((size_t)n + 1, sizeof *values);
+    size_t *counts = calloc((size_t)n + 1, sizeof *counts);
+    PyObject *result = NULL;
+    if (!views || !values || !counts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (; held < n; held++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(parts, held), &views[held], PyBUF_SIMPLE) != 0) goto done;
+        if (views[held].len % (Py_ssize_t)sizeof(uint64_t)) {
+            held++;
+            PyErr_Format(PyExc_ValueError, "repeated_across: keys of %zd bytes, not a whole number of keys",
+                         views[held - 1].len);
+            goto done;
+        }
+        values[held] = views[held].buf;
+        counts[held] = (size_t)views[held].len / sizeof(uint64_t);
+    }
+    int twice;
+    Py_BEGIN_ALLOW_THREADS
+    twice = any_twice(values, counts, (size_t)n);
+    Py_END_ALLOW_THREADS
+    result = twice < 0 ? PyErr_NoMemory() : PyBool_FromLong(twice);
+done:
+    for (Py_ssize_t i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    free(views);
+    free(values);
+    free(counts);
+    Py_DECREF(parts);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"repeated_across", repeated_across, METH_O,
+     "repeated_across(keys) -> whether a key occurs twice among the parts' keys (each the last item of scan's result "
+     "with repeats=True, where the part held no repeat): then validate_repeats.sql is to settle it."},
     {"scan", scan, METH_VARARGS,
      "scan(buffer, first_id, bare=False, repeats=False) -> (rows, arrow_array_stream capsule, rows breaking "
-     "validate.sql's rules 1-7, whether the part holds what validate_repeats.sql looks for (None unless repeats)), "
+     "validate.sql's rules 1-7, whether the part holds what validate_repeats.sql looks for (None unless repeats), the "
+     "keys of its launches and device events as bytes for repeated_across (None unless it holds none)), "
      "or (None, problem, offset) for "
      "a part this reader leaves to DuckDB's JSON reader. The buffer holds a JSON array of events or, with bare, "
      "the events alone ({...}, {...})."},

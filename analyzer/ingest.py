@@ -58,9 +58,11 @@ class TraceHeader:
     rows_checked: list[int] = field(default_factory=list)  # native parts with no row breaking validate.sql's rules 1-7
     leniencies: Leniencies = field(default_factory=Leniencies)  # text read leniently (json_text.py)
     rank: int = 0  # the rank the events were loaded with (ingest_trace's; the header's own is distributedInfo's)
-    # whether the first part, where the native reader was asked (a part that may be the only one), holds the repeats
-    # validate_repeats.sql looks for; None where it was not asked
-    first_part_repeats: bool | None = None
+    # whether the trace holds the repeats validate_repeats.sql looks for (rules 8, 9), where the native reader read
+    # every part and tells (settle_repeats); None: unknown, the query is to say
+    repeats: bool | None = None
+    part_repeats: dict[int, bool] = field(default_factory=dict)  # each native part's own answer
+    repeat_keys: list[bytes] = field(default_factory=list)  # the keys of the parts without a repeat of their own
 
     def notes(self) -> list[str]:
         """A sentence for each leniency the trace's text took (json_text.readable_text)."""
@@ -68,7 +70,8 @@ class TraceHeader:
 
     def start_over(self) -> None:
         """Forget what a try that failed counted and what its parts said: the trace is read again."""
-        self.native_parts, self.duckdb_parts, self.rows_checked, self.first_part_repeats = [], [], [], None
+        self.native_parts, self.duckdb_parts, self.rows_checked, self.repeats = [], [], [], None
+        self.part_repeats, self.repeat_keys = {}, []
         self.leniencies.clear()
 
     @property
@@ -76,11 +79,18 @@ class TraceHeader:
         """Every part was read natively and holds no row that breaks validate.sql's rules 1-7."""
         return bool(self.native_parts) and not self.duckdb_parts and len(self.rows_checked) == len(self.native_parts)
 
-    @property
-    def repeats(self) -> bool | None:
-        """Whether the trace holds the repeats validate_repeats.sql looks for (rules 8, 9), where the native reader read
-        it as one part and was asked; else None (unknown: a repeat may lie across parts)."""
-        return self.first_part_repeats if self.native_parts == [0] and not self.duckdb_parts else None
+    def settle_repeats(self) -> None:
+        """Set ``repeats`` once every part is loaded: where the native reader read them all, a part's own repeat, else
+        whether two parts share a key (repeated_across: a shared hash leaves it None, for the query to settle), so that
+        a trace read in many parts, as one in a single part, needs neither validate_repeats.sql nor
+        shared_correlations.sql (0.15 CPU-s of a 317 MB trace's 1.9); the keys are then dropped."""
+        keys, self.repeat_keys = self.repeat_keys, []
+        if self.duckdb_parts or not self.native_parts or len(self.part_repeats) < len(self.native_parts):
+            self.repeats = None
+        elif any(self.part_repeats.values()):
+            self.repeats = True
+        else:
+            self.repeats = None if len(keys) > 1 and native_reader.repeated_across(keys) else False
 
 
 def ingest_trace(
@@ -114,6 +124,7 @@ def ingest_trace(
             header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress, settings)
     except _WholeParseNeeded:
         header.keys = _load_whole(con, path, header, settings)
+    header.settle_repeats()
     return header
 
 
@@ -135,7 +146,7 @@ def _load_whole(con, path: Path, header: TraceHeader, settings: Settings) -> dic
         file = part_file(scratch, 0)
         try:
             with _NativeInserts(con) as inserts:
-                _load_part(con, 0, Part(0, file), header, _PartCounts(), inserts, UNLIMITED)
+                _load_part(con, 0, Part(0, file), header, _PartCounts(), inserts)
         except duckdb.Error as exc:
             problem = describe_unreadable_events(con, file)
             raise BadInputError(
@@ -156,9 +167,6 @@ def _load(
 ) -> dict:
     run_sql_file(con, "events.sql")
     header.start_over()  # this may be the second try, as one part
-    # the first part may be the whole array where it is shorter than a streamed part, or a plain trace is one part:
-    # only then is the native reader asked for the repeats (validate.py)
-    alone_bytes = part_bytes if header.compressed or part_bytes >= header.size_bytes else 0
     loads: list[Future] = []
     with (
         scratch_folder() as scratch,
@@ -177,7 +185,7 @@ def _load(
         def on_part(index: int, part: Part) -> None:
             parts.append(part)
             slots.acquire()
-            loads.append(pool.submit(_load_part, con, index, part, header, counts, inserts, alone_bytes))
+            loads.append(pool.submit(_load_part, con, index, part, header, counts, inserts))
             loads[-1].add_done_callback(lambda _: slots.release())
 
         try:
@@ -253,17 +261,15 @@ def _load_part(
     header: TraceHeader,
     counts: _PartCounts,
     inserts: _NativeInserts,
-    alone_bytes: int,
 ) -> int:
     """Append one part to ``events``; return how many events it held.
 
     A part the native reader reads gets its final ids; one DuckDB's reader reads gets provisional ones,
-    ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them). The first part, where it
-    holds less than ``alone_bytes``, may be the only one: the native reader also looks for its repeats."""
+    ``index << PART_ID_BITS`` + the position in the part (event_ids.sql renumbers them)."""
     count = None
     try:
         if native_reader is not None:
-            count = _insert_natively(part, index, counts, inserts, header, alone_bytes)
+            count = _insert_natively(part, index, counts, inserts, header)
         if count is None:
             with connection.noted(con.cursor()) as cursor:
                 count = insert_by_duckdb(cursor, part.as_file(), index << PART_ID_BITS, header.rank, header.leniencies)
@@ -326,12 +332,13 @@ class _NativeInserts:
 
 
 def _insert_natively(
-    part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader, alone_bytes: int
+    part: Part, index: int, counts: _PartCounts, inserts: _NativeInserts, header: TraceHeader
 ) -> int | None:
-    """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part."""
+    """Read a part with the native reader into ``events``; None (and why, in ``header``) if it leaves the part. The
+    reader also tells whether the part holds repeats, and gives its keys (TraceHeader.settle_repeats)."""
     with part.contents() as (data, bare):
         try:
-            scanned = native_reader.scan(data, 0, bare, index == 0 and len(data) < alone_bytes)
+            scanned = native_reader.scan(data, 0, bare, True)
         except OSError as exc:  # a mapped page could not be read (SIGBUS, caught): the file shrank or its device failed
             raise _pages_lost(part, header, exc) from None
     rows, stream = scanned[0], scanned[1]
@@ -343,8 +350,9 @@ def _insert_natively(
     header.native_parts.append(index)
     if scanned[2] == 0:
         header.rows_checked.append(index)
-    if scanned[3] is not None:
-        header.first_part_repeats = scanned[3]
+    header.part_repeats[index] = scanned[3]
+    if scanned[4] is not None:
+        header.repeat_keys.append(scanned[4])
     return rows
 
 

@@ -43,7 +43,7 @@ def validate_events(
 
     ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
     only the repeats (rules 8, 9) are looked for. ``repeats``: whether there are any, where the native reader read
-    the trace as one part (TraceHeader.repeats: validate_repeats.sql's answer); None: validate_repeats.sql says.
+    every part of the trace (TraceHeader.repeats: validate_repeats.sql's answer); None: validate_repeats.sql says.
     A trace none of whose device events and launches has a correlation (rule 5) has them linked by their External
     ids instead (linked_by_external_id.sql), and one whose device events alone lack them has those linked through
     their ac2g flows (linked_by_flow.sql); then it is checked again."""

@@ -4,7 +4,8 @@ page the process may not touch: a read past either end faults at once instead of
 tests/test_native_reader.py runs ``fuzz`` on the installed reader; run as a script (``python native_fuzz.py
 MODULE.so``) it loads the reader from that file instead (a build with AddressSanitizer and UBSan: see
 test_native_reader.py's sanitizer test), runs the same cases, the random parts of test_native_reader.py, every
-sample trace whole and then test_native_reader.py itself, and exits 0 only if all of them passed.
+sample trace whole and then test_native_reader.py and test_repeats_across_parts.py, and exits 0 only if all of them
+passed.
 """
 
 from __future__ import annotations
@@ -177,11 +178,15 @@ def main(path: str, cases: int) -> int:
     import test_native_reader as tests
 
     rng = random.Random(20261201)
+    keys = []
     for i in range(cases):  # the random parts of the tests, scanned, every tenth inserted into DuckDB
         part = (tests._random_part, lambda r: tests._rule_event(r).encode(), tests._repeat_part)[i % 3](rng)
         scanned = reader.scan(part, 0, bool(i % 2 == 0), i % 4 < 2)
         if scanned[0] is not None and i % 10 == 1:
             tests._inserted(scanned[1]).execute("SELECT * FROM events").fetchall()
+        if scanned[0] is not None and scanned[4] is not None:
+            keys.append(scanned[4])
+            reader.repeated_across(keys[-rng.randrange(1, 5) :])  # the keys of a few parts, as of one trace
     traces = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + sorted(
         (REPO / "sample_traces").glob("external/*.json*")
     )
@@ -190,7 +195,8 @@ def main(path: str, cases: int) -> int:
         assert header.native_parts and not header.duckdb_parts, (trace, header.duckdb_parts)
     # the reader's own tests but the two that compare thousands of parts with DuckDB (scanned above) and this one
     selection = "not random_parts_read_natively and not counts_the_events and not finds_the_repeats and not sanitizers"
-    return pytest.main(["-q", "-p", "no:cacheprovider", str(Path(tests.__file__)), "-k", selection])
+    across = Path(tests.__file__).with_name("test_repeats_across_parts.py")
+    return pytest.main(["-q", "-p", "no:cacheprovider", str(Path(tests.__file__)), str(across), "-k", selection])
 
 
 if __name__ == "__main__":

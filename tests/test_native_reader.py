@@ -329,8 +329,13 @@ REPEAT_FIELDS = {
 def _repeat_part(rng: random.Random) -> bytes:
     """Launches and device events of few distinct correlations, devices, streams and starts, each present, null or
     missing: often a copy of an event before it, as it is (a repeat) or with one field changed (nearly one)."""
+    return ("[" + ", ".join(repeat_events(rng, rng.randrange(1, 7))) + "]").encode()
+
+
+def repeat_events(rng: random.Random, count: int) -> list[str]:
+    """``count`` events of _repeat_part's kinds, each a JSON object."""
     events: list[dict] = []
-    for _ in range(rng.randrange(1, 7)):
+    for _ in range(count):
         if events and rng.random() < 0.5:
             event = dict(rng.choice(events))
             if rng.random() < 0.5:
@@ -348,7 +353,7 @@ def _repeat_part(rng: random.Random) -> bytes:
         + [f'"args": {{{", ".join(members(e, ("correlation", "device", "stream")))}}}']
         for e in events
     ]  # fmt: skip
-    return ("[" + ", ".join("{" + ", ".join(w) + "}" for w in written) + "]").encode()
+    return ["{" + ", ".join(w) + "}" for w in written]
 
 
 def test_the_native_reader_finds_the_repeats_validate_repeats_sql_finds():
@@ -478,31 +483,6 @@ def test_parts_read_by_either_reader_load_as_one_part_read_by_duckdb(compressed,
     header = ingest.ingest_trace(parts, path)
     assert len(header.native_parts) >= 4 and len(header.duckdb_parts) == 1
     assert parts.execute(query).fetchall() == whole.execute(query).fetchall()
-
-
-@pytest.mark.parametrize("compressed", [False, True], ids=["json", "gz"])
-def test_a_repeat_across_parts_is_found_by_the_query(compressed, tmp_path, monkeypatch):
-    """The reader sees one part at a time: where a trace is read in several, validate_repeats.sql still runs."""
-    from kernelscope.analyzer import BadInputError
-    from kernelscope.analyzer.validate import validate_events
-
-    events = [
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": i, "dur": 1,
-         "args": {"correlation": i}}
-        for i in range(3000)
-    ]  # fmt: skip
-    events[2900]["args"]["correlation"] = 10  # a launch that shares the correlation of one in the first part
-    text = json.dumps({"traceEvents": events}, indent=1).encode()
-    path = tmp_path / ("trace.json.gz" if compressed else "trace.json")
-    path.write_bytes(gzip.compress(text) if compressed else text)
-    for name in ("MIN_PART_BYTES", "MAX_PART_BYTES", "STREAM_PART_BYTES"):
-        monkeypatch.setattr(ingest, name, 32 << 10)
-    con = duckdb.connect()
-    header = ingest.ingest_trace(con, path)
-    assert len(header.native_parts) > 1 and header.all_rows_checked and header.repeats is None
-    define_scope_names(con, "ks.module:", "ks.fn:")
-    with pytest.raises(BadInputError, match=r"traceEvents\[2900\] .* shares correlation 10 with another launch"):
-        validate_events(con, path, rows_checked=header.all_rows_checked, repeats=header.repeats)
 
 
 def test_mutated_parts_in_guarded_buffers():
