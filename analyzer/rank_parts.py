@@ -16,7 +16,7 @@ from .pasted import rejoin_processes, separate_processes
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
-from .sql import define_scope_names, run_sql_file
+from .sql import define_scope_names, execute, run_sql_file
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
 # attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked
@@ -139,8 +139,8 @@ def ingest_ranks(
 
 def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
     """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
-    named = con.execute(
-        "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
+    named = execute(
+        con, "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
     ).fetchall()
     for name, sample_id in named:
         if not 0 <= sample_id < len(function_data.get(name, ())):

@@ -1,0 +1,55 @@
+"""What a load of a small run spends on DuckDB statements, which fix its fixed cost: a load that follows another of
+the same run gives DuckDB no SQL text to parse (every statement it runs was parsed before), and its results are the
+same as the first load's."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelscope.analyzer import held, load_run  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    out = tmp_path_factory.mktemp("statements") / "run"
+    profiler = ModuleFunctionKernelProfiler()
+    profiler.profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=1, out=out)
+    profiler.release()
+    return out
+
+
+def _texts_given(monkeypatch) -> list[str]:
+    """The SQL texts given to any DuckDB connection's execute() or sql() from now on (a parsed statement is none)."""
+    given: list[str] = []
+    for method in ("execute", "sql"):
+        original = getattr(duckdb.DuckDBPyConnection, method)
+
+        def watched(con, query, *args, _original=original, **kwargs):
+            if isinstance(query, str):
+                given.append(query)
+            return _original(con, query, *args, **kwargs)
+
+        monkeypatch.setattr(duckdb.DuckDBPyConnection, method, watched)
+    return given
+
+
+def test_a_load_like_the_last_parses_no_sql_text(small_run, monkeypatch):
+    with load_run(small_run) as run:
+        first = run.profiling_df()
+    # the native sweep's table is read by a local name, which DuckDB finds in the frame that calls execute: the
+    # watcher's own, here (held_by_sql.sql gives the same table, tests/test_held.py)
+    monkeypatch.setattr(held, "native_sweep", None)
+    with load_run(small_run) as run:
+        assert run.profiling_df().equals(first)
+    given = _texts_given(monkeypatch)
+    with load_run(small_run) as run:
+        again = run.profiling_df()
+        assert run.manifest["annotation"].get("name_escape"), "a recording whose scopes' escapes are checked"
+    assert given == [], "\n".join(given)
+    assert again.equals(first)
