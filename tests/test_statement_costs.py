@@ -53,3 +53,17 @@ def test_a_load_like_the_last_parses_no_sql_text(small_run, monkeypatch):
         assert run.manifest["annotation"].get("name_escape"), "a recording whose scopes' escapes are checked"
     assert given == [], "\n".join(given)
     assert again.equals(first)
+
+
+def test_ks_rows_keeps_only_columns_a_later_statement_reads(small_run):
+    # every statement after it scans each of its columns on a small trace (the lean plan prunes none)
+    import re
+
+    from kernelscope.analyzer.sql import sql_text
+
+    rows_file = sql_text("attribution_rows.sql")
+    after = rows_file[rows_file.index("DROP TABLE ks_items") :] + sql_text("torchscript_modules.sql")
+    with load_run(small_run) as run:
+        columns = [name for (name,) in run._con.execute("SELECT column_name FROM (DESCRIBE ks_rows)").fetchall()]
+    unread = [column for column in columns if not re.search(rf"\b{column}\b", after)]
+    assert columns and unread == []
