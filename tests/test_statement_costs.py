@@ -67,3 +67,27 @@ def test_ks_rows_keeps_only_columns_a_later_statement_reads(small_run):
         columns = [name for (name,) in run._con.execute("SELECT column_name FROM (DESCRIBE ks_rows)").fetchall()]
     unread = [column for column in columns if not re.search(rf"\b{column}\b", after)]
     assert columns and unread == []
+
+
+def test_scope_variables_are_set_only_where_the_connection_holds_other_values(monkeypatch):
+    from kernelscope.analyzer.sql import define_scope_names
+
+    con = duckdb.connect()
+    ran = []
+    original = duckdb.DuckDBPyConnection.execute
+    monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", lambda c, q, *a: ran.append(q) or original(c, q, *a))
+    define_scope_names(con, "ks.module:", "ks.fn:", "replay", None, names_escaped=False, macros=False)
+    # a new connection holds no variable: those the run wants NULL (or empty) need no statement
+    assert len(ran) == 6
+    ran.clear()
+    define_scope_names(con, "ks.module:", "ks.fn:", "replay", None, names_escaped=False, macros=False)
+    assert ran == [], "the next rank's, the same, are already there"
+    define_scope_names(con, "m:", "ks.fn:", None, "compiled", torchscript_paths=[("a", "b", "c")], macros=False)
+    assert len(ran) == 4
+    assert con.execute(
+        "SELECT getvariable('module_prefix'), getvariable('graph_replay_call'), getvariable('compiled_region_call'), "
+        "getvariable('torchscript_paths'), getvariable('names_escaped')"
+    ).fetchone() == ("m:", None, "compiled", [{"scope": "a", "path": "b", "module": "c"}], False)
+    ran.clear()
+    define_scope_names(con, "m:", "ks.fn:", None, "compiled", macros=False)
+    assert len(ran) == 1 and con.execute("SELECT getvariable('torchscript_paths')").fetchone() == ([],)
