@@ -68,10 +68,11 @@ class RankPart:
 
 
 def ingest_ranks(
-    con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool
+    con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool, small: bool = False
 ) -> list[RankPart]:
     """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
-    trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
+    trace with nothing to attribute is refused before the attribution runs (``refuse_empty``). ``small``: the run's
+    JSON is small (run_settings.keeps_steps): its steps' rows may be copied (held.py)."""
     parts = []
     for position, source in enumerate(sources):
         named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
@@ -111,7 +112,7 @@ def ingest_ranks(
             # sets no variable they read
             settled = {} if device_work else {CPU_ROWS: True}
             run_sql_file(con, "attribution.sql", known=known, answered=settled)
-            hold_spans(con)
+            hold_spans(con, small=small)
             rows = run_sql_file(con, "attribution_rows.sql", known=settled)
             check = LaunchCheck(*rows.fetchone())
             if script_paths:

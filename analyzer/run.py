@@ -64,10 +64,11 @@ class Run:
         limit_memory(con, memory, json_size, disk_limit, now)
         limit_threads(con, json_size, made.threads, now.threads)
         limit_optimizers(con, json_size, made.lean_optimizers, now.disabled_optimizers, made.disabled_optimizers)
-        if keeps_steps(json_size):
+        small = keeps_steps(json_size)
+        if small:
             hold_drops(con)
         try:
-            parts = ingest_ranks(con, sources, module_prefix, function_prefix, progress, not allow_empty)
+            parts = ingest_ranks(con, sources, module_prefix, function_prefix, progress, not allow_empty, small)
             if len(parts) > 1:  # the ranks' samples merged (function_data()) add up too
                 check_totals(merge_function_data({part.rank: part.function_data for part in parts}), path)
         except BaseException:

@@ -91,3 +91,19 @@ def test_scope_variables_are_set_only_where_the_connection_holds_other_values(mo
     ran.clear()
     define_scope_names(con, "m:", "ks.fn:", None, "compiled", macros=False)
     assert len(ran) == 1 and con.execute("SELECT getvariable('torchscript_paths')").fetchone() == ([],)
+
+
+def test_a_small_runs_spans_are_bound_once_and_read_as_a_large_runs(small_run, monkeypatch):
+    # a relation over held_spans.sql binds it for its schema, then again to run it: ~1 ms of a small trace's load
+    related = []
+    original = duckdb.DuckDBPyConnection.sql
+    monkeypatch.setattr(
+        duckdb.DuckDBPyConnection, "sql", lambda c, q, *a, **k: related.append(q) or original(c, q, *a, **k)
+    )
+    with load_run(small_run) as run:
+        assert related == []
+        held_of = {}
+        for small in (True, False):  # the step tables a small run keeps to its end are there: the sweep runs again
+            held.hold_spans(run._con, small=small)
+            held_of[small] = run._con.execute("SELECT * FROM ks_held ORDER BY anchor").fetchall()
+    assert held_of[True] and held_of[True] == held_of[False]
