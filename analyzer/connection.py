@@ -35,7 +35,7 @@ from typing import NamedTuple
 import duckdb
 
 from .run_settings import lean_disabled_optimizers
-from .sql import parse_ahead, quote, run_sql_file, sql_text
+from .sql import execute, parse_ahead, quote, run_sql_file, sql_text
 
 IN_MEMORY = ":memory:"
 # a global setting that only large runs set (memory.py), which a run that follows could not lower
@@ -242,15 +242,16 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
     reusable = lease.reusable
     if reusable:
         try:
-            setting, threads, disabled_optimizers, views, tables = instance.execute(  # as DuckDB has them
+            setting, threads, disabled_optimizers, views, tables = execute(  # as DuckDB has them
+                instance,
                 f"SELECT current_setting('{SET_BY_LARGE_RUNS}'), current_setting('threads'), "
                 "current_setting('disabled_optimizers'), (SELECT count(*) FROM duckdb_views() WHERE NOT internal), "
-                "(SELECT list(table_name) FROM duckdb_tables())"
+                "(SELECT list(table_name) FROM duckdb_tables())",
             ).fetchone()
             reusable = setting == fresh.set_by_large_runs and not views
             if reusable:
                 for table in tables or ():
-                    instance.execute(f'DROP TABLE "{table}"')
+                    execute(instance, f'DROP TABLE "{table}"')
         except duckdb.Error:
             reusable = False
     with _lock:

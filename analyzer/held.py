@@ -10,6 +10,8 @@ its view's CREATE and DROP and pandas' column checks (benchmarks/RESULTS.md).
 
 from __future__ import annotations
 
+import warnings
+
 import duckdb
 import numpy as np
 
@@ -24,14 +26,26 @@ except ImportError:  # pragma: no cover - built wherever the native reader is
 HELD = ("anchor", "module_id", "function_id", "inner_op_id", "outer_op_id", "inside_op_id", "inside_namespaced_op_id")
 
 
-def hold_spans(con: duckdb.DuckDBPyConnection, *, native: bool = True) -> None:
-    """Make ks_held from ks_anchors and the trace's spans: natively where the extension is built and ``native``."""
+def hold_spans(con: duckdb.DuckDBPyConnection, *, native: bool = True, small: bool = False) -> None:
+    """Make ks_held from ks_anchors and the trace's spans: natively where the extension is built and ``native``.
+    ``small``: the trace is small enough that its spans' rows may be copied (rows_of)."""
     if native_sweep is None or not native:
         run_sql_file(con, "held_by_sql.sql")
         return
     (spans,) = parsed_statements(con, "held_spans.sql")
-    points, held = native_sweep.hold(con.sql(spans).__arrow_c_stream__())
+    points, held = native_sweep.hold(rows_of(con, spans, small))
     columns = np.frombuffer(held, dtype=np.int64).reshape(len(HELD), points)
     ks_held_swept = dict(zip(HELD, columns, strict=True))  # noqa: F841 - read by held_native.sql, by this name
     (table,) = parsed_statements(con, "held_native.sql")
     con.execute(table)  # here: DuckDB looks the name up in the frame that calls execute
+
+
+def rows_of(con: duckdb.DuckDBPyConnection, statement: duckdb.Statement, small: bool):
+    """The rows of ``statement`` as an Arrow C stream. A relation over it binds it twice, for its schema and to run it:
+    on a small trace that cost ~1 ms of its load (held_spans.sql reads ks_spans, a view of macros), so a small one's
+    runs once and its result's rows are copied into the stream, which a large trace's memory could not afford."""
+    if not small:
+        return con.sql(statement).__arrow_c_stream__()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # DuckDB's note of the copy
+        return con.execute(statement).to_arrow_reader().__arrow_c_stream__()

@@ -26,7 +26,7 @@ from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
 from .json_text import Leniencies, describe_fault
 from .memory import PART_ROOM, Settings, in_flight_bytes, read_settings, reading_limits
-from .sql import run_sql_file
+from .sql import execute, run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure, scratch_folder
 from .validate import describe_unreadable_events
 
@@ -305,7 +305,7 @@ class _NativeInserts:
         cursor = getattr(self.local, "cursor", None)
         if cursor is None:
             cursor = self.local.cursor = connection.noted(self.con.cursor())
-            cursor.execute("BEGIN TRANSACTION")
+            execute(cursor, "BEGIN TRANSACTION")
             with self.lock:
                 self.cursors.append(cursor)
         cursor.register("scanned_part", _ArrowStream(stream))
@@ -320,7 +320,7 @@ class _NativeInserts:
             cursors, self.cursors = self.cursors, []
         for cursor in cursors:
             try:
-                cursor.execute(how)
+                execute(cursor, how)
             finally:
                 cursor.close()
 

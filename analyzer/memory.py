@@ -22,7 +22,7 @@ from typing import NamedTuple
 import duckdb
 
 from .gzip_members import json_size as members_json_size
-from .sql import quote
+from .sql import execute, quote
 from .trace_parts import CHUNK, UNLIMITED, Limits
 
 MIN_LIMIT = 512 << 20
@@ -133,9 +133,10 @@ class Settings(NamedTuple):
 
 def read_settings(con: duckdb.DuckDBPyConnection) -> Settings:
     """``con``'s Settings, in one query (each statement costs a small trace's load a fixed part of a millisecond)."""
-    threads, memory, disk = con.execute(
+    query = (
         "SELECT current_setting('threads'), current_setting('memory_limit'), current_setting('max_temp_directory_size')"
-    ).fetchone()
+    )
+    threads, memory, disk = execute(con, query).fetchone()
     return Settings(int(threads), memory, disk)
 
 

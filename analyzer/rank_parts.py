@@ -16,7 +16,7 @@ from .pasted import rejoin_processes, separate_processes
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
-from .sql import define_scope_names, run_sql_file
+from .sql import define_scope_names, execute, run_sql_file
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
 # attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked
@@ -68,10 +68,11 @@ class RankPart:
 
 
 def ingest_ranks(
-    con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool
+    con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool, small: bool = False
 ) -> list[RankPart]:
     """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
-    trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
+    trace with nothing to attribute is refused before the attribution runs (``refuse_empty``). ``small``: the run's
+    JSON is small (run_settings.keeps_steps): its steps' rows may be copied (held.py)."""
     parts = []
     for position, source in enumerate(sources):
         named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
@@ -111,7 +112,7 @@ def ingest_ranks(
             # sets no variable they read
             settled = {} if device_work else {CPU_ROWS: True}
             run_sql_file(con, "attribution.sql", known=known, answered=settled)
-            hold_spans(con)
+            hold_spans(con, small=small)
             rows = run_sql_file(con, "attribution_rows.sql", known=settled)
             check = LaunchCheck(*rows.fetchone())
             if script_paths:
@@ -139,8 +140,8 @@ def ingest_ranks(
 
 def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
     """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
-    named = con.execute(
-        "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
+    named = execute(
+        con, "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
     ).fetchall()
     for name, sample_id in named:
         if not 0 <= sample_id < len(function_data.get(name, ())):

@@ -22,7 +22,7 @@ from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
 from .sample_tensors import load_sample_tensors
 from .samples import check_totals, sample_totals_frame, samples_frame
-from .sql import drop_held, hold_drops, query_frame, sql_template, sql_text
+from .sql import drop_held, execute, hold_drops, query_frame, sql_template, sql_text
 from .summary import describe_results, summarize, summary_query
 from .tree import define_tree_views, module_tree
 from .validate import NOTHING_TO_ATTRIBUTE
@@ -64,10 +64,11 @@ class Run:
         limit_memory(con, memory, json_size, disk_limit, now)
         limit_threads(con, json_size, made.threads, now.threads)
         limit_optimizers(con, json_size, made.lean_optimizers, now.disabled_optimizers, made.disabled_optimizers)
-        if keeps_steps(json_size):
+        small = keeps_steps(json_size)
+        if small:
             hold_drops(con)
         try:
-            parts = ingest_ranks(con, sources, module_prefix, function_prefix, progress, not allow_empty)
+            parts = ingest_ranks(con, sources, module_prefix, function_prefix, progress, not allow_empty, small)
             if len(parts) > 1:  # the ranks' samples merged (function_data()) add up too
                 check_totals(merge_function_data({part.rank: part.function_data for part in parts}), path)
         except BaseException:
@@ -151,7 +152,7 @@ class Run:
         """(device events, rows) of table ``kernels``, counted at the first need: the table is made once, at load."""
         if self._counted is None:
             query = "SELECT count(*) FILTER (WHERE kind <> 'cpu'), count(*) FROM kernels"
-            self._counted = tuple(self._con.execute(query).fetchone())
+            self._counted = tuple(execute(self._con, query).fetchone())
         return self._counted
 
     def __repr__(self) -> str:
@@ -172,11 +173,11 @@ class Run:
         if top_k is not None:
             order = f"kernel_us DESC, {order} LIMIT {_checked_top_k(top_k)}"
         query = f"SELECT {', '.join(PROFILING_COLUMNS)} FROM kernels {where} ORDER BY {order}"
-        return profiling_frame(self._con.execute(query).fetchnumpy(), self._thread_names)
+        return profiling_frame(execute(self._con, query).fetchnumpy(), self._thread_names)
 
     def _thread_names(self, keys: list[int]) -> dict[int, str]:
         """``{key: name}`` of the threads of ``keys`` that the trace names by a string (thread_names.sql)."""
-        return dict(self._con.execute(sql_text("thread_names.sql"), {"keys": keys}).fetchall())
+        return dict(execute(self._con, sql_text("thread_names.sql"), {"keys": keys}).fetchall())
 
     def function_data(self, rank: int | None = None, *, tensors: bool = False) -> dict:
         """``{function: [(calls, (args, kwargs)), ...]}`` with TensorMeta in place of tensors; all ranks merged

@@ -71,6 +71,23 @@ _later_guards: dict[str, list[tuple[str, ...]]] = {}  # each file's statements' 
 _held: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, duckdb.Statement]] = weakref.WeakKeyDictionary()
 
 
+# The statements the analyzer gives as text (not a file's), parsed once per process: a load runs the same few each
+# time (its settings read, the sample ids checked, profiling_df's query, its connection's clean-up), whose parse cost
+# a small trace ~0.05-0.15 ms each, as much as a third of running one.
+MAX_TEXTS = 256  # a text that holds a value (a setting's amount) differs between loads: those past this are not kept
+_texts: dict[str, duckdb.Statement] = {}
+
+
+def execute(con: duckdb.DuckDBPyConnection, text: str, parameters: object = None) -> duckdb.DuckDBPyConnection:
+    """``con.execute(text, parameters)`` of the one statement ``text``, parsed once per process; returns ``con``."""
+    statement = _texts.get(text)
+    if statement is None:
+        (statement,) = con.extract_statements(text)
+        if len(_texts) < MAX_TEXTS:
+            _texts[text] = statement
+    return con.execute(statement, parameters)
+
+
 def parsed_statements(con: duckdb.DuckDBPyConnection, name: str) -> list[duckdb.Statement]:
     """The statements of file ``name``, parsed once per process (by ``con``, the first time)."""
     statements = _parsed.get(name)
@@ -329,7 +346,7 @@ def define_scope_names(
     ``names_escaped``: the scopes carry module and call names percent-escaped (rundir.scope_text), which the macros
     read back. ``torchscript_paths``: (TorchScript module, path inside it, module) of a recording's TorchScript
     modules (rundir.torchscript_paths), the modules their operators' Module Hierarchy names (attribution.sql)."""
-    variables = (
+    texts = (
         ("module_prefix", module_prefix),
         ("function_prefix", function_prefix),
         ("sample_separator", SAMPLE_SEPARATOR),
@@ -338,24 +355,31 @@ def define_scope_names(
         ("compiled_region_call", compiled_region_call),
         ("other_operator_call", other_operator_call),
     )
-    text = (
-        "".join(
-            f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else quote(value)};"
-            for name, value in variables
-        )
-        + f"SET VARIABLE names_escaped = {'true' if names_escaped else 'false'};"
-        + f"SET VARIABLE torchscript_paths = CAST([{', '.join(map(_path_struct, torchscript_paths))}] "
-        + "AS STRUCT(scope VARCHAR, path VARCHAR, module VARCHAR)[]);"
-        + (sql_text("scope_names.sql") if macros else "")
-    )
+    values = {name: None if value is None else quote(value) for name, value in texts}
+    values["names_escaped"] = "true" if names_escaped else "false"
+    paths = ", ".join(map(_path_struct, torchscript_paths))
+    values["torchscript_paths"] = f"CAST([{paths}] AS STRUCT(scope VARCHAR, path VARCHAR, module VARCHAR)[])"
+    held = _variables.setdefault(con, {})
+    # a variable never set reads NULL; no path set reads as none, as torchscript_modules.sql runs only where some are
+    never_set = {"torchscript_paths": values["torchscript_paths"]} if not torchscript_paths else {}
+    wanted = {name: value for name, value in values.items() if held.get(name, never_set.get(name)) != value}
+    text = "".join(
+        f"SET VARIABLE {name} = {'CAST(NULL AS VARCHAR)' if value is None else value};"
+        for name, value in wanted.items()
+    ) + (sql_text("scope_names.sql") if macros else "")
     statements = _definitions.get(text)
     if statements is None:  # the same for every run of a scheme: parsed once, as the files are
-        statements = con.extract_statements(text)
+        statements = con.extract_statements(text) if text else []
         if len(_definitions) < MAX_DEFINITIONS:
             _definitions[text] = statements
     for statement in statements:
         con.execute(statement)
+    held.update(wanted)
 
 
 MAX_DEFINITIONS = 64  # the variable definitions kept parsed: a process loads runs of a few schemes
 _definitions: dict[str, list[duckdb.Statement]] = {}
+# Each connection's variables as define_scope_names last set them (their SQL text, None for NULL): a SET VARIABLE
+# costs a small trace ~0.1 ms (0.3 ms the empty list of TorchScript paths), and a new connection holds none, which
+# getvariable() reads as NULL: only those that differ are set, and none again for the next rank of the same scheme.
+_variables: weakref.WeakKeyDictionary[duckdb.DuckDBPyConnection, dict[str, str | None]] = weakref.WeakKeyDictionary()

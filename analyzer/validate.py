@@ -13,7 +13,7 @@ import os
 import duckdb
 
 from .errors import BadInputError
-from .sql import run_sql_file
+from .sql import execute, run_sql_file
 
 RELINKS = ("linked_by_external_id.sql", "linked_by_flow.sql")  # in turn, where device events lack correlations
 NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
@@ -101,14 +101,15 @@ def validate_escapes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) ->
     macros themselves are asked (ks_scope_module, ks_scope_call: scope_names.sql), so what is decoded is what they
     decode, the name after its prefix: a manifest's prefix that ends in half an escape (``ks.fn:%C3``) does not lend
     its byte to the name."""
-    named = con.execute(
+    named = execute(
+        con,
         """SELECT min(event_id), name FROM events
            WHERE (starts_with(name, getvariable('module_prefix')) OR starts_with(name, getvariable('function_prefix')))
-             AND contains(name, '%') GROUP BY name ORDER BY 1"""
+             AND contains(name, '%') GROUP BY name ORDER BY 1""",
     ).fetchall()
     for event_id, name in named:  # a handful at most: only names with characters Kineto's export mangles have one
         try:
-            con.execute("SELECT ks_scope_module($1), ks_scope_call($1)", [name]).fetchone()
+            execute(con, "SELECT ks_scope_module($1), ks_scope_call($1)", [name]).fetchone()
         except duckdb.InvalidInputException:
             raise BadInputError(
                 path, f"traceEvents[{event_id}] ({event_label(None, name)}) has a %-escape that is not UTF-8"

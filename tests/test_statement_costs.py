@@ -1,0 +1,109 @@
+"""What a load of a small run spends on DuckDB statements, which fix its fixed cost: a load that follows another of
+the same run gives DuckDB no SQL text to parse (every statement it runs was parsed before), and its results are the
+same as the first load's."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from kernelscope.analyzer import held, load_run  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from torch import nn  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    out = tmp_path_factory.mktemp("statements") / "run"
+    profiler = ModuleFunctionKernelProfiler()
+    profiler.profile(model, [((torch.randn(2, 8),), {})], warmup_iterations=1, out=out)
+    profiler.release()
+    return out
+
+
+def _texts_given(monkeypatch) -> list[str]:
+    """The SQL texts given to any DuckDB connection's execute() or sql() from now on (a parsed statement is none)."""
+    given: list[str] = []
+    for method in ("execute", "sql"):
+        original = getattr(duckdb.DuckDBPyConnection, method)
+
+        def watched(con, query, *args, _original=original, **kwargs):
+            if isinstance(query, str):
+                given.append(query)
+            return _original(con, query, *args, **kwargs)
+
+        monkeypatch.setattr(duckdb.DuckDBPyConnection, method, watched)
+    return given
+
+
+def test_a_load_like_the_last_parses_no_sql_text(small_run, monkeypatch):
+    with load_run(small_run) as run:
+        first = run.profiling_df()
+    # the native sweep's table is read by a local name, which DuckDB finds in the frame that calls execute: the
+    # watcher's own, here (held_by_sql.sql gives the same table, tests/test_held.py)
+    monkeypatch.setattr(held, "native_sweep", None)
+    with load_run(small_run) as run:
+        assert run.profiling_df().equals(first)
+    given = _texts_given(monkeypatch)
+    with load_run(small_run) as run:
+        again = run.profiling_df()
+        assert run.manifest["annotation"].get("name_escape"), "a recording whose scopes' escapes are checked"
+    assert given == [], "\n".join(given)
+    assert again.equals(first)
+
+
+def test_ks_rows_keeps_only_columns_a_later_statement_reads(small_run):
+    # every statement after it scans each of its columns on a small trace (the lean plan prunes none)
+    import re
+
+    from kernelscope.analyzer.sql import sql_text
+
+    rows_file = sql_text("attribution_rows.sql")
+    after = rows_file[rows_file.index("DROP TABLE ks_items") :] + sql_text("torchscript_modules.sql")
+    with load_run(small_run) as run:
+        columns = [name for (name,) in run._con.execute("SELECT column_name FROM (DESCRIBE ks_rows)").fetchall()]
+    unread = [column for column in columns if not re.search(rf"\b{column}\b", after)]
+    assert columns and unread == []
+
+
+def test_scope_variables_are_set_only_where_the_connection_holds_other_values(monkeypatch):
+    from kernelscope.analyzer.sql import define_scope_names
+
+    con = duckdb.connect()
+    ran = []
+    original = duckdb.DuckDBPyConnection.execute
+    monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", lambda c, q, *a: ran.append(q) or original(c, q, *a))
+    define_scope_names(con, "ks.module:", "ks.fn:", "replay", None, names_escaped=False, macros=False)
+    # a new connection holds no variable: those the run wants NULL (or empty) need no statement
+    assert len(ran) == 6
+    ran.clear()
+    define_scope_names(con, "ks.module:", "ks.fn:", "replay", None, names_escaped=False, macros=False)
+    assert ran == [], "the next rank's, the same, are already there"
+    define_scope_names(con, "m:", "ks.fn:", None, "compiled", torchscript_paths=[("a", "b", "c")], macros=False)
+    assert len(ran) == 4
+    assert con.execute(
+        "SELECT getvariable('module_prefix'), getvariable('graph_replay_call'), getvariable('compiled_region_call'), "
+        "getvariable('torchscript_paths'), getvariable('names_escaped')"
+    ).fetchone() == ("m:", None, "compiled", [{"scope": "a", "path": "b", "module": "c"}], False)
+    ran.clear()
+    define_scope_names(con, "m:", "ks.fn:", None, "compiled", macros=False)
+    assert len(ran) == 1 and con.execute("SELECT getvariable('torchscript_paths')").fetchone() == ([],)
+
+
+def test_a_small_runs_spans_are_bound_once_and_read_as_a_large_runs(small_run, monkeypatch):
+    # a relation over held_spans.sql binds it for its schema, then again to run it: ~1 ms of a small trace's load
+    related = []
+    original = duckdb.DuckDBPyConnection.sql
+    monkeypatch.setattr(
+        duckdb.DuckDBPyConnection, "sql", lambda c, q, *a, **k: related.append(q) or original(c, q, *a, **k)
+    )
+    with load_run(small_run) as run:
+        assert related == []
+        held_of = {}
+        for small in (True, False):  # the step tables a small run keeps to its end are there: the sweep runs again
+            held.hold_spans(run._con, small=small)
+            held_of[small] = run._con.execute("SELECT * FROM ks_held ORDER BY anchor").fetchall()
+    assert held_of[True] and held_of[True] == held_of[False]
