@@ -1,10 +1,11 @@
 """The HTML report in headless Chromium: how big a page is, how long it takes to write and to open (until its
-charts are drawn), for the sample BERT run, a comparison, and a recorded run of 100 distinct calls; and the
-screenshots of docs/ (docs/report.png, docs/report-compare.png), taken by the same Chromium.
+charts are drawn), for the sample BERT run, a comparison, a recorded run of 100 distinct calls and one of 11,201
+icicle boxes (800 chains of 11 modules, each a call and its operator; on a quiet CPU); and the screenshots of docs/
+(docs/report.png, docs/report-compare.png), taken by the same Chromium.
 
     python benchmarks/report_pages.py [--screenshots] [--repeat 5]
 
-Needs chromium on PATH, the report extra, and torch (CPU is enough) for the 100-call run."""
+Needs chromium on PATH, the report extra, and torch (CPU is enough) for the recorded runs."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from browser import Browser  # noqa: E402
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.analyzer.report import write_comparison, write_report  # noqa: E402
+from kernelscope.analyzer.report.views import run_views  # noqa: E402
 
 SAMPLES = REPO / "sample_traces"
 UNARY = """abs absolute acos acosh adjoint all amax amin aminmax angle any arccos arccosh arcsin arcsinh arctan
@@ -65,6 +67,37 @@ def hundred_call_run(out: Path) -> Path:
     model = torch.nn.Sequential(*(Call(name) for name in names))
     model.forward = lambda x: [call(x) for call in model]  # every call sees the input, not its neighbour's output
     ModuleFunctionKernelProfiler().profile(model, [((sample,), {})], warmup_iterations=1, out=out)
+    return out
+
+
+def many_box_run(out: Path, chains: int = 800, depth: int = 10) -> Path:
+    """Record (on the CPU) a module of ``chains`` submodules, each ``depth`` wrappers around one torch.mm: about
+    ``chains * (depth + 4)`` icicle boxes, each over the report's folding threshold, unless a busy machine made
+    some torch.mm take far longer than the others (the boxes printed are those of the run)."""
+    import torch
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    class Leaf(torch.nn.Module):
+        def forward(self, x):
+            return torch.mm(x, x)
+
+    class Wrap(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return self.inner(x)
+
+    def chain() -> torch.nn.Module:
+        module = Leaf()
+        for _ in range(depth):
+            module = Wrap(module)
+        return module
+
+    model = torch.nn.Sequential(*(chain() for _ in range(chains)))
+    model.forward = lambda x: [link(x) for link in model]  # every chain sees the input
+    ModuleFunctionKernelProfiler().profile(model, [((torch.rand(128, 128),), {})], warmup_iterations=1, out=out)
     return out
 
 
@@ -118,8 +151,13 @@ def main() -> None:
                 start = time.perf_counter()
                 pages[f"{calls} calls"] = write_report(run, tmp / "hundred.html", name="100 calls")
                 written[f"{calls} calls"] = time.perf_counter() - start
+            with load_run(many_box_run(tmp / "boxes")) as run:
+                boxes = len(run_views(run, "many boxes").icicle)
+                start = time.perf_counter()
+                pages[f"{boxes} boxes"] = write_report(run, tmp / "boxes.html", name="many boxes")
+                written[f"{boxes} boxes"] = time.perf_counter() - start
         except ImportError as exc:
-            print(f"skipped the 100-call run: {exc}", file=sys.stderr)
+            print(f"skipped the recorded runs: {exc}", file=sys.stderr)
         with Browser(timeout=120) as browser:
             browser.open(pages["bert"])  # a first open warms the browser's caches
             for key, page in pages.items():
