@@ -72,7 +72,7 @@ def ingest_ranks(
 ) -> list[RankPart]:
     """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
     trace with nothing to attribute is refused before the attribution runs (``refuse_empty``)."""
-    parts = []
+    parts, aside = [], False
     for source in sources:
         named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
         escaped = rundir.names_escaped(source.manifest)
@@ -97,7 +97,8 @@ def ingest_ranks(
         rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
         if rank != header.rank:
             run_sql_file(con, "events_rank.sql", rank=str(rank))
-        processes = pasted_processes(con, source.trace)
+        # a recording's trace is its one process's; a bare trace may hold several ranks' pasted into one file
+        processes = pasted_processes(con, source.trace) if source.manifest is None else 0
         for process in range(max(processes, 1)):  # a pasted file's processes, each a rank of its own
             if processes:
                 take_process(con, process)
@@ -106,11 +107,13 @@ def ingest_ranks(
             function_data = function_data_from_store(source.store, source.samples)
             if source.samples is not None:
                 _check_sample_ids(con, source.trace, source.samples, function_data)
-            _set_aside(con, first=not parts)
+            if len(sources) > 1 or processes:  # one trace of one process keeps its tables where they are
+                _set_aside(con, first=not aside)
+                aside = True
             parts.append(RankPart(rank + process, source.manifest, function_data, check, directory, header))
         if processes:
             con.execute("DROP TABLE ks_pasted_events")
-    for table in ("events", "kernels"):
+    for table in ("events", "kernels") if aside else ():
         con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
     return parts
 
