@@ -4,6 +4,10 @@ icicle boxes (800 chains of 11 modules, each a call and its operator; on a quiet
 (docs/report.png, docs/report-compare.png), taken by the same Chromium.
 
     python benchmarks/report_pages.py [--screenshots] [--repeat 5]
+    python benchmarks/report_pages.py --open A.html B.html A2.html [--repeat 5]
+
+``--open`` instead opens pages already written (by two trees: the same run's page of each) in turn, round after
+round, so that the machine's noise falls on each alike: an A/B/A2 of what the page costs to draw.
 
 Needs chromium on PATH, the report extra, and torch (CPU is enough) for the recorded runs."""
 
@@ -127,11 +131,30 @@ def measure(browser: Browser, page: Path, repeat: int) -> dict:
     return {"MB": page.stat().st_size / 2**20, "open_s": statistics.median(opens), "cpu_s": statistics.median(cpu)}
 
 
+def open_in_turn(pages: list[Path], repeat: int) -> None:
+    """Each page opened once a round, ``repeat`` rounds, after one untimed round; the medians per page."""
+    opens: dict[Path, list] = {page: [] for page in pages}
+    with Browser(timeout=300) as browser:
+        for round_ in range(repeat + 1):
+            for page in pages:
+                before, opened = chromium_cpu_s(browser), browser.open(page)
+                if round_:
+                    opens[page].append((opened, chromium_cpu_s(browser) - before))
+                assert browser.console_errors() == [], browser.console_errors()
+    for page, times in opens.items():
+        wall, cpu = statistics.median(t for t, _ in times), statistics.median(c for _, c in times)
+        print(f"{page}: open (median of {repeat}) {wall:.2f} s wall, {cpu:.2f} s of Chromium's CPU")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--screenshots", action="store_true", help="write docs/report.png and docs/report-compare.png")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--open", nargs="+", type=Path, metavar="PAGE", help="open these pages in turn, and only them")
     args = parser.parse_args()
+    if args.open:
+        open_in_turn(args.open, args.repeat)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         pages, written = {}, {}
