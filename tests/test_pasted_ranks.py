@@ -208,3 +208,21 @@ def test_each_pasted_process_is_a_rank_of_its_own(tmp_path, header_rank):
     _, second = _describe(path, first + 1)
     _, alone = _describe(own)
     assert second.equals(alone)
+
+
+@pytest.mark.parametrize("gzipped", [False, True], ids=["json", "gzip members"])
+def test_traces_concatenated_into_one_file_are_refused_saying_what_to_do(tmp_path, gzipped):
+    """`cat rank0.json rank1.json > job.json` (or of their .json.gz): two JSON documents, not one trace."""
+    first, second = (gzip.decompress((TRACES / name).read_bytes()) for name in ("misc.json.gz", "threads.json.gz"))
+    path = tmp_path / ("job.json.gz" if gzipped else "job.json")
+    path.write_bytes(gzip.compress(first) + gzip.compress(second) if gzipped else first + b"\n" + second)
+    joined = first + (b"" if gzipped else b"\n") + second
+    start = len(joined) - len(second) + second.index(b"{")
+    line, column = joined.count(b"\n", 0, start) + 1, start - joined.rfind(b"\n", 0, start)
+    problem = (
+        rf"holds several JSON documents one after another, the second at line {line} column {column} \(traces"
+        r" concatenated into one file\?\): write each trace to a file of its own, in one folder, and load the folder"
+        r" \(each file is the rank its distributedInfo.rank names\)"
+    )
+    with pytest.raises(BadInputError, match=rf"job.json(.gz)?: {problem}$"):
+        load_run(path)
