@@ -288,6 +288,32 @@ def test_the_icicle_gets_the_nodes_in_view_and_draws_them_as_from_every_node(bro
     assert browser.console_errors() == []
 
 
+def test_a_zoom_draws_the_icicle_again_at_most_once(browser, pages):
+    """A zoom animates over both views' nodes, then gives plotly the new view's alone only where those of the old
+    it leaves out are many: each full drawing of a wide view costs seconds."""
+    browser.open(pages["bert"])
+    redraws = browser.evaluate(
+        """(async () => {
+        const gd = document.getElementById('icicle'), react = Plotly.react, counts = [];
+        let redraws = 0;
+        Plotly.react = function (...a) { redraws++; return react.apply(this, a); };
+        for (const label of ['encoder', 'encoder']) {  // in, then out (a click on the view's top box)
+            redraws = 0;
+            Array.from(gd.querySelectorAll('g.slice')).find(s => (s.querySelector('text tspan') || {}).textContent
+                === label).dispatchEvent(new MouseEvent('click', {bubbles: true}));
+            await new Promise(done => setTimeout(done, 1500));
+            counts.push([redraws, gd.data[0].level]);
+        }
+        Plotly.react = react;
+        return counts; })()"""
+    )
+    data = _page_data(pages["bert"])["icicle"]
+    encoder, root = data["id"][data["label"].index("encoder")], data["id"][data["parent"].index("")]
+    assert [level for _, level in redraws] == [encoder, root]
+    assert all(count <= 1 for count, _ in redraws) and sum(count for count, _ in redraws) < 2, redraws
+    assert browser.console_errors() == []
+
+
 def test_hostile_names_stay_text_in_chromium(browser, pages):
     browser.open(pages["hostile"])  # a plain trace, its calls named after its operators
     assert browser.console_errors() == []

@@ -81,14 +81,16 @@
     const layout = () => ({height: 620, margin: {t: 28, l: 4, r: 4, b: 4}, font: FONT});
     let entry = up.indexOf(-1), zooming = false;
     return Plotly.newPlot(element, [trace([entry], entry)], layout(), CONFIG).then(() => {
-      // a click zooms as plotly's does, between the two views' nodes together; then the new view's alone
+      // a click zooms as plotly's does, over the two views' nodes together; then plotly gets the new view's alone only
+      // where those of the old it leaves out are many: drawing every node in view again costs more than they do
       element.on("plotly_icicleclick", (event) => {
         const next = row.get(event.nextLevel);
         if (next === undefined || next === entry || zooming) return false;
         zooming = true;
-        Plotly.react(element, [trace([entry, next], entry)], layout(), CONFIG)
-          .then(() => Plotly.animate(element, {data: [{level: event.nextLevel}], traces: [0]}, ZOOM))
-          .then(() => Plotly.react(element, [trace([next], next)], layout(), CONFIG))
+        const both = trace([entry, next], next), alone = trace([next], next);
+        const many = both.ids.length - alone.ids.length > alone.ids.length / 10;
+        Plotly.animate(element, {data: [both], traces: [0]}, ZOOM)
+          .then(() => many && Plotly.react(element, [alone], layout(), CONFIG))
           .then(() => { entry = next; }, (error) => console.error(error))
           .then(() => { zooming = false; });
         return false;
