@@ -82,8 +82,8 @@ class TraceHeader:
     def settle_repeats(self) -> None:
         """Set ``repeats`` once every part is loaded: where the native reader read them all, a part's own repeat, else
         whether two parts share a key (repeated_across: a shared hash leaves it None, for the query to settle), so that
-        a trace read in many parts, as one in a single part, needs neither validate_repeats.sql nor
-        shared_correlations.sql (0.15 CPU-s of a 317 MB trace's 1.9); the keys are then dropped."""
+        a trace read in many parts, as one in a single part, does not need validate_repeats.sql (with the query
+        pasted.py ran then, 0.15 CPU-s of a 317 MB trace's 1.9); the keys are then dropped."""
         keys, self.repeat_keys = self.repeat_keys, []
         if self.duckdb_parts or not self.native_parts or len(self.part_repeats) < len(self.native_parts):
             self.repeats = None

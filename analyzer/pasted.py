@@ -1,7 +1,6 @@
 """Several processes' traces pasted into one file (one traceEvents list, as tools merge a job's ranks): each process
-numbers its calls' correlations and its operators' External ids from the same start, so they collide; the
-attribution reads each event's values made its process's own (process_keys.sql) and the trace's are put back
-after it."""
+is told apart (process_parts.sql) and attributed as a rank of its own, its events alone in ``events``: each numbers
+its calls' correlations and its operators' External ids from the same start, so theirs collide."""
 
 from __future__ import annotations
 
@@ -14,18 +13,15 @@ from .sql import run_sql_file
 from .validate import event_label
 
 
-def separate_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> bool:
-    """Make the correlations and External ids of table ``events`` each process's own where launches of several
-    processes share correlations; whether they did (then rejoin_processes puts the trace's back). Refuses, naming
-    it, the first device event whose process is not known."""
-    if not run_sql_file(con, "shared_correlations.sql").fetchone()[0]:
-        return False
-    row = run_sql_file(con, "process_keys.sql").fetchone()
+def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> int:
+    """How many processes launch in table ``events`` (0 where one does, or none); where several do, ``events`` is set
+    aside as ks_pasted_events with each event's process (take_process gives each back). Refuses, naming it, the
+    first device event whose process is not known."""
+    if not run_sql_file(con, "launch_processes.sql").fetchone()[0]:
+        return 0
+    row = run_sql_file(con, "process_parts.sql").fetchone()
     if row is not None:
         event_id, cat, name, correlation, pids, device_pid = row
-        if pids is None:
-            problem = "has a correlation or External id too large to tell apart the processes that share correlations"
-            raise BadInputError(path, f"traceEvents[{event_id}] {problem}")
         what = event_label(cat, name)
         processes = ", ".join(map(str, pids[:-1])) + f" and {pids[-1]}"
         raise BadInputError(
@@ -34,9 +30,12 @@ def separate_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) 
             f" processes (pids) {processes} share, and the other work of its device (pid {device_pid}) is not of"
             " exactly one of them: which process launched it is unknown",
         )
-    return True
+    count = con.execute("SELECT count(*) FROM ks_processes").fetchone()[0]
+    for table in ("ks_launch_pids", "ks_processes", "ks_device_owners", "events"):
+        con.execute(f"DROP TABLE {table}")
+    return count
 
 
-def rejoin_processes(con: duckdb.DuckDBPyConnection) -> None:
-    """The trace's own correlations and External ids back in ``events`` and ``kernels`` (process_keys_end.sql)."""
-    run_sql_file(con, "process_keys_end.sql")
+def take_process(con: duckdb.DuckDBPyConnection, process: int) -> None:
+    """Table ``events`` of process ``process`` (0 first) of the pasted file, of the file's rank + ``process``."""
+    run_sql_file(con, "process_part.sql", process=str(int(process)))

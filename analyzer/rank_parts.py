@@ -12,7 +12,7 @@ from . import rundir
 from .errors import BadInputError
 from .held import hold_spans
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
-from .pasted import rejoin_processes, separate_processes
+from .pasted import pasted_processes, take_process
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
@@ -73,8 +73,8 @@ def ingest_ranks(
     """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
     trace with nothing to attribute is refused before the attribution runs (``refuse_empty``). ``small``: the run's
     JSON is small (run_settings.keeps_steps): its steps' rows may be copied (held.py)."""
-    parts = []
-    for position, source in enumerate(sources):
+    parts, aside = [], False
+    for source in sources:
         named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
         escaped = rundir.names_escaped(source.manifest)
         define_scope_names(con, module_prefix, function_prefix, *named, names_escaped=escaped, macros=False,
@@ -93,49 +93,66 @@ def ingest_ranks(
             validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
         if escaped:
             validate_escapes(con, source.trace)
-        # a trace the native reader found no repeated correlation in holds no process's launches sharing another's
-        pasted = header.repeats is not False and separate_processes(con, source.trace)
         if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
             raise BadInputError(source.trace, nothing_to_attribute(con))
         rank = source.rank if source.rank is not None else header_rank(header.keys, source.trace)
         if rank != header.rank:
             run_sql_file(con, "events_rank.sql", rank=str(rank))
-        frames_needed, device_work = run_sql_file(con, "frames_needed.sql").fetchone()
-        if frames_needed:  # a plain trace's Python frames as its scopes
-            run_sql_file(con, "frame_names.sql")
-            run_sql_file(con, "frames.sql")
-        try:
-            known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
-            if not device_work:
-                known.update({CPU_ROWS: True, LOST_LAUNCHES: False})
-            # the launch check's guards asked there (or known) are answered for attribution_rows.sql: held.py's step
-            # sets no variable they read
-            settled = {} if device_work else {CPU_ROWS: True}
-            run_sql_file(con, "attribution.sql", known=known, answered=settled)
-            hold_spans(con, small=small)
-            rows = run_sql_file(con, "attribution_rows.sql", known=settled)
-            check = LaunchCheck(*rows.fetchone())
-            if script_paths:
-                run_sql_file(con, "torchscript_modules.sql")
-            run_sql_file(con, "attribution_end.sql")
-            if pasted:
-                rejoin_processes(con)
-        except duckdb.OutOfMemoryException as exc:
-            raise BadInputError(source.trace, beyond_the_limits(con, exc)) from None
-        directory = source.trace.parent if source.manifest is not None else None
-        function_data = function_data_from_store(source.store, source.samples)
-        if source.samples is not None:
-            _check_sample_ids(con, source.trace, source.samples, function_data)
-        for table in ("events", "kernels") if len(sources) > 1 else ():  # each with its rank column
-            if position == 0:
-                con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
-            else:
-                con.execute(f"INSERT INTO ks_all_{table} SELECT * FROM {table}")
-                con.execute(f"DROP TABLE {table}")
-        parts.append(RankPart(rank, source.manifest, function_data, check, directory, header))
-    for table in ("events", "kernels") if len(sources) > 1 else ():
+        # a recording's trace is its one process's; a bare trace may hold several ranks' pasted into one file
+        processes = pasted_processes(con, source.trace) if source.manifest is None else 0
+        for process in range(max(processes, 1)):  # a pasted file's processes, each a rank of its own
+            if processes:
+                take_process(con, process)
+            check = _attribute(con, source.trace, script_paths, small)
+            directory = source.trace.parent if source.manifest is not None else None
+            function_data = function_data_from_store(source.store, source.samples)
+            if source.samples is not None:
+                _check_sample_ids(con, source.trace, source.samples, function_data)
+            if len(sources) > 1 or processes:  # one trace of one process keeps its tables where they are
+                _set_aside(con, first=not aside)
+                aside = True
+            parts.append(RankPart(rank + process, source.manifest, function_data, check, directory, header))
+        if processes:
+            con.execute("DROP TABLE ks_pasted_events")
+    for table in ("events", "kernels") if aside else ():
         con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
     return parts
+
+
+def _attribute(con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small: bool) -> LaunchCheck:
+    """Table ``kernels`` of the events in table ``events`` (one rank's), and their launch check."""
+    frames_needed, device_work = run_sql_file(con, "frames_needed.sql").fetchone()
+    if frames_needed:  # a plain trace's Python frames as its scopes
+        run_sql_file(con, "frame_names.sql")
+        run_sql_file(con, "frames.sql")
+    try:
+        known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
+        if not device_work:
+            known.update({CPU_ROWS: True, LOST_LAUNCHES: False})
+        # the launch check's guards asked there (or known) are answered for attribution_rows.sql: held.py's step
+        # sets no variable they read
+        settled = {} if device_work else {CPU_ROWS: True}
+        run_sql_file(con, "attribution.sql", known=known, answered=settled)
+        hold_spans(con, small=small)
+        rows = run_sql_file(con, "attribution_rows.sql", known=settled)
+        check = LaunchCheck(*rows.fetchone())
+        if script_paths:
+            run_sql_file(con, "torchscript_modules.sql")
+        run_sql_file(con, "attribution_end.sql")
+    except duckdb.OutOfMemoryException as exc:
+        raise BadInputError(trace, beyond_the_limits(con, exc)) from None
+    return check
+
+
+def _set_aside(con: duckdb.DuckDBPyConnection, first: bool) -> None:
+    """One rank's ``events`` and ``kernels`` joined to those of the ranks before it (ks_all_events, ks_all_kernels),
+    each row with its rank column; ingest_ranks names them back once every rank is in."""
+    for table in ("events", "kernels"):
+        if first:
+            con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
+        else:
+            con.execute(f"INSERT INTO ks_all_{table} SELECT * FROM {table}")
+            con.execute(f"DROP TABLE {table}")
 
 
 def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:

@@ -4,7 +4,7 @@
 -- duration, or with a negative duration, a device event that is
 -- not a complete event or has no correlation, a launch that shares its correlation with another
 -- launch of its runtime (ks_launch_family: each runtime numbers its own calls) in its process (pid: each process
--- numbers its own, and several ranks' traces pasted into one file share them: process_keys.sql), a device event
+-- numbers its own, and several ranks' traces pasted into one file share them: process_parts.sql), a device event
 -- listed twice. A launch is a call of a category ks_launch_category names
 -- (scope_names.sql); rules 5 and 7 hold CUDA's (cuda_runtime, cuda_driver) to a correlation and a thread, which
 -- every CUDA and ROCm trace gives them, and the attribution reads the other runtimes' calls where they have them.

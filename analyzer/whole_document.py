@@ -7,6 +7,7 @@ they read a streamed part; a second top-level ``traceEvents`` is refused, as no 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import BinaryIO
 
@@ -94,11 +95,36 @@ def _read_leniently(path, data: bytes, exc: orjson.JSONDecodeError, decompressed
             raise BadInputError(path, f"is {encoding} text, not the UTF-8 JSON of a trace") from None
         if last.msg == "unexpected end of data":
             raise BadInputError(path, ENDS_EARLY) from None
+        second = _second_document(text.data) if last.msg == "unexpected content after document" else None
+        if second is not None:
+            raise BadInputError(path, SEVERAL_DOCUMENTS.format(*second)) from None
         fault = json_fault(data, last, decompressed, path, lenient=True)
         raise BadInputError(path, f"is not valid JSON ({fault})") from None
     if leniencies is not None:
         leniencies.add(text)
     return text.data, doc
+
+
+SEVERAL_DOCUMENTS = (
+    "holds several JSON documents one after another, the second at line {} column {} (traces concatenated into one"
+    " file?): write each trace to a file of its own, in one folder, and load the folder (each file is the rank its"
+    " distributedInfo.rank names)"
+)
+
+
+def _second_document(data: bytes) -> tuple[int, int] | None:
+    """Where (line, column) a second JSON object or array begins after the first document of ``data``, which the
+    parser found followed by more: ``cat rank0.json rank1.json``, or gzip members of traces; None where what follows
+    is no document (garbage after a trace is said as the parser says it)."""
+    text = data.decode("utf-8", "replace")
+    try:  # the standard library's parser says where the first document ends, which orjson's error does not
+        _, end = json.JSONDecoder(strict=False).raw_decode(text, len(text) - len(text.lstrip()))
+    except ValueError:
+        return None
+    start = len(text) - len(text[end:].lstrip())
+    if text[start : start + 1] not in ("{", "["):
+        return None
+    return text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start)
 
 
 def _closed_array(data: bytes) -> bytes | None:

@@ -1,10 +1,15 @@
 """The HTML report in headless Chromium: how big a page is, how long it takes to write and to open (until its
-charts are drawn), for the sample BERT run, a comparison, and a recorded run of 100 distinct calls; and the
-screenshots of docs/ (docs/report.png, docs/report-compare.png), taken by the same Chromium.
+charts are drawn), for the sample BERT run, a comparison, a recorded run of 100 distinct calls and one of 11,201
+icicle boxes (800 chains of 11 modules, each a call and its operator; on a quiet CPU); and the screenshots of docs/
+(docs/report.png, docs/report-compare.png), taken by the same Chromium.
 
     python benchmarks/report_pages.py [--screenshots] [--repeat 5]
+    python benchmarks/report_pages.py --open A.html B.html A2.html [--repeat 5]
 
-Needs chromium on PATH, the report extra, and torch (CPU is enough) for the 100-call run."""
+``--open`` instead opens pages already written (by two trees: the same run's page of each) in turn, round after
+round, so that the machine's noise falls on each alike: an A/B/A2 of what the page costs to draw.
+
+Needs chromium on PATH, the report extra, and torch (CPU is enough) for the recorded runs."""
 
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from browser import Browser  # noqa: E402
 from kernelscope.analyzer import load_run  # noqa: E402
 from kernelscope.analyzer.report import write_comparison, write_report  # noqa: E402
+from kernelscope.analyzer.report.views import run_views  # noqa: E402
 
 SAMPLES = REPO / "sample_traces"
 UNARY = """abs absolute acos acosh adjoint all amax amin aminmax angle any arccos arccosh arcsin arcsinh arctan
@@ -68,6 +74,37 @@ def hundred_call_run(out: Path) -> Path:
     return out
 
 
+def many_box_run(out: Path, chains: int = 800, depth: int = 10) -> Path:
+    """Record (on the CPU) a module of ``chains`` submodules, each ``depth`` wrappers around one torch.mm: about
+    ``chains * (depth + 4)`` icicle boxes, each over the report's folding threshold, unless a busy machine made
+    some torch.mm take far longer than the others (the boxes printed are those of the run)."""
+    import torch
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    class Leaf(torch.nn.Module):
+        def forward(self, x):
+            return torch.mm(x, x)
+
+    class Wrap(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            return self.inner(x)
+
+    def chain() -> torch.nn.Module:
+        module = Leaf()
+        for _ in range(depth):
+            module = Wrap(module)
+        return module
+
+    model = torch.nn.Sequential(*(chain() for _ in range(chains)))
+    model.forward = lambda x: [link(x) for link in model]  # every chain sees the input
+    ModuleFunctionKernelProfiler().profile(model, [((torch.rand(128, 128),), {})], warmup_iterations=1, out=out)
+    return out
+
+
 def chromium_cpu_s(browser: Browser) -> float:
     """CPU seconds (user + system) used so far by the browser's processes, which a busy machine does not inflate
     as it does the wall-clock time."""
@@ -94,11 +131,30 @@ def measure(browser: Browser, page: Path, repeat: int) -> dict:
     return {"MB": page.stat().st_size / 2**20, "open_s": statistics.median(opens), "cpu_s": statistics.median(cpu)}
 
 
+def open_in_turn(pages: list[Path], repeat: int) -> None:
+    """Each page opened once a round, ``repeat`` rounds, after one untimed round; the medians per page."""
+    opens: dict[Path, list] = {page: [] for page in pages}
+    with Browser(timeout=300) as browser:
+        for round_ in range(repeat + 1):
+            for page in pages:
+                before, opened = chromium_cpu_s(browser), browser.open(page)
+                if round_:
+                    opens[page].append((opened, chromium_cpu_s(browser) - before))
+                assert browser.console_errors() == [], browser.console_errors()
+    for page, times in opens.items():
+        wall, cpu = statistics.median(t for t, _ in times), statistics.median(c for _, c in times)
+        print(f"{page}: open (median of {repeat}) {wall:.2f} s wall, {cpu:.2f} s of Chromium's CPU")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--screenshots", action="store_true", help="write docs/report.png and docs/report-compare.png")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--open", nargs="+", type=Path, metavar="PAGE", help="open these pages in turn, and only them")
     args = parser.parse_args()
+    if args.open:
+        open_in_turn(args.open, args.repeat)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         pages, written = {}, {}
@@ -118,8 +174,13 @@ def main() -> None:
                 start = time.perf_counter()
                 pages[f"{calls} calls"] = write_report(run, tmp / "hundred.html", name="100 calls")
                 written[f"{calls} calls"] = time.perf_counter() - start
+            with load_run(many_box_run(tmp / "boxes")) as run:
+                boxes = len(run_views(run, "many boxes").icicle)
+                start = time.perf_counter()
+                pages[f"{boxes} boxes"] = write_report(run, tmp / "boxes.html", name="many boxes")
+                written[f"{boxes} boxes"] = time.perf_counter() - start
         except ImportError as exc:
-            print(f"skipped the 100-call run: {exc}", file=sys.stderr)
+            print(f"skipped the recorded runs: {exc}", file=sys.stderr)
         with Browser(timeout=120) as browser:
             browser.open(pages["bert"])  # a first open warms the browser's caches
             for key, page in pages.items():

@@ -1,6 +1,6 @@
 """Several ranks' traces pasted into one file (one traceEvents list, each rank's host events under its own pid, its
-device events under its device's): correlation ids restart in each process, and every device event is attributed
-to the launch of its own process."""
+device events under its device's): correlation ids restart in each process, every device event is attributed to
+the launch of its own process, and each process is a rank of its own."""
 
 import gzip
 import json
@@ -73,10 +73,12 @@ def _frame(path: Path):
         run.close()
 
 
-def _rows(frame, first_id: int = 0, end_id: int | None = None, device_shift: int = 0, offset: int = 0) -> list:
+def _rows(
+    frame, first_id: int = 0, end_id: int | None = None, device_shift: int = 0, offset: int = 0, rank: int = 0
+) -> list:
     """The rows of events ``first_id`` to ``end_id``, sorted, as their own trace has them: event ids counted from
-    ``first_id``, devices less ``device_shift``, correlations less ``offset``, no start (the file's first is not
-    theirs)."""
+    ``first_id``, devices less ``device_shift``, correlations less ``offset``, ranks less ``rank``, no start (the
+    file's first is not theirs)."""
     held = (frame["event_id"] >= first_id) & (end_id is None or frame["event_id"] < end_id)
     frame = frame[held.to_numpy()].drop(columns=["start_us"])
     frame = frame.assign(
@@ -84,6 +86,7 @@ def _rows(frame, first_id: int = 0, end_id: int | None = None, device_shift: int
         call_event_id=frame["call_event_id"] - first_id,
         device=frame["device"] - device_shift,
         correlation=frame["correlation"] - offset,
+        rank=frame["rank"] - rank,
     )
     return sorted(map(tuple, frame.astype(object).where(frame.notna(), None).itertuples(index=False)), key=repr)
 
@@ -101,14 +104,14 @@ def test_each_process_keeps_its_own_rows(tmp_path, name):
     path, count = _paste(tmp_path, name, name, offset=offset)
     pasted = _frame(path)
     assert _rows(pasted, 0, count) == _own(tmp_path, name)
-    assert _rows(pasted, count, None, 1, offset) == _own(tmp_path, name)
+    assert _rows(pasted, count, None, 1, offset, rank=1) == _own(tmp_path, name)
 
 
 def test_traces_of_different_programs_keep_their_rows(tmp_path):
     path, count = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
     pasted = _frame(path)
     assert _rows(pasted, 0, count) == _own(tmp_path, "misc.json.gz")
-    assert _rows(pasted, count, None, 1) == _own(tmp_path, "cuda_graph.json.gz")
+    assert _rows(pasted, count, None, 1, rank=1) == _own(tmp_path, "cuda_graph.json.gz")
 
 
 @pytest.mark.parametrize("name", ["threads.json.gz", "cuda_graph.json.gz"])
@@ -134,15 +137,21 @@ def test_device_events_whose_process_is_unknown_are_refused(tmp_path, device_shi
         load_run(path)
 
 
-def test_a_correlation_too_large_to_number_per_process_is_refused(tmp_path):
+def test_a_correlation_of_any_size_keeps_its_value(tmp_path):
+    """Each process is attributed alone: no correlation is numbered per process, so none is too large for it."""
     path, count = _paste(tmp_path, "threads.json.gz", "threads.json.gz", offset=_offset("threads.json.gz"))
     head = json.loads(path.read_text())
     kernel = next(i for i, e in enumerate(head["traceEvents"]) if i > count and e.get("cat") == "kernel")
     head["traceEvents"][kernel]["args"]["correlation"] = 2**61  # a device event's alone: it has no launch
     path.write_text(json.dumps(head))
-    problem = "has a correlation or External id too large to tell apart the processes that share correlations"
-    with pytest.raises(BadInputError, match=rf"pasted.json: traceEvents\[{kernel}\] {problem}$"):
-        load_run(path)
+    run = load_run(path)
+    try:
+        assert run.ranks == [0, 1]
+        row = run.sql(f"SELECT rank, correlation, op FROM kernels WHERE event_id = {kernel}")
+        assert row.values.tolist() == [[1, 2**61, None]], "the second process's, a device event without its launch"
+        assert run.launch_check().launches_without_device_event == 1, "its launch has none (its flow links it)"
+    finally:
+        run.close()
 
 
 def test_events_keep_the_traces_own_correlations_and_external_ids(tmp_path):
@@ -162,3 +171,58 @@ def test_events_keep_the_traces_own_correlations_and_external_ids(tmp_path):
     held = table[table["correlation"].notna() | table["external_id"].notna()].astype(object)
     assert sorted(map(tuple, held.where(held.notna(), None).itertuples(index=False))) == expected
     assert tables.empty  # the step tables are dropped
+
+
+def _describe(path: Path, rank: int | None = None):
+    run = load_run(path)
+    try:
+        return run.ranks, run.describe(None, rank)
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("header_rank", [None, 2])
+def test_each_pasted_process_is_a_rank_of_its_own(tmp_path, header_rank):
+    """The processes in the order the file holds them: the header's distributedInfo.rank (0 where it names none),
+    the next rank and so on; each rank's rows, summary and rank column are its own trace's."""
+    path, count = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    if header_rank is not None:
+        head = json.loads(path.read_text())
+        head["distributedInfo"] = {"rank": header_rank, "world_size": 4}
+        path.write_text(json.dumps(head))
+    first = header_rank or 0
+    run = load_run(path)
+    try:
+        assert run.ranks == [first, first + 1]
+        ranks = run.sql("SELECT rank, min(event_id) AS low, max(event_id) AS high FROM kernels GROUP BY 1 ORDER BY 1")
+        assert ranks["rank"].tolist() == [first, first + 1]
+        assert ranks["high"][0] < count <= ranks["low"][1], "each rank's rows are its own process's"
+        by_rank = run.sql("SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY 1")
+        assert by_rank["n"].sum() == len(json.loads(path.read_text())["traceEvents"])
+        pasted = _rows(run.profiling_df(), count, None, 1, rank=first + 1)
+    finally:
+        run.close()
+    own = tmp_path / "own.json"
+    own.write_bytes(gzip.decompress((TRACES / "cuda_graph.json.gz").read_bytes()))
+    assert pasted == _rows(_frame(own))
+    _, second = _describe(path, first + 1)
+    _, alone = _describe(own)
+    assert second.equals(alone)
+
+
+@pytest.mark.parametrize("gzipped", [False, True], ids=["json", "gzip members"])
+def test_traces_concatenated_into_one_file_are_refused_saying_what_to_do(tmp_path, gzipped):
+    """`cat rank0.json rank1.json > job.json` (or of their .json.gz): two JSON documents, not one trace."""
+    first, second = (gzip.decompress((TRACES / name).read_bytes()) for name in ("misc.json.gz", "threads.json.gz"))
+    path = tmp_path / ("job.json.gz" if gzipped else "job.json")
+    path.write_bytes(gzip.compress(first) + gzip.compress(second) if gzipped else first + b"\n" + second)
+    joined = first + (b"" if gzipped else b"\n") + second
+    start = len(joined) - len(second) + second.index(b"{")
+    line, column = joined.count(b"\n", 0, start) + 1, start - joined.rfind(b"\n", 0, start)
+    problem = (
+        rf"holds several JSON documents one after another, the second at line {line} column {column} \(traces"
+        r" concatenated into one file\?\): write each trace to a file of its own, in one folder, and load the folder"
+        r" \(each file is the rank its distributedInfo.rank names\)"
+    )
+    with pytest.raises(BadInputError, match=rf"job.json(.gz)?: {problem}$"):
+        load_run(path)

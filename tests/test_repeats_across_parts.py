@@ -1,7 +1,6 @@
 """The repeats validate_repeats.sql looks for (rules 8, 9) in a trace the native reader reads in several parts: each
 part's own answer and keys (scan), and whether two parts share a key (repeated_across), give the query's answer, or
-None where a key is shared (the query then settles it), so that a large trace needs neither that query nor
-shared_correlations.sql."""
+None where a key is shared (the query then settles it), so that a large trace does not need that query."""
 
 import gzip
 import json

@@ -217,6 +217,103 @@ def test_the_report_draws_in_chromium_and_zooms_on_a_click(browser, pages):
     assert browser.console_errors() == []
 
 
+def test_the_icicle_finds_each_box_s_parent_without_walking_the_tree(browser, pages):
+    """plotly.js labels each drawn box after a search of the whole tree for its parent (quadratic: 9 s for a page of
+    11,000 boxes); the inlined plotly.js looks parents up by id, walking the tree once per drawing."""
+    browser.open(pages["bert"])
+    walks = browser.evaluate(
+        """(async () => {
+        const gd = document.getElementById('icicle');
+        const node = Object.getPrototypeOf(gd.calcdata[0][0].hierarchy);
+        const [after, each] = [node.eachAfter, node.each];
+        let walks = 0;
+        node.eachAfter = function (...a) { walks++; return after.apply(this, a); };
+        node.each = function (...a) { walks++; return each.apply(this, a); };
+        try { await Plotly.relayout(gd, {height: 621}); } finally { node.eachAfter = after; node.each = each; }
+        return walks; })()"""
+    )
+    slices = browser.evaluate("document.querySelectorAll('#icicle g.slice').length")
+    assert slices > 100 and walks <= 5, f"{walks} walks of the tree to draw {slices} boxes"
+    assert {"whole run", "encoder", "embeddings"} <= set(browser.evaluate(SLICE_LABELS))
+    assert browser.console_errors() == []
+
+
+SHOWN_BOXES = """((id) => Object.fromEntries(Array.from(document.querySelectorAll(`#${id} g.slice`)).flatMap((s) => {
+    const box = s.querySelector('path').getBBox(), text = s.querySelector('text');
+    const round = (v) => (v || '').replace(/\\d+\\.\\d+(e-?\\d+)?/g, (n) => Number(n).toFixed(2));
+    return box.width > 0 && box.height > 0
+        ? [[s.__data__.data.data.id, [round(s.querySelector('path').getAttribute('d')), text && text.textContent,
+            text && round(text.getAttribute('transform')), getComputedStyle(s.querySelector('path')).opacity]]]
+        : []; })))"""
+
+ALL_NODES = """(async (level) => {  // the page's icicle drawn again from every node of the views' rows
+    const gd = document.getElementById('icicle'), t = gd.data[0], d = KS.icicle;
+    const at = new Map(t.ids.map((id, i) => [id, i]));
+    const given = (list, missing) => d.id.map((id) => (at.has(id) ? list[at.get(id)] : missing));
+    const div = document.createElement('div');
+    div.id = 'all-nodes';
+    div.style.width = gd.offsetWidth + 'px';
+    gd.after(div);
+    await Plotly.newPlot(div, [Object.assign({}, t, {
+        ids: d.id, parents: d.parent, values: d.value_us, level: level, labels: given(t.labels, ''),
+        customdata: given(t.customdata, ['', 0, 0, 0, 'more']),
+        marker: Object.assign({}, t.marker, {colors: given(t.marker.colors, '#000')})})],
+        gd.layout, {staticPlot: true});
+    return d.id.length; })"""
+
+
+def test_the_icicle_gets_the_nodes_in_view_and_draws_them_as_from_every_node(browser, pages):
+    """plotly draws every node it is given, each below the levels in view shrunk to nothing but as costly to draw:
+    the page gives it the nodes in view, one level more and the path above, and draws what every node would."""
+    data = _page_data(pages["bert"])["icicle"]
+    depth = {"": -1}
+    for _ in range(len(data["id"])):
+        depth.update({i: depth[p] + 1 for i, p in zip(data["id"], data["parent"], strict=True) if p in depth})
+    browser.open(pages["bert"])
+    given = browser.evaluate("document.getElementById('icicle').data[0].ids.length")
+    assert given == sum(d <= 6 for d in depth.values() if d >= 0) < len(data["id"]), "six levels in view, one more"
+    for click in (None, "encoder"):
+        if click:
+            browser.evaluate(
+                f"""Array.from(document.querySelectorAll('#icicle g.slice')).find(s => (s.querySelector('text tspan')
+                || {{}}).textContent === '{click}').dispatchEvent(new MouseEvent('click', {{bubbles: true}}))"""
+            )
+            browser.evaluate("new Promise(done => setTimeout(done, 1500))")  # plotly animates the zoom
+        level = browser.evaluate("document.getElementById('icicle').data[0].level")
+        assert data["label"][data["id"].index(level)] == (click or "whole run")
+        browser.evaluate("document.getElementById('all-nodes') && document.getElementById('all-nodes').remove()")
+        assert browser.evaluate(f"{ALL_NODES}({json.dumps(level)})") == len(data["id"])
+        shown, reference = browser.evaluate(f"{SHOWN_BOXES}('icicle')"), browser.evaluate(f"{SHOWN_BOXES}('all-nodes')")
+        assert len(shown) > 40 and shown == reference
+    assert browser.console_errors() == []
+
+
+def test_a_zoom_draws_the_icicle_again_at_most_once(browser, pages):
+    """A zoom animates over both views' nodes, then gives plotly the new view's alone only where those of the old
+    it leaves out are many: each full drawing of a wide view costs seconds."""
+    browser.open(pages["bert"])
+    redraws = browser.evaluate(
+        """(async () => {
+        const gd = document.getElementById('icicle'), react = Plotly.react, counts = [];
+        let redraws = 0;
+        Plotly.react = function (...a) { redraws++; return react.apply(this, a); };
+        for (const label of ['encoder', 'encoder']) {  // in, then out (a click on the view's top box)
+            redraws = 0;
+            Array.from(gd.querySelectorAll('g.slice')).find(s => (s.querySelector('text tspan') || {}).textContent
+                === label).dispatchEvent(new MouseEvent('click', {bubbles: true}));
+            await new Promise(done => setTimeout(done, 1500));
+            counts.push([redraws, gd.data[0].level]);
+        }
+        Plotly.react = react;
+        return counts; })()"""
+    )
+    data = _page_data(pages["bert"])["icicle"]
+    encoder, root = data["id"][data["label"].index("encoder")], data["id"][data["parent"].index("")]
+    assert [level for _, level in redraws] == [encoder, root]
+    assert all(count <= 1 for count, _ in redraws) and sum(count for count, _ in redraws) < 2, redraws
+    assert browser.console_errors() == []
+
+
 def test_hostile_names_stay_text_in_chromium(browser, pages):
     browser.open(pages["hostile"])  # a plain trace, its calls named after its operators
     assert browser.console_errors() == []

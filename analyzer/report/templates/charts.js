@@ -25,22 +25,77 @@
     return columns[names[0]].map((_, i) => names.map((name) => columns[name][i]));
   }
 
+  // Plotly draws every node it is given, those below its maxdepth levels shrunk to nothing but each as costly to draw
+  // as one in view: it gets the nodes in view, one level more (so that the lowest in view keep their children) and
+  // the path above them (its path bar). A node given without its children is sized by its whole time.
+  const MAXDEPTH = 6;
+  const ZOOM = {  // plotly's own zoom on a click (treemap's and icicle's CLICK_TRANSITION_TIME and _EASING)
+    frame: {redraw: false, duration: 750}, transition: {duration: 750, easing: "poly"}, mode: "immediate",
+    fromcurrent: true,
+  };
+
   function icicle(element, d) {
-    const hover = Object.assign({}, d, {detail: d.detail.map(esc)});
-    return Plotly.newPlot(element, [{
-      type: "icicle",
-      ids: d.id, parents: d.parent, labels: d.label.map(esc), values: d.value_us,
-      branchvalues: "remainder",
-      customdata: rows(hover, ["detail", "time_us", "share_pct", "kernels", "kind"]),
-      hovertemplate: "<b>%{label}</b> (%{customdata[4]})<br>%{customdata[0]}<br>" +
-        "%{customdata[1]:,.1f} µs, %{customdata[2]:.2f}% of the run<br>%{customdata[3]:,} device rows<extra></extra>",
-      texttemplate: "%{label}<br>%{customdata[2]:.1f}%",
-      marker: {colors: d.kind.map((kind) => KIND_COLORS[kind]), line: {color: "#fff", width: 1}},
-      tiling: {orientation: "v"},
-      pathbar: {visible: true, side: "top"},
-      maxdepth: 6,
-      sort: false,
-    }], {height: 620, margin: {t: 28, l: 4, r: 4, b: 4}, font: FONT}, CONFIG);
+    const row = new Map(d.id.map((id, i) => [id, i]));
+    const up = d.parent.map((parent) => (parent === "" ? -1 : row.get(parent)));
+    const children = d.id.map(() => []);
+    up.forEach((parent, i) => parent >= 0 && children[parent].push(i));
+    const labels = d.label.map(esc);
+    const hover = rows(Object.assign({}, d, {detail: d.detail.map(esc)}),
+      ["detail", "time_us", "share_pct", "kernels", "kind"]);
+    const colors = d.kind.map((kind) => KIND_COLORS[kind]);
+
+    function mark(keep, entry) {  // the path above entry, and entry's subtree down to MAXDEPTH levels below it
+      for (let i = up[entry]; i >= 0; i = up[i]) keep[i] = true;
+      let level = [entry];
+      for (let depth = 0; depth <= MAXDEPTH && level.length; depth++) {
+        level.forEach((i) => { keep[i] = true; });
+        level = level.flatMap((i) => children[i]);
+      }
+    }
+
+    // The trace with `level` in view, of the nodes that the views of `entries` show (in the views' order).
+    function trace(entries, level) {
+      const keep = d.id.map(() => false);
+      entries.forEach((entry) => mark(keep, entry));
+      const shown = keep.flatMap((kept, i) => (kept ? [i] : []));
+      const pick = (list) => shown.map((i) => list[i]);
+      const whole = (i) => children[i].length && !children[i].some((child) => keep[child]);
+      return {
+        type: "icicle",
+        ids: pick(d.id), parents: pick(d.parent), labels: pick(labels),
+        values: shown.map((i) => (whole(i) ? d.time_us[i] : d.value_us[i])),
+        level: d.id[level],
+        branchvalues: "remainder",
+        customdata: pick(hover),
+        hovertemplate: "<b>%{label}</b> (%{customdata[4]})<br>%{customdata[0]}<br>%{customdata[1]:,.1f} µs, " +
+          "%{customdata[2]:.2f}% of the run<br>%{customdata[3]:,} device rows<extra></extra>",
+        texttemplate: "%{label}<br>%{customdata[2]:.1f}%",
+        marker: {colors: pick(colors), line: {color: "#fff", width: 1}},
+        tiling: {orientation: "v"},
+        pathbar: {visible: true, side: "top"},
+        maxdepth: MAXDEPTH,
+        sort: false,
+      };
+    }
+
+    const layout = () => ({height: 620, margin: {t: 28, l: 4, r: 4, b: 4}, font: FONT});
+    let entry = up.indexOf(-1), zooming = false;
+    return Plotly.newPlot(element, [trace([entry], entry)], layout(), CONFIG).then(() => {
+      // a click zooms as plotly's does, over the two views' nodes together; then plotly gets the new view's alone only
+      // where those of the old it leaves out are many: drawing every node in view again costs more than they do
+      element.on("plotly_icicleclick", (event) => {
+        const next = row.get(event.nextLevel);
+        if (next === undefined || next === entry || zooming) return false;
+        zooming = true;
+        const both = trace([entry, next], next), alone = trace([next], next);
+        const many = both.ids.length - alone.ids.length > alone.ids.length / 10;
+        Plotly.animate(element, {data: [both], traces: [0]}, ZOOM)
+          .then(() => many && Plotly.react(element, [alone], layout(), CONFIG))
+          .then(() => { entry = next; }, (error) => console.error(error))
+          .then(() => { zooming = false; });
+        return false;
+      });
+    });
   }
 
   // A horizontal bar chart, the first row on top.
