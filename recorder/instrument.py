@@ -254,12 +254,12 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     """Put every patch in place; ``plan``: the functions' (wrappers.PatchPlan), None where they are not patched."""
     optimized_type = optimized_module_type()
     functions = plan is not None
-    originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
+    originals, wrappers, by_place = ({}, {}, {}) if plan is None else (plan.originals, plan.wrappers, plan.by_place)
     compiled_roots: list[str] = []
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
-    graph_code = GraphCode(patches, originals, wrappers, [] if plan is None else plan.groups)  # recorder/graph_code.py
+    graph_code = GraphCode(patches, originals, wrappers, by_place)  # recorder/graph_code.py
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
         patches.set_item(vars(module), key, value, before)
