@@ -43,29 +43,9 @@ SET VARIABLE ks_key_bits = (
           FROM ks_enclosers)
 );
 
--- run if: getvariable('ks_key_bits').packed
-CREATE OR REPLACE TEMP TABLE ks_innermost AS
-WITH packed AS (
-    SELECT a.anchor,
-           max(e.k) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
-           max(e.k) FILTER (WHERE e.kind = 1) AS function,
-           max(e.k) FILTER (WHERE e.kind = 2) AS inner_op,
-           min(e.k) FILTER (WHERE e.kind = 2) AS outer_op,
-           min(e.k) FILTER (WHERE e.namespaced) AS outer_namespaced_op
-    FROM ks_anchors a
-    JOIN (SELECT *, ks_span_key(ts_ns, end_ns, frame, event_id) AS k FROM ks_enclosers) e
-      ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
-     AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
-    GROUP BY a.anchor
-)
-SELECT anchor, ks_span_order_of_key(module) AS module, ks_span_order_of_key(function) AS function,
-       ks_span_order_of_key(inner_op) AS inner_op, ks_span_order_of_key(outer_op) AS outer_op,
-       ks_span_order_of_key(outer_namespaced_op) AS outer_namespaced_op
-FROM packed;
-
--- The same by orders that are structs, where the spans do not fit one key.
--- run if: NOT getvariable('ks_key_bits').packed
-CREATE OR REPLACE TEMP TABLE ks_innermost AS
+-- Per point, the latest and earliest span_order (an expression of ks_enclosers' columns, one per span) of the spans of
+-- each kind that hold it: the order of ks_innermost's columns, a key or a struct.
+CREATE OR REPLACE TEMP MACRO ks_holders(span_order) AS TABLE
 SELECT a.anchor,
        max(e.o) FILTER (WHERE e.kind = 0 OR e.folded) AS module,
        max(e.o) FILTER (WHERE e.kind = 1) AS function,
@@ -73,10 +53,22 @@ SELECT a.anchor,
        min(e.o) FILTER (WHERE e.kind = 2) AS outer_op,
        min(e.o) FILTER (WHERE e.namespaced) AS outer_namespaced_op
 FROM ks_anchors a
-JOIN (SELECT *, ks_span_order(ts_ns, end_ns, frame, event_id) AS o FROM ks_enclosers) e
+JOIN (SELECT *, span_order AS o FROM ks_enclosers) e
   ON e.pid = a.pid AND e.tid = a.tid AND e.ts_ns <= a.at_ns AND a.at_end_ns <= e.end_ns
  AND (a.op_id IS NULL OR e.ts_ns < a.at_ns OR e.end_ns > a.op_end_ns OR e.frame OR e.event_id < a.op_id)
 GROUP BY a.anchor;
+
+-- run if: getvariable('ks_key_bits').packed
+CREATE OR REPLACE TEMP TABLE ks_innermost AS
+SELECT anchor, ks_span_order_of_key(module) AS module, ks_span_order_of_key(function) AS function,
+       ks_span_order_of_key(inner_op) AS inner_op, ks_span_order_of_key(outer_op) AS outer_op,
+       ks_span_order_of_key(outer_namespaced_op) AS outer_namespaced_op
+FROM ks_holders(ks_span_key(ts_ns, end_ns, frame, event_id));
+
+-- The same by orders that are structs, where the spans do not fit one key.
+-- run if: NOT getvariable('ks_key_bits').packed
+CREATE OR REPLACE TEMP TABLE ks_innermost AS
+FROM ks_holders(ks_span_order(ts_ns, end_ns, frame, event_id));
 
 -- The outermost operator holding the point inside its innermost call scope, else inside its innermost module
 -- scope, else of all. In a call, that is the call's operator (aten::linear for F.linear); in none, the operator

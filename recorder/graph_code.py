@@ -91,25 +91,13 @@ def _named_forward(module: Any, originals: dict, wrappers: dict, planned: dict, 
     return fx[3](code.src, code.globals, getattr(graph, "_co_fields", None))
 
 
-_made_for: list = [None, None]  # [a plan's groups, their _places]: the plan's, unchanged while it is the process's
-
-
-def _places(groups: list) -> dict:
-    """``(id(owner), attribute)`` -> the wrapper the plan's ``groups`` put there, made once per plan (~0.2 ms a
-    recording for 1,400 attributes)."""
-    if _made_for[0] is not groups:
-        _made_for[:] = groups, {(id(owner), key): value for owner, values in groups for key, value in values.items()}
-    return _made_for[1]
-
-
 class GraphCode:
     """Names the calls of the GraphModules of one recording: ``patches`` (instrument.py's) puts each forward in
-    place and back; ``originals``, ``wrappers``: ``id(function)`` -> each patched function, its wrapper; ``groups``:
-    the patch plan's (owner, {attribute: wrapper}), which may not be in place yet."""
+    place and back; ``originals``, ``wrappers``: ``id(function)`` -> each patched function, its wrapper; ``planned``:
+    the patch plan's ``by_place`` (recorder/wrapper_maps.py), whose wrappers may not be in place yet."""
 
-    def __init__(self, patches: Any, originals: dict, wrappers: dict, groups: list) -> None:
-        self.patches, self.originals, self.wrappers = patches, originals, wrappers
-        self.planned = _places(groups)
+    def __init__(self, patches: Any, originals: dict, wrappers: dict, planned: dict) -> None:
+        self.patches, self.originals, self.wrappers, self.planned = patches, originals, wrappers, planned
         self.seen: dict = {}  # class -> the forward it was seen with (a plain dict: its hook runs in compiled code)
 
     def name(self, module: Any) -> None:

@@ -254,12 +254,12 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     """Put every patch in place; ``plan``: the functions' (wrappers.PatchPlan), None where they are not patched."""
     optimized_type = optimized_module_type()
     functions = plan is not None
-    originals, wrappers = ({}, {}) if plan is None else (plan.originals, plan.wrappers)
+    originals, wrappers, by_place = ({}, {}, {}) if plan is None else (plan.originals, plan.wrappers, plan.by_place)
     compiled_roots: list[str] = []
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
-    graph_code = GraphCode(patches, originals, wrappers, [] if plan is None else plan.groups)  # recorder/graph_code.py
+    graph_code = GraphCode(patches, originals, wrappers, by_place)  # recorder/graph_code.py
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
         patches.set_item(vars(module), key, value, before)
@@ -347,20 +347,25 @@ def _scope_compiled_methods(
     model's own values again, which its compiled graphs guard."""
     for name, module in named_modules:
         methods = compiled_methods(module)
-        if not methods:
-            continue
-        held = _held_in(patches, module)
-        namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
+        # the patches in place before its methods' own (held_of's, made at a first call, hold those too)
+        found = _compiled_call_scope(patches, module, name, sampled) if methods else None
         for attribute, method in methods:
-            scoped = compiled_forward(with_own_values(method, held, _MISSING), MODULE_PREFIX + scope_text(name), namer,
-                                      marks_its_calls=calls == "all")  # fmt: skip
-            patch_module(module, attribute, scoped)
+            patch_module(module, attribute, _run_as_compiled_method(method, found, calls == "all"))
 
 
-def _held_in(patches: _Patches, module: nn.Module) -> list:
-    """The patches of the ``__dict__`` of ``module`` and of the modules under it."""
+def _compiled_call_scope(patches: _Patches, module: nn.Module, name: str, sampled: Any) -> tuple:
+    """What a compiled call of the observed ``module`` (``name``) runs with: the patches of the ``__dict__`` of it
+    and of the modules under it, its scope name and a namer of the call ``torch.compile``."""
     dicts = {id(vars(m)) for m in module.modules()}
-    return [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
+    held = [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
+    return held, MODULE_PREFIX + scope_text(name), _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
+
+
+def _run_as_compiled_method(call: Any, found: tuple, marks_its_calls: bool) -> Any:
+    """``call`` in the scopes ``found`` (``_compiled_call_scope``) names, with the model's own values of its patches
+    back while it runs."""
+    held, scope, namer = found
+    return compiled_forward(with_own_values(call, held, _MISSING), scope, namer, marks_its_calls)
 
 
 def _wrapper_scopes(held_of: Any) -> Any:
@@ -372,15 +377,14 @@ def _wrapper_scopes(held_of: Any) -> Any:
         found = held_of(module)
         if found is None:
             return None
-        held, scope, namer = found  # made once per module by held_of
-        return lambda call: compiled_forward(with_own_values(call, held, _MISSING), scope, namer, False)
+        return lambda call: _run_as_compiled_method(call, found, False)  # found: made once per module by held_of
 
     return scoped
 
 
 def _held_scopes(patches: _Patches, names: dict[int, str], sampled: Any) -> Any:
-    """Of an observed module (``names``: by id), the patches of its modules (``_held_in``), its scope name and a
-    namer of the call ``torch.compile``, made at its first call; None for any other object."""
+    """Of an observed module (``names``: by id), its ``_compiled_call_scope``, made at its first call, when every
+    patch is in place; None for any other object."""
     made: dict[int, tuple] = {}
 
     def held_of(module: Any) -> tuple | None:
@@ -388,8 +392,7 @@ def _held_scopes(patches: _Patches, names: dict[int, str], sampled: Any) -> Any:
         if key not in names:
             return None
         if key not in made:
-            namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-            made[key] = (_held_in(patches, module), MODULE_PREFIX + scope_text(names[key]), namer)
+            made[key] = _compiled_call_scope(patches, module, names[key], sampled)
         return made[key]
 
     return held_of

@@ -40,6 +40,7 @@ from .identity_handlers import may_compare_by_identity
 from .recordings import current, in_recording
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
+from .wrapper_maps import by_pickled_original, by_place, by_wrapper
 from .wrapping import wraps
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -312,10 +313,6 @@ def _place(owner: Any, attribute: str) -> tuple[str, str]:
     return owner.__module__, f"{owner.__qualname__}.{attribute}"
 
 
-def _pickled_name(function: Any) -> tuple[Any, Any]:
-    return getattr(function, "__module__", None), getattr(function, "__qualname__", None)
-
-
 def _named_after_its_place(wrapper: Any, owner: Any, attribute: str) -> Any:
     """``wrapper`` named as the attribute it is first patched in (``torch.nn.functional.relu``), so that a module
     holding it can be pickled while recorded (recorder/copies.py): pickle writes a function as its module and
@@ -331,9 +328,9 @@ _KINDS = {TRITON_LAUNCH: _TRITON, AUTOGRAD_APPLY: _AUTOGRAD}  # the targets whos
 
 class PatchPlan:
     """Every attribute one recording patches, by owner: ``(owner, {attribute: wrapper})``, F's first; ``originals``
-    and ``wrappers`` map ``id(original)`` to the original and its wrapper (stored references to the originals),
-    ``by_wrapper`` ``id(wrapper)`` to the wrapper and to its original (places left holding one); ``pickled_as_wrappers``
-    the id of each original pickle writes as a patched attribute's name to its wrapper (recorder/copies.py)."""
+    and ``wrappers`` map ``id(original)`` to the original and its wrapper (stored references to the originals); the
+    maps made from them once with the plan (recorder/wrapper_maps.py): ``by_wrapper`` (places left holding one),
+    ``by_place`` (fx's names, recorder/graph_code.py) and ``pickled_as_wrappers`` (recorder/copies.py)."""
 
     def __init__(self, calls: str, made_before: dict) -> None:
         self.state = attributes_state(_read_owners())  # read before any choice, which it then vouches for
@@ -371,13 +368,9 @@ class PatchPlan:
             if isinstance(owner, types.ModuleType):
                 module_sites.setdefault(id(wrapper), []).append((vars(owner), attribute))
         _MODULE_SITES.update(module_sites)  # the wrappers are the process's; a site holds one only while recorded
-        self.by_wrapper = ({id(w): w for w in self.wrappers.values()},
-                           {id(w): self.originals[i] for i, w in self.wrappers.items()})  # fmt: skip
-        self.pickled_as_wrappers = {
-            key: self.wrappers[key]
-            for key, original in self.originals.items()
-            if isinstance(self.wrappers[key], types.FunctionType) and _pickled_name(original) in places
-        }
+        self.by_wrapper = by_wrapper(self.originals, self.wrappers)
+        self.by_place = by_place(self.groups)
+        self.pickled_as_wrappers = by_pickled_original(self.originals, self.wrappers, places)
 
     def current(self) -> bool:
         """Whether every attribute the plan was made from is still the object it was."""
