@@ -3,7 +3,8 @@ methods a module holds beside its forward (``compiled.compiled_methods``), a ``t
 observed itself (``compiled.calls_of_wrappers``) and a compiled method the program keeps
 (recorder/compiled_functions.py). Each runs as the call ``torch.compile`` in the module's scope, with the model's own
 values of the attributes patched in the ``__dict__`` of the module and of the modules under it put back, which its
-compiled graphs guard."""
+compiled graphs guard: every such patch, the compiled methods' own included (a compiled call traces those of the
+modules under it, and guards that their attributes hold them)."""
 
 from __future__ import annotations
 
@@ -29,18 +30,21 @@ def compiled_calls_scoped(
     saved: list, named_modules: Iterable, sampled: Any, calls: str, patch_module: Any, missing: Any
 ) -> Any:
     """Scope the compiled methods the observed modules (``named_modules``) hold, through ``patch_module``; returns
-    ``held_of``: of an observed module, what a compiled call of it runs with (``_compiled_call_scope``), made at its
-    first call, when every patch is in place; None for any other object. ``saved``: the patches, as instrument's
-    ``_Patches`` saves them, ``missing`` their marker of an attribute that was not there."""
+    ``held_of``: of an observed module, what a compiled call of it runs with (``_compiled_call_scope``), the very one
+    its held compiled methods run with, else made at its first call, when every patch is in place; None for any other
+    object. ``saved``: the patches, as instrument's ``_Patches`` saves them, ``missing`` their marker of an attribute
+    that was not there."""
     named_modules = list(named_modules)
+    made: dict[int, tuple] = {}
     for name, module in named_modules:
         methods = compiled_methods(module)
-        # the patches in place before its methods' own (held_of's, made at a first call, hold those too)
-        found = _compiled_call_scope(saved, module, name, sampled) if methods else None
-        for attribute, method in methods:
-            patch_module(module, attribute, run_as_compiled_method(method, found, calls == "all", missing))
+        if methods:
+            made[id(module)] = found = _compiled_call_scope(saved, module, name, sampled)
+            for attribute, method in methods:
+                patch_module(module, attribute, run_as_compiled_method(method, found, calls == "all", missing))
     modules = {id(module): (name, module) for name, module in named_modules}
-    made: dict[int, tuple] = {}
+    for key, (held, _, _) in made.items():  # the lists the wrappers hold, with every compiled method's patch now
+        held[:] = _own_values_held(saved, modules[key][1])
 
     def held_of(module: Any) -> tuple | None:
         key = id(module)

@@ -1,5 +1,5 @@
 """A torch.compile'd method a module holds beside its forward (transformers' ``_compiled_call``, or a decoding step),
-run by the program while recorded (recorder/instrument.py's ``_scope_compiled_methods``).
+run by the program while recorded (recorder/compiled_calls.py).
 
 Its graphs guard the ``__dict__`` of the module and of the modules under it (no instance ``forward`` or
 ``_call_impl``), where the recorder's scoped attributes sit: while it runs they hold the model's own values again.
@@ -148,3 +148,45 @@ def test_a_compiled_method_the_module_holds_is_the_call_torch_compile_in_the_mod
     assert len(region) > 0 and set(region["module_name"]) == {"stepper"}, "the step's own rows are its module's"
     assert set(region["function_name"]) == {"torch.compile"} and set(region["sample_id"]) == {0, 1}, "two steps"
     assert set(frame["module_name"]) == {"stepper", "stepper.fc"}
+
+
+class Outer(nn.Module):
+    """Its compiled call calls the compiled method of a module under it: its graphs guard that method's attribute."""
+
+    def __init__(self, backend: str):
+        super().__init__()
+        self.fc, self.inner = nn.Linear(8, 8), Stepper(backend)
+        self._compiled_call = torch.compile(self.__call__, backend=backend)
+
+    def forward(self, x):
+        return self.inner._compiled_step(self.fc(x), 1)
+
+
+class Nested(nn.Module):
+    def __init__(self, backend: str):
+        super().__init__()
+        self.outer = Outer(backend)
+
+    def forward(self, x):
+        return self.outer._compiled_call(self.outer(x))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_compiled_call_that_calls_a_compiled_method_under_it_finds_that_method_as_compiled(backend, tmp_path):
+    """The recorder's scoped attribute of the inner method is put back too while the outer call runs: with only the
+    patches made before the compiled methods', the outer call's code was refused and the recording fell back."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    model = Nested(backend).eval()
+    samples = [((torch.randn(4, 8),), {})]
+    with torch.no_grad():
+        expected = [model(*samples[0][0]) for _ in range(2)][-1]
+    before, patch_targets = _entries(), snapshot_patch_targets(model)
+    how, frame, warned = _profile(model, samples, tmp_path)
+    assert how == "kept" and warned == []
+    assert _entries() == before
+    compiled = frame[frame["function_name"] == "torch.compile"]
+    assert set(compiled["module_name"]) == {"outer", "outer.inner"}
+    assert_patches_undone(model, patch_targets)
+    with torch.no_grad():
+        assert torch.equal(model(*samples[0][0]), expected)
