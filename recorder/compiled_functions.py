@@ -5,8 +5,8 @@ before it runs what it wraps (``_callback_from_stance``).
 Its graphs guard the module's ``__dict__`` (``generate()`` reads ``self.forward``: "no instance ``forward``"), which
 the recorder's instance attributes fail: torch refused its code and the recording fell back to module scopes. While it
 runs, the module and the modules under it hold their own values again, in the module's scope and the call scope
-``torch.compile``, as a compiled method the module holds runs (instrument.py's ``_scope_compiled_methods``); the
-functions it calls eagerly between its graphs keep their own scopes.
+``torch.compile``, as a compiled method the module holds runs (compiled_calls.py); the functions it calls eagerly
+between its graphs keep their own scopes.
 """
 
 from __future__ import annotations

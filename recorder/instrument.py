@@ -49,13 +49,13 @@ from .compiled import (
     compiled_code_kept,
     compiled_entry,
     compiled_forward,
-    compiled_methods,
     dynamo_tracing,
     entries_compiled_while_patched_dropped,
     import_what_the_profiler_imports,
     optimized_module_type,
 )
-from .compiled_functions import callback_seeing_compiled_methods, eval_frame_module, with_own_values
+from .compiled_calls import compiled_calls_scoped, scope_namer, wrapper_scopes
+from .compiled_functions import callback_seeing_compiled_methods, eval_frame_module
 from .copies import copies_without_patches
 from .dynamo_tables import dynamo_tables_of_originals
 from .exported import has_module_stacks, scoped_graph_forward
@@ -65,7 +65,7 @@ from .interpreter_state import gc_paused, recursion_room
 from .late_imports import late_imports_put_back
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .module_scopes import folds_into_its_call, launches_no_kernel
-from .recordings import recording_of, sample_scopes
+from .recordings import recording_of
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -81,12 +81,6 @@ _Tensor = torch.Tensor
 _MISSING = object()
 _MANY = object()  # the key of a saved patch that set many attributes of one owner at once
 CALLS = ("all", "functional")
-
-
-def _scope_namer(name: str, book: SampleBook | None):
-    """A function (args, kwargs) -> scope name, for the calls off the per-call path."""
-    record, labels = sample_scopes(name, book)
-    return lambda args, kwargs: labels[record(args, kwargs)]
 
 
 def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: type | None = None):
@@ -277,7 +271,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         if entry is not None:
             compiled_roots.append(name)
             attribute, compiled = entry
-            namer = _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
+            namer = scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patch_module(module, attribute, wrapper)
             continue
@@ -316,10 +310,11 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
                 patches.set_attribute(kind, "forward", class_forward)
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
-    _scope_compiled_methods(patches, zip(observed_names, observed, strict=True), sampled, calls, patch_module)
-    held_of = _held_scopes(patches, dict(zip(map(id, observed), observed_names, strict=True)), sampled)
+    named_observed = zip(observed_names, observed, strict=True)
+    held_of = compiled_calls_scoped(patches.saved, named_observed, sampled, calls, patch_module, _MISSING)
     if optimized_type is not None:
-        patches.set_attribute(optimized_type, "__call__", calls_of_wrappers(optimized_type, _wrapper_scopes(held_of)))
+        scoped = wrapper_scopes(held_of, _MISSING)
+        patches.set_attribute(optimized_type, "__call__", calls_of_wrappers(optimized_type, scoped))
     eval_frame = eval_frame_module()
     if eval_frame is not None:  # torch.compile(model.generate): recorder/compiled_functions.py
         original = vars(eval_frame)["_callback_from_stance"]
@@ -337,62 +332,3 @@ def _forward_patch_unseen(module: nn.Module, wrapper: Any) -> bool:
         return getattr(module, "forward", None) is not wrapper
     except Exception:  # noqa: BLE001 (the class's own __getattribute__)
         return False
-
-
-def _scope_compiled_methods(
-    patches: _Patches, named_modules: Iterable, sampled: Any, calls: str, patch_module: Any
-) -> None:
-    """Scope the compiled methods a module holds beside its forward (``compiled.compiled_methods``) as the call
-    ``torch.compile`` in the module's scope; while one runs, the module attributes patched in its modules hold the
-    model's own values again, which its compiled graphs guard."""
-    for name, module in named_modules:
-        methods = compiled_methods(module)
-        # the patches in place before its methods' own (held_of's, made at a first call, hold those too)
-        found = _compiled_call_scope(patches, module, name, sampled) if methods else None
-        for attribute, method in methods:
-            patch_module(module, attribute, _run_as_compiled_method(method, found, calls == "all"))
-
-
-def _compiled_call_scope(patches: _Patches, module: nn.Module, name: str, sampled: Any) -> tuple:
-    """What a compiled call of the observed ``module`` (``name``) runs with: the patches of the ``__dict__`` of it
-    and of the modules under it, its scope name and a namer of the call ``torch.compile``."""
-    dicts = {id(vars(m)) for m in module.modules()}
-    held = [p for p in patches.saved if p[1] is not _MANY and isinstance(p[0], dict) and id(p[0]) in dicts]
-    return held, MODULE_PREFIX + scope_text(name), _scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-
-
-def _run_as_compiled_method(call: Any, found: tuple, marks_its_calls: bool) -> Any:
-    """``call`` in the scopes ``found`` (``_compiled_call_scope``) names, with the model's own values of its patches
-    back while it runs."""
-    held, scope, namer = found
-    return compiled_forward(with_own_values(call, held, _MISSING), scope, namer, marks_its_calls)
-
-
-def _wrapper_scopes(held_of: Any) -> Any:
-    """For ``compiled.calls_of_wrappers``: of an observed module (``held_of``: ``_held_scopes``), a function of a
-    torch.compile'd wrapper's bound call that runs it as a compiled method is run (``_scope_compiled_methods``); the
-    torch calls made at its graph breaks keep their own scopes, as when nothing scopes the wrapper."""
-
-    def scoped(module: Any) -> Any:
-        found = held_of(module)
-        if found is None:
-            return None
-        return lambda call: _run_as_compiled_method(call, found, False)  # found: made once per module by held_of
-
-    return scoped
-
-
-def _held_scopes(patches: _Patches, names: dict[int, str], sampled: Any) -> Any:
-    """Of an observed module (``names``: by id), its ``_compiled_call_scope``, made at its first call, when every
-    patch is in place; None for any other object."""
-    made: dict[int, tuple] = {}
-
-    def held_of(module: Any) -> tuple | None:
-        key = id(module)
-        if key not in names:
-            return None
-        if key not in made:
-            made[key] = _compiled_call_scope(patches, module, names[key], sampled)
-        return made[key]
-
-    return held_of
