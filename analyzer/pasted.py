@@ -9,14 +9,15 @@ import os
 import duckdb
 
 from .errors import BadInputError
+from .rundir import MAX_RANK
 from .sql import run_sql_file
 from .validate import event_label
 
 
-def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) -> int:
+def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, rank: int) -> int:
     """How many processes launch in table ``events`` (0 where one does, or none); where several do, ``events`` is set
     aside as ks_pasted_events with each event's process (take_process gives each back). Refuses, naming it, the
-    first device event whose process is not known."""
+    first device event whose process is not known, and processes ranked from the header's ``rank`` past MAX_RANK."""
     if not run_sql_file(con, "launch_processes.sql").fetchone()[0]:
         return 0
     row = run_sql_file(con, "process_parts.sql").fetchone()
@@ -31,6 +32,12 @@ def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike) ->
             " exactly one of them: which process launched it is unknown",
         )
     count = con.execute("SELECT count(*) FROM ks_processes").fetchone()[0]
+    if rank + count - 1 > MAX_RANK:
+        raise BadInputError(
+            path,
+            f"holds the traces of {count} processes pasted into one file, ranked from its distributedInfo.rank {rank}:"
+            f" the last one's rank, {rank + count - 1}, is past {MAX_RANK}",
+        )
     for table in ("ks_launch_pids", "ks_processes", "ks_device_owners", "events"):
         con.execute(f"DROP TABLE {table}")
     return count

@@ -99,7 +99,7 @@ def ingest_ranks(
         if rank != header.rank:
             run_sql_file(con, "events_rank.sql", rank=str(rank))
         # a recording's trace is its one process's; a bare trace may hold several ranks' pasted into one file
-        processes = pasted_processes(con, source.trace) if source.manifest is None else 0
+        processes = pasted_processes(con, source.trace, rank) if source.manifest is None else 0
         for process in range(max(processes, 1)):  # a pasted file's processes, each a rank of its own
             if processes:
                 take_process(con, process)

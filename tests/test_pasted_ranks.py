@@ -226,3 +226,31 @@ def test_traces_concatenated_into_one_file_are_refused_saying_what_to_do(tmp_pat
     )
     with pytest.raises(BadInputError, match=rf"job.json(.gz)?: {problem}$"):
         load_run(path)
+
+
+def test_the_rank_column_of_a_pasted_file_is_an_integer_as_any_trace_s(tmp_path):
+    """Ranks are 32-bit in every table: the processes' ranks (the header's plus each one's number) too."""
+    path, _ = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    head = json.loads(path.read_text())
+    head["distributedInfo"] = {"rank": 2**31 - 2}  # its two processes take the last two ranks
+    path.write_text(json.dumps(head))
+    run = load_run(path)
+    try:
+        assert run.ranks == [2**31 - 2, 2**31 - 1]
+        types = run.sql("SELECT DISTINCT data_type FROM duckdb_columns() WHERE column_name = 'rank'")
+        assert types["data_type"].tolist() == ["INTEGER"]
+    finally:
+        run.close()
+
+
+def test_a_header_rank_whose_processes_run_past_the_largest_rank_is_refused(tmp_path):
+    path, _ = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    head = json.loads(path.read_text())
+    head["distributedInfo"] = {"rank": 2**31 - 1}
+    path.write_text(json.dumps(head))
+    problem = (
+        r"holds the traces of 2 processes pasted into one file, ranked from its distributedInfo.rank 2147483647:"
+        r" the last one's rank, 2147483648, is past 2147483647"
+    )
+    with pytest.raises(BadInputError, match=rf"pasted.json: {problem}$"):
+        load_run(path)
