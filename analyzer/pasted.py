@@ -15,10 +15,11 @@ from .validate import event_label
 
 
 def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, rank: int) -> int:
-    """How many processes launch in table ``events`` (0 where one does, or none); where several do, ``events`` is set
-    aside as ks_pasted_events with each event's process (take_process gives each back). Refuses, naming it, the
-    first device event whose process is not known, and processes ranked from the header's ``rank`` past MAX_RANK."""
-    if not run_sql_file(con, "launch_processes.sql").fetchone()[0]:
+    """How many processes launch (in a CPU recording: run CPU operators) in table ``events`` (0 where one does, or
+    none); where several do, ``events`` is set aside as ks_pasted_events with each event's process (take_process
+    gives each back). Refuses, naming it, the first device event whose process is not known, and processes ranked
+    from the header's ``rank`` past MAX_RANK."""
+    if not run_sql_file(con, "host_processes.sql").fetchone()[0]:
         return 0
     row = run_sql_file(con, "process_parts.sql").fetchone()
     if row is not None:

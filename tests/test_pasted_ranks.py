@@ -12,6 +12,8 @@ from reference import assert_matches_reference
 
 TRACES = Path("/work/shared/traces")
 SHIFT = 1_000_000  # the second copy's host pids: far from any real one
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+HOST_WORK = ("cuda_runtime", "cuda_driver", "ac2g")  # the launches of device work, their flows to it
 
 
 def _events(name: str) -> list[dict]:
@@ -55,11 +57,23 @@ def _offset(name: str) -> int:
     return offset
 
 
-def _paste(tmp_path: Path, first: str, second: str, device_shift: int = 1, offset: int = 0) -> tuple[Path, int]:
-    """One file of ``first``'s events then ``second``'s moved to another process; the first one's event count."""
+def _cpu_only(events: list[dict]) -> list[dict]:
+    """The events a CPU recording (activities=[CPU]) of the same program holds: none of a device's pid, no launch, no
+    flow from a launch to its device event."""
+    device_pids = {e["pid"] for e in events if e.get("cat") in DEVICE_WORK}
+    return [e for e in events if e.get("pid") not in device_pids and e.get("cat") not in DEVICE_WORK + HOST_WORK]
+
+
+def _paste(
+    tmp_path: Path, first: str, second: str, device_shift: int = 1, offset: int = 0, cpu: bool = False
+) -> tuple[Path, int]:
+    """One file of ``first``'s events then ``second``'s moved to another process (both CPU recordings where ``cpu``);
+    the first one's event count."""
     head = json.loads(gzip.decompress((TRACES / first).read_bytes()))
-    events = head["traceEvents"]
-    head["traceEvents"] = events + _shifted(_events(second), device_shift, offset)
+    events, seconds = head["traceEvents"], _events(second)
+    if cpu:
+        events, seconds = _cpu_only(events), _cpu_only(seconds)
+    head["traceEvents"] = events + _shifted(seconds, device_shift, offset)
     path = tmp_path / "pasted.json"
     path.write_text(json.dumps(head))
     return path, len(events)
@@ -91,10 +105,12 @@ def _rows(
     return sorted(map(tuple, frame.astype(object).where(frame.notna(), None).itertuples(index=False)), key=repr)
 
 
-def _own(tmp_path: Path, name: str) -> list:
-    """The rows of trace ``name`` loaded alone."""
+def _own(tmp_path: Path, name: str, cpu: bool = False) -> list:
+    """The rows of trace ``name`` loaded alone (as a CPU recording where ``cpu``)."""
     own = tmp_path / f"own-{name}"
-    own.write_bytes(gzip.decompress((TRACES / name).read_bytes()))
+    head = json.loads(gzip.decompress((TRACES / name).read_bytes()))
+    head["traceEvents"] = _cpu_only(head["traceEvents"]) if cpu else head["traceEvents"]
+    own.write_text(json.dumps(head))
     return _rows(_frame(own))
 
 
@@ -112,6 +128,18 @@ def test_traces_of_different_programs_keep_their_rows(tmp_path):
     pasted = _frame(path)
     assert _rows(pasted, 0, count) == _own(tmp_path, "misc.json.gz")
     assert _rows(pasted, count, None, 1, rank=1) == _own(tmp_path, "cuda_graph.json.gz")
+
+
+def test_each_process_of_cpu_recordings_is_a_rank_of_its_own(tmp_path):
+    """Processes without device work (CPU recordings: their rows the CPU operators) are told apart by their operators:
+    each is a rank of its own, its rows as its own trace has them alone."""
+    path, count = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz", cpu=True)
+    with load_run(path) as run:
+        assert run.ranks == [0, 1]
+        assert_matches_reference(run, path)
+        pasted = run.profiling_df()
+    assert _rows(pasted, 0, count) == _own(tmp_path, "misc.json.gz", cpu=True)
+    assert _rows(pasted, count, None, rank=1) == _own(tmp_path, "cuda_graph.json.gz", cpu=True)
 
 
 @pytest.mark.parametrize("name", ["threads.json.gz", "cuda_graph.json.gz"])

@@ -1,4 +1,0 @@
--- launch_processes.sql: whether launches come from several processes (pids): several ranks' traces pasted into one
--- file (one process's trace holds its own launches alone), each then a rank of its own (process_parts.sql).
-SELECT coalesce(min(pid) <> max(pid), false)
-FROM events WHERE ph = 'X' AND ks_launch_category(cat) AND correlation IS NOT NULL
