@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelscope.analyzer import BadInputError, load_run
+from kernelscope.analyzer import BadInputError, load_run, rank_parts
 from reference import assert_matches_reference
 
 TRACES = Path("/work/shared/traces")
@@ -199,6 +199,52 @@ def test_events_keep_the_traces_own_correlations_and_external_ids(tmp_path):
     held = table[table["correlation"].notna() | table["external_id"].notna()].astype(object)
     assert sorted(map(tuple, held.where(held.notna(), None).itertuples(index=False))) == expected
     assert tables.empty  # the step tables are dropped
+
+
+def test_a_pasted_file_s_events_are_held_once_while_its_processes_are_attributed(tmp_path, monkeypatch):
+    """Each process's events are copied out of the file's to be attributed, and no more: the rows of the processes
+    attributed before it are not held twice (a 1 GB paste would need 2 GB more)."""
+    path, _ = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    held, attribute = [], rank_parts._attribute
+
+    def counting(con, *args):
+        tables = con.execute("SELECT DISTINCT table_name FROM duckdb_columns() WHERE column_name = 'ph'").fetchall()
+        held.append(sum(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for (table,) in tables))
+        return attribute(con, *args)
+
+    monkeypatch.setattr(rank_parts, "_attribute", counting)
+    with load_run(path) as run:
+        own = run.sql("SELECT count(*) AS n FROM events GROUP BY rank ORDER BY rank")["n"].tolist()
+        assert run.ranks == [0, 1]
+    events = len(json.loads(path.read_text())["traceEvents"])
+    assert held == [events + n for n in own]
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["pasted file first", "pasted file last"])
+def test_a_pasted_file_in_a_folder_of_traces_is_its_processes_ranks_beside_the_others(tmp_path, first):
+    """A folder of a pasted file of two processes and a trace of one: three ranks, each with its own rows and events,
+    whichever is read first (the lower rank)."""
+    path, count = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    folder = tmp_path / "job"
+    folder.mkdir()
+    head = json.loads(path.read_text())
+    head["distributedInfo"] = {"rank": first}
+    (folder / "pasted.json").write_text(json.dumps(head))
+    alone = json.loads(gzip.decompress((TRACES / "threads.json.gz").read_bytes()))
+    alone["distributedInfo"] = {"rank": 2 * (1 - first)}
+    (folder / "alone.json").write_text(json.dumps(alone))
+    with load_run(folder) as run:
+        assert run.ranks == [0, 1, 2]
+        frame = run.profiling_df()
+        events = run.sql("SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY rank")["n"].tolist()
+    other = 2 * (1 - first)
+    assert _rows(frame[frame["rank"] == other], rank=other) == _own(tmp_path, "threads.json.gz")
+    assert _rows(frame[frame["rank"] == first], rank=first) == _own(tmp_path, "misc.json.gz")
+    second = frame[frame["rank"] == first + 1]
+    assert _rows(second, count, None, 1, rank=first + 1) == _own(tmp_path, "cuda_graph.json.gz")
+    assert events[other] == len(alone["traceEvents"]) and sum(events) == len(alone["traceEvents"]) + len(
+        head["traceEvents"]
+    )
 
 
 def _describe(path: Path, rank: int | None = None):
