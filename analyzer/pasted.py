@@ -19,7 +19,8 @@ def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, ra
     none); where several do, ``events`` is set aside as ks_pasted_events, each event's process in ks_process_of_event
     (take_process gives back each process's events, pasted_events all of them). Refuses, naming it, the first device
     event whose process is not known, and processes ranked from the header's ``rank`` past MAX_RANK."""
-    if not run_sql_file(con, "host_processes.sql").fetchone()[0]:
+    several, launched = run_sql_file(con, "launch_processes.sql").fetchone()
+    if not several and (launched or not run_sql_file(con, "cpu_processes.sql").fetchone()[0]):
         return 0
     row = run_sql_file(con, "process_parts.sql").fetchone()
     if row is not None:

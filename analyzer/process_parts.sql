@@ -1,14 +1,14 @@
 -- process_parts.sql: where several processes (pids) launch, or in a CPU recording run CPU operators
--- (host_processes.sql: several ranks' traces pasted into one file, whose correlations may collide), table
--- ks_process_of_event: each event's (event_id's) process, a number from 0 in the order of the processes' first events
--- in the file, so that each process is attributed as a rank of its own (pasted.py, rank_parts.py). The processes are
--- the pids with launches, or, in a CPU recording (no launch here: host_processes.sql), with CPU operators. A launch's,
--- operator's or other host event's process is its pid's. A device event's is the one process with a launch of its
--- correlation; where several have one, the one among them whose launches own the unshared correlations of the device
--- events on its device (their pid: Kineto's device index); where that is not exactly one, the event is returned, and
--- refused (pasted.py). Any other event is its pid's where that is a device of one owner (its metadata, a GPU-side
--- annotation), else the first process's. Returns the first device event whose process is unknown (event_id, cat, name,
--- correlation, pids, device pid), or no row.
+-- (launch_processes.sql, cpu_processes.sql: several ranks' traces pasted into one file, whose correlations may
+-- collide), table ks_process_of_event: each event's (event_id's) process, a number from 0 in the order of the
+-- processes' first events in the file, so that each process is attributed as a rank of its own (pasted.py,
+-- rank_parts.py). The processes are the pids with launches, or, in a CPU recording (no launch here: cpu_processes.sql),
+-- with CPU operators. A launch's, operator's or other host event's process is its pid's. A device event's is the one
+-- process with a launch of its correlation; where several have one, the one among them whose launches own the unshared
+-- correlations of the device events on its device (their pid: Kineto's device index); where that is not exactly one,
+-- the event is returned, and refused (pasted.py). Any other event is its pid's where that is a device of one owner (its
+-- metadata, a GPU-side annotation), else the first process's. Returns the first device event whose process is unknown
+-- (event_id, cat, name, correlation, pids, device pid), or no row.
 CREATE OR REPLACE TEMP TABLE ks_launch_pids AS
 SELECT DISTINCT correlation, pid FROM events WHERE ph = 'X' AND ks_launch_category(cat) AND correlation IS NOT NULL;
 
