@@ -12,7 +12,7 @@ from . import rundir
 from .errors import BadInputError
 from .held import hold_spans
 from .ingest import TraceHeader, beyond_the_limits, ingest_trace
-from .pasted import pasted_processes, take_process
+from .pasted import pasted_events, pasted_processes, take_process
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
@@ -73,7 +73,7 @@ def ingest_ranks(
     """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
     trace with nothing to attribute is refused before the attribution runs (``refuse_empty``). ``small``: the run's
     JSON is small (run_settings.keeps_steps): its steps' rows may be copied (held.py)."""
-    parts, aside = [], False
+    parts, aside = [], set()
     for source in sources:
         named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
         escaped = rundir.names_escaped(source.manifest)
@@ -99,7 +99,7 @@ def ingest_ranks(
         if rank != header.rank:
             run_sql_file(con, "events_rank.sql", rank=str(rank))
         # a recording's trace is its one process's; a bare trace may hold several ranks' pasted into one file
-        processes = pasted_processes(con, source.trace) if source.manifest is None else 0
+        processes = pasted_processes(con, source.trace, rank) if source.manifest is None else 0
         for process in range(max(processes, 1)):  # a pasted file's processes, each a rank of its own
             if processes:
                 take_process(con, process)
@@ -108,13 +108,15 @@ def ingest_ranks(
             function_data = function_data_from_store(source.store, source.samples)
             if source.samples is not None:
                 _check_sample_ids(con, source.trace, source.samples, function_data)
+            if processes:  # a copy of the file's events, which pasted_events gives back once all are attributed
+                con.execute("DROP TABLE events")
             if len(sources) > 1 or processes:  # one trace of one process keeps its tables where they are
-                _set_aside(con, first=not aside)
-                aside = True
+                _set_aside(con, ("kernels",) if processes else ("events", "kernels"), aside)
             parts.append(RankPart(rank + process, source.manifest, function_data, check, directory, header))
         if processes:
-            con.execute("DROP TABLE ks_pasted_events")
-    for table in ("events", "kernels") if aside else ():
+            pasted_events(con)
+            _set_aside(con, ("events",), aside)
+    for table in sorted(aside):
         con.execute(f"ALTER TABLE ks_all_{table} RENAME TO {table}")
     return parts
 
@@ -144,12 +146,14 @@ def _attribute(con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small:
     return check
 
 
-def _set_aside(con: duckdb.DuckDBPyConnection, first: bool) -> None:
-    """One rank's ``events`` and ``kernels`` joined to those of the ranks before it (ks_all_events, ks_all_kernels),
-    each row with its rank column; ingest_ranks names them back once every rank is in."""
-    for table in ("events", "kernels"):
-        if first:
+def _set_aside(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], aside: set[str]) -> None:
+    """One rank's ``tables`` (``events``, ``kernels``) joined to those of the ranks before it (ks_all_events,
+    ks_all_kernels), each row with its rank column; ``aside`` holds the tables set aside so far. ingest_ranks names
+    them back once every rank is in."""
+    for table in tables:
+        if table not in aside:
             con.execute(f"ALTER TABLE {table} RENAME TO ks_all_{table}")
+            aside.add(table)
         else:
             con.execute(f"INSERT INTO ks_all_{table} SELECT * FROM {table}")
             con.execute(f"DROP TABLE {table}")

@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from kernelscope.analyzer import BadInputError, load_run
+from kernelscope.analyzer import BadInputError, load_run, rank_parts
 from reference import assert_matches_reference
 
 TRACES = Path("/work/shared/traces")
 SHIFT = 1_000_000  # the second copy's host pids: far from any real one
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+HOST_WORK = ("cuda_runtime", "cuda_driver", "ac2g")  # the launches of device work, their flows to it
 
 
 def _events(name: str) -> list[dict]:
@@ -55,11 +57,23 @@ def _offset(name: str) -> int:
     return offset
 
 
-def _paste(tmp_path: Path, first: str, second: str, device_shift: int = 1, offset: int = 0) -> tuple[Path, int]:
-    """One file of ``first``'s events then ``second``'s moved to another process; the first one's event count."""
+def _cpu_only(events: list[dict]) -> list[dict]:
+    """The events a CPU recording (activities=[CPU]) of the same program holds: none of a device's pid, no launch, no
+    flow from a launch to its device event."""
+    device_pids = {e["pid"] for e in events if e.get("cat") in DEVICE_WORK}
+    return [e for e in events if e.get("pid") not in device_pids and e.get("cat") not in DEVICE_WORK + HOST_WORK]
+
+
+def _paste(
+    tmp_path: Path, first: str, second: str, device_shift: int = 1, offset: int = 0, cpu: bool = False
+) -> tuple[Path, int]:
+    """One file of ``first``'s events then ``second``'s moved to another process (both CPU recordings where ``cpu``);
+    the first one's event count."""
     head = json.loads(gzip.decompress((TRACES / first).read_bytes()))
-    events = head["traceEvents"]
-    head["traceEvents"] = events + _shifted(_events(second), device_shift, offset)
+    events, seconds = head["traceEvents"], _events(second)
+    if cpu:
+        events, seconds = _cpu_only(events), _cpu_only(seconds)
+    head["traceEvents"] = events + _shifted(seconds, device_shift, offset)
     path = tmp_path / "pasted.json"
     path.write_text(json.dumps(head))
     return path, len(events)
@@ -91,10 +105,12 @@ def _rows(
     return sorted(map(tuple, frame.astype(object).where(frame.notna(), None).itertuples(index=False)), key=repr)
 
 
-def _own(tmp_path: Path, name: str) -> list:
-    """The rows of trace ``name`` loaded alone."""
+def _own(tmp_path: Path, name: str, cpu: bool = False) -> list:
+    """The rows of trace ``name`` loaded alone (as a CPU recording where ``cpu``)."""
     own = tmp_path / f"own-{name}"
-    own.write_bytes(gzip.decompress((TRACES / name).read_bytes()))
+    head = json.loads(gzip.decompress((TRACES / name).read_bytes()))
+    head["traceEvents"] = _cpu_only(head["traceEvents"]) if cpu else head["traceEvents"]
+    own.write_text(json.dumps(head))
     return _rows(_frame(own))
 
 
@@ -112,6 +128,18 @@ def test_traces_of_different_programs_keep_their_rows(tmp_path):
     pasted = _frame(path)
     assert _rows(pasted, 0, count) == _own(tmp_path, "misc.json.gz")
     assert _rows(pasted, count, None, 1, rank=1) == _own(tmp_path, "cuda_graph.json.gz")
+
+
+def test_each_process_of_cpu_recordings_is_a_rank_of_its_own(tmp_path):
+    """Processes without device work (CPU recordings: their rows the CPU operators) are told apart by their operators:
+    each is a rank of its own, its rows as its own trace has them alone."""
+    path, count = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz", cpu=True)
+    with load_run(path) as run:
+        assert run.ranks == [0, 1]
+        assert_matches_reference(run, path)
+        pasted = run.profiling_df()
+    assert _rows(pasted, 0, count) == _own(tmp_path, "misc.json.gz", cpu=True)
+    assert _rows(pasted, count, None, rank=1) == _own(tmp_path, "cuda_graph.json.gz", cpu=True)
 
 
 @pytest.mark.parametrize("name", ["threads.json.gz", "cuda_graph.json.gz"])
@@ -173,6 +201,52 @@ def test_events_keep_the_traces_own_correlations_and_external_ids(tmp_path):
     assert tables.empty  # the step tables are dropped
 
 
+def test_a_pasted_file_s_events_are_held_once_while_its_processes_are_attributed(tmp_path, monkeypatch):
+    """Each process's events are copied out of the file's to be attributed, and no more: the rows of the processes
+    attributed before it are not held twice (a 1 GB paste would need 2 GB more)."""
+    path, _ = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    held, attribute = [], rank_parts._attribute
+
+    def counting(con, *args):
+        tables = con.execute("SELECT DISTINCT table_name FROM duckdb_columns() WHERE column_name = 'ph'").fetchall()
+        held.append(sum(con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for (table,) in tables))
+        return attribute(con, *args)
+
+    monkeypatch.setattr(rank_parts, "_attribute", counting)
+    with load_run(path) as run:
+        own = run.sql("SELECT count(*) AS n FROM events GROUP BY rank ORDER BY rank")["n"].tolist()
+        assert run.ranks == [0, 1]
+    events = len(json.loads(path.read_text())["traceEvents"])
+    assert held == [events + n for n in own]
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["pasted file first", "pasted file last"])
+def test_a_pasted_file_in_a_folder_of_traces_is_its_processes_ranks_beside_the_others(tmp_path, first):
+    """A folder of a pasted file of two processes and a trace of one: three ranks, each with its own rows and events,
+    whichever is read first (the lower rank)."""
+    path, count = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    folder = tmp_path / "job"
+    folder.mkdir()
+    head = json.loads(path.read_text())
+    head["distributedInfo"] = {"rank": first}
+    (folder / "pasted.json").write_text(json.dumps(head))
+    alone = json.loads(gzip.decompress((TRACES / "threads.json.gz").read_bytes()))
+    alone["distributedInfo"] = {"rank": 2 * (1 - first)}
+    (folder / "alone.json").write_text(json.dumps(alone))
+    with load_run(folder) as run:
+        assert run.ranks == [0, 1, 2]
+        frame = run.profiling_df()
+        events = run.sql("SELECT rank, count(*) AS n FROM events GROUP BY rank ORDER BY rank")["n"].tolist()
+    other = 2 * (1 - first)
+    assert _rows(frame[frame["rank"] == other], rank=other) == _own(tmp_path, "threads.json.gz")
+    assert _rows(frame[frame["rank"] == first], rank=first) == _own(tmp_path, "misc.json.gz")
+    second = frame[frame["rank"] == first + 1]
+    assert _rows(second, count, None, 1, rank=first + 1) == _own(tmp_path, "cuda_graph.json.gz")
+    assert events[other] == len(alone["traceEvents"]) and sum(events) == len(alone["traceEvents"]) + len(
+        head["traceEvents"]
+    )
+
+
 def _describe(path: Path, rank: int | None = None):
     run = load_run(path)
     try:
@@ -225,4 +299,32 @@ def test_traces_concatenated_into_one_file_are_refused_saying_what_to_do(tmp_pat
         r" \(each file is the rank its distributedInfo.rank names\)"
     )
     with pytest.raises(BadInputError, match=rf"job.json(.gz)?: {problem}$"):
+        load_run(path)
+
+
+def test_the_rank_column_of_a_pasted_file_is_an_integer_as_any_trace_s(tmp_path):
+    """Ranks are 32-bit in every table: the processes' ranks (the header's plus each one's number) too."""
+    path, _ = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    head = json.loads(path.read_text())
+    head["distributedInfo"] = {"rank": 2**31 - 2}  # its two processes take the last two ranks
+    path.write_text(json.dumps(head))
+    run = load_run(path)
+    try:
+        assert run.ranks == [2**31 - 2, 2**31 - 1]
+        types = run.sql("SELECT DISTINCT data_type FROM duckdb_columns() WHERE column_name = 'rank'")
+        assert types["data_type"].tolist() == ["INTEGER"]
+    finally:
+        run.close()
+
+
+def test_a_header_rank_whose_processes_run_past_the_largest_rank_is_refused(tmp_path):
+    path, _ = _paste(tmp_path, "misc.json.gz", "cuda_graph.json.gz")
+    head = json.loads(path.read_text())
+    head["distributedInfo"] = {"rank": 2**31 - 1}
+    path.write_text(json.dumps(head))
+    problem = (
+        r"holds the traces of 2 processes pasted into one file, ranked from its distributedInfo.rank 2147483647:"
+        r" the last one's rank, 2147483648, is past 2147483647"
+    )
+    with pytest.raises(BadInputError, match=rf"pasted.json: {problem}$"):
         load_run(path)
