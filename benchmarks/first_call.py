@@ -21,10 +21,11 @@ import traceback
 from pathlib import Path
 
 import torch
-from cpu_sweep import bit_identical, changes, snapshot
+from cpu_sweep import bit_identical
 from gpu_check import flatten
 from kernelscope.recorder import ModuleFunctionKernelProfiler
 from kernelscope.recorder.profiler import _run_pass
+from sweep_patches import changes, snapshot
 
 BUILD_SEED, PROFILE_SEED, AFTER_SEED = 0, 1234, 4321  # the same seeds for the profiled model and its fresh copies
 
