@@ -45,7 +45,8 @@ def _compiled(name: str) -> bool:
 def _namespaces_by_file() -> dict[str, dict]:
     namespaces = {}
     for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None) if type(module) is types.ModuleType else None
+        # read from the module's dict: a lazy module's __getattr__ may raise anything for a name it lacks
+        path = vars(module).get("__file__") if type(module) is types.ModuleType else None
         if type(path) is str:
             namespaces[path] = vars(module)
     return namespaces

@@ -142,8 +142,10 @@ LazyHelper = type("LazyHelper", (), {"__module__": LAZY.__name__})  # a global c
 @pytest.fixture
 def lazy_module_imported(monkeypatch):
     """The lazy module in sys.modules, imported after torch's inductor (whose first import reads every module's
-    ``__file__``, and fails on this one without kernelscope too)."""
+    ``__file__``, and fails on this one without kernelscope too), and after dynamo compiled code (the recording then
+    looks for dynamo's graphs in every module's globals: it read ``__file__`` through the lazy ``__getattr__``)."""
     hasattr(torch, "_inductor")
+    torch.compile(lambda t: t + 1, backend="eager")(torch.ones(1))
     monkeypatch.setitem(sys.modules, LAZY.__name__, LAZY)
 
 
