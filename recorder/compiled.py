@@ -348,7 +348,7 @@ def record_keeping_compiled_code(
     try:
         return record(True), KEPT
     except Exception as error:  # noqa: BLE001 - raised again unless the stance made it
-        if not refused_under_stance(error):
+        if not refused_under_stance(error, compiled_entries):
             raise
     given_up = given_up_codes(compiled_entries())
     if given_up:  # their hits run compiled where they can: eager only once a miss was refused
@@ -359,7 +359,7 @@ def record_keeping_compiled_code(
             warn_given_up(given_up)
             return result, KEPT
         except Exception as error:  # noqa: BLE001 - raised again unless the stance made it
-            if not refused_under_stance(error):
+            if not refused_under_stance(error, compiled_entries):
                 raise
     forget()
     unpatched_pass()
@@ -375,7 +375,7 @@ def record_keeping_compiled_code(
         )
         return result, COMPILED_UNPATCHED
     except Exception as error:  # noqa: BLE001 - raised again unless the stance made it
-        if not refused_under_stance(error):
+        if not refused_under_stance(error, compiled_entries):
             raise
     forget()
     result = record(False)

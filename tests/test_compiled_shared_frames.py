@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402, N812
 from kernelscope.recorder import ModuleFunctionKernelProfiler  # noqa: E402
+from kernelscope.recorder.compiled import compiled_entries  # noqa: E402
 from kernelscope.recorder.stance_refusals import ran_another_objects_entry  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -80,5 +81,5 @@ def test_the_models_own_error_in_compiled_code_is_not_taken_for_the_stances():
 
     with pytest.raises(KeyError) as raised:
         lookup({"present": 1}, torch.ones(2))
-    assert not ran_another_objects_entry(raised.value)
-    assert not ran_another_objects_entry(KeyError("no traceback"))
+    assert not ran_another_objects_entry(raised.value, compiled_entries())
+    assert not ran_another_objects_entry(KeyError("no traceback"), compiled_entries())
