@@ -35,11 +35,13 @@ DROP TABLE ks_anchors;
 DROP TABLE ks_held;
 DROP TABLE ks_ops_by_id;
 
--- The names of the operators rows point to: their own, their call's and the one their call is named after.
+-- The names of the operators rows point to: their own, their call's and the one their call is named after. The ids
+-- go to the semi join as they come (UNION ALL), which takes repeats as they are: a UNION's aggregates to drop them
+-- cost a small trace's load ~0.3 ms, and a 100 MB trace's statement no less.
 CREATE OR REPLACE TEMP TABLE ks_names AS
 SELECT event_id, name FROM events
-WHERE event_id IN (SELECT op_id FROM ks_rows UNION SELECT call_op_id FROM ks_rows
-                   UNION SELECT named_op_id FROM ks_rows);
+WHERE event_id IN (SELECT op_id FROM ks_rows UNION ALL SELECT call_op_id FROM ks_rows
+                   UNION ALL SELECT named_op_id FROM ks_rows);
 
 CREATE OR REPLACE TEMP TABLE ks_modules AS
 SELECT event_id, ks_scope_module(name) AS module_name

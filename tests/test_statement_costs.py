@@ -107,3 +107,15 @@ def test_a_small_runs_spans_are_bound_once_and_read_as_a_large_runs(small_run, m
             held.hold_spans(run._con, small=small)
             held_of[small] = run._con.execute("SELECT * FROM ks_held ORDER BY anchor").fetchall()
     assert held_of[True] and held_of[True] == held_of[False]
+
+
+def test_the_name_lookup_gathers_its_ids_with_no_aggregate(small_run):
+    # each aggregate is an operator whose setup a small trace pays whatever its rows; the IN needs no distinct ids
+    from kernelscope.analyzer.sql import parsed_statements
+
+    with load_run(small_run) as run:
+        con = run._con
+        (names,) = [s for s in parsed_statements(con, "attribution_rows.sql") if "TABLE ks_names AS" in s.query]
+        plan = "\n".join(row[1] for row in con.execute("EXPLAIN " + names.query.split(" AS\n", 1)[1]).fetchall())
+    shown = plan.lower()
+    assert "union" in shown and "group by" not in shown and "aggregate" not in shown, plan
