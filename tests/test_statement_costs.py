@@ -119,3 +119,20 @@ def test_the_name_lookup_gathers_its_ids_with_no_aggregate(small_run):
         plan = "\n".join(row[1] for row in con.execute("EXPLAIN " + names.query.split(" AS\n", 1)[1]).fetchall())
     shown = plan.lower()
     assert "union" in shown and "group by" not in shown and "aggregate" not in shown, plan
+
+
+def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_run, monkeypatch):
+    # the points of launches are an aggregate over the device items, of which such a trace has none
+    ran: list[str] = []
+    original = duckdb.DuckDBPyConnection.execute
+
+    def watched(con, query, *args, **kwargs):
+        ran.append(query if isinstance(query, str) else query.query)
+        return original(con, query, *args, **kwargs)
+
+    monkeypatch.setattr(held, "native_sweep", None)  # its table is read by a local name, the watcher's frame's here
+    monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", watched)
+    with load_run(small_run) as run:
+        assert run.device == "cpu"
+    (anchors,) = [query for query in ran if "TABLE ks_anchors AS" in query]
+    assert "GROUP BY" not in anchors.upper(), anchors
