@@ -121,8 +121,8 @@ def test_the_name_lookup_gathers_its_ids_with_no_aggregate(small_run):
     assert "union" in shown and "group by" not in shown and "aggregate" not in shown, plan
 
 
-def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_run, monkeypatch):
-    # the points of launches are an aggregate over the device items, of which such a trace has none
+def _cpu_load_statement(small_run, monkeypatch, table: str) -> str:
+    """The statement that made ``table`` in a load of the CPU recording ``small_run``, its comments left out."""
     ran: list[str] = []
     original = duckdb.DuckDBPyConnection.execute
 
@@ -134,5 +134,17 @@ def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_ru
     monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", watched)
     with load_run(small_run) as run:
         assert run.device == "cpu"
-    (anchors,) = [query for query in ran if "TABLE ks_anchors AS" in query]
-    assert "GROUP BY" not in anchors.upper(), anchors
+    (made,) = [query for query in ran if f"TABLE {table} AS" in query]
+    return "\n".join(line for line in made.splitlines() if not line.lstrip().startswith("--")).upper()
+
+
+def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_run, monkeypatch):
+    # the points of launches are an aggregate over the device items, of which such a trace has none
+    anchors = _cpu_load_statement(small_run, monkeypatch, "ks_anchors")
+    assert "GROUP BY" not in anchors, anchors
+
+
+def test_a_trace_without_device_work_joins_its_rows_to_their_holders_alone(small_run, monkeypatch):
+    # its items are CPU operators, each its own operator and point: no External id or point to look up
+    rows = _cpu_load_statement(small_run, monkeypatch, "ks_rows")
+    assert rows.count("JOIN") == 1 and "KS_HELD" in rows, rows
