@@ -209,6 +209,7 @@ WHEN NOT MATCHED THEN INSERT BY NAME;
 -- (anchor) is the least event id of its rows (an operator's: its own), an aggregate that runs on every thread
 -- (numbering the points with row_number() ran on one: 0.1 s of a 1 GB trace at any core count); event ids are
 -- unique, so no two points share one.
+-- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TEMP TABLE ks_anchors AS
 SELECT min(event_id) AS anchor, at_pid AS pid, at_tid AS tid, at_ns, at_ns + 1 AS at_end_ns,
        CAST(NULL AS BIGINT) AS op_id, CAST(NULL AS BIGINT) AS op_end_ns
@@ -217,6 +218,15 @@ WHERE NOT is_cpu_op AND at_pid IS NOT NULL AND at_tid IS NOT NULL AND at_ns IS N
 GROUP BY at_pid, at_tid, at_ns
 UNION ALL
 SELECT event_id, at_pid, at_tid, at_ns, at_ns + greatest(dur_ns, 1), event_id, at_ns + dur_ns
+FROM ks_items
+WHERE is_cpu_op;
+
+-- A trace without device work has no launch point: its CPU operators' alone, with no aggregate over none (an
+-- operator whose setup cost a small trace's load ~0.3 ms).
+-- run if: NOT coalesce(getvariable('ks_device_work'), true)
+CREATE OR REPLACE TEMP TABLE ks_anchors AS
+SELECT event_id AS anchor, at_pid AS pid, at_tid AS tid, at_ns, at_ns + greatest(dur_ns, 1) AS at_end_ns,
+       event_id AS op_id, at_ns + dur_ns AS op_end_ns
 FROM ks_items
 WHERE is_cpu_op;
 

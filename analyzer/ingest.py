@@ -25,7 +25,7 @@ from .duckdb_reader import insert_by_duckdb
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
 from .json_text import Leniencies, describe_fault
-from .memory import PART_ROOM, Settings, in_flight_bytes, read_settings, reading_limits
+from .memory import PART_ROOM, Settings, in_flight_bytes, json_bytes, read_settings, reading_limits
 from .sql import execute, run_sql_file
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure, scratch_folder
 from .validate import describe_unreadable_events
@@ -110,6 +110,7 @@ def ingest_trace(
     budget = in_flight_bytes(settings)
     if header.compressed:
         part_bytes = STREAM_PART_BYTES
+        parts = -(-json_bytes(path, True) // part_bytes)  # as its sizes tell: only where parts load depends on it
     else:  # a multiple of the workers of parts, one loading on each worker (its range mapped) within the budget
         most = min(MAX_PART_BYTES, max(MIN_FLIGHT_PART_BYTES, budget // workers))
         parts = 1 if size < MIN_PART_BYTES else workers * -(-size // (workers * most))
@@ -119,9 +120,9 @@ def ingest_trace(
     in_flight = max(2, min(workers + 1, budget // part_bytes)) if header.compressed else workers + 1
     try:
         try:
-            header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress, settings)
+            header.keys = _load(con, path, header, part_bytes, workers, in_flight, progress, settings, parts > 1)
         except _PartsFailed:  # a cut fell inside an event: read the array again as one part
-            header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress, settings)
+            header.keys = _load(con, path, header, UNLIMITED, 1, 2, progress, settings, False)
     except _WholeParseNeeded:
         header.keys = _load_whole(con, path, header, settings)
     header.settle_repeats()
@@ -164,14 +165,18 @@ def _load(
     in_flight: int,
     progress: bool,
     settings: Settings,
+    several: bool,
 ) -> dict:
+    """``several``: the trace is expected to cut into several parts, which load on a pool of ``workers`` threads
+    while the next are cut; one part loads on this thread, which would only wait for it (a small trace's load: a pool
+    thread's start and hand-off cost it 1-2 ms of CPU and up to 8 ms of wall time on 2 cores, benchmarks/RESULTS.md)."""
     run_sql_file(con, "events.sql")
     header.start_over()  # this may be the second try, as one part
     loads: list[Future] = []
     with (
         scratch_folder() as scratch,
         _NativeInserts(con) as inserts,
-        ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") as pool,
+        ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") if several else _ThisThread() as pool,
         progress_bar(path, header.size_bytes, progress) as advance,
     ):
         parts: list[Part] = []
@@ -228,6 +233,24 @@ def _load(
         shifts = [first - (i << PART_ID_BITS) for i, first in enumerate(firsts)]
         run_sql_file(con, "event_ids.sql", shifts=str(shifts), part_id_bits=str(PART_ID_BITS))
     return keys
+
+
+class _ThisThread:
+    """An executor that runs each call at once on the calling thread, its outcome in the Future it returns."""
+
+    def __enter__(self) -> _ThisThread:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def submit(self, call, *args) -> Future:
+        done: Future = Future()
+        try:
+            done.set_result(call(*args))
+        except Exception as exc:  # noqa: BLE001 - handed over in the Future, as a pool thread's would be
+            done.set_exception(exc)
+        return done
 
 
 class _PartCounts:

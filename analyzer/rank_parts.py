@@ -136,7 +136,7 @@ def _attribute(con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small:
         settled = {} if device_work else {CPU_ROWS: True}
         run_sql_file(con, "attribution.sql", known=known, answered=settled)
         hold_spans(con, small=small)
-        rows = run_sql_file(con, "attribution_rows.sql", known=settled)
+        rows = run_sql_file(con, "attribution_rows.sql", known={**known, **settled})
         check = LaunchCheck(*rows.fetchone())
         if script_paths:
             run_sql_file(con, "torchscript_modules.sql")

@@ -107,3 +107,44 @@ def test_a_small_runs_spans_are_bound_once_and_read_as_a_large_runs(small_run, m
             held.hold_spans(run._con, small=small)
             held_of[small] = run._con.execute("SELECT * FROM ks_held ORDER BY anchor").fetchall()
     assert held_of[True] and held_of[True] == held_of[False]
+
+
+def test_the_name_lookup_gathers_its_ids_with_no_aggregate(small_run):
+    # each aggregate is an operator whose setup a small trace pays whatever its rows; the IN needs no distinct ids
+    from kernelscope.analyzer.sql import parsed_statements
+
+    with load_run(small_run) as run:
+        con = run._con
+        (names,) = [s for s in parsed_statements(con, "attribution_rows.sql") if "TABLE ks_names AS" in s.query]
+        plan = "\n".join(row[1] for row in con.execute("EXPLAIN " + names.query.split(" AS\n", 1)[1]).fetchall())
+    shown = plan.lower()
+    assert "union" in shown and "group by" not in shown and "aggregate" not in shown, plan
+
+
+def _cpu_load_statement(small_run, monkeypatch, table: str) -> str:
+    """The statement that made ``table`` in a load of the CPU recording ``small_run``, its comments left out."""
+    ran: list[str] = []
+    original = duckdb.DuckDBPyConnection.execute
+
+    def watched(con, query, *args, **kwargs):
+        ran.append(query if isinstance(query, str) else query.query)
+        return original(con, query, *args, **kwargs)
+
+    monkeypatch.setattr(held, "native_sweep", None)  # its table is read by a local name, the watcher's frame's here
+    monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", watched)
+    with load_run(small_run) as run:
+        assert run.device == "cpu"
+    (made,) = [query for query in ran if f"TABLE {table} AS" in query]
+    return "\n".join(line for line in made.splitlines() if not line.lstrip().startswith("--")).upper()
+
+
+def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_run, monkeypatch):
+    # the points of launches are an aggregate over the device items, of which such a trace has none
+    anchors = _cpu_load_statement(small_run, monkeypatch, "ks_anchors")
+    assert "GROUP BY" not in anchors, anchors
+
+
+def test_a_trace_without_device_work_joins_its_rows_to_their_holders_alone(small_run, monkeypatch):
+    # its items are CPU operators, each its own operator and point: no External id or point to look up
+    rows = _cpu_load_statement(small_run, monkeypatch, "ks_rows")
+    assert rows.count("JOIN") == 1 and "KS_HELD" in rows, rows
