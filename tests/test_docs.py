@@ -305,3 +305,13 @@ def test_the_signature_of_profile_the_docs_show_is_its_own():
             name, _, default = part.partition("=")
             assert part == "*" or name in own, f"profile() has no parameter {name}"
             assert not default or repr(own[name].default) == default, f"{name}'s default is {own[name].default!r}"
+
+
+def test_every_field_a_manifest_holds_is_in_format_md(demo_command):
+    """annotation.scope was written by every recording and named nowhere ("the scope mechanism")."""
+    folder, _ = demo_command
+    manifest = json.loads((folder / "demo-run" / "manifest.json").read_text())
+    text = (REPO / "docs" / "format.md").read_text()
+    section = text[text.index("## manifest.json") : text.index("## samples.json")]
+    fields = [*manifest, *(key for value in manifest.values() if isinstance(value, dict) for key in value)]
+    assert [field for field in fields if f"`{field}`" not in section and field not in manifest["tags"]] == []
