@@ -121,7 +121,8 @@ def bench(
     for warning in caught:
         if issubclass(warning.category, RuntimeWarning):
             diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
-    emit(table_view(frame) if output.to_terminal else frame, output, title=f"{run}: {_where(frame)}")
+    # table_view chose the columns a first look needs: none is left out on a narrow terminal, the signature folds
+    emit(table_view(frame) if output.to_terminal else frame, output, title=f"{run}: {_where(frame)}", every_column=None)
     if output.to_terminal and not frame.empty:
         if ((frame["recorded_on"] == "cpu") & (frame["replayed_on"] == "cpu")).any():
             click.echo(CPU_NOTE)

@@ -16,7 +16,12 @@ USAGE_EXIT = 2  # every usage or input error, click's own included
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 
 
-ONE_RUN_COMMANDS = ("analyze", "tree")  # given two runs, the user meant diff
+EXTRA_ARGUMENT_HINTS = {  # what a user who gave one run too many meant
+    "analyze": "analyze reads one run: 'kernelscope diff A B' compares two",
+    "tree": "tree reads one run: 'kernelscope diff A B' compares two",
+    "diff": "diff takes two runs; two of an archive: kernelscope diff --archive ARCHIVE ID_A ID_B",
+    "report": "report takes two runs; two of an archive: kernelscope report --archive ARCHIVE ID_A ID_B",
+}
 
 
 class KernelscopeGroup(click.Group):
@@ -45,8 +50,8 @@ class KernelscopeGroup(click.Group):
             if path is None and isinstance(exc, click.UsageError):  # the parser's own ("requires an argument")
                 path = self.command_path
             hint = f" (see '{path} --help')" if path else ""
-            if ctx is not None and ctx.info_name in ONE_RUN_COMMANDS and "unexpected extra argument" in str(exc):
-                hint = f"; {ctx.info_name} reads one run: 'kernelscope diff A B' compares two"
+            if ctx is not None and ctx.info_name in EXTRA_ARGUMENT_HINTS and "unexpected extra argument" in str(exc):
+                hint = f"; {EXTRA_ARGUMENT_HINTS[ctx.info_name]}"
             diagnostic(f"kernelscope: error: {exc.format_message()}{hint}")
             sys.exit(USAGE_EXIT)
         except (click.Abort, KeyboardInterrupt, EOFError):

@@ -112,11 +112,11 @@ def diagnostic(line: str) -> None:
     click.echo(printable(line), err=True)
 
 
-def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None) -> None:
-    """Print or write ``frame`` as ``output`` asks."""
+def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None, **table) -> None:
+    """Print or write ``frame`` as ``output`` asks (``table``: print_table's options)."""
     fmt = output.format  # read once: it checks the extension against --format
     if fmt == "table" and output.path is None:
-        print_table(frame, title)
+        print_table(frame, title, **table)
         return
     if fmt == "duckdb":
         raise click.UsageError(f"{output.path}: only `kernelscope sql` writes a DuckDB database")
@@ -189,7 +189,6 @@ def write_parquet(path: Path, frame: pd.DataFrame, *, overwrite: bool = True) ->
     replace_atomically(path, write, overwrite=overwrite)
 
 
-NARROWEST_NAME = 12  # characters a folded name keeps per line in a table squeezed by a narrow terminal
 PIPED_COLUMNS = 200  # a table piped to a file or a pager is not cut to a terminal's width, unless COLUMNS says
 
 
@@ -221,18 +220,22 @@ def _piped_width() -> int:
     return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_COLUMNS
 
 
-def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
+def print_table(
+    frame: pd.DataFrame, title: str | None = None, every_column: str | None = "--format csv shows them"
+) -> None:
     """A rich table of ``frame``; every text (names from a trace among them) as plain text, never as rich markup,
-    its control characters escaped."""
+    its control characters escaped. Columns that cannot fit the terminal are left out from the right, with a line
+    naming them and ``every_column``, where to see them (None: a table of columns that all count, folded instead)."""
     from rich.table import Table
     from rich.text import Text
 
     from .long_table import draws_long_table, print_long_table
     from .printable import printable
+    from .table_layout import NARROWEST_NAME, folded_header, header_folds, table_width, that_fit
 
     headers, numerics, cells = table_cells(frame)
     # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads) and a name
-    # folds no narrower than NARROWEST_NAME: a table that needs more is printed wider than the terminal.
+    # folds no narrower than NARROWEST_NAME: the columns that still do not fit are left out.
     widests = [max(map(len, values), default=0) for values in cells]
     leasts = [w if numeric else min(w, NARROWEST_NAME) for w, numeric in zip(widests, numerics, strict=True)]
     console = stdout_console()
@@ -241,24 +244,30 @@ def print_table(frame: pd.DataFrame, title: str | None = None) -> None:
     if draws_long_table(console, len(frame)):
         print_long_table(console, headers, [[printable(v) for v in values] for values in cells], numerics)
         return
-    folds = _header_folds(headers, widests, leasts, console.width)
+    shown = len(headers) if every_column is None else that_fit(headers, leasts, console.width)
+    left_out = headers[shown:]
+    headers, numerics, cells, widests, leasts = (part[:shown] for part in (headers, numerics, cells, widests, leasts))
+    folds = header_folds(headers, widests, leasts, console.width)
     minimums = [
         max(least, len(h) if fold is None else fold) for h, least, fold in zip(headers, leasts, folds, strict=True)
     ]
     table = Table(header_style="bold")
     for header, numeric, minimum, fold in zip(headers, numerics, minimums, folds, strict=True):
         table.add_column(
-            Text(header if fold is None else _folded_header(header, fold)),
+            Text(header if fold is None else folded_header(header, fold)),
             justify="right" if numeric else "left",
             overflow="fold",
             min_width=minimum,
         )
     for row in zip(*cells, strict=True) if cells else ():
         table.add_row(*(Text(printable(cell)) for cell in row))
-    needed = _table_width(minimums)
-    if needed > console.width:
+    needed = table_width(minimums)
+    if needed > console.width:  # the first column alone is wider than the terminal
         console = stdout_console(width=needed)
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
+    if left_out:
+        note = f"left out to fit {console.width} columns: {', '.join(left_out)}; {every_column}"
+        console.print(printable(note), soft_wrap=True, markup=False, highlight=False)
 
 
 def table_cells(frame: pd.DataFrame, digits: dict[str, int] | None = None) -> tuple[list, list, list]:
@@ -279,57 +288,6 @@ def table_cells(frame: pd.DataFrame, digits: dict[str, int] | None = None) -> tu
         numerics.append(numeric)
         cells.append(values)
     return headers, numerics, cells
-
-
-def _header_folds(headers: list[str], widests: list[int], leasts: list[int], width: int) -> list[int | None]:
-    """Per column, the width its header folds to (None: one line), so that the table fits ``width`` where it can:
-    on a narrow terminal the headers longer than their values break after an underscore (``time_`` /
-    ``spent_us``), those that save the most first and only as many as needed, on two lines before more; then the
-    names fold (to ``leasts``), their headers with them. A header never breaks inside a word."""
-    widths = [max(len(header), widest) for header, widest in zip(headers, widests, strict=True)]
-    folds: list[int | None] = [None] * len(headers)
-    for fold_to, values in ((_two_lines, widests), (_narrowest, widests), (_narrowest, leasts)):
-        targets = [max(value, fold_to(header)) for header, value in zip(headers, values, strict=True)]
-        for i in sorted(range(len(headers)), key=lambda i: targets[i] - widths[i]):
-            if _table_width(widths) <= width:
-                return folds
-            if targets[i] < widths[i]:
-                widths[i] = targets[i]
-                folds[i] = targets[i] if targets[i] < len(headers[i]) else None
-    return folds
-
-
-def _two_lines(header: str) -> int:
-    parts = _header_parts(header)
-    splits = (max(len("".join(parts[:k])), len("".join(parts[k:]))) for k in range(1, len(parts)))
-    return min(splits, default=len(header))
-
-
-def _narrowest(header: str) -> int:
-    return max(map(len, _header_parts(header)))
-
-
-def _table_width(widths: list[int]) -> int:
-    return sum(widths) + 3 * len(widths) + 1  # with each column's padding and rule, and the last rule
-
-
-def _header_parts(header: str) -> list[str]:
-    """``time_spent_us`` as ``time_``, ``spent_``, ``us``: the places a header may break on a narrow terminal."""
-    parts = [part + "_" for part in header.split("_")]
-    parts[-1] = parts[-1][:-1]
-    return [part for part in parts if part] or [""]
-
-
-def _folded_header(header: str, width: int) -> str:
-    """``header`` on as few lines of at most ``width`` characters as its underscores allow (``time_`` /
-    ``spent_us`` over a column of 10-character numbers): the column is then as narrow as its values."""
-    lines: list[str] = []
-    for part in _header_parts(header):
-        if lines and len(lines[-1]) + len(part) <= width:
-            lines[-1] += part
-        else:
-            lines.append(part)
-    return "\n".join(lines)
 
 
 MEASURES = ("_us", "_pct", "_MB", "ratio")  # columns of times, shares, sizes and ratios: always with decimals

@@ -13,13 +13,13 @@ from .output import Output, diagnostic
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import pandas as pd
 
-TABLE_ROWS = 10  # --top-k's default in a table; csv, json and parquet get every row unless --top-k is given
+TABLE_ROWS = 10  # --top-k's default in a table; csv, json, jsonl and parquet get every row unless --top-k is given
 
 TOP_K = click.option(
     "--top-k",
     type=ROWS,
     default=None,
-    help=f"Rows to show; 0 = all [default: {TABLE_ROWS} on the terminal, all in a file or csv/json/parquet].",
+    help=f"Rows to show; 0 = all [default: {TABLE_ROWS} on the terminal, all in a file or csv/json/jsonl/parquet].",
 )
 SUMMARY_ROWS = click.option(  # demo and record print one table of the summary, to the terminal only
     "--top-k",

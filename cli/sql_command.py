@@ -236,7 +236,7 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
         try:  # the first rows are shown before the rest is counted: SELECT * FROM events of a large trace is long
             result = con.execute(statement)
             frame = first_rows(result, SHELL_ROWS + 1)
-            print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL))
+            print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL), every_column="select fewer to see them")
             if len(frame) > SHELL_ROWS:
                 more = len(frame) - SHELL_ROWS + rows_left(result)
                 click.echo(f"({more} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")

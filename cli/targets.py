@@ -19,6 +19,8 @@ def resolve_factory(target: str) -> Callable:
     where, _, attribute = target.rpartition(":")
     if not where or not attribute:
         raise KernelscopeError(target, "is not a target: expected 'pkg.module:factory' or 'path/to/file.py:factory'")
+    if not where.endswith(".py") and not all(part.isidentifier() for part in where.split(".")):
+        raise KernelscopeError(target, _not_a_module_name(where, attribute))
     module = _import_file(target, Path(where)) if where.endswith(".py") else _import_module(target, where)
     factory = getattr(module, attribute, None)
     if factory is None:
@@ -26,6 +28,13 @@ def resolve_factory(target: str) -> Callable:
     if not callable(factory):
         raise KernelscopeError(target, f"{where}.{attribute} is {type_with_article(factory)}, not a factory to call")
     return factory
+
+
+def _not_a_module_name(where: str, attribute: str) -> str:
+    """What to give for ``where`` that importlib cannot take (``../models/mine``: a relative import's TypeError)."""
+    if Path(f"{where}.py").is_file():
+        return f"{where!r} is a path: name its file, {where}.py:{attribute}"
+    return f"{where!r} is not a module name (pkg.module) nor a .py file: give 'pkg.module:factory' or 'file.py:factory'"
 
 
 def _shadowed(module, name: str, attribute: str) -> str:

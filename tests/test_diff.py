@@ -191,3 +191,17 @@ def test_diff_reads_runs_with_the_prefix_options_of_analyze():
     assert "module,inner," in probed.output, "the probe: scopes are modules, as analyze --module-prefix reads them"
     empty = CliRunner().invoke(main, ["diff", misc, misc, "--module-prefix", ""])
     assert empty.exit_code == 2 and "--module-prefix must not be empty" in empty.output
+
+
+@pytest.mark.parametrize("command", ["diff", "report"])
+def test_an_archive_and_two_ids_without_archive_point_to_it(command, tmp_path):
+    """`diff ARCHIVE ID_A ID_B` (--archive left out) said only click's 'Got unexpected extra argument (ID_B)'."""
+    from kernelscope.analyzer import archive_runs
+
+    archive_runs([REPO / "sample_traces" / "mlp"], tmp_path / "arch")
+    result = CliRunner().invoke(main, [command, str(tmp_path / "arch"), "mlp", "mlp"])
+    lines = result.output.strip().splitlines()
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].endswith(
+        f"{command} takes two runs; two of an archive: kernelscope {command} --archive ARCHIVE ID_A ID_B"
+    )

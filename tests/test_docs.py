@@ -288,3 +288,30 @@ def test_the_readme_installs_torch_as_ci_does():
     pins = set(re.findall(r"torch==[0-9.]+", install))
     assert pins and pins == set(re.findall(r"torch==[0-9.]+", ci.read_text()))
     assert "bash .ci/run" in [b.text for b in blocks(REPO / "README.md") if b.lang == "bash"][0]
+
+
+def test_the_signature_of_profile_the_docs_show_is_its_own():
+    """recording.md showed profile(fn, samples, *, …): profile(model, samples=…) is a TypeError, the name is data."""
+    pytest.importorskip("torch")
+    import inspect
+
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    shown = [m for doc in DOCS for m in re.findall(r"`profile\((fn, [^`]*)\)`", doc.read_text())]
+    own = inspect.signature(ModuleFunctionKernelProfiler.profile).parameters
+    assert shown
+    for parameters in shown:
+        for part in (p.strip() for p in parameters.split(",")):
+            name, _, default = part.partition("=")
+            assert part == "*" or name in own, f"profile() has no parameter {name}"
+            assert not default or repr(own[name].default) == default, f"{name}'s default is {own[name].default!r}"
+
+
+def test_every_field_a_manifest_holds_is_in_format_md(demo_command):
+    """annotation.scope was written by every recording and named nowhere ("the scope mechanism")."""
+    folder, _ = demo_command
+    manifest = json.loads((folder / "demo-run" / "manifest.json").read_text())
+    text = (REPO / "docs" / "format.md").read_text()
+    section = text[text.index("## manifest.json") : text.index("## samples.json")]
+    fields = [*manifest, *(key for value in manifest.values() if isinstance(value, dict) for key in value)]
+    assert [field for field in fields if f"`{field}`" not in section and field not in manifest["tags"]] == []

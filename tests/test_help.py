@@ -84,3 +84,12 @@ def test_usage_errors_import_no_heavy_module():
     )
     assert codes == [2] * 5
     assert loaded == []
+
+
+def test_top_k_says_every_format_but_a_table_gets_every_row():
+    """--top-k's help named csv/json/parquet: jsonl, which gets every row too, was left out."""
+    from kernelscope.output import FORMATS
+
+    text = " ".join(help_of("analyze").split())
+    default = text[text.index("--top-k") :].split("]")[0]
+    assert all(fmt in default for fmt in FORMATS if fmt != "table"), default

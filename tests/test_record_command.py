@@ -169,3 +169,23 @@ def test_a_tag_given_twice_is_a_usage_error(tmp_path, monkeypatch):
     )
     assert result.exit_code == 2 and "Invalid value for --tag: 'a' is tagged twice ('1' and '2')" in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    "target, message",
+    [
+        ("../models/user_models:small", "'../models/user_models' is a path: name its file, ../models/user_models.py:"),
+        ("models/user_models:small", "'models/user_models' is a path: name its file, models/user_models.py:small"),
+        (".user_models:small", "'.user_models' is not a module name (pkg.module) nor a .py file"),
+        ("../absent:small", "'../absent' is not a module name (pkg.module) nor a .py file"),
+    ],
+)
+def test_a_path_given_as_a_module_is_one_line(tmp_path, monkeypatch, target, message):
+    """`../models/user_models:small` went to importlib as a relative import: a TypeError's traceback, exit 1."""
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "user_models.py").write_text(MODELS)
+    (tmp_path / "here").mkdir()
+    folder = tmp_path / ("here" if target.startswith("..") else "")
+    result = record(folder, monkeypatch, target, "--out", tmp_path / "run")
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"kernelscope: error: {target}: {message}") and result.stderr.count("\n") == 1

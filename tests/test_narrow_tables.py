@@ -1,0 +1,44 @@
+"""A table on a terminal too narrow for it, even with its headers and names folded: the columns that do not fit are
+left out from the right, and a line names them, where every line of a wider table wrapped over two."""
+
+from click.testing import CliRunner
+from conftest import REPO
+from kernelscope.cli import main
+
+DEMO = str(REPO / "sample_traces" / "demo")
+MLP = str(REPO / "sample_traces" / "mlp")
+
+
+def table_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line[:1] in "┏┃┡│└"]
+
+
+def test_a_table_too_wide_for_80_columns_leaves_its_last_columns_out_and_says_which():
+    for args, left_out in [
+        (["analyze", DEMO, "--kernels", "--top-k", "3"], "call_op, kind, stream, sample_id, start_us, call_event_id"),
+        (["diff", DEMO, MLP, "--top-k", "1"], "share_a_pct, share_b_pct, calls_a, calls_b"),
+        (["analyze", DEMO, "--by-rank"], "tensor_size_MB"),
+    ]:
+        result = CliRunner().invoke(main, args, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        table = table_lines(result.stdout)
+        assert max(map(len, table)) <= 80, args
+        assert f"left out to fit 80 columns: {left_out}" in result.stdout, args
+        assert all(name not in "".join(table[:5]) for name in left_out.split(", ")), args
+
+
+def test_a_table_that_fits_leaves_nothing_out_and_files_keep_every_column(tmp_path):
+    fits = CliRunner().invoke(main, ["analyze", DEMO, "--top-k", "3"], env={"COLUMNS": "80"})
+    assert fits.exit_code == 0 and "left out" not in fits.stdout
+    wide = CliRunner().invoke(main, ["analyze", DEMO, "--kernels", "--top-k", "3"], env={"COLUMNS": "200"})
+    assert wide.exit_code == 0 and "left out" not in wide.stdout and "┃ rank ┃" in wide.stdout
+    to_file = ["analyze", DEMO, "--kernels", "-o", str(tmp_path / "k.txt")]
+    assert CliRunner().invoke(main, to_file, env={"COLUMNS": "80"}).exit_code == 0
+    assert "call_event_id" in (tmp_path / "k.txt").read_text()
+
+
+def test_the_sql_prompt_says_to_select_fewer_columns():
+    result = CliRunner().invoke(main, ["sql", DEMO], input="SELECT * FROM kernels LIMIT 2;\n", env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(map(len, table_lines(result.stdout))) <= 80
+    assert "left out to fit 80 columns: " in result.stdout and "; select fewer to see them" in result.stdout
