@@ -84,3 +84,19 @@ def test_driver_calls_on_every_device_of_a_real_trace_leave_its_rows_as_they_wer
     with load_run(path) as run:
         assert run.ranks == [0]
 
+
+def test_a_device_event_without_its_launch_beside_linked_ones_is_a_loss_not_a_trace_without_launches(tmp_path):
+    """The Spyre plugin's launch calls (aiuLaunchControlBlocks) are not named as the launch check's kernel launches
+    (…Kernel… with Launch or Invoke), so it counts none; its kernel and memcpy still reach their calls by correlation.
+    The memset that reaches none is a lost launch: before, the warning said the trace held no kernel launches."""
+    from click.testing import CliRunner
+    from kernelscope.cli import main
+
+    path = tmp_path / "spyre.json"
+    path.write_text(json.dumps(_spyre_trace()))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "kernelscope: warning: the profiler lost events: 0 launches without device event, 1 device events "
+        "without launch.\n"
+    )
