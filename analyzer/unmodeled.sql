@@ -4,11 +4,16 @@
 -- one known to hold no work of its own: MTIA's mtia_insight, a CUPTI range profiler's cuda_profiler_range…
 -- Known: the device activity (kernel, gpu_memcpy, gpu_memset), a GPU-side copy of an annotation
 -- (gpu_user_annotation), waits (cuda_sync, cuda_event, XPU's xpu_sync), and the categories of the CPU side, which a thread of pid 0
--- may use (a Python thread with pid 0 is seen). Returns rank, cat, events, dur_us; per rank, most events first.
-WITH cpu_processes AS (
-    SELECT DISTINCT rank, pid FROM events
-    WHERE cat IN ('cpu_op', 'user_annotation') OR ends_with(cat, '_runtime') OR ends_with(cat, '_driver')
-)
+-- may use (a Python thread with pid 0 is seen). A device's pid that holds runtime or driver calls (IBM Spyre's plugin
+-- files memory releases there) but no operator or annotation stays a device's, as in process_parts.sql. Returns rank,
+-- cat, events, dur_us; per rank, most events first.
+WITH pids AS (
+    SELECT rank, pid, bool_or(cat IN ('cpu_op', 'user_annotation')) AS host,
+           bool_or(ends_with(cat, '_runtime') OR ends_with(cat, '_driver')) AS calls,
+           bool_or(cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')) AS device
+    FROM events WHERE pid IS NOT NULL AND cat IS NOT NULL GROUP BY ALL
+),
+cpu_processes AS (SELECT rank, pid FROM pids WHERE host OR calls AND NOT device)
 SELECT rank, cat, count(*) AS events, coalesce(sum(dur_ns), 0) / 1000.0 AS dur_us
 FROM events
 WHERE ph = 'X' AND pid IS NOT NULL AND cat IS NOT NULL

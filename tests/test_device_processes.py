@@ -100,3 +100,17 @@ def test_a_device_event_without_its_launch_beside_linked_ones_is_a_loss_not_a_tr
         "kernelscope: warning: the profiler lost events: 0 launches without device event, 1 device events "
         "without launch.\n"
     )
+
+
+def test_device_events_of_a_category_not_modelled_beside_driver_calls_on_the_device_get_their_note(tmp_path):
+    """A device's pid holding the plugin's driver calls is still a device's for the note on the device events
+    kernelscope does not attribute (unmodeled.sql): before, any runtime or driver call made its pid a host's."""
+    doc = _spyre_trace()
+    doc["traceEvents"].append(
+        {"ph": "X", "cat": "aiu_dma", "name": "DMA in", "pid": DEVICE, "tid": 300, "ts": 1020.0, "dur": 4.0}
+    )
+    path = tmp_path / "spyre_dma.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        notes = run.notes()
+    assert len(notes) == 1 and " aiu_dma (" in notes[0], notes
