@@ -4,7 +4,8 @@ set in turn to each value of the wrong kinds: null, a boolean, 0, -1, 2^63, 2^64
 every depth, the whole document included). Each case runs the chosen commands in this process (click's runner)
 on a copy of the run, or of the trace.
 
-    python benchmarks/hostile_fields.py [--runs mlp,demo] [--traces plain_kineto/misc.json.gz,...]
+    python benchmarks/hostile_fields.py [--runs mlp,demo] [--files manifest.json,samples.json]
+                                        [--traces plain_kineto/misc.json.gz,...]
                                         [--commands analyze,sql,archive,tree,kernels]
 
 Every case must end with exit 0, or exit 2 and one line `kernelscope: error: …`, no traceback (hostile_inputs.py's
@@ -102,6 +103,7 @@ def main(argv=None) -> int:
         default="plain_kineto/misc.json.gz,tensor_parallel_nccl1/trace.json.gz",
         help="traces of sample_traces/ whose header",
     )
+    parser.add_argument("--files", default="manifest.json,samples.json", help="the files of each run to change")
     parser.add_argument("--commands", default="analyze,sql,archive", help=f"of {', '.join(COMMANDS)}")
     args = parser.parse_args(argv)
     commands = [c for c in args.commands.split(",") if c]
@@ -113,7 +115,7 @@ def main(argv=None) -> int:
         root = Path(root)
         for run in filter(None, args.runs.split(",")):
             source = SAMPLES / run
-            for name in ("manifest.json", "samples.json"):
+            for name in filter(None, args.files.split(",")):
 
                 def write(doc, scratch, name=name, source=source):
                     shutil.copytree(source, scratch / "run")
