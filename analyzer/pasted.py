@@ -23,6 +23,11 @@ def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, ra
     if not several and (launched or not run_sql_file(con, "cpu_processes.sql").fetchone()[0]):
         return 0
     row = run_sql_file(con, "process_parts.sql").fetchone()
+    count = con.execute("SELECT count(*) FROM ks_processes").fetchone()[0]
+    if count <= 1:  # the other pids with launches were devices' (process_parts.sql): one process's trace
+        for table in ("ks_launch_pids", "ks_processes", "ks_device_owners", "ks_process_of_event"):
+            con.execute(f"DROP TABLE IF EXISTS {table}")
+        return 0
     if row is not None:
         event_id, cat, name, correlation, pids, device_pid = row
         what = event_label(cat, name)
@@ -33,7 +38,6 @@ def pasted_processes(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, ra
             f" processes (pids) {processes} share, and the other work of its device (pid {device_pid}) is not of"
             " exactly one of them: which process launched it is unknown",
         )
-    count = con.execute("SELECT count(*) FROM ks_processes").fetchone()[0]
     if rank + count - 1 > MAX_RANK:
         raise BadInputError(
             path,

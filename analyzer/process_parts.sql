@@ -3,20 +3,30 @@
 -- collide), table ks_process_of_event: each event's (event_id's) process, a number from 0 in the order of the
 -- processes' first events in the file, so that each process is attributed as a rank of its own (pasted.py,
 -- rank_parts.py). The processes are the pids with launches, or, in a CPU recording (no launch here: cpu_processes.sql),
--- with CPU operators. A launch's, operator's or other host event's process is its pid's. A device event's is the one
--- process with a launch of its correlation; where several have one, the one among them whose launches own the unshared
+-- with CPU operators. A device's pid (one with device events and no operator or annotation: Kineto files the Python
+-- frames of a thread it cannot place there) launches nothing, whatever calls are filed under it (IBM's Spyre plugin
+-- files memory releases as privateuse1_driver calls there): where no other pid is left, the trace is one process's
+-- (pasted.py). A launch's, operator's or other host event's process is its pid's. A device event's is the one process
+-- with a launch of its correlation; where several have one, the one among them whose launches own the unshared
 -- correlations of the device events on its device (their pid: Kineto's device index); where that is not exactly one,
 -- the event is returned, and refused (pasted.py). Any other event is its pid's where that is a device of one owner (its
 -- metadata, a GPU-side annotation), else the first process's. Returns the first device event whose process is unknown
 -- (event_id, cat, name, correlation, pids, device pid), or no row.
 CREATE OR REPLACE TEMP TABLE ks_launch_pids AS
-SELECT DISTINCT correlation, pid FROM events WHERE ph = 'X' AND ks_launch_category(cat) AND correlation IS NOT NULL;
+WITH device_pids AS (
+    SELECT pid FROM events WHERE cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND pid IS NOT NULL
+    EXCEPT
+    SELECT pid FROM events WHERE cat IN ('cpu_op', 'user_annotation') AND pid IS NOT NULL
+)
+SELECT DISTINCT correlation, pid FROM events
+WHERE ph = 'X' AND ks_launch_category(cat) AND correlation IS NOT NULL AND pid NOT IN (SELECT pid FROM device_pids);
 
 CREATE OR REPLACE TEMP TABLE ks_processes AS
 SELECT pid, row_number() OVER (ORDER BY min(event_id)) - 1 AS process
 FROM events
 WHERE pid IN (SELECT pid FROM ks_launch_pids)
-   OR NOT EXISTS (SELECT 1 FROM ks_launch_pids) AND pid IN (SELECT pid FROM events WHERE ph = 'X' AND cat = 'cpu_op')
+   OR NOT EXISTS (SELECT 1 FROM events WHERE ph = 'X' AND ks_launch_category(cat) AND correlation IS NOT NULL)
+      AND pid IN (SELECT pid FROM events WHERE ph = 'X' AND cat = 'cpu_op')
 GROUP BY pid;
 
 CREATE OR REPLACE TEMP TABLE ks_device_owners AS

@@ -42,8 +42,10 @@ class LaunchCheck:
 
     def losses(self) -> str:
         """What is missing, in words, where not ``ok``: a trace with no launch at all (a tool that writes device
-        events alone, or a profiler that lost every runtime call) says so, not that a count of them was lost."""
-        if self.launches == 0 and self.launches_without_device_event == 0:
+        events alone, or a profiler that lost every runtime call) says so, not that a count of them was lost; one
+        whose device events reach calls the check does not count as kernel launches (IBM Spyre's
+        aiuLaunchControlBlocks) has launches, of which some were lost."""
+        if self.launches == 0 and self.device_events_without_launch == self.device_events:
             events = "event is" if self.device_events_without_launch == 1 else "events are"
             return (
                 f"the trace holds no kernel launches (the profiler lost them, or the tool that wrote it keeps none): "

@@ -3,18 +3,25 @@
 -- writes device activity under the device's index as pid), whose category is neither one the attribution reads nor
 -- one known to hold no work of its own: MTIA's mtia_insight, a CUPTI range profiler's cuda_profiler_range…
 -- Known: the device activity (kernel, gpu_memcpy, gpu_memset), a GPU-side copy of an annotation
--- (gpu_user_annotation), waits (cuda_sync, cuda_event, XPU's xpu_sync), and the categories of the CPU side, which a thread of pid 0
--- may use (a Python thread with pid 0 is seen). Returns rank, cat, events, dur_us; per rank, most events first.
-WITH cpu_processes AS (
-    SELECT DISTINCT rank, pid FROM events
-    WHERE cat IN ('cpu_op', 'user_annotation') OR ends_with(cat, '_runtime') OR ends_with(cat, '_driver')
-)
+-- (gpu_user_annotation), waits (cuda_event, and <device>_sync: cuda_sync, XPU's xpu_sync, Moore Threads' fork's
+-- musa_sync…), the XPU scope profiler's metrics records (scope_metrics.sql), and the categories of the CPU side, which
+-- a thread of pid 0 may use (a Python thread with pid 0 is seen). A device's pid that holds runtime or driver calls
+-- (IBM Spyre's plugin files memory releases there) but no operator or annotation stays a device's, as in
+-- process_parts.sql. Returns rank, cat, events, dur_us; per rank, most events first.
+WITH pids AS (
+    SELECT rank, pid, bool_or(cat IN ('cpu_op', 'user_annotation')) AS host,
+           bool_or(ends_with(cat, '_runtime') OR ends_with(cat, '_driver')) AS calls,
+           bool_or(cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')) AS device
+    FROM events WHERE pid IS NOT NULL AND cat IS NOT NULL GROUP BY ALL
+),
+cpu_processes AS (SELECT rank, pid FROM pids WHERE host OR calls AND NOT device)
 SELECT rank, cat, count(*) AS events, coalesce(sum(dur_ns), 0) / 1000.0 AS dur_us
 FROM events
 WHERE ph = 'X' AND pid IS NOT NULL AND cat IS NOT NULL
-  AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation', 'cuda_sync', 'cuda_event', 'xpu_sync',
-                  'cpu_op', 'user_annotation', 'python_function', 'cpu_instant_event', 'overhead', 'Trace', 'ac2g')
-  AND NOT (ends_with(cat, '_runtime') OR ends_with(cat, '_driver'))
+  AND cat NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'gpu_user_annotation', 'cuda_event', 'cpu_op',
+                  'user_annotation', 'python_function', 'cpu_instant_event', 'overhead', 'Trace', 'ac2g',
+                  'xpu_scope_profiler')
+  AND NOT (ends_with(cat, '_runtime') OR ends_with(cat, '_driver') OR ends_with(cat, '_sync'))
   AND (rank, pid) NOT IN (SELECT (rank, pid) FROM cpu_processes)
 GROUP BY rank, cat
 ORDER BY rank, events DESC, cat

@@ -15,7 +15,8 @@ import duckdb
 from .errors import BadInputError
 from .sql import execute, run_sql_file
 
-RELINKS = ("linked_by_external_id.sql", "linked_by_flow.sql")  # in turn, where device events lack correlations
+# in turn, where device events lack correlations: the records that are no device work first
+RELINKS = ("scope_metrics.sql", "linked_by_external_id.sql", "linked_by_flow.sql")
 NOTHING_TO_ATTRIBUTE = "holds no device events (kernel, memcpy, memset) and no CPU operators"
 NOT_TORCH = ", not a torch.profiler trace"
 NAME_CHARS = 60
@@ -44,9 +45,10 @@ def validate_events(
     ``rows_checked``: the native reader found that no event breaks rules 1-7 (TraceHeader.all_rows_checked), so
     only the repeats (rules 8, 9) are looked for. ``repeats``: whether there are any, where the native reader read
     every part of the trace (TraceHeader.repeats: validate_repeats.sql's answer); None: validate_repeats.sql says.
-    A trace none of whose device events and launches has a correlation (rule 5) has them linked by their External
-    ids instead (linked_by_external_id.sql), and one whose device events alone lack them has those linked through
-    their ac2g flows (linked_by_flow.sql); then it is checked again."""
+    Where device events lack a correlation (rule 5), the XPU scope profiler's metrics records among them are filed
+    as no device work (scope_metrics.sql); a trace none of whose device events and launches has one has them linked
+    by their External ids instead (linked_by_external_id.sql), and one whose device events alone lack them has those
+    linked through their ac2g flows (linked_by_flow.sql); then it is checked again."""
     if rows_checked and repeats is None:  # the query that names the first fault costs more to plan than this one
         repeats = run_sql_file(con, "validate_repeats.sql").fetchone()[0]  # costs to run on a small trace
     if rows_checked and not repeats:

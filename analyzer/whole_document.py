@@ -97,7 +97,9 @@ def _read_leniently(path, data: bytes, exc: orjson.JSONDecodeError, decompressed
             raise BadInputError(path, ENDS_EARLY) from None
         second = _second_document(text.data) if last.msg == "unexpected content after document" else None
         if second is not None:
-            raise BadInputError(path, SEVERAL_DOCUMENTS.format(*second)) from None
+            line, column, first_is_event = second
+            problem = JSON_LINES if first_is_event else SEVERAL_DOCUMENTS
+            raise BadInputError(path, problem.format(line, column)) from None
         fault = json_fault(data, last, decompressed, path, lenient=True)
         raise BadInputError(path, f"is not valid JSON ({fault})") from None
     if leniencies is not None:
@@ -112,19 +114,27 @@ SEVERAL_DOCUMENTS = (
 )
 
 
-def _second_document(data: bytes) -> tuple[int, int] | None:
+JSON_LINES = (
+    "holds one JSON object per line (JSON Lines), the second at line {} column {}, each a trace event: a trace holds"
+    ' its events in one array ([{{…}}, {{…}}] or {{"traceEvents": [{{…}}, {{…}}]}})'
+)
+
+
+def _second_document(data: bytes) -> tuple[int, int, bool] | None:
     """Where (line, column) a second JSON object or array begins after the first document of ``data``, which the
-    parser found followed by more: ``cat rank0.json rank1.json``, or gzip members of traces; None where what follows
-    is no document (garbage after a trace is said as the parser says it)."""
+    parser found followed by more: ``cat rank0.json rank1.json``, or gzip members of traces; and whether the first is
+    a trace event (an object with a "ph" and no traceEvents: events logged one per line). None where what follows is
+    no document (garbage after a trace is said as the parser says it)."""
     text = data.decode("utf-8", "replace")
     try:  # the standard library's parser says where the first document ends, which orjson's error does not
-        _, end = json.JSONDecoder(strict=False).raw_decode(text, len(text) - len(text.lstrip()))
+        first, end = json.JSONDecoder(strict=False).raw_decode(text, len(text) - len(text.lstrip()))
     except ValueError:
         return None
     start = len(text) - len(text[end:].lstrip())
     if text[start : start + 1] not in ("{", "["):
         return None
-    return text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start)
+    event = isinstance(first, dict) and "ph" in first and "traceEvents" not in first
+    return text.count("\n", 0, start) + 1, start - text.rfind("\n", 0, start), event
 
 
 def _closed_array(data: bytes) -> bytes | None:

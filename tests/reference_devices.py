@@ -127,16 +127,19 @@ def processes_apart(events: list) -> None:
     """Several processes' traces pasted into one file, whose launches share correlations: each event's correlation
     and External id become its process's own, value * (processes + 1) + its process's number (processes for none).
     A host event's process is its pid; a device event's the one process with a launch of its correlation, else the
-    one of those whose launches alone own other correlations of its device (its pid)."""
+    one of those whose launches alone own other correlations of its device (its pid). A device's pid (device events and
+    no operator or annotation) launches nothing, whatever calls are filed under it."""
     complete = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("args"), dict)]
+    hosts = {e.get("pid") for e in events if isinstance(e, dict) and e.get("cat") in ("cpu_op", "user_annotation")}
+    devices = {e.get("pid") for e in events if isinstance(e, dict) and e.get("cat") in DEVICE_CATEGORIES} - hosts
+    launches = [e for e in complete if is_launch(e.get("cat")) and e["args"].get("correlation") is not None]
+    launches = [e for e in launches if e.get("pid") not in devices]
     launch_pids: dict = {}  # correlation -> pids of the launches that carry it
-    for e in complete:
-        if is_launch(e.get("cat")) and e["args"].get("correlation") is not None:
-            launch_pids.setdefault(e["args"]["correlation"], set()).add(e.get("pid"))
+    for e in launches:
+        launch_pids.setdefault(e["args"]["correlation"], set()).add(e.get("pid"))
     by_runtime: dict = {}  # (runtime, correlation) -> pids
-    for e in complete:
-        if is_launch(e.get("cat")) and e["args"].get("correlation") is not None:
-            by_runtime.setdefault((runtime_of(e["cat"]), e["args"]["correlation"]), set()).add(e.get("pid"))
+    for e in launches:
+        by_runtime.setdefault((runtime_of(e["cat"]), e["args"]["correlation"]), set()).add(e.get("pid"))
     if all(len(pids) == 1 for pids in by_runtime.values()):
         return
     number = {pid: n for n, pid in enumerate(sorted(set().union(*launch_pids.values())))}

@@ -40,6 +40,21 @@ def _without_lone_surrogates(value):
     return value
 
 
+def _metrics_record(e: dict) -> bool:
+    """Kineto's XPU scope profiler's record of a kernel's metrics (handleScopeRecord): a "kernel" named "metrics: …"
+    with a kernel_id and neither correlation nor External id."""
+    args = e.get("args")
+    return (
+        e.get("cat") == "kernel"
+        and isinstance(e.get("name"), str)
+        and e["name"].startswith("metrics: ")
+        and isinstance(args, dict)
+        and "kernel_id" in args
+        and args.get("correlation") is None
+        and args.get("External id") is None
+    )
+
+
 def load_events(path: Path) -> list[dict]:
     """The trace's events, the 2021 format's read as the later one: legacy categories renamed, a memory event
     without cat given cpu_instant_event, a launch's or device event's "external id" as its "External id"; in a
@@ -74,6 +89,8 @@ def load_events(path: Path) -> list[dict]:
         args = e.get("args")
         if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
             args["External id"] = args["external id"]
+        if _metrics_record(e):  # the XPU scope profiler's, filed as a kernel: no device work
+            e["cat"] = "xpu_scope_profiler"
         for key in ("pid", "tid"):  # the text of an integer is that integer's thread, as Chrome and Perfetto read it
             value = e.get(key)
             if isinstance(value, str) and re.fullmatch(r"0|-?[1-9][0-9]*", value) and -(2**63) <= int(value) < 2**63:

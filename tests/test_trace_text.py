@@ -229,3 +229,17 @@ def test_a_trace_of_another_shape_reads_the_same_by_both_readers(tmp_path, shape
         assert_matches_reference(run, path)
         columns = ["kernel", "op", "function_name", "kernel_us"]
         assert run.profiling_df()[columns].equals(original.profiling_df()[columns])
+
+
+@pytest.mark.parametrize("compressed", [False, True], ids=["json", "gzip"])
+def test_trace_events_one_per_line_are_named_as_json_lines_not_as_traces_concatenated(tmp_path, compressed):
+    """A file of trace events one JSON object per line (as some tools log them): not several traces concatenated, which
+    the message said before, but events that a trace holds in one array."""
+    events = json.loads(ARRAY)
+    path = _write(tmp_path, b"\n".join(json.dumps(e).encode() for e in events), compressed)
+    with pytest.raises(BadInputError) as refused:
+        load_run(path)
+    assert str(refused.value) == (
+        f"{path}: holds one JSON object per line (JSON Lines), the second at line 2 column 1, each a trace event: a"
+        ' trace holds its events in one array ([{…}, {…}] or {"traceEvents": [{…}, {…}]})'
+    )

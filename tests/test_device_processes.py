@@ -1,0 +1,116 @@
+"""A device's process (Kineto writes device activity under the device's index as pid) that also holds events of a
+launch category: IBM's Kineto fork for its Spyre AIU (kineto-spyre, libkineto/src/plugin/aiupti/
+AiuptiActivityHandlers.cpp, handleMemoryActivity) files each device memory release as a `privateuse1_driver` call
+with a correlation under the device's pid and a memory lane's tid (400), beside the memsets. That process launches
+nothing: the trace is one process's, not several pasted into one file, and every row is the reference's."""
+
+import gzip
+import json
+from pathlib import Path
+
+from conftest import assert_reads_as_original
+from kernelscope.analyzer import load_run
+from reference import assert_matches_reference
+
+BERT = Path(__file__).resolve().parent.parent / "sample_traces" / "external" / "tl_h100_bert_small.json.gz"
+HOST_PID, HOST_TID, DEVICE = 4242, 4242, 0
+
+
+def _release(ts: float, correlation: int, device: int = DEVICE, category: str = "privateuse1_driver") -> dict:
+    """A memory release as the Spyre plugin writes it: its metadata (call, device, context quoted, correlation, memory
+    operation id, bytes, bandwidth) under pid = the device, tid = 400."""
+    return {"ph": "X", "cat": category, "name": "Memory (Release)", "pid": device, "tid": 400, "ts": ts, "dur": 1.0,
+            "args": {"call": "Release", "device": device, "context": str(HOST_PID), "correlation": correlation,
+                     "memory operation id": 1, "bytes": 4096, "memory bandwidth (GB/s)": 4.096}}  # fmt: skip
+
+
+def _spyre_trace() -> dict:
+    """A matmul on an AIU in the fork's shapes: the operator, the `aiuLaunchControlBlocks` runtime call (its flow
+    starts there: handleRuntimeActivity) and the kernel of its correlation (stream 1, a quoted context, cycles_ts); a
+    data transfer and its memcpy on the lane of its copy kind (200: DtoH); a memset and a memory release on lane 400;
+    the release's `[memory]` instant on the host thread. Neither runtime nor device events carry an External id (the
+    plugin links them to no operator)."""
+    host = {"pid": HOST_PID, "tid": HOST_TID}
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", **host, "ts": 1000.0, "dur": 100.0,
+         "args": {"External id": 1}},
+        {"ph": "X", "cat": "privateuse1_runtime", "name": "aiuLaunchControlBlocks", **host, "ts": 1010.0, "dur": 5.0,
+         "args": {"correlation": 7, "num_cbs": 3}},
+        {"ph": "s", "id": 7, **host, "ts": 1010.0, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "X", "cat": "kernel", "name": "aiu_matmul", "pid": DEVICE, "tid": 5, "ts": 1030.0, "dur": 9.0,
+         "args": {"queued": 0, "submitted": 0, "device": DEVICE, "stream": 1, "context": "12", "correlation": 7,
+                  "cycles_ts": [1, 2, 3, 4, 5]}},
+        {"ph": "f", "id": 7, "pid": DEVICE, "tid": 5, "ts": 1030.0, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+        {"ph": "X", "cat": "privateuse1_runtime", "name": "aiuDataTransferDtoH", **host, "ts": 1050.0, "dur": 5.0,
+         "args": {"correlation": 8, "bytes": 4096}},
+        {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy (DtoH)", "pid": DEVICE, "tid": 200, "ts": 1060.0, "dur": 3.0,
+         "args": {"call": "DtoH", "device": DEVICE, "context": "12", "correlation": 8, "memory operation id": 2,
+                  "bytes": 4096, "memory bandwidth (GB/s)": 1.365, "cycles_ts": [1, 2, 3, 4, 5]}},
+        {"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": DEVICE, "tid": 400, "ts": 1120.0,
+         "dur": 2.0, "args": {"call": "Memset", "device": DEVICE, "context": "12", "correlation": 9, "bytes": 4096,
+                              "memory bandwidth (GB/s)": 2.048}},
+        _release(1130.0, 10),
+        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", **host, "ts": 1130.0,
+         "args": {"Total Reserved": 0, "Total Allocated": 0, "Bytes": -4096, "Addr": 123, "Device Id": DEVICE,
+                  "Device Type": 1}},
+    ]  # fmt: skip
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+def test_a_device_process_holding_driver_calls_is_no_rank_of_its_own(tmp_path):
+    """Before, the release's pid counted as a second launching process: the file was read as two ranks pasted
+    together, the memset attributed as rank 1's, at 0 µs from that rank's start, with a warning that no launch was
+    found."""
+    path = tmp_path / "spyre.json"
+    path.write_text(json.dumps(_spyre_trace()))
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert run.ranks == [0]
+        frame = run.profiling_df()
+        assert dict(zip(frame["kernel"], frame["op"], strict=True)) == {
+            "aiu_matmul": "aten::mm", "Memcpy (DtoH)": "aten::mm", "Memset (Device)": None,
+        }  # fmt: skip
+
+
+def test_driver_calls_on_every_device_of_a_real_trace_leave_its_rows_as_they_were(tmp_path):
+    """The H100 BERT trace with a memory release filed on its device's process after each kernel: one rank (before,
+    two: the device's process the second, holding the releases alone), every row and the launch check the
+    original's."""
+    doc = json.loads(gzip.decompress(BERT.read_bytes()))
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+    releases = [_release(e["ts"] + e["dur"], 10_000_000 + n, e["pid"]) for n, e in enumerate(kernels)]
+    path = tmp_path / "released.json"
+    assert_reads_as_original({**doc, "traceEvents": doc["traceEvents"] + releases}, path, BERT)
+    with load_run(path) as run:
+        assert run.ranks == [0]
+
+
+def test_a_device_event_without_its_launch_beside_linked_ones_is_a_loss_not_a_trace_without_launches(tmp_path):
+    """The Spyre plugin's launch calls (aiuLaunchControlBlocks) are not named as the launch check's kernel launches
+    (…Kernel… with Launch or Invoke), so it counts none; its kernel and memcpy still reach their calls by correlation.
+    The memset that reaches none is a lost launch: before, the warning said the trace held no kernel launches."""
+    from click.testing import CliRunner
+    from kernelscope.cli import main
+
+    path = tmp_path / "spyre.json"
+    path.write_text(json.dumps(_spyre_trace()))
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        "kernelscope: warning: the profiler lost events: 0 launches without device event, 1 device events "
+        "without launch.\n"
+    )
+
+
+def test_device_events_of_a_category_not_modelled_beside_driver_calls_on_the_device_get_their_note(tmp_path):
+    """A device's pid holding the plugin's driver calls is still a device's for the note on the device events
+    kernelscope does not attribute (unmodeled.sql): before, any runtime or driver call made its pid a host's."""
+    doc = _spyre_trace()
+    doc["traceEvents"].append(
+        {"ph": "X", "cat": "aiu_dma", "name": "DMA in", "pid": DEVICE, "tid": 300, "ts": 1020.0, "dur": 4.0}
+    )
+    path = tmp_path / "spyre_dma.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        notes = run.notes()
+    assert len(notes) == 1 and " aiu_dma (" in notes[0], notes
