@@ -14,7 +14,7 @@ HELD = [ARROW, PAGES, "analyzer/held_rows.h"]
 
 setup(
     ext_modules=[
-        Extension("kernelscope.analyzer._kineto", ["analyzer/_kineto.c"], depends=[ARROW], optional=True),
+        Extension("kernelscope.analyzer._kineto", ["analyzer/_kineto.c"], depends=[ARROW, PAGES], optional=True),
         Extension("kernelscope.analyzer._held", ["analyzer/_held.c"], depends=HELD, optional=True),  # held.py
     ]
 )
