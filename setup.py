@@ -9,10 +9,12 @@ every part with DuckDB's JSON reader, and held.py runs held_by_sql.sql, which gi
 from setuptools import Extension, setup
 
 ARROW = "analyzer/arrow_c.h"  # the Arrow C structs both share (depends: so the sdist holds it)
+PAGES = "analyzer/pages.h"  # large arrays in maps of their own
+HELD = [ARROW, PAGES, "analyzer/held_rows.h"]
 
 setup(
     ext_modules=[
-        Extension("kernelscope.analyzer._kineto", ["analyzer/_kineto.c"], depends=[ARROW], optional=True),
-        Extension("kernelscope.analyzer._held", ["analyzer/_held.c"], depends=[ARROW], optional=True),  # held.py
+        Extension("kernelscope.analyzer._kineto", ["analyzer/_kineto.c"], depends=[ARROW, PAGES], optional=True),
+        Extension("kernelscope.analyzer._held", ["analyzer/_held.c"], depends=HELD, optional=True),  # held.py
     ]
 )

@@ -46,6 +46,7 @@
 #endif
 
 #include "arrow_c.h"
+#include "pages.h"
 
 #define ARROW_FLAG_NULLABLE 2
 
@@ -108,15 +109,17 @@ static void advise_huge(void *data, size_t size) {
 #endif
 }
 
+/* a column's values and bitmap grow in pages of their own (pages.h: glibc's heap kept the old copies of a part's
+ * columns, and the parts' freed columns, as memory the process held through the rest of the load) */
 static int column_grow(Column *c, int64_t old_rows, int64_t rows) {
     if (c->width) {
-        void *values = realloc(c->values, (size_t)rows * (size_t)c->width);
+        void *values = pages_realloc(c->values, (size_t)rows * (size_t)c->width);
         if (!values) return 0;
         c->values = values;
         advise_huge(values, (size_t)rows * (size_t)c->width);
     }
     size_t old_bytes = (size_t)(old_rows + 7) / 8, bytes = (size_t)(rows + 7) / 8;
-    uint8_t *valid = realloc(c->valid, bytes);
+    uint8_t *valid = pages_realloc(c->valid, bytes);
     if (!valid) return 0;
     memset(valid + old_bytes, 0, bytes - old_bytes);
     c->valid = valid;
@@ -285,7 +288,7 @@ static int grow_rows(Scan *s) {
         if (!column_grow(&s->dictionaries[d].indices, old_rows, rows)) return 0;
     }
     if (!column_grow(&s->args_valid, old_rows, rows)) return 0;
-    int64_t *offsets = realloc(s->args_offsets, (size_t)(rows + 1) * sizeof(int64_t));
+    int64_t *offsets = pages_realloc(s->args_offsets, (size_t)(rows + 1) * sizeof(int64_t));
     if (!offsets) return 0;
     s->args_offsets = offsets;
     advise_huge(offsets, (size_t)(rows + 1) * sizeof(int64_t));
@@ -1121,7 +1124,7 @@ static int scan_array(Scan *s, int64_t first_id, int bare) {
     s->digits_stop = p;
     for (p = s->end; p > s->start && SPACE[(unsigned char)p[-1]];) p--;
     s->space_stop = p;
-    s->args_text = s->args_end = malloc((size_t)(s->end - s->start) + ARGS_OVERRUN);
+    s->args_text = s->args_end = pages_realloc(NULL, (size_t)(s->end - s->start) + ARGS_OVERRUN);
     if (s->args_text) advise_huge(s->args_text, (size_t)(s->end - s->start));
     if (!s->args_text || !grow_rows(s)) FAIL(s, "out of memory");
     s->args_offsets[0] = 0;
@@ -1157,12 +1160,21 @@ static int scan_array(Scan *s, int64_t first_id, int bare) {
 
 /* ------------------------------------------------------------------ Arrow export */
 
-/* Each exported array owns its buffers (private_data: a NULL-terminated list of pointers to free) and
+/* what an exported array owns: its buffers, from pages.h (the columns) or from malloc (the dictionaries) */
+typedef struct {
+    void *buffers[3];
+    int paged;
+} Owned;
+
+/* Each exported array owns its buffers (private_data: an Owned) and
  * releases its children and dictionary, so a consumer may move any of them out. */
 static void release_array(struct ArrowArray *array) {
     if (!array->release) return;
-    void **owned = array->private_data;
-    for (void **p = owned; p && *p; p++) free(*p);
+    Owned *owned = array->private_data;
+    for (int i = 0; owned && i < 3; i++) {
+        if (owned->paged) pages_free(owned->buffers[i]);
+        else free(owned->buffers[i]);
+    }
     free(owned);
     for (int64_t i = 0; i < array->n_children; i++) {
         if (array->children[i]->release) array->children[i]->release(array->children[i]);
@@ -1177,11 +1189,12 @@ static void release_array(struct ArrowArray *array) {
     array->release = NULL;
 }
 
-/* An array over buffers (taken: freed on release), NULL entries standing for no buffer. */
-static struct ArrowArray *new_array(struct ArrowArray *array, int64_t length, int64_t nulls, int n_buffers,
+/* An array over buffers (taken: freed on release; paged: from pages.h, else from malloc), NULL entries standing for
+ * no buffer. */
+static struct ArrowArray *new_array(struct ArrowArray *array, int64_t length, int64_t nulls, int n_buffers, int paged,
                                     void *b0, void *b1, void *b2) {
     if (!array) array = calloc(1, sizeof *array);
-    void **owned = calloc(4, sizeof(void *));
+    Owned *owned = calloc(1, sizeof *owned);
     const void **buffers = calloc(3, sizeof(void *));
     if (!array || !owned || !buffers) {
         free(owned);
@@ -1189,11 +1202,8 @@ static struct ArrowArray *new_array(struct ArrowArray *array, int64_t length, in
         return NULL;
     }
     void *given[3] = {b0, b1, b2};
-    int n_owned = 0;
-    for (int i = 0; i < n_buffers; i++) {
-        buffers[i] = given[i];
-        if (given[i]) owned[n_owned++] = given[i];
-    }
+    owned->paged = paged;
+    for (int i = 0; i < n_buffers; i++) buffers[i] = owned->buffers[i] = given[i];
     array->length = length;
     array->null_count = nulls;
     array->n_buffers = n_buffers;
@@ -1315,13 +1325,13 @@ static void *take(Bytes *b) {
 /* A buffer handed over, with what is past its first size bytes given back (the buffers have room for more
  * rows and args than there are; shrinking in place is cheap). */
 static void *shrunk(void *data, size_t size) {
-    void *smaller = realloc(data, size ? size : 1);
+    void *smaller = pages_realloc(data, size ? size : 1);
     return smaller ? smaller : data;
 }
 
 static void free_column(Column *c) {
-    free(c->values);
-    free(c->valid);
+    pages_free(c->values);
+    pages_free(c->valid);
 }
 
 static void free_scan(Scan *s) {
@@ -1332,8 +1342,8 @@ static void free_scan(Scan *s) {
         free_column(&s->dictionaries[d].indices);
     }
     for (int c = 0; c < N_COLUMNS; c++) free_column(&s->columns[c]);
-    free(s->args_text);
-    free(s->args_offsets);
+    pages_free(s->args_text);
+    pages_free(s->args_offsets);
     free_column(&s->args_valid);
     free(s->scratch.data);
 }
@@ -1345,7 +1355,7 @@ static struct ArrowArray *column_array(Column *c, int64_t rows, int64_t nulls) {
     void *values = shrunk(c->values, (size_t)rows * (size_t)c->width);
     if (valid) c->valid = NULL;
     c->values = NULL;
-    return new_array(NULL, rows, nulls, 2, valid, values, NULL);
+    return new_array(NULL, rows, nulls, 2, 1, valid, values, NULL);
 }
 
 /* The scanned columns as one struct batch; NULL when out of memory (s keeps what was not taken). */
@@ -1364,7 +1374,7 @@ static struct ArrowArrayStream *export_stream(Scan *s) {
                 bytes_append(&d->offsets, &zero, 4);
                 if (d->offsets.failed) goto fail;
             }
-            struct ArrowArray *values = new_array(NULL, d->count, 0, 3, NULL, take(&d->offsets), take(&d->text));
+            struct ArrowArray *values = new_array(NULL, d->count, 0, 3, 0, NULL, take(&d->offsets), take(&d->text));
             if (!values) goto fail;
             child = column_array(&d->indices, rows, -1);
             if (!child) {
@@ -1382,7 +1392,7 @@ static struct ArrowArrayStream *export_stream(Scan *s) {
             if (bitmap) valid->valid = NULL;
             s->args_offsets = NULL;
             s->args_text = s->args_end = NULL;
-            child = new_array(NULL, rows, nulls, 3, bitmap, offsets, text);
+            child = new_array(NULL, rows, nulls, 3, 1, bitmap, offsets, text);
         } else if (i == 13) {
             child = column_array(&s->columns[FLOW_ID], rows, -1);
         } else {
@@ -1392,7 +1402,7 @@ static struct ArrowArrayStream *export_stream(Scan *s) {
         if (!child) goto fail;
         children[i] = child;
     }
-    if (!new_array(&state->batch, rows, 0, 1, NULL, NULL, NULL)) goto fail;
+    if (!new_array(&state->batch, rows, 0, 1, 0, NULL, NULL, NULL)) goto fail;
     state->batch.n_children = N_FIELDS;
     state->batch.children = children;
     stream->get_schema = stream_get_schema;

@@ -2,7 +2,8 @@
 
 The native sweep (_held.c) reads each thread's spans in nesting order once; held_by_sql.sql's range join, which
 gives the same table, runs where that extension is not built (it is optional, as the native reader is: setup.py).
-The sweep reads its rows (held_spans.sql) as DuckDB's Arrow C stream (twice as fast as NumPy columns: 0.09 against
+The sweep reads its rows (held_spans.sql: the points, then the spans, asked for once the points are read) as DuckDB's
+Arrow C streams (twice as fast as NumPy columns: 0.09 against
 0.19 s on a 250 MB trace), and its result goes back in as a dict of NumPy columns that held_native.sql reads by its
 local name (DuckDB's replacement scan): registering a pandas frame cost a small trace's load ~2 ms more, in the frame,
 its view's CREATE and DROP and pandas' column checks (benchmarks/RESULTS.md).
@@ -32,8 +33,8 @@ def hold_spans(con: duckdb.DuckDBPyConnection, *, native: bool = True, small: bo
     if native_sweep is None or not native:
         run_sql_file(con, "held_by_sql.sql")
         return
-    (spans,) = parsed_statements(con, "held_spans.sql")
-    points, held = native_sweep.hold(rows_of(con, spans, small))
+    points_of, spans_of = parsed_statements(con, "held_spans.sql")
+    points, held = native_sweep.hold(rows_of(con, points_of, small), lambda: rows_of(con, spans_of, small))
     columns = np.frombuffer(held, dtype=np.int64).reshape(len(HELD), points)
     ks_held_swept = dict(zip(HELD, columns, strict=True))  # noqa: F841 - read by held_native.sql, by this name
     (table,) = parsed_statements(con, "held_native.sql")
