@@ -42,6 +42,15 @@ parents, ``send()``-driven generators, ``mark_dynamic`` and recompiles, checkpoi
 backwards, MaskedTensor, allow_in_graph, a wrapper calling its model's forward directly), sweep_cpu_models_unseen11.py
 (BART beam ``generate()`` returning a dict, ``generate()`` in a thread feeding a streamer, T5 with every output, BERT
 layer pooling),
+sweep_cpu_mechanisms_unseen12.py, sweep_cpu_mechanisms_unseen12_more.py and
+sweep_cpu_mechanisms_unseen12_handlers.py (children pickled and torch.save'd whole in a forward, split_module, fx.wrap
+and leaf-keeping tracers, complex rotary embeddings, FloatFunctional, custom_fwd, vmap's randomness, set_stance in a
+forward, modules as arguments, out= tensors, odd indices, positional-only forwards, exported TorchScript methods,
+functional_call with tied or parametrized weights, hooks calling their module again, hypernetworks, unsafe
+parametrizations, pytree inputs, asyncio.to_thread, caught functional errors, forwards returning modules; objects that
+are not tensors with __torch_function__, Parameter subclasses, DisableTorchFunction, checker and name-keyed modes),
+sweep_cpu_models_unseen12.py (DeBERTa-v2, RoFormer, GPT-BigCode, CodeGen, XGLM, Granite, M2M-100, MobileViT, CANINE,
+Nyströmformer, PatchTST, AST; a Llama training step under gradient checkpointing),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -70,6 +79,10 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen10": "UNSEEN10_MECHANISMS",
     "sweep_cpu_mechanisms_unseen11": "UNSEEN11_MECHANISMS",
     "sweep_cpu_mechanisms_unseen11_more": "UNSEEN11_MORE_MECHANISMS", "sweep_cpu_models_unseen11": "UNSEEN11_MODELS",
+    "sweep_cpu_mechanisms_unseen12": "UNSEEN12_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen12_more": "UNSEEN12_MORE_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen12_handlers": "UNSEEN12_HANDLER_MECHANISMS",
+    "sweep_cpu_models_unseen12": "UNSEEN12_MODELS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 

@@ -53,7 +53,8 @@ class ScopedInstances:
 
 def class_forward_sites(instances: ScopedInstances) -> list[tuple[type, Any]]:
     """``(class, wrapper)`` for each class of the scoped modules that defines ``forward`` as a Python function, up
-    their method resolution order to ``nn.Module`` (excluded: its forward raises)."""
+    their method resolution order to ``nn.Module`` (excluded: its forward raises; one that holds itself,
+    ``_holds_itself``)."""
     sites, seen = [], set()
     for module, *_ in list(instances.scopes.values()):
         for kind in type(module).__mro__:
@@ -61,11 +62,25 @@ def class_forward_sites(instances: ScopedInstances) -> list[tuple[type, Any]]:
                 break
             seen.add(id(kind))
             function = vars(kind).get("forward")
-            if isinstance(function, types.FunctionType):
+            if isinstance(function, types.FunctionType) and not _holds_itself(function):
                 sites.append((kind, _class_forward(function, instances)))
             elif is_data_descriptor(function):
                 sites.append((kind, _ScopedDescriptor(function, instances)))
     return sites
+
+
+def _holds_itself(function: types.FunctionType) -> bool:
+    """Whether ``function`` holds itself in its closure: a forward made by a decorator that tells whether it is still
+    its class's (transformers' checkpointing layers: ``type(self).forward is forward_with_checkpointing``, acting only
+    where it is), which a class-level wrapper in its place would answer no; its class keeps it, and a call through
+    that class stays the caller's, as without these wrappers."""
+    for cell in function.__closure__ or ():
+        try:
+            if cell.cell_contents is function:
+                return True
+        except ValueError:  # a cell not yet filled
+            continue
+    return False
 
 
 def class_of_its_forward(module: nn.Module, no_instance_forward: bool) -> type | None:

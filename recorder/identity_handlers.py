@@ -5,7 +5,8 @@ comparing ``func`` with the public name finds it as unrecorded. The namespaces a
 model's threads calling that function in that instant gets the original, unscoped. torch's own DeviceContext mode
 (``torch.set_default_device``, ``with torch.device(...)``) is on around every call of a program that sets a default
 device, and needs no such swap: it looks ``func`` up in a set of the originals it caches once, made here at import,
-before any recording patches them."""
+before any recording patches them. The recorder's own reads of a handled call's arguments run with the handlers
+off (``read_unhandled``)."""
 
 from __future__ import annotations
 
@@ -45,3 +46,11 @@ def _one_level_down(values: tuple) -> Any:
             yield from list.__iter__(value)
         else:
             yield value
+
+
+def read_unhandled(record: Any, args: tuple, kwargs: dict) -> Any:
+    """``record(args, kwargs)`` (a call's sample) for a call a ``__torch_function__`` handles, with handlers off: the
+    recorder's reads of its arguments (shapes, strides, storages) would reach a mode of the model's as calls of the
+    model's, which unrecorded it never sees."""
+    with torch._C.DisableTorchFunction():
+        return record(args, kwargs)

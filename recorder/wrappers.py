@@ -36,7 +36,7 @@ from .calls import (
     watched_owners,
 )
 from .compiled import dynamo_tracing
-from .identity_handlers import may_compare_by_identity
+from .identity_handlers import may_compare_by_identity, read_unhandled
 from .recordings import current, in_recording
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -129,8 +129,9 @@ def _functional(function: Any, name: str):
             if not current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
             record, labels = in_recording(name, forget)
-        scope = labels[record(args, kwargs)]
-        if _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values())):
+        handled = _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values()))
+        scope = labels[read_unhandled(record, args, kwargs) if handled else record(args, kwargs)]
+        if handled:
             if folded:  # its functionals are its own, as below
                 return _handled_in_scope(function, call_in_scope, args, kwargs, calling_back, scope + folded, False)
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:  # the call state as it is: nothing to set
@@ -190,10 +191,13 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
             if not current:  # a wrapper kept past its recording
                 return function(*args, **kwargs)
             record, labels = in_recording(name, forget)
-        scope = labels[record(args, kwargs)]
+        handled = checks_handlers and (
+            _has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values()))
+        )
+        scope = labels[read_unhandled(record, args, kwargs) if handled else record(args, kwargs)]
         if state.__class__ is str:  # a folded module's call: its scope is the module's too
             scope += state
-        if checks_handlers and (_has_torch_function(args) or kwargs and _has_torch_function(tuple(kwargs.values()))):
+        if handled:
             return _handled_in_scope(function, call_in_scope, args, kwargs, calling_back, scope, True)
         if written_in_c:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:

@@ -3,6 +3,7 @@
 module's, in one scope, and ``super().forward(x)`` inside a subclass's forward opens none of its own
 (recorder/class_forwards.py)."""
 
+import functools
 import gzip
 import json
 
@@ -206,3 +207,43 @@ def test_a_property_forward_and_a_class_changed_midway_run_as_unrecorded_in_thei
     assert vars(PropertyForward)["forward"] is prop and isinstance(PropertyForward.forward, property)
     model.swaps.__class__ = SwapsItsClass  # the snapshot was of that class's module
     assert_patches_undone(model, before)
+
+
+def _outermost_only(forward):
+    """A class forward that acts only where it is still the class's forward, as transformers' checkpointing layers
+    tell it (``type(self).forward is forward_with_checkpointing``): a class-level wrapper in its place turns it off."""
+
+    @functools.wraps(forward)
+    def outermost(self, x):
+        if type(self).forward is outermost:
+            return F.softsign(forward(self, x))
+        return forward(self, x)
+
+    return outermost
+
+
+class TellsItsForward(Block):
+    forward = _outermost_only(Block.forward)
+
+
+class CallsItsLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer, self.block = TellsItsForward(), Block()
+
+    def forward(self, x):
+        return Block.forward(self.block, self.layer(x))
+
+
+def test_a_class_forward_that_checks_it_is_the_classes_keeps_its_identity_and_the_others_their_wrappers():
+    model, x = CallsItsLayers().eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        expected = model(x)
+    outputs = []
+    frame, data = ModuleFunctionKernelProfiler().profile(
+        lambda x: outputs.append(model(x)) or outputs[-1], [((x,), {})], module=model
+    )
+    assert torch.equal(outputs[-1], expected), "the layer's forward saw itself as the class's, as unrecorded"
+    assert [count for count, _ in data["softsign"]] == [1]
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["softsign"] == {"layer"} and calls["gelu"] == {"layer", "block"}, "Block's class call is scoped"

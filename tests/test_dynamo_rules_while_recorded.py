@@ -2,7 +2,9 @@
 methods it allows) by name at their first use in a process. Made inside a recording (a model whose first call,
 profiled, compiles), they held the recorder's wrappers instead of torch's functions, and for the rest of the process
 dynamo refused ``torch.layer_norm`` ("Attempted to call function marked as skipped") in every fullgraph compile and
-higher-order op (``map``, ``cond``, ``while_loop``)."""
+higher-order op (``map``, ``cond``, ``while_loop``). torch.overrides' tables (``resolve_name``,
+``get_overridable_functions``), made at a logging mode's first call while recorded, held the wrappers too:
+``resolve_name(F.gelu)`` was None for the rest of the process."""
 
 import pytest
 
@@ -62,3 +64,45 @@ def test_dynamo_tables_emptied_and_refilled_while_recorded_are_emptied_afterward
     finally:
         torch._dynamo.reset()
         trace_rules.clear_lru_cache()
+
+
+_OVERRIDES_TABLES = ("_get_overridable_functions", "get_ignored_functions", "get_testing_overrides",
+                     "_get_tensor_methods", "get_default_nowrap_functions")  # fmt: skip
+
+
+class Names(torch.overrides.TorchFunctionMode):
+    """Names each call it is handed, as a logging mode does: torch.overrides' tables are made at its first call."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.append(torch.overrides.resolve_name(func))
+        return func(*args, **(kwargs or {}))
+
+
+class NamesItsCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        torch._dynamo.variables.torch.get_overridable_functions()  # dynamo's own, as at its first compile
+        with Names():
+            return F.gelu(self.fc(x))
+
+
+def test_torch_overrides_tables_first_made_while_recorded_hold_torch_functions_afterwards():
+    import torch._dynamo.variables.torch as dynamo_torch
+
+    for name in _OVERRIDES_TABLES:
+        getattr(torch.overrides, name).cache_clear()  # as in a process where nothing asked them yet
+    dynamo_torch.get_overridable_functions.cache_clear()
+    ModuleFunctionKernelProfiler().profile(NamesItsCalls().eval(), [((torch.randn(2, 8),), {})], warmup_iterations=0)
+    assert torch.overrides.resolve_name(F.gelu) == "torch.nn.functional.gelu", "the names of torch's functions"
+    assert torch.overrides.resolve_name(torch.Tensor.relu) == "torch.Tensor.relu"
+    assert torch.layer_norm in torch.overrides.get_overridable_functions()[torch]
+    assert torch.layer_norm in torch.overrides.get_testing_overrides()
+    assert torch.layer_norm not in torch.overrides.get_ignored_functions()
+    assert F.gelu in dynamo_torch.get_overridable_functions()

@@ -7,7 +7,8 @@ run (the scopes' wrappers add a frame per level, which passed the limit), and a 
 there before, undoing the model's own change), and a model that calls functionals inside torch.func transforms
 (their inputs, vmap's and grad's wrapped tensors, could not be saved once the transform had returned: profile()
 crashed writing samples.pt), and a torch.export'ed program (one flat GraphModule: every kernel had its root module
-alone)."""
+alone), and a model that logs its calls in a TorchFunctionMode (the mode was handed the recorder's own reads of the
+calls' arguments: shape, stride, numel, untyped_storage)."""
 
 import re
 import sys
@@ -224,7 +225,6 @@ def test_an_exported_program_names_the_modules_its_nodes_ran_in():
     assert torch.equal(program(x), expected)
 
 
-
 class PassesThrough(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         return func(*args, **(kwargs or {}))
@@ -342,3 +342,38 @@ def test_a_functional_a_library_replaced_before_the_recording_is_scoped_by_its_n
     assert "scaled_dot_product_attention" in named and not named & {"torch.softmax", "Tensor.__matmul__"}, named
     assert [calls for calls, _ in data["scaled_dot_product_attention"]] == [1]
     assert F.scaled_dot_product_attention is _library_attention
+
+
+class Logs(torch.overrides.TorchFunctionMode):
+    """Logs every call it is handed, as a tracing mode does."""
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.log.append(getattr(func, "__name__", repr(func)))
+        return func(*args, **(kwargs or {}))
+
+
+class LogsItsCalls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.logs = nn.Linear(4, 4), []
+
+    def forward(self, x):
+        with Logs() as mode:
+            y = F.layer_norm(F.gelu(self.fc(x)), (4,)) + torch.tanh(x)
+        self.logs.append(mode.log)
+        return y
+
+
+@pytest.mark.parametrize("calls", ["all", "functional"])
+@pytest.mark.parametrize("warmup", [0, 1])
+def test_a_torch_function_mode_is_handed_the_models_calls_alone(calls, warmup):
+    model, x = LogsItsCalls().eval(), torch.randn(2, 4)
+    with torch.no_grad():
+        model(x)
+    ModuleFunctionKernelProfiler(calls=calls).profile(model, [((x,), {})], warmup_iterations=warmup)
+    assert len(model.logs) == 2 + warmup
+    assert all(log == model.logs[0] for log in model.logs), "the mode saw the model's calls, as unrecorded"
