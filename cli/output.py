@@ -234,10 +234,12 @@ def print_table(
     from .table_layout import NARROWEST_NAME, folded_header, header_folds, table_width, that_fit
 
     headers, numerics, cells = table_cells(frame)
-    # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads) and a name
-    # folds no narrower than NARROWEST_NAME: the columns that still do not fit are left out.
+    # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads), nor an id (one folded
+    # cannot be copied into --run), and a name folds no narrower than NARROWEST_NAME: the columns that still do not
+    # fit are left out.
     widests = [max(map(len, values), default=0) for values in cells]
-    leasts = [w if numeric else min(w, NARROWEST_NAME) for w, numeric in zip(widests, numerics, strict=True)]
+    whole = [numeric or _is_identifier(header) for header, numeric in zip(headers, numerics, strict=True)]
+    leasts = [w if kept else min(w, NARROWEST_NAME) for w, kept in zip(widests, whole, strict=True)]
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
         console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
@@ -268,6 +270,10 @@ def print_table(
     if left_out:
         note = f"left out to fit {console.width} columns: {', '.join(left_out)}; {every_column}"
         console.print(printable(note), soft_wrap=True, markup=False, highlight=False)
+
+
+def _is_identifier(header: str) -> bool:
+    return header == "id" or header.endswith("_id")
 
 
 def table_cells(frame: pd.DataFrame, digits: dict[str, int] | None = None) -> tuple[list, list, list]:

@@ -42,3 +42,18 @@ def test_the_sql_prompt_says_to_select_fewer_columns():
     assert result.exit_code == 0, result.output
     assert max(map(len, table_lines(result.stdout))) <= 80
     assert "left out to fit 80 columns: " in result.stdout and "; select fewer to see them" in result.stdout
+
+
+def test_an_identifier_is_never_folded_over_lines_on_a_narrow_terminal(tmp_path):
+    """A run id folded over two lines ("run-2ffdc7c57a9" / "f") cannot be copied into --run or diff: an id column
+    keeps its whole width, as a number does, and the columns that then do not fit are left out."""
+    from kernelscope.analyzer import archive_runs
+
+    path = tmp_path / "arch"
+    ids = [run_id for run_id, _ in archive_runs([REPO / "sample_traces" / "mlp", DEMO], path)]
+    result = CliRunner().invoke(main, ["runs", str(path)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    table = table_lines(result.stdout)
+    assert max(map(len, table)) <= 80
+    for run_id in ids:
+        assert any(run_id in line for line in table), (run_id, result.stdout)
