@@ -21,6 +21,7 @@ from pathlib import Path
 import duckdb
 
 from . import connection
+from .calling_thread import CallingThread
 from .duckdb_reader import insert_by_duckdb
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
@@ -176,7 +177,7 @@ def _load(
     with (
         scratch_folder() as scratch,
         _NativeInserts(con) as inserts,
-        ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") if several else _ThisThread() as pool,
+        ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") if several else CallingThread() as pool,
         progress_bar(path, header.size_bytes, progress) as advance,
     ):
         parts: list[Part] = []
@@ -233,24 +234,6 @@ def _load(
         shifts = [first - (i << PART_ID_BITS) for i, first in enumerate(firsts)]
         run_sql_file(con, "event_ids.sql", shifts=str(shifts), part_id_bits=str(PART_ID_BITS))
     return keys
-
-
-class _ThisThread:
-    """An executor that runs each call at once on the calling thread, its outcome in the Future it returns."""
-
-    def __enter__(self) -> _ThisThread:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        pass
-
-    def submit(self, call, *args) -> Future:
-        done: Future = Future()
-        try:
-            done.set_result(call(*args))
-        except Exception as exc:  # noqa: BLE001 - handed over in the Future, as a pool thread's would be
-            done.set_exception(exc)
-        return done
 
 
 class _PartCounts:
