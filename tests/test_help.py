@@ -93,3 +93,17 @@ def test_top_k_says_every_format_but_a_table_gets_every_row():
     text = " ".join(help_of("analyze").split())
     default = text[text.index("--top-k") :].split("]")[0]
     assert all(fmt in default for fmt in FORMATS if fmt != "table"), default
+
+
+def test_help_of_the_package_says_what_it_gives_and_the_docs_archive_is_one_of_them():
+    """help(kernelscope) said only that names resolve lazily, over a list of the command's own modules; and the
+    docs' ``Archive(path).run(ID)`` (the error of load_run() of an archive names it too) was no name of the
+    package: ``ks.Archive`` was an AttributeError. Its docstring now names each name it gives, with what it is."""
+    import re
+
+    import kernelscope
+    from kernelscope.analyzer import Archive
+
+    assert kernelscope.Archive is Archive
+    described = set(re.findall(r"``(\w+)``", kernelscope.__doc__))
+    assert described == set(kernelscope.__all__) - {"__version__"}, described ^ set(kernelscope.__all__)
