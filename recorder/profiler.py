@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import numbers
 import shutil
 import tempfile
 import threading
@@ -125,6 +126,9 @@ class ModuleFunctionKernelProfiler:
                 f"module must be provided when fn is not an nn.Module: fn is {type_with_article(fn)}; name the "
                 "model it runs, profile(fn, module=model)"
             )
+        if isinstance(warmup_iterations, bool) or not isinstance(warmup_iterations, numbers.Integral):
+            given = "None" if warmup_iterations is None else type_with_article(warmup_iterations)
+            raise TypeError(f"warmup_iterations is {given}, not a whole number of passes: warmup_iterations=3")
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
         tags = checked_tags(tags)
