@@ -209,6 +209,17 @@ def test_bad_arguments_are_refused_before_any_replay(layouts):
         bench(layouts, "gelu")
 
 
+def test_a_profiler_recorded_without_out_is_named_as_itself_not_by_its_scratch_folder():
+    """bench(profiler, ["nope"]) said "/tmp/kernelscope-tzo0l22l has no call named 'nope'": a folder the user never
+    named (profile() without out= records into one of its own)."""
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    profiler = ModuleFunctionKernelProfiler()
+    profiler.profile(torch.nn.Linear(4, 4), [((torch.randn(2, 4),), {})], warmup_iterations=0)
+    with pytest.raises(ValueError, match=r"^the profiler's recording has no call named 'nope' \(its calls: linear\)"):
+        bench(profiler, ["nope"])
+
+
 def test_the_comparison_uses_tolerances_by_dtype_and_reports_the_largest_errors():
     assert tolerances(torch.float16) == (1e-2, 1e-2) and tolerances(torch.float32, atol=0.5) == (1e-3, 0.5)
     assert tolerances(torch.int64) == (0.0, 0.0)
