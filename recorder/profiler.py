@@ -265,7 +265,8 @@ class ModuleFunctionKernelProfiler:
         return frame
 
     def describe_results(self, profiling_df: pd.DataFrame, function_data: dict, top_k: int = 10) -> pd.DataFrame:
-        """One row per function, most expensive first, at most ``top_k`` (SPEC §1)."""
+        """One row per function, most expensive first, at most ``top_k`` (None: all): function_name, calls,
+        num_distinct_samples, num_modules, time_spent_us, time_spent_pct, tensor_size_MB (docs/sql.md, summary)."""
         return _describe_results(profiling_df, function_data, top_k)
 
     def get_functions_to_patch(self, module: Any = F) -> list[tuple[str, Any]]:

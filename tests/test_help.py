@@ -107,3 +107,16 @@ def test_help_of_the_package_says_what_it_gives_and_the_docs_archive_is_one_of_t
     assert kernelscope.Archive is Archive
     described = set(re.findall(r"``(\w+)``", kernelscope.__doc__))
     assert described == set(kernelscope.__all__) - {"__version__"}, described ^ set(kernelscope.__all__)
+
+
+def test_help_of_what_the_package_gives_points_to_files_a_user_has():
+    """help(ks.describe_results) said "describe_results of SPEC §1", help(Run.profiling_df) "SPEC §1 columns
+    first": SPEC.md is no file of the repository or the package. The docs a user has are README.md and docs/."""
+    import pydoc
+
+    import kernelscope
+
+    pytest.importorskip("torch")  # ModuleFunctionKernelProfiler and bench are the recorder's
+    for name in set(kernelscope.__all__) - {"__version__"}:
+        text = pydoc.render_doc(getattr(kernelscope, name), renderer=pydoc.plaintext)
+        assert "SPEC" not in text, (name, [line for line in text.splitlines() if "SPEC" in line])
