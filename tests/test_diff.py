@@ -203,7 +203,7 @@ def test_an_archive_and_two_ids_without_archive_point_to_it(command, tmp_path):
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert lines[0].endswith(
-        f"{command} takes two runs; two of an archive: kernelscope {command} --archive ARCHIVE ID_A ID_B"
+        f"{command} takes two runs; two of an archive: kernelscope {command} --archive {tmp_path / 'arch'} ID_A ID_B"
     )
 
 
