@@ -328,7 +328,8 @@ class Archive:
 
 
 def open_archive(path: str | os.PathLike) -> Archive:
-    """An existing archive."""
+    """The archive at ``path`` as an Archive: ``.runs()`` lists its runs, ``.sql(query)`` queries across them,
+    ``.run(id)`` gives one back as a Run. A folder that is not an archive, or none, is a BadInputError."""
     return Archive(path)
 
 

@@ -120,3 +120,5 @@ def test_help_of_what_the_package_gives_points_to_files_a_user_has():
     for name in set(kernelscope.__all__) - {"__version__"}:
         text = pydoc.render_doc(getattr(kernelscope, name), renderer=pydoc.plaintext)
         assert "SPEC" not in text, (name, [line for line in text.splitlines() if "SPEC" in line])
+        # open_archive's was "An existing archive.": not what it returns, what that offers, nor what it refuses
+        assert len(getattr(kernelscope, name).__doc__.split()) >= 12, (name, getattr(kernelscope, name).__doc__)
