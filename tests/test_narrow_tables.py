@@ -77,3 +77,16 @@ def test_a_long_table_fits_the_terminal_too():
         rows = [line for line in table if line.startswith("│") and line.split("│")[5].strip()]  # kernel_us: whole
         assert len(rows) == 6952, (args, len(rows))
         assert any(line.startswith("┃ module_name ") for line in table[1:4]) and table[-1].startswith("└"), table[:4]
+
+
+def test_a_long_table_of_wide_characters_fits_by_their_cells(capsys, monkeypatch):
+    """A name of CJK characters is two cells a character: folded by its length it would overflow its column."""
+    import pandas as pd
+    from kernelscope.output import print_table
+    from rich.cells import cell_len
+
+    monkeypatch.setenv("COLUMNS", "50")
+    names = ["層" * (i % 30) + f"_{i}" for i in range(1200)]
+    print_table(pd.DataFrame({"module_name": names, "kernel": names, "kernel_us": [i / 3 for i in range(1200)]}))
+    table = table_lines(capsys.readouterr().out)
+    assert len(table) > 1200 and max(map(cell_len, table)) <= 50
