@@ -205,6 +205,10 @@ def test_bad_arguments_are_refused_before_any_replay(layouts):
         bench(layouts, ["gelu", "relu"], against={"x": F.gelu})
     with pytest.raises(ValueError, match="not MODULE:CALLABLE"):
         bench(layouts, ["gelu"], against={"x": "torch.nn.functional.gelu"})
+    # was ModuleNotFoundError "No module named 'no_such_kernels'": neither the alternative nor where it was looked for
+    missing = r"^alternative 'x' \('no_such_kernels:gelu'\): no module named 'no_such_kernels' here \(.*\) or on the"
+    with pytest.raises(ValueError, match=missing):
+        bench(layouts, ["gelu"], against={"x": "no_such_kernels:gelu"})
     with pytest.raises(TypeError, match=r"not one string: \['gelu'\]"):  # iterated, it was 'no call named "g"'
         bench(layouts, "gelu")
 

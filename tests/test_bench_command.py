@@ -60,7 +60,7 @@ def test_bad_alternatives_and_runs_are_one_line_with_exit_2(layouts_run, alterna
     _, out = layouts_run
     for args, message in [
         (["--against", "nameonly"], "is not NAME=MODULE:CALLABLE"),
-        (["--against", "x=no_such_module_here:f"], "No module named 'no_such_module_here'"),
+        (["--against", "x=no_such_module_here:f"], "no module named 'no_such_module_here' here ("),
         (["--against", f"x={alternatives}:nope"], "has no attribute 'nope'"),
         (
             ["--function", "gelu", "--function", "relu", "--against", f"x={alternatives}:addmm"],
