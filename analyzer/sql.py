@@ -18,23 +18,23 @@ NO_TABLE = "Catalog Error: Table with name "
 
 
 def query_frame(con: duckdb.DuckDBPyConnection, query: str, tables: list[str] | None = None):
-    """A user's ``query`` (of ``Run.sql``, ``Archive.sql``, ``kernelscope sql``) as a DataFrame."""
-    return query_result(con, query, tables).df()
-
-
-def query_result(con: duckdb.DuckDBPyConnection, query: str, tables: list[str] | None = None):
-    """A user's ``query`` run, its result not yet fetched; text of no statement (blank, comments or semicolons only),
-    which DuckDB answers with no result at all, is a KernelscopeError. A table that does not exist gets a note
-    naming ``tables`` (default: those of ``con``), where DuckDB's own guess may be one of its catalog's,
-    ``pg_enum``."""
-    from .errors import KernelscopeError
-
+    """A user's ``query`` (of ``Run.sql``, ``Archive.sql``, ``kernelscope sql``) as a DataFrame; a missing table's
+    error gets a note naming ``tables`` (default: ``con``'s), where DuckDB may guess one of its catalog's, pg_enum."""
     try:
-        result = con.execute(query)
+        result = query_result(con, query)
     except duckdb.CatalogException as exc:
         if str(exc).startswith(NO_TABLE):
             exc.add_note(f"The tables: {', '.join(tables or table_names(con))}.")
         raise
+    return result.df()
+
+
+def query_result(con: duckdb.DuckDBPyConnection, query: str):
+    """A user's ``query`` run, its result not yet fetched; text of no statement (blank, comments or semicolons only),
+    which DuckDB answers with no result at all, is a KernelscopeError."""
+    from .errors import KernelscopeError
+
+    result = con.execute(query)
     if result is None:
         raise KernelscopeError(None, "the query holds no SQL statement")
     return result
