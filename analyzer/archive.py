@@ -254,7 +254,7 @@ class Archive:
         any error of a query of kernelscope's own (``ours``), and of the user's one that names a file inside it."""
         for attempt in range(2):
             try:
-                return query_frame(self.connect(tables, parts if attempt == 0 else None), query)
+                return query_frame(self.connect(tables, parts if attempt == 0 else None), query, sorted(TABLES))
             except duckdb.Error as exc:
                 if not (ours or isinstance(exc, duckdb.IOException) or self._names_a_file(exc)):
                     raise
@@ -328,7 +328,8 @@ class Archive:
 
 
 def open_archive(path: str | os.PathLike) -> Archive:
-    """An existing archive."""
+    """The archive at ``path`` as an Archive: ``.runs()`` lists its runs, ``.sql(query)`` queries across them,
+    ``.run(id)`` gives one back as a Run. A folder that is not an archive, or none, is a BadInputError."""
     return Archive(path)
 
 

@@ -166,8 +166,8 @@ class Run:
         return f"{type(self).__name__}({', '.join(fields + ['closed'] * self._closed)})"
 
     def profiling_df(self, rank: int | None = None, *, top_k: int | None = None) -> pd.DataFrame:
-        """One row per device event (SPEC §1 columns first), in device start order, rank by rank; with ``top_k``,
-        only the ``top_k`` longest, longest first."""
+        """One row per device event (module_name, function_name, op, kernel, kernel_us first: docs/sql.md,
+        kernels), in device start order, rank by rank; with ``top_k``, only the ``top_k`` longest, longest first."""
         where = "" if rank is None else f"WHERE rank = {self._rank(rank)}"
         order = "rank, start_us, event_id"
         if top_k is not None:

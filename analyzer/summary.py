@@ -43,7 +43,9 @@ def summarize(con: duckdb.DuckDBPyConnection, top_k: int | None) -> pd.DataFrame
 
 
 def describe_results(profiling_df: pd.DataFrame, function_data: dict, top_k: int | None = 10) -> pd.DataFrame:
-    """describe_results of SPEC §1 for any profiling_df (in-process, offline, or filtered by the user)."""
+    """One row per function, most expensive first, at most ``top_k`` (None: all), of any profiling_df (in-process,
+    offline, or filtered by the user): function_name, calls, num_distinct_samples, num_modules, time_spent_us,
+    time_spent_pct, tensor_size_MB (docs/sql.md, summary)."""
     con = new_connection()
     try:
         kernels = profiling_df[["module_name", "function_name", "kernel_us"]].assign(

@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need n
     import pandas as pd
 
 MISMATCH_EXIT = 1
-TABLE_COLUMNS = [  # the table on a terminal, less the columns with nothing to say; --format and -o give every column
-    "function_name", "sample_id", "implementation", "status", "calls", "recorded_us", "replayed_us", "ratio",
-    "share_pct", "speedup", "saving_us", "max_abs_err", "reason", "signature",
+TABLE_COLUMNS = [  # the table on a terminal, what a first look needs first: a narrow one leaves out the last ones
+    "function_name", "sample_id", "implementation", "status", "speedup", "max_abs_err", "calls", "recorded_us",
+    "replayed_us", "ratio", "share_pct", "saving_us", "reason", "signature",
 ]  # fmt: skip
+SAVING_FIRST = ["function_name", "implementation", "saving_us", "saving_pct", "speedup"]  # before a narrow one's cut
 ALTERNATIVE_COLUMNS = ("implementation", "speedup", "saving_us", "max_abs_err")  # say nothing without --against
 TABLE_NOTE = "ratio = replayed_us / recorded_us; every column (min_us, max_us, …): --format csv or -o FILE"
 CPU_NOTE = (  # a CPU ratio reads as a speed-up or a slow-down of the call, which it is not (docs/bench.md, "Timing")
@@ -121,15 +122,20 @@ def bench(
     for warning in caught:
         if issubclass(warning.category, RuntimeWarning):
             diagnostic(f"kernelscope: warning: {str(warning.message).removeprefix('kernelscope: ')}")
-    # table_view chose the columns a first look needs: none is left out on a narrow terminal, the signature folds
-    emit(table_view(frame) if output.to_terminal else frame, output, title=f"{run}: {_where(frame)}", every_column=None)
+    emit(
+        table_view(frame) if output.to_terminal else frame, output, title=f"{run}: {_where(frame)}",
+        every_column="--format csv or -o FILE shows them",
+    )  # fmt: skip
     if output.to_terminal and not frame.empty:
         if ((frame["recorded_on"] == "cpu") & (frame["replayed_on"] == "cpu")).any():
             click.echo(CPU_NOTE)
         click.echo(TABLE_NOTE)
     saved = recorder_bench.bench_savings(frame)
     if against and output.to_terminal:
-        print_table(saved, title="projected saving over the pass (the samples where the alternative matched)")
+        print_table(
+            saved[[*SAVING_FIRST, *(c for c in saved.columns if c not in SAVING_FIRST)]],
+            title="projected saving over the pass (the samples where the alternative matched)",
+        )
     elif against:
         for row in saved.itertuples(index=False):
             diagnostic(

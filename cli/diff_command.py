@@ -82,7 +82,7 @@ def diff(
     from kernelscope.analyzer.diff import regressions
 
     if archive_path is None:
-        pick = "compare two of its runs with kernelscope diff --archive ARCHIVE ID_A ID_B"
+        pick = "compare two of its runs with kernelscope diff --archive {archive} ID_A ID_B"
         a = load_run_of(run_a, module_prefix, function_prefix, pick=pick)
         b = load_run_of(run_b, module_prefix, function_prefix, pick=pick)
         title = f"{run_b} against {run_a}"

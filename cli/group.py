@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import signal
 import sys
 
@@ -19,9 +20,10 @@ INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a command stopped by Ct
 EXTRA_ARGUMENT_HINTS = {  # what a user who gave one run too many meant
     "analyze": "analyze reads one run: 'kernelscope diff A B' compares two",
     "tree": "tree reads one run: 'kernelscope diff A B' compares two",
-    "diff": "diff takes two runs; two of an archive: kernelscope diff --archive ARCHIVE ID_A ID_B",
-    "report": "report takes two runs; two of an archive: kernelscope report --archive ARCHIVE ID_A ID_B",
+    "diff": "diff takes two runs; two of an archive: kernelscope diff --archive {archive} ID_A ID_B",
+    "report": "report takes two runs; two of an archive: kernelscope report --archive {archive} ID_A ID_B",
 }
+FIRST_RUN = {"diff": "run_a", "report": "run"}  # the parameter holding what such a user gave as the archive
 
 
 class KernelscopeGroup(click.Group):
@@ -51,7 +53,9 @@ class KernelscopeGroup(click.Group):
                 path = self.command_path
             hint = f" (see '{path} --help')" if path else ""
             if ctx is not None and ctx.info_name in EXTRA_ARGUMENT_HINTS and "unexpected extra argument" in str(exc):
-                hint = f"; {EXTRA_ARGUMENT_HINTS[ctx.info_name]}"
+                given = ctx.params.get(FIRST_RUN.get(ctx.info_name, ""))
+                archive = shlex.quote(str(given)) if given is not None else "ARCHIVE"
+                hint = f"; {EXTRA_ARGUMENT_HINTS[ctx.info_name].format(archive=archive)}"
             diagnostic(f"kernelscope: error: {exc.format_message()}{hint}")
             sys.exit(USAGE_EXIT)
         except (click.Abort, KeyboardInterrupt, EOFError):

@@ -149,8 +149,11 @@ def load_run_of(
     pick: str = "pick one of its runs with --run ID",
     archive_option: str = "--run",
 ):
-    """A Run (never a whole archive: ``pick`` says how the command names one of its runs). ``archive_option``: the
-    option by which the user named ``path`` an archive (--archive) or ``run_ref`` a run of one (--run)."""
+    """A Run (never a whole archive: ``pick`` says how the command names one of its runs, ``{archive}`` in it the
+    archive's path as a shell takes it). ``archive_option``: the option by which the user named ``path`` an archive
+    (--archive) or ``run_ref`` a run of one (--run)."""
+    import shlex
+
     from kernelscope.analyzer.archive import is_archive
 
     if run_ref is not None and not is_archive(path):
@@ -158,7 +161,9 @@ def load_run_of(
     loaded = load(path, module_prefix, function_prefix, run_ref)
     if not hasattr(loaded, "profiling_df"):
         loaded.close()
-        raise click.UsageError(f"{path} is an archive: {pick} (kernelscope runs {path} lists them)")
+        typed = shlex.quote(path)
+        pick = pick.format(archive=typed)
+        raise click.UsageError(f"{path} is an archive: {pick} (kernelscope runs {typed} lists them)")
     return loaded
 
 

@@ -231,21 +231,19 @@ def print_table(
 
     from .long_table import draws_long_table, print_long_table
     from .printable import printable
-    from .table_layout import NARROWEST_NAME, folded_header, header_folds, table_width, that_fit
+    from .table_layout import column_leasts, folded_header, header_folds, left_out_note, table_width, that_fit
 
     headers, numerics, cells = table_cells(frame)
-    # On a narrow terminal a number is never cut over lines (31.359 as 31 / .3 / 59 misreads), nor an id (one folded
-    # cannot be copied into --run), and a name folds no narrower than NARROWEST_NAME: the columns that still do not
-    # fit are left out.
-    widests = [max(map(len, values), default=0) for values in cells]
-    whole = [numeric or _is_identifier(header) for header, numeric in zip(headers, numerics, strict=True)]
-    leasts = [w if kept else min(w, NARROWEST_NAME) for w, kept in zip(widests, whole, strict=True)]
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
         console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
     if draws_long_table(console, len(frame)):
-        print_long_table(console, headers, [[printable(v) for v in values] for values in cells], numerics)
+        texts = [[printable(v) for v in values] for values in cells]
+        print_long_table(console, headers, texts, numerics, every_column)
         return
+    # the columns that do not fit even with their names folded as narrow as column_leasts allows are left out
+    widests = [max(map(len, values), default=0) for values in cells]
+    leasts = column_leasts(headers, numerics, widests)
     shown = len(headers) if every_column is None else that_fit(headers, leasts, console.width)
     left_out = headers[shown:]
     headers, numerics, cells, widests, leasts = (part[:shown] for part in (headers, numerics, cells, widests, leasts))
@@ -268,12 +266,8 @@ def print_table(
         console = stdout_console(width=needed)
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
     if left_out:
-        note = f"left out to fit {console.width} columns: {', '.join(left_out)}; {every_column}"
+        note = left_out_note(console.width, left_out, every_column)
         console.print(printable(note), soft_wrap=True, markup=False, highlight=False)
-
-
-def _is_identifier(header: str) -> bool:
-    return header == "id" or header.endswith("_id")
 
 
 def table_cells(frame: pd.DataFrame, digits: dict[str, int] | None = None) -> tuple[list, list, list]:

@@ -267,13 +267,14 @@ def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
 
 
 HINTS = ("Did you mean", "Candidate bindings")  # DuckDB's own suggestion, on the line after its message
-NO_TABLE = "Catalog Error: Table with name "
 
 
 def _first_line(exc: Exception, con: duckdb.DuckDBPyConnection | None = None) -> str:
     """DuckDB's message on one line, with its suggestion (``Did you mean "kernels"?``) where it makes one, not the
     query it quotes after them; for a table that does not exist, the tables there are (DuckDB's guess may be one of
     its own catalog's, ``pg_sequences``)."""
+    from kernelscope.analyzer.sql import NO_TABLE
+
     lines = str(exc).strip().splitlines()
     if not lines:
         return type(exc).__name__
@@ -284,5 +285,6 @@ def _first_line(exc: Exception, con: duckdb.DuckDBPyConnection | None = None) ->
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    query = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-    return [name for (name,) in con.execute(query).fetchall()]
+    from kernelscope.analyzer.sql import table_names
+
+    return table_names(con)

@@ -84,12 +84,12 @@ class _TableWriter:
 
         headers, numerics, cells = table_cells(block, self.digits)
         if self.table is None:
-            self.table = LongTable(self.console, headers, numerics)
+            self.table = LongTable(self.console, headers, numerics, every_column="--format csv shows them")
         self.table.write([[printable(v) for v in values] for values in cells])
 
     def close(self) -> None:
         if self.table is not None:
-            self.table.close()
+            self.table.close(last=True)
 
 
 class _TextWriter:

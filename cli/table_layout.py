@@ -5,6 +5,19 @@ from __future__ import annotations
 NARROWEST_NAME = 12  # characters a folded name keeps per line in a table squeezed by a narrow terminal
 
 
+def column_leasts(headers: list[str], numerics: list[bool], widests: list[int]) -> list[int]:
+    """The narrowest each column's values may be drawn: a number is never cut over lines (31.359 as 31 / .3 / 59
+    misreads), nor an id (one folded cannot be copied into --run), and a name folds no narrower than
+    NARROWEST_NAME."""
+    kept = [numeric or h == "id" or h.endswith("_id") for h, numeric in zip(headers, numerics, strict=True)]
+    return [w if whole else min(w, NARROWEST_NAME) for w, whole in zip(widests, kept, strict=True)]
+
+
+def left_out_note(width: int, left_out: list[str], every_column: str | None) -> str:
+    """The line under a table that names the columns it left out and where to see them."""
+    return f"left out to fit {width} columns: {', '.join(left_out)}; {every_column}"
+
+
 def that_fit(headers: list[str], leasts: list[int], width: int) -> int:
     """How many columns, from the left, fit ``width`` with every header and name folded as narrow as it may (at
     least one): on an 80-column terminal a table of 12 columns wrapped each of its lines over two. A command puts

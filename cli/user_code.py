@@ -30,10 +30,12 @@ def user_code(target: str, what: str, caller: str | None = None):
         raise
     except Exception as exc:
         theirs = _first_user_frame(exc.__traceback__)
-        if theirs is None and _where(_innermost(exc.__traceback__)) != caller:
+        # a SyntaxError in their file is raised by the parser, in importlib's frames: its file, line and caret say where
+        parsed = isinstance(exc, SyntaxError) and exc.filename is not None and theirs is None
+        if theirs is None and not parsed and _where(_innermost(exc.__traceback__)) != caller:
             raise
         problem = f"{what} raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
-        if theirs is None:
+        if theirs is None and not parsed:
             raise KernelscopeError(target, problem.splitlines()[0]) from None
         for line in "".join(traceback.format_exception(type(exc), exc, theirs)).splitlines():
             diagnostic(line)  # as every line on stderr: what it quotes cannot drive the terminal

@@ -129,7 +129,16 @@ def resolve_alternatives(against: Mapping[str, Callable | str]) -> dict[str, Cal
     for name, target in against.items():
         if not name or name == ORIGINAL:
             raise ValueError(f"an alternative needs a name other than {ORIGINAL!r}")
-        resolved[name] = import_callable(target) if isinstance(target, str) else target
+        try:
+            resolved[name] = import_callable(target) if isinstance(target, str) else target
+        except ModuleNotFoundError as exc:  # the module itself, not one it imports (whose error is the user's)
+            module = target.partition(":")[0]
+            if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
+                raise
+            raise ValueError(
+                f"alternative {name!r} ({target!r}): no module named {exc.name!r} here ({Path.cwd()}) or on the "
+                "import path; run from the folder that holds it"
+            ) from None
         if not callable(resolved[name]):
             raise ValueError(f"alternative {name!r} is not callable")
     return resolved

@@ -58,7 +58,10 @@ def open_samples(source: Any, rank: int | None = None) -> Iterator[Samples]:
     if hasattr(source, "book") and hasattr(source, "run"):  # a ModuleFunctionKernelProfiler
         if source.run is None:
             raise ValueError("the profiler holds no recording: call profile() first")
-        yield _live_samples(source.book.function_data(), source.run, _memory_cap(source.sample_memory_limit_mb))
+        # profile() without out= records into a scratch folder of its own, a path the user never gave
+        where = "the profiler's recording" if getattr(source, "_scratch", None) else str(source.run.path)
+        not_kept = _memory_cap(source.sample_memory_limit_mb)
+        yield _live_samples(source.book.function_data(), source.run, not_kept, where)
         return
     if isinstance(source, dict):
         yield _live_samples(source, None, "the recorder did not keep its inputs (sample_memory_limit_mb)")
@@ -112,7 +115,7 @@ def _run_samples(run: Run, rank: int | None, where: str) -> Samples:
     )
 
 
-def _live_samples(function_data: dict, run: Run | None, not_kept: str) -> Samples:
+def _live_samples(function_data: dict, run: Run | None, not_kept: str, where: str = "function_data") -> Samples:
     entries = {
         name: [(calls, sample, metadata_of(sample)) for calls, sample in samples]
         for name, samples in function_data.items()
@@ -125,7 +128,6 @@ def _live_samples(function_data: dict, run: Run | None, not_kept: str) -> Sample
         recorded_on = _device_name(recorded_type, manifest.get("gpu_name"))
     else:
         recorded_on = None
-    where = str(run.path) if run is not None else "function_data"
     return Samples(entries, recorded_type, recorded_on, run, run.ranks[0] if run is not None else 0, where, not_kept)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import numbers
 import shutil
 import tempfile
 import threading
@@ -125,6 +126,9 @@ class ModuleFunctionKernelProfiler:
                 f"module must be provided when fn is not an nn.Module: fn is {type_with_article(fn)}; name the "
                 "model it runs, profile(fn, module=model)"
             )
+        if isinstance(warmup_iterations, bool) or not isinstance(warmup_iterations, numbers.Integral):
+            given = "None" if warmup_iterations is None else type_with_article(warmup_iterations)
+            raise TypeError(f"warmup_iterations is {given}, not a whole number of passes: warmup_iterations=3")
         if warmup_iterations < 0:
             raise ValueError("warmup_iterations must be greater than or equal to 0")
         tags = checked_tags(tags)
@@ -261,7 +265,8 @@ class ModuleFunctionKernelProfiler:
         return frame
 
     def describe_results(self, profiling_df: pd.DataFrame, function_data: dict, top_k: int = 10) -> pd.DataFrame:
-        """One row per function, most expensive first, at most ``top_k`` (SPEC §1)."""
+        """One row per function, most expensive first, at most ``top_k`` (None: all): function_name, calls,
+        num_distinct_samples, num_modules, time_spent_us, time_spent_pct, tensor_size_MB (docs/sql.md, summary)."""
         return _describe_results(profiling_df, function_data, top_k)
 
     def get_functions_to_patch(self, module: Any = F) -> list[tuple[str, Any]]:

@@ -205,8 +205,23 @@ def test_bad_arguments_are_refused_before_any_replay(layouts):
         bench(layouts, ["gelu", "relu"], against={"x": F.gelu})
     with pytest.raises(ValueError, match="not MODULE:CALLABLE"):
         bench(layouts, ["gelu"], against={"x": "torch.nn.functional.gelu"})
+    # was ModuleNotFoundError "No module named 'no_such_kernels'": neither the alternative nor where it was looked for
+    missing = r"^alternative 'x' \('no_such_kernels:gelu'\): no module named 'no_such_kernels' here \(.*\) or on the"
+    with pytest.raises(ValueError, match=missing):
+        bench(layouts, ["gelu"], against={"x": "no_such_kernels:gelu"})
     with pytest.raises(TypeError, match=r"not one string: \['gelu'\]"):  # iterated, it was 'no call named "g"'
         bench(layouts, "gelu")
+
+
+def test_a_profiler_recorded_without_out_is_named_as_itself_not_by_its_scratch_folder():
+    """bench(profiler, ["nope"]) said "/tmp/kernelscope-tzo0l22l has no call named 'nope'": a folder the user never
+    named (profile() without out= records into one of its own)."""
+    from kernelscope.recorder import ModuleFunctionKernelProfiler
+
+    profiler = ModuleFunctionKernelProfiler()
+    profiler.profile(torch.nn.Linear(4, 4), [((torch.randn(2, 4),), {})], warmup_iterations=0)
+    with pytest.raises(ValueError, match=r"^the profiler's recording has no call named 'nope' \(its calls: linear\)"):
+        bench(profiler, ["nope"])
 
 
 def test_the_comparison_uses_tolerances_by_dtype_and_reports_the_largest_errors():

@@ -203,5 +203,18 @@ def test_an_archive_and_two_ids_without_archive_point_to_it(command, tmp_path):
     lines = result.output.strip().splitlines()
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert lines[0].endswith(
-        f"{command} takes two runs; two of an archive: kernelscope {command} --archive ARCHIVE ID_A ID_B"
+        f"{command} takes two runs; two of an archive: kernelscope {command} --archive {tmp_path / 'arch'} ID_A ID_B"
     )
+
+
+def test_an_archive_given_as_a_run_names_itself_in_the_command_to_type(tmp_path):
+    """`diff ARCHIVE RUN` said to type `kernelscope diff --archive ARCHIVE ID_A ID_B`, a placeholder for the path
+    the user had just given; the line now holds the archive's own path, ready to copy."""
+    from kernelscope.analyzer import archive_runs
+
+    archive_runs([REPO / "sample_traces" / "mlp"], tmp_path / "my archive")
+    result = CliRunner().invoke(main, ["diff", str(tmp_path / "my archive"), str(REPO / "sample_traces" / "mlp")])
+    assert result.exit_code == 2, result.output
+    assert f"compare two of its runs with kernelscope diff --archive '{tmp_path / 'my archive'}' ID_A ID_B" in (
+        result.output
+    ), result.output

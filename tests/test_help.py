@@ -93,3 +93,32 @@ def test_top_k_says_every_format_but_a_table_gets_every_row():
     text = " ".join(help_of("analyze").split())
     default = text[text.index("--top-k") :].split("]")[0]
     assert all(fmt in default for fmt in FORMATS if fmt != "table"), default
+
+
+def test_help_of_the_package_says_what_it_gives_and_the_docs_archive_is_one_of_them():
+    """help(kernelscope) said only that names resolve lazily, over a list of the command's own modules; and the
+    docs' ``Archive(path).run(ID)`` (the error of load_run() of an archive names it too) was no name of the
+    package: ``ks.Archive`` was an AttributeError. Its docstring now names each name it gives, with what it is."""
+    import re
+
+    import kernelscope
+    from kernelscope.analyzer import Archive
+
+    assert kernelscope.Archive is Archive
+    described = set(re.findall(r"``(\w+)``", kernelscope.__doc__))
+    assert described == set(kernelscope.__all__) - {"__version__"}, described ^ set(kernelscope.__all__)
+
+
+def test_help_of_what_the_package_gives_points_to_files_a_user_has():
+    """help(ks.describe_results) said "describe_results of SPEC §1", help(Run.profiling_df) "SPEC §1 columns
+    first": SPEC.md is no file of the repository or the package. The docs a user has are README.md and docs/."""
+    import pydoc
+
+    import kernelscope
+
+    pytest.importorskip("torch")  # ModuleFunctionKernelProfiler and bench are the recorder's
+    for name in set(kernelscope.__all__) - {"__version__"}:
+        text = pydoc.render_doc(getattr(kernelscope, name), renderer=pydoc.plaintext)
+        assert "SPEC" not in text, (name, [line for line in text.splitlines() if "SPEC" in line])
+        # open_archive's was "An existing archive.": not what it returns, what that offers, nor what it refuses
+        assert len(getattr(kernelscope, name).__doc__.split()) >= 12, (name, getattr(kernelscope, name).__doc__)

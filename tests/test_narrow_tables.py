@@ -57,3 +57,36 @@ def test_an_identifier_is_never_folded_over_lines_on_a_narrow_terminal(tmp_path)
     assert max(map(len, table)) <= 80
     for run_id in ids:
         assert any(run_id in line for line in table), (run_id, result.stdout)
+
+
+def test_a_long_table_fits_the_terminal_too():
+    """A table of 1,000 rows or more (long_table.py, drawn without rich's layout) ignored the terminal's width: in 80
+    columns `analyze maskrcnn --kernels --top-k 0` was 299 characters wide and `sql … "SELECT * FROM kernels"` 2,037
+    (a kernel's full name on one line). Its names now fold, its headers break, and the columns that still do not fit
+    are left out and named, as in a shorter table; its rows are all there."""
+    maskrcnn = str(REPO / "sample_traces" / "maskrcnn")
+    for args, left_out in [
+        (["analyze", maskrcnn, "--kernels", "--top-k", "0"], "left out to fit 80 columns: call_op, kind, "),
+        (["sql", maskrcnn, "SELECT * FROM kernels"], "left out to fit 80 columns: call_op, kind, "),
+    ]:
+        result = CliRunner().invoke(main, args, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        table = table_lines(result.stdout)
+        assert max(map(len, table)) <= 80, (args, max(map(len, table)))
+        assert left_out in result.stdout, args
+        rows = [line for line in table if line.startswith("│") and line.split("│")[5].strip()]  # kernel_us: whole
+        assert len(rows) == 6952, (args, len(rows))
+        assert any(line.startswith("┃ module_name ") for line in table[1:4]) and table[-1].startswith("└"), table[:4]
+
+
+def test_a_long_table_of_wide_characters_fits_by_their_cells(capsys, monkeypatch):
+    """A name of CJK characters is two cells a character: folded by its length it would overflow its column."""
+    import pandas as pd
+    from kernelscope.output import print_table
+    from rich.cells import cell_len
+
+    monkeypatch.setenv("COLUMNS", "50")
+    names = ["層" * (i % 30) + f"_{i}" for i in range(1200)]
+    print_table(pd.DataFrame({"module_name": names, "kernel": names, "kernel_us": [i / 3 for i in range(1200)]}))
+    table = table_lines(capsys.readouterr().out)
+    assert len(table) > 1200 and max(map(cell_len, table)) <= 50

@@ -105,6 +105,22 @@ def test_a_module_that_fails_to_import_shows_its_own_frames_and_one_line(tmp_pat
     )
 
 
+@pytest.mark.parametrize("target", ["typo.py:make", "typo:make"])
+def test_a_module_with_a_syntax_error_shows_where_and_one_line(tmp_path, monkeypatch, target):
+    """A SyntaxError in the user's file has no frame of theirs (the parser raises it inside importlib): it propagated
+    as forty lines of kernelscope's and click's frames, exit 1. It is now the file's line and caret, and one line."""
+    (tmp_path / "typo.py").write_text("import torch\n\ndef make(:\n    pass\n")
+    monkeypatch.delitem(sys.modules, "typo", raising=False)
+    result = record(tmp_path, monkeypatch, target)
+    assert result.exit_code == 2, result.output
+    assert "importlib" not in result.stderr and "click" not in result.stderr, result.stderr
+    assert 'typo.py", line 3' in result.stderr and "def make(:" in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"kernelscope: error: {target}: importing its module raised SyntaxError: invalid syntax (typo.py, line 3) "
+        "(traceback above)"
+    )
+
+
 @pytest.mark.parametrize(
     "target, message",
     [

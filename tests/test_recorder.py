@@ -255,6 +255,11 @@ def test_argument_errors():
         profiler.profile(lambda: None)
     with pytest.raises(ValueError, match="warmup_iterations"):
         profiler.profile(nn.Identity(), warmup_iterations=-1)
+    # "3" said only "'<' not supported between instances of 'str' and 'int'", 1.5 "'float' object cannot be
+    # interpreted as an integer": neither named the argument
+    for given, said in [("3", "a str"), (1.5, "a float"), (None, "None")]:
+        with pytest.raises(TypeError, match=f"^warmup_iterations is {said}, not a whole number of passes"):
+            profiler.profile(nn.Identity(), warmup_iterations=given)
     with pytest.raises(TypeError, match=r"not one string: \{'linear'\}"):  # set("linear") is its letters
         ModuleFunctionKernelProfiler(function_names="linear")
 

@@ -208,3 +208,16 @@ def test_a_trace_without_scopes_is_not_said_to_hold_them(tmp_path):
     with load_run(trace) as run:
         section = _section(write_report(run, tmp_path / "plain.html"), "trace")
     assert "scopes named" not in section and "correlation" in section
+
+
+def test_a_signatures_time_per_call_groups_its_thousands_as_its_time_in_all(tmp_path):
+    """A CPU recording's signature read "27858.29" µs per call beside "27,858.3" µs in all (a kernel's mean alike):
+    a mean now groups its thousands too, keeping its two decimals."""
+    import re
+
+    from kernelscope.analyzer.report import render
+
+    assert render._us_mean(27858.2912) == "27,858.29" and render._us_mean(2.3456) == "2.35"
+    with load_run(REPO / "sample_traces" / "demo") as run:
+        page = write_report(run, tmp_path / "demo.html").read_text()
+    assert re.search(r'<td class="num">\d\.\d\d</td><td class="num">\d+\.\d</td>', page), "per call, then in all"

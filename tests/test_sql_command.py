@@ -219,3 +219,18 @@ def test_a_format_without_a_query_is_a_usage_error_not_ignored(args, tmp_path, m
     result = CliRunner().invoke(main, ["sql", str(REPO / "sample_traces" / "demo"), *args], input="SELECT 1 AS a;\n")
     assert result.exit_code == 2 and "writes one query's result: give the QUERY" in result.output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_table_in_the_api_names_the_tables_there_are(tmp_path):
+    """Run.sql("SELECT * FROM kernel") raised DuckDB's 'Did you mean "pg_enum or samples"?', a guess from its own
+    catalog, where the command lists the run's tables; the exception (DuckDB's, as before) now carries them as a
+    note, for the run and for an archive."""
+    from kernelscope.analyzer import archive_runs
+    from kernelscope.analyzer.archive import Archive
+
+    archive_runs([REPO / "sample_traces" / "mlp"], tmp_path / "arch")
+    with load_run(REPO / "sample_traces" / "mlp") as run, Archive(tmp_path / "arch") as archive:
+        for source, tables in [(run, "The tables: events, kernels, "), (archive, "The tables: ")]:
+            with pytest.raises(duckdb.CatalogException) as raised:
+                source.sql("SELECT * FROM nope")
+            assert any(note.startswith(tables) for note in getattr(raised.value, "__notes__", [])), raised.value
