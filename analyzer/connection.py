@@ -48,6 +48,7 @@ LOADS_RUN = (
     "events.sql",
     "npu_tasks.sql",
     "attributable.sql",
+    "frame_scopes.sql",
     "frames_needed.sql",
     "attribution.sql",
     "held_spans.sql",

@@ -11,12 +11,14 @@ import duckdb
 from . import rundir
 from .errors import BadInputError
 from .held import hold_spans
-from .ingest import TraceHeader, beyond_the_limits, ingest_trace
+from .ingest import beyond_the_limits, ingest_trace
 from .pasted import pasted_events, pasted_processes, take_process
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
 from .sql import define_scope_names, execute, run_sql_file
+from .trace_header import DEVICE_WORK as HOLDS_DEVICE_WORK
+from .trace_header import PERCENT_NAME, PYTHON_FRAMES, TraceHeader
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
 # attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked
@@ -93,7 +95,9 @@ def ingest_ranks(
             validate_events(con, source.trace)
         else:
             validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
-        if escaped:
+        # what the native reader tells of the events as read (an Ascend trace's tasks have just become device events)
+        facts = header.facts if not npu_tasks else None
+        if escaped and (facts is None or facts & PERCENT_NAME):  # a name without '%' holds no escape
             validate_escapes(con, source.trace)
         if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
             raise BadInputError(source.trace, nothing_to_attribute(con))
@@ -105,7 +109,7 @@ def ingest_ranks(
         for process in range(max(processes, 1)):  # a pasted file's processes, each a rank of its own
             if processes:
                 take_process(con, process)
-            check = _attribute(con, source.trace, script_paths, small)
+            check = _attribute(con, source.trace, script_paths, small, None if processes else facts)
             directory = source.trace.parent if source.manifest is not None else None
             function_data = function_data_from_store(source.store, source.samples)
             if source.samples is not None:
@@ -123,9 +127,16 @@ def ingest_ranks(
     return parts
 
 
-def _attribute(con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small: bool) -> LaunchCheck:
-    """Table ``kernels`` of the events in table ``events`` (one rank's), and their launch check."""
-    frames_needed, device_work = run_sql_file(con, "frames_needed.sql").fetchone()
+def _attribute(
+    con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small: bool, facts: int | None
+) -> LaunchCheck:
+    """Table ``kernels`` of the events in table ``events`` (one rank's), and their launch check. ``facts``: what the
+    native reader found in them (trace_header.py), None where it did not read them all as they are."""
+    run_sql_file(con, "frame_scopes.sql")
+    if facts is not None and not facts & PYTHON_FRAMES:  # no Python frame: no frames to find, and no query to ask
+        frames_needed, device_work = False, bool(facts & HOLDS_DEVICE_WORK)
+    else:
+        frames_needed, device_work = run_sql_file(con, "frames_needed.sql").fetchone()
     if frames_needed:  # a plain trace's Python frames as its scopes
         run_sql_file(con, "frame_names.sql")
         run_sql_file(con, "frames.sql")

@@ -12,7 +12,6 @@ import pandas as pd
 from . import connection, rundir
 from .errors import BadInputError, KernelscopeError
 from .event_array import is_gzip
-from .ingest import TraceHeader
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
@@ -24,6 +23,7 @@ from .sample_tensors import load_sample_tensors
 from .samples import check_totals, sample_totals_frame, samples_frame
 from .sql import drop_held, execute, hold_drops, query_frame, sql_template, sql_text
 from .summary import describe_results, summarize, summary_query
+from .trace_header import TraceHeader
 from .tree import define_tree_views, module_tree
 from .validate import NOTHING_TO_ATTRIBUTE
 
