@@ -1569,6 +1569,30 @@ static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
     return 1;
 }
 
+/* ------------------------------------------------------------------ what the part holds */
+
+/* Facts of the part that spare a small trace's load a query each where every part tells them (ingest.py, TraceHeader
+ * .facts): FACT_DEVICE_WORK, a device event or a runtime or driver call that may launch one (frames_needed.sql's
+ * device_work: ks_launch_category of scope_names.sql); FACT_PYTHON_FRAMES, a python_function event (what frames.sql
+ * reads); FACT_PERCENT_NAME, a name that holds '%' (what validate.py's validate_escapes reads). Read off the cat and
+ * name dictionaries, whose strings are those of the part's rows (modernize_categories rebuilds cat's). */
+enum { FACT_DEVICE_WORK = 1, FACT_PYTHON_FRAMES = 2, FACT_PERCENT_NAME = 4 };
+
+static int part_facts(const Scan *s) {
+    const Dictionary *cat = &s->dictionaries[CAT], *name = &s->dictionaries[NAME];
+    int facts = 0;
+    for (int32_t i = 0; i < cat->count; i++) {
+        if (text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset") ||
+            text_ends(cat, i, "_runtime") || text_ends(cat, i, "_driver") || text_is(cat, i, "runtime") ||
+            text_is(cat, i, "driver"))
+            facts |= FACT_DEVICE_WORK;
+        if (text_is(cat, i, "python_function")) facts |= FACT_PYTHON_FRAMES;
+    }
+    const int32_t *offsets = (const int32_t *)name->offsets.data;
+    if (name->count && memchr(name->text.data, '%', (size_t)offsets[name->count])) facts |= FACT_PERCENT_NAME;
+    return facts;
+}
+
 /* How many rows break one of validate.sql's rules 1-7 (-1: out of memory), read off the columns as DuckDB will
  * hold them: when no part read here has any, and DuckDB's reader read none, validate.sql skips its scan of every
  * event for them. The rules, on complete events (ph "X"): no ts, no dur, a negative dur (of a device, launch or
@@ -1906,12 +1930,14 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     int ok;
     int64_t broken = -1; /* -1: out of memory */
     int repeats = -2;    /* -2: not asked for; -1: out of memory */
+    int facts = 0;
     Bytes keys = {0};
     Py_BEGIN_ALLOW_THREADS
     ok = scan_array_guarded(s, first_id, bare);
     if (ok == 1 && modernize_categories(s) && keep_flow_ids(s)) {
         broken = rows_breaking_rules(s);
         if (want_repeats && broken >= 0) repeats = has_repeats(s, &keys);
+        facts = part_facts(s);
     }
     Py_END_ALLOW_THREADS
     PyObject *result;
@@ -1938,8 +1964,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             PyObject *key_bytes = repeats == 0 ? PyBytes_FromStringAndSize(keys.data, (Py_ssize_t)keys.size) : Py_None;
             if (repeats == 0 && !key_bytes) Py_DECREF(capsule); /* its destructor releases the stream */
             result = !key_bytes ? NULL
-                                : Py_BuildValue("(LNLOO)", (long long)s->rows, capsule, (long long)broken, repeated,
-                                                key_bytes);
+                                : Py_BuildValue("(LNLOOi)", (long long)s->rows, capsule, (long long)broken, repeated,
+                                                key_bytes, facts);
             if (repeats == 0) Py_XDECREF(key_bytes);
         }
     }
@@ -1997,7 +2023,8 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buffer, first_id, bare=False, repeats=False) -> (rows, arrow_array_stream capsule, rows breaking "
      "validate.sql's rules 1-7, whether the part holds what validate_repeats.sql looks for (None unless repeats), the "
-     "keys of its launches and device events as bytes for repeated_across (None unless it holds none)), "
+     "keys of its launches and device events as bytes for repeated_across (None unless it holds none), its facts: "
+     "1 a device event or launching call, 2 a python_function event, 4 a name holding '%'), "
      "or (None, problem, offset) for "
      "a part this reader leaves to DuckDB's JSON reader. The buffer holds a JSON array of events or, with bare, "
      "the events alone ({...}, {...})."},

@@ -149,14 +149,17 @@ FROM (SELECT r.event_id, r.dur_ns, c.children_ns
             WHERE parent_op_id IS NOT NULL GROUP BY ALL) c USING (event_id)) s
 WHERE k.event_id = s.event_id;
 
--- ks_rows and ks_modules are dropped by attribution_end.sql, after torchscript_modules.sql where a recording has
--- TorchScript modules.
+-- ks_rows, ks_modules and ks_functions are dropped by attribution_end.sql, after torchscript_modules.sql where a
+-- recording has TorchScript modules, and the statement below, which reads ks_functions.
 DROP TABLE ks_names;
-DROP TABLE ks_functions;
 DROP VIEW ks_spans;
 DROP TABLE ks_frame_scopes;
 DROP VIEW ks_scope_names;
+-- The launch check, and the call scopes' samples that `kernels` names, each (function_name, sample_id) once, which
+-- rank_parts.py checks against samples.json: ks_functions holds every row's call scope that names a sample, and the
+-- same pair `kernels` has (a SELECT of its own over `kernels` cost a small trace's load ~0.5 ms).
 SELECT c.launches, c.device_events, c.launches_without_device_event,
        c.device_events_without_launch
-       - CASE WHEN c.device_events_without_launch > 0 THEN getvariable('ks_flow_launched') ELSE 0 END
+       - CASE WHEN c.device_events_without_launch > 0 THEN getvariable('ks_flow_launched') ELSE 0 END,
+       (SELECT list(DISTINCT (function_name, sample_id)) FROM ks_functions WHERE sample_id IS NOT NULL)
 FROM (SELECT getvariable('ks_launch_check') AS c);

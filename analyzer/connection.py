@@ -18,6 +18,14 @@ way, on an instance of its own that is never used again. ``prepare()`` starts ma
 the SQL files a load runs, on a thread where none is idle: the module's import calls it, so a process's first
 instance is made while the rest of the package imports, and profile() as its recording starts. An instance is never
 used by a forked child (its threads are not there).
+
+A small run's connection itself waits with the instance for the next run (``close(con, keep=True)``: Run.close, where
+its trace was small enough to keep its step tables, run_settings.keeps_steps): its variables, which every run of the
+same naming scheme sets alike (sql.define_scope_names sets only those that differ), then cost the next run nothing,
+where setting them on a new connection cost a small trace's load ~1.2 ms (eight SETs, cpu2). Only the next run gets
+it (``connect(sized=True)``); any other connection is a new one. The temporary tables it kept are each made again
+(CREATE OR REPLACE) by the next run's statements that read them, as on a new connection; those of earlier runs are
+dropped before such a connection is handed to a user (``shared()``).
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from typing import NamedTuple
 import duckdb
 
 from .run_settings import lean_disabled_optimizers
-from .sql import execute, parse_ahead, quote, run_sql_file, sql_text
+from .sql import execute, forget_held, parse_ahead, quote, run_sql_file, sql_text
 
 IN_MEMORY = ":memory:"
 # a global setting that only large runs set (memory.py), which a run that follows could not lower
@@ -48,6 +56,7 @@ LOADS_RUN = (
     "events.sql",
     "npu_tasks.sql",
     "attributable.sql",
+    "frame_scopes.sql",
     "frames_needed.sql",
     "attribution.sql",
     "held_spans.sql",
@@ -57,8 +66,8 @@ LOADS_RUN = (
 )
 
 _lock = threading.Lock()
-# (pid, instance, its settings when made, its sized settings now)
-_idle: tuple[int, duckdb.DuckDBPyConnection, _Made, Sized] | None = None
+# (pid, instance, its settings when made, its sized settings now, the last run's connection kept, or None)
+_idle: tuple[int, duckdb.DuckDBPyConnection, _Made, Sized, duckdb.DuckDBPyConnection | None] | None = None
 _making: tuple[int, Future] | None = None  # (pid, the instance being made on a thread)
 _leases: dict[int, _Lease] = {}  # id of a leased connection -> its lease
 _open: weakref.WeakSet = weakref.WeakSet()  # every connection the package made: interrupt_queries() reaches them
@@ -132,6 +141,8 @@ class _Lease:
         reusable: bool,
     ):
         self.instance, self.reusable, self.fresh, self.sized, self.handed_out = instance, reusable, fresh, sized, False
+        self.kept: duckdb.DuckDBPyConnection | None = None  # the connection, kept open for the next run (close)
+        self.ran_before = False  # the connection served earlier runs: their temporary tables may be in it
         self.give_back = weakref.finalize(con, _give_back, id(con), os.getpid(), instance, fresh, self)
 
 
@@ -140,20 +151,25 @@ def connect(database: str = IN_MEMORY, *, sized: bool = False) -> duckdb.DuckDBP
     the process's idle instance (waiting for the one being made, if any), else one on a new instance. ``sized``: the
     caller sets the settings a run sets by its size itself (run_settings.py, memory.py), where they differ from
     sized_settings(); else the threads and passes are the defaults."""
+    kept = None
     if database == IN_MEMORY:
-        instance, fresh, now = _take()
+        instance, fresh, now, kept = _take()
+        if kept is not None and not sized:  # a run's connection is for a run (Run: sized), not for others' statements
+            kept.close()
+            kept = None
     else:
         instance, fresh = _instance(database)
         now = fresh.defaults
     try:
-        con = noted(instance.cursor())
+        con = kept if kept is not None else noted(instance.cursor())
         if not sized:  # and its memory settings unknown: whoever uses it may set them otherwise
             fresh.restore(con, now.threads, now.disabled_optimizers)
             now = fresh.defaults
     except BaseException:
         instance.close()
         raise
-    _leases[id(con)] = _Lease(con, instance, fresh, now, reusable=database == IN_MEMORY)
+    lease = _leases[id(con)] = _Lease(con, instance, fresh, now, reusable=database == IN_MEMORY)
+    lease.ran_before = kept is not None
     return con
 
 
@@ -176,6 +192,12 @@ def shared(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     if lease is not None and not lease.handed_out:
         lease.handed_out, lease.reusable = True, False
         lease.fresh.restore(con, *_sized_settings(con))
+        if lease.ran_before:  # the temporary tables earlier runs left in it are not the user's
+            for kind, name in con.execute(
+                "SELECT 'TABLE', table_name FROM duckdb_tables() WHERE temporary"
+                " UNION ALL SELECT 'VIEW', view_name FROM duckdb_views() WHERE temporary AND NOT internal"
+            ).fetchall():
+                con.execute(f'DROP {kind} IF EXISTS temp."{name}"')
     return con
 
 
@@ -183,10 +205,14 @@ def _sized_settings(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
     return con.execute("SELECT current_setting('threads'), current_setting('disabled_optimizers')").fetchone()
 
 
-def close(con: duckdb.DuckDBPyConnection) -> None:
-    """Close ``con``; a connection from ``connect()`` gives its instance back."""
+def close(con: duckdb.DuckDBPyConnection, *, keep: bool = False) -> None:
+    """Close ``con``; a connection from ``connect()`` gives its instance back, and with ``keep`` (a small run that
+    loaded: module docstring) the connection too, open, where the instance may be used again."""
     lease = _leases.get(id(con))
-    con.close()
+    if keep and lease is not None and lease.reusable and not lease.handed_out:
+        lease.kept = con
+    else:
+        con.close()
     if lease is not None:
         lease.give_back()
 
@@ -209,26 +235,26 @@ def prepare() -> Future:
     return made
 
 
-def _take() -> tuple[duckdb.DuckDBPyConnection, _Made, Sized]:
-    """The idle instance, else the one being made, else a new one, with its settings when made and its sized settings
-    now."""
+def _take() -> tuple[duckdb.DuckDBPyConnection, _Made, Sized, duckdb.DuckDBPyConnection | None]:
+    """The idle instance, else the one being made, else a new one, with its settings when made, its sized settings
+    now and the connection kept with it (None: none)."""
     global _idle, _making
     pid = os.getpid()
     with _lock:
         if _idle is not None and _idle[0] == pid:
-            (_, instance, fresh, now), _idle = _idle, None
-            return instance, fresh, now
+            (_, instance, fresh, now, kept), _idle = _idle, None
+            return instance, fresh, now, kept
         making = None
         if _making is not None and _making[0] == pid:
             (_, making), _making = _making, None
     if making is not None:
         try:
             instance, fresh = making.result()
-            return instance, fresh, fresh.defaults
+            return instance, fresh, fresh.defaults, None
         except duckdb.Error:  # made on the thread: the same failure, if any, comes again below
             pass
     instance, fresh = _instance()
-    return instance, fresh, fresh.defaults
+    return instance, fresh, fresh.defaults, None
 
 
 def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> None:
@@ -237,8 +263,11 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
     closed."""
     global _idle
     _leases.pop(key, None)
+    kept, lease.kept = lease.kept, None
     if pid != os.getpid():
         return
+    if kept is not None:
+        forget_held(kept)  # the next run holds its own drops back, or none
     reusable = lease.reusable
     if reusable:
         try:
@@ -257,8 +286,10 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
     with _lock:
         if reusable and _idle is None:
             now = Sized(int(threads), disabled_optimizers, lease.sized.memory_limit, lease.sized.disk_limit)
-            _idle, instance = (pid, instance, fresh, now), None
+            _idle, instance = (pid, instance, fresh, now, kept), None
     if instance is not None:
+        if kept is not None:
+            kept.close()
         instance.close()
 
 
@@ -318,6 +349,8 @@ def _close_instances() -> None:
         making, _making = _making, None
     pid = os.getpid()
     if idle is not None and idle[0] == pid:
+        if idle[4] is not None:
+            idle[4].close()
         idle[1].close()
     if making is not None and making[0] == pid:
         try:

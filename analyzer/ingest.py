@@ -15,7 +15,7 @@ import mmap
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import duckdb
@@ -25,9 +25,10 @@ from .calling_thread import CallingThread
 from .duckdb_reader import insert_by_duckdb
 from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
-from .json_text import Leniencies, describe_fault
+from .json_text import describe_fault
 from .memory import PART_ROOM, Settings, in_flight_bytes, json_bytes, read_settings, reading_limits
 from .sql import execute, run_sql_file
+from .trace_header import TraceHeader
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure, scratch_folder
 from .validate import describe_unreadable_events
 
@@ -44,54 +45,6 @@ MAX_DECODERS = 4  # threads decoding gzip members ahead (gzip_members.py): 4 dec
 # part size while decompressing, when the total size is not known: the fastest size measured (benchmarks/RESULTS.md)
 STREAM_PART_BYTES = 32 << 20
 WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed whole up to this many bytes
-
-
-@dataclass
-class TraceHeader:
-    """The trace's keys other than ``traceEvents`` (device properties, base time, distributed info…)."""
-
-    path: str
-    compressed: bool
-    size_bytes: int
-    keys: dict = field(default_factory=dict)
-    native_parts: list[int] = field(default_factory=list)  # the parts read by the native reader
-    duckdb_parts: list[str] = field(default_factory=list)  # why each other part was left to DuckDB's reader
-    rows_checked: list[int] = field(default_factory=list)  # native parts with no row breaking validate.sql's rules 1-7
-    leniencies: Leniencies = field(default_factory=Leniencies)  # text read leniently (json_text.py)
-    rank: int = 0  # the rank the events were loaded with (ingest_trace's; the header's own is distributedInfo's)
-    # whether the trace holds the repeats validate_repeats.sql looks for (rules 8, 9), where the native reader read
-    # every part and tells (settle_repeats); None: unknown, the query is to say
-    repeats: bool | None = None
-    part_repeats: dict[int, bool] = field(default_factory=dict)  # each native part's own answer
-    repeat_keys: list[bytes] = field(default_factory=list)  # the keys of the parts without a repeat of their own
-
-    def notes(self) -> list[str]:
-        """A sentence for each leniency the trace's text took (json_text.readable_text)."""
-        return self.leniencies.notes(self.path)
-
-    def start_over(self) -> None:
-        """Forget what a try that failed counted and what its parts said: the trace is read again."""
-        self.native_parts, self.duckdb_parts, self.rows_checked, self.repeats = [], [], [], None
-        self.part_repeats, self.repeat_keys = {}, []
-        self.leniencies.clear()
-
-    @property
-    def all_rows_checked(self) -> bool:
-        """Every part was read natively and holds no row that breaks validate.sql's rules 1-7."""
-        return bool(self.native_parts) and not self.duckdb_parts and len(self.rows_checked) == len(self.native_parts)
-
-    def settle_repeats(self) -> None:
-        """Set ``repeats`` once every part is loaded: where the native reader read them all, a part's own repeat, else
-        whether two parts share a key (repeated_across: a shared hash leaves it None, for the query to settle), so that
-        a trace read in many parts, as one in a single part, does not need validate_repeats.sql (with the query
-        pasted.py ran then, 0.15 CPU-s of a 317 MB trace's 1.9); the keys are then dropped."""
-        keys, self.repeat_keys = self.repeat_keys, []
-        if self.duckdb_parts or not self.native_parts or len(self.part_repeats) < len(self.native_parts):
-            self.repeats = None
-        elif any(self.part_repeats.values()):
-            self.repeats = True
-        else:
-            self.repeats = None if len(keys) > 1 and native_reader.repeated_across(keys) else False
 
 
 def ingest_trace(
@@ -357,6 +310,7 @@ def _insert_natively(
     if scanned[2] == 0:
         header.rows_checked.append(index)
     header.part_repeats[index] = scanned[3]
+    header.part_facts[index] = scanned[5]
     if scanned[4] is not None:
         header.repeat_keys.append(scanned[4])
     return rows

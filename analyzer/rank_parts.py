@@ -11,12 +11,14 @@ import duckdb
 from . import rundir
 from .errors import BadInputError
 from .held import hold_spans
-from .ingest import TraceHeader, beyond_the_limits, ingest_trace
+from .ingest import beyond_the_limits, ingest_trace
 from .pasted import pasted_events, pasted_processes, take_process
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
-from .sql import define_scope_names, execute, run_sql_file
+from .sql import define_scope_names, run_sql_file
+from .trace_header import DEVICE_WORK as HOLDS_DEVICE_WORK
+from .trace_header import PERCENT_NAME, PYTHON_FRAMES, TraceHeader
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
 # attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked
@@ -93,7 +95,9 @@ def ingest_ranks(
             validate_events(con, source.trace)
         else:
             validate_events(con, source.trace, rows_checked=header.all_rows_checked, repeats=header.repeats)
-        if escaped:
+        # what the native reader tells of the events as read (an Ascend trace's tasks have just become device events)
+        facts = header.facts if not npu_tasks else None
+        if escaped and (facts is None or facts & PERCENT_NAME):  # a name without '%' holds no escape
             validate_escapes(con, source.trace)
         if refuse_empty and len(sources) == 1 and not run_sql_file(con, "attributable.sql").fetchone()[0]:
             raise BadInputError(source.trace, nothing_to_attribute(con))
@@ -105,11 +109,11 @@ def ingest_ranks(
         for process in range(max(processes, 1)):  # a pasted file's processes, each a rank of its own
             if processes:
                 take_process(con, process)
-            check = _attribute(con, source.trace, script_paths, small)
+            check, named = _attribute(con, source.trace, script_paths, small, None if processes else facts)
             directory = source.trace.parent if source.manifest is not None else None
             function_data = function_data_from_store(source.store, source.samples)
             if source.samples is not None:
-                _check_sample_ids(con, source.trace, source.samples, function_data)
+                _check_sample_ids(named, source.trace, source.samples, function_data)
             if processes:  # a copy of the file's events, which pasted_events gives back once all are attributed
                 con.execute("DROP TABLE events")
             if len(sources) > 1 or processes:  # one trace of one process keeps its tables where they are
@@ -123,9 +127,17 @@ def ingest_ranks(
     return parts
 
 
-def _attribute(con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small: bool) -> LaunchCheck:
-    """Table ``kernels`` of the events in table ``events`` (one rank's), and their launch check."""
-    frames_needed, device_work = run_sql_file(con, "frames_needed.sql").fetchone()
+def _attribute(
+    con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small: bool, facts: int | None
+) -> tuple[LaunchCheck, list]:
+    """Table ``kernels`` of the events in table ``events`` (one rank's), their launch check and the (function_name,
+    sample_id) pairs its rows name (each once, in no order). ``facts``: what the native reader found in them
+    (trace_header.py), None where it did not read them all as they are."""
+    run_sql_file(con, "frame_scopes.sql")
+    if facts is not None and not facts & PYTHON_FRAMES:  # no Python frame: no frames to find, and no query to ask
+        frames_needed, device_work = False, bool(facts & HOLDS_DEVICE_WORK)
+    else:
+        frames_needed, device_work = run_sql_file(con, "frames_needed.sql").fetchone()
     if frames_needed:  # a plain trace's Python frames as its scopes
         run_sql_file(con, "frame_names.sql")
         run_sql_file(con, "frames.sql")
@@ -139,13 +151,14 @@ def _attribute(con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small:
         run_sql_file(con, "attribution.sql", known=known, answered=settled)
         hold_spans(con, small=small)
         rows = run_sql_file(con, "attribution_rows.sql", known={**known, **settled})
-        check = LaunchCheck(*rows.fetchone())
+        *counts, named = rows.fetchone()
+        check = LaunchCheck(*counts)
         if script_paths:
             run_sql_file(con, "torchscript_modules.sql")
         run_sql_file(con, "attribution_end.sql")
     except duckdb.OutOfMemoryException as exc:
         raise BadInputError(trace, beyond_the_limits(con, exc)) from None
-    return check
+    return check, named or []
 
 
 def _set_aside(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], aside: set[str]) -> None:
@@ -161,12 +174,10 @@ def _set_aside(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], aside: s
             con.execute(f"DROP TABLE {table}")
 
 
-def _check_sample_ids(con: duckdb.DuckDBPyConnection, trace: Path, samples_path: Path, function_data: dict) -> None:
-    """Every sample id that a scope of the trace names must be in samples.json (the same recording)."""
-    named = execute(
-        con, "SELECT DISTINCT function_name, sample_id FROM kernels WHERE sample_id IS NOT NULL ORDER BY ALL"
-    ).fetchall()
-    for name, sample_id in named:
+def _check_sample_ids(named: list, trace: Path, samples_path: Path, function_data: dict) -> None:
+    """Every sample id that a scope of the trace names (``named``: (function_name, sample_id) pairs, _attribute's)
+    must be in samples.json (the same recording); the first that is not, in their order, is named."""
+    for name, sample_id in sorted(named):
         if not 0 <= sample_id < len(function_data.get(name, ())):
             problem = f"names sample {sample_id} of {name!r}, which {samples_path.name} does not hold"
             raise BadInputError(trace, problem + " (files of two runs?)")

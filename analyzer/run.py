@@ -12,7 +12,6 @@ import pandas as pd
 from . import connection, rundir
 from .errors import BadInputError, KernelscopeError
 from .event_array import is_gzip
-from .ingest import TraceHeader
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
@@ -24,6 +23,7 @@ from .sample_tensors import load_sample_tensors
 from .samples import check_totals, sample_totals_frame, samples_frame
 from .sql import drop_held, execute, hold_drops, query_frame, sql_template, sql_text
 from .summary import describe_results, summarize, summary_query
+from .trace_header import TraceHeader
 from .tree import define_tree_views, module_tree
 from .validate import NOTHING_TO_ATTRIBUTE
 
@@ -75,6 +75,7 @@ class Run:
             connection.close(con)
             raise
         self._assemble(con, path, parts, module_prefix, function_prefix)
+        self._keeps_connection = small  # for the next run (connection.py): a small run's temporary tables are small
         if not allow_empty and self._counts()[1] == 0:
             connection.close(self._con)
             raise BadInputError(sources[0].trace if len(sources) == 1 else path, NOTHING_TO_ATTRIBUTE)
@@ -97,7 +98,7 @@ class Run:
         if len({part.rank for part in parts}) != len(parts):
             raise BadInputError(path, rank_twice([(part.rank, part.header and part.header.path) for part in parts]))
         self._con, self.path = con, path
-        self._views_defined = self._closed = False
+        self._views_defined = self._closed = self._keeps_connection = False
         self._counted: tuple[int, int] | None = None  # (device events, rows) of table kernels, counted once
         self.module_prefix, self.function_prefix = module_prefix, function_prefix
         self.parts = {part.rank: part for part in sorted(parts, key=lambda p: p.rank)}
@@ -295,7 +296,7 @@ class Run:
         KernelscopeError naming the run (not DuckDB's 'Connection already closed')."""
         if self._closed:
             return
-        connection.close(self._con)
+        connection.close(self._con, keep=self._keeps_connection)
         self._con, self._closed = _ClosedConnection(self.path), True
 
     def __enter__(self) -> Run:

@@ -328,6 +328,11 @@ def hold_drops(con: duckdb.DuckDBPyConnection) -> None:
     _held.setdefault(con, {})
 
 
+def forget_held(con: duckdb.DuckDBPyConnection) -> None:
+    """Stop holding the DROP statements on ``con`` without running them (its temporary tables stay: connection.py)."""
+    _held.pop(con, None)
+
+
 def drop_held(con: duckdb.DuckDBPyConnection) -> None:
     """Run the DROP statements held back on ``con``, each once, and stop holding them."""
     for statement in _held.pop(con, {}).values():

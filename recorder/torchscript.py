@@ -71,8 +71,7 @@ def scripting_sees_originals(wrappers: dict[int, Any] | None) -> Iterator[None]:
     from torch.jit import _builtins
 
     table = _builtins._get_builtin_table()
-    added = {id(wrapper): table[key] for key, wrapper in (wrappers or {}).items() if key in table}
-    added = {key: name for key, name in added.items() if key not in table}
+    added = _wrappers_as_builtins(table, wrappers or {})
     table.update(added)
     resolution = vars(_jit_internal)["createResolutionCallbackFromClosure"]
     _jit_internal.createResolutionCallbackFromClosure = resolved_in_the_original(resolution)
@@ -82,6 +81,23 @@ def scripting_sees_originals(wrappers: dict[int, Any] | None) -> Iterator[None]:
         for key in added:
             table.pop(key, None)
         _jit_internal.createResolutionCallbackFromClosure = resolution
+
+
+# The entries the last wrappers got: (those wrappers, the table's length then, {id(wrapper): its original's operator}).
+# A plan's wrappers are the process's (recorder/wrappers.py), and torch only adds builtins (at an import that
+# registers some): reading the ~1,400 wrappers against the table at each recording cost a small model's profile()
+# ~0.4 ms (cpu2), so the entries are made again only for other wrappers or a table that has grown since.
+_entries: tuple[dict[int, Any], int, dict[int, Any]] | None = None
+
+
+def _wrappers_as_builtins(table: dict[int, Any], wrappers: dict[int, Any]) -> dict[int, Any]:
+    """``{id(wrapper): operator}`` of each wrapper (``wrappers``: id(original) -> wrapper) whose original is in
+    TorchScript's builtin ``table`` and which is not itself there."""
+    global _entries
+    if _entries is None or _entries[0] is not wrappers or _entries[1] != len(table):
+        added = {id(wrapper): table[key] for key, wrapper in wrappers.items() if key in table}
+        _entries = (wrappers, len(table), {key: name for key, name in added.items() if key not in table})
+    return _entries[2]
 
 
 def resolved_in_the_original(resolution: Any) -> Any:

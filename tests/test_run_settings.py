@@ -93,7 +93,7 @@ def test_an_instance_keeps_a_runs_settings_for_the_next_run_alone(monkeypatch):
     connection._close_instances()
     seen = _settings_at_attribution(monkeypatch)
     load_run(MLP).close()
-    instance, made, left = connection._idle[1:]
+    instance, made, left = connection._idle[1:4]
     assert left.threads == 1 and set(left.disabled_optimizers.split(",")) == seen[0][1], "as the small run had them"
     assert (left.memory_limit, left.disk_limit) == (f"{MIN_LIMIT}B", f"{MIN_DISK_LIMIT}B")
     load_run(MLP).close()
