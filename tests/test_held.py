@@ -196,13 +196,26 @@ def test_the_sweep_follows_its_rule_read_literally():
     held_fuzz.main(held.native_sweep.__file__, 60)
 
 
-def test_the_sweep_under_address_and_undefined_behaviour_sanitizers(tmp_path):
-    """_held.c built with -fsanitize=address,undefined and held_fuzz.py run against that build in a subprocess, as
-    test_native_reader.py runs the reader's: any read or write out of bounds, or undefined behaviour, fails."""
-    module, env = sanitized_build("_held", tmp_path)
-    script = REPO / "tests" / "held_fuzz.py"
-    done = subprocess.run([sys.executable, str(script), str(module), "200"], env=env, capture_output=True, text=True)
+def _sanitized_run(script: str, arguments: list[str], env: dict[str, str], says: str) -> None:
+    done = subprocess.run([sys.executable, str(REPO / "tests" / script), *arguments], env=env, capture_output=True,
+                          text=True, cwd=REPO / "tests")  # fmt: skip
     report = (done.stdout + done.stderr)[-6000:]
     assert done.returncode == 0, report
-    assert "as the rule reads" in done.stdout, report
+    assert says in done.stdout, report
     assert "AddressSanitizer" not in done.stderr and "runtime error" not in done.stderr, report
+
+
+def test_the_sweep_under_address_and_undefined_behaviour_sanitizers(tmp_path):
+    """_held.c built with -fsanitize=address,undefined and held_fuzz.py run against that build in a subprocess, as
+    test_native_reader.py runs the reader's: any read or write out of bounds, or undefined behaviour, fails. Every
+    array stays on malloc's heap (pages.h's PAGES_MAPPED_FROM past any size): in a map ASan sees no bounds."""
+    module, env = sanitized_build("_held", tmp_path, "-DPAGES_MAPPED_FROM=((size_t)-1)")
+    _sanitized_run("held_fuzz.py", [str(module), "200"], env, "as the rule reads")
+
+
+def test_each_allocation_of_the_sweep_failing_in_turn_under_the_sanitizers(tmp_path):
+    """held_faults.py: every malloc, realloc, mmap and mremap of a call failing in turn raises MemoryError and leaves
+    no block or map behind, none freed twice, through the heap, the move into a map and mremap's growth."""
+    faults = str(REPO / "tests" / "alloc_faults.h")
+    module, env = sanitized_build("_held", tmp_path, "-include", faults, "-DPAGES_MAPPED_FROM=65536")
+    _sanitized_run("held_faults.py", [str(module)], env, "each a MemoryError, nothing left")
