@@ -42,7 +42,7 @@ READERS = {
     "add": lambda archive: ["archive", str(REPO / "sample_traces" / "resnet50"), "--to", archive],
 }
 LIMITS_MIB = (1300, 1400, 1500, 1600, 2000)
-scratch_outside = Path(tempfile.mkdtemp(prefix="hostile-runs-"))  # the base archive and the trace, made once
+scratch_outside = Path()  # main's: the base archive and the trace, made once, outside every case's folder
 
 
 def _run_with(change) -> callable:
@@ -228,14 +228,18 @@ def cases(flipper: _Flipper) -> dict[str, callable]:
 
 
 def main() -> int:
+    global scratch_outside
     args = arguments("Hostile run directories and archives, and analyze under an address space limit.")
     flipper = _Flipper()
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        tempfile.TemporaryDirectory(prefix="hostile-runs-", ignore_cleanup_errors=True) as made,
+    ):
+        scratch_outside = Path(made)
+        try:
             return run_all(cases(flipper), args.only, args.timeout, Path(scratch), judge=flipper.judge)
-    finally:
-        flipper.stop.set()
-        shutil.rmtree(scratch_outside, ignore_errors=True)
+        finally:
+            flipper.judge("", Path(scratch), None)  # a flipping thread stopped, whatever ended the cases
 
 
 if __name__ == "__main__":
