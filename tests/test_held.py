@@ -196,6 +196,24 @@ def test_the_sweep_follows_its_rule_read_literally():
     held_fuzz.main(held.native_sweep.__file__, 60)
 
 
+def test_points_under_spans_nested_deep_read_only_what_changed():
+    """200,000 spans nested in one another and 2,000 launch points inside them all: each point read every open span
+    (~8 ns each, 2.68 s on cpu2), where it now reads only the spans that start with it (0.10 s)."""
+    import time
+
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE r ({held_fuzz.COLUMNS})")
+    con.execute("INSERT INTO r SELECT 1 + (i % 2) * 3, 1, 1, i, 2000000 - i, i, -1, 0 FROM range(200000) t(i)")
+    con.execute("INSERT INTO r SELECT 32, 1, 1, 200000 + i, 200001 + i, 4000000 + i, -1, 0 FROM range(2000) t(i)")
+    start = time.perf_counter()
+    swept = held_fuzz.swept(held.native_sweep, con)
+    took = time.perf_counter() - start
+    assert swept[4000000] == (199998, -1, 199999, 1, 199999, -1) and len(swept) == 2000
+    assert took < 1.0, took
+
+
 def _sanitized_run(script: str, arguments: list[str], env: dict[str, str], says: str) -> None:
     done = subprocess.run([sys.executable, str(REPO / "tests" / script), *arguments], env=env, capture_output=True,
                           text=True, cwd=REPO / "tests")  # fmt: skip
