@@ -47,6 +47,11 @@ class BadSamplesError(KernelscopeError, ValueError):
     """profile() was given samples that are not a sequence of (args, kwargs) pairs."""
 
 
+# a MemoryError, or ENOMEM from the system, while a run loads: said of the trace, whose bytes are not at fault
+OUT_OF_MEMORY = (
+    "ran out of memory while it was loaded: the process could allocate no more (the machine's memory, or a limit on"
+    " the process such as ulimit -v, is less than the load takes)"
+)
 PROTOBUF = "it is binary data that begins as a protobuf message does, as a Perfetto trace or an XPlane .pb, not JSON"
 # the first bytes of files that other compressors write: a trace compressed with one of them is not JSON
 _COMPRESSED = {

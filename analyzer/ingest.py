@@ -167,7 +167,7 @@ def _load(
         if failures:
             inserts.abandon()
         for failure in failures:  # a fault of the file itself, or of its size, not of a part's cut: no second try
-            if isinstance(failure, BadInputError):
+            if isinstance(failure, (BadInputError, MemoryError)):  # nor is memory spent a fault of the file
                 raise failure
             if isinstance(failure, duckdb.OutOfMemoryException):
                 raise BadInputError(path, beyond_the_limits(con, failure)) from None

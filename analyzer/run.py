@@ -10,7 +10,7 @@ import duckdb
 import pandas as pd
 
 from . import connection, rundir
-from .errors import BadInputError, KernelscopeError
+from .errors import OUT_OF_MEMORY, BadInputError, KernelscopeError
 from .event_array import is_gzip
 from .kernel_names import define_kernel_short
 from .memory import default_memory_limit, json_bytes, limit_memory
@@ -342,12 +342,15 @@ def load_run(
     for name, prefix in (("module_prefix", module_prefix), ("function_prefix", function_prefix)):
         if prefix is not None and not prefix:
             raise ValueError(f"{name} must not be empty")
-    return Run(
-        path,
-        module_prefix=module_prefix,
-        function_prefix=function_prefix,
-        progress=progress,
-        allow_empty=allow_empty,
-        memory_limit=memory_limit,
-        disk_limit=disk_limit,
-    )
+    try:
+        return Run(
+            path,
+            module_prefix=module_prefix,
+            function_prefix=function_prefix,
+            progress=progress,
+            allow_empty=allow_empty,
+            memory_limit=memory_limit,
+            disk_limit=disk_limit,
+        )
+    except MemoryError:  # the load's memory, freed on the way here, lets the error be made
+        raise BadInputError(path, OUT_OF_MEMORY) from None

@@ -7,6 +7,7 @@ last two is written to the part file only when a reader needs a file.
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
 
-from .errors import BadInputError
+from .errors import OUT_OF_MEMORY, BadInputError
 from .json_text import Leniencies, loads_readable, readable_text
 
 if TYPE_CHECKING:
@@ -78,7 +79,10 @@ class Limits:
 
 def unreadable(path: str | os.PathLike, exc: OSError) -> BadInputError:
     """The trace at ``path`` could not be read after it was opened and cut: it vanished, became unreadable, or its
-    device failed (EIO). Said of the trace, as the parts are read from it by name on the loading threads."""
+    device failed (EIO). Said of the trace, as the parts are read from it by name on the loading threads; a map that
+    failed for memory (ENOMEM) is not the file's failure."""
+    if exc.errno == errno.ENOMEM:
+        return BadInputError(path, OUT_OF_MEMORY)
     return BadInputError(path, read_failure(exc.strerror or str(exc)))
 
 

@@ -1,7 +1,8 @@
 """SIGINT and SIGTERM sent to the writing commands after each of a range of delays, in a scratch folder each: sql -o
-FILE.duckdb (over a trace of 100,000 kernels, and with a query that never ends), bench --scripts DIR, archive.
+FILE.duckdb (over a trace of 100,000 kernels, and with a query that never ends), bench --scripts DIR, archive,
+report -o FILE.html.
 
-    python benchmarks/signal_sweep.py [--delays 1,2,4,...] [--only sql|sql_endless|bench|archive]
+    python benchmarks/signal_sweep.py [--delays 1,2,4,...] [--only sql|sql_endless|bench|archive|report]
 
 Each case must exit 128 + the signal with one line (`kernelscope: interrupted` / `stopped by SIGTERM`), or 0 (the
 output was whole before the signal: the command says so, or had ended); exit within 40 s of the signal; no
@@ -95,9 +96,11 @@ def main() -> int:
             "sql": ["sql", "kernels.json", "SELECT 1", "-o", "out.duckdb"],
             "sql_endless": ["sql", "kernels.json", ENDLESS, "-o", "out.duckdb"],
             "archive": ["archive", "kernels.json", "--to", "arch"],
+            "report": ["report", "kernels.json", "-o", "out.html"],
             "bench": ["bench", "run", "--device", "cpu", "--repeat", "200", "--warmup", "5", "--scripts", "scripts"],
         }
-        outputs = {"sql": "out.duckdb", "sql_endless": "out.duckdb", "archive": "arch", "bench": "scripts"}
+        outputs = {"sql": "out.duckdb", "sql_endless": "out.duckdb", "archive": "arch", "report": "out.html",
+                   "bench": "scripts"}  # fmt: skip
         if not args.only or args.only == "bench":
             (inputs / "recorded.py").write_text(RECORDED)
             record = [KERNELSCOPE, "record", "recorded:small", "--warmup", "1", "--out", "run"]

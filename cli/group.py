@@ -26,6 +26,12 @@ EXTRA_ARGUMENT_HINTS = {  # what a user who gave one run too many meant
 FIRST_RUN = {"diff": "run_a", "report": "run"}  # the parameter holding what such a user gave as the archive
 
 
+OUT_OF_MEMORY = (
+    "ran out of memory: the process could allocate no more (the machine's memory, or a limit on the process such as"
+    " ulimit -v, is less than the command takes)"
+)
+
+
 class KernelscopeGroup(click.Group):
     """Expected failures become one line on stderr, ``kernelscope: error: …``, and exit code 2, without a
     traceback: kernelscope's own (KernelscopeError, OSError) and click's usage errors alike. Ctrl-C exits 130."""
@@ -91,6 +97,9 @@ class KernelscopeGroup(click.Group):
                 if errors is not None and isinstance(exc, errors.KernelscopeError):
                     diagnostic(f"kernelscope: error: {exc}")
                     sys.exit(exc.exit_code)
+                if isinstance(exc, MemoryError):  # past a load, which names its trace (analyzer/errors.py)
+                    diagnostic(f"kernelscope: error: {OUT_OF_MEMORY}")
+                    sys.exit(2)
                 if isinstance(exc, OSError):  # a full disk or a vanished directory while writing: not a bug
                     where = f"{exc.filename}: " if exc.filename else ""
                     diagnostic(f"kernelscope: error: {where}{exc.strerror or exc}")

@@ -55,6 +55,29 @@ def random_rows(rng: random.Random, n: int, threads: list[tuple[int, int]], widt
     return rows
 
 
+LIMITS = (-(2**63), -(2**63) + 1, -1, 0, 1, 2**62, 2**63 - 2, 2**63 - 1)
+
+
+def extreme_rows(rng: random.Random, n: int) -> list[tuple]:
+    """n rows at int64's limits: starts and ends near both ends and 0 (spans of 0 ns and ends before their starts
+    among them, which hold nothing), pids and tids at the limits, ids up to 2^63 - 1. A point ends after its start,
+    as held_spans.sql's always do (at_ns + 1 at least, or DuckDB's overflow error)."""
+    threads = [(rng.choice(LIMITS), rng.choice(LIMITS)) for _ in range(3)]
+    rows = []
+    for event_id in rng.sample(range(2**63 - 1), n):
+        pid, tid = rng.choice(threads)
+        ts = rng.choice(LIMITS[:-1])
+        if rng.random() < 0.3:
+            end = rng.choice([ts + 1, *[x for x in LIMITS if x > ts]])
+            own = rng.random() < 0.5
+            op_id, op_end = (event_id, rng.choice([ts, end])) if own else (-1, 0)
+            rows.append((POINT, pid, tid, ts, end, event_id, op_id, op_end))
+        else:
+            flags = rng.choice([MODULE, FUNCTION, MODULE | FUNCTION | FRAME, OP, OP | NAMESPACED])
+            rows.append((flags, pid, tid, ts, rng.choice([ts, *LIMITS]), event_id, -1, 0))
+    return rows
+
+
 def _key(span: tuple) -> tuple:
     """A span's place in the nesting order: start, later end first, a frame first, id."""
     return (span[3], -span[4], 0 if span[0] & FRAME else 1, span[5])
@@ -123,7 +146,7 @@ def main(path: str, rounds: int) -> None:
         many = [(rng.randrange(-3, 3), rng.randrange(-(2**40), 2**40)) for _ in range(60)]
         # wide: many points a thread, far apart, so the search for the points in a span takes long strides
         n, width = rng.choice([(0, 50), (1, 50), (5, 50), (40, 50), (200, 50), (400, 20000)])
-        rows = random_rows(rng, n, rng.choice([few, few, many]), width)
+        rows = random_rows(rng, n, rng.choice([few, few, many]), width) if round_ % 4 else extreme_rows(rng, n)
         con.execute(f"CREATE OR REPLACE TABLE r ({COLUMNS})")
         if rows:
             con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)

@@ -12,9 +12,9 @@ import pytest
 from conftest import REPO
 
 
-def sanitized_build(name: str, folder: Path) -> tuple[Path, dict[str, str]]:
-    """analyzer/<name>.c built into ``folder`` with the sanitizers, and the environment to load it in; skipped where
-    gcc or libasan is missing, failed there in CI (which must run it)."""
+def sanitized_build(name: str, folder: Path, *flags: str) -> tuple[Path, dict[str, str]]:
+    """analyzer/<name>.c built into ``folder`` with the sanitizers (and gcc's ``flags``), and the environment to load
+    it in; skipped where gcc or libasan is missing, failed there in CI (which must run it)."""
 
     def unavailable(why: str) -> None:
         if os.environ.get("CI"):
@@ -32,7 +32,7 @@ def sanitized_build(name: str, folder: Path) -> tuple[Path, dict[str, str]]:
         unavailable("libasan")
     module = folder / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     build = [compiler, "-shared", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer", "-fsanitize=address,undefined"]
-    build += ["-fno-sanitize-recover=all", f"-I{sysconfig.get_paths()['include']}"]
+    build += ["-fno-sanitize-recover=all", f"-I{sysconfig.get_paths()['include']}", *flags]
     subprocess.run([*build, str(REPO / "analyzer" / f"{name}.c"), "-o", str(module)], check=True)
     env = dict(
         os.environ,

@@ -92,6 +92,40 @@ def test_corrupt_sample_store_is_bad_input(demo_run, tmp_path):
         run.function_data(tensors=True)
 
 
+class _TensorThatLies:
+    """Pickled as torch.save pickles a tensor, over a storage of 4 floats, with ``view``'s offset, sizes and strides."""
+
+    def __init__(self, offset, sizes, strides):
+        self.view = (offset, sizes, strides)
+
+    def __reduce__(self):
+        import collections
+
+        storage = torch.storage.TypedStorage(wrap_storage=torch.zeros(4).untyped_storage(), dtype=torch.float32,
+                                             _internal=True)  # fmt: skip
+        return (torch._utils._rebuild_tensor_v2, (storage, *self.view, False, collections.OrderedDict()))
+
+
+@pytest.mark.parametrize(
+    "view",
+    [(0, (16,), (1,)), (100, (4,), (1,)), (-1, (4,), (1,)), (0, (2**33,), (1,)), (0, (2**62, 4), (1, 1)),
+     (0, (4,), (-1,)), (0, (2**40,), (2**40,))],
+    ids=["past the storage", "offset past it", "offset -1", "32 GiB", "numel overflows", "stride -1", "2^80 bytes"],
+)  # fmt: skip
+def test_a_tensor_whose_sizes_or_offset_lie_about_its_storage_is_refused(view, demo_run, tmp_path):
+    """A storage of 4 floats (its entry the size it declares) viewed past its end, at a negative offset or by sizes
+    whose product overflows: torch.load refuses each (a storage it loads cannot be resized), one line naming the file,
+    and allocates nothing of what the view claims."""
+    *_, out = demo_run
+    run_dir = tmp_path / "lying"
+    shutil.copytree(out, run_dir)
+    store = torch.load(run_dir / "samples.pt", weights_only=True)
+    store["functions"]["linear"][0][0][0] = _TensorThatLies(*view)
+    torch.save(store, run_dir / "samples.pt")
+    with load_run(run_dir) as run, pytest.raises(BadInputError, match=r"samples\.pt: was refused by torch\.load"):
+        run.function_data(tensors=True)
+
+
 def test_sample_store_of_another_run_is_bad_input(demo_run, tmp_path):
     *_, out = demo_run
     run_dir = tmp_path / "mixed"
