@@ -1647,6 +1647,24 @@ static inline uint64_t value_hash(const Column *c, int64_t row) {
                                : (uint64_t)((const int64_t *)c->values)[row]);
 }
 
+/* A device event's stream as ingest.sql gives it: its stream arg, else its tid where the trace wrote that as an integer
+ * within int32 (Kineto writes a device event's queue as its tid); *present 0 where it has neither. */
+static inline int32_t device_stream(const Column *c, int64_t row, int *present) {
+    if (is_present(&c[STREAM], row)) {
+        *present = 1;
+        return ((const int32_t *)c[STREAM].values)[row];
+    }
+    int64_t tid = ((const int64_t *)c[TID].values)[row];
+    *present = is_present(&c[TID], row) && tid >= INT32_MIN && tid <= INT32_MAX;
+    return *present ? (int32_t)tid : 0;
+}
+
+static inline int same_stream(const Column *c, int64_t a, int64_t b) {
+    int has_a, has_b;
+    int32_t stream_a = device_stream(c, a, &has_a), stream_b = device_stream(c, b, &has_b);
+    return has_a == has_b && (!has_a || stream_a == stream_b);
+}
+
 /* The length of the runtime's name that launch category i begins with, as ks_launch_family reads it: the text before
  * "_runtime" or "_driver" (cuda_runtime and cuda_driver are both CUDA's), none in Kineto's device-agnostic runtime and
  * driver. */
@@ -1699,8 +1717,8 @@ static int32_t *launch_families(const Dictionary *cat, const uint8_t *kind) {
 /* Whether the part holds what validate_repeats.sql looks for (1), or not (0); -1 when out of memory: two launches
  * (complete events of a category ks_launch_category names: CAT_RUNTIME and CAT_LAUNCH) of one runtime (ks_launch_family:
  * each runtime numbers its own calls) with one correlation, or two
- * device events (complete) with one correlation, device, stream and start, among those with a correlation. For a
- * trace read as one part this is the query's answer, which validate.py then need not run; a repeat across parts
+ * device events (complete) with one correlation, device, stream (device_stream) and start, among those with a
+ * correlation. For a trace read as one part this is the query's answer, which validate.py then need not run; a repeat across parts
  * repeated_across finds from each part's keys: their hashes, appended to `keys` (where the part holds no repeat, one
  * for each of its launches and device events). A hash set of rows per group, which stops at the first repeat. */
 static int has_repeats(const Scan *s, Bytes *keys) {
@@ -1751,7 +1769,9 @@ static int has_repeats(const Scan *s, Bytes *keys) {
         uint64_t h = mix64((uint64_t)correlation[row]);
         if (device) {
             h = mix64(h ^ value_hash(&c[DEVICE], row));
-            h = mix64(h ^ value_hash(&c[STREAM], row));
+            int has_stream;
+            int32_t stream = device_stream(c, row, &has_stream);
+            h = mix64(h ^ (has_stream ? mix64((uint64_t)(int64_t)stream) : 0x5851F42D4C957F2DULL));
             h = mix64(h ^ value_hash(&c[TS_NS], row));
             h = mix64(h ^ DEVICE_KEY);
         } else {
@@ -1766,7 +1786,7 @@ static int has_repeats(const Scan *s, Bytes *keys) {
             }
             int64_t other = table[i] - 1;
             if (correlation[other] == correlation[row] &&
-                (device ? (same_value(&c[DEVICE], other, row) && same_value(&c[STREAM], other, row) &&
+                (device ? (same_value(&c[DEVICE], other, row) && same_stream(c, other, row) &&
                              same_value(&c[TS_NS], other, row))
                         : family[cat_index[other]] == family[cat_index[row]])) {
                 repeat = 1;

@@ -24,6 +24,10 @@
 -- privateuse1_memcpy) and <device>_memset as kernel, gpu_memcpy and gpu_memset, and memcpy and memset as the latter
 -- two (_kineto.c, device_category); and MTIA's on-device events, mtia_ccp_events, as kernel: Kineto's ActivityType.h
 -- now makes MTIA_CCP_EVENTS an alias of CONCURRENT_KERNEL, which it writes as "kernel". Their launches keep their names (scope_names.sql, ks_launch_category).
+-- A device event without a stream arg (an integer's) has its tid for stream, where the trace wrote the tid as a JSON
+-- integer within INTEGER: Kineto writes a device event's queue as its tid (pid the device, tid the resource), and the
+-- stream arg only where the device's plugin adds it, which Intel's XPU plugin (its SYCL queue the tid alone) and
+-- ROCm's roctracer build do not. _kineto.c's has_repeats keys device events the same way.
 INSERT INTO events
 SELECT event_id, ph, cat, name,
        CASE WHEN pid_name IS NULL THEN pid
@@ -32,7 +36,9 @@ SELECT event_id, ph, cat, name,
             ELSE -4611686018427387904 - CAST(hash(tid_name) % 4611686018427387904 AS BIGINT) END AS tid,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
        CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
-       correlation, external_id, device, stream, args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank
+       correlation, external_id, device,
+       coalesce(stream, CASE WHEN cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN tid_queue END) AS stream,
+       args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank
 FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cpu_op', 'user_annotation', 'runtime', 'driver')
                  OR suffix(cat, '_runtime') OR suffix(cat, '_driver') AS held_to_rules
 FROM (SELECT
@@ -52,6 +58,7 @@ FROM (SELECT
     END                                                                                     AS tid,
     CASE WHEN json_type(pid) = 'VARCHAR' AND NOT pid_number THEN pid ->> '$' END            AS pid_name,
     CASE WHEN json_type(tid) = 'VARCHAR' AND NOT tid_number THEN tid ->> '$' END            AS tid_name,
+    CASE WHEN json_type(tid) <> 'VARCHAR' THEN TRY_CAST(tid AS INTEGER) END                 AS tid_queue,
     ts,
     dur,
     keys.correlation                                                                        AS correlation,
