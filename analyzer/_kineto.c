@@ -21,7 +21,8 @@
  *  - ts, dur: integer nanoseconds of a decimal with at most 3 fraction digits (epoch microseconds too); missing
  *    or null: NULL.
  *  - args: the object written compact, as DuckDB's JSON writer does (no whitespace, "\/" as "/", the
- *    fraction's trailing zeros dropped); missing or null: NULL.
+ *    fraction's trailing zeros dropped); missing or null: NULL. An "args" key in it (Perfetto's JSON export nests
+ *    every event's args in one, which ingest.sql reads as the event's args) leaves the part to DuckDB.
  *  - correlation, "External id", device, stream: an integer's value at the top of args, or a hexadecimal string's
  *    ("0x0": roctracer's streams) as DuckDB casts it; else NULL. external_id
  *    is "external id"'s (the 2021 format's) where "External id" is missing or null.
@@ -896,6 +897,7 @@ static int read_args(Scan *s, int64_t keys[N_JOIN_KEYS], int found[N_JOIN_KEYS])
         o[0] = '"';
         o[1] = ':';
         o += 2;
+        if (len == 4 && memcmp(key, "args", 4) == 0) FAIL(s, "args nested in args");
         int which = join_key(key, len);
         if (which >= 0) {
             if (found[which]) FAIL(s, "a join key twice in args");

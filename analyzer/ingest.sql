@@ -24,6 +24,8 @@
 -- privateuse1_memcpy) and <device>_memset as kernel, gpu_memcpy and gpu_memset, and memcpy and memset as the latter
 -- two (_kineto.c, device_category); and MTIA's on-device events, mtia_ccp_events, as kernel: Kineto's ActivityType.h
 -- now makes MTIA_CCP_EVENTS an alias of CONCURRENT_KERNEL, which it writes as "kernel". Their launches keep their names (scope_names.sql, ks_launch_category).
+-- An event whose args hold one key, "args", an object, has that object for its args: Perfetto's JSON export of a JSON
+-- trace it read writes each event's args so (its importer keeps them under "args.", export_json.cc nests by the dots).
 -- A device event without a stream arg (an integer's) has its tid for stream, where the trace wrote the tid as a JSON
 -- integer within INTEGER: Kineto writes a device event's queue as its tid (pid the device, tid the resource), and the
 -- stream arg only where the device's plugin adds it, which Intel's XPU plugin (its SYCL queue the tid alone) and
@@ -73,11 +75,16 @@ FROM (
     SELECT *, json_transform(args, '{"correlation": "BIGINT", "External id": "BIGINT", "device": "INTEGER", "stream": "INTEGER"}') AS keys,
            coalesce(CAST(TRY_CAST(pid ->> '$' AS BIGINT) AS VARCHAR) = pid ->> '$', false) AS pid_number,
            coalesce(CAST(TRY_CAST(tid ->> '$' AS BIGINT) AS VARCHAR) = tid ->> '$', false) AS tid_number
-    FROM read_json(
-        ${events_file},
-        format = 'array',
-        columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
-                   ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON', id: 'JSON'},
-        maximum_object_size = ${object_bytes}
+    FROM (
+        SELECT * REPLACE (CASE WHEN contains(args, '"args"') AND json_keys(args) = ['args']
+                                    AND json_type(args, '$.args') = 'OBJECT' THEN args -> '$.args' ELSE args END
+                          AS args)
+        FROM read_json(
+            ${events_file},
+            format = 'array',
+            columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
+                       ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON', id: 'JSON'},
+            maximum_object_size = ${object_bytes}
+        )
     )
 )));

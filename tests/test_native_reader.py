@@ -394,6 +394,7 @@ def test_real_traces_read_as_one_part_are_checked_for_repeats_natively(trace):
         ('{"ph": "X", "pid": true}', "a pid or tid of another type"),
         ('{"ph": "X", "ph": "B"}', "a key twice in an event"),
         ('{"ph": "X", "args": {"correlation": "5"}}', "a join key that is not an integer"),
+        ('{"ph": "X", "args": {"args": {"correlation": 5}}}', "args nested in args"),
         ('{"ph": "X",}', "invalid JSON"),
         ('{"ph": "é"}', "a byte outside ASCII"),
     ],
