@@ -21,7 +21,8 @@
  *  - ts, dur: integer nanoseconds of a decimal with at most 3 fraction digits (epoch microseconds too); missing
  *    or null: NULL.
  *  - args: the object written compact, as DuckDB's JSON writer does (no whitespace, "\/" as "/", the
- *    fraction's trailing zeros dropped); missing or null: NULL.
+ *    fraction's trailing zeros dropped); missing or null: NULL. An "args" key in it (Perfetto's JSON export nests
+ *    every event's args in one, which ingest.sql reads as the event's args) leaves the part to DuckDB.
  *  - correlation, "External id", device, stream: an integer's value at the top of args, or a hexadecimal string's
  *    ("0x0": roctracer's streams) as DuckDB casts it; else NULL. external_id
  *    is "external id"'s (the 2021 format's) where "External id" is missing or null.
@@ -896,6 +897,7 @@ static int read_args(Scan *s, int64_t keys[N_JOIN_KEYS], int found[N_JOIN_KEYS])
         o[0] = '"';
         o[1] = ':';
         o += 2;
+        if (len == 4 && memcmp(key, "args", 4) == 0) FAIL(s, "args nested in args");
         int which = join_key(key, len);
         if (which >= 0) {
             if (found[which]) FAIL(s, "a join key twice in args");
@@ -1671,6 +1673,24 @@ static inline uint64_t value_hash(const Column *c, int64_t row) {
                                : (uint64_t)((const int64_t *)c->values)[row]);
 }
 
+/* A device event's stream as ingest.sql gives it: its stream arg, else its tid where the trace wrote that as an integer
+ * within int32 (Kineto writes a device event's queue as its tid); *present 0 where it has neither. */
+static inline int32_t device_stream(const Column *c, int64_t row, int *present) {
+    if (is_present(&c[STREAM], row)) {
+        *present = 1;
+        return ((const int32_t *)c[STREAM].values)[row];
+    }
+    int64_t tid = ((const int64_t *)c[TID].values)[row];
+    *present = is_present(&c[TID], row) && tid >= INT32_MIN && tid <= INT32_MAX;
+    return *present ? (int32_t)tid : 0;
+}
+
+static inline int same_stream(const Column *c, int64_t a, int64_t b) {
+    int has_a, has_b;
+    int32_t stream_a = device_stream(c, a, &has_a), stream_b = device_stream(c, b, &has_b);
+    return has_a == has_b && (!has_a || stream_a == stream_b);
+}
+
 /* The length of the runtime's name that launch category i begins with, as ks_launch_family reads it: the text before
  * "_runtime" or "_driver" (cuda_runtime and cuda_driver are both CUDA's), none in Kineto's device-agnostic runtime and
  * driver. */
@@ -1723,8 +1743,8 @@ static int32_t *launch_families(const Dictionary *cat, const uint8_t *kind) {
 /* Whether the part holds what validate_repeats.sql looks for (1), or not (0); -1 when out of memory: two launches
  * (complete events of a category ks_launch_category names: CAT_RUNTIME and CAT_LAUNCH) of one runtime (ks_launch_family:
  * each runtime numbers its own calls) with one correlation, or two
- * device events (complete) with one correlation, device, stream and start, among those with a correlation. For a
- * trace read as one part this is the query's answer, which validate.py then need not run; a repeat across parts
+ * device events (complete) with one correlation, device, stream (device_stream) and start, among those with a
+ * correlation. For a trace read as one part this is the query's answer, which validate.py then need not run; a repeat across parts
  * repeated_across finds from each part's keys: their hashes, appended to `keys` (where the part holds no repeat, one
  * for each of its launches and device events). A hash set of rows per group, which stops at the first repeat. */
 static int has_repeats(const Scan *s, Bytes *keys) {
@@ -1775,7 +1795,9 @@ static int has_repeats(const Scan *s, Bytes *keys) {
         uint64_t h = mix64((uint64_t)correlation[row]);
         if (device) {
             h = mix64(h ^ value_hash(&c[DEVICE], row));
-            h = mix64(h ^ value_hash(&c[STREAM], row));
+            int has_stream;
+            int32_t stream = device_stream(c, row, &has_stream);
+            h = mix64(h ^ (has_stream ? mix64((uint64_t)(int64_t)stream) : 0x5851F42D4C957F2DULL));
             h = mix64(h ^ value_hash(&c[TS_NS], row));
             h = mix64(h ^ DEVICE_KEY);
         } else {
@@ -1790,7 +1812,7 @@ static int has_repeats(const Scan *s, Bytes *keys) {
             }
             int64_t other = table[i] - 1;
             if (correlation[other] == correlation[row] &&
-                (device ? (same_value(&c[DEVICE], other, row) && same_value(&c[STREAM], other, row) &&
+                (device ? (same_value(&c[DEVICE], other, row) && same_stream(c, other, row) &&
                              same_value(&c[TS_NS], other, row))
                         : family[cat_index[other]] == family[cat_index[row]])) {
                 repeat = 1;

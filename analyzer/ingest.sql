@@ -24,6 +24,12 @@
 -- privateuse1_memcpy) and <device>_memset as kernel, gpu_memcpy and gpu_memset, and memcpy and memset as the latter
 -- two (_kineto.c, device_category); and MTIA's on-device events, mtia_ccp_events, as kernel: Kineto's ActivityType.h
 -- now makes MTIA_CCP_EVENTS an alias of CONCURRENT_KERNEL, which it writes as "kernel". Their launches keep their names (scope_names.sql, ks_launch_category).
+-- An event whose args hold one key, "args", an object, has that object for its args: Perfetto's JSON export of a JSON
+-- trace it read writes each event's args so (its importer keeps them under "args.", export_json.cc nests by the dots).
+-- A device event without a stream arg (an integer's) has its tid for stream, where the trace wrote the tid as a JSON
+-- integer within INTEGER: Kineto writes a device event's queue as its tid (pid the device, tid the resource), and the
+-- stream arg only where the device's plugin adds it, which Intel's XPU plugin (its SYCL queue the tid alone) and
+-- ROCm's roctracer build do not. _kineto.c's has_repeats keys device events the same way.
 INSERT INTO events
 SELECT event_id, ph, cat, name,
        CASE WHEN pid_name IS NULL THEN pid
@@ -32,7 +38,9 @@ SELECT event_id, ph, cat, name,
             ELSE -4611686018427387904 - CAST(hash(tid_name) % 4611686018427387904 AS BIGINT) END AS tid,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
        CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
-       correlation, external_id, device, stream, args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank
+       correlation, external_id, device,
+       coalesce(stream, CASE WHEN cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN tid_queue END) AS stream,
+       args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank
 FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cpu_op', 'user_annotation', 'runtime', 'driver')
                  OR suffix(cat, '_runtime') OR suffix(cat, '_driver') AS held_to_rules
 FROM (SELECT
@@ -52,6 +60,7 @@ FROM (SELECT
     END                                                                                     AS tid,
     CASE WHEN json_type(pid) = 'VARCHAR' AND NOT pid_number THEN pid ->> '$' END            AS pid_name,
     CASE WHEN json_type(tid) = 'VARCHAR' AND NOT tid_number THEN tid ->> '$' END            AS tid_name,
+    CASE WHEN json_type(tid) <> 'VARCHAR' THEN TRY_CAST(tid AS INTEGER) END                 AS tid_queue,
     ts,
     dur,
     keys.correlation                                                                        AS correlation,
@@ -66,11 +75,16 @@ FROM (
     SELECT *, json_transform(args, '{"correlation": "BIGINT", "External id": "BIGINT", "device": "INTEGER", "stream": "INTEGER"}') AS keys,
            coalesce(CAST(TRY_CAST(pid ->> '$' AS BIGINT) AS VARCHAR) = pid ->> '$', false) AS pid_number,
            coalesce(CAST(TRY_CAST(tid ->> '$' AS BIGINT) AS VARCHAR) = tid ->> '$', false) AS tid_number
-    FROM read_json(
-        ${events_file},
-        format = 'array',
-        columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
-                   ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON', id: 'JSON'},
-        maximum_object_size = ${object_bytes}
+    FROM (
+        SELECT * REPLACE (CASE WHEN contains(args, '"args"') AND json_keys(args) = ['args']
+                                    AND json_type(args, '$.args') = 'OBJECT' THEN args -> '$.args' ELSE args END
+                          AS args)
+        FROM read_json(
+            ${events_file},
+            format = 'array',
+            columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'JSON', tid: 'JSON',
+                       ts: 'DECIMAL(38,3)', dur: 'DECIMAL(38,3)', args: 'JSON', id: 'JSON'},
+            maximum_object_size = ${object_bytes}
+        )
     )
 )));

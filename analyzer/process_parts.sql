@@ -3,21 +3,15 @@
 -- collide), table ks_process_of_event: each event's (event_id's) process, a number from 0 in the order of the
 -- processes' first events in the file, so that each process is attributed as a rank of its own (pasted.py,
 -- rank_parts.py). The processes are the pids with launches, or, in a CPU recording (no launch here: cpu_processes.sql),
--- with CPU operators. A device's pid (one with device events and no operator or annotation: Kineto files the Python
--- frames of a thread it cannot place there) launches nothing, whatever calls are filed under it (IBM's Spyre plugin
--- files memory releases as privateuse1_driver calls there): where no other pid is left, the trace is one process's
--- (pasted.py). A launch's, operator's or other host event's process is its pid's. A device event's is the one process
+-- with CPU operators. A device's pid (scope_names.sql, ks_device_pid: the rule unmodeled.sql reads too) launches
+-- nothing, whatever calls are filed under it: where no other pid is left, the trace is one process's (pasted.py). A launch's, operator's or other host event's process is its pid's. A device event's is the one process
 -- with a launch of its correlation; where several have one, the one among them whose launches own the unshared
 -- correlations of the device events on its device (their pid: Kineto's device index); where that is not exactly one,
 -- the event is returned, and refused (pasted.py). Any other event is its pid's where that is a device of one owner (its
 -- metadata, a GPU-side annotation), else the first process's. Returns the first device event whose process is unknown
 -- (event_id, cat, name, correlation, pids, device pid), or no row.
 CREATE OR REPLACE TEMP TABLE ks_launch_pids AS
-WITH device_pids AS (
-    SELECT pid FROM events WHERE cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND pid IS NOT NULL
-    EXCEPT
-    SELECT pid FROM events WHERE cat IN ('cpu_op', 'user_annotation') AND pid IS NOT NULL
-)
+WITH device_pids AS (SELECT pid FROM events WHERE pid IS NOT NULL GROUP BY pid HAVING ks_device_pid(cat))
 SELECT DISTINCT correlation, pid FROM events
 WHERE ph = 'X' AND ks_launch_category(cat) AND correlation IS NOT NULL AND pid NOT IN (SELECT pid FROM device_pids);
 

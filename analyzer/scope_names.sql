@@ -21,6 +21,11 @@
 --     a unique correlation ID", CUpti_ActivityAPI), '' for the device-agnostic runtime and driver. Each runtime numbers
 --     its own calls (CUPTI, Intel's PTI, an MTIA or PrivateUse1 plugin), so two runtimes' launches of one trace may
 --     share a correlation; two of one runtime may not (validate.sql).
+--   ks_device_pid(cat): an aggregate over a pid's events: whether the pid is a device's, one that holds device events
+--     (kernel, gpu_memcpy, gpu_memset) and no operator or annotation (cpu_op, user_annotation). Kineto writes device
+--     activity under the device's index as pid, and files there the Python frames of a thread it cannot place, and
+--     IBM's Spyre plugin its memory releases as privateuse1_driver calls: such a pid launches nothing, whatever calls
+--     it holds (process_parts.sql), and its events of a category kernelscope does not model get a note (unmodeled.sql).
 -- And the runtime calls the attribution reads by name (its launch check too), of every launch category above, by
 -- substring tests (cheaper than a regular expression per runtime call, of which a large trace holds millions):
 --   ks_graph_launch(name): a runtime or driver call that replays a graph: cudaGraphLaunch, cuGraphLaunch,
@@ -63,6 +68,9 @@ CREATE OR REPLACE MACRO ks_scope_call(name) AS
 
 CREATE OR REPLACE MACRO ks_launch_category(cat) AS
     suffix(cat, '_runtime') OR suffix(cat, '_driver') OR cat IN ('runtime', 'driver');
+
+CREATE OR REPLACE MACRO ks_device_pid(cat) AS
+    bool_or(cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')) AND NOT bool_or(cat IN ('cpu_op', 'user_annotation'));
 
 CREATE OR REPLACE MACRO ks_launch_family(cat) AS
     CASE WHEN suffix(cat, '_runtime') THEN left(cat, -8) WHEN suffix(cat, '_driver') THEN left(cat, -7) ELSE '' END;

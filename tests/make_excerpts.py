@@ -6,8 +6,8 @@ from the wild, for tests that must run in milliseconds (tests/test_plain_traces.
 An excerpt keeps a few launches of its source: each launch, every operator, annotation and Python frame that holds
 it on its thread, and its device events (the first few of a graph replay), in the source's order, with the source's
 bytes for every number (ts, dur: no float rounding). Only the args the attribution reads are kept (ids, stream,
-device). Two excerpts are made from another one for device categories no shared trace holds (MTIA's, CUPTI's range
-profiler): see tests/data/excerpts/README.md.
+device). Three excerpts are made from another one for devices no shared trace holds (MTIA's categories, CUPTI's range
+profiler, an Intel XPU's streamless device events): see tests/data/excerpts/README.md.
 """
 
 from __future__ import annotations
@@ -115,6 +115,26 @@ def with_profiler_ranges(trace: dict) -> dict:
     return {**trace, "traceEvents": trace["traceEvents"] + ranges}
 
 
+# Kineto's XPU plugin's names for the calls: Unified Runtime's launch and copy, Level Zero's launch (XPUActivity.h)
+XPU_CALLS = {"cudaLaunchKernel": "urEnqueueKernelLaunch", "cudaMemcpyAsync": "urEnqueueUSMMemcpy",
+             "cuLaunchKernel": "zeCommandListAppendLaunchKernel"}  # fmt: skip
+
+
+def as_xpu(trace: dict) -> dict:
+    """The trace as Kineto's XPU plugin writes it (XpuptiActivityHandlers.cpp): its calls filed as xpu_runtime and
+    xpu_driver, and its device events with no "stream" arg, their SYCL queue written as the tid and as "sycl queue"."""
+    events = []
+    for e in trace["traceEvents"]:
+        cat = e.get("cat")
+        if cat in RUNTIME:
+            e = {**e, "cat": cat.replace("cuda", "xpu"), "name": XPU_CALLS[e["name"]]}
+        elif cat in DEVICE:
+            args = {k: v for k, v in e["args"].items() if k != "stream"}
+            e = {**e, "args": {**args, "sycl queue": e["tid"]}}
+        events.append(e)
+    return {**trace, "traceEvents": events}
+
+
 def write(name: str, trace: dict) -> None:
     header = {k: v for k, v in trace.items() if k != "traceEvents"}
     lines = [f"  {exact_json(e)}" for e in trace["traceEvents"]]
@@ -134,6 +154,7 @@ def main() -> None:
         if name == "frames_h100":
             write("device_mtia.json", as_device_category(picked, "mtia_ccp_events", "mtia_runtime"))
             write("device_profiler_range.json", with_profiler_ranges(picked))
+            write("device_xpu.json", as_xpu(picked))
     sglang = load_trace(EXTERNAL / "tl_sglang_qwen3_decode.json.gz")
     launches = launches_named(sglang, "hipGraphLaunch") + launches_named(sglang, "hipModuleLaunchKernel")
     launches += [i for op in ("aten::arange", "aten::neg", "aten::_foreach_copy_") for i in launches_of_op(sglang, op)]

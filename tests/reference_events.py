@@ -87,6 +87,8 @@ def load_events(path: Path) -> list[dict]:
         elif e.get("cat") is None and e.get("ph") == "i" and e.get("name") == "[memory]":
             e["cat"] = "cpu_instant_event"
         args = e.get("args")
+        if isinstance(args, dict) and list(args) == ["args"] and isinstance(args["args"], dict):
+            e["args"] = args = args["args"]  # Perfetto's JSON export nests each event's args in "args"
         if isinstance(args, dict) and args.get("External id") is None and "external id" in args:
             args["External id"] = args["external id"]
         if _metrics_record(e):  # the XPU scope profiler's, filed as a kernel: no device work

@@ -1,7 +1,7 @@
 """Chrome-trace shapes other writers give a trace, on both readers: spans written as "B"/"E" pairs, phases the
 attribution does not read mixed in, a bare array, traceEvents after large keys, times in exponent notation, events
-in reverse order, correlations written as strings. Each gives the rows of the same trace written as Kineto writes
-it, and the reference's (tests/reference.py)."""
+in reverse order, correlations written as strings, args nested in args (Perfetto's JSON export). Each gives the rows
+of the same trace written as Kineto writes it, and the reference's (tests/reference.py)."""
 
 import gzip
 import json
@@ -197,6 +197,15 @@ SHAPES = {
     "pids and tids as digit strings": _threads_renamed(lambda key, n: str(n)),
     "pids as names, tids integers": _threads_renamed(lambda key, n: f"process {n}" if key == "pid" else n),
     "tids as names, pids integers": _threads_renamed(lambda key, n: f"thread {n}" if key == "tid" else n),
+    # Perfetto's JSON export of a JSON trace it read (export_json.cc: each event's args as its importer stored them,
+    # under "args."): every event's args nested in an "args" object, the metadata events' not
+    "args nested in args (Perfetto's JSON export)": lambda doc: {
+        **doc,
+        "traceEvents": [
+            {**e, "args": {"args": e["args"]}} if isinstance(e.get("args"), dict) and e.get("ph") != "M" else e
+            for e in doc["traceEvents"]
+        ],
+    },
     "correlations as strings": lambda doc: {
         **doc,
         "traceEvents": [
@@ -285,3 +294,34 @@ def test_a_thread_written_as_a_digit_string_is_the_thread_of_that_integer(tmp_pa
     assert _rows(path) == complete, "the decoys, on thread 887, hold none of the launches on thread '0887'"
     with load_run(path) as run:
         assert set(run.profiling_df()["thread_name"]) == {"0887"}
+
+
+def _perfetto_export(doc: dict, nested: bool = True) -> dict:
+    """``doc`` as Perfetto's JSON export writes a JSON trace it read (src/trace_processor/export_json.cc): times cut
+    to whole µs (ts / 1000 of its nanoseconds), its thread names as "__metadata" events at ts 0 first, each event's
+    args nested in "args" (its importer's "args." keys, split at the dots), a span of no time as an "I" instant."""
+    events = [{"ph": "M", "cat": "__metadata", "ts": 0, "name": "thread_name", "pid": 19392, "tid": 19392,
+               "args": {"name": "python3"}}]  # fmt: skip
+    for e in doc["traceEvents"]:
+        e = {**e, "ts": int(e["ts"])}
+        if "dur" in e:
+            e["dur"] = int(e["dur"])
+            if e["dur"] == 0:
+                e = {**{k: v for k, v in e.items() if k != "dur"}, "ph": "I", "s": "t"}
+        if nested and "args" in e:
+            e["args"] = {"args": e["args"]}
+        events.append(e)
+    return {"traceEvents": events}
+
+
+def test_a_trace_perfetto_exported_as_json_gives_the_rows_of_its_events(tmp_path):
+    """The BERT excerpt as Perfetto's JSON export writes it: before, no kernel reached its launch (their correlations
+    were one level down in args), and each was counted as lost."""
+    excerpt = json.loads((REPO / "tests" / "data" / "excerpts" / "frames_h100.json").read_text(), parse_float=Decimal)
+    flat = _rows(_write(tmp_path, _perfetto_export(excerpt, nested=False), "flat"))
+    path = _write(tmp_path, _perfetto_export(excerpt))
+    assert _rows(path) == flat
+    assert [row["op"] for row in flat] == ["aten::all", "aten::_local_scalar_dense", "aten::addmm",
+                                           "aten::native_layer_norm", "aten::gelu", "aten::add"]  # fmt: skip
+    with load_run(path) as run:
+        assert run.launch_check().device_events_without_launch == 0

@@ -8,6 +8,7 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
 from conftest import assert_reads_as_original
 from kernelscope.analyzer import load_run
 from reference import assert_matches_reference
@@ -114,3 +115,59 @@ def test_device_events_of_a_category_not_modelled_beside_driver_calls_on_the_dev
     with load_run(path) as run:
         notes = run.notes()
     assert len(notes) == 1 and " aiu_dma (" in notes[0], notes
+
+
+# What a second pid (200) holds beside a kernel launch of its own (of the category given first) and an event of a
+# category kernelscope does not model: whether it is a device's pid (device events, no operator or annotation) decides
+# both whether it is a process of its own (process_parts.sql: a second rank) and whether its unmodelled event gets a
+# note (unmodeled.sql: a device's pid's does, a CPU process's not). Both read one rule (scope_names.sql,
+# ks_device_pid), so the two answers must agree.
+SECOND_PID_HOLDS = {
+    "an operator": ("cuda_runtime", ["cpu_op"], False),
+    "an annotation": ("cuda_runtime", ["user_annotation"], False),
+    "an operator and a kernel": ("cuda_runtime", ["cpu_op", "kernel"], False),
+    "a launch alone": ("cuda_runtime", [], False),
+    "a launch of Kineto's device-agnostic runtime alone": ("runtime", [], False),
+    "an XPU launch alone": ("xpu_runtime", [], False),
+    "a kernel": ("cuda_runtime", ["kernel"], True),
+    "a kernel beside a driver call": ("privateuse1_driver", ["kernel"], True),
+    "a memcpy and a GPU-side annotation": ("cuda_runtime", ["gpu_memcpy", "gpu_user_annotation"], True),
+    "a kernel and Python frames": ("cuda_runtime", ["kernel", "python_function"], True),
+}
+
+
+def _second_pid_trace(launch: str, holds: list[str]) -> dict:
+    """A host process (pid 100) launching a kernel on device 0, and pid 200 holding a ``launch`` call of a kernel on
+    device 1, an unmodelled `aiu_dma` event, and one event of each category of ``holds`` (a device event's
+    correlation is a launch of pid 100's)."""
+
+    def event(cat, name, pid, tid, ts, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": 5.0, "args": args}
+
+    events = [
+        {**event("cpu_op", "aten::mm", 100, 100, 10.0, **{"External id": 1}), "dur": 50.0},
+        event("cuda_runtime", "cudaLaunchKernel", 100, 100, 12.0, correlation=1, **{"External id": 1}),
+        event("kernel", "mm_kernel", 0, 7, 20.0, correlation=1, device=0, stream=7, **{"External id": 1}),
+        event("cuda_runtime", "cudaLaunchKernel", 100, 100, 30.0, correlation=3, **{"External id": 1}),
+        event(launch, "LaunchKernel", 200, 200, 12.0, correlation=2),
+        event("kernel", "other_kernel", 1, 7, 20.0, correlation=2, device=1, stream=7),
+        event("aiu_dma", "DMA in", 200, 300, 14.0),
+    ]
+    for n, cat in enumerate(holds):
+        host = cat in ("cpu_op", "user_annotation")
+        keys = {"correlation": 3, "device": 0, "stream": 9} if cat in ("kernel", "gpu_memcpy") else {}
+        events.append(event(cat, f"{cat}_{n}", 200, 200 if host else 9, 40.0 + n, **keys))
+    return {"schemaVersion": 1, "traceEvents": events}
+
+
+@pytest.mark.parametrize("holds", list(SECOND_PID_HOLDS))
+def test_a_pid_is_a_devices_alike_for_the_processes_and_for_the_notes(tmp_path, holds):
+    """Before, a pid holding only a launch of Kineto's device-agnostic runtime was a process of its own, yet a device's
+    for the notes (unmodeled.sql counted <device>_runtime and _driver calls alone as a CPU process's)."""
+    launch, categories, device = SECOND_PID_HOLDS[holds]
+    path = tmp_path / "two_pids.json"
+    path.write_text(json.dumps(_second_pid_trace(launch, categories)))
+    with load_run(path) as run:
+        ranks, notes = run.ranks, run.notes()
+    noted = any(" aiu_dma (" in note for note in notes)
+    assert (len(ranks) == 1, noted) == (device, device), (ranks, notes)

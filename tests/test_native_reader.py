@@ -323,12 +323,14 @@ REPEAT_FIELDS = {
     "correlation": ["5", "6", "null"],
     "device": ["0", "1", "null"],
     "stream": ["7", "8", "null"],
+    # a device event without a stream has its tid's (ingest.sql): the same as another's stream, or not an integer's
+    "tid": ["2", "2", "2", "2", "2", "7", '"7"', "null", "2147483648"],
 }
 
 
 def _repeat_part(rng: random.Random) -> bytes:
-    """Launches and device events of few distinct correlations, devices, streams and starts, each present, null or
-    missing: often a copy of an event before it, as it is (a repeat) or with one field changed (nearly one)."""
+    """Launches and device events of few distinct correlations, devices, streams, threads and starts, each present,
+    null or missing: often a copy of an event before it, as it is (a repeat) or with one field changed (nearly one)."""
     return ("[" + ", ".join(repeat_events(rng, rng.randrange(1, 7))) + "]").encode()
 
 
@@ -349,7 +351,7 @@ def repeat_events(rng: random.Random, count: int) -> list[str]:
         return [f'"{key}": {event[key]}' for key in keys if event[key] is not None]
 
     written = [
-        members(e, ("ph", "cat", "ts")) + ['"name": "n", "pid": 1, "tid": 2, "dur": 1']
+        members(e, ("ph", "cat", "ts")) + ['"name": "n", "pid": 1'] + members(e, ("tid",)) + ['"dur": 1']
         + [f'"args": {{{", ".join(members(e, ("correlation", "device", "stream")))}}}']
         for e in events
     ]  # fmt: skip
@@ -392,6 +394,7 @@ def test_real_traces_read_as_one_part_are_checked_for_repeats_natively(trace):
         ('{"ph": "X", "pid": true}', "a pid or tid of another type"),
         ('{"ph": "X", "ph": "B"}', "a key twice in an event"),
         ('{"ph": "X", "args": {"correlation": "5"}}', "a join key that is not an integer"),
+        ('{"ph": "X", "args": {"args": {"correlation": 5}}}', "args nested in args"),
         ('{"ph": "X",}', "invalid JSON"),
         ('{"ph": "é"}', "a byte outside ASCII"),
     ],

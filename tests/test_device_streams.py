@@ -1,0 +1,75 @@
+"""Device events without a "stream" arg: Kineto writes every device event's queue as its tid (pid the device, tid the
+resource: ChromeTraceLogger), and the stream arg only where the device's plugin adds it. Intel's XPU plugin does not
+(XpuptiActivityHandlers.cpp: the SYCL queue is the resource, and the "sycl queue" arg), nor does ROCm's roctracer
+build of libkineto; their stream is their tid, for the rows' stream column and for the check that a device event is
+not listed twice (validate.sql's rule 9)."""
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import TESTS
+from kernelscope.analyzer import load_run
+from kernelscope.cli import main
+
+EXCERPTS = TESTS / "data" / "excerpts"
+DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
+ROCTRACER = TESTS.parent / "sample_traces" / "external" / "tl_mi300_roctracer_gemm.json"
+
+
+def _device_events(path: Path) -> dict[int, dict]:
+    """Each device event of the trace at ``path`` by its position in traceEvents (the rows' event_id)."""
+    events = json.loads(path.read_text())["traceEvents"]
+    return {i: e for i, e in enumerate(events) if e.get("cat") in DEVICE}
+
+
+def test_an_xpu_device_events_stream_is_its_queue():
+    """Before, every row of the XPU excerpt had no stream (NULL), where the CUDA trace it is made from has stream 7."""
+    xpu = EXCERPTS / "device_xpu.json"
+    queues = {i: e["args"]["sycl queue"] for i, e in _device_events(xpu).items()}
+    with load_run(xpu) as run:
+        rows = run.profiling_df()
+    with load_run(EXCERPTS / "frames_h100.json") as run:
+        cuda = run.profiling_df()
+    assert dict(zip(rows["event_id"], rows["stream"], strict=True)) == queues
+    columns = ["event_id", "kernel", "device", "stream", "op", "function_name", "module_name"]
+    assert rows[columns].equals(cuda[columns])
+
+
+def test_a_roctracer_kernels_stream_is_its_tid():
+    """libkineto's roctracer build writes its kernels with neither device nor stream arg (pid 2, tid 0)."""
+    tids = {i: e["tid"] for i, e in _device_events(ROCTRACER).items()}
+    with load_run(ROCTRACER) as run:
+        rows = run.profiling_df()
+    assert len(rows) == len(tids) == 20
+    assert dict(zip(rows["event_id"], rows["stream"], strict=True)) == tids
+
+
+def test_an_xpu_device_event_listed_twice_is_refused_as_a_cuda_one_is(tmp_path):
+    """Before, the XPU excerpt with a kernel listed twice loaded, the kernel counted twice (7 rows for 6 device
+    events), where the CUDA excerpt so changed is refused: a stream of NULL was never the same stream."""
+    for name in ("frames_h100.json", "device_xpu.json"):
+        doc = json.loads((EXCERPTS / name).read_text())
+        first = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel")
+        doc["traceEvents"].append(doc["traceEvents"][first])
+        path = tmp_path / name
+        path.write_text(json.dumps(doc))
+        result = CliRunner().invoke(main, ["analyze", str(path)])
+        assert result.exit_code == 2, (name, result.output)
+        last = len(doc["traceEvents"]) - 1
+        assert f"traceEvents[{last}] (kernel " in result.stderr, result.stderr
+        assert f"repeats device event traceEvents[{first}] (same correlation, stream and start)" in result.stderr
+
+
+def test_device_events_on_two_queues_at_one_start_are_no_repeat(tmp_path):
+    """Two device events of one correlation and start on two queues (an XPU's tids) are two events, not one listed
+    twice: the queue tells them apart as a stream does."""
+    doc = json.loads((EXCERPTS / "device_xpu.json").read_text())
+    first = next(i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel")
+    other = dict(doc["traceEvents"][first], tid=8, args={**doc["traceEvents"][first]["args"], "sycl queue": 8})
+    doc["traceEvents"].append(other)
+    path = tmp_path / "two_queues.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        rows = run.profiling_df()
+    assert sorted(rows.loc[rows["kernel"] == other["name"], "stream"]) == [7, 8]
