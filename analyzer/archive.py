@@ -300,6 +300,7 @@ class Archive:
         run_id = self.resolve(ref)
         con = new_connection()
         try:
+            con.execute(sql_text("scope_names.sql"))  # the macros a run's own SQL reads (unmodeled.sql's device pids)
             parts, prefixes = load_run_tables(con, self.root, run_id)
         except BaseException as exc:
             con.close()
