@@ -69,7 +69,7 @@ from .recordings import recording_of
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
-from .stored_references import Slots, stored_reference_sites
+from .stored_references import Slots, held_forward, stored_reference_sites
 from .threads import model_threads
 from .torch_tracing import torch_tracing_unscoped
 from .torchscript import scripting_sees_originals
@@ -287,7 +287,10 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
                 stacks = has_module_stacks(module)
                 graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
                 own_class = graph is None and class_forwards.class_of_its_forward(module, forward_before is _MISSING)
-                wrapper = _module_forward(module.forward, scope, graph, own_class or None)
+                forward = module.forward
+                if functions and calls == "all":  # as stored references are: a forward that is a functional itself
+                    forward = held_forward(forward, originals, wrappers)
+                wrapper = _module_forward(forward, scope, graph, own_class or None)
                 if graph is None:
                     instances.add(module, wrapper, scope, None)
             patch_module(module, "forward", wrapper, forward_before)

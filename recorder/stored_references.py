@@ -18,6 +18,8 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
   module's (a forward written by ``exec`` into a dict), and the Python modules those functions import in their
   bodies (``import acts`` inside ``forward``: a lazy import, which no module's globals hold);
+- their forward itself where it is a functional (``forward = staticmethod(F.gelu)``, ``self.forward = F.softmax``):
+  the module's scope calls the wrapper in its place (``held_forward``);
 - the ``call_function`` nodes of their graphs where they are torch.fx GraphModules (which ``torch.fx.Interpreter``
   calls: its generated code reads the namespace);
 - the default arguments of the functions their classes define and of the functions among those globals, and the
@@ -77,6 +79,14 @@ def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]
         if originals.get(id(func), _ABSENT) is func:
             return functools.partial(wrappers[id(func)], *args, **keywords)
     return _ABSENT
+
+
+def held_forward(forward: Any, originals: dict[int, Any], wrappers: dict[int, Any]) -> Any:
+    """A module's forward that is a patched functional itself (``forward = staticmethod(F.gelu)`` on its class,
+    ``self.forward = partial(F.softmax, dim=-1)``): its wrapper, which the module's scope then calls (the instance
+    wrapper captures the forward before any stored reference is patched); any other forward as it is."""
+    replacement = _replacement(forward, originals, wrappers)
+    return forward if replacement is _ABSENT else replacement
 
 
 def _scanned(value: Any) -> bool:

@@ -188,3 +188,33 @@ def test_functionals_in_registries_held_as_class_attributes_are_named_and_put_ba
     assert all([calls for calls, _ in data[name]] == [1] for name in ("elu", "celu", "selu", "tanhshrink"))
     assert RegistryOnTheClass.PAIR is pair and RegistryOnTheClass.ACTIVATIONS is registry
     assert registry == {"elu": F.elu, "nested": {"celu": F.celu}} and pair == (F.selu, F.tanhshrink)
+
+
+class StaticGelu(nn.Module):
+    forward = staticmethod(F.gelu)  # the functional itself is the class's forward
+
+
+class InstanceSoftmax(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.forward = functools.partial(F.softmax, dim=-1)  # an instance's forward, found before the class's
+
+
+class ForwardsThatAreFunctionals(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.act, self.norm = nn.Linear(16, 16), StaticGelu(), InstanceSoftmax()
+
+    def forward(self, x):
+        return self.norm(self.act(self.fc(x)))
+
+
+def test_a_functional_that_is_a_modules_forward_is_named_in_the_modules_scope_and_put_back():
+    model = ForwardsThatAreFunctionals().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    rows = frame[frame["function_name"].isin(["gelu", "softmax"])]
+    named = set(zip(rows["function_name"], rows["module_name"], strict=True))
+    assert named == {("gelu", "act"), ("softmax", "norm")}, frame
+    assert [calls for calls, _ in data["gelu"]] == [1] and [calls for calls, _ in data["softmax"]] == [1]
+    assert vars(StaticGelu)["forward"].__func__ is F.gelu and "forward" not in vars(model.act)
+    assert model.norm.forward.func is F.softmax and model.norm.forward.keywords == {"dim": -1}
