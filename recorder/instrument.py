@@ -253,6 +253,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
+    own_forwards: dict[int, Any] = {}  # the instance forwards the program set, scanned for what they hold
     graph_code = GraphCode(patches, originals, wrappers, by_place)  # recorder/graph_code.py
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
@@ -266,6 +267,8 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         observed_names.append(name)
         graph_code.name(module)  # before its forward is read
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
+        if forward_before is not _MISSING:
+            own_forwards[id(module)] = forward_before
         entry = compiled_entry(module, optimized_type)
         scope = MODULE_PREFIX + scope_text(name)
         if entry is not None:
@@ -304,7 +307,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         for owner, values in plan.groups:
             patches.set_all(owner, values)
         if calls == "all":
-            for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
+            for owner, key, replacement in stored_reference_sites(observed, originals, wrappers, own_forwards):
                 patches.set_item(owner, key, replacement)
         # after the instances captured their forwards, and the scan read the classes' own (their defaults); with
         # functions=False, none: dynamo compiles freely, nothing it guards is patched

@@ -218,3 +218,37 @@ def test_a_functional_that_is_a_modules_forward_is_named_in_the_modules_scope_an
     assert [calls for calls, _ in data["gelu"]] == [1] and [calls for calls, _ in data["softmax"]] == [1]
     assert vars(StaticGelu)["forward"].__func__ is F.gelu and "forward" not in vars(model.act)
     assert model.norm.forward.func is F.softmax and model.norm.forward.keywords == {"dim": -1}
+
+
+class SiluCall:
+    def __init__(self):
+        self.fn = F.silu
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+def _closing_forward(module: nn.Module) -> nn.Module:
+    act = F.gelu
+    module.forward = lambda x: act(x)  # a closure over the functional, set as the instance's forward
+    return module
+
+
+class ForwardsHoldingFunctionals(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.a, self.b, self.c = nn.Linear(16, 16), _closing_forward(nn.Module()), nn.Module(), nn.Module()
+        self.b.forward = SiluCall()  # a callable object of the model's own holding the functional
+        self.c.forward = lambda x, act=F.elu: act(x)  # the functional as a default of the instance's forward
+
+    def forward(self, x):
+        return self.c(self.b(self.a(self.fc(x))))
+
+
+def test_functionals_held_by_an_instances_own_forward_are_named_in_its_scope_and_put_back():
+    model = ForwardsHoldingFunctionals().eval()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(zip(frame["function_name"], frame["module_name"], strict=True))
+    assert named == {("linear", "fc"), ("gelu", "a"), ("silu", "b"), ("elu", "c")}, named
+    assert model.a.forward.__closure__[0].cell_contents is F.gelu and model.b.forward.fn is F.silu
+    assert model.c.forward.__defaults__ == (F.elu,)
