@@ -1,9 +1,9 @@
 """Programs for cpu_sweep.py around mechanisms the earlier program files leave out: functionals made by
 ``boolean_dispatch`` called for their indices (max pooling into max unpooling), fractional max pooling's random
-regions under a seed, a loss given a distance callable that calls functionals itself, functionals held as a module
-class's ``staticmethod`` forward or an instance's ``forward`` attribute, losses, norms and activations the other
-programs leave out, layers none builds (a ReLU RNN, ChannelShuffle, LPPool, MaxUnpool, the legacy pre-hook
-``weight_norm``).
+regions under a seed, a loss given a distance callable that calls functionals itself, functionals that are a module
+class's ``staticmethod`` forward or an instance's ``forward``, or that an instance's ``forward`` holds (a closure, a
+callable object, a default), losses, norms and activations the other programs leave out, layers none builds (a ReLU
+RNN, ChannelShuffle, LPPool, MaxUnpool, the legacy pre-hook ``weight_norm``).
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """
@@ -106,6 +106,41 @@ def staticmethod_functional_forward():
               modules={"gelu": {"act"}, "softmax": {"norm"}}, calls={"gelu": 1, "softmax": 1})  # fmt: skip
 
 
+class Activation:
+    """A callable of the model's own holding its functional, as configs and registries make them."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+def _with_forward(forward) -> nn.Module:
+    module = nn.Module()
+    module.forward = forward
+    return module
+
+
+class ForwardsHolding(nn.Module):
+    def __init__(self):
+        super().__init__()
+        act = F.gelu
+        self.fc = nn.Linear(16, 16)
+        self.closure, self.callable = _with_forward(lambda x: act(x)), _with_forward(Activation(F.silu))
+        self.default = _with_forward(lambda x, fn=F.elu: fn(x))
+
+    def forward(self, x):
+        return self.default(self.callable(self.closure(self.fc(x))))
+
+
+def forward_holding_functionals():
+    return _w("forward_holding_functionals", ForwardsHolding().eval(), description="plain nn.Modules whose "
+              "instance forward holds a functional: a lambda closing over F.gelu, a callable object holding F.silu, "
+              "a lambda with F.elu as a default", modules={"gelu": {"closure"}, "silu": {"callable"},
+              "elu": {"default"}}, calls={"gelu": 1, "silu": 1, "elu": 1})  # fmt: skip
+
+
 class RareLosses(nn.Module):
     def __init__(self):
         super().__init__()
@@ -198,5 +233,5 @@ def rare_layers():
 
 UNSEEN13_MECHANISMS = {f.__name__: f for f in (
     pool_unpool_indices, fractional_max_pool_seeded, triplet_distance_callable, staticmethod_functional_forward,
-    rare_losses, functionals_not_yet_called, rare_layers,
+    forward_holding_functionals, rare_losses, functionals_not_yet_called, rare_layers,
 )}  # fmt: skip

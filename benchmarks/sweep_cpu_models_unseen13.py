@@ -8,7 +8,7 @@ seeded noise, FastSpeech2's length regulator, backbones built by ``load_backbone
 ViTDet, ZoeDepth on BEiT, Table Transformer on ResNet), GroupViT's hard grouping, OWLv2's box heads, X-CLIP's video
 prompts, GIT, DPT, GLPN, Swin2SR's pixel shuffle, Swin V2's continuous position bias, EfficientNet, CvT's convolutional
 projections, MGP-STR's A3 heads, LiLT's layout stream, Parakeet's conformer, TimeSformer, ViViT, X-MOD's language
-adapters, TAPAS's seven token types, SqueezeBERT's grouped convolutions, Phi's parallel block, Persimmon, MusicGen's
+adapters, TAPAS's seven token types, SqueezeBERT's grouped convolutions, Phi's parallel block, MusicGen's
 ``generate()`` with classifier-free guidance and its delay pattern.
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
@@ -300,6 +300,5 @@ UNSEEN13_MODELS = _keyed({
     "hf_squeezebert": lambda: _auto("squeezebert", embedding_size=64, q_groups=2, k_groups=2, v_groups=2,
                                     post_attention_groups=2, intermediate_groups=2, output_groups=2),
     "hf_phi": lambda: _decoder("phi", partial_rotary_factor=0.5),
-    "hf_persimmon": lambda: _decoder("persimmon"),
     "hf_musicgen_generate_guidance": _musicgen,
 })  # fmt: skip
