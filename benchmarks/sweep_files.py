@@ -51,6 +51,12 @@ parametrizations, pytree inputs, asyncio.to_thread, caught functional errors, fo
 are not tensors with __torch_function__, Parameter subclasses, DisableTorchFunction, checker and name-keyed modes),
 sweep_cpu_models_unseen12.py (DeBERTa-v2, RoFormer, GPT-BigCode, CodeGen, XGLM, Granite, M2M-100, MobileViT, CANINE,
 Nyströmformer, PatchTST, AST; a Llama training step under gradient checkpointing),
+sweep_cpu_models_unseen13.py (custom autograd Functions of SEW-D and YOSO, ConvBERT's unfold convolution, NLLB-MoE's
+capacity routing, deformable attention in RT-DETR and Deformable DETR, SuperPoint's keypoints, VITS, FastSpeech2,
+backbones made by load_backbone, GroupViT, OWLv2, X-CLIP, GIT, MusicGen's guided ``generate()`` and more),
+sweep_cpu_mechanisms_unseen13.py (boolean_dispatch functionals returning indices, seeded fractional pooling, a loss
+given a distance callable, functionals as a class's staticmethod forward or an instance's forward, rare losses, norms,
+activations and layers, the legacy pre-hook weight_norm),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -82,7 +88,8 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen12": "UNSEEN12_MECHANISMS",
     "sweep_cpu_mechanisms_unseen12_more": "UNSEEN12_MORE_MECHANISMS",
     "sweep_cpu_mechanisms_unseen12_handlers": "UNSEEN12_HANDLER_MECHANISMS",
-    "sweep_cpu_models_unseen12": "UNSEEN12_MODELS",
+    "sweep_cpu_models_unseen12": "UNSEEN12_MODELS", "sweep_cpu_models_unseen13": "UNSEEN13_MODELS",
+    "sweep_cpu_mechanisms_unseen13": "UNSEEN13_MECHANISMS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 

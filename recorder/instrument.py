@@ -69,7 +69,7 @@ from .recordings import recording_of
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
-from .stored_references import Slots, stored_reference_sites
+from .stored_references import Slots, held_forward, stored_reference_sites
 from .threads import model_threads
 from .torch_tracing import torch_tracing_unscoped
 from .torchscript import scripting_sees_originals
@@ -253,6 +253,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     observed, observed_names = [], []
     bound: list = []  # the patches of attributes bound to their module (recorder/copies.py)
     instances = ScopedInstances()  # for their forwards reached through their classes (recorder/class_forwards.py)
+    own_forwards: dict[int, Any] = {}  # the instance forwards the program set, scanned for what they hold
     graph_code = GraphCode(patches, originals, wrappers, by_place)  # recorder/graph_code.py
 
     def patch_module(module: nn.Module, key: str, value: Any, before: Any = None) -> None:
@@ -266,6 +267,8 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         observed_names.append(name)
         graph_code.name(module)  # before its forward is read
         forward_before = vars(module).get("forward", _MISSING)  # before a read caches a TorchScript method there
+        if forward_before is not _MISSING:
+            own_forwards[id(module)] = forward_before
         entry = compiled_entry(module, optimized_type)
         scope = MODULE_PREFIX + scope_text(name)
         if entry is not None:
@@ -287,7 +290,10 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
                 stacks = has_module_stacks(module)
                 graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
                 own_class = graph is None and class_forwards.class_of_its_forward(module, forward_before is _MISSING)
-                wrapper = _module_forward(module.forward, scope, graph, own_class or None)
+                forward = module.forward
+                if functions and calls == "all":  # as stored references are: a forward that is a functional itself
+                    forward = held_forward(forward, originals, wrappers)
+                wrapper = _module_forward(forward, scope, graph, own_class or None)
                 if graph is None:
                     instances.add(module, wrapper, scope, None)
             patch_module(module, "forward", wrapper, forward_before)
@@ -301,7 +307,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         for owner, values in plan.groups:
             patches.set_all(owner, values)
         if calls == "all":
-            for owner, key, replacement in stored_reference_sites(observed, plan.originals, plan.wrappers):
+            for owner, key, replacement in stored_reference_sites(observed, originals, wrappers, own_forwards):
                 patches.set_item(owner, key, replacement)
         # after the instances captured their forwards, and the scan read the classes' own (their defaults); with
         # functions=False, none: dynamo compiles freely, nothing it guards is patched

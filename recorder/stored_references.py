@@ -18,6 +18,9 @@ patch seeing it: its kernels would be named after its operator (``aten::gelu``) 
 - the globals of the functions their classes define where those are a namespace of their own, not a Python
   module's (a forward written by ``exec`` into a dict), and the Python modules those functions import in their
   bodies (``import acts`` inside ``forward``: a lazy import, which no module's globals hold);
+- their forward itself where it is a functional (``forward = staticmethod(F.gelu)``, ``self.forward = F.softmax``):
+  the module's scope calls the wrapper in its place (``held_forward``); an instance ``forward`` of the program's as
+  their other attributes (a lambda closing over ``F.gelu``, a callable object holding ``F.silu``);
 - the ``call_function`` nodes of their graphs where they are torch.fx GraphModules (which ``torch.fx.Interpreter``
   calls: its generated code reads the namespace);
 - the default arguments of the functions their classes define and of the functions among those globals, and the
@@ -77,6 +80,14 @@ def _replacement(value: Any, originals: dict[int, Any], wrappers: dict[int, Any]
         if originals.get(id(func), _ABSENT) is func:
             return functools.partial(wrappers[id(func)], *args, **keywords)
     return _ABSENT
+
+
+def held_forward(forward: Any, originals: dict[int, Any], wrappers: dict[int, Any]) -> Any:
+    """A module's forward that is a patched functional itself (``forward = staticmethod(F.gelu)`` on its class,
+    ``self.forward = partial(F.softmax, dim=-1)``): its wrapper, which the module's scope then calls (the instance
+    wrapper captures the forward before any stored reference is patched); any other forward as it is."""
+    replacement = _replacement(forward, originals, wrappers)
+    return forward if replacement is _ABSENT else replacement
 
 
 def _scanned(value: Any) -> bool:
@@ -247,12 +258,15 @@ def _own_classes(module: Any) -> Iterator[type]:
             yield kind
 
 
-def stored_reference_sites(modules: list[Any], originals: dict[int, Any], wrappers: dict[int, Any]) -> list:
+def stored_reference_sites(
+    modules: list[Any], originals: dict[int, Any], wrappers: dict[int, Any], forwards: dict[int, Any] | None = None
+) -> list:
     """(owner, key, replacement) for every place listed in the module docstring that holds a patched function:
     ``owner`` is a dict (write ``owner[key]``) or a Slots. ``originals``, ``wrappers``: id(original) -> the
-    original, its wrapper."""
+    original, its wrapper. ``forwards``: id(module) -> the instance ``forward`` the program set, where the
+    recorder's wrapper stands in its place now (None: the instance dicts hold the program's own)."""
     seen_objects: set[int] = set()
-    sites = instance_sites(modules, originals, wrappers, seen_objects)
+    sites = instance_sites(modules, originals, wrappers, seen_objects, forwards)
     seen_classes: set[int] = set()
     for module in modules:
         for kind in _own_classes(module):
@@ -292,19 +306,24 @@ def code_modules(modules: list[Any]) -> list[types.ModuleType]:
 
 
 def instance_sites(
-    modules: list[Any], originals: dict[int, Any], wrappers: dict[int, Any], seen_objects: set[int]
+    modules: list[Any],
+    originals: dict[int, Any],
+    wrappers: dict[int, Any],
+    seen_objects: set[int],
+    forwards: dict[int, Any] | None = None,
 ) -> list:
     """The sites of stored_reference_sites in the modules' own attributes: their instance dicts, the items of the
     containers those hold, lambdas' closures and defaults, and the objects of the model's own code they hold
-    (``seen_objects``: their ids, added to)."""
+    (``seen_objects``: their ids, added to); an instance ``forward`` as the other attributes, the program's own
+    (``forwards``, where given) in place of the recorder's wrapper."""
     sites: list[tuple[Any, Any, Any]] = []
     for module in modules:
         namespace = vars(module)
         sites.extend(_items_sites(namespace, namespace.items(), originals, wrappers, skip="forward"))
         sites.extend(_graph_sites(module, originals, wrappers))
         for key, value in namespace.items():
-            if key == "forward":
-                continue
+            if key == "forward" and forwards is not None:  # the recorder's wrapper: what it wraps is the program's
+                value = forwards.get(id(module), _ABSENT)
             if _is(value, types.FunctionType):  # a lambda's closure or defaults: ``lambda x, act=F.silu: act(x)``
                 sites.extend(_closure_sites(value, originals, wrappers))
                 sites.extend(_default_sites(value, originals, wrappers))

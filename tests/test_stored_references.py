@@ -188,3 +188,67 @@ def test_functionals_in_registries_held_as_class_attributes_are_named_and_put_ba
     assert all([calls for calls, _ in data[name]] == [1] for name in ("elu", "celu", "selu", "tanhshrink"))
     assert RegistryOnTheClass.PAIR is pair and RegistryOnTheClass.ACTIVATIONS is registry
     assert registry == {"elu": F.elu, "nested": {"celu": F.celu}} and pair == (F.selu, F.tanhshrink)
+
+
+class StaticGelu(nn.Module):
+    forward = staticmethod(F.gelu)  # the functional itself is the class's forward
+
+
+class InstanceSoftmax(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.forward = functools.partial(F.softmax, dim=-1)  # an instance's forward, found before the class's
+
+
+class ForwardsThatAreFunctionals(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.act, self.norm = nn.Linear(16, 16), StaticGelu(), InstanceSoftmax()
+
+    def forward(self, x):
+        return self.norm(self.act(self.fc(x)))
+
+
+def test_a_functional_that_is_a_modules_forward_is_named_in_the_modules_scope_and_put_back():
+    model = ForwardsThatAreFunctionals().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    rows = frame[frame["function_name"].isin(["gelu", "softmax"])]
+    named = set(zip(rows["function_name"], rows["module_name"], strict=True))
+    assert named == {("gelu", "act"), ("softmax", "norm")}, frame
+    assert [calls for calls, _ in data["gelu"]] == [1] and [calls for calls, _ in data["softmax"]] == [1]
+    assert vars(StaticGelu)["forward"].__func__ is F.gelu and "forward" not in vars(model.act)
+    assert model.norm.forward.func is F.softmax and model.norm.forward.keywords == {"dim": -1}
+
+
+class SiluCall:
+    def __init__(self):
+        self.fn = F.silu
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+def _closing_forward(module: nn.Module) -> nn.Module:
+    act = F.gelu
+    module.forward = lambda x: act(x)  # a closure over the functional, set as the instance's forward
+    return module
+
+
+class ForwardsHoldingFunctionals(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.a, self.b, self.c = nn.Linear(16, 16), _closing_forward(nn.Module()), nn.Module(), nn.Module()
+        self.b.forward = SiluCall()  # a callable object of the model's own holding the functional
+        self.c.forward = lambda x, act=F.elu: act(x)  # the functional as a default of the instance's forward
+
+    def forward(self, x):
+        return self.c(self.b(self.a(self.fc(x))))
+
+
+def test_functionals_held_by_an_instances_own_forward_are_named_in_its_scope_and_put_back():
+    model = ForwardsHoldingFunctionals().eval()
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = set(zip(frame["function_name"], frame["module_name"], strict=True))
+    assert named == {("linear", "fc"), ("gelu", "a"), ("silu", "b"), ("elu", "c")}, named
+    assert model.a.forward.__closure__[0].cell_contents is F.gelu and model.b.forward.fn is F.silu
+    assert model.c.forward.__defaults__ == (F.elu,)
