@@ -51,6 +51,10 @@ parametrizations, pytree inputs, asyncio.to_thread, caught functional errors, fo
 are not tensors with __torch_function__, Parameter subclasses, DisableTorchFunction, checker and name-keyed modes),
 sweep_cpu_models_unseen12.py (DeBERTa-v2, RoFormer, GPT-BigCode, CodeGen, XGLM, Granite, M2M-100, MobileViT, CANINE,
 Nyströmformer, PatchTST, AST; a Llama training step under gradient checkpointing),
+sweep_cpu_mechanisms_unseen13_identity.py (forwards and torch functions asked what they are in a forward: identity
+with the class's and with references held at import, ``__wrapped__``, ``getattr_static``, handlers dispatching on
+``func`` by identity, import-time dicts and ``resolve_name``, functionals' attributes and signatures, copies of a
+child whose forward checks it is its class's),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -83,6 +87,7 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen12_more": "UNSEEN12_MORE_MECHANISMS",
     "sweep_cpu_mechanisms_unseen12_handlers": "UNSEEN12_HANDLER_MECHANISMS",
     "sweep_cpu_models_unseen12": "UNSEEN12_MODELS",
+    "sweep_cpu_mechanisms_unseen13_identity": "UNSEEN13_IDENTITY_MECHANISMS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 
