@@ -54,10 +54,11 @@ class ScopedInstances:
 
 
 def class_forward_sites(instances: ScopedInstances, left_alone: set[int]) -> tuple[list, list]:
-    """``([(function, name, code, wrapper)], [(class, descriptor)])`` for the classes of the scoped modules, up their
+    """``([(function, name, code, wrapper)], [(class, replacement)])`` for the classes of the scoped modules, up their
     method resolution order to ``nn.Module`` (excluded: its forward raises): each ``forward`` that is a Python
     function, with the code to put in it and the wrapper that code calls by ``name`` from its globals
-    (recorder/forward_codes.py), and each that is a data descriptor, with the one to put in its place.
+    (recorder/forward_codes.py), or, where its code is kept (``swapped_code``), that wrapper to put in its place; and
+    each that is a data descriptor, with the one to put in its place.
     ``left_alone``: ids of the classes whose forward dynamo may have traced (a compiled module's), and of functions
     whose code is swapped already."""
     codes, descriptors, seen = [], [], set(left_alone)
@@ -71,7 +72,10 @@ def class_forward_sites(instances: ScopedInstances, left_alone: set[int]) -> tup
                 seen.add(id(function))  # one class's forward held by another (``forward = Base.forward``)
                 swapped = swapped_code(function)
                 if swapped is not None:
-                    codes.append((function, *swapped, _class_forward(inner_of(function), instances)))
+                    codes.append((function, *swapped, _class_forward(inner_of(function), instances, 2)))
+                else:  # its code kept: a wrapper in the class's place, which the class's callers reach directly
+                    wrapper = _class_forward(function, instances, 1)
+                    descriptors.append((kind, wraps(of_its_kind(wrapper, function), function)))
             elif is_data_descriptor(function):
                 descriptors.append((kind, _ScopedDescriptor(function, instances)))
     return codes, descriptors
@@ -146,15 +150,16 @@ def _value_in_scope(value: Any, scope_name: str) -> Any:
     return wraps(of_its_kind(forward_in_scope, value), value)
 
 
-def _class_forward(function: Any, instances: ScopedInstances) -> Any:
-    """The class-level wrapper of ``function`` (a class's ``forward``)."""
+def _class_forward(function: Any, instances: ScopedInstances, depth: int) -> Any:
+    """The class-level wrapper of ``function`` (a class's ``forward``); ``depth``: where its caller's frame is (2
+    above the swapped code that calls it, 1 in the class's place)."""
     scopes, codes = instances.scopes, instances.wrapper_codes
 
     def forward_through_the_class(self, *args, **kwargs):
         entry = None if dynamo_tracing() else scopes.get(id(self))
         if entry is None or entry[0] is not self or INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():
             return function(self, *args, **kwargs)
-        if _innermost_is(self, entry[3], sys._getframe(2), codes, own_code):  # its caller's, above the swapped code
+        if _innermost_is(self, entry[3], sys._getframe(depth), codes, own_code):  # super().forward, or its own path
             return function(self, *args, **kwargs)
         _module, scope_name, folded_suffix, _code = entry
         if folded_suffix is not None:  # a module folded into its one call: the call names the module

@@ -8,9 +8,11 @@ closure and ``__dict__``, and gets for the recording a code object with its very
 ``inspect.signature``, its file and first line answer as before) whose body calls the class-level wrapper
 (recorder/class_forwards.py) through a name put in the function's globals while recorded. The wrapper calls
 ``inner_of(function)``, a function made of the original code, globals, closure and defaults, which the instance path
-calls too. The code is put back afterwards. Left as they are: an async generator forward (its ``asend`` and
-``athrow`` cannot be passed through a body of ours) and a function whose code dynamo compiled frames of (its cache is
-kept on that code object); a call of those through their class stays the caller's.
+calls too. The code is put back afterwards. Its code kept: an async generator forward (its ``asend`` and ``athrow``
+cannot be passed through a body of ours) and a function whose code dynamo compiled frames of (its compiled entries are
+kept on that code object, and a model compiled before the recording runs them): those get the wrapper in their
+class's place instead, so that a call through the class is scoped, and the class's ``forward`` is not the function
+itself while recorded.
 """
 
 from __future__ import annotations

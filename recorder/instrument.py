@@ -321,9 +321,9 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         for function, global_name, code, class_forward in codes:  # recorder/forward_codes.py
             patches.set_item(function.__globals__, global_name, class_forward)
             patches.set_item(FunctionCode(function), 0, code)
-        for kind, descriptor in descriptors:
+        for kind, replacement in descriptors:
             try:
-                patches.set_attribute(kind, "forward", descriptor)
+                patches.set_attribute(kind, "forward", replacement)
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     named_observed = zip(observed_names, observed, strict=True)

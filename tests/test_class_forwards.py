@@ -322,3 +322,36 @@ def test_a_forward_that_checks_it_is_the_classes_called_through_its_class_is_its
     calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
     assert calls["softsign"] == {"layer"} and calls["gelu"] == {"layer"}
     assert [count for count, _ in data["softsign"]] == [2]
+
+
+class CompiledOnce(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+class CallsACompiledClass(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child = CompiledOnce()
+
+    def forward(self, x):
+        return CompiledOnce.forward(self.child, x)
+
+
+def test_a_class_whose_forward_dynamo_compiled_is_scoped_through_its_class():
+    """A class whose forward's code holds compiled entries (another instance compiled earlier in the process) keeps
+    its code, whose entries a compiled model would run: its call through the class was the caller's; a wrapper in
+    the class's place scopes it, and the class gets its function back."""
+    torch._dynamo.reset()
+    torch.compile(CompiledOnce().eval(), backend="eager")(torch.randn(2, 8))
+    model, x = CallsACompiledClass().eval(), torch.randn(2, 8)
+    original = vars(CompiledOnce)["forward"]
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["gelu"] == {"child"}
+    assert vars(CompiledOnce)["forward"] is original and original.__code__.co_name == "forward"
+    torch._dynamo.reset()
