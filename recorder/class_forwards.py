@@ -68,12 +68,14 @@ def class_forward_sites(instances: ScopedInstances, left_alone: set[int]) -> tup
                 break
             seen.add(id(kind))
             function = vars(kind).get("forward")
-            if isinstance(function, types.FunctionType) and id(function) not in seen:
-                seen.add(id(function))  # one class's forward held by another (``forward = Base.forward``)
+            if isinstance(function, types.FunctionType):
+                if id(function) in seen:  # one class's forward held by another (``forward = Base.forward``): swapped
+                    continue
                 swapped = swapped_code(function)
                 if swapped is not None:
+                    seen.add(id(function))
                     codes.append((function, *swapped, _class_forward(inner_of(function), instances, 2)))
-                else:  # its code kept: a wrapper in the class's place, which the class's callers reach directly
+                else:  # its code kept: a wrapper in each class's place, which the class's callers reach directly
                     wrapper = _class_forward(function, instances, 1)
                     descriptors.append((kind, wraps(of_its_kind(wrapper, function), function)))
             elif is_data_descriptor(function):

@@ -355,3 +355,33 @@ def test_a_class_whose_forward_dynamo_compiled_is_scoped_through_its_class():
     assert calls["gelu"] == {"child"}
     assert vars(CompiledOnce)["forward"] is original and original.__code__.co_name == "forward"
     torch._dynamo.reset()
+
+
+class SharesCompiledForward(nn.Module):
+    forward = CompiledOnce.forward  # another class's function, shared
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+
+class CallsBothThroughClasses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = CompiledOnce(), SharesCompiledForward()
+
+    def forward(self, x):
+        return CompiledOnce.forward(self.a, x) + SharesCompiledForward.forward(self.b, x)
+
+
+def test_two_classes_sharing_a_compiled_forward_are_each_scoped_through_their_class():
+    """A forward whose code keeps compiled entries, shared by two classes: each class gets its wrapper (the second
+    was skipped as already seen, and its class call counted under the caller)."""
+    torch._dynamo.reset()
+    torch.compile(CompiledOnce().eval(), backend="eager")(torch.randn(2, 8))
+    model, x = CallsBothThroughClasses().eval(), torch.randn(2, 8)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["gelu"] == {"a", "b"}
+    assert vars(SharesCompiledForward)["forward"] is vars(CompiledOnce)["forward"], "put back"
+    torch._dynamo.reset()
