@@ -75,12 +75,26 @@ def class_forward_sites(instances: ScopedInstances, left_alone: set[int]) -> tup
                 if swapped is not None:
                     seen.add(id(function))
                     codes.append((function, *swapped, _class_forward(inner_of(function), instances, 2)))
-                else:  # its code kept: a wrapper in each class's place, which the class's callers reach directly
+                elif not _holds_itself(function):  # its code kept: a wrapper in each class's place
                     wrapper = _class_forward(function, instances, 1)
                     descriptors.append((kind, wraps(of_its_kind(wrapper, function), function)))
             elif is_data_descriptor(function):
                 descriptors.append((kind, _ScopedDescriptor(function, instances)))
     return codes, descriptors
+
+
+def _holds_itself(function: types.FunctionType) -> bool:
+    """Whether ``function`` holds itself in its closure: a forward that tells whether it is still its class's
+    (transformers' checkpointing layers: ``type(self).forward is forward_with_checkpointing``), which a wrapper in its
+    class's place would answer no; where its code is kept (``swapped_code``), its class keeps it, and a call through
+    that class stays the caller's."""
+    for cell in function.__closure__ or ():
+        try:
+            if cell.cell_contents is function:
+                return True
+        except ValueError:  # a cell not yet filled
+            continue
+    return False
 
 
 def class_of_its_forward(module: nn.Module, no_instance_forward: bool) -> type | None:

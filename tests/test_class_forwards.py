@@ -385,3 +385,20 @@ def test_two_classes_sharing_a_compiled_forward_are_each_scoped_through_their_cl
     assert calls["gelu"] == {"a", "b"}
     assert vars(SharesCompiledForward)["forward"] is vars(CompiledOnce)["forward"], "put back"
     torch._dynamo.reset()
+
+
+def test_a_forward_that_checks_it_is_the_classes_with_compiled_code_keeps_its_place():
+    """A self-checking forward whose code holds compiled entries (transformers' ``forward_with_checkpointing`` is one
+    code for every layer class, compiled with any of them): a wrapper in its class's place turned it off (gradient
+    checkpointing recomputed nothing in a training step, seen in the full CPU sweep); it keeps its place."""
+    torch._dynamo.reset()
+    torch.compile(TellsItsForward().eval(), backend="eager")(torch.randn(2, 8))
+    model, x = CallsItsLayers().eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        expected = model(x)
+    outputs = []
+    _, data = ModuleFunctionKernelProfiler().profile(
+        lambda x: outputs.append(model(x)) or outputs[-1], [((x,), {})], module=model
+    )
+    assert torch.equal(outputs[-1], expected) and [count for count, _ in data["softsign"]] == [1]
+    torch._dynamo.reset()
