@@ -57,6 +57,10 @@ backbones made by load_backbone, GroupViT, OWLv2, X-CLIP, GIT, MusicGen's guided
 sweep_cpu_mechanisms_unseen13.py (boolean_dispatch functionals returning indices, seeded fractional pooling, a loss
 given a distance callable, functionals as a class's staticmethod forward or an instance's forward, rare losses, norms,
 activations and layers, the legacy pre-hook weight_norm),
+sweep_cpu_mechanisms_unseen13_identity.py (forwards and torch functions asked what they are in a forward: identity
+with the class's and with references held at import, ``__wrapped__``, ``getattr_static``, handlers dispatching on
+``func`` by identity, import-time dicts and ``resolve_name``, functionals' attributes and signatures, copies of a
+child whose forward checks it is its class's),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -90,6 +94,7 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen12_handlers": "UNSEEN12_HANDLER_MECHANISMS",
     "sweep_cpu_models_unseen12": "UNSEEN12_MODELS", "sweep_cpu_models_unseen13": "UNSEEN13_MODELS",
     "sweep_cpu_mechanisms_unseen13": "UNSEEN13_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen13_identity": "UNSEEN13_IDENTITY_MECHANISMS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 

@@ -1,14 +1,15 @@
 """A recorded module's forward reached through its class: ``type(child).forward(child, x)``,
-``ChildClass.forward(self.child, x)``, ``nn.Linear.forward(self.lin, x)`` called from a parent's forward.
+``ChildClass.forward(self.child, x)``, ``nn.Linear.forward(self.lin, x)``, ``self.child.forward(x)`` called from a
+parent's forward.
 
-Module forwards are scoped per instance (an instance ``forward`` that ``nn.Module.__call__`` finds first), so a call of
-the class's function on the instance bypasses the scope and its calls would be the caller's. For the recording, the
-``forward`` of each class of the scoped modules (their classes up the method resolution order that define one) is
-replaced by a wrapper that opens the instance's scope, only where ``self`` is a scoped module whose scope is not the
-innermost module scope open on the thread: ``super().forward(x)`` inside a subclass's forward, and the instance's own
-scoped path, never open it twice. The instance's scoped path calls the function it captured before the classes were
-patched, so it never reaches these wrappers: they cost nothing on the usual path, and finding the innermost scope
-(a walk up the frames to the nearest module wrapper's) only where a forward is reached through its class.
+A module whose forward is its class's own is scoped by its instance ``_call_impl`` (recorder/hooked_calls.py), which
+``nn.Module.__call__`` reads; a call of its forward that does not go through ``__call__`` reaches the class's
+function. That function keeps its identity and its place (recorder/forward_codes.py swaps its code): its new code calls
+a wrapper that opens the instance's scope, only where ``self`` is a scoped module whose scope is not the innermost
+module scope open on the thread: ``super().forward(x)`` inside a subclass's forward, and the instance's own scoped
+path, never open it twice. The instance's scoped path calls the function's original code (``inner_of``), so it never
+reaches these wrappers: they cost nothing on the usual path, and finding the innermost scope (a walk up the frames to
+the nearest module wrapper's) only where a forward is reached some other way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from torch import nn
 
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import dynamo_tracing
+from .forward_codes import inner_of, swapped_code
 from .lazy_results import handed_back, of_its_kind
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -51,29 +53,41 @@ class ScopedInstances:
             self.wrapper_codes.add(code)
 
 
-def class_forward_sites(instances: ScopedInstances) -> list[tuple[type, Any]]:
-    """``(class, wrapper)`` for each class of the scoped modules that defines ``forward`` as a Python function, up
-    their method resolution order to ``nn.Module`` (excluded: its forward raises; one that holds itself,
-    ``_holds_itself``)."""
-    sites, seen = [], set()
+def class_forward_sites(instances: ScopedInstances, left_alone: set[int]) -> tuple[list, list]:
+    """``([(function, name, code, wrapper)], [(class, replacement)])`` for the classes of the scoped modules, up their
+    method resolution order to ``nn.Module`` (excluded: its forward raises): each ``forward`` that is a Python
+    function, with the code to put in it and the wrapper that code calls by ``name`` from its globals
+    (recorder/forward_codes.py), or, where its code is kept (``swapped_code``), that wrapper to put in its place; and
+    each that is a data descriptor, with the one to put in its place.
+    ``left_alone``: ids of the classes whose forward dynamo may have traced (a compiled module's), and of functions
+    whose code is swapped already."""
+    codes, descriptors, seen = [], [], set(left_alone)
     for module, *_ in list(instances.scopes.values()):
         for kind in type(module).__mro__:
             if kind is nn.Module or id(kind) in seen:
                 break
             seen.add(id(kind))
             function = vars(kind).get("forward")
-            if isinstance(function, types.FunctionType) and not _holds_itself(function):
-                sites.append((kind, _class_forward(function, instances)))
+            if isinstance(function, types.FunctionType):
+                if id(function) in seen:  # one class's forward held by another (``forward = Base.forward``): swapped
+                    continue
+                swapped = swapped_code(function)
+                if swapped is not None:
+                    seen.add(id(function))
+                    codes.append((function, *swapped, _class_forward(inner_of(function), instances, 2)))
+                elif not _holds_itself(function):  # its code kept: a wrapper in each class's place
+                    wrapper = _class_forward(function, instances, 1)
+                    descriptors.append((kind, wraps(of_its_kind(wrapper, function), function)))
             elif is_data_descriptor(function):
-                sites.append((kind, _ScopedDescriptor(function, instances)))
-    return sites
+                descriptors.append((kind, _ScopedDescriptor(function, instances)))
+    return codes, descriptors
 
 
 def _holds_itself(function: types.FunctionType) -> bool:
-    """Whether ``function`` holds itself in its closure: a forward made by a decorator that tells whether it is still
-    its class's (transformers' checkpointing layers: ``type(self).forward is forward_with_checkpointing``, acting only
-    where it is), which a class-level wrapper in its place would answer no; its class keeps it, and a call through
-    that class stays the caller's, as without these wrappers."""
+    """Whether ``function`` holds itself in its closure: a forward that tells whether it is still its class's
+    (transformers' checkpointing layers: ``type(self).forward is forward_with_checkpointing``), which a wrapper in its
+    class's place would answer no; where its code is kept (``swapped_code``), its class keeps it, and a call through
+    that class stays the caller's."""
     for cell in function.__closure__ or ():
         try:
             if cell.cell_contents is function:
@@ -152,15 +166,16 @@ def _value_in_scope(value: Any, scope_name: str) -> Any:
     return wraps(of_its_kind(forward_in_scope, value), value)
 
 
-def _class_forward(function: Any, instances: ScopedInstances) -> Any:
-    """The class-level wrapper of ``function`` (a class's ``forward``)."""
+def _class_forward(function: Any, instances: ScopedInstances, depth: int) -> Any:
+    """The class-level wrapper of ``function`` (a class's ``forward``); ``depth``: where its caller's frame is (2
+    above the swapped code that calls it, 1 in the class's place)."""
     scopes, codes = instances.scopes, instances.wrapper_codes
 
     def forward_through_the_class(self, *args, **kwargs):
         entry = None if dynamo_tracing() else scopes.get(id(self))
         if entry is None or entry[0] is not self or INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():
             return function(self, *args, **kwargs)
-        if _innermost_is(self, entry[3], sys._getframe(1), codes, own_code):  # super().forward, or its own path
+        if _innermost_is(self, entry[3], sys._getframe(depth), codes, own_code):  # super().forward, or its own path
             return function(self, *args, **kwargs)
         _module, scope_name, folded_suffix, _code = entry
         if folded_suffix is not None:  # a module folded into its one call: the call names the module
@@ -174,7 +189,7 @@ def _class_forward(function: Any, instances: ScopedInstances) -> Any:
         return result if type(result) is _Tensor else handed_back(result, scope_name)
 
     own_code = forward_through_the_class.__code__
-    return wraps(of_its_kind(forward_through_the_class, function), function)
+    return forward_through_the_class
 
 
 def _innermost_is(module: Any, forward_code: Any, frame: Any, wrapper_codes: set, own_code: types.CodeType) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 # (module, its cached tables that hold torch objects, in the order they are filled: dynamo's reads torch.overrides')
 _TABLES = (
@@ -39,3 +40,44 @@ def dynamo_tables_of_originals() -> Iterator[None]:
         for table, made in zip(tables, filled, strict=True):
             if table() is not made:  # refilled from torch's own functions at its next use
                 table.cache_clear()
+
+
+@contextmanager
+def overrides_tables_naming_wrappers(originals: dict[int, Any], wrappers: dict[int, Any]) -> Iterator[None]:
+    """torch.overrides' tables (``resolve_name``, ``get_overridable_functions``, ``is_tensor_method_or_property``,
+    ``get_ignored_functions``) answering for each wrapper (``wrappers``: ``id(original)`` -> its wrapper) as for its
+    original while the block runs: a forward that asks them about ``F.gelu`` or ``torch.Tensor.add`` (the wrappers
+    while recorded) takes the branch it takes unrecorded. The wrappers are held beside the originals (the lists and
+    sets are longer while recorded), and taken out again after the block."""
+    overrides = sys.modules.get("torch.overrides")
+    made = [getattr(overrides, name, None) for name in ("_get_overridable_functions", "_get_tensor_methods",
+                                                        "get_ignored_functions")]  # fmt: skip
+    if not all(callable(table) for table in made):
+        yield
+        return
+    (by_namespace, index), methods, ignored = (table() for table in made)
+    named = {wrappers[key]: index[original] for key, original in originals.items() if _is_in(original, index)}
+    added_methods = {wrappers[key] for key, original in originals.items() if _is_in(original, methods)}
+    added_ignored = {wrappers[key] for key, original in originals.items() if _is_in(original, ignored)}
+    lengths = [(functions, len(functions)) for functions in by_namespace.values()]
+    for functions, _ in lengths:
+        functions.extend([wrappers[id(f)] for f in functions if id(f) in wrappers])
+    index.update(named)
+    methods |= added_methods
+    ignored |= added_ignored
+    try:
+        yield
+    finally:
+        for functions, length in lengths:
+            del functions[length:]
+        for wrapper in named:
+            index.pop(wrapper, None)
+        methods -= added_methods
+        ignored -= added_ignored
+
+
+def _is_in(value: Any, table: Any) -> bool:
+    try:
+        return value in table
+    except TypeError:  # unhashable
+        return False

@@ -57,15 +57,17 @@ from .compiled import (
 from .compiled_calls import compiled_calls_scoped, scope_namer, wrapper_scopes
 from .compiled_functions import callback_seeing_compiled_methods, eval_frame_module
 from .copies import copies_without_patches
-from .dynamo_tables import dynamo_tables_of_originals
+from .dynamo_tables import dynamo_tables_of_originals, overrides_tables_naming_wrappers
 from .exported import has_module_stacks, scoped_graph_forward
+from .forward_codes import defaults_followed, inner_of
 from .graph_code import GraphCode
-from .hooked_calls import call_in_scope, call_in_scope_when_hooked
+from .hooked_calls import SCOPE_CODE, call_in_scope, call_in_scope_when_hooked
 from .interpreter_state import gc_paused, recursion_room
 from .late_imports import late_imports_put_back
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
 from .module_scopes import folds_into_its_call, launches_no_kernel
 from .recordings import recording_of
+from .reference_slots import FunctionCode
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -92,7 +94,7 @@ def _module_forward(forward: Any, scope_name: str, in_scope: Any = None, kind: t
     class's forward, as it would unrecorded (the instance attribute would shadow it). A bound ``forward`` gets a
     wrapper bound as it is (``wrapping.bound_like``), which calls its function with the module first."""
     inside_call, method = INSIDE_CALL.get, in_scope is None and isinstance(forward, types.MethodType)
-    own = forward.__func__ if method else forward
+    own = inner_of(forward.__func__) if method else forward  # its original code: the class's may be swapped
     scoped, module = own if in_scope is None else in_scope, getattr(forward, "__self__", None)
 
     def forward_in_scope(*args, **kwargs):
@@ -120,7 +122,7 @@ def _folded_forward(forward: Any, module_suffix: str):
     its own; the call made inside names the module after its own name (``ks.fn:linear#3@encoder.fc``). ``forward``:
     torch's own class's, bound to the module, as the wrapper is (``wrapping.bound_like``)."""
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
-    function = forward.__func__
+    function = inner_of(forward.__func__)  # its original code: the class's may be swapped
 
     def forward_in_call_scope(*args, **kwargs):  # the module first
         if dynamo_tracing() or inside_call() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
@@ -235,7 +237,10 @@ def instrumented(
         late_imports_put_back(calls, functions, [m for _, m in named_modules]),  # after patches.undo()
     ):
         plan = patch_plan(calls) if functions else None  # once: each check that it is current reads ~4,000 attributes
-        with scripting_sees_originals(None if plan is None else plan.wrappers):  # recorder/torchscript.py
+        with (
+            scripting_sees_originals(None if plan is None else plan.wrappers),  # recorder/torchscript.py
+            nullcontext() if plan is None else overrides_tables_naming_wrappers(plan.originals, plan.wrappers),
+        ):
             try:
                 _install(patches, named_modules, book, recording.sampled, calls, plan)
                 yield
@@ -278,28 +283,32 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
             wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
             patch_module(module, attribute, wrapper)
             continue
-        wrapper = None
+        wrapper = own_class = None
         if class_forwards.forward_is_data_descriptor(module):  # a property: its class's is scoped instead
             instances.add(module, None, scope, None)
         elif not launches_no_kernel(module) and hasattr(module, "forward"):  # a TorchScript ModuleList has none
+            stacks = has_module_stacks(module)
+            graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
+            own_class = graph is None and class_forwards.class_of_its_forward(module, forward_before is _MISSING)
             if folds_into_its_call(module) and functions and isinstance(module.forward, types.MethodType):
                 suffix = MODULE_SEPARATOR + scope_text(name)
                 wrapper = _folded_forward(module.forward, suffix)
                 instances.add(module, wrapper, None, suffix)
             else:
-                stacks = has_module_stacks(module)
-                graph = scoped_graph_forward(module, name, originals, wrappers) if stacks else None
-                own_class = graph is None and class_forwards.class_of_its_forward(module, forward_before is _MISSING)
                 forward = module.forward
                 if functions and calls == "all":  # as stored references are: a forward that is a functional itself
                     forward = held_forward(forward, originals, wrappers)
                 wrapper = _module_forward(forward, scope, graph, own_class or None)
                 if graph is None:
                     instances.add(module, wrapper, scope, None)
-            patch_module(module, "forward", wrapper, forward_before)
+            if not own_class:  # a forward of its class's own is its class's still: its _call_impl calls the wrapper
+                patch_module(module, "forward", wrapper, forward_before)
         # after its forward's patch, which it calls where the module has no hooks (recorder/hooked_calls.py)
-        scoped_call = call_in_scope if _forward_patch_unseen(module, wrapper) else call_in_scope_when_hooked
-        patch_module(module, "_call_impl", scoped_call(module, scope))
+        if _forward_patch_unseen(module, wrapper, bool(own_class)):
+            patch_module(module, "_call_impl", call_in_scope(module, scope))
+        else:
+            patch_module(module, "_call_impl", call_in_scope_when_hooked(module, scope, wrapper if own_class else None))
+    instances.wrapper_codes.add(SCOPE_CODE)  # a hooked module's scope, around torch's _call_impl
     book.remember(t for module in observed for t in (*module.parameters(False), *module.buffers(False)))
     if plan is not None:
         graph_code.at_first_calls([module for _, module in named_modules])
@@ -311,9 +320,16 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
                 patches.set_item(owner, key, replacement)
         # after the instances captured their forwards, and the scan read the classes' own (their defaults); with
         # functions=False, none: dynamo compiles freely, nothing it guards is patched
-        for kind, class_forward in class_forward_sites(instances):
+        seen_ids = {id(module) for module in observed}
+        left_alone = {id(type(module)) for _, module in named_modules if id(module) not in seen_ids}
+        left_alone |= {id(owner.target) for owner, *_ in patches.saved if type(owner) is FunctionCode}
+        codes, descriptors = class_forward_sites(instances, left_alone)
+        for function, global_name, code, class_forward in codes:  # recorder/forward_codes.py
+            patches.set_item(function.__globals__, global_name, class_forward)
+            patches.set_item(FunctionCode(function), 0, code)
+        for kind, replacement in descriptors:
             try:
-                patches.set_attribute(kind, "forward", class_forward)
+                patches.set_attribute(kind, "forward", replacement)
             except Exception:  # noqa: BLE001 - a class that refuses it (its metaclass's __setattr__) keeps its own
                 pass  # forward: a call through that class stays the caller's, as without these wrappers
     named_observed = zip(observed_names, observed, strict=True)
@@ -327,13 +343,17 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
         seeing = callback_seeing_compiled_methods(original, held_of, _MISSING)
         patches.set_attribute(eval_frame, "_callback_from_stance", seeing)
     copies_without_patches(patches, bound, _MISSING, {} if plan is None else plan.pickled_as_wrappers)
+    defaults_followed()  # the copies the instances call (recorder/forward_codes.py), as their functions are now
 
 
-def _forward_patch_unseen(module: nn.Module, wrapper: Any) -> bool:
+def _forward_patch_unseen(module: nn.Module, wrapper: Any, its_class: bool) -> bool:
     """Whether ``module``'s class answers ``forward`` its own way (a ``__getattribute__`` choosing another method),
-    so that torch's call never reaches the patched forward ``wrapper`` (None: none was patched)."""
+    so that torch's call never reaches the patched forward ``wrapper`` (None: none was patched), or, ``its_class``,
+    the class's forward that ``wrapper`` runs."""
     if wrapper is None or type(module).__getattribute__ is object.__getattribute__:
         return False
+    if its_class:
+        return True
     try:
         return getattr(module, "forward", None) is not wrapper
     except Exception:  # noqa: BLE001 (the class's own __getattribute__)

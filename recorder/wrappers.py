@@ -36,7 +36,7 @@ from .calls import (
     watched_owners,
 )
 from .compiled import dynamo_tracing
-from .identity_handlers import may_compare_by_identity, read_unhandled
+from .identity_handlers import dispatched, handler_sites, read_unhandled
 from .recordings import current, in_recording
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
@@ -52,43 +52,15 @@ _C_FUNCTIONS = (types.BuiltinFunctionType, types.MethodDescriptorType, types.Wra
 _has_torch_function = torch._C._has_torch_function
 
 
-# id(wrapper) -> [(namespace of a Python module, attribute)] where a patch plan puts the wrapper (PatchPlan)
-_MODULE_SITES: dict[int, list[tuple[dict, str]]] = {}
-
-
-def _dispatched(function: Any, wrapper: Any, args: tuple, kwargs: dict, calling_back: set[int]) -> Any:
-    """``function``'s call where a ``__torch_function__`` (a mode's, a tensor subclass's) handles it: the handler calls
-    the public function back, patched, so the same wrapper, and that call is this one's work, not a second call. The
-    wrapper lets it through unscoped while this thread is in ``calling_back``.
-
-    torch hands a C function's handler the original as ``func``, which handlers compare with the public name
-    (``func is torch.nn.functional.scaled_dot_product_attention`` in torch's own CausalBias) or look up in sets they
-    cached of the originals (``torch.device``'s constructors): while the handler runs, the Python modules that hold
-    the wrapper hold the original again, so that both find it, as they would unrecorded; not where torch's
-    DeviceContext is the only handler (identity_handlers.py), which a default device puts around every call."""
-    thread = get_ident()
-    calling_back.add(thread)
-    sites = _MODULE_SITES.get(id(wrapper), ()) if may_compare_by_identity(args, kwargs) else ()
-    put_back = [site for site in sites if site[0].get(site[1]) is wrapper]
-    for namespace, attribute in put_back:
-        namespace[attribute] = function
-    try:
-        return function(*args, **kwargs)
-    finally:
-        for namespace, attribute in put_back:
-            namespace[attribute] = wrapper
-        calling_back.discard(thread)
-
-
 def _handled_in_scope(
     function: Any, wrapper: Any, args: tuple, kwargs: dict, calling_back: set[int], scope: str, state: Any
 ) -> Any:
-    """``function``'s call that a ``__torch_function__`` handles (``_dispatched``), in its ``scope``, with the call
-    state ``state`` (INSIDE_CALL) while it runs."""
+    """``function``'s call that a ``__torch_function__`` handles (``identity_handlers.dispatched``), in its
+    ``scope``, with the call state ``state`` (INSIDE_CALL) while it runs."""
     token = INSIDE_CALL.set(state)
     try:
         with _Scope(scope) if scopes_open[0] else NO_SCOPE:
-            return _dispatched(function, wrapper, args, kwargs, calling_back)
+            return dispatched(function, wrapper, args, kwargs, calling_back)
     finally:
         INSIDE_CALL.reset(token)
 
@@ -110,7 +82,9 @@ def _functional(function: Any, name: str):
     it must mark itself open for them)."""
     record = labels = None  # made at the first call: most of the ~1400 patched functions are never called
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
-    calling_back: set[int] = set()  # threads whose call of it a __torch_function__ handles (_dispatched)
+    calling_back: set[int] = (
+        set()
+    )  # threads whose call of it a __torch_function__ handles (identity_handlers.dispatched)
 
     def forget() -> None:  # the end of the recording
         nonlocal record, labels
@@ -135,7 +109,7 @@ def _functional(function: Any, name: str):
             if folded:  # its functionals are its own, as below
                 return _handled_in_scope(function, call_in_scope, args, kwargs, calling_back, scope + folded, False)
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:  # the call state as it is: nothing to set
-                return _dispatched(function, call_in_scope, args, kwargs, calling_back)
+                return dispatched(function, call_in_scope, args, kwargs, calling_back)
         if not folded:
             with _Scope(scope) if scopes_open[0] else NO_SCOPE:
                 return function(*args, **kwargs)
@@ -161,7 +135,7 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     handles the call (a TorchFunctionMode, ``with torch.device(...)`` too, or a tensor subclass among its arguments)
     it does: the handler calls the public function the C one stands for, looked up on torch (``x + y`` calls the
     patched ``Tensor.add``), which is this call's business, not a second one; a call of this same function back is
-    let through (``_dispatched``).
+    let through (``identity_handlers.dispatched``).
 
     The call's sample recorder is made at its first call (``book.recorder`` returns the same one to every
     wrapper of a name): making one for each of the patched functions up front costs every recording time for
@@ -174,7 +148,9 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
     written_in_c = isinstance(function, _C_FUNCTIONS) if holds_its_calls is None else not holds_its_calls
     checks_handlers = holds_its_calls is not False
-    calling_back: set[int] = set()  # threads whose call of it a __torch_function__ handles (_dispatched)
+    calling_back: set[int] = (
+        set()
+    )  # threads whose call of it a __torch_function__ handles (identity_handlers.dispatched)
 
     def forget() -> None:  # the end of the recording
         nonlocal record, labels
@@ -344,7 +320,6 @@ class PatchPlan:
         self.groups: list[tuple[Any, dict[str, Any]]] = []
         owners: dict[int, dict[str, Any]] = {}
         places: set[tuple[str, str]] = set()  # (module, qualified name) of every patched attribute, as pickle names it
-        module_sites: dict[int, list[tuple[dict, str]]] = {}
         functional_kind = _MARKED_FUNCTIONAL if calls == "all" else _FUNCTIONAL
         targets = [(F, name, name) for name in functional_names()]
         if calls == "all":
@@ -369,9 +344,7 @@ class PatchPlan:
                 self.groups.append((owner, group))
             group[attribute] = wrapper
             places.add(_place(owner, attribute))
-            if isinstance(owner, types.ModuleType):
-                module_sites.setdefault(id(wrapper), []).append((vars(owner), attribute))
-        _MODULE_SITES.update(module_sites)  # the wrappers are the process's; a site holds one only while recorded
+        handler_sites(self.groups, self.originals, self.wrappers)  # the wrappers are the process's, so are they
         self.by_wrapper = by_wrapper(self.originals, self.wrappers)
         self.by_place = by_place(self.groups)
         self.pickled_as_wrappers = by_pickled_original(self.originals, self.wrappers, places)

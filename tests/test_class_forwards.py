@@ -5,6 +5,7 @@ module's, in one scope, and ``super().forward(x)`` inside a subclass's forward o
 
 import functools
 import gzip
+import inspect
 import json
 
 import pytest
@@ -132,14 +133,15 @@ class CallsAFrozenClass(nn.Module):
         return Block.forward(self.block, self.child(x)) + Frozen.forward(self.child, x)
 
 
-def test_a_class_that_refuses_its_wrapper_keeps_its_forward_and_the_recording_goes_on():
+def test_a_class_that_refuses_a_new_forward_is_scoped_without_one():
+    """A class whose metaclass refuses a new ``forward`` keeps its own (it was left unscoped, its call through the
+    class the caller's): no class attribute is set, its function's code is swapped."""
     model, x = CallsAFrozenClass().eval(), torch.randn(2, 8)
+    original, code = vars(Frozen)["forward"], vars(Frozen)["forward"].__code__
     frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
     gelus = frame[frame["function_name"] == "gelu"].groupby("module_name").size().to_dict()
-    # the frozen class's own call through its class stays the caller's, as without the wrappers; the others are scoped
-    assert gelus == {"": 1, "child": 1, "block": 1}
-    assert vars(Frozen)["forward"].__name__ == "forward" and not hasattr(vars(Frozen)["forward"], "__wrapped__")
-    assert not hasattr(vars(Block)["forward"], "__wrapped__"), "the classes that took a wrapper are put back"
+    assert gelus == {"child": 2, "block": 1}
+    assert vars(Frozen)["forward"] is original and original.__code__ is code, "put back"
 
 
 class PropertyForward(nn.Module):
@@ -247,3 +249,156 @@ def test_a_class_forward_that_checks_it_is_the_classes_keeps_its_identity_and_th
     assert [count for count, _ in data["softsign"]] == [1]
     calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
     assert calls["softsign"] == {"layer"} and calls["gelu"] == {"layer", "block"}, "Block's class call is scoped"
+
+
+_BLOCK_FORWARD = Block.forward  # held at import, as a library keeps the forward it may have replaced
+
+
+def _identities(module: nn.Module) -> dict:
+    return {
+        "bound's function": module.forward.__func__ is Block.forward,
+        "class's": type(module).forward is _BLOCK_FORWARD,
+        "equal bound": module.forward == _BLOCK_FORWARD.__get__(module),
+        "static": inspect.getattr_static(module, "forward") is _BLOCK_FORWARD,
+        "not wrapped": not hasattr(Block.forward, "__wrapped__") and inspect.unwrap(Block.forward) is _BLOCK_FORWARD,
+        "not set on it": "forward" not in vars(module),
+        "named": (Block.forward.__qualname__, Block.forward.__code__.co_name) == ("Block.forward", "forward"),
+        "signature": str(inspect.signature(module.forward)) == "(x)",
+    }
+
+
+class ChecksItsChild(nn.Module):
+    """Takes a branch of its own wherever its child's forward is not what it was at import."""
+
+    def __init__(self):
+        super().__init__()
+        self.child, self.seen = Block(), []
+
+    def forward(self, x):
+        self.seen.append(_identities(self.child))
+        x = self.child(x)
+        return x if all(self.seen[-1].values()) else F.softsign(x)
+
+
+def test_a_forward_is_the_same_object_while_recorded_and_its_module_still_scoped():
+    """A model that asks whether its child's forward is still its class's (by identity, equality, ``getattr_static``,
+    ``__wrapped__``, its instance dict) took another branch while recorded: an instance ``forward`` and a class-level
+    wrapper stood in for the function."""
+    model, x = ChecksItsChild().eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        expected = model(x)
+    unrecorded = model.seen[-1]
+    assert all(unrecorded.values())
+    outputs = []
+    frame, data = ModuleFunctionKernelProfiler().profile(
+        lambda x: outputs.append(model(x)) or outputs[-1], [((x,), {})], module=model
+    )
+    assert model.seen[-1] == unrecorded
+    assert torch.equal(outputs[-1], expected) and "softsign" not in data
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["gelu"] == {"child"} and calls["linear"] == {"child.fc"}
+
+
+class CallsItsLayerThroughItsClass(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer, self.head = TellsItsForward(), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.head(TellsItsForward.forward(self.layer, x) + self.layer.forward(x))
+
+
+def test_a_forward_that_checks_it_is_the_classes_called_through_its_class_is_its_modules():
+    """A layer whose forward holds itself (transformers' checkpointing layers), called through its class or its
+    bound ``forward``: its calls were the caller's (its class kept the function, so the call reached no scope)."""
+    model, x = CallsItsLayerThroughItsClass().eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        expected = model(x)
+    outputs = []
+    frame, data = ModuleFunctionKernelProfiler().profile(
+        lambda x: outputs.append(model(x)) or outputs[-1], [((x,), {})], module=model
+    )
+    assert torch.equal(outputs[-1], expected)
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["softsign"] == {"layer"} and calls["gelu"] == {"layer"}
+    assert [count for count, _ in data["softsign"]] == [2]
+
+
+class CompiledOnce(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return F.gelu(self.fc(x))
+
+
+class CallsACompiledClass(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.child = CompiledOnce()
+
+    def forward(self, x):
+        return CompiledOnce.forward(self.child, x)
+
+
+def test_a_class_whose_forward_dynamo_compiled_is_scoped_through_its_class():
+    """A class whose forward's code holds compiled entries (another instance compiled earlier in the process) keeps
+    its code, whose entries a compiled model would run: its call through the class was the caller's; a wrapper in
+    the class's place scopes it, and the class gets its function back."""
+    torch._dynamo.reset()
+    torch.compile(CompiledOnce().eval(), backend="eager")(torch.randn(2, 8))
+    model, x = CallsACompiledClass().eval(), torch.randn(2, 8)
+    original = vars(CompiledOnce)["forward"]
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["gelu"] == {"child"}
+    assert vars(CompiledOnce)["forward"] is original and original.__code__.co_name == "forward"
+    torch._dynamo.reset()
+
+
+class SharesCompiledForward(nn.Module):
+    forward = CompiledOnce.forward  # another class's function, shared
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+
+class CallsBothThroughClasses(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = CompiledOnce(), SharesCompiledForward()
+
+    def forward(self, x):
+        return CompiledOnce.forward(self.a, x) + SharesCompiledForward.forward(self.b, x)
+
+
+def test_two_classes_sharing_a_compiled_forward_are_each_scoped_through_their_class():
+    """A forward whose code keeps compiled entries, shared by two classes: each class gets its wrapper (the second
+    was skipped as already seen, and its class call counted under the caller)."""
+    torch._dynamo.reset()
+    torch.compile(CompiledOnce().eval(), backend="eager")(torch.randn(2, 8))
+    model, x = CallsBothThroughClasses().eval(), torch.randn(2, 8)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})])
+    calls = frame.dropna(subset=["function_name"]).groupby("function_name")["module_name"].agg(set)
+    assert calls["gelu"] == {"a", "b"}
+    assert vars(SharesCompiledForward)["forward"] is vars(CompiledOnce)["forward"], "put back"
+    torch._dynamo.reset()
+
+
+def test_a_forward_that_checks_it_is_the_classes_with_compiled_code_keeps_its_place():
+    """A self-checking forward whose code holds compiled entries (transformers' ``forward_with_checkpointing`` is one
+    code for every layer class, compiled with any of them): a wrapper in its class's place turned it off (gradient
+    checkpointing recomputed nothing in a training step, seen in the full CPU sweep); it keeps its place."""
+    torch._dynamo.reset()
+    torch.compile(TellsItsForward().eval(), backend="eager")(torch.randn(2, 8))
+    model, x = CallsItsLayers().eval(), torch.randn(2, 8)
+    with torch.no_grad():
+        expected = model(x)
+    outputs = []
+    _, data = ModuleFunctionKernelProfiler().profile(
+        lambda x: outputs.append(model(x)) or outputs[-1], [((x,), {})], module=model
+    )
+    assert torch.equal(outputs[-1], expected) and [count for count, _ in data["softsign"]] == [1]
+    torch._dynamo.reset()

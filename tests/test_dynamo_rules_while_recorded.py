@@ -106,3 +106,36 @@ def test_torch_overrides_tables_first_made_while_recorded_hold_torch_functions_a
     assert torch.layer_norm in torch.overrides.get_testing_overrides()
     assert torch.layer_norm not in torch.overrides.get_ignored_functions()
     assert F.gelu in dynamo_torch.get_overridable_functions()
+
+
+class AsksTheTables(nn.Module):
+    """Takes its branch by what torch.overrides' tables say of the functions it is about to call."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.answers = nn.Linear(8, 8), []
+
+    def forward(self, x):
+        table = torch.overrides.get_overridable_functions()
+        answers = (F.gelu in table[F], torch.add in table[torch], torch.Tensor.add in table[torch.Tensor],
+                   torch.overrides.resolve_name(F.layer_norm), torch.overrides.resolve_name(torch.Tensor.add),
+                   torch.overrides.is_tensor_method_or_property(torch.Tensor.mul),
+                   F.hardswish in torch.overrides.get_ignored_functions())  # fmt: skip
+        self.answers.append(answers)
+        return F.gelu(self.fc(x)) if all(answers) else x
+
+
+def test_a_forward_asking_torch_overrides_tables_about_a_patched_function_gets_the_unrecorded_answer():
+    """``resolve_name(F.layer_norm)`` in a forward was None while recorded (``F.layer_norm`` is the wrapper there,
+    the tables hold torch's functions), ``F.gelu in get_overridable_functions()[F]`` False: the forward took
+    another branch. Afterwards the tables hold torch's functions alone again."""
+    model, x = AsksTheTables().eval(), torch.randn(2, 8)
+    index_size = len(torch.overrides._get_overridable_functions()[1])
+    with torch.no_grad():
+        model(x)
+    frame, _ = ModuleFunctionKernelProfiler().profile(model, [((x,), {})], warmup_iterations=1)
+    assert model.answers[-1] == model.answers[0] and all(model.answers[0])
+    assert "gelu" in set(frame["function_name"])
+    assert len(torch.overrides._get_overridable_functions()[1]) == index_size
+    assert not any(f.__module__ == "kernelscope.recorder.wrappers" for f in torch.overrides.get_ignored_functions()
+                   if hasattr(f, "__module__"))  # fmt: skip

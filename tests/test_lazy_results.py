@@ -206,10 +206,11 @@ def test_a_scoped_forward_is_of_its_originals_kind_and_signature(kind):
     model = kind()
     seen_before, original = _what_the_program_sees(model.forward), type(model).forward
     with instrumented([("", model)], SampleBook(), None):
-        assert "forward" in vars(model), "the forward is scoped"
+        assert "forward" not in vars(model), "scoped by its _call_impl: its forward is its class's"
         assert _what_the_program_sees(model.forward) == seen_before
         assert _what_the_program_sees(type(model).forward) == _what_the_program_sees(original), "its class's too"
-        assert inspect.unwrap(model.forward.__func__) is original
+        if not inspect.isasyncgenfunction(original):  # its code kept: a wrapper in its class (forward_codes.py)
+            assert model.forward.__func__ is original and type(model).forward is original
     assert "forward" not in vars(model)
 
 
