@@ -9,6 +9,9 @@ records the same with inductor, CUDA graphs and autotuning (benchmarks/workloads
 """
 
 import gc
+import os
+import subprocess
+import sys
 import types
 import warnings
 
@@ -343,6 +346,18 @@ def test_a_compiled_function_is_named_from_its_region(compiled_models, calls, tm
 
 
 def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_path):
+    # In a process of its own: after some other test files in one pytest worker, inductor's own first C++ compile
+    # (before any recording here) failed with its precompiled header rejected ('at::vec' not declared); alone it holds.
+    if os.environ.get("KS_INDUCTOR_TEST_CHILD") != "1":
+        test = f"{__file__}::test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded"
+        child = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "ignore", "-p", "no:xdist", test],
+            env={**os.environ, "KS_INDUCTOR_TEST_CHILD": "1"},
+            capture_output=True,
+            text=True,
+        )
+        assert child.returncode == 0, child.stdout[-4000:] + child.stderr[-2000:]
+        return
     torch._dynamo.reset()
     model = torch.compile(Net().eval())  # inductor: C++ compiled on the CPU (one shape: one compile, seconds)
     samples = _samples()[:1]
