@@ -35,7 +35,8 @@ from .ranks import ARCHIVE_MARKER, find_ranks, trace_start
 from .run import Run
 from .rundir import MANIFEST
 from .samples import encode
-from .sql import query_frame, quote, sql_text
+from .sql import quote, sql_text
+from .user_queries import query_frame
 
 MARKER = ARCHIVE_MARKER
 ARCHIVE_FORMAT = 1

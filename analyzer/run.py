@@ -21,10 +21,11 @@ from .run_settings import keeps_steps, limit_optimizers, limit_threads
 from .rundir import FUNCTION_PREFIX, MODULE_PREFIX
 from .sample_tensors import load_sample_tensors
 from .samples import check_totals, sample_totals_frame, samples_frame
-from .sql import drop_held, execute, hold_drops, query_frame, sql_template, sql_text
+from .sql import drop_held, execute, hold_drops, sql_template, sql_text
 from .summary import describe_results, summarize, summary_query
 from .trace_header import TraceHeader
 from .tree import define_tree_views, module_tree
+from .user_queries import query_frame
 from .validate import NOTHING_TO_ATTRIBUTE
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")

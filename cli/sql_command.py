@@ -82,7 +82,7 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
 def run_query(con: duckdb.DuckDBPyConnection, query: str) -> pd.DataFrame:
     import duckdb
-    from kernelscope.analyzer.sql import query_frame
+    from kernelscope.analyzer.user_queries import query_frame
 
     try:
         return query_frame(con, query)
@@ -273,7 +273,7 @@ def _first_line(exc: Exception, con: duckdb.DuckDBPyConnection | None = None) ->
     """DuckDB's message on one line, with its suggestion (``Did you mean "kernels"?``) where it makes one, not the
     query it quotes after them; for a table that does not exist, the tables there are (DuckDB's guess may be one of
     its own catalog's, ``pg_sequences``)."""
-    from kernelscope.analyzer.sql import NO_TABLE
+    from kernelscope.analyzer.user_queries import NO_TABLE
 
     lines = str(exc).strip().splitlines()
     if not lines:
@@ -285,6 +285,6 @@ def _first_line(exc: Exception, con: duckdb.DuckDBPyConnection | None = None) ->
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[str]:
-    from kernelscope.analyzer.sql import table_names
+    from kernelscope.analyzer.user_queries import table_names
 
     return table_names(con)

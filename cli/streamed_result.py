@@ -25,7 +25,7 @@ def print_result(con: duckdb.DuckDBPyConnection, query: str, output: Output, fai
     DuckDB error, raised when the query runs or later, while its rows are fetched, into the command's error."""
     import duckdb
     import pandas as pd
-    from kernelscope.analyzer.sql import query_result
+    from kernelscope.analyzer.user_queries import query_result
 
     fmt = output.format
     try:

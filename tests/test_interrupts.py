@@ -206,7 +206,7 @@ def test_a_signal_during_a_duckdb_query_ends_the_command_like_any_other(signum, 
 # Runs the CLI with the user's query of sql cued: "stalled" 3 s after the query began, while it runs.
 IN_A_USER_QUERY = """
 import sys, threading
-import kernelscope.analyzer.sql as target
+import kernelscope.analyzer.user_queries as target
 real = target.query_result
 def cued(con, query):
     threading.Timer(3.0, lambda: print("stalled", flush=True)).start()
