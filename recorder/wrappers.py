@@ -82,9 +82,8 @@ def _functional(function: Any, name: str):
     it must mark itself open for them)."""
     record = labels = None  # made at the first call: most of the ~1400 patched functions are never called
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
-    calling_back: set[int] = (
-        set()
-    )  # threads whose call of it a __torch_function__ handles (identity_handlers.dispatched)
+    # threads whose call of it a __torch_function__ handles (identity_handlers.dispatched)
+    calling_back: set[int] = set()
 
     def forget() -> None:  # the end of the recording
         nonlocal record, labels
@@ -148,9 +147,8 @@ def _marked_call(function: Any, name: str, outermost_only: bool, holds_its_calls
     inside_call, enter_call, leave_call = INSIDE_CALL.get, INSIDE_CALL.set, INSIDE_CALL.reset
     written_in_c = isinstance(function, _C_FUNCTIONS) if holds_its_calls is None else not holds_its_calls
     checks_handlers = holds_its_calls is not False
-    calling_back: set[int] = (
-        set()
-    )  # threads whose call of it a __torch_function__ handles (identity_handlers.dispatched)
+    # threads whose call of it a __torch_function__ handles (identity_handlers.dispatched)
+    calling_back: set[int] = set()
 
     def forget() -> None:  # the end of the recording
         nonlocal record, labels
