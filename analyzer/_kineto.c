@@ -1571,6 +1571,36 @@ static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
     return 1;
 }
 
+/* An instant (ph "i" or "I") of a device, launch or operator category is a complete event of no duration: Perfetto's
+ * JSON export writes every slice of 0 ns on a thread so (export_json.cc: "I", scope "t", no dur), as ingest.sql reads
+ * it. 0 when out of memory. */
+static int complete_instants(Scan *s) {
+    Dictionary *ph = &s->dictionaries[PH];
+    int32_t lower = dictionary_find(ph, "i"), upper = dictionary_find(ph, "I");
+    if (lower < 0 && upper < 0) return 1;
+    uint8_t *complete, *kind;
+    if (!classify(s, &complete, &kind)) return 0;
+    const Column *cat = &s->dictionaries[CAT].indices;
+    const int32_t *cat_index = cat->values;
+    int32_t *ph_index = ph->indices.values;
+    int32_t x = -1;
+    int ok = 1;
+    for (int64_t row = 0; row < s->rows; row++) {
+        if (!is_present(&ph->indices, row) || (ph_index[row] != lower && ph_index[row] != upper) ||
+            !is_present(cat, row) || kind[cat_index[row]] == CAT_OTHER)
+            continue;
+        if (x < 0 && (x = dictionary_index(ph, "X", 1)) < 0) {
+            ok = 0;
+            break;
+        }
+        ph_index[row] = x;
+        column_set64(&s->columns[DUR_NS], row, 0, 1);
+    }
+    free(complete);
+    free(kind);
+    return ok;
+}
+
 /* ------------------------------------------------------------------ what the part holds */
 
 /* Facts of the part that spare a small trace's load a query each where every part tells them (ingest.py, TraceHeader
@@ -1956,7 +1986,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Bytes keys = {0};
     Py_BEGIN_ALLOW_THREADS
     ok = scan_array_guarded(s, first_id, bare);
-    if (ok == 1 && modernize_categories(s) && keep_flow_ids(s)) {
+    if (ok == 1 && modernize_categories(s) && complete_instants(s) && keep_flow_ids(s)) {
         broken = rows_breaking_rules(s);
         if (want_repeats && broken >= 0) repeats = has_repeats(s, &keys);
         facts = part_facts(s);

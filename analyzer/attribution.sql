@@ -131,7 +131,8 @@ SET VARIABLE ks_launch_check = (
     SELECT {launches: (SELECT count(*) FROM ks_launches WHERE must_launch) - lost.captured,
             device_events: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op),
             launches_without_device_event: lost.launches - lost.captured,
-            device_events_without_launch: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL)}
+            device_events_without_launch: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL),
+            devices_unknown: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND device IS NULL)}
     FROM lost
 );
 
@@ -139,7 +140,32 @@ SET VARIABLE ks_launch_check = (
 -- run if: NOT coalesce(getvariable('ks_device_work'), true)
 SET VARIABLE ks_launch_check = {launches: CAST(0 AS BIGINT), device_events: CAST(0 AS BIGINT),
                                 launches_without_device_event: CAST(0 AS BIGINT),
-                                device_events_without_launch: CAST(0 AS BIGINT)};
+                                device_events_without_launch: CAST(0 AS BIGINT), devices_unknown: CAST(0 AS BIGINT)};
+
+-- A device event without a device arg (roctracer's kernels: pid 2, tid 0, no device or stream arg) is placed where
+-- Kineto files a device's work: under the device's index as pid, the queue as tid (ingest.sql gives the tid for
+-- stream). So where its pid is a device's (ks_device_pid: device events and no operator or annotation) the pid is its
+-- device; where its pid is a host process's (a trace cut by hand: torch's trace-analysis test files its kernels on the
+-- thread of their operators), neither is known, and that tid is no stream. Only where a device event lacks a device
+-- arg, which every CUDA trace's has: the launch check counts them (devices_unknown), so its guard is asked with the
+-- guards of the steps after it.
+-- run if: getvariable('ks_launch_check').devices_unknown > 0
+UPDATE ks_items SET device = placed.device, stream = placed.stream
+FROM (
+    WITH unplaced AS (
+        SELECT e.event_id, e.pid, e.tid, e.pid_name, e.stream, e.args
+        FROM events e JOIN ks_items i USING (event_id) WHERE i.device IS NULL
+    ),
+    pids AS (
+        SELECT pid, ks_device_pid(cat) AS is_device FROM events WHERE pid IN (SELECT pid FROM unplaced) GROUP BY pid
+    )
+    SELECT u.event_id,
+           CASE WHEN p.is_device AND u.pid_name IS NULL THEN TRY_CAST(u.pid AS INTEGER) END AS device,
+           CASE WHEN NOT p.is_device AND u.stream = u.tid AND NOT json_exists(u.args, '$.stream') THEN NULL
+                ELSE u.stream END AS stream
+    FROM unplaced u LEFT JOIN pids p USING (pid)
+) placed
+WHERE ks_items.event_id = placed.event_id;
 
 -- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
 -- one of each), which the launch check counted: this runs after it, its guard a variable's (asked in one SELECT with

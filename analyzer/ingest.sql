@@ -24,6 +24,9 @@
 -- privateuse1_memcpy) and <device>_memset as kernel, gpu_memcpy and gpu_memset, and memcpy and memset as the latter
 -- two (_kineto.c, device_category); and MTIA's on-device events, mtia_ccp_events, as kernel: Kineto's ActivityType.h
 -- now makes MTIA_CCP_EVENTS an alias of CONCURRENT_KERNEL, which it writes as "kernel". Their launches keep their names (scope_names.sql, ks_launch_category).
+-- An instant (ph "i" or "I") of a category held to those rules is a complete event of no duration (ph "X", dur 0):
+-- Perfetto's JSON export writes every slice of 0 ns on a thread so (export_json.cc: "I", scope "t", no dur), a
+-- kernel, launch or operator of a trace it read included; _kineto.c (complete_instants) does the same.
 -- An event whose args hold one key, "args", an object, has that object for its args: Perfetto's JSON export of a JSON
 -- trace it read writes each event's args so (its importer keeps them under "args.", export_json.cc nests by the dots).
 -- A device event without a stream arg (an integer's) has its tid for stream, where the trace wrote the tid as a JSON
@@ -31,16 +34,18 @@
 -- stream arg only where the device's plugin adds it, which Intel's XPU plugin (its SYCL queue the tid alone) and
 -- ROCm's roctracer build do not. _kineto.c's has_repeats keys device events the same way.
 INSERT INTO events
-SELECT event_id, ph, cat, name,
+SELECT event_id, CASE WHEN instant THEN 'X' ELSE ph END AS ph, cat, name,
        CASE WHEN pid_name IS NULL THEN pid
             ELSE -4611686018427387904 - CAST(hash(pid_name) % 4611686018427387904 AS BIGINT) END AS pid,
        CASE WHEN tid_name IS NULL THEN tid
             ELSE -4611686018427387904 - CAST(hash(tid_name) % 4611686018427387904 AS BIGINT) END AS tid,
        CASE WHEN held_to_rules THEN CAST(ts * 1000 AS BIGINT) ELSE TRY_CAST(ts * 1000 AS BIGINT) END AS ts_ns,
-       CASE WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END AS dur_ns,
+       CASE WHEN instant THEN 0 WHEN held_to_rules THEN CAST(dur * 1000 AS BIGINT) ELSE TRY_CAST(dur * 1000 AS BIGINT) END
+           AS dur_ns,
        correlation, external_id, device,
        coalesce(stream, CASE WHEN cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN tid_queue END) AS stream,
        args, flow_id, pid_name, tid_name, CAST(${rank} AS INTEGER) AS rank
+FROM (SELECT *, held_to_rules AND ph IN ('i', 'I') AS instant
 FROM (SELECT *, cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cpu_op', 'user_annotation', 'runtime', 'driver')
                  OR suffix(cat, '_runtime') OR suffix(cat, '_driver') AS held_to_rules
 FROM (SELECT
@@ -87,4 +92,4 @@ FROM (
             maximum_object_size = ${object_bytes}
         )
     )
-)));
+))));

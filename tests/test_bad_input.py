@@ -147,9 +147,9 @@ TRACE_CASES = {
         "has no args.correlation",
     ),
     "device event not complete": lambda tmp_path: (
-        _trace(tmp_path, _set(K, "ph", "i")),
+        _trace(tmp_path, _set(K, "ph", "n")),
         KERNEL,
-        'whose ph is "i", not "X"',
+        'whose ph is "n", not "X"',
     ),
     "span begun and never ended": lambda tmp_path: (
         _trace(tmp_path, _set(K, "ph", "B")),

@@ -36,13 +36,38 @@ def test_an_xpu_device_events_stream_is_its_queue():
     assert rows[columns].equals(cuda[columns])
 
 
-def test_a_roctracer_kernels_stream_is_its_tid():
-    """libkineto's roctracer build writes its kernels with neither device nor stream arg (pid 2, tid 0)."""
+def test_a_roctracer_kernels_stream_is_its_tid_and_its_device_its_pid():
+    """libkineto's roctracer build writes its kernels with neither device nor stream arg (pid 2, tid 0): pid 2 holds
+    device events and no operator, so it is a device's (ks_device_pid), and Kineto files a device's work under its
+    index. Before, every row's device was NULL."""
     tids = {i: e["tid"] for i, e in _device_events(ROCTRACER).items()}
     with load_run(ROCTRACER) as run:
         rows = run.profiling_df()
     assert len(rows) == len(tids) == 20
     assert dict(zip(rows["event_id"], rows["stream"], strict=True)) == tids
+    assert set(rows["device"]) == {2}
+
+
+INDUCTOR_EXCERPT = TESTS.parent / "sample_traces" / "external" / "torch_inductor_test_analysis_excerpt.json"
+
+
+def test_a_device_event_filed_on_a_host_thread_has_no_stream_or_device_it_does_not_name(tmp_path):
+    """Kineto files a device event under its device (pid) and stream (tid); torch's trace-analysis test filed its two
+    kernels on the CPU thread that ran their operators (pid = tid = 1147039), with no device or stream arg. That tid
+    is a host thread's, no stream, and that pid a process's, no device: both are unknown (NULL). Before, the rows'
+    stream was 1147039. A stream or device arg of such an event is still its stream or device."""
+    with load_run(INDUCTOR_EXCERPT) as run:
+        rows = run.profiling_df()
+    assert len(rows) == 2 and rows["stream"].isna().all() and rows["device"].isna().all()
+    doc = json.loads(INDUCTOR_EXCERPT.read_text())
+    for event in doc["traceEvents"]:
+        if event["cat"] == "kernel":
+            event["args"].update(device=0, stream=7)
+    path = tmp_path / "with_args.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        rows = run.profiling_df()
+    assert list(rows["stream"]) == [7, 7] and list(rows["device"]) == [0, 0]
 
 
 def test_an_xpu_device_event_listed_twice_is_refused_as_a_cuda_one_is(tmp_path):

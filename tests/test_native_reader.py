@@ -208,7 +208,7 @@ def _event(rng: random.Random) -> str:
         {k: _join_key for k in ("correlation", "External id", "external id", "device", "stream")},
     )
     values = {
-        "ph": lambda r, d: r.choice(['"X"', '"f"', '"s"', '"M"', '"i"', "null", "3"]),
+        "ph": lambda r, d: r.choice(['"X"', '"f"', '"s"', '"M"', '"i"', '"I"', "null", "3"]),
         "cat": lambda r, d: r.choice(CATEGORIES),
         "name": lambda r, d: r.choice(STRINGS[:14] + ['"[memory]"'] if r.random() < 0.95 else STRINGS),
         "pid": _pid,

@@ -100,7 +100,7 @@ def test_guards_of_variables_alone_are_asked_together_until_a_statement_sets_one
 
 @pytest.mark.parametrize(
     ("name", "of_variables", "questions"),
-    [("attribution.sql", 5, [1] * 10 + [5]), ("held_by_sql.sql", 2, [1, 2]), ("attribution_rows.sql", 1, [1, 1, 1])],
+    [("attribution.sql", 6, [1] * 10 + [6]), ("held_by_sql.sql", 2, [1, 2]), ("attribution_rows.sql", 1, [1, 1, 1])],
 )
 def test_attributions_guards_of_one_variable_are_one_question(name, of_variables, questions):
     con = duckdb.connect()
