@@ -29,6 +29,7 @@ from .archive_commit import (
     _names,
     committed_parts,
     ensure_dirs,
+    file_list,
     new_token,
     own_folder,
     regular_files,
@@ -101,7 +102,7 @@ def file_schemas(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part]) 
     frame = pd.DataFrame([(p.run_id, p.rank, p.token) for p in parts], columns=list(_KEY))
     for table, column in zip(DATA_TABLES, SCHEMA_COLUMNS, strict=True):
         paths = regular_files([part.path(root, table) for part in parts])
-        files = "[" + ", ".join(quote(_escaped(path)) for path in paths) + "]"
+        files = file_list(paths)
         described = con.execute(
             "SELECT file_name, string_agg(col, ', ' ORDER BY col) FROM (SELECT file_name, "
             f"concat_ws(' ', name, type, CAST(logical_type AS VARCHAR)) AS col FROM parquet_schema({files})) "
@@ -110,10 +111,6 @@ def file_schemas(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part]) 
         by_file = dict(described)
         frame[column] = [by_file[str(part.path(root, table))] for part in parts]
     return frame
-
-
-def _escaped(path: Path) -> str:
-    return re.sub(r"[\[*?]", r"[\g<0>]", str(path))
 
 
 def refresh_index(root: Path, runs_of) -> Path | None:
