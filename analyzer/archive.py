@@ -24,7 +24,7 @@ import pandas as pd
 
 from .archive_checks import check_creatable, check_format
 from .archive_commit import _RUN, STAGING, TABLES, Add, Part, _names, committed_parts, remove_dead_adds, unmake_archive
-from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
+from .archive_index import SCHEMA_COLUMNS, STAT_COLUMNS, Index, read_index, refresh_index
 from .archive_read import check_readable, damaged, load_run_tables, read_files
 from .archive_verify import PART_KEY, UNBELIEVED_STATISTICS, part_identity, recorded_rows, verify
 from .atomic import errors_naming, unreadable_link, unwritten, write_bytes_atomically
@@ -223,11 +223,12 @@ class Archive:
 
     def _verify(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
         """Check the files the view of ``table`` reads against the archive's record (archive_verify.py): a data
-        table's against the rows of the runs view, the runs files the index does not hold against themselves."""
+        table's against the rows of the runs view (but the files the index holds as they were then), the runs files
+        the index does not hold against themselves."""
         if table == "runs":
             verify(con, self.root, [p for p in self._parts if p not in self._index.schemas], table, {})
         else:
-            verify(con, self.root, self._parts, table, recorded_rows(con, "SELECT * FROM runs"))
+            verify(con, self.root, self._parts, table, recorded_rows(con, "SELECT * FROM runs"), self._index.stats)
 
     def _view(self, con: duckdb.DuckDBPyConnection, parts: list[Part], index: Index, table: str) -> str:
         """The query of ``table`` over the committed ``parts``: those the runs index holds from it (``runs``) or from
@@ -235,7 +236,8 @@ class Archive:
         new = [part for part in parts if part not in index.schemas]
         pieces = [self._read(new, table)] if new else []
         if index.schemas and table == "runs":
-            held = f"SELECT * EXCLUDE (token, {', '.join(SCHEMA_COLUMNS)}) FROM read_parquet({quote(str(index.path))})"
+            derived = ", ".join(quote(c) for c in ("token", *SCHEMA_COLUMNS, *STAT_COLUMNS))
+            held = f"SELECT COLUMNS(lambda c: c NOT IN ({derived})) FROM read_parquet({quote(str(index.path))})"
             if not index.exact:  # it holds runs removed since: only the committed ones are read
                 keys = [(p.run_id, p.rank, p.token) for p in index.schemas]
                 con.register("ks_index_parts", pd.DataFrame(keys, columns=["run_id", "rank", "token"]))

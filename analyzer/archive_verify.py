@@ -82,17 +82,35 @@ def kind(physical: str | None, converted: str | None) -> str:
     return converted or physical or "GROUP"
 
 
-def verify(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part], table: str, records: Records) -> None:
+def fingerprint(status: os.stat_result) -> str:
+    """A file's size and modification time: the runs index records them, and a file that still has them is the
+    one whose footer was read when it was indexed (an archive never rewrites a file in place)."""
+    return f"{status.st_size}:{status.st_mtime_ns}"
+
+
+def verify(
+    con: duckdb.DuckDBPyConnection,
+    root: Path,
+    parts: list[Part],
+    table: str,
+    records: Records,
+    indexed: dict[str, str] | None = None,
+) -> None:
     """Fail, naming the file, unless every part's file of ``table`` is what the archive wrote for it. ``records``:
     the rows the ``runs`` row of each part counts (None: not counted there, by an older kernelscope; the ``runs``
     file itself must hold one row). A part whose ``runs`` row counts its events was written with PART_KEY, which
-    its every file must then hold."""
-    files = {str(part.path(root, table)): part for part in parts}
+    its every file must then hold. ``indexed``: the fingerprints the runs index recorded; a file that still has its
+    own is not read again (thousands of footers cost seconds), any other is."""
+    files = {}
+    for part in parts:
+        path = str(part.path(root, table))
+        status = _lstat(Path(path))
+        if status is not None and stat.S_ISLNK(status.st_mode):
+            raise BadInputError(path, "is a symbolic link, which no archive holds (the archive is damaged)")
+        if status is None or indexed is None or indexed.get(path) != fingerprint(status):
+            files[path] = part
     if not files:
         return
-    for path in files:
-        if stat.S_ISLNK(_lstat(Path(path))):
-            raise BadInputError(path, "is a symbolic link, which no archive holds (the archive is damaged)")
     listed = file_list(regular_files([Path(path) for path in files]))
     schema = f"SELECT file_name, name, type, converted_type, num_children FROM parquet_schema({listed})"
     columns = _top_columns(con.execute(schema).fetchall())
@@ -133,11 +151,11 @@ def recorded_rows(con: duckdb.DuckDBPyConnection, runs: str) -> Records:
     return {(run_id, rank): dict(zip(DATA_TABLES, counted, strict=True)) for run_id, rank, *counted in rows}
 
 
-def _lstat(path: Path) -> int:
+def _lstat(path: Path) -> os.stat_result | None:
     try:
-        return os.lstat(path).st_mode
+        return os.lstat(path)
     except FileNotFoundError:  # left to DuckDB's read, which names it as missing
-        return 0
+        return None
     except OSError as exc:
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
 

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
-from kernelscope.analyzer import Archive, archive_runs
+from kernelscope.analyzer import Archive, archive_index, archive_runs
 from kernelscope.analyzer.archive_verify import COLUMNS, OLDER, PART_KEY, kind
 from kernelscope.cli import main
 from parquet_footers import row_count_lie, statistics_lie
@@ -182,3 +182,32 @@ def test_statistics_that_lie_are_not_believed(base, arch):
             truth["n"][0],
             top,
         )
+
+
+@pytest.fixture(scope="module")
+def indexed(base, tmp_path_factory):
+    """The two runs with a runs index that holds both (written after each add)."""
+    path = tmp_path_factory.mktemp("indexed") / "arch"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(archive_index, "INDEX_EVERY", 1)
+        archive_runs([SAMPLES / "mlp", base[0].parent / "mlp.json"], path)
+    assert list((path / archive_index.INDEX).iterdir())
+    return path
+
+
+def test_a_file_the_index_holds_is_checked_again_once_it_changed(indexed, tmp_path):
+    """The index spares a reader the footers of the files it holds while each has the size and mtime it recorded: a
+    file swapped in (a new mtime) is read and refused; an archive copied without its mtimes reads whole."""
+    copied = tmp_path / "copied"
+    shutil.copytree(indexed, copied, copy_function=shutil.copy)  # new mtimes: every file is checked from its footer
+    with Archive(copied) as store:
+        assert store.sql("SELECT count(*) AS n FROM kernels")["n"][0] == 12
+    swapped = tmp_path / "swapped"
+    shutil.copytree(indexed, swapped)
+    ids = sorted(p.name[len("run_id=") :] for p in (swapped / "runs").iterdir())
+    file = part_of(swapped, "kernels", ids[0])
+    shutil.copyfile(part_of(swapped, "kernels", ids[1]), file)
+    result = invoke("sql", swapped, "SELECT count(*) FROM kernels")
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"kernelscope: error: {file}: names the part "), line
