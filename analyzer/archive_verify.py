@@ -113,7 +113,7 @@ def verify(
         return
     listed = file_list(regular_files([Path(path) for path in files]))
     schema = f"SELECT file_name, name, type, converted_type, num_children FROM parquet_schema({listed})"
-    columns = _top_columns(con.execute(schema).fetchall())
+    columns, twice = _top_columns(con.execute(schema).fetchall())
     rows = dict(con.execute(f"SELECT file_name, num_rows FROM parquet_file_metadata({listed})").fetchall())
     groups = dict(
         con.execute(
@@ -123,11 +123,13 @@ def verify(
     )
     keys = dict(
         con.execute(
-            f"SELECT file_name, decode(value) FROM parquet_kv_metadata({listed}) WHERE decode(key) = ?", [PART_KEY]
+            f"SELECT file_name, value FROM parquet_kv_metadata({listed}) WHERE key = ?", [PART_KEY.encode()]
         ).fetchall()
     )
     for path, part in files.items():
         held = columns.get(path, {})
+        if path in twice:
+            raise BadInputError(path, f"has the column {twice[path]!r} twice (the archive is damaged)")
         _check_columns(path, table, held, typed=rows.get(path) != 0)
         record = records.get((part.run_id, part.rank), {})
         expected = 1 if table == "runs" else record.get(table)
@@ -137,8 +139,9 @@ def verify(
             whose = "one row of its rank" if table == "runs" else f"{expected:,} (its run's runs row says so)"
             raise BadInputError(path, f"holds {said} rows where the archive recorded {whose}; the archive is damaged")
         stamped = "events" in held if table == "runs" else record.get("events") is not None
-        if (stamped or path in keys) and keys.get(path) != part_identity(part):
-            found = f"names the part {keys[path]!r}" if path in keys else f"names no part ({PART_KEY})"
+        if (stamped or path in keys) and keys.get(path) != part_identity(part).encode():  # bytes: any, UTF-8 or not
+            named = keys[path].decode(errors="backslashreplace") if path in keys else None
+            found = f"names the part '{named}'" if path in keys else f"names no part ({PART_KEY})"
             raise BadInputError(path, f"{found}, not {part_identity(part)!r} (the archive is damaged)")
 
 
@@ -160,10 +163,12 @@ def _lstat(path: Path) -> os.stat_result | None:
         raise BadInputError(path, f"cannot be read ({exc.strerror or exc})") from None
 
 
-def _top_columns(schema: Iterable[tuple]) -> dict[str, dict[str, str]]:
+def _top_columns(schema: Iterable[tuple]) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     """``{file: {column: kind}}`` of the top-level columns of each file, from parquet_schema's rows (each file's
-    root first, then its columns depth-first, each group followed by its ``num_children`` children)."""
+    root first, then its columns depth-first, each group followed by its ``num_children`` children), and
+    ``{file: column}`` of the files that name a column twice (DuckDB reads the second under another name)."""
     out: dict[str, dict[str, str]] = {}
+    twice: dict[str, str] = {}
     left: dict[str, list[int]] = {}  # per file: the children still to come of each open group, innermost last
     for file_name, name, physical, converted, children in schema:
         if file_name not in out:  # the root
@@ -171,13 +176,15 @@ def _top_columns(schema: Iterable[tuple]) -> dict[str, dict[str, str]]:
             continue
         stack = left[file_name]
         if len(stack) == 1:
+            if name in out[file_name]:
+                twice.setdefault(file_name, name)
             out[file_name][name] = kind(physical, converted)
         stack[-1] -= 1
         if children:
             stack.append(children)
         while len(stack) > 1 and stack[-1] <= 0:
             stack.pop()
-    return out
+    return out, twice
 
 
 def _check_columns(path: str, table: str, held: dict[str, str], typed: bool) -> None:

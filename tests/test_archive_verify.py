@@ -10,6 +10,8 @@ import os
 import shutil
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from conftest import REPO
@@ -62,6 +64,24 @@ def rewrite(file, select: str) -> None:
     os.replace(f"{file}.new", file)
 
 
+def _with_key(file, value: str) -> None:
+    """``file`` rewritten with ``value`` (SQL of a BLOB) as the part its footer names."""
+    with duckdb.connect() as con:
+        source = f"read_parquet('{file}', hive_partitioning = false)"
+        con.execute(
+            f"COPY (SELECT * FROM {source}) TO '{file}.new' (FORMAT parquet, KV_METADATA {{{PART_KEY}: {value}}})"
+        )
+    os.replace(f"{file}.new", file)
+
+
+def _column_twice(file) -> None:
+    """``file`` rewritten by pyarrow with its first column repeated at the end (DuckDB's COPY renames a repeat)."""
+    table = pq.read_table(file)
+    first = table.column_names[0]
+    table = pa.Table.from_arrays([*table.columns, table.column(0)], names=[*table.column_names, first])
+    pq.write_table(table.replace_schema_metadata(pq.read_schema(file).metadata), file)
+
+
 def _first_column(table):
     return next(iter(COLUMNS[table]))
 
@@ -83,6 +103,8 @@ LIES = {
         file, "SELECT * FROM {file} LIMIT (SELECT count(*) - 1 FROM {file})"
     ),
     "a footer counting 1000x its rows": lambda file, table, other: row_count_lie(file),
+    "a column twice": lambda file, table, other: _column_twice(file),
+    "a part key not UTF-8": lambda file, table, other: _with_key(file, "'\\xFF\\xFE'::BLOB"),
     "another run's file": lambda file, table, other: shutil.copyfile(other, file),
     "a link to another run's file": lambda file, table, other: (file.unlink(), file.symlink_to(other)),
 }
@@ -93,6 +115,8 @@ PROBLEMS = {
     "its rows twice": "rows where the archive recorded",
     "a row lost": "rows where the archive recorded",
     "a footer counting 1000x its rows": "rows where the archive recorded",
+    "a column twice": "twice (the archive is damaged)",
+    "a part key not UTF-8": "names the part '\\xff\\xfe', not",
     "another run's file": "names the part",  # samples: the trace's run holds none, so its count tells first
     "a link to another run's file": "is a symbolic link",
 }
