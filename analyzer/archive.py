@@ -40,6 +40,7 @@ from .sql import quote, sql_text
 from .user_queries import query_frame
 
 MARKER = ARCHIVE_MARKER
+_LISTED_AGAIN: list = []  # connect()'s parts on its second try, the archive listed again (compared by identity)
 ARCHIVE_FORMAT = 1
 
 
@@ -200,8 +201,9 @@ class Archive:
         """An in-memory DuckDB with the views runs, events, kernels, samples (those of ``tables`` at least, the
         others made when a query of ``sql()`` names them) over every archived run (the runs complete when it
         connected; ``parts``: those, where the caller has just listed them)."""
+        again = parts is _LISTED_AGAIN
         if self._con is None:
-            parts = committed_parts(self.root) if parts is None else parts
+            parts = committed_parts(self.root) if parts is None or again else parts
             if not parts:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = new_connection()
@@ -217,9 +219,16 @@ class Archive:
                 self._con.execute(f"CREATE VIEW {table} AS {self._view(self._con, self._parts, self._index, table)}")
             except (duckdb.Error, BadInputError) as exc:  # a footer missing, not Parquet, or not what it must be
                 self.close()
+                if self._superseded(exc) and not again:  # an add replaced the index it listed: once more
+                    return self.connect(tables, _LISTED_AGAIN)
                 raise self._damaged(exc) if isinstance(exc, duckdb.Error) else exc from None
             self._views.add(table)
         return self._con
+
+    def _superseded(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the read of the runs index this connection listed, which an add has since replaced."""
+        index = self._index.path
+        return isinstance(exc, duckdb.IOException) and index is not None and not index.exists()
 
     def _verify(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
         """Check the files the view of ``table`` reads against the archive's record (archive_verify.py): a data
