@@ -24,8 +24,9 @@ import pandas as pd
 
 from .archive_checks import check_creatable, check_format
 from .archive_commit import _RUN, STAGING, TABLES, Add, Part, _names, committed_parts, remove_dead_adds, unmake_archive
-from .archive_index import SCHEMA_COLUMNS, Index, read_index, refresh_index
+from .archive_index import SCHEMA_COLUMNS, STAT_COLUMNS, Index, read_index, refresh_index
 from .archive_read import check_readable, damaged, load_run_tables, read_files
+from .archive_verify import PART_KEY, UNBELIEVED_STATISTICS, part_identity, recorded_rows, verify
 from .atomic import errors_naming, unreadable_link, unwritten, write_bytes_atomically
 from .connection import new_connection
 from .errors import BadInputError, KernelscopeError
@@ -39,6 +40,7 @@ from .sql import quote, sql_text
 from .user_queries import query_frame
 
 MARKER = ARCHIVE_MARKER
+_LISTED_AGAIN: list = []  # connect()'s parts on its second try, the archive listed again (compared by identity)
 ARCHIVE_FORMAT = 1
 
 
@@ -158,22 +160,24 @@ class Archive:
         con = run.con
         archived_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         for rank, part in run.parts.items():
+            identity = quote(part_identity(Part(add.run_id, rank, add.token)))
 
-            def target(table: str, rank: int = rank) -> str:
-                return quote(str(add.staged(table, rank)))
+            def target(table: str, rank: int = rank, identity: str = identity) -> str:
+                """The staged file, and the options that write it with the part it is of in its footer."""
+                return f"{quote(str(add.staged(table, rank)))} (FORMAT parquet, KV_METADATA {{{PART_KEY}: {identity}}})"
 
             con.execute(
                 f"COPY (SELECT * EXCLUDE (rank) FROM events WHERE rank = {rank} ORDER BY event_id) "
-                f"TO {target('events')} (FORMAT parquet)"
+                f"TO {target('events')}"
             )
             con.execute(
                 f"COPY (SELECT * EXCLUDE (rank) FROM kernels WHERE rank = {rank} "
-                f"ORDER BY start_us, event_id) TO {target('kernels')} (FORMAT parquet)"
+                f"ORDER BY start_us, event_id) TO {target('kernels')}"
             )
             con.register("ks_samples_out", _samples_with_arguments(run, rank))
             con.execute(
                 "COPY (SELECT * REPLACE (CAST(args AS JSON) AS args, CAST(kwargs AS JSON) AS kwargs) "
-                f"FROM ks_samples_out) TO {target('samples')} (FORMAT parquet)"
+                f"FROM ks_samples_out) TO {target('samples')}"
             )
             con.unregister("ks_samples_out")
             variables = {
@@ -191,28 +195,49 @@ class Archive:
             con.execute(f"SET VARIABLE rank = {int(rank)}")
             for key, value in zip(LaunchCheck.__dataclass_fields__, _check_values(part.check), strict=True):
                 con.execute(f"SET VARIABLE {key} = {int(value)}")
-            con.execute(f"COPY ({sql_text('archive_row.sql')}) TO {target('runs')} (FORMAT parquet)")
+            con.execute(f"COPY ({sql_text('archive_row.sql')}) TO {target('runs')}")
 
     def connect(self, tables: tuple[str, ...] = TABLES, parts: list[Part] | None = None) -> duckdb.DuckDBPyConnection:
         """An in-memory DuckDB with the views runs, events, kernels, samples (those of ``tables`` at least, the
         others made when a query of ``sql()`` names them) over every archived run (the runs complete when it
         connected; ``parts``: those, where the caller has just listed them)."""
+        again = parts is _LISTED_AGAIN
         if self._con is None:
-            parts = committed_parts(self.root) if parts is None else parts
+            parts = committed_parts(self.root) if parts is None or again else parts
             if not parts:
                 raise BadInputError(self.path, "holds no runs yet (kernelscope archive RUN --to ARCHIVE adds them)")
             con = new_connection()
             con.execute("SET TimeZone = 'UTC'")  # times print the same on every machine
+            con.execute("SET parquet_metadata_cache = true")  # the footers verify() read are those the views read
+            con.execute(UNBELIEVED_STATISTICS)
             define_kernel_short(con)
             self._con, self._parts, self._index, self._views = con, parts, read_index(con, self.root, parts), set()
-        for table in (t for t in tables if t not in self._views):
+        data = [t for t in tables if t != "runs"]
+        for table in (t for t in ("runs",) * bool(data) + tables if t not in self._views):  # runs: the record
             try:
+                self._verify(self._con, table)
                 self._con.execute(f"CREATE VIEW {table} AS {self._view(self._con, self._parts, self._index, table)}")
-            except duckdb.Error as exc:  # a view reads its first file's schema: missing, or not Parquet
+            except (duckdb.Error, BadInputError) as exc:  # a footer missing, not Parquet, or not what it must be
                 self.close()
-                raise self._damaged(exc) from None
+                if self._superseded(exc) and not again:  # an add replaced the index it listed: once more
+                    return self.connect(tables, _LISTED_AGAIN)
+                raise self._damaged(exc) if isinstance(exc, duckdb.Error) else exc from None
             self._views.add(table)
         return self._con
+
+    def _superseded(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the read of the runs index this connection listed, which an add has since replaced."""
+        index = self._index.path
+        return isinstance(exc, duckdb.IOException) and index is not None and not index.exists()
+
+    def _verify(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
+        """Check the files the view of ``table`` reads against the archive's record (archive_verify.py): a data
+        table's against the rows of the runs view (but the files the index holds as they were then), the runs files
+        the index does not hold against themselves."""
+        if table == "runs":
+            verify(con, self.root, [p for p in self._parts if p not in self._index.schemas], table, {})
+        else:
+            verify(con, self.root, self._parts, table, recorded_rows(con, "SELECT * FROM runs"), self._index.stats)
 
     def _view(self, con: duckdb.DuckDBPyConnection, parts: list[Part], index: Index, table: str) -> str:
         """The query of ``table`` over the committed ``parts``: those the runs index holds from it (``runs``) or from
@@ -220,7 +245,8 @@ class Archive:
         new = [part for part in parts if part not in index.schemas]
         pieces = [self._read(new, table)] if new else []
         if index.schemas and table == "runs":
-            held = f"SELECT * EXCLUDE (token, {', '.join(SCHEMA_COLUMNS)}) FROM read_parquet({quote(str(index.path))})"
+            derived = ", ".join(quote(c) for c in ("token", *SCHEMA_COLUMNS, *STAT_COLUMNS))
+            held = f"SELECT COLUMNS(lambda c: c NOT IN ({derived})) FROM read_parquet({quote(str(index.path))})"
             if not index.exact:  # it holds runs removed since: only the committed ones are read
                 keys = [(p.run_id, p.rank, p.token) for p in index.schemas]
                 con.register("ks_index_parts", pd.DataFrame(keys, columns=["run_id", "rank", "token"]))

@@ -26,6 +26,7 @@ from pathlib import Path
 from .atomic import fsync_dir, fsync_file, kind_of, publish, write_bytes_atomically
 from .errors import BadInputError, KernelscopeError
 from .ranks import ARCHIVE_MARKER
+from .sql import quote
 
 DATA_TABLES = ("events", "kernels", "samples")
 TABLES = (*DATA_TABLES, "runs")  # runs last: its folder commits a run
@@ -33,6 +34,7 @@ STAGING = ".staging"
 _RUN = re.compile(r"run_id=(run-[0-9a-f]{12})")
 _RANK = re.compile(r"rank=(0|[1-9][0-9]{0,9})")
 _PART = re.compile(r"part-([0-9a-z.]{1,80})\.parquet")
+_GLOB_CHARACTERS = re.compile(r"[\[*?]")
 _STAGED = re.compile(r"(run-[0-9a-f]{12})\.([0-9]+\.[0-9]+\.[0-9a-f]{12}\.[0-9a-f]{8})")
 MAX_RANK = (1 << 31) - 1
 _RENAME_ATTEMPTS = 5
@@ -83,6 +85,11 @@ def regular_files(paths: list[Path]) -> list[Path]:
         if not stat.S_ISREG(mode):
             raise BadInputError(path, f"is {kind_of(mode)}, not a regular file (the archive is damaged)")
     return paths
+
+
+def file_list(files: list[Path]) -> str:
+    """``files`` as a DuckDB list of paths, their glob characters escaped: each is read as the one file it names."""
+    return "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", str(file))) for file in files) + "]"
 
 
 def _names(folder: str | Path) -> list[str]:

@@ -29,10 +29,12 @@ from .archive_commit import (
     _names,
     committed_parts,
     ensure_dirs,
+    file_list,
     new_token,
     own_folder,
     regular_files,
 )
+from .archive_verify import fingerprint
 from .atomic import fsync_dir, fsync_file
 from .connection import new_connection
 from .sql import quote
@@ -42,6 +44,7 @@ INDEX_EVERY = 64
 _INDEX_FILE = re.compile(r"runs-([0-9]{1,12})-([0-9a-z.]{1,80})\.parquet")
 _PARTIAL = re.compile(r"\.runs-([0-9]+\.[0-9]+\.[0-9a-f]{12}\.[0-9a-f]{8})\.partial")
 SCHEMA_COLUMNS = tuple(f"{table}_schema" for table in DATA_TABLES)
+STAT_COLUMNS = tuple(f"{table}_stat" for table in DATA_TABLES)  # each file's size and mtime when indexed
 _KEY = ("run_id", "rank", "token")
 
 
@@ -54,6 +57,7 @@ class Index:
     path: Path | None = None
     schemas: dict[Part, dict[str, str]] = field(default_factory=dict)
     exact: bool = True
+    stats: dict[str, str] = field(default_factory=dict)  # data file path -> its fingerprint when indexed
 
 
 def _index_files(root: Path) -> list[tuple[int, str]]:
@@ -79,29 +83,34 @@ def read_index(con: duckdb.DuckDBPyConnection, root: Path, committed: list[Part]
         [(total, distinct)] = con.execute(counted).fetchall()
         if total != distinct:  # a part twice: no index an add wrote, and its rows would repeat in the views
             return Index()
+        names = {d[0] for d in con.execute(f"SELECT * FROM {source} LIMIT 0").description}
+        stats = [c if c in names else "NULL" for c in STAT_COLUMNS]  # an older index recorded none
         rows = con.execute(
-            f"SELECT {', '.join(_KEY + SCHEMA_COLUMNS)} FROM {source} SEMI JOIN ks_committed USING ({', '.join(_KEY)})"
+            f"SELECT {', '.join(_KEY + SCHEMA_COLUMNS)}, {', '.join(stats)} FROM {source} "
+            f"SEMI JOIN ks_committed USING ({', '.join(_KEY)})"
         ).fetchall()
     except duckdb.Error:
         return Index()
     finally:
         con.unregister("ks_committed")
-    held = {Part(*key): dict(zip(DATA_TABLES, schemas, strict=True)) for *key, schemas in _split(rows)}
-    return Index(path, held, exact=len(held) == total)
-
-
-def _split(rows: list[tuple]) -> list[tuple]:
-    """Each row of the index as its key's three values and its data files' schemas."""
-    return [(*row[: len(_KEY)], row[len(_KEY) :]) for row in rows]
+    width, held, recorded = len(_KEY), {}, {}
+    for row in rows:
+        part = Part(*row[:width])
+        held[part] = dict(zip(DATA_TABLES, row[width : width + len(DATA_TABLES)], strict=True))
+        for table, stat in zip(DATA_TABLES, row[width + len(DATA_TABLES) :], strict=True):
+            if stat is not None:
+                recorded[str(part.path(root, table))] = stat
+    return Index(path, held, exact=len(held) == total, stats=recorded)
 
 
 def file_schemas(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part]) -> pd.DataFrame:
     """Each part's key and, per data table, its file's schema (the Parquet columns and types, sorted): files of
-    one schema are read as one list."""
+    one schema are read as one list; and its fingerprint (archive_verify.fingerprint), which spares a reader the
+    check of its footer while the file is the one indexed."""
     frame = pd.DataFrame([(p.run_id, p.rank, p.token) for p in parts], columns=list(_KEY))
     for table, column in zip(DATA_TABLES, SCHEMA_COLUMNS, strict=True):
         paths = regular_files([part.path(root, table) for part in parts])
-        files = "[" + ", ".join(quote(_escaped(path)) for path in paths) + "]"
+        files = file_list(paths)
         described = con.execute(
             "SELECT file_name, string_agg(col, ', ' ORDER BY col) FROM (SELECT file_name, "
             f"concat_ws(' ', name, type, CAST(logical_type AS VARCHAR)) AS col FROM parquet_schema({files})) "
@@ -109,11 +118,8 @@ def file_schemas(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part]) 
         ).fetchall()
         by_file = dict(described)
         frame[column] = [by_file[str(part.path(root, table))] for part in parts]
+        frame[f"{table}_stat"] = [fingerprint(os.stat(path)) for path in paths]
     return frame
-
-
-def _escaped(path: Path) -> str:
-    return re.sub(r"[\[*?]", r"[\g<0>]", str(path))
 
 
 def refresh_index(root: Path, runs_of) -> Path | None:

@@ -3,33 +3,26 @@ read back as a Run's, and the check an add makes that the archive reads before i
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import duckdb
 
 from . import samples
 from .archive_checks import archived_manifest, archived_sample, check_columns
-from .archive_commit import _RUN, TABLES, Part, _names, committed_parts, regular_files
+from .archive_commit import _RUN, DATA_TABLES, TABLES, Part, _names, committed_parts, file_list, regular_files
 from .archive_index import read_index
+from .archive_verify import BELIEVED_STATISTICS, UNBELIEVED_STATISTICS, recorded_rows, verify
 from .connection import new_connection
 from .errors import BadInputError
 from .rank_parts import LaunchCheck, RankPart
 from .samples import check_totals
 from .sql import quote, sql_template
 
-_GLOB_CHARACTERS = re.compile(r"[\[*?]")
-
 
 def read_files(root: Path, parts: list[Part], table: str, options: str = "", union: str = "true") -> str:
     """The query of ``table`` over the files of ``parts`` (archive_view.sql); a missing file is bad input."""
     listed = file_list(regular_files([part.path(root, table) for part in parts]))
     return sql_template("archive_view.sql").substitute(files=listed, options=options, union=union)
-
-
-def file_list(files: list[Path]) -> str:
-    """``files`` as a DuckDB list of paths, their glob characters escaped: each is read as the one file it names."""
-    return "[" + ", ".join(quote(_GLOB_CHARACTERS.sub(r"[\g<0>]", str(file))) for file in files) + "]"
 
 
 def damaged(archive: Path, exc: duckdb.Error, more: str = "") -> BadInputError:
@@ -40,8 +33,9 @@ def damaged(archive: Path, exc: duckdb.Error, more: str = "") -> BadInputError:
 
 def check_readable(archive: Path, root: Path) -> None:
     """Fail, naming the file, unless the footer of every Parquet file of the committed runs that the newest runs
-    index does not hold reads. An index is written only from files whose footers read, so an add reads the footers
-    of the runs added since (fewer than INDEX_EVERY, where adds write it), whatever the archive's size."""
+    index does not hold reads, and is what the archive's record says (archive_verify.py). An index is written only
+    from files whose footers read, so an add reads the footers of the runs added since (fewer than INDEX_EVERY,
+    where adds write it), whatever the archive's size."""
     con = new_connection()
     try:
         indexed = _indexed_runs(con, root)
@@ -52,8 +46,14 @@ def check_readable(archive: Path, root: Path) -> None:
             return
         try:
             con.execute(f"SELECT count(*) FROM parquet_file_metadata({file_list(files)})").fetchall()
+            verify(con, root, parts, "runs", {})
+            records = recorded_rows(con, read_files(root, parts, "runs"))
+            for table in DATA_TABLES:
+                verify(con, root, parts, table, records)
         except duckdb.Error as exc:
             raise damaged(archive, exc, "; nothing was added") from None
+        except BadInputError as exc:  # a file not what the archive's record says: every later read would refuse it
+            raise BadInputError(exc.path, f"{exc.problem}; nothing was added") from None
     finally:
         con.close()
 
@@ -74,6 +74,11 @@ def load_run_tables(con: duckdb.DuckDBPyConnection, root: Path, run_id: str) -> 
     """The archived run ``run_id``'s events and kernels made tables of ``con``; its ranks' parts (manifest, samples,
     launch counts) and its prefixes, each checked as a run directory's are."""
     parts = committed_parts(root, run_id)
+    con.execute(UNBELIEVED_STATISTICS)  # while its files are read: its tables' own statistics are DuckDB's
+    verify(con, root, parts, "runs", {})
+    records = recorded_rows(con, read_files(root, parts, "runs"))
+    for table in DATA_TABLES:
+        verify(con, root, parts, table, records)
     con.execute(
         f"CREATE TABLE events AS SELECT * EXCLUDE (run_id, rank), rank FROM ({read_files(root, parts, 'events')}) "
         "ORDER BY rank, event_id"
@@ -116,6 +121,7 @@ def load_run_tables(con: duckdb.DuckDBPyConnection, root: Path, run_id: str) -> 
         if not all(type(value) is int and value >= 0 for value in check):
             raise BadInputError(where, "has launch counts that are not integers >= 0")
         parts.append(RankPart(rank, archived_manifest(where, manifest), function_data[rank], LaunchCheck(*check)))
+    con.execute(BELIEVED_STATISTICS)
     return parts, (rows[0][2], rows[0][3])
 
 

@@ -1,6 +1,7 @@
 -- archive_row.sql: the `runs` row of one rank of a run being archived, from its manifest (variable
 -- `manifest`, JSON text, 'null' for a bare trace) and what the analyzer measured (its `kernels` rows of
--- `rank`, its launch check). Fields a manifest lacks are NULL, but a bare trace's start_time: ranks.trace_start.
+-- `rank`, its launch check, the rows of each of its tables, which the reader checks each file against). Fields a
+-- manifest lacks are NULL, but a bare trace's start_time: ranks.trace_start.
 WITH m AS (SELECT CAST(getvariable('manifest') AS JSON) AS j)
 SELECT
     getvariable('name')                                            AS name,
@@ -24,6 +25,8 @@ SELECT
     getvariable('function_prefix')                                 AS function_prefix,
     (SELECT count(*) FROM kernels WHERE rank = getvariable('rank'))                      AS kernels,
     (SELECT coalesce(sum(kernel_us), 0) FROM kernels WHERE rank = getvariable('rank'))  AS kernel_us,
+    (SELECT count(*) FROM events WHERE rank = getvariable('rank'))                       AS events,
+    (SELECT count(*) FROM samples WHERE rank = getvariable('rank'))                      AS samples,
     CAST(getvariable('launches') AS BIGINT)                        AS launches,
     CAST(getvariable('device_events') AS BIGINT)                   AS device_events,
     CAST(getvariable('launches_without_device_event') AS BIGINT)   AS launches_without_device_event,

@@ -31,6 +31,9 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hostile_inputs_more import KERNELSCOPE, REPO, RUN, _copy, arguments, run_all  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests"))
+from parquet_footers import row_count_lie  # noqa: E402
+
 NUMBERS = ["1e400", "-1e400", "NaN", "Infinity", "-0", "1e-400", str(2**70), str(-(2**70))]
 MANIFEST_NUMBERS = ['"format_version": 1', '"rank": 0', '"world_size": 1', '"warmup_iterations": 3',
                     '"samples_per_pass": 1', '"bytes": 52054016', '"limit_bytes": 4194304']  # fmt: skip
@@ -114,27 +117,6 @@ def _other_schema(part: Path) -> None:
     pq.write_table(table, part)
 
 
-def _row_count_lie(part: Path) -> None:
-    """The footer's row counts (FileMetaData, its row group's and every column chunk's) said 1000 times larger: each
-    a zigzag varint in the thrift footer, rewritten with the footer's length."""
-    data = bytearray(part.read_bytes())
-    footer_length = int.from_bytes(data[-8:-4], "little")
-    start = len(data) - 8 - footer_length
-    rows = pq.ParquetFile(part).metadata.num_rows
-
-    def varint(value: int) -> bytes:
-        value, out = value << 1, bytearray()  # zigzag of a non-negative number
-        while value >= 0x80:
-            out.append(value & 0x7F | 0x80)
-            value >>= 7
-        return bytes([*out, value])
-
-    footer = bytes(data[start:-8]).replace(b"\x16" + varint(rows), b"\x16" + varint(rows * 1000))
-    footer = footer.replace(b"\x26" + varint(rows), b"\x26" + varint(rows * 1000))  # a field 2 ahead (delta 2)
-    data[start:] = footer + len(footer).to_bytes(4, "little") + b"PAR1"
-    part.write_bytes(bytes(data))
-
-
 def _archive_with(table: str, damage, reader: str) -> callable:
     def case(work: Path) -> list[str]:
         archive = work / "A"
@@ -212,7 +194,7 @@ def cases(flipper: _Flipper) -> dict[str, callable]:
     for old in SAMPLES_NUMBERS:
         for value in NUMBERS:
             made[f"analyze of samples.json {old.split(':')[0]} {value}"] = _number("samples.json", old, value)
-    damages = {"a folder": _as_folder, "another schema": _other_schema, "a row count 1000x": _row_count_lie}
+    damages = {"a folder": _as_folder, "another schema": _other_schema, "a row count 1000x": row_count_lie}
     for table in TABLES:
         for what, damage in damages.items():
             for reader in READERS:

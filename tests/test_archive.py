@@ -442,14 +442,18 @@ def test_a_listing_lists_the_committed_runs_once(tmp_path, monkeypatch):
 
 
 def _rewrite(table, select):
-    """Replace the one file of ``table`` by the rows of ``select`` over it (``{file}``), as Parquet."""
+    """Replace the one file of ``table`` by the rows of ``select`` over it (``{file}``), as Parquet, naming in its
+    footer the part it replaces, as an add writes it: a file that lies only where the case says."""
 
     def change(path):
         import duckdb
 
         (file,) = (path / table).rglob("*.parquet")
         con = duckdb.connect()
-        con.execute(f"COPY ({select.format(file=repr(str(file)))}) TO '{file}.new' (FORMAT parquet)")
+        [(part,)] = con.execute(f"SELECT decode(value) FROM parquet_kv_metadata('{file}')").fetchall()
+        source = f"read_parquet({str(file)!r}, hive_partitioning = false)"
+        options = f"FORMAT parquet, KV_METADATA {{kernelscope_part: '{part}'}}"
+        con.execute(f"COPY ({select.format(file=source)}) TO '{file}.new' ({options})")
         con.close()
         (path / table / file.relative_to(path / table)).with_suffix(".parquet.new").replace(file)
 
@@ -469,36 +473,36 @@ CRAFTED_ARCHIVES = {
     "kernels not Parquet": (_garbage("kernels"), "is damaged: Footer length error in file"),
     "runs cut in half": (_garbage("runs", cut=300), "is damaged: Invalid Input Error: No magic bytes found"),
     "runs without a column": (
-        _rewrite("runs", "SELECT * EXCLUDE (module_prefix) FROM read_parquet({file})"),
-        'is damaged: Binder Error: Referenced column "module_prefix" not found',
+        _rewrite("runs", "SELECT * EXCLUDE (module_prefix) FROM {file}"),
+        "lacks the column 'module_prefix' of every runs file of an archive (damaged)",
     ),
     "runs without its row": (
-        _rewrite("runs", "SELECT * FROM read_parquet({file}) LIMIT 0"),
-        "does not hold one row of its rank (damaged)",
+        _rewrite("runs", "SELECT * FROM {file} LIMIT 0"),
+        "holds 0 rows where the archive recorded one row of its rank; the archive is damaged",
     ),
     "a manifest naming its GPU by a list": (
         _rewrite(
             "runs",
             """SELECT * REPLACE (json_merge_patch(manifest, '{{"gpu_name": [1]}}') AS manifest)
-            FROM read_parquet({file})""",
+            FROM {file}""",
         ),
         "has gpu_name [1], not a string",
     ),
     "a sample of an unknown tag": (
-        _rewrite("samples", """SELECT * REPLACE ('{{"set": [1]}}'::JSON AS args) FROM read_parquet({file})"""),
+        _rewrite("samples", """SELECT * REPLACE ('{{"set": [1]}}'::JSON AS args) FROM {file}"""),
         "has a malformed sample of function 'linear' (unknown sample value tag 'set')",
     ),
     "a sample without arguments": (
-        _rewrite("samples", "SELECT * REPLACE (NULL::JSON AS args) FROM read_parquet({file})"),
+        _rewrite("samples", "SELECT * REPLACE (NULL::JSON AS args) FROM {file}"),
         "has a malformed sample of function 'linear' (",
     ),
     "kernels without kernel_us": (
-        _rewrite("kernels", "SELECT * EXCLUDE (kernel_us) FROM read_parquet({file})"),
-        "has no column kernel_us (the archive is damaged, or not of this kernelscope)",
+        _rewrite("kernels", "SELECT * EXCLUDE (kernel_us) FROM {file}"),
+        "lacks the column 'kernel_us' of every kernels file of an archive (damaged)",
     ),
     "kernel_us as text": (
-        _rewrite("kernels", "SELECT * REPLACE (CAST(kernel_us AS VARCHAR) AS kernel_us) FROM read_parquet({file})"),
-        "has a column of type VARCHAR, not number, kernel_us",
+        _rewrite("kernels", "SELECT * REPLACE (CAST(kernel_us AS VARCHAR) AS kernel_us) FROM {file}"),
+        "has a column 'kernel_us' of type UTF8, not number (damaged)",
     ),
 }
 

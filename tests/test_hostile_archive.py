@@ -234,9 +234,15 @@ def test_an_archived_sample_store_larger_than_a_run_directory_s_may_be_is_refuse
 
     run_id = base[1]
     (part,) = (arch / "samples").rglob("*.parquet")
+    (runs,) = (arch / "runs").rglob("*.parquet")
+    key = f"KV_METADATA {{kernelscope_part: '{run_id}/0/{part.name[5:-8]}'}}"  # the part it is of, as an add writes
     with duckdb.connect() as con:  # its own: the module's default connection may hold another test's result
-        con.execute(f"COPY (SELECT s.* FROM read_parquet('{part}') s, range(1000)) TO '{part}.new' (FORMAT parquet)")
+        rows = f"SELECT s.* FROM read_parquet('{part}', hive_partitioning = false) s, range(1000)"
+        con.execute(f"COPY ({rows}) TO '{part}.new' (FORMAT parquet, {key})")
+        record = f"SELECT * REPLACE (samples * 1000 AS samples) FROM read_parquet('{runs}', hive_partitioning = false)"
+        con.execute(f"COPY ({record}) TO '{runs}.new' (FORMAT parquet, {key})")  # its record says so: a consistent lie
     os.replace(f"{part}.new", part)
+    os.replace(f"{runs}.new", runs)
     monkeypatch.setattr(samples, "samples_limit_bytes", lambda: 100_000)
     line = one_line(invoke("analyze", arch, "--run", run_id))
     assert line == f"kernelscope: error: {part}: holds more than the 100,000 bytes a sample store may take here", line

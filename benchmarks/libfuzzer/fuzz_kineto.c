@@ -3,11 +3,12 @@
  *
  * Each input is one part: its first byte picks the form (bit 0: bare events, no brackets), the rest is the part,
  * copied into a buffer of exactly its size so that a read past either end is a heap overflow. The input goes
- * through what scan() runs without the GIL (scan_array, modernize_categories, rows_breaking_rules, has_repeats) and
- * the Arrow export, and the exported batch is checked: every column as long as the rows, dictionary indices and args
- * offsets inside their buffers, each args text an object that the reader reads back to the same text. Python's
- * part (the buffer protocol, the capsule) is left out: it holds nothing the input reaches. Agreement with
- * DuckDB's reader is checked apart, on the corpus this grows (benchmarks/fuzz_kineto.py diff).
+ * through what scan() runs without the GIL (scan_array, modernize_categories, keep_flow_ids, rows_breaking_rules,
+ * has_repeats with its keys, part_facts) and the Arrow export, and the exported batch is checked: every column as
+ * long as the rows, dictionary indices and args offsets inside their buffers, each args text an object that the
+ * reader reads back to the same text. Python's part (the buffer protocol, the capsule) is left out: it holds
+ * nothing the input reaches. Agreement with DuckDB's reader is checked apart, on the corpus this grows
+ * (benchmarks/fuzz_kineto.py diff).
  */
 #include "../../analyzer/_kineto.c"
 
@@ -117,11 +118,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Scan *s = new_scan(part, size);
     int ok = scan_array(s, (int64_t)1 << 40, bare);
     if (ok == 1) {
-        assert(modernize_categories(s));
+        assert(modernize_categories(s) && keep_flow_ids(s));
         int64_t broken = rows_breaking_rules(s);
         assert(broken >= 0 && broken <= s->rows);
-        int repeats = has_repeats(s);
+        Bytes keys = {0};
+        int repeats = has_repeats(s, &keys);
         assert(repeats == 0 || repeats == 1);
+        assert(keys.size % 8 == 0 && keys.size / 8 <= (size_t)s->rows); /* one a launch or device event */
+        free(keys.data);
+        int facts = part_facts(s);
+        assert(facts >= 0 && facts < 8);
         int64_t rows = s->rows;
         struct ArrowArrayStream *stream = export_stream(s);
         assert(stream);
