@@ -13,7 +13,7 @@ import click
 
 from .loading import in_run_directory, rank_option
 from .numbers import NON_NEGATIVE, REPEATS, ROWS, WARMUP_CALLS
-from .output import Output, diagnostic, emit, print_table
+from .output import Output, diagnostic, emit, print_note, print_table
 from .output_options import output_options
 from .paths import UserPath
 
@@ -128,8 +128,8 @@ def bench(
     )  # fmt: skip
     if output.to_terminal and not frame.empty:
         if ((frame["recorded_on"] == "cpu") & (frame["replayed_on"] == "cpu")).any():
-            click.echo(CPU_NOTE)
-        click.echo(TABLE_NOTE)
+            print_note(CPU_NOTE)
+        print_note(TABLE_NOTE)
     saved = recorder_bench.bench_savings(frame)
     if against and output.to_terminal:
         print_table(
@@ -143,7 +143,7 @@ def bench(
                 f"({row.saving_pct:.2f}% of the pass), {row.speedup:.2f}x"
             )
     if scripts is not None:
-        (click.echo if output.to_terminal else diagnostic)(f"benchmark scripts: {scripts}")
+        (print_note if output.to_terminal else diagnostic)(f"benchmark scripts: {scripts}")
     failed = frame[frame["status"].isin(recorder_bench.FAILED) & (frame["implementation"] != "original")]
     if len(failed):
         for name, group in failed.groupby("implementation", sort=False):

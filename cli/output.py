@@ -112,6 +112,21 @@ def diagnostic(line: str) -> None:
     click.echo(printable(line), err=True)
 
 
+def print_note(text: str, console=None) -> None:
+    """A line under a table (what it left out, where the time went, a hint) on stdout, wrapped at spaces to the
+    table's width, ``console``'s: an 80-column terminal broke a longer one inside a word. A word is never cut."""
+    from .printable import printable
+
+    click.echo("\n".join(wrapped(printable(text), (console or stdout_console()).width)))
+
+
+def wrapped(text: str, width: int) -> list[str]:
+    """``text``'s lines of at most ``width`` characters, broken at spaces only: a path or an option stays whole."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None, **table) -> None:
     """Print or write ``frame`` as ``output`` asks (``table``: print_table's options)."""
     fmt = output.format  # read once: it checks the extension against --format
@@ -236,7 +251,8 @@ def print_table(
     headers, numerics, cells = table_cells(frame)
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
-        console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
+        for line in wrapped(printable(title), console.width):
+            console.print(line, style="table.title", soft_wrap=True, markup=False, highlight=False)
     if draws_long_table(console, len(frame)):
         texts = [[printable(v) for v in values] for values in cells]
         print_long_table(console, headers, texts, numerics, every_column)
@@ -266,8 +282,7 @@ def print_table(
         console = stdout_console(width=needed)
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
     if left_out:
-        note = left_out_note(console.width, left_out, every_column)
-        console.print(printable(note), soft_wrap=True, markup=False, highlight=False)
+        print_note(left_out_note(console.width, left_out, every_column), console)
 
 
 def table_cells(frame: pd.DataFrame, digits: dict[str, int] | None = None) -> tuple[list, list, list]:
