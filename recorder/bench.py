@@ -30,6 +30,8 @@ COLUMNS = [
     "max_rel_err", "recorded_on", "replayed_on", "reason",
 ]  # fmt: skip
 FAILED = ("mismatch", "failed")  # an alternative's statuses that make `kernelscope bench` exit 1
+NOISY_SPREAD = 10  # a median this many times its fastest repeat is a machine's contention, not the call's cost
+NOISE_REPEATS = 5  # fewer repeats have no median to judge by (of 2 it is their mean)
 
 
 def bench(
@@ -101,8 +103,30 @@ def bench(
                         )
         finally:
             release_buffers()
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    return frame.astype({"sample_id": "Int64", "calls": "Int64"})
+    frame = pd.DataFrame(rows, columns=COLUMNS).astype({"sample_id": "Int64", "calls": "Int64"})
+    if repeat >= NOISE_REPEATS:
+        _warn_of_noise(frame)
+    return frame
+
+
+def _warn_of_noise(frame: pd.DataFrame) -> None:
+    """A warning naming the replays whose median is NOISY_SPREAD times their fastest repeat or more: a replay on
+    several threads of a busy CPU waits for the descheduled ones (docs/bench.md, "Timing"), and its replayed_us,
+    ratio and speedup then say nothing of the call."""
+    timed = frame[frame["min_us"].notna()]
+    noisy = timed[timed["replayed_us"] >= NOISY_SPREAD * timed["min_us"]]
+    if noisy.empty:
+        return
+    worst = noisy.loc[(noisy["replayed_us"] / noisy["min_us"]).idxmax()]
+    which = "" if worst["implementation"] == ORIGINAL else f" {worst['implementation']}"
+    warnings.warn(
+        f"kernelscope: {len(noisy)} of {len(timed)} replays' median is over {NOISY_SPREAD}x their fastest repeat "
+        f"({worst['function_name']}{which} sample {worst['sample_id']}: {worst['replayed_us']:,.1f} µs, min_us "
+        f"{worst['min_us']:,.1f}): other processes kept the {worst['replayed_on']} busy and these medians are "
+        "noise; replay on an idle machine (on the CPU, OMP_NUM_THREADS=1 replays on one thread)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def bench_savings(frame: pd.DataFrame) -> pd.DataFrame:
