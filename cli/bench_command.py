@@ -32,6 +32,8 @@ CPU_NOTE = (  # a CPU ratio reads as a speed-up or a slow-down of the call, whic
     "recorded on the CPU: recorded_us are the self times of the call's operators under the profiler and replayed_us "
     "a warm call's wall clock, which compare loosely; compare implementations (--against) on the same replays"
 )
+# --format csv writes the per-sample rows, and each saving as a line on stderr: the API holds the table's every column
+SAVINGS_EVERY_COLUMN = "ks.bench_savings(frame) has them"
 TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kernelscope[record]'"
 
 
@@ -135,6 +137,7 @@ def bench(
         print_table(
             saved[[*SAVING_FIRST, *(c for c in saved.columns if c not in SAVING_FIRST)]],
             title="projected saving over the pass (the samples where the alternative matched)",
+            every_column=SAVINGS_EVERY_COLUMN,
         )
     elif against:
         for row in saved.itertuples(index=False):

@@ -271,3 +271,6 @@ def test_the_terminal_tables_fit_80_columns_and_name_the_columns_they_left_out(l
     assert len(tables) == 2, result.stdout
     header, table = _first_table(tables[1])
     assert max(map(len, table)) <= 80 and header == saving[: len(header)] and len(header) >= 4, tables[1]
+    # --format csv writes the per-sample rows, and the savings as lines on stderr without these columns
+    note = " ".join(tables[1].split("┘\n")[-1].split())
+    assert note == f"left out to fit 80 columns: {', '.join(saving[len(header) :])}; ks.bench_savings(frame) has them"
