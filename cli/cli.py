@@ -260,6 +260,8 @@ def analyze(
     if inclusive and group != "module_name":
         raise click.UsageError("--inclusive needs --by module_name (the time of a module with its submodules')")
     grouped = group not in (None, "function")
+    if full_names and not (kernels or group == "kernel"):  # no kernel name in the table: the option would do nothing
+        raise click.UsageError("--full-names names kernels: with --kernels or --by kernel")
     if kernels and grouped:
         raise click.UsageError("--kernels lists rows and --by groups them: give one of the two")
     if by_rank and (rank is not None or kernels or grouped):

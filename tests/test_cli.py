@@ -606,3 +606,20 @@ def test_a_count_past_its_bound_is_a_usage_error(args, option):
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"kernelscope: error: Invalid value for '{option}': ") and "is not in the range" in line
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "args, refusal",
+    [
+        (["analyze", DEMO, "--full-names"], "--full-names names kernels: with --kernels or --by kernel"),
+        (["analyze", DEMO, "--by", "op", "--full-names"], "--full-names names kernels: with --kernels or --by kernel"),
+        (["tree", DEMO, "--full-names"], "--full-names names the kernels --show-calls lists: add --show-calls"),
+    ],
+)
+def test_full_names_where_no_kernel_is_shown_is_refused_not_dropped(args, refusal):
+    """`tree RUN --full-names` and `analyze RUN --full-names` (time by call) printed what they print without it: the
+    option did nothing, and said nothing. It is a usage error there, as --inclusive without --by module_name is."""
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 2 and refusal in result.stderr, result.output
+    for shown in (["analyze", DEMO, "--by", "kernel"], ["analyze", DEMO, "--kernels"], ["tree", DEMO, "--show-calls"]):
+        assert CliRunner().invoke(main, [*map(str, shown), "--full-names"]).exit_code == 0, shown
