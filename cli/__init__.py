@@ -10,7 +10,8 @@ Record (needs torch):
 Analyze anywhere (no torch):
 
 ``load_run`` (path): a run directory, job or Kineto trace as a Run (use it in a with block).
-``Run``: .describe(top_k=10, rank=None), .profiling_df(), .function_data(), .sql(query), .time_by(column).
+``Run``: .describe(top_k=10, rank=None), .profiling_df(), .function_data(), .sql(query), .time_by(column),
+    .tree() (each module's time, its submodules' included), .describe_by_rank(), .time_by_rank(column).
 ``describe_results`` (profiling_df, function_data, top_k=10): the per-function summary of any profiling_df.
 ``diff`` (a, b): run b against run a, per function, module and kernel.
 ``archive_runs`` ([run, ...], to): add runs to an archive of Parquet files.

@@ -13,7 +13,7 @@ import click
 
 from .loading import in_run_directory, rank_option
 from .numbers import NON_NEGATIVE, REPEATS, ROWS, WARMUP_CALLS
-from .output import Output, diagnostic, emit, print_table
+from .output import Output, diagnostic, emit, print_note, print_table
 from .output_options import output_options
 from .paths import UserPath
 
@@ -32,6 +32,8 @@ CPU_NOTE = (  # a CPU ratio reads as a speed-up or a slow-down of the call, whic
     "recorded on the CPU: recorded_us are the self times of the call's operators under the profiler and replayed_us "
     "a warm call's wall clock, which compare loosely; compare implementations (--against) on the same replays"
 )
+# --format csv writes the per-sample rows, and each saving as a line on stderr: the API holds the table's every column
+SAVINGS_EVERY_COLUMN = "ks.bench_savings(frame) has them"
 TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kernelscope[record]'"
 
 
@@ -128,13 +130,14 @@ def bench(
     )  # fmt: skip
     if output.to_terminal and not frame.empty:
         if ((frame["recorded_on"] == "cpu") & (frame["replayed_on"] == "cpu")).any():
-            click.echo(CPU_NOTE)
-        click.echo(TABLE_NOTE)
+            print_note(CPU_NOTE)
+        print_note(TABLE_NOTE)
     saved = recorder_bench.bench_savings(frame)
     if against and output.to_terminal:
         print_table(
             saved[[*SAVING_FIRST, *(c for c in saved.columns if c not in SAVING_FIRST)]],
             title="projected saving over the pass (the samples where the alternative matched)",
+            every_column=SAVINGS_EVERY_COLUMN,
         )
     elif against:
         for row in saved.itertuples(index=False):
@@ -143,7 +146,7 @@ def bench(
                 f"({row.saving_pct:.2f}% of the pass), {row.speedup:.2f}x"
             )
     if scripts is not None:
-        (click.echo if output.to_terminal else diagnostic)(f"benchmark scripts: {scripts}")
+        (print_note if output.to_terminal else diagnostic)(f"benchmark scripts: {scripts}")
     failed = frame[frame["status"].isin(recorder_bench.FAILED) & (frame["implementation"] != "original")]
     if len(failed):
         for name, group in failed.groupby("implementation", sort=False):

@@ -260,6 +260,8 @@ def analyze(
     if inclusive and group != "module_name":
         raise click.UsageError("--inclusive needs --by module_name (the time of a module with its submodules')")
     grouped = group not in (None, "function")
+    if full_names and not (kernels or group == "kernel"):  # no kernel name in the table: the option would do nothing
+        raise click.UsageError("--full-names names kernels: with --kernels or --by kernel")
     if kernels and grouped:
         raise click.UsageError("--kernels lists rows and --by groups them: give one of the two")
     if by_rank and (rank is not None or kernels or grouped):
@@ -269,7 +271,8 @@ def analyze(
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         check_rank(run, loaded, rank)
         if kernels:
-            title, what = "kernels, the longest first" if limit else "kernels", "device rows"
+            title = "kernels, the longest first" if limit else "kernels"
+            what = "device rows" if loaded.device == "cuda" else "CPU operator rows"  # as print_footer names them
             frame = kernel_table(loaded.profiling_df(rank, top_k=limit), output)
             total = loaded.con.execute(
                 "SELECT count(*) FROM kernels" + ("" if rank is None else f" WHERE rank = {int(rank)}")
@@ -295,7 +298,9 @@ def analyze(
 def _summary(loaded, group: str | None, rank: int | None, by_rank: bool):
     """(every row, title, what a row is, the column each rank's rows are cut by) of the summary asked for."""
     if group not in (None, "function"):
-        return loaded.time_by(group, None, rank), f"time by {group}", GROUPS[group], None
+        # a CPU recording's "kernels" are CPU operators, as its footer and the column cpu_operators name them
+        what = "CPU operators" if group == "kernel" and loaded.device != "cuda" else GROUPS[group]
+        return loaded.time_by(group, None, rank), f"time by {group}", what, None
     frame = loaded.describe_by_rank(None) if by_rank else loaded.describe(None, rank)
     if frame.empty and group is None:  # no call in the trace (no scope, no Python frame): by operator then
         if by_rank:

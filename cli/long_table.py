@@ -5,7 +5,8 @@ shared 2-core machine, so that the 85,000 kernel rows of a 200 MB trace took two
 (table_layout.py): the columns that do not fit are left out from the right and named under it, headers break after an
 underscore, and a name wider than its column folds over lines (a number or an id never does). A table written block
 by block (a query's result as DuckDB makes it) sizes its columns on the blocks so far: a block with a wider value
-closes the table and opens another, with its header, as wide as needed."""
+closes the table and opens another, with its header, as wide as needed, without the columns that then no longer fit
+(the line under it names them and the row from which they are left out)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ class LongTable:
 
     def __init__(self, console, headers: list[str], numerics: list[bool], every_column: str | None = None):
         self.console, self.headers, self.numerics, self.every_column = console, headers, numerics, every_column
-        self.shown: int | None = None  # the columns that fit, chosen on the first block
+        self.shown: int | None = None  # the columns that fit the blocks so far: fewer where a later one is wider
+        self.left_from: dict[str, int] = {}  # a column left out after the first block: the first row without it
+        self.rows = 0
         self.widests = [0] * len(headers)
         self.widths: list[int] = []
         self.folds: list[int | None] = []
@@ -47,12 +50,10 @@ class LongTable:
         from rich.cells import cell_len
 
         block = [max(map(cell_len, column), default=0) for column in cells]
-        if self.shown is None:
-            leasts = column_leasts(self.headers, self.numerics, block)
-            fits = that_fit(self.headers, leasts, self.console.width)
-            self.shown = len(self.headers) if self.every_column is None else fits
+        self.widests = [max(a, b) for a, b in zip(self.widests, block, strict=True)]
+        self._fit_columns()
         cells, block = cells[: self.shown], block[: self.shown]
-        self.widests = [max(a, b) for a, b in zip(self.widests, block, strict=False)]
+        self.rows += len(cells[0]) if cells else 0
         widths, folds = self._layout()
         if widths != self.widths or folds != self.folds or not self.open:
             self.close()
@@ -72,6 +73,18 @@ class LongTable:
         self.console.file.write("".join(lines))
         self.console.file.flush()
 
+    def _fit_columns(self) -> None:
+        """The columns that fit the terminal with the values so far, from the left: a block of wider numbers leaves
+        out the last ones from its first row on, where it opened a table wider than the terminal."""
+        if self.every_column is None:
+            self.shown = len(self.headers)
+            return
+        leasts = column_leasts(self.headers, self.numerics, self.widests)
+        fits = that_fit(self.headers[: self.shown], leasts[: self.shown], self.console.width)
+        if self.shown is not None:
+            self.left_from.update((header, self.rows + 1) for header in self.headers[fits : self.shown])
+        self.shown = fits
+
     def close(self, last: bool = False) -> None:
         """End the table drawn so far; ``last``: the table is done, and a line names the columns left out."""
         if self.open:
@@ -79,17 +92,25 @@ class LongTable:
             self.console.file.flush()
             self.open = False
         if last and self.shown is not None and self.shown < len(self.headers):
-            note = left_out_note(self.console.width, self.headers[self.shown :], self.every_column)
-            self.console.print(note, soft_wrap=True, markup=False, highlight=False)
+            from .output import print_note
+
+            print_note(left_out_note(self.console.width, self._left_out(), self.every_column), self.console)
+
+    def _left_out(self) -> list[str]:
+        """The columns left out, those a later block's cut left out with its first row: ``g, h (from row 2,049)``."""
+        from itertools import groupby
+
+        cut = groupby(self.headers[self.shown :], key=self.left_from.get)
+        return [", ".join(headers) + ("" if row is None else f" (from row {row:,})") for row, headers in cut]
 
     def _layout(self) -> tuple[list[int], list[int | None]]:
         """Each shown column's width and its header's fold: as wide as its widest value and header, and where the
         table is wider than the terminal, its names narrowed (the widest first) no further than print_table's."""
-        headers, numerics = self.headers[: self.shown], self.numerics[: self.shown]
-        leasts = column_leasts(headers, numerics, self.widests)
-        folds = header_folds(headers, self.widests, leasts, self.console.width)
+        headers, numerics, widests = (part[: self.shown] for part in (self.headers, self.numerics, self.widests))
+        leasts = column_leasts(headers, numerics, widests)
+        folds = header_folds(headers, widests, leasts, self.console.width)
         heads = [len(header) if fold is None else fold for header, fold in zip(headers, folds, strict=True)]
-        widths = [max(widest, head) for widest, head in zip(self.widests, heads, strict=True)]
+        widths = [max(widest, head) for widest, head in zip(widests, heads, strict=True)]
         minimums = [max(least, head) for least, head in zip(leasts, heads, strict=True)]
         excess = table_width(widths) - self.console.width
         while excess > 0:

@@ -112,6 +112,21 @@ def diagnostic(line: str) -> None:
     click.echo(printable(line), err=True)
 
 
+def print_note(text: str, console=None) -> None:
+    """A line under a table (what it left out, where the time went, a hint) on stdout, wrapped at spaces to the
+    table's width, ``console``'s: an 80-column terminal broke a longer one inside a word. A word is never cut."""
+    from .printable import printable
+
+    click.echo("\n".join(wrapped(printable(text), (console or stdout_console()).width)))
+
+
+def wrapped(text: str, width: int) -> list[str]:
+    """``text``'s lines of at most ``width`` characters, broken at spaces only: a path or an option stays whole."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def emit(frame: pd.DataFrame, output: Output = TERMINAL, title: str | None = None, **table) -> None:
     """Print or write ``frame`` as ``output`` asks (``table``: print_table's options)."""
     fmt = output.format  # read once: it checks the extension against --format
@@ -153,7 +168,23 @@ def render(frame: pd.DataFrame, fmt: str, header: bool = True) -> str:
     frame = nested_as_text(frame)
     if fmt == "csv":  # 15 significant digits: 754.82, not 754.8199999999997; 53, not 53.0
         return frame.to_csv(index=False, float_format=_csv_number, header=header)
-    return frame.to_string(index=False) + "\n"
+    return text_table(frame)
+
+
+def text_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a table written to a file (``-o rows.txt``): the terminal table's texts (table_cells: 14 calls,
+    not 14.0), in aligned columns, names left and numbers right, a row per line for grep and diff."""
+    from .printable import printable
+
+    headers, numerics, cells = table_cells(frame)
+    cells = [[printable(text) for text in column] for column in cells]
+    widths = [max([len(header), *map(len, column)]) for header, column in zip(headers, cells, strict=True)]
+
+    def line(texts) -> str:
+        padded = (t.rjust(w) if n else t.ljust(w) for t, w, n in zip(texts, widths, numerics, strict=True))
+        return "  ".join(padded).rstrip()
+
+    return "".join(line(row) + "\n" for row in [headers, *zip(*cells, strict=True)])
 
 
 def _csv_number(value: float) -> str:
@@ -236,7 +267,8 @@ def print_table(
     headers, numerics, cells = table_cells(frame)
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
-        console.print(printable(title), style="table.title", soft_wrap=True, markup=False, highlight=False)
+        for line in wrapped(printable(title), console.width):
+            console.print(line, style="table.title", soft_wrap=True, markup=False, highlight=False)
     if draws_long_table(console, len(frame)):
         texts = [[printable(v) for v in values] for values in cells]
         print_long_table(console, headers, texts, numerics, every_column)
@@ -266,8 +298,7 @@ def print_table(
         console = stdout_console(width=needed)
     console.print(table, crop=False)  # rich crops a table its columns' minimums make wider than the console
     if left_out:
-        note = left_out_note(console.width, left_out, every_column)
-        console.print(printable(note), soft_wrap=True, markup=False, highlight=False)
+        print_note(left_out_note(console.width, left_out, every_column), console)
 
 
 def table_cells(frame: pd.DataFrame, digits: dict[str, int] | None = None) -> tuple[list, list, list]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from .numbers import ROWS
-from .output import Output, diagnostic
+from .output import Output, diagnostic, print_note
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import pandas as pd
@@ -60,14 +60,14 @@ def first_rows(frame: pd.DataFrame, limit: int | None, by: str | None = None) ->
 
 def note_rows_left_out(shown: int, total: int, what: str) -> None:
     if shown < total:
-        click.echo(f"{shown:,} of {total:,} {what} shown; --top-k 0 shows all.")
+        print_note(f"{shown:,} of {total:,} {what} shown; --top-k 0 shows all.")
 
 
 def note_levels_left_out(counts: list[tuple[str, int, int]]) -> None:
     """One line for the levels of a table cut by ``--top-k``: ``(level, shown, total)`` each."""
     cut = [f"{shown} of {total} {level}" for level, shown, total in counts if shown < total]
     if cut:
-        click.echo(f"{', '.join(cut)} rows shown; --top-k 0 shows all.")
+        print_note(f"{', '.join(cut)} rows shown; --top-k 0 shows all.")
 
 
 def shorten_kernel_names(
@@ -136,7 +136,7 @@ def print_footer(run, rank: int | None = None, rows_shown: bool = False) -> None
     what = "device" if run.device == "cuda" else "CPU operator"
     scope = "" if rank is None else f"rank {rank}: "
     counted = f"{rows:,} {what} {'row' if rows == 1 else 'rows'}"  # 10,133 like the times; 1 row
-    click.echo(
+    print_note(
         f"{scope}{counted}, {total:,.1f} µs in all; {inside:.1f}% inside a named call, "
         f"{outside:.1f}% outside any{'' if rows_shown else ' (see --kernels)'}."
     )

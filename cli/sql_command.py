@@ -12,7 +12,7 @@ import click
 
 from .interrupts import ctrl_c_handled, finishing
 from .loading import load, prefix_options, run_option
-from .output import TERMINAL, Output, diagnostic, emit, print_table
+from .output import TERMINAL, Output, diagnostic, emit, print_note, print_table
 from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
@@ -138,7 +138,8 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
     interactive = sys.stdin.isatty()
     history = _History.open() if interactive else None
     if interactive:
-        click.echo(f"kernelscope sql: {name}\n{SHELL_HELP}")
+        print_note(f"kernelscope sql: {name}")
+        print_note(SHELL_HELP)
     buffer: list[str] = []
     failed = 0
     try:
@@ -239,7 +240,7 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
             print_table(name_the_root(frame.head(SHELL_ROWS), TERMINAL), every_column="select fewer to see them")
             if len(frame) > SHELL_ROWS:
                 more = len(frame) - SHELL_ROWS + rows_left(result)
-                click.echo(f"({more} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
+                print_note(f"({more:,} more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
         except duckdb.Error as exc:
             diagnostic(f"error: {_first_line(exc, con)}")
             failed += 1
@@ -258,11 +259,11 @@ def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
     if word in (".quit", ".exit", ".q"):
         return False
     if word == ".tables":
-        click.echo("  ".join(_tables(con)))
+        print_note("  ".join(_tables(con)))
     elif word == ".schema" and argument.strip():
         _shell_statements(con, f"DESCRIBE {argument.strip()}")
     else:
-        click.echo(SHELL_HELP)
+        print_note(SHELL_HELP)
     return True
 
 

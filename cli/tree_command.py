@@ -57,6 +57,8 @@ def tree(
     """
     from kernelscope.analyzer.tree import shown_tree
 
+    if full_names and not show_calls:  # the tree of modules names no kernel: the option would do nothing
+        raise click.UsageError("--full-names names the kernels --show-calls lists: add --show-calls")
     with load_run_of(run, module_prefix, function_prefix, run_ref) as loaded:
         check_rank(run, loaded, rank)
         nodes = shown_tree(loaded, rank, min_pct=min_pct, max_depth=depth, show_calls=show_calls)

@@ -64,6 +64,7 @@ def register_archive(spark: SparkSession, path: str) -> None:
 
 
 def main(path: str) -> None:
+    Archive(path)  # a folder that is no archive is refused before Spark starts
     spark = local_session()
     try:
         register_archive(spark, path)
@@ -75,4 +76,13 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    from kernelscope.analyzer import KernelscopeError
+
+    if len(sys.argv) != 2:
+        print("usage: query_archive_with_spark.py ARCHIVE  (an archive kernelscope archive wrote)", file=sys.stderr)
+        sys.exit(2)
+    try:
+        main(sys.argv[1])
+    except KernelscopeError as exc:
+        print(f"query_archive_with_spark.py: error: {exc}", file=sys.stderr)
+        sys.exit(2)

@@ -11,6 +11,7 @@ import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from time import perf_counter, process_time
 from typing import Any
 
 import pandas as pd
@@ -30,6 +31,10 @@ COLUMNS = [
     "max_rel_err", "recorded_on", "replayed_on", "reason",
 ]  # fmt: skip
 FAILED = ("mismatch", "failed")  # an alternative's statuses that make `kernelscope bench` exit 1
+NOISY_SPREAD = 10  # a median this many times its fastest repeat is a machine's contention, not the call's cost
+NOISE_REPEATS = 5  # fewer repeats have no median to judge by (of 2 it is their mean)
+CPU_SHARE_LEAST = 0.5  # a CPU replay that ran for less of its wall clock waited for the CPU more than it computed
+CPU_SHARE_MIN_S = 0.01  # a replay shorter than this is not judged by its CPU time, whose clock ticks too coarsely
 
 
 def bench(
@@ -101,8 +106,46 @@ def bench(
                         )
         finally:
             release_buffers()
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    return frame.astype({"sample_id": "Int64", "calls": "Int64"})
+    frame = pd.DataFrame(rows, columns=COLUMNS).astype({"sample_id": "Int64", "calls": "Int64"})
+    if repeat >= NOISE_REPEATS:
+        _warn_of_noise(frame)
+        _warn_of_waits(context.cpu_shares)
+    return frame
+
+
+def _warn_of_waits(shares: list[tuple[float, str]]) -> None:
+    """A warning where a CPU replay's process ran for under CPU_SHARE_LEAST of its wall clock: it waited for a CPU
+    other processes held, every repeat alike (no spread shows it), and its times hold those waits."""
+    waited = [share for share in shares if share[0] < CPU_SHARE_LEAST]
+    if waited:
+        share, label = min(waited)
+        warnings.warn(
+            f"kernelscope: the replays had the CPU for {share:.0%} of their wall clock ({label}, the least; "
+            f"{len(waited)} of {len(shares)} under {CPU_SHARE_LEAST:.0%}): other processes held it, and replayed_us, "
+            "ratio and speedup hold the waits; replay on an idle machine",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+def _warn_of_noise(frame: pd.DataFrame) -> None:
+    """A warning naming the replays whose median is NOISY_SPREAD times their fastest repeat or more: a replay on
+    several threads of a busy CPU waits for the descheduled ones (docs/bench.md, "Timing"), and its replayed_us,
+    ratio and speedup then say nothing of the call."""
+    timed = frame[frame["min_us"].notna()]
+    noisy = timed[timed["replayed_us"] >= NOISY_SPREAD * timed["min_us"]]
+    if noisy.empty:
+        return
+    worst = noisy.loc[(noisy["replayed_us"] / noisy["min_us"]).idxmax()]
+    which = "" if worst["implementation"] == ORIGINAL else f" {worst['implementation']}"
+    warnings.warn(
+        f"kernelscope: {len(noisy)} of {len(timed)} replays' median is over {NOISY_SPREAD}x their fastest repeat "
+        f"({worst['function_name']}{which} sample {worst['sample_id']}: {worst['replayed_us']:,.1f} µs, min_us "
+        f"{worst['min_us']:,.1f}): other processes kept the {worst['replayed_on']} busy and these medians are "
+        "noise; replay on an idle machine (on the CPU, OMP_NUM_THREADS=1 replays on one thread)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 def bench_savings(frame: pd.DataFrame) -> pd.DataFrame:
@@ -195,9 +238,17 @@ class _Context:
     def __init__(self, samples, device, replayed_on, comparable, repeat, warmup, flush_l2, rtol, atol) -> None:
         self.samples, self.device, self.replayed_on, self.comparable = samples, device, replayed_on, comparable
         self.repeat, self.warmup, self.flush_l2, self.rtol, self.atol = repeat, warmup, flush_l2, rtol, atol
+        self.cpu_shares: list[tuple[float, str]] = []  # per CPU replay: its process's CPU time / its wall clock
 
-    def time(self, call: Callable) -> tuple[float, float, float]:
-        return time_call(call, self.device, self.repeat, self.warmup, self.flush_l2)
+    def time(self, call: Callable, label: str) -> tuple[float, float, float]:
+        if self.device.type != "cpu":
+            return time_call(call, self.device, self.repeat, self.warmup, self.flush_l2)
+        wall, cpu = perf_counter(), process_time()
+        timing = time_call(call, self.device, self.repeat, self.warmup, self.flush_l2)
+        elapsed = perf_counter() - wall
+        if elapsed >= CPU_SHARE_MIN_S:
+            self.cpu_shares.append(((process_time() - cpu) / elapsed, label))
+        return timing
 
 
 def _bench_function(function: str, context: _Context, alternatives: dict[str, Callable]) -> tuple[list, tuple | None]:
@@ -240,7 +291,8 @@ def _bench_sample(
 ) -> list[dict]:
     try:
         args, kwargs = inputs.make()
-        fastest, median, slowest = context.time(lambda: callee.function(*args, **kwargs))
+        label = f"{row['function_name']} sample {row['sample_id']}"
+        fastest, median, slowest = context.time(lambda: callee.function(*args, **kwargs), label)
     except Exception as exc:  # the replay of a recorded call failed: say why, go on with the others
         return [_done(row, ORIGINAL, "failed", reason=error_reason(exc))]
     if math.isnan(row["weight_us"]):  # no trace to weigh it by: the replayed time
@@ -253,7 +305,7 @@ def _bench_sample(
                 expected = _result(callee.function, inputs)
             verdict = compare(_result(alternative, inputs), expected, context.rtol, context.atol)
             alt_args, alt_kwargs = inputs.make()
-            timing = context.time(lambda: alternative(*alt_args, **alt_kwargs))  # noqa: B023 (used here only)
+            timing = context.time(lambda: alternative(*alt_args, **alt_kwargs), f"{name} on {label}")  # noqa: B023
         except Exception as exc:
             rows.append(_done(row, name, "failed", reason=error_reason(exc)))
             continue

@@ -122,3 +122,21 @@ def test_the_docs_examples_across_runs_give_the_same_rows_in_spark(spark, archiv
         expected = _duckdb(archive, query)
         assert expected, f"{comment}: no rows in DuckDB, nothing compared"
         assert _rows(session.sql(tool.CROSS_RUN_QUERIES[comment]).collect()) == expected, comment
+
+
+def test_the_example_says_how_to_run_it_in_one_line_without_a_traceback(tmp_path):
+    """`python examples/query_archive_with_spark.py` without an archive ended in IndexError's traceback, and with a
+    folder that is no archive in kernelscope's error's traceback, after starting Spark: each is one line and exit 2,
+    before any Spark session."""
+    import subprocess
+    import sys
+
+    _require("pyspark")
+    script = str(REPO / "examples" / "query_archive_with_spark.py")
+    for args, line in [
+        ([], "usage: query_archive_with_spark.py ARCHIVE"),
+        ([str(tmp_path)], f"query_archive_with_spark.py: error: {tmp_path}: is not a kernelscope archive"),
+    ]:
+        done = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stderr.startswith(line), done.stderr[-2000:]
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr[-2000:]

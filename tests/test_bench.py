@@ -380,3 +380,47 @@ def test_recorded_times_take_each_device_event_from_its_own_runtime_s_launch(tmp
         functions = original.sql("SELECT DISTINCT function_name FROM samples ORDER BY 1")["function_name"]
         for function in functions:
             pd.testing.assert_frame_equal(call_times(run, function), call_times(original, function), obj=function)
+
+
+def test_a_median_far_above_the_fastest_repeat_is_warned_of(layouts_run, monkeypatch):
+    """On a CPU other processes kept busy, a replay on two threads waited for a descheduled one at most repeats:
+    `bench demo-run` showed linear sample 0 at 16,143 µs (its fastest repeat 20 µs) beside samples at 16 µs, a
+    thousand-fold "slower" sample with nothing saying its median was noise. A warning names the replays whose median
+    is over 10x their fastest repeat; a replay whose repeats agree gets none."""
+    import warnings
+
+    import kernelscope.recorder.bench as bench_module
+
+    profiler, _ = layouts_run
+    gelu = {"gelu": profiler.book.function_data()["gelu"]}
+    monkeypatch.setattr(bench_module, "time_call", lambda *args: (20.0, 16143.0, 47390.0))
+    with pytest.warns(RuntimeWarning, match=r"2 of 2 replays' median is over 10x their fastest repeat \(gelu sample "
+                      r"0: 16,143\.0 µs, min_us 20\.0\)"):  # fmt: skip
+        bench(gelu, repeat=5, warmup=0)
+    monkeypatch.setattr(bench_module, "time_call", lambda *args: (20.0, 25.0, 400.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bench(gelu, repeat=5, warmup=0)
+    monkeypatch.setattr(bench_module, "time_call", lambda *args: (20.0, 16143.0, 47390.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        bench(gelu, **FAST)  # 2 repeats: no median to judge by
+
+
+def test_a_cpu_replay_that_had_the_cpu_a_small_part_of_its_time_is_warned_of(layouts_run, monkeypatch):
+    """With cpu2's load at 15 on 2 cores, F.gelu of 512 floats replayed at 18 to 40 ms a call, every repeat alike:
+    the process waited for the CPU, and no spread said so. The process's CPU time over the replay's wall clock
+    does: under half, a warning says the times hold those waits."""
+    import kernelscope.recorder.bench as bench_module
+
+    profiler, _ = layouts_run
+    gelu = {"gelu": profiler.book.function_data()["gelu"]}
+    clock = iter(range(0, 10**6, 10))  # each replay: 10 s of wall clock ...
+    monkeypatch.setattr(bench_module, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(bench_module, "process_time", lambda: 0.0)  # ... and no CPU time
+    monkeypatch.setattr(bench_module, "time_call", lambda *args: (20000.0, 25000.0, 40000.0))
+    with pytest.warns(
+        RuntimeWarning,
+        match=r"the replays had the CPU for 0% of their wall clock \(gelu sample 0, the least; 2 of 2 under 50%\)",
+    ):
+        bench(gelu, repeat=5, warmup=0)

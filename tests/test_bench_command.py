@@ -190,8 +190,9 @@ def test_the_terminal_table_fits_120_columns_with_what_a_first_look_needs(layout
     ]  # fmt: skip
     assert max(map(len, table)) <= 120
     assert plain.stdout.splitlines()[-1].startswith("ratio = replayed_us / recorded_us; every column (min_us")
-    assert plain.stdout.splitlines()[-2].startswith("recorded on the CPU: recorded_us are the self times"), "and why a "
-    "CPU recording's ratios are far from 1 (docs/bench.md)"
+    notes = plain.stdout.split("┘\n")[-1]  # the lines under the table, wrapped at 120 columns
+    assert notes.startswith("recorded on the CPU: recorded_us are the self times"), "and why a CPU recording's "
+    "ratios are far from 1 (docs/bench.md)"
     compared = CliRunner().invoke(main, [*args, "--against", f"halves={alternatives}:addmm_in_halves"],
                                   env={"COLUMNS": "120"})  # fmt: skip
     assert compared.exit_code == 0, compared.output
@@ -261,11 +262,15 @@ def test_the_terminal_tables_fit_80_columns_and_name_the_columns_they_left_out(l
         result = CliRunner().invoke(main, [*args, *extra], env={"COLUMNS": "80"})
         assert result.exit_code == 0, result.output
         header, table = _first_table(result.stdout)
-        assert max(map(len, table)) <= 80, result.stdout
-        note = re.search(r"left out to fit 80 columns: (.*); --format csv or -o FILE shows them", result.stdout)
+        assert max(map(len, result.stdout.splitlines())) <= 80, result.stdout  # the notes under it wrap at spaces
+        notes = " ".join(result.stdout.split())
+        note = re.search(r"left out to fit 80 columns: (.*?); --format csv or -o FILE shows them", notes)
         assert note and len(header) >= shown, result.stdout
         assert header + note.group(1).split(", ") == [*order, "signature"], result.stdout
     tables = result.stdout.split("projected saving over the pass")
     assert len(tables) == 2, result.stdout
     header, table = _first_table(tables[1])
     assert max(map(len, table)) <= 80 and header == saving[: len(header)] and len(header) >= 4, tables[1]
+    # --format csv writes the per-sample rows, and the savings as lines on stderr without these columns
+    note = " ".join(tables[1].split("┘\n")[-1].split())
+    assert note == f"left out to fit 80 columns: {', '.join(saving[len(header) :])}; ks.bench_savings(frame) has them"

@@ -606,3 +606,34 @@ def test_a_count_past_its_bound_is_a_usage_error(args, option):
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"kernelscope: error: Invalid value for '{option}': ") and "is not in the range" in line
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "args, refusal",
+    [
+        (["analyze", DEMO, "--full-names"], "--full-names names kernels: with --kernels or --by kernel"),
+        (["analyze", DEMO, "--by", "op", "--full-names"], "--full-names names kernels: with --kernels or --by kernel"),
+        (["tree", DEMO, "--full-names"], "--full-names names the kernels --show-calls lists: add --show-calls"),
+    ],
+)
+def test_full_names_where_no_kernel_is_shown_is_refused_not_dropped(args, refusal):
+    """`tree RUN --full-names` and `analyze RUN --full-names` (time by call) printed what they print without it: the
+    option did nothing, and said nothing. It is a usage error there, as --inclusive without --by module_name is."""
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == 2 and refusal in result.stderr, result.output
+    for shown in (["analyze", DEMO, "--by", "kernel"], ["analyze", DEMO, "--kernels"], ["tree", DEMO, "--show-calls"]):
+        assert CliRunner().invoke(main, [*map(str, shown), "--full-names"]).exit_code == 0, shown
+
+
+def test_a_cpu_recordings_row_notes_count_cpu_operators_as_its_footer_does(demo_run):
+    """`analyze CPU_RUN --kernels --top-k 2` said "2 of 390 device rows shown" above "390 CPU operator rows, …", and
+    `--by kernel` "3 of 46 kernels shown" over a column of cpu_operators: the notes name the rows as the footer
+    does."""
+    run = str(demo_run[-1])
+    rows = CliRunner().invoke(main, ["analyze", run, "--kernels", "--top-k", "2"])
+    assert rows.exit_code == 0 and "CPU operator rows, " in rows.stdout, rows.output
+    assert " CPU operator rows shown; --top-k 0 shows all." in rows.stdout and "device rows" not in rows.stdout
+    grouped = CliRunner().invoke(main, ["analyze", run, "--by", "kernel", "--top-k", "2"])
+    assert grouped.exit_code == 0 and " CPU operators shown; --top-k 0 shows all." in grouped.stdout, grouped.output
+    gpu = CliRunner().invoke(main, ["analyze", str(DEMO), "--by", "kernel", "--top-k", "2"])
+    assert "2 of 19 kernels shown" in gpu.stdout, gpu.output

@@ -122,3 +122,18 @@ def test_help_of_what_the_package_gives_points_to_files_a_user_has():
         assert "SPEC" not in text, (name, [line for line in text.splitlines() if "SPEC" in line])
         # open_archive's was "An existing archive.": not what it returns, what that offers, nor what it refuses
         assert len(getattr(kernelscope, name).__doc__.split()) >= 12, (name, getattr(kernelscope, name).__doc__)
+
+
+def test_help_of_the_package_names_every_question_a_run_answers():
+    """help(ks) listed Run's describe, profiling_df, function_data, sql and time_by, not tree() (each module's time,
+    its submodules' included: docs/report.md), describe_by_rank() (README.md) or time_by_rank()."""
+    import re
+
+    import kernelscope
+    from kernelscope.analyzer import Run
+
+    answers = {"describe", "describe_by_rank", "profiling_df", "function_data", "sql", "time_by", "time_by_rank"}
+    answers.add("tree")
+    assert answers <= {name for name in dir(Run) if callable(getattr(Run, name))}
+    named = set(re.findall(r"\.(\w+)\(", kernelscope.__doc__))
+    assert answers <= named, answers - named

@@ -23,7 +23,7 @@ def test_a_table_too_wide_for_80_columns_leaves_its_last_columns_out_and_says_wh
         assert result.exit_code == 0, result.output
         table = table_lines(result.stdout)
         assert max(map(len, table)) <= 80, args
-        assert f"left out to fit 80 columns: {left_out}" in result.stdout, args
+        assert f"left out to fit 80 columns: {left_out}" in " ".join(result.stdout.split()), args
         assert all(name not in "".join(table[:5]) for name in left_out.split(", ")), args
 
 
@@ -90,3 +90,49 @@ def test_a_long_table_of_wide_characters_fits_by_their_cells(capsys, monkeypatch
     print_table(pd.DataFrame({"module_name": names, "kernel": names, "kernel_us": [i / 3 for i in range(1200)]}))
     table = table_lines(capsys.readouterr().out)
     assert len(table) > 1200 and max(map(cell_len, table)) <= 50
+
+
+def test_every_line_under_a_table_fits_80_columns_too(tmp_path):
+    """The footer ("52 device rows, 105.6 µs in all; 100.0% inside a named call, 0.0% outside any (see --kernels).",
+    94 characters), the columns left out (116), diff's rows left out (85) ran past an 80-column terminal, which broke
+    them inside a word: each now wraps at a space, its words all there."""
+    from kernelscope.analyzer import archive_runs
+    from rich.cells import cell_len
+
+    archive_runs([MLP, DEMO], tmp_path / "arch")
+    job = str(REPO / "sample_traces" / "tensor_parallel_nccl1")
+    for args, words in [
+        (["analyze", DEMO], "100.0% inside a named call, 0.0% outside any (see --kernels)."),
+        (["analyze", DEMO, "--kernels"], "left out to fit 80 columns: call_op, kind, stream, sample_id, start_us"),
+        (["analyze", job, "--by-rank"], "0.0% outside any (see --kernels)."),
+        (["diff", DEMO, MLP], "10 of 12 function, 10 of 19 module, 10 of 22 kernel rows shown; --top-k 0 shows all."),
+        (["runs", str(tmp_path / "arch")], "left out to fit 80 columns: "),
+    ]:
+        result = CliRunner().invoke(main, args, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        lines = result.stdout.splitlines()
+        assert max(map(cell_len, lines)) <= 80, [line for line in lines if cell_len(line) > 80]
+        assert words in " ".join(result.stdout.split()), (args, result.stdout)
+    wide = CliRunner().invoke(main, ["analyze", DEMO], env={"COLUMNS": "200"})
+    assert "100.0% inside a named call, 0.0% outside any (see --kernels).\n" in wide.stdout  # one line where it fits
+
+
+def test_a_streamed_table_whose_later_rows_are_wider_still_fits_and_says_what_it_left_out():
+    """`kernelscope sql` prints a long result block by block, and chose the columns that fit on the first block: a
+    later block of wider numbers opened a table 120 characters wide in 80 columns, with no line saying so. The
+    columns that no longer fit are left out from the row where they stop fitting, and the line under the table
+    names them and that row."""
+    query = (
+        "SELECT i AS a, i AS b, i AS c, i AS d, i AS e, CASE WHEN i >= 3000 THEN 1e12 + i ELSE i END AS f, "
+        "CASE WHEN i >= 3000 THEN 1e12 + i ELSE i END AS g, i AS h FROM range(5000) t(i)"
+    )
+    result = CliRunner().invoke(main, ["sql", DEMO, query], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    table = table_lines(result.stdout)
+    assert max(map(len, table)) <= 80, max(map(len, table))
+    rows = [line.split("│")[1].strip() for line in table if line.startswith("│")]
+    assert rows == [f"{i:,}" for i in range(5000)]
+    assert all(len(line.split("│")) == 10 for line in table if line.startswith("│ 2,047 "))  # the first block whole
+    note = " ".join(result.stdout.split("┘\n")[-1].split())
+    assert note.startswith("left out to fit 80 columns: "), result.stdout[-500:]
+    assert "; --format csv shows them" in note and "from row 2,049" in note, note

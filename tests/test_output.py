@@ -598,3 +598,17 @@ def test_a_long_table_is_drawn_as_rich_draws_it_without_waiting_on_rich(capsys, 
     print_table(frame, "t: kernels")
     assert drawn == capsys.readouterr().out
     assert len(drawn.splitlines()) == 1 + 3 + 1200 + 1 and "k\\x1b[31m" in drawn
+
+
+def test_a_table_written_to_a_file_shows_its_numbers_as_the_terminal_does(tmp_path):
+    """`-o rows.txt` wrote pandas' text of the frame: calls as 14.0, shares as 29.696023, sizes as 0.000076, where
+    the terminal's table shows 14, 29.696 and 0.000; the file now has the table's number formats, a row per line,
+    names left-aligned and numbers right-aligned."""
+    target = tmp_path / "rows.txt"
+    assert invoke("analyze", REPO / "sample_traces" / "demo", "-o", target).exit_code == 0
+    lines = target.read_text().splitlines()
+    assert lines[0].split() == ["function_name", "calls", "num_distinct_samples", "num_modules", "time_spent_us",
+                                "time_spent_pct", "tensor_size_MB"]  # fmt: skip
+    assert lines[1].split() == ["linear", "14", "13", "6", "31.359", "29.696", "0.372"]
+    assert lines[1].startswith("linear ") and lines[1].endswith(" 0.372")
+    assert len({len(line) for line in lines}) == 1, "aligned columns"

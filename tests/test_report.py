@@ -352,6 +352,23 @@ def test_a_cpu_recordings_kernel_table_counts_cpu_operators_not_launches(demo_ru
     assert 'class="num">launches' in gpu
 
 
+def test_a_cpu_recordings_page_names_its_rows_cpu_operators_not_device_time_and_kernels(demo_run, pages, tmp_path):
+    """The README's first recording is on the CPU: its page said "device time 155,633.6 µs in 390 rows", "Where the
+    device time goes: module → call → kernel" and "The costliest kernels" of rows that are CPU operators, which the
+    command line's footer calls "390 CPU operator rows". A GPU run's page keeps its words."""
+    with load_run(demo_run[-1]) as run:
+        write_report(run, tmp_path / "cpu.html", name="cpu")
+    cpu, gpu = (_section(page, "tree") + _section(page, "kernels") for page in (tmp_path / "cpu.html", pages["bert"]))
+    cpu_header, gpu_header = ((tmp_path / "cpu.html").read_text(), pages["bert"].read_text())
+    assert "CPU operator time</dt>" in cpu_header and re.search(r"µs in [\d,]+ CPU operator rows</dd>", cpu_header)
+    assert "<h2>Where the CPU operator time goes: module → call → CPU operator</h2>" in cpu
+    words = re.sub(r"<[^>]*>", "", cpu)
+    title = words.split("The costliest", 1)[1].split("By name", 1)[0]
+    assert "<h2>The costliest CPU operators</h2>" in cpu and "kernel" not in title
+    assert "device time</dt>" in gpu_header and "<h2>The costliest kernels</h2>" in gpu
+    assert "<h2>Where the device time goes: module → call → kernel</h2>" in gpu
+
+
 def _section(page, name: str) -> str:
     text = page.read_text()
     return text[text.index(f'<section id="{name}">') :].split("</section>", 1)[0]

@@ -234,3 +234,18 @@ def test_a_missing_table_in_the_api_names_the_tables_there_are(tmp_path):
             with pytest.raises(duckdb.CatalogException) as raised:
                 source.sql("SELECT * FROM nope")
             assert any(note.startswith(tables) for note in getattr(raised.value, "__notes__", [])), raised.value
+
+
+def test_the_prompts_help_tables_and_counts_fit_80_columns():
+    """At the prompt, `.help` was one line of 151 characters and `.tables` 89, broken by an 80-column terminal inside
+    a word; they wrap at spaces, every word kept. The count of the rows left out is written as every count is."""
+    from rich.cells import cell_len
+
+    script = ".help\n.tables\nSELECT i FROM range(70000) t(i);\n"
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input=script, env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert max(map(cell_len, result.stdout.splitlines())) <= 80, result.stdout
+    words = " ".join(result.stdout.split())
+    assert "Dot commands: .tables, .schema NAME, .help (or help), .quit (or exit, quit, Ctrl-D)." in words
+    assert "events kernels module_calls module_tree sample_costs sample_totals samples summary" in words
+    assert "(69,800 more rows: add a LIMIT," in words

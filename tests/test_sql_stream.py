@@ -105,7 +105,7 @@ def test_a_table_printed_in_blocks_shows_every_row_and_opens_a_wider_table_for_a
 def test_the_prompt_counts_the_rows_it_leaves_out():
     result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT i FROM range(70000) t(i) ORDER BY i;\n")
     assert result.exit_code == 0 and "│ 199 │" in result.output and "│ 200 │" not in result.output
-    assert result.output.strip().endswith("(69800 more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
+    assert result.output.strip().endswith("(69,800 more rows: add a LIMIT, or export with kernelscope sql ... -o FILE)")
 
 
 def test_a_query_that_fails_while_its_rows_are_fetched_is_the_command_s_error():

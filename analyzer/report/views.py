@@ -121,13 +121,21 @@ def run_facts(run: Run, totals: dict, check, rank: int | None = None) -> list[tu
         ("host", manifest.get("hostname")),
         ("ranks", ", ".join(map(str, run.ranks)) if len(run.ranks) > 1 and rank is None else None),
         ("rank", f"{rank} of the job's {', '.join(map(str, run.ranks))}" if rank is not None else None),
-        ("device time", f"{totals['total_us']:,.1f} µs in {totals['rows']:,} rows"),
+        _time(totals, run.device),
         ("named", f"{totals['named_pct']:.1f}% inside a named call, {totals['in_module_pct']:.1f}% inside a module"),
         ("launch check", _launch_check(check, run.device)),
         ("tags", ", ".join(f"{k}={v}" for k, v in (manifest.get("tags") or {}).items()) or None),
         ("kernelscope", manifest.get("kernelscope_version")),
     ]
     return [(label, str(value)) for label, value in facts if value is not None]
+
+
+def _time(totals: dict, device: str) -> tuple[str, str]:
+    """The run's time and rows, named as the command line's footer names them: a CPU recording's rows are CPU
+    operators, which no device ran."""
+    if device == "cpu":
+        return ("CPU operator time", f"{totals['total_us']:,.1f} µs in {totals['rows']:,} CPU operator rows")
+    return ("device time", f"{totals['total_us']:,.1f} µs in {totals['rows']:,} rows")
 
 
 def _versions(torch_version: str | None, cuda: str | None, device: str) -> tuple[str, str]:
