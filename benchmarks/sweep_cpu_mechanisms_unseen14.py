@@ -4,7 +4,7 @@ forked while recorded, module classes made by ``types.new_class`` or wrapped by 
 dataclass modules, a finalizer run by ``gc.collect()`` in a forward, children made by ``__getattr__`` at the first
 call, ``Tensor.apply_``/``map_`` callbacks, deterministic algorithms switched in a forward, a forward that is a
 descriptor of the program's own, a dropout switched to training in its parent's forward
-(sweep_cpu_mechanisms_unseen14_autograd.py has the autograd and dispatch ones).
+(sweep_cpu_mechanisms_unseen14_tensors.py has the autograd, dispatch and tensor protocol ones).
 
 Each program states what a user expects of its rows where it can (``modules``, ``calls``: cpu_sweep.py checks them).
 """

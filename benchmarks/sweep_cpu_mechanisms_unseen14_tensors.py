@@ -1,5 +1,6 @@
-"""Programs for cpu_sweep.py around autograd and dispatch mechanisms the earlier program files leave out, each run
-inside a forward: shape inference under ``FakeTensorMode``, an autograd Function in ``setup_context`` style that
+"""Programs for cpu_sweep.py around tensors' mechanisms the earlier program files leave out, each run inside a forward:
+Python's protocols on tensors (NumPy arrays of 0-d tensors, ``sorted``, ``max``, ``sum``, ``in``, ``list``, formats,
+pickling), shape inference under ``FakeTensorMode``, an autograd Function in ``setup_context`` style that
 marks outputs non-differentiable and runs ``once_differentiable``, selective activation checkpointing, saved-tensor
 pack hooks, anomaly detection, batched gradients (``is_grads_batched``), ``torch.autograd.functional``'s jacobian
 and hvp, a custom op with a CPU kernel of its own and a vmap rule.
@@ -9,12 +10,39 @@ Each program states what a user expects of its rows where it can (``modules``, `
 
 from __future__ import annotations
 
+import copy
 import functools
+import math
+import operator
+import pickle
 
+import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 from sweep_cpu_mechanisms import _w
 from torch import nn
+
+
+class Protocols(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 4)
+
+    def forward(self, x):
+        row = F.gelu(self.fc(x))[0]
+        scalars = [row[0], row[1], row[2], row[3]]  # 0-d tensors
+        numbers = torch.tensor([float(f"{row[0]:.3f}"), math.floor(row[1] * 10), len(row), row[0] in row,
+                                memoryview(np.asarray(row)).nbytes])  # fmt: skip
+        return (torch.from_numpy(np.array(scalars, dtype=np.float32)), torch.stack(sorted(scalars)), max(scalars),
+                sum(scalars), numbers, torch.arange(4)[operator.index(torch.tensor(2))], copy.copy(row),
+                pickle.loads(pickle.dumps(row)), torch.stack(list(row)),
+                torch.tensor(np.array([row[0], row[1]])))  # fmt: skip
+
+
+def python_protocols_on_tensors():
+    return _w("python_protocols_on_tensors", Protocols().eval(), description="Python's and NumPy's protocols on "
+              "tensors in the forward: np.array of 0-d tensors, sorted, max, sum, in, list, format specs, "
+              "math.floor, operator.index, copy and pickle", modules={"gelu": {""}})  # fmt: skip
 
 
 class FakeShapes(nn.Module):
@@ -235,7 +263,8 @@ def custom_op_cpu_kernel_vmap():
               "under torch.vmap", modules={"tanh": {""}})  # fmt: skip
 
 
-UNSEEN14_AUTOGRAD_MECHANISMS = {f.__name__: f for f in (
-    fake_tensor_shape_inference, autograd_function_ctx_flags, selective_checkpoint_policy, saved_tensors_pack_hooks,
-    anomaly_mode_grad, batched_grads_in_forward, autograd_functional_api, custom_op_cpu_kernel_vmap,
+UNSEEN14_TENSOR_MECHANISMS = {f.__name__: f for f in (
+    python_protocols_on_tensors, fake_tensor_shape_inference, autograd_function_ctx_flags,
+    selective_checkpoint_policy, saved_tensors_pack_hooks, anomaly_mode_grad, batched_grads_in_forward,
+    autograd_functional_api, custom_op_cpu_kernel_vmap,
 )}  # fmt: skip
