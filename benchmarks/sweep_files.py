@@ -61,6 +61,14 @@ sweep_cpu_mechanisms_unseen13_identity.py (forwards and torch functions asked wh
 with the class's and with references held at import, ``__wrapped__``, ``getattr_static``, handlers dispatching on
 ``func`` by identity, import-time dicts and ``resolve_name``, functionals' attributes and signatures, copies of a
 child whose forward checks it is its class's),
+sweep_cpu_models_unseen14.py (DiffLlama, MiniMax's lightning attention, LFM2, Gemma 3n, xLSTM, Zamba, Nemotron-H,
+Autoformer, TimesFM, ViLT and 40 more; ``generate()`` with guidance, watermarking, sampling tails, early-exit
+self-speculation and given encoder outputs; pipelines: zero-shot, audio classification, speech recognition),
+sweep_cpu_mechanisms_unseen14.py and sweep_cpu_mechanisms_unseen14_tensors.py (modules as context managers,
+ModuleTracker, forked DataLoader workers, ``types.new_class`` and ``__init_subclass__`` forwards, dataclass modules,
+finalizers, children made by ``__getattr__``, descriptor forwards; Python's protocols on tensors, FakeTensorMode,
+``setup_context`` autograd Functions, selective checkpointing, saved-tensor hooks, anomaly mode, batched grads,
+``torch.autograd.functional``, a custom op's CPU kernel and vmap rule),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -95,6 +103,9 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_models_unseen12": "UNSEEN12_MODELS", "sweep_cpu_models_unseen13": "UNSEEN13_MODELS",
     "sweep_cpu_mechanisms_unseen13": "UNSEEN13_MECHANISMS",
     "sweep_cpu_mechanisms_unseen13_identity": "UNSEEN13_IDENTITY_MECHANISMS",
+    "sweep_cpu_models_unseen14": "UNSEEN14_MODELS",
+    "sweep_cpu_mechanisms_unseen14": "UNSEEN14_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen14_tensors": "UNSEEN14_TENSOR_MECHANISMS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 

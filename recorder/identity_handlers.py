@@ -20,6 +20,8 @@ import torch
 from torch.overrides import _get_current_function_mode_stack
 from torch.utils._device import DeviceContext, _device_constructors
 
+from .sequence_slots import setattr_keeping_slots
+
 _device_constructors()  # cached with the originals: a first call while recorded would cache the wrappers
 _NO_HANDLER = (torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl)
 
@@ -99,8 +101,8 @@ def _held_at(site: tuple) -> Any:
 def _put(owner: Any, attribute: str, value: Any) -> None:
     if type(owner) is dict:
         owner[attribute] = value
-    else:  # a class (torch.Tensor), whose namespace only setattr writes
-        setattr(owner, attribute, value)
+    else:  # a class (torch.Tensor), whose namespace only setattr writes, and whose __getitem__ changes its slots
+        setattr_keeping_slots(owner, attribute, value)
 
 
 def handler_sites(

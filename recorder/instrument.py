@@ -71,6 +71,7 @@ from .reference_slots import FunctionCode
 from .samples import SampleBook
 from .scope_gate import NO_SCOPE
 from .scope_gate import OPEN as scopes_open
+from .sequence_slots import SequenceSlotsKept
 from .stored_references import Slots, held_forward, stored_reference_sites
 from .threads import model_threads
 from .torch_tracing import torch_tracing_unscoped
@@ -143,6 +144,7 @@ class _Patches:
 
     def __init__(self) -> None:
         self.saved: list[tuple[Any, str, Any, Any]] = []  # (owner, key, the value before, the value put there)
+        self.classes = SequenceSlotsKept()  # setting torch.Tensor.__getitem__ changes more than the attribute
 
     def set_item(self, owner: dict | Slots, key: Any, value: Any, before: Any = None) -> None:
         """``before``: what to put back, where reading the attribute filled a cache in ``owner`` (a loaded
@@ -154,7 +156,7 @@ class _Patches:
         """For classes and modules, whose ``__dict__`` cannot be written directly (classes) or is
         written like any other (modules)."""
         self.saved.append((owner, key, vars(owner).get(key, _MISSING), value))
-        setattr(owner, key, value)
+        self.classes.setattr(owner, key, value)
 
     def set_all(self, owner: Any, values: dict[str, Any]) -> None:
         """Many attributes of one owner at once, undone as one: a module's in one update of its ``__dict__``,
@@ -165,7 +167,7 @@ class _Patches:
             namespace.update(values)
         else:
             for key, value in values.items():
-                setattr(owner, key, value)
+                self.classes.setattr(owner, key, value)
 
     def undo(self) -> None:
         while self.saved:
@@ -183,12 +185,11 @@ class _Patches:
                 else:
                     owner[key] = before
             elif before is _MISSING:
-                delattr(owner, key)
+                self.classes.delattr(owner, key)
             else:
-                setattr(owner, key, before)
+                self.classes.setattr(owner, key, before)
 
-    @staticmethod
-    def _undo_all(owner: Any, before: dict[str, Any], put: dict[str, Any]) -> None:
+    def _undo_all(self, owner: Any, before: dict[str, Any], put: dict[str, Any]) -> None:
         namespace = vars(owner)
         before = {key: value for key, value in before.items() if namespace.get(key, _MISSING) is put[key]}
         if isinstance(owner, types.ModuleType):
@@ -198,9 +199,9 @@ class _Patches:
             return
         for key, value in reversed(before.items()):
             if value is _MISSING:
-                delattr(owner, key)
+                self.classes.delattr(owner, key)
             else:
-                setattr(owner, key, value)
+                self.classes.setattr(owner, key, value)
 
 
 @contextmanager

@@ -16,14 +16,16 @@ def gc_paused() -> Iterator[None]:
     """Python's cyclic garbage collector is paused while the scopes are in place. The ~1400 wrappers made at
     once (at a process's first recording, and whenever the patched namespaces changed), and the samples kept
     during the pass, would set off full collections of the process's objects (slow with torch loaded) inside
-    the measured pass."""
-    enabled = gc.isenabled()
-    gc.disable()
+    the measured pass. Paused by its first threshold at 0 (gc.set_threshold: collection off), not by
+    ``gc.disable()``, whose switch stays the program's: a model that turns the collector off (or sets its
+    thresholds) while recorded finds it so afterwards, as it would unrecorded."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(0, *thresholds[1:])
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        if gc.get_threshold()[0] == 0:  # else the model set its own
+            gc.set_threshold(*thresholds)
 
 
 # Frames a recording adds besides those per module level: a folded module's call, calls between functionals, and

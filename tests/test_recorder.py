@@ -401,7 +401,7 @@ class _GcWatcher(nn.Module):
         self.gc_enabled: list[bool] = []
 
     def forward(self, x):
-        self.gc_enabled.append(gc.isenabled())
+        self.gc_enabled.append(gc.isenabled() and gc.get_threshold()[0] > 0)  # whether allocations set it off
         return self.linear(x)
 
 
@@ -410,11 +410,39 @@ def test_the_garbage_collector_is_paused_while_the_scopes_are_in_place_only():
     assert gc.isenabled()
     ModuleFunctionKernelProfiler().profile(model, [((torch.randn(2, 4),), {})], warmup_iterations=3)
     assert model.gc_enabled == [True, False, False, False], "a plain warm-up, then the patched warm-ups and the pass"
-    assert gc.isenabled(), "enabled again afterwards"
+    assert gc.isenabled() and gc.get_threshold()[0] > 0, "enabled again afterwards"
     failing = Raising(Boom("forward failed"), 1)
     with pytest.raises(Boom):
         ModuleFunctionKernelProfiler().profile(failing, [((torch.randn(2, 4),), {})], warmup_iterations=1)
-    assert gc.isenabled(), "enabled again after a failure"
+    assert gc.isenabled() and gc.get_threshold()[0] > 0, "enabled again after a failure"
+
+
+class _GcSwitcher(nn.Module):
+    """A model that turns the collector off at its first call, or sets its thresholds, for the rest of the process."""
+
+    def __init__(self, switch):
+        super().__init__()
+        self.linear, self.switch = nn.Linear(4, 4), switch
+
+    def forward(self, x):
+        self.switch()
+        return self.linear(x)
+
+
+def test_what_the_model_sets_of_the_garbage_collector_stays_set_afterwards():
+    thresholds = gc.get_threshold()
+    try:
+        # one warm-up: no plain pass before the patched ones, so the model's first call is inside the pause
+        ModuleFunctionKernelProfiler().profile(_GcSwitcher(gc.disable), [((torch.randn(2, 4),), {})],
+                                               warmup_iterations=1)  # fmt: skip
+        assert not gc.isenabled(), "the model turned it off, as it would have unrecorded"
+        gc.enable()
+        ModuleFunctionKernelProfiler().profile(_GcSwitcher(lambda: gc.set_threshold(1234, 5, 6)),
+                                               [((torch.randn(2, 4),), {})], warmup_iterations=1)  # fmt: skip
+        assert gc.get_threshold() == (1234, 5, 6)
+    finally:
+        gc.enable()
+        gc.set_threshold(*thresholds)
 
 
 class _NoTraceOnly:
