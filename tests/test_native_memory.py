@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from kernelscope.analyzer import ingest
+from sanitized import sanitized_build
 
 pytestmark = pytest.mark.skipif(ingest.native_reader is None, reason="the native reader is not built")
 
@@ -85,3 +86,36 @@ def test_a_loads_parts_reuse_the_maps_it_keeps_and_give_them_back_at_its_end():
     assert all(count < first / 4 for count in later), (first, later)  # the pages written once are written again
     assert same == "True"  # a reused map holds an earlier part's bytes: nothing may read what this part did not write
     assert float(kept) > 0.3, kept  # the last scan's maps, kept until the load stops
+
+
+# a child that loads the sanitized reader and scans parts of mixed sizes while two loads keep maps, freeing the arrays
+# in a random order (some after both loads stop), so that kept maps are taken back at other sizes
+CHILD_SANITIZED = """
+import importlib.util, random, sys
+spec = importlib.util.spec_from_file_location("_kineto", sys.argv[1])
+reader = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(reader)
+rng, held = random.Random(5), []
+event = '{"ph": "X", "cat": "kernel", "name": "k%d", "pid": 1, "tid": %s, "ts": %d.5, "dur": 3, "args": {"stream": 7}}'
+for _ in range(3):
+    reader.keep_pages(True)
+    reader.keep_pages(True)
+    for _ in range(40):
+        count = rng.choice([10, 2000, 30000, 90000])
+        part = ("[" + ",".join(event % (j % 9, j % 3 or '"t"', j) for j in range(count)) + "]").encode()
+        scanned = reader.scan(part, 0, False, True)
+        assert scanned[0] == count
+        held.append(scanned)
+        if len(held) > 3 or rng.random() < 0.3:
+            held.pop(rng.randrange(len(held)))
+    reader.keep_pages(False)
+    reader.keep_pages(False)
+    held.clear()
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["-DPAGES_MAPPED_FROM=4096"]], ids=["maps-from-1MiB", "maps-from-a-page"])
+def test_kept_maps_under_the_sanitizers(tmp_path, flags):
+    module, env = sanitized_build("_kineto", tmp_path, *flags)
+    done = subprocess.run([sys.executable, "-c", CHILD_SANITIZED, str(module)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
