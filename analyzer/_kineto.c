@@ -47,6 +47,8 @@
 #endif
 
 #include "arrow_c.h"
+/* the maps a load's parts free are kept for its next parts (pages.h): a part writes about its own size to ~20 arrays */
+#define PAGES_KEPT 64
 #include "pages.h"
 
 #define ARROW_FLAG_NULLABLE 2
@@ -2068,7 +2070,22 @@ done:
     return result;
 }
 
+/* keep_pages(on): a load starts (True) or stops (False) keeping the maps its parts' arrays free for its next ones */
+static PyObject *keep_pages(PyObject *self, PyObject *arg) {
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    if (on)
+        pages_start_keeping();
+    else
+        pages_stop_keeping();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"keep_pages", keep_pages, METH_O,
+     "keep_pages(on) -> None: a load starts (True) or stops (False) keeping the maps its parts' arrays free, to give "
+     "them to its next parts' arrays (fresh pages cost a fault and their zeroing each); the last to stop unmaps them."},
     {"repeated_across", repeated_across, METH_O,
      "repeated_across(keys) -> whether a key occurs twice among the parts' keys (each the last item of scan's result "
      "with repeats=True, where the part held no repeat): then validate_repeats.sql is to settle it."},

@@ -15,6 +15,7 @@ import mmap
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -129,6 +130,7 @@ def _load(
     loads: list[Future] = []
     with (
         scratch_folder() as scratch,
+        _kept_pages(several and not header.compressed),
         _NativeInserts(con) as inserts,
         ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") if several else CallingThread() as pool,
         progress_bar(path, header.size_bytes, progress) as advance,
@@ -187,6 +189,22 @@ def _load(
         shifts = [first - (i << PART_ID_BITS) for i, first in enumerate(firsts)]
         run_sql_file(con, "event_ids.sql", shifts=str(shifts), part_id_bits=str(PART_ID_BITS))
     return keys
+
+
+@contextmanager
+def _kept_pages(keep: bool):
+    """Where ``keep``, the native reader keeps the maps a part's arrays free for the next parts' while the block runs
+    (_kineto.c, keep_pages): fresh pages cost a fault and the kernel's zeroing each, a large share of a large plain
+    trace's ingest. Not for a compressed trace, whose peak memory is its ingest's (its decompressed parts in flight),
+    which the kept maps raised by 1.5 % at 1 GB; nor for one part, which has no next part (benchmarks/RESULTS.md)."""
+    if native_reader is None or not keep:
+        yield
+        return
+    native_reader.keep_pages(True)
+    try:
+        yield
+    finally:
+        native_reader.keep_pages(False)
 
 
 class _PartCounts:

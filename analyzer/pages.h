@@ -29,6 +29,73 @@ typedef struct {
     int mapped;
 } pages_block;
 
+#ifdef PAGES_KEPT
+#include <pthread.h>
+
+/* Maps freed while a load keeps them (pages_keeping > 0) wait here for the next array of that load instead of going
+ * back to the system: each fresh page costs a fault and the kernel's zeroing of it, a large share of a large trace's
+ * ingest, whose parts each write about their own size to new arrays. At most PAGES_KEPT maps; the last load to stop
+ * keeping them unmaps them all (pages_stop_keeping), so none outlives the loads. */
+static pages_block *pages_kept[PAGES_KEPT];
+static int pages_kept_count, pages_keeping;
+static pthread_mutex_t pages_kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int pages_keep(pages_block *block) {
+    pthread_mutex_lock(&pages_kept_lock);
+    int kept = pages_keeping > 0 && pages_kept_count < PAGES_KEPT;
+    if (kept) pages_kept[pages_kept_count++] = block;
+    pthread_mutex_unlock(&pages_kept_lock);
+    return kept;
+}
+
+/* A kept map resized to `length` bytes (the smallest that holds them, else the largest, grown: its written pages are
+ * the ones reused), or MAP_FAILED where none is kept. */
+static void *pages_kept_map(size_t length) {
+    pthread_mutex_lock(&pages_kept_lock);
+    int best = -1;
+    for (int i = 0; i < pages_kept_count; i++) {
+        size_t have = pages_kept[i]->length, best_have = best < 0 ? 0 : pages_kept[best]->length;
+        if (best < 0 || (have >= length ? best_have < length || have < best_have : have > best_have)) best = i;
+    }
+    pages_block *block = best < 0 ? NULL : pages_kept[best];
+    if (block) pages_kept[best] = pages_kept[--pages_kept_count];
+    pthread_mutex_unlock(&pages_kept_lock);
+    if (!block) return MAP_FAILED;
+    if (block->length == length) return block;
+    void *resized = mremap(block, block->length, length, MREMAP_MAYMOVE);
+    if (resized == MAP_FAILED) munmap(block, block->length);
+    return resized;
+}
+
+/* A load starts keeping freed maps for its next arrays. */
+static inline void pages_start_keeping(void) {
+    pthread_mutex_lock(&pages_kept_lock);
+    pages_keeping++;
+    pthread_mutex_unlock(&pages_kept_lock);
+}
+
+/* A load stops; the last one gives every kept map back to the system. */
+static inline void pages_stop_keeping(void) {
+    pthread_mutex_lock(&pages_kept_lock);
+    if (pages_keeping > 0) pages_keeping--;
+    while (pages_keeping == 0 && pages_kept_count > 0) {
+        pages_block *block = pages_kept[--pages_kept_count];
+        munmap(block, block->length);
+    }
+    pthread_mutex_unlock(&pages_kept_lock);
+}
+#else
+static int pages_keep(pages_block *block) {
+    (void)block;
+    return 0;
+}
+
+static void *pages_kept_map(size_t length) {
+    (void)length;
+    return MAP_FAILED;
+}
+#endif
+
 /* `array` (NULL for none) resized to `bytes`, its contents kept; NULL where memory ran out, `array` then unchanged */
 static void *pages_realloc(void *array, size_t bytes) {
     if (bytes > (size_t)-1 - PAGES_HEADER) return NULL;
@@ -44,7 +111,8 @@ static void *pages_realloc(void *array, size_t bytes) {
         if (!block) return NULL;
         ((pages_block *)block)->mapped = 0;
     } else { /* a heap block (or none) grown past the threshold moves to a map, once */
-        block = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        block = pages_kept_map(length);
+        if (block == MAP_FAILED) block = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (block == MAP_FAILED) return NULL;
         if (old) {
             memcpy((char *)block + PAGES_HEADER, array, old->length - PAGES_HEADER);
@@ -59,8 +127,9 @@ static void *pages_realloc(void *array, size_t bytes) {
 static void pages_free(void *array) {
     if (array) {
         pages_block *block = (pages_block *)((char *)array - PAGES_HEADER);
-        if (block->mapped)
-            munmap(block, block->length);
+        if (block->mapped) {
+            if (!pages_keep(block)) munmap(block, block->length);
+        }
         else
             free(block);
     }
@@ -69,6 +138,10 @@ static void pages_free(void *array) {
 static void *pages_realloc(void *array, size_t bytes) { return realloc(array, bytes ? bytes : 1); }
 
 static void pages_free(void *array) { free(array); }
+
+static inline void pages_start_keeping(void) {}
+
+static inline void pages_stop_keeping(void) {}
 #endif
 
 #endif

@@ -2,6 +2,7 @@
 
 import functools
 import gzip
+import types
 from decimal import Decimal
 
 import duckdb
@@ -50,6 +51,22 @@ def test_many_parts_load_like_one(plain_gpt2, compressed, monkeypatch):
     names = [row[0] for row in parts.execute("SELECT name FROM events ORDER BY event_id").fetchall()]
     assert names == [e.get("name") for e in events], "event_id is the position in traceEvents"
     assert parts.execute("SELECT min(event_id), max(event_id) FROM events").fetchone() == (0, len(events) - 1)
+
+
+def test_parts_written_into_maps_earlier_parts_freed_load_like_one(tmp_path, monkeypatch):
+    """A plain trace's parts keep the maps their arrays free for the next parts' (_kineto.c, keep_pages), which then
+    hold what an earlier part wrote: the rows are still those of one part, and the maps go back when the load ends."""
+    path = tmp_path / "trace.json"
+    path.write_bytes(gzip.decompress((REPO / "sample_traces" / "maskrcnn" / "trace.json.gz").read_bytes()))
+    calls, reader = [], ingest.native_reader
+    kept = types.SimpleNamespace(**{name: getattr(reader, name) for name in dir(reader) if not name.startswith("__")})
+    kept.keep_pages = lambda on: calls.append(on) or reader.keep_pages(on)
+    monkeypatch.setattr(ingest, "native_reader", kept)
+    whole, one = _events(path, monkeypatch, 1 << 40)
+    assert one == [0] and calls == []  # one part: no next part to give them to
+    parts, many = _events(path, monkeypatch, 2 << 20)  # each part's args (~2 MB) in a map of its own
+    assert len(many) >= 6 and calls == [True, False]
+    _same_events(whole, parts)
 
 
 @pytest.mark.parametrize("in_memory", [True, False], ids=["memory", "files"])

@@ -247,6 +247,28 @@ def test_random_parts_read_natively_as_duckdb_reads_them_or_are_left_to_it(tmp_p
     assert read > 300 and left > 300, (read, left)  # both sides of the rule are exercised
 
 
+# every way a pid or tid is written (an integer, the text of one, text that only looks like one, other text, null,
+# missing) and every device-event stream (given, null, missing), for ingest_scanned.sql's keys and stream rule
+THREAD_FORMS = ["7", "-3", "2147483648", '"7"', '"-3"', '"07"', '"+7"', '" 7"', '"99999999999999999999"', '"Spans"']
+THREAD_FORMS += ['""', "null", None]
+
+
+def test_thread_keys_and_streams_read_natively_as_duckdb_reads_them(tmp_path):
+    events = []
+    for pid in THREAD_FORMS:
+        for tid in THREAD_FORMS:
+            for cat in ('"kernel"', '"gpu_memset"', '"cpu_op"'):
+                for stream in ('"stream": 4, ', '"stream": null, ', ""):
+                    keys = [f'"pid": {pid}'] * (pid is not None) + [f'"tid": {tid}'] * (tid is not None)
+                    fields = ", ".join([f'"ph": "X", "cat": {cat}, "name": "n"', *keys, '"ts": 1, "dur": 1'])
+                    events.append(f'{{{fields}, "args": {{{stream}"correlation": 1}}}}')
+    part = ("[" + ", ".join(events) + "]").encode()
+    native = _read_natively(part)
+    assert not isinstance(native, str), native
+    assert len(native) == len(THREAD_FORMS) ** 2 * 9
+    assert native == _read_with_duckdb(part, tmp_path)
+
+
 DEVICE = {"kernel", "gpu_memcpy", "gpu_memset"}
 RUNTIME = {"cuda_runtime", "cuda_driver"}
 OPERATOR = {"cpu_op", "user_annotation"}
