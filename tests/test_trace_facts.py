@@ -1,6 +1,7 @@
 """What the native reader tells of a trace as it reads it (_kineto.c, part_facts; trace_header.py): whether it holds
-device work, Python frames, and a name with '%'. A load asks the questions it answers of table ``events`` only where
-the reader did not read every part: frames_needed.sql's SELECT, and validate_escapes' query of the scope names. The
+device work, Python frames, a name with '%', and a launch of another runtime than CUDA's. A load asks the questions
+it answers of table ``events`` only where the reader did not read every part: frames_needed.sql's SELECT,
+validate_escapes' query of the scope names, and attribution.sql's guard of two runtimes sharing a correlation. The
 facts are checked against the SQL that asks the same on every sample and shared trace."""
 
 from __future__ import annotations
