@@ -1608,18 +1608,22 @@ static int complete_instants(Scan *s) {
 /* Facts of the part that spare a small trace's load a query each where every part tells them (ingest.py, TraceHeader
  * .facts): FACT_DEVICE_WORK, a device event or a runtime or driver call that may launch one (frames_needed.sql's
  * device_work: ks_launch_category of scope_names.sql); FACT_PYTHON_FRAMES, a python_function event (what frames.sql
- * reads); FACT_PERCENT_NAME, a name that holds '%' (what validate.py's validate_escapes reads). Read off the cat and
- * name dictionaries, whose strings are those of the part's rows (modernize_categories rebuilds cat's). */
-enum { FACT_DEVICE_WORK = 1, FACT_PYTHON_FRAMES = 2, FACT_PERCENT_NAME = 4 };
+ * reads); FACT_PERCENT_NAME, a name that holds '%' (what validate.py's validate_escapes reads); FACT_OTHER_RUNTIME, a
+ * runtime or driver call of another runtime than CUDA's (ks_launch_family other than 'cuda': without one, a trace's
+ * launches are of one runtime, and attribution.sql's guard of two runtimes sharing a correlation is not asked). Read
+ * off the cat and name dictionaries, whose strings are those of the part's rows (modernize_categories rebuilds
+ * cat's). */
+enum { FACT_DEVICE_WORK = 1, FACT_PYTHON_FRAMES = 2, FACT_PERCENT_NAME = 4, FACT_OTHER_RUNTIME = 8 };
 
 static int part_facts(const Scan *s) {
     const Dictionary *cat = &s->dictionaries[CAT], *name = &s->dictionaries[NAME];
     int facts = 0;
     for (int32_t i = 0; i < cat->count; i++) {
-        if (text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset") ||
-            text_ends(cat, i, "_runtime") || text_ends(cat, i, "_driver") || text_is(cat, i, "runtime") ||
-            text_is(cat, i, "driver"))
+        int launch = text_ends(cat, i, "_runtime") || text_ends(cat, i, "_driver") || text_is(cat, i, "runtime") ||
+                     text_is(cat, i, "driver");
+        if (launch || text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset"))
             facts |= FACT_DEVICE_WORK;
+        if (launch && !text_is(cat, i, "cuda_runtime") && !text_is(cat, i, "cuda_driver")) facts |= FACT_OTHER_RUNTIME;
         if (text_is(cat, i, "python_function")) facts |= FACT_PYTHON_FRAMES;
     }
     const int32_t *offsets = (const int32_t *)name->offsets.data;

@@ -18,7 +18,7 @@ from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
 from .sql import define_scope_names, run_sql_file
 from .trace_header import DEVICE_WORK as HOLDS_DEVICE_WORK
-from .trace_header import PERCENT_NAME, PYTHON_FRAMES, TraceHeader
+from .trace_header import OTHER_RUNTIME, PERCENT_NAME, PYTHON_FRAMES, TraceHeader
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
 
 # attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked
@@ -29,6 +29,9 @@ DEVICE_WORK = "coalesce(getvariable('ks_device_work'), true)"
 LOST_LAUNCHES = "getvariable('ks_launch_check').device_events_without_launch > 0"
 CPU_ROWS = "getvariable('ks_launch_check').device_events = 0"
 DEVICES_UNKNOWN = "getvariable('ks_launch_check').devices_unknown > 0"
+# the guard of attribution.sql's step for launches of two runtimes sharing a correlation, false where the native
+# reader saw only CUDA's (trace_header.OTHER_RUNTIME): a SELECT of ~0.4 ms of a small CUDA trace's load otherwise
+TWO_RUNTIMES = "(SELECT min(family) <> max(family) FROM ks_launches)"
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,8 @@ def _attribute(
         known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
         if not device_work:
             known.update({CPU_ROWS: True, LOST_LAUNCHES: False, DEVICES_UNKNOWN: False})
+        elif facts is not None and not facts & OTHER_RUNTIME:  # every launch is CUDA's: one runtime numbers them
+            known[TWO_RUNTIMES] = False
         # the launch check's guards asked there (or known) are answered for attribution_rows.sql: held.py's step
         # sets no variable they read
         settled = {} if device_work else {CPU_ROWS: True}

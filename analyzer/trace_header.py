@@ -15,8 +15,9 @@ except ImportError:  # built without a C compiler: DuckDB's JSON reader reads ev
     native_reader = None
 
 # What a part holds, as the native reader's scan tells it (_kineto.c, part_facts): a device event or a runtime or
-# driver call that may launch one, a Python frame (a python_function event), a name that holds '%'.
-DEVICE_WORK, PYTHON_FRAMES, PERCENT_NAME = 1, 2, 4
+# driver call that may launch one, a Python frame (a python_function event), a name that holds '%', a runtime or
+# driver call of another runtime than CUDA's.
+DEVICE_WORK, PYTHON_FRAMES, PERCENT_NAME, OTHER_RUNTIME = 1, 2, 4, 8
 
 
 @dataclass

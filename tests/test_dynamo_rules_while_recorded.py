@@ -6,6 +6,8 @@ higher-order op (``map``, ``cond``, ``while_loop``). torch.overrides' tables (``
 ``get_overridable_functions``), made at a logging mode's first call while recorded, held the wrappers too:
 ``resolve_name(F.gelu)`` was None for the rest of the process."""
 
+import functools
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -139,3 +141,47 @@ def test_a_forward_asking_torch_overrides_tables_about_a_patched_function_gets_t
     assert len(torch.overrides._get_overridable_functions()[1]) == index_size
     assert not any(f.__module__ == "kernelscope.recorder.wrappers" for f in torch.overrides.get_ignored_functions()
                    if hasattr(f, "__module__"))  # fmt: skip
+
+
+def _tables_seen_in_block(originals, wrappers):
+    from kernelscope.recorder.dynamo_tables import overrides_tables_naming_wrappers
+
+    (by_namespace, index), methods, ignored = (torch.overrides._get_overridable_functions(),
+                                               torch.overrides._get_tensor_methods(),
+                                               torch.overrides.get_ignored_functions())  # fmt: skip
+    with overrides_tables_naming_wrappers(originals, wrappers):
+        return ({w: index.get(w) for w in wrappers.values()}, {w for w in wrappers.values() if w in methods},
+                {w for w in wrappers.values() if w in ignored},
+                {namespace: [f for f in functions if f in wrappers.values()]
+                 for namespace, functions in by_namespace.items()})  # fmt: skip
+
+
+def test_torch_overrides_entries_of_the_wrappers_read_once_per_plan_and_again_where_a_table_changed():
+    """The wrappers' entries are worked out once per plan and tables (dynamo_tables._entries_of_wrappers): a second
+    block with the same plan gets the same entries from what the first read, and an original added to a table
+    between them gets its wrapper's entry in the next block."""
+    from kernelscope.recorder import dynamo_tables
+
+    def not_in_any_table(x):
+        return x
+
+    def wrapper(*args, **kwargs):
+        return None
+
+    originals = {id(F.gelu): F.gelu, id(torch.Tensor.add): torch.Tensor.add, id(not_in_any_table): not_in_any_table}
+    wrappers = {key: functools.wraps(original)(functools.partial(wrapper)) for key, original in originals.items()}
+    first = _tables_seen_in_block(originals, wrappers)
+    made = dynamo_tables._entries[2]
+    assert first[0][wrappers[id(F.gelu)]] == "torch.nn.functional.gelu"
+    assert first[1] == {wrappers[id(torch.Tensor.add)]} and first[3][F] == [wrappers[id(F.gelu)]]
+    assert _tables_seen_in_block(originals, wrappers) == first
+    assert dynamo_tables._entries[2] is made, "the second block read the originals again"
+    ignored = torch.overrides.get_ignored_functions()
+    ignored.add(not_in_any_table)
+    try:
+        third = _tables_seen_in_block(originals, wrappers)
+    finally:
+        ignored.discard(not_in_any_table)
+    assert third[2] == first[2] | {wrappers[id(not_in_any_table)]}
+    assert _tables_seen_in_block(originals, wrappers) == first
+    assert wrappers[id(F.gelu)] not in torch.overrides._get_overridable_functions()[1], "taken out after the block"
