@@ -98,7 +98,7 @@ def _kernel_sites(source: str, namespace: dict, nodes: dict) -> list[tuple[dict,
         if found:
             origins = [name.strip() for name in found.group(1).split(",") if name.strip()]
             continue
-        if line.lstrip().startswith("#"):
+        if not line.strip() or line.lstrip().startswith("#"):  # the comments that follow it: its mapping, its path
             continue
         defined = _DEFINED.match(line)
         if defined and defined.group(2) == "cpp_pybinding" and callable(namespace.get(defined.group(1))):
