@@ -55,17 +55,27 @@ def inductor_kernel_sites(made: Iterable[tuple[str, str, int]]) -> list[tuple[di
     sites: list[tuple[dict, str, Any]] = []
     seen: set[int] = set()
     for function in compiled_functions():
-        bound = vars(function).get("zero_grad") if type(function) is types.FunctionType else None
-        graph_module = getattr(bound, "__self__", None)
-        if not isinstance(graph_module, torch.fx.GraphModule):
+        try:
+            sites += _function_sites(function, call_names, known, seen)
+        except Exception:  # noqa: BLE001 - objects of another torch's shape: its kernels stay torch.compile's
             continue
-        nodes = {node.name: _node_call(node, call_names, known) for node in graph_module.graph.nodes}
-        for graph in values_in_closures(function, _is_compiled_graph):
-            runs = getattr(graph, "current_callable", None)
-            namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
-            if isinstance(namespace, dict) and id(namespace) not in seen:
-                seen.add(id(namespace))
-                sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace, nodes)
+    return sites
+
+
+def _function_sites(function: Any, call_names: dict, known: set, seen: set[int]) -> list[tuple[dict, str, Any]]:
+    """The sites of the inductor graphs one compiled function runs (none where it runs no inductor graph)."""
+    bound = vars(function).get("zero_grad") if type(function) is types.FunctionType else None
+    graph_module = getattr(bound, "__self__", None)
+    if not isinstance(graph_module, torch.fx.GraphModule):
+        return []
+    nodes = {node.name: _node_call(node, call_names, known) for node in graph_module.graph.nodes}
+    sites: list[tuple[dict, str, Any]] = []
+    for graph in values_in_closures(function, _is_compiled_graph):
+        runs = getattr(graph, "current_callable", None)
+        namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
+        if isinstance(namespace, dict) and id(namespace) not in seen:
+            seen.add(id(namespace))
+            sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace, nodes)
     return sites
 
 
@@ -82,7 +92,8 @@ def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str
     if node.op == "call_method":
         name = f"Tensor.{node.target}"
     elif node.op == "call_function":
-        name = call_names.get(id(node.target)) or _OPERATORS.get(node.target)
+        builtin = type(node.target) is types.BuiltinFunctionType  # operator's; a callable object may not hash
+        name = call_names.get(id(node.target)) or (_OPERATORS.get(node.target) if builtin else None)
     else:
         name = None
     return module, name if name in known else None
