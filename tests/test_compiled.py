@@ -378,7 +378,8 @@ def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_pa
     # In a process of its own: after some other test files in one pytest worker, inductor's own first C++ compile
     # (before any recording here) failed with its precompiled header rejected ('at::vec' not declared); alone it holds.
     # test_record_command.py left its tmp folder, holding a types.py, on sys.path, which inductor's subprocesses get
-    # as PYTHONPATH: its vector ISA probe failed there (now put back); the full suite has not been run since.
+    # as PYTHONPATH: its vector ISA probe failed there. Reproduced after that file alone, and gone with sys.path put
+    # back; the process of its own stays until the full suite has run without it.
     if os.environ.get("KS_INDUCTOR_TEST_CHILD") != "1":
         test = f"{__file__}::test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded"
         child = subprocess.run(
