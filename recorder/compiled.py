@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import os
@@ -37,6 +38,8 @@ _Scope = torch._C._profiler._RecordFunctionFast
 # ContextVar (a reduce-overhead block crashed on the H200). A plain Python function: about 25 ns a call.
 dynamo_tracing = torch.compiler.is_dynamo_compiling
 T = TypeVar("T")
+# The module scope of the compiled module whose call runs now, under which its graphs' modules are
+COMPILED_MODULE_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("ks_compiled_module", default=None)
 
 
 def optimized_module_type():
@@ -101,23 +104,26 @@ def compiled_methods(module: torch.nn.Module) -> list[tuple[str, Any]]:
     ]
 
 
-def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: bool = True):
+def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: bool = True, frame_scope: str = ""):
     """A compiled module's forward in its module scope and the call scope ``call(args, kwargs)`` names. With
     ``marks_its_calls`` (``calls="all"``) the torch-level calls its compiled code makes (eager parts between graphs)
-    are its own (INSIDE_CALL); a functional called there has a scope of its own either way."""
+    are its own (INSIDE_CALL); a functional called there has a scope of its own either way. ``frame_scope``: the
+    module scope of its compiled frame's ``self`` where that is not the module (an OptimizedModule's ``_orig_mod``)."""
 
     def compiled_in_scope(*args, **kwargs):
         if dynamo_tracing() or INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
             return forward(*args, **kwargs)
         call_scope, scoped = call(args, kwargs), scopes_open[0]  # closed before the profiler starts: scope_gate.py
         with _Scope(scope_name) if scoped else NO_SCOPE, _Scope(call_scope) if scoped else NO_SCOPE:
-            if not marks_its_calls:
-                return forward(*args, **kwargs)
-            token = INSIDE_CALL.set(True)
+            # the module scope its inductor kernels' modules are under (inductor_kernels.py)
+            module_token = COMPILED_MODULE_SCOPE.set(frame_scope or scope_name)
+            token = INSIDE_CALL.set(True) if marks_its_calls else None
             try:
                 return forward(*args, **kwargs)
             finally:
-                INSIDE_CALL.reset(token)
+                if token is not None:
+                    INSIDE_CALL.reset(token)
+                COMPILED_MODULE_SCOPE.reset(module_token)
 
     return wraps(compiled_in_scope, forward)
 

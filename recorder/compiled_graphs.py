@@ -20,11 +20,17 @@ _DEPTH = 4  # closures around a backend's result: disable's, a torch-function gu
 
 def dynamo_graphs(graph_module_type: type) -> list:
     """Every ``graph_module_type`` (fx's GraphModule) that a compiled entry alive now calls, each once."""
-    entries = compiled_entries()
-    if not entries:
-        return []
     found: dict[int, Any] = {}
     optimized = optimized_module_type()
+    for function in compiled_functions():
+        _graphs_in(function, graph_module_type, found, _DEPTH, optimized)
+    return list(found.values())
+
+
+def compiled_functions() -> list:
+    """The compiled function (``__compiled_fn_<n>``) of every compiled entry alive now, each once."""
+    entries = compiled_entries()
+    found: dict[int, Any] = {}
     by_file: dict[str, dict] | None = None
     for code, cached in entries.items():
         names = {n for entry in cached if entry.code is not None for n in entry.code.co_names if _compiled(n)}
@@ -34,7 +40,42 @@ def dynamo_graphs(graph_module_type: type) -> list:
             by_file = _namespaces_by_file()
         namespace = by_file.get(code.co_filename, {})
         for name in names:
-            _graphs_in(namespace.get(name), graph_module_type, found, _DEPTH, optimized)
+            value = namespace.get(name)
+            if value is not None:
+                found[id(value)] = value
+    return list(found.values())
+
+
+def values_in_closures(function: Any, wanted: Any, depth: int = 8) -> list:
+    """The values ``wanted(value)`` accepts among those ``function`` closes over, ``depth`` closures deep, through
+    the closures and the attributes of torch's objects on the way (aot_autograd's wrappers around inductor's
+    compiled graph)."""
+    found: dict[int, Any] = {}
+    pending, seen = [(function, depth)], set()
+    while pending:
+        value, left = pending.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if wanted(value):
+            found[id(value)] = value
+            continue
+        if left == 0:
+            continue
+        if type(value) is types.FunctionType:
+            held = []
+            for cell in value.__closure__ or ():
+                try:
+                    held.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    pass
+        elif type(value) is types.MethodType:
+            held = [value.__self__, value.__func__]
+        elif _walked(type(value).__module__) and type(getattr(value, "__dict__", None)) is dict:
+            held = list(vars(value).values())
+        else:
+            continue
+        pending.extend((item, left - 1) for item in held)
     return list(found.values())
 
 
@@ -67,3 +108,8 @@ def _graphs_in(value: Any, graph_module_type: type, found: dict, depth: int, opt
             except ValueError:  # an empty cell
                 continue
             _graphs_in(held, graph_module_type, found, depth - 1, optimized)
+
+
+def _walked(module: str) -> bool:
+    """Whether the objects of a class of ``module`` are looked into: torch's wrappers, not fx's graphs and nodes."""
+    return module.startswith("torch.") and not module.startswith("torch.fx")

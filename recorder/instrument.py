@@ -62,6 +62,7 @@ from .exported import has_module_stacks, scoped_graph_forward
 from .forward_codes import defaults_followed, inner_of
 from .graph_code import GraphCode
 from .hooked_calls import SCOPE_CODE, call_in_scope, call_in_scope_when_hooked
+from .inductor_kernels import inductor_kernel_sites
 from .interpreter_state import gc_paused, recursion_room
 from .late_imports import late_imports_put_back
 from .lazy_results import LAZY_RESULTS, handed_back, held_results_in_scope, of_its_kind
@@ -281,7 +282,9 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
             compiled_roots.append(name)
             attribute, compiled = entry
             namer = scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-            wrapper = compiled_forward(compiled, scope, namer, marks_its_calls=calls == "all")
+            inner = MODULE_PREFIX + scope_text(f"{name}._orig_mod" if name else "_orig_mod")  # its frame's self
+            frame_scope = inner if optimized_type is not None and isinstance(module, optimized_type) else scope
+            wrapper = compiled_forward(compiled, scope, namer, calls == "all", frame_scope)
             patch_module(module, attribute, wrapper)
             continue
         wrapper = own_class = None
@@ -314,6 +317,8 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     if plan is not None:
         graph_code.at_first_calls([module for _, module in named_modules])
         graph_code.name_compiled()
+        for namespace, key, replacement in inductor_kernel_sites(plan.made):  # inductor_kernels.py
+            patches.set_item(namespace, key, replacement)
         for owner, values in plan.groups:
             patches.set_all(owner, values)
         if calls == "all":

@@ -194,10 +194,13 @@ def _class_sites(kind: type, originals: dict, wrappers: dict) -> Iterator[tuple[
     """The sites of a model's own class: its functions' defaults, and its attributes that hold a functional
     (``act = F.softplus``, ``act = staticmethod(F.gelu)``, ``ACTS = {"gelu": F.gelu}``: a registry). Not its methods'
     closures: a method closing over a functional compares it (``if F.relu is not original_relu``) as often as it
-    calls it."""
+    calls it; but a lambda's (``forward = lambda self, x: act(x)``), whose one expression calls what it closes over."""
     for key, value in list(vars(kind).items()):
         if _is(value, types.FunctionType):
             yield from _default_sites(value, originals, wrappers)
+        function = value.__func__ if _is(value, (staticmethod, classmethod)) else value
+        if _is(function, types.FunctionType) and function.__code__.co_name == "<lambda>":
+            yield from _closure_sites(function, originals, wrappers)
         if key.startswith("__"):
             continue
         held = value.__func__ if _is(value, staticmethod) else value

@@ -345,9 +345,41 @@ def test_a_compiled_function_is_named_from_its_region(compiled_models, calls, tm
         assert summary.loc["torch.compile", "time_spent_us"] == pytest.approx(region["kernel_us"].sum())
 
 
+class BrokenBlock(nn.Module):
+    """Two inductor graphs, split by a graph break: the second's frame is dynamo's resume function."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(16, 16), nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.fc1(x)
+        torch._dynamo.graph_break()
+        return self.fc2(torch.relu(h))
+
+
+class CallsAnInductorFunction(nn.Module):
+    """A torch.compile'd function (inductor) called in a module: its graph's nodes ran in no module of its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(16, 16))
+        self.head = nn.Linear(16, 16)
+        self.compiled = torch.compile(_scaled_gelu)
+
+    def forward(self, x):
+        return self.head(self.compiled(x, self.w))
+
+
 def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_path):
+    """inductor's code runs unchanged, and its kernels are named like eager ones where its record of their source
+    nodes says so (recorder/inductor_kernels.py): its extern kernels (``aten::addmm``) are the call ``linear`` in the
+    Linear they came from; its C++ kernels, of which it records nothing, are rows of their own, ``torch.compile``'s."""
     # In a process of its own: after some other test files in one pytest worker, inductor's own first C++ compile
     # (before any recording here) failed with its precompiled header rejected ('at::vec' not declared); alone it holds.
+    # test_record_command.py left its tmp folder, holding a types.py, on sys.path, which inductor's subprocesses get
+    # as PYTHONPATH: its vector ISA probe failed there. Reproduced after that file alone, and gone with sys.path put
+    # back; the process of its own stays until the full suite has run without it.
     if os.environ.get("KS_INDUCTOR_TEST_CHILD") != "1":
         test = f"{__file__}::test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded"
         child = subprocess.run(
@@ -358,15 +390,32 @@ def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_pa
         )
         assert child.returncode == 0, child.stdout[-4000:] + child.stderr[-2000:]
         return
+    from kernelscope.analyzer import load_run
+    from reference import assert_matches_reference
+
     torch._dynamo.reset()
-    model = torch.compile(Net().eval())  # inductor: C++ compiled on the CPU (one shape: one compile, seconds)
     samples = _samples()[:1]
-    expected = _run(model, samples)
-    before = entries(collect_first=True)
-    for warmup_iterations in (1, 3):
-        profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
-        assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
-        assert set(frame["function_name"]) == {"torch.compile"} and set(frame["sample_id"]) == {0}
-    assert_same_entries(before, entries())
-    assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
+    root = torch.compile(Net().eval())  # inductor: C++ compiled on the CPU (one shape: one compile, seconds)
+    host = Host(torch.compile(BrokenBlock())).eval()  # a compiled submodule of two graphs
+    caller = CallsAnInductorFunction().eval()  # its function's linear (an extern mm) is the caller's
+    linears = {id(root): {"_orig_mod.fc1", "_orig_mod.fc2"}, id(host): {"block._orig_mod.fc1", "block._orig_mod.fc2"}}
+    linears[id(caller)] = {""}
+    for model in (root, host, caller):
+        expected = _run(model, samples)
+        before = entries(collect_first=True)
+        for warmup_iterations in (1, 3):
+            profiler, frame, _, warned = _profile(model, samples, tmp_path, warmup_iterations=warmup_iterations)
+            assert warned == [] and profiler.run.manifest["compiled_code"] == "kept"
+            assert set(frame["function_name"]) == {"torch.compile", "linear"}, frame
+            compiled = frame[frame["function_name"] == "torch.compile"]
+            assert model is caller or set(compiled["sample_id"]) == {0}  # a compiled function's region has none
+            extern = frame[frame["op"].isin(["aten::addmm", "aten::mm"]) & (frame["module_name"] != "head")]
+            assert set(extern["function_name"]) == {"linear"}, "inductor's extern kernels are the calls they came from"
+            assert set(extern["module_name"]) == linears[id(model)]
+            cpp = compiled[compiled["op"].str.startswith("cpp_fused")]
+            assert len(cpp) > 0 and (cpp["kernel_us"] > 0).all(), "its C++ kernels are rows of their own"
+            with load_run(profiler.run.path) as run:
+                assert_matches_reference(run, profiler.run.path / "trace.json.gz")
+        assert_same_entries(before, entries())
+        assert all(torch.equal(a, b) for a, b in zip(_run(model, samples), expected, strict=True))
     torch._dynamo.reset()

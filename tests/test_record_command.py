@@ -78,6 +78,10 @@ def record(tmp_path, monkeypatch, *args):
     (tmp_path / "user_models.py").write_text(MODELS)
     (tmp_path / "bad_import.py").write_text("import no_such_package_here\n\ndef model():\n    pass\n")
     monkeypatch.chdir(tmp_path)
+    # the command puts the folder on sys.path for the rest of its process: in this one, the test's tmp folder (one
+    # holds a types.py) stayed on it for every later test, and inductor's subprocesses, which get sys.path as their
+    # PYTHONPATH, imported that types.py: its vector ISA probe failed, so a later inductor compile had no vector ISA
+    monkeypatch.setattr(sys, "path", list(sys.path))
     for name in ("user_models", "bad_import"):  # each test imports its own folder's
         monkeypatch.delitem(sys.modules, name, raising=False)
     return CliRunner().invoke(main, ["record", *map(str, args), "--warmup", "1"])

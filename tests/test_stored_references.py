@@ -252,3 +252,41 @@ def test_functionals_held_by_an_instances_own_forward_are_named_in_its_scope_and
     assert named == {("linear", "fc"), ("gelu", "a"), ("silu", "b"), ("elu", "c")}, named
     assert model.a.forward.__closure__[0].cell_contents is F.gelu and model.b.forward.fn is F.silu
     assert model.c.forward.__defaults__ == (F.elu,)
+
+
+def _lambda_forward_class() -> type:
+    act = F.celu  # a local alias the class's lambda forward closes over
+
+    class LambdaClosingOverAnAlias(nn.Module):
+        forward = lambda self, x: act(x)  # noqa: E731 (the class-level lambda forward is the case)
+
+    return LambdaClosingOverAnAlias
+
+
+def _aliased(alias):
+    return lambda self, x: alias(x) * 2
+
+
+class LambdaMadeInTheClassBody(nn.Module):
+    _act = F.selu
+    forward = _aliased(_act)  # a lambda made from an alias the class body defines, closing over it
+
+
+class LambdaForwards(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc, self.a, self.b = nn.Linear(16, 16), _lambda_forward_class()(), LambdaMadeInTheClassBody()
+
+    def forward(self, x):
+        return self.b(self.a(self.fc(x)))
+
+
+def test_a_class_level_lambda_forward_closing_over_a_functional_is_named_in_its_scope_and_put_back():
+    model = LambdaForwards().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 16),), {})], warmup_iterations=1)
+    named = {pair for pair in zip(frame["function_name"], frame["module_name"], strict=True)}
+    assert {("celu", "a"), ("selu", "b")} <= named, named
+    assert not any(name.startswith("aten::") for name, _ in named), named
+    assert [calls for calls, _ in data["celu"]] == [1] and [calls for calls, _ in data["selu"]] == [1]
+    assert vars(type(model.a))["forward"].__closure__[0].cell_contents is F.celu
+    assert vars(LambdaMadeInTheClassBody)["forward"].__closure__[0].cell_contents is F.selu

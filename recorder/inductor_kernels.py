@@ -1,0 +1,220 @@
+"""The kernels of inductor's compiled code named like eager ones: each kernel a compiled graph launches, in the module
+and under the call of the model's code it was generated from, where inductor's record of it says so exactly.
+
+inductor writes, above each Triton kernel it defines and each extern kernel it calls (``extern_kernels.addmm``) in
+a graph's wrapper code, the nodes of dynamo's graph that kernel computes ("Source Nodes: [linear_1]"); dynamo's
+graph, which the compiled function keeps (aot_autograd's ``forward.zero_grad`` is bound to it), says of each node
+the module it ran in (``nn_module_stack``: a path under the compiled frame's ``self``, ``L['self'].fc1``) and the
+torch call it is. While recorded, the wrapper module's globals for those kernels are ones that open that module's
+and call's scopes around the launch, the module's under the compiled module whose call runs now (one graph serves
+every instance of a class): the code that runs is the wrapper's own, calling the same kernels, and the globals are
+put back afterwards.
+
+- A Triton kernel of several calls (a fusion of ``relu`` and ``add``) gets the module all of them ran in, and stays
+  the call ``torch.compile``'s; an extern kernel is the last of its source nodes (the earlier ones made its inputs).
+- A C++ kernel (``cpp_fused_add_relu_0``, on the CPU) has no such record, and leaves no event in the trace: it runs
+  inside an operator range of its own name while recorded, so its time is a row of its own, the call
+  ``torch.compile``'s, not the graph's call operator's.
+- A node run by a compiled function outside any module (``torch.compile(fn)``) is the call of whatever module
+  calls it; a node of a module the function was handed (``L['model'].fc``), or of a module under a compiled frame
+  whose module is not known here (a compiled method the program keeps), names neither: not exact.
+- What runs without the wrapper code (a CUDA graph's replay under ``mode="reduce-overhead"``) stays
+  ``torch.compile``'s, as do kernels whose source nodes name no module or call known here.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import sys
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, scope_text
+
+from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
+from .compiled import COMPILED_MODULE_SCOPE
+from .compiled_graphs import compiled_functions, values_in_closures
+from .scope_gate import OPEN as scopes_open
+
+_Scope = torch._C._profiler._RecordFunctionFast
+_ORIGINS = re.compile(r"^\s*# (?:Topologically Sorted|Unsorted) Source Nodes: \[([^\]]*)\], Original ATen:")
+_DEFINED = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
+_EXTERN_CALL = re.compile(r"^\s*extern_kernels\.\w+\(")
+_SELF = "L['self']"  # dynamo's source of the compiled frame's module, which nn_module_stack's paths start from
+_OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
+
+
+def inductor_kernel_sites(made: Iterable[tuple[str, str, int]]) -> list[tuple[dict, str, Any]]:
+    """``(namespace, global name, replacement)`` for the kernels of every inductor graph compiled code alive now
+    runs. ``made``: the patch plan's keys ``(kind, call name, id(original))``."""
+    call_names = {key[2]: key[1] for key in made}
+    known = set(call_names.values())
+    sites: list[tuple[dict, str, Any]] = []
+    seen: set[int] = set()
+    for function in compiled_functions():
+        try:
+            sites += _function_sites(function, call_names, known, seen)
+        except Exception:  # noqa: BLE001 - objects of another torch's shape: its kernels stay torch.compile's
+            continue
+    return sites
+
+
+def _function_sites(function: Any, call_names: dict, known: set, seen: set[int]) -> list[tuple[dict, str, Any]]:
+    """The sites of the inductor graphs one compiled function runs (none where it runs no inductor graph)."""
+    bound = vars(function).get("zero_grad") if type(function) is types.FunctionType else None
+    graph_module = getattr(bound, "__self__", None)
+    if not isinstance(graph_module, torch.fx.GraphModule):
+        return []
+    nodes = {node.name: _node_call(node, call_names, known) for node in graph_module.graph.nodes}
+    sites: list[tuple[dict, str, Any]] = []
+    for graph in values_in_closures(function, _is_compiled_graph):
+        runs = getattr(graph, "current_callable", None)
+        namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
+        if isinstance(namespace, dict) and id(namespace) not in seen:
+            seen.add(id(namespace))
+            sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace, nodes)
+    return sites
+
+
+def _is_compiled_graph(value: Any) -> bool:
+    return type(value).__name__ == "CompiledFxGraph" and type(value).__module__.startswith("torch._inductor")
+
+
+def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str | None]:
+    """(the module ``node`` ran in, as a dotted path under the compiled frame's ``self`` ("" for itself), or None
+    where it ran in another object's module; the call it is as the recording names it, or None)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    source = stack[next(reversed(stack))][0] if stack else _SELF
+    module = source[len(_SELF) :].lstrip(".") if isinstance(source, str) and source.startswith(_SELF) else None
+    if node.op == "call_method":
+        name = f"Tensor.{node.target}"
+    elif node.op == "call_function":
+        builtin = type(node.target) is types.BuiltinFunctionType  # operator's; a callable object may not hash
+        name = call_names.get(id(node.target)) or (_OPERATORS.get(node.target) if builtin else None)
+    else:
+        name = None
+    return module, name if name in known else None
+
+
+def _kernel_sites(source: str, namespace: dict, nodes: dict) -> list[tuple[dict, str, Any]]:
+    """The globals of one wrapper module (``namespace``, from ``source``) to replace, by its origin comments."""
+    sites: list[tuple[dict, str, Any]] = []
+    extern_lines: dict[int, tuple] = {}
+    origins: list[str] | None = None
+    for number, line in enumerate(source.splitlines(), 1):
+        found = _ORIGINS.match(line)
+        if found:
+            origins = [name.strip() for name in found.group(1).split(",") if name.strip()]
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):  # the comments that follow it: its mapping, its path
+            continue
+        defined = _DEFINED.match(line)
+        if defined and defined.group(2) == "cpp_pybinding" and callable(namespace.get(defined.group(1))):
+            name = defined.group(1)
+            sites.append((namespace, name, _ranged(namespace[name], name, _scopes(origins or [], nodes))))
+        elif origins and defined and hasattr(namespace.get(defined.group(1)), "run"):
+            scopes = _scopes(origins, nodes)
+            if scopes:
+                sites.append((namespace, defined.group(1), _ScopedLaunches(namespace[defined.group(1)], scopes)))
+        elif origins and _EXTERN_CALL.match(line):
+            scopes = _scopes(origins[-1:], nodes)
+            if scopes:
+                extern_lines[number] = scopes
+        origins = None
+    held = namespace.get("extern_kernels")
+    if extern_lines and held is not None:
+        sites.append((namespace, "extern_kernels", _ScopedExterns(held, extern_lines, namespace.get("__file__"))))
+    return sites
+
+
+def _scopes(origins: list[str], nodes: dict) -> tuple[str | None, str | None]:
+    """(the module all the nodes ``origins`` ran in, under the compiled frame's; their call where they are one call),
+    or () where neither is known."""
+    found = [nodes.get(name, (None, None)) for name in origins]
+    modules = {module for module, _ in found}
+    calls = {call for _, call in found}
+    if not found or None in modules:  # a node of a module other than the frame's: where it ran is not known here
+        return ()
+    call = calls.pop() if len(calls) == 1 and None not in calls else None
+    module = _common_module([m.split(".") if m else [] for m in modules])
+    return () if module == "" and call is None else (module, call)
+
+
+def _common_module(paths: list[list[str]]) -> str:
+    common = paths[0]
+    for path in paths[1:]:
+        length = 0
+        while length < min(len(common), len(path)) and common[length] == path[length]:
+            length += 1
+        common = common[:length]
+    return ".".join(common)
+
+
+def _recorded() -> bool:
+    """Whether a launch now opens scopes: the profiler's pass has started, on one of the model's threads."""
+    return scopes_open[0] and not (INSIDE_CALL.get() is OTHER_THREAD and on_other_thread())
+
+
+def _in_scopes(scopes: tuple, run: Callable, args: tuple, kwargs: dict, name: str | None = None) -> Any:
+    """``run(*args, **kwargs)`` in the scopes of ``scopes`` ((module under the compiled module's, call), or ()) and
+    an operator range ``name``, while recorded."""
+    if not _recorded():
+        return run(*args, **kwargs)
+    names = []
+    module, call = scopes or ("", None)
+    root = COMPILED_MODULE_SCOPE.get()
+    if module and root is not None:
+        names.append(root + ("." if root != MODULE_PREFIX else "") + scope_text(module))
+    if call is not None and (root is not None or not module):  # a module under a frame's self that is not known
+        names.append(FUNCTION_PREFIX + scope_text(call))
+    if name is not None:
+        names.append(name)
+    opened = [_Scope(scope) for scope in names]
+    for scope in opened:
+        scope.__enter__()
+    try:
+        return run(*args, **kwargs)
+    finally:
+        for scope in reversed(opened):
+            scope.__exit__(None, None, None)
+
+
+def _ranged(kernel: Callable, name: str, scopes: tuple) -> Callable:
+    """A C++ kernel run in ``scopes`` and an operator range of its own ``name``."""
+
+    def cpp_kernel_in_scopes(*args: Any) -> Any:
+        return _in_scopes(scopes, kernel, args, {}, name)
+
+    return cpp_kernel_in_scopes
+
+
+class _ScopedLaunches:
+    """A Triton kernel (inductor's ``CachingAutotuner``) whose ``run`` opens its scopes; anything else is its own."""
+
+    def __init__(self, kernel: Any, scopes: tuple) -> None:
+        self._kernel, self._scopes = kernel, scopes
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        return _in_scopes(self._scopes, self._kernel.run, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+
+class _ScopedExterns:
+    """inductor's ``extern_kernels`` namespace as one wrapper module reads it: a call from a line whose origins are
+    known opens their scopes (lines: line number -> scope names)."""
+
+    def __init__(self, held: Any, lines: dict[int, tuple], filename: str | None) -> None:
+        self._held, self._lines, self._filename = held, lines, filename
+
+    def __getattr__(self, name: str) -> Any:
+        function = getattr(self._held, name)
+        caller = sys._getframe(1)
+        scopes = self._lines.get(caller.f_lineno) if caller.f_code.co_filename == self._filename else None
+        if scopes is None or not callable(function):
+            return function
+        return lambda *args, **kwargs: _in_scopes(scopes, function, args, kwargs)
