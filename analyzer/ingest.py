@@ -28,7 +28,7 @@ from .errors import BadInputError
 from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_event_array
 from .json_text import describe_fault
 from .memory import PART_ROOM, Settings, in_flight_bytes, json_bytes, read_settings, reading_limits
-from .sql import execute, filled_statements, run_sql_file
+from .sql import execute, run_sql_file
 from .trace_header import TraceHeader
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure, scratch_folder
 from .validate import describe_unreadable_events
@@ -285,12 +285,9 @@ class _NativeInserts:
             execute(cursor, "BEGIN TRANSACTION")
             with self.lock:
                 self.cursors.append(cursor)
-        # read by ingest_scanned.sql by this name (DuckDB's replacement scan looks it up in the frame that calls
-        # execute): registering it made and dropped a view, two statements that cost a small trace's load ~0.9 ms
-        scanned_part = _ArrowStream(stream)  # noqa: F841
-        literals = {"first_id": str(first_id), "rank": str(rank)}
-        for statement in filled_statements(cursor, "ingest_scanned.sql", literals):
-            cursor.execute(statement)
+        cursor.register("scanned_part", _ArrowStream(stream))
+        run_sql_file(cursor, "ingest_scanned.sql", first_id=str(first_id), rank=str(rank))
+        cursor.unregister("scanned_part")
 
     def abandon(self) -> None:
         self._end("ROLLBACK")

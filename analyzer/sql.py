@@ -212,7 +212,7 @@ def run_sql_file(
 
     Returns ``con``, holding the result of the last statement."""
     if literals:
-        for statement in filled_statements(con, name, literals):
+        for statement in _filled_statements(con, name, literals):
             con.execute(statement)
         return con
     held, known = _held.get(con), known or {}
@@ -259,7 +259,7 @@ MAX_FILLED = 64  # the files filled with literals kept parsed: a load fills its 
 _filled: dict[tuple[str, tuple[tuple[str, str], ...]], list[duckdb.Statement]] = {}
 
 
-def filled_statements(con: duckdb.DuckDBPyConnection, name: str, literals: Mapping[str, str]) -> list:
+def _filled_statements(con: duckdb.DuckDBPyConnection, name: str, literals: Mapping[str, str]) -> list:
     """The statements of file ``name`` with its placeholders filled with ``literals``, parsed once per process for the
     values most loads fill in (ingest_scanned.sql's first id and rank: 0 and 0 for a small trace's one part, whose
     parse cost ~0.25 ms of its load)."""

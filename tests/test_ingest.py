@@ -431,20 +431,3 @@ def test_a_scratch_folder_is_made_only_for_part_files_and_goes_with_the_load(tmp
         ingest.ingest_trace(duckdb.connect(), GPT2)
     assert not isinstance(raised.value, BadInputError), "the trace is not to blame"
     assert raised.value.filename.startswith(str(tmp_path / "missing")) and "TMPDIR" in raised.value.strerror
-
-
-def test_natively_read_parts_are_inserted_without_a_registered_view(plain_gpt2, monkeypatch):
-    """Each part's columns reach ingest_scanned.sql through DuckDB's replacement scan of a local name: registering
-    them made and dropped a view per part, two statements of a small trace's ~25. Many parts, inserted on the loading
-    threads' cursors, load as one does."""
-    one = duckdb.connect()
-    ingest.ingest_trace(one, plain_gpt2)
-
-    def refused(self, name, value):
-        raise AssertionError(f"registered {name}")
-
-    monkeypatch.setattr(duckdb.DuckDBPyConnection, "register", refused)
-    many, loads = _events(plain_gpt2, monkeypatch, 64 << 10)
-    assert len(loads) >= 3
-    _same_events(one, many)
-    assert one.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0] == 0
