@@ -117,7 +117,14 @@ def print_note(text: str, console=None) -> None:
     table's width, ``console``'s: an 80-column terminal broke a longer one inside a word. A word is never cut."""
     from .printable import printable
 
-    click.echo("\n".join(wrapped(printable(text), (console or stdout_console()).width)))
+    click.echo("\n".join(wrapped(printable(text), wrap_width(console or stdout_console()))))
+
+
+def wrap_width(console) -> int:
+    """The width a note or title wraps at: the terminal's, or COLUMNS where set; piped without COLUMNS a line stays
+    whole, as a script reading the output expects (one title line, however long)."""
+    piped = not sys.stdout.isatty() and not os.environ.get("COLUMNS", "").isdigit()
+    return sys.maxsize if piped else console.width
 
 
 def wrapped(text: str, width: int) -> list[str]:
@@ -267,7 +274,7 @@ def print_table(
     headers, numerics, cells = table_cells(frame)
     console = stdout_console()
     if title:  # a line of its own: a table's title wraps at the table's width (a narrow table, a long path)
-        for line in wrapped(printable(title), console.width):
+        for line in wrapped(printable(title), wrap_width(console)):
             console.print(line, style="table.title", soft_wrap=True, markup=False, highlight=False)
     if draws_long_table(console, len(frame)):
         texts = [[printable(v) for v in values] for values in cells]
