@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import REPO, SHARED_TRACES
-from kernelscope.analyzer import load_run, rank_parts, sql
+from kernelscope.analyzer import connection, load_run, rank_parts, sql
 from reference import LEGACY_CATS, assert_matches_reference
 from reference_devices import is_launch
 
@@ -69,6 +69,8 @@ def launch_steps_always(monkeypatch):
 
 def test_a_trace_without_device_work_makes_no_launch_step_table(tmp_path):
     copy = cpu_only_copy(REPO / "sample_traces" / "mlp" / "trace.json.gz", tmp_path)
+    # a kept connection holds an earlier run's step tables (dropped only when it is handed to a user): none here
+    connection._close_instances()
     with load_run(copy) as run:
         # a small trace keeps its step tables to the end of its connection (run_settings.keeps_steps)
         made = run._con.execute("SELECT list(table_name) FROM duckdb_tables() WHERE temporary").fetchone()[0]
