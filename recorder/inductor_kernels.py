@@ -25,6 +25,7 @@ put back afterwards.
 from __future__ import annotations
 
 import operator
+import os
 import re
 import sys
 import types
@@ -139,18 +140,8 @@ def _scopes(origins: list[str], nodes: dict) -> tuple[str | None, str | None]:
     if not found or None in modules:  # a node of a module other than the frame's: where it ran is not known here
         return ()
     call = calls.pop() if len(calls) == 1 and None not in calls else None
-    module = _common_module([m.split(".") if m else [] for m in modules])
+    module = ".".join(os.path.commonprefix([m.split(".") if m else [] for m in modules]))  # by whole names
     return () if module == "" and call is None else (module, call)
-
-
-def _common_module(paths: list[list[str]]) -> str:
-    common = paths[0]
-    for path in paths[1:]:
-        length = 0
-        while length < min(len(common), len(path)) and common[length] == path[length]:
-            length += 1
-        common = common[:length]
-    return ".".join(common)
 
 
 def _recorded() -> bool:
