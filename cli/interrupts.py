@@ -80,7 +80,12 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
     end their work: SIGTERM or Ctrl-C during a long query of ``kernelscope sql`` went unseen until the query ended,
     even with the handler run. The signals are seen on a thread, through the wakeup file descriptor CPython writes
     each one's number to; the interrupted query's error is followed by the handler's, which ends the command as it
-    would have. A signal the handler ignores (a second one, while the first one's cleanup runs) interrupts nothing."""
+    would have. A signal the handler ignores (a second one, while the first one's cleanup runs) interrupts nothing.
+
+    The kernel may hand a process's signal to any of its threads (a DuckDB worker, this watcher): one that lands
+    elsewhere leaves a main thread blocked in a system call (a sleep, a read, a wait on a lock) blocked, its handler
+    not run. Where the handler did not run within HANDLER_WAIT, the signal is sent again to the main thread itself,
+    once, which interrupts the call: CI saw an archive's SIGTERM go unhandled for a minute so."""
     read, write = os.pipe()
     os.set_blocking(write, False)
     try:
@@ -91,8 +96,10 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
         yield
         return
 
+    main_thread = threading.main_thread().ident
+
     def watch() -> None:
-        seen = raised = 0
+        seen = raised = resent = 0  # resent: the signals this thread sent the main thread, seen here again
         while True:
             try:
                 data = os.read(read, 64)
@@ -102,9 +109,13 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
                 return
             seen += len(data)
             deadline = time.monotonic() + HANDLER_WAIT
-            while counts[0] < seen and time.monotonic() < deadline:
+            while counts[0] < seen - resent and time.monotonic() < deadline:
                 time.sleep(0.01)
-            if counts[0] < seen or counts[1] > raised:
+            unhandled = counts[0] < seen - resent
+            if unhandled and hasattr(signal, "pthread_kill"):
+                resent += 1
+                signal.pthread_kill(main_thread, data[-1])
+            if unhandled or counts[1] > raised:
                 # none made where the module is not imported, or not yet whole (a signal during its import)
                 connections = sys.modules.get("kernelscope.analyzer.connection")
                 interrupt_queries = getattr(connections, "interrupt_queries", None)

@@ -105,6 +105,40 @@ def test_a_signal_after_the_output_is_in_place_ends_the_command_with_success(com
         assert out.read_bytes() == alone.read_bytes()
 
 
+# As PUBLISHED, but the SIGTERM is handed to another thread of the process, as the kernel may hand a process's
+# signal: the main thread sleeps on in its system call, which that signal did not interrupt.
+ON_ANOTHER_THREAD = """
+import signal, sys, threading, time
+import kernelscope.analyzer.atomic as target
+real = target.publish
+def stalled(move, source, target_path, output=True):
+    real(move, source, target_path, output)
+    if output:
+        def handed_here():
+            time.sleep(0.3)
+            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+        threading.Thread(target=handed_here).start()
+        time.sleep(120)
+target.publish = stalled
+from kernelscope.cli import main
+main(sys.argv[1:], prog_name="kernelscope")
+"""
+
+
+def test_a_signal_handed_to_another_thread_still_ends_a_main_thread_blocked_in_a_system_call(tmp_path):
+    """CI saw an archive's SIGTERM unhandled for a minute: the signal landed on another thread, and the main thread,
+    asleep in a system call, was not woken to run its handler (cli/interrupts.py sends it to the main thread)."""
+    out = tmp_path / "k.csv"
+    child = _started(ON_ANOTHER_THREAD, ["analyze", RUN, "-o", out])
+    try:
+        _, errors = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    lines = [line for line in errors.strip().splitlines() if "warning" not in line]
+    said = f"kernelscope: stopped by SIGTERM after {out} was complete; the output is whole"
+    assert (child.returncode, lines) == (0, [said])
+
+
 def test_a_signal_after_the_run_directory_is_in_place_ends_record_with_success(tmp_path):
     pytest.importorskip("torch")
     (tmp_path / "recorded.py").write_text(RECORDED)
