@@ -20,6 +20,8 @@ def main() -> None:
 
     signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
     previous = {signum: signal.signal(signum, stop) for signum in signums}
+    if hasattr(signal, "pthread_sigmask"):  # a mask is inherited: a parent's thread that blocked them made them wait
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signums)
     try:
         try:
             # A run's DuckDB instance is made on a thread while the analyzer imports (analyzer/connection.py), in the

@@ -131,7 +131,7 @@ def test_a_signal_handed_to_another_thread_still_ends_a_main_thread_blocked_in_a
     out = tmp_path / "k.csv"
     child = _started(ON_ANOTHER_THREAD, ["analyze", RUN, "-o", out])
     try:
-        _, errors = child.communicate(timeout=60)
+        _, errors = _ended(child)
     finally:
         child.kill()
     lines = [line for line in errors.strip().splitlines() if "warning" not in line]
@@ -300,6 +300,18 @@ main()
 """
 
 
+def test_signals_the_parent_blocked_still_end_the_command(tmp_path):
+    """A signal mask is inherited: a command started by a thread that blocks SIGINT, SIGTERM and SIGHUP (a job
+    runner's) would leave them pending, and the command running, for ever."""
+    launcher = (
+        "import os, signal, sys\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {2, 15, 1})\n"
+        "os.execv(sys.executable, sys.argv[1:])"
+    )
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        _signalled(launcher, [sys.executable, "-c", PARSING, RUN], signum, "parsing")
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_after_the_imports_and_before_the_command_runs_ends_it_with_one_line(signum):
     """Between the imports and the command's own handlers (its arguments parsed), SIGTERM's default action ended
@@ -374,7 +386,7 @@ def _signalled_at(script: str, args: list, signum: int, cwd=None) -> tuple[int, 
         while (line := child.stdout.readline()) != "stalled\n":
             assert line, child.stderr.read()
         child.send_signal(signum)
-        _, errors = child.communicate(timeout=60)
+        _, errors = _ended(child)
     finally:
         child.kill()
     return child.returncode, [line for line in errors.strip().splitlines() if "warning" not in line]
@@ -393,11 +405,25 @@ def _signalled(script: str, args: list, signum: int, cue: str, scratch=None, twi
         assert scratch is None or os.listdir(scratch), "the command has its scratch or spill folder when signalled"
         for _ in range(2 if twice else 1):
             child.send_signal(signum)
-        _, errors = child.communicate(timeout=60)
+        _, errors = _ended(child)
     finally:
         child.kill()
     said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"  # Ctrl-C's
     assert (child.returncode, errors.strip().splitlines()) == (128 + signum, [f"kernelscope: {said}"]), errors
+
+
+def _ended(child: subprocess.Popen) -> tuple[str, str]:
+    """The child's output once it has ended, within a minute; else a failure that shows its signal masks and where
+    it waits (CI saw a signalled child go on for a minute, once)."""
+    try:
+        return child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        status = open(f"/proc/{child.pid}/status").read().splitlines()
+        states = [line for line in status if line.startswith(("State", "Threads", "Sig", "Shd"))]
+        tasks = {
+            task: open(f"/proc/{child.pid}/task/{task}/wchan").read() for task in os.listdir(f"/proc/{child.pid}/task")
+        }
+        pytest.fail(f"the child did not end a minute after the signal: {states}, waiting in {tasks}")
 
 
 def _started(script: str, args: list, **options) -> subprocess.Popen:
