@@ -18,7 +18,7 @@ import random
 import sys
 
 import duckdb
-from held_fuzz import COLUMNS, FRAME, FUNCTION, MODULE, NAMESPACED, OP, expected, load, random_rows, swept
+from held_fuzz import COLUMNS, FRAME, FUNCTION, MODULE, NAMESPACED, OP, expected, load, random_rows, swept, values
 
 DEPTH = 200_000
 NESTED = (
@@ -59,7 +59,7 @@ def main(path: str) -> None:
         rows = random_rows(rng, n, [(1, 1), (1, 2), (2, 1)])
         con.execute(f"CREATE OR REPLACE TABLE r ({COLUMNS})")
         if rows:
-            con.executemany("INSERT INTO r VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            con.execute(f"INSERT INTO r VALUES {values(rows)}")
         calls.append(each_failure(module, faults, con, expected(rows)))
     con.execute(f"CREATE OR REPLACE TABLE r ({COLUMNS})")
     con.execute(f"INSERT INTO r {NESTED} UNION ALL {POINTS_INSIDE}")

@@ -2,6 +2,7 @@
 part's own answer and keys (scan), and whether two parts share a key (repeated_across), give the query's answer, or
 None where a key is shared (the query then settles it), so that a large trace does not need that query."""
 
+import functools
 import gzip
 import json
 import random
@@ -13,9 +14,18 @@ from kernelscope.analyzer.sql import define_scope_names, run_sql_file, sql_text
 from test_native_reader import repeat_events
 
 
+@functools.cache
+def _query_connection() -> duckdb.DuckDBPyConnection:
+    """One connection for every query's answer (events.sql replaces its table): a connection each took most of the
+    600 random traces' time, and 200 s of the sanitizers' run."""
+    con = duckdb.connect()
+    define_scope_names(con, "ks.module:", "ks.fn:")  # the macros every run's connection has (ks_launch_family)
+    return con
+
+
 def _answer_of_the_query(streams) -> bool:
     """validate_repeats.sql's answer on the parts' rows, inserted one after the other as ingest.py does."""
-    con = duckdb.connect()
+    con = _query_connection()
     run_sql_file(con, "events.sql")
     first = 0
     for rows, stream in streams:
@@ -23,7 +33,6 @@ def _answer_of_the_query(streams) -> bool:
         run_sql_file(con, "ingest_scanned.sql", first_id=str(first), rank="0")
         con.unregister("scanned_part")
         first += rows
-    define_scope_names(con, "ks.module:", "ks.fn:")  # the macros every run's connection has (ks_launch_family)
     return con.execute(sql_text("validate_repeats.sql")).fetchone()[0]
 
 
