@@ -7,10 +7,12 @@ not listed twice (validate.sql's rule 9)."""
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import TESTS
 from kernelscope.analyzer import load_run
 from kernelscope.cli import main
+from test_trace_text import reader  # noqa: F401 - the fixture of both readers
 
 EXCERPTS = TESTS / "data" / "excerpts"
 DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -68,6 +70,26 @@ def test_a_device_event_filed_on_a_host_thread_has_no_stream_or_device_it_does_n
     with load_run(path) as run:
         rows = run.profiling_df()
     assert list(rows["stream"]) == [7, 7] and list(rows["device"]) == [0, 0]
+
+
+@pytest.mark.usefixtures("reader")
+def test_a_device_event_with_a_device_arg_on_a_host_thread_takes_no_stream_from_it(tmp_path):
+    """Kineto writes a device event's queue as its tid under the device's index as pid (pid = the device arg); one
+    filed elsewhere, on a thread that runs operators or launches, names a host thread by its tid, not a queue, whether
+    or not it names its device. Before, such a kernel with "device": 0 and no stream arg had stream 1147039, its
+    operator's thread; its device arg is still its device. A kernel of the device's pid on a tid of no host thread (a
+    queue, as the XPU plugin writes it) keeps its tid for stream, on a host's pid too."""
+    doc = json.loads(INDUCTOR_EXCERPT.read_text())
+    kernels = [e for e in doc["traceEvents"] if e["cat"] == "kernel"]
+    for event in kernels:
+        event["args"]["device"] = 0
+    kernels[1]["tid"] = 5  # a lane of the process that runs nothing on the host: a queue
+    path = tmp_path / "device_only.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        rows = run.profiling_df().sort_values("event_id")
+    assert list(rows["device"]) == [0, 0]
+    assert rows["stream"].isna().tolist() == [True, False] and rows["stream"].iloc[1] == 5
 
 
 def test_an_xpu_device_event_listed_twice_is_refused_as_a_cuda_one_is(tmp_path):
