@@ -80,6 +80,25 @@ def test_begin_and_end_events_pair_into_the_spans_they_stand_for(tmp_path):
     assert paired == complete and len(paired) == 6 and {r["function_name"] for r in paired} == {"linear", "relu"}
 
 
+def test_end_events_that_repeat_their_begins_category_and_name_end_their_spans(tmp_path):
+    """The format matches an "E" to its "B" by the thread's stack alone, and a writer may repeat the span's cat and name
+    on the "E" (Chrome's viewer ignores them): a kernel's "E" of cat "kernel" ends the kernel's span, and is no device
+    event of its own. Before, it was refused as a device event whose ph is "E", not "X"."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    paired = _as_begin_end(doc)
+    open_spans: dict[tuple, list] = {}
+    for e in sorted(paired["traceEvents"], key=lambda e: (e.get("ts", 0), e.get("ph") != "E")):
+        thread = (e.get("pid"), e.get("tid"))
+        if e.get("ph") == "B":
+            open_spans.setdefault(thread, []).append(e)
+        elif e.get("ph") == "E" and open_spans.get(thread):
+            begin = open_spans[thread].pop()
+            e.update(cat=begin["cat"], name=begin["name"])
+    assert sum(e.get("ph") == "E" and e.get("cat") == "kernel" for e in paired["traceEvents"]) == 6
+    assert _rows(_write(tmp_path, paired)) == complete
+
+
 def test_begin_events_at_one_time_nest_in_the_order_they_are_written(tmp_path):
     """Spans that begin at the same time nest as the file orders them: the outer one's "B" first. The first "E"
     then ends the inner one (an operator), the next the outer one (a scope a microsecond longer)."""
