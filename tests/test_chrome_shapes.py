@@ -184,6 +184,41 @@ def _phases(doc):
     return {**doc, "traceEvents": instants[:6] + doc["traceEvents"] + instants[6:]}
 
 
+def _format_features_not_read(doc):
+    """What else the Chrome format lets a trace hold, which gives no row and moves none: thread times (tts, tdur) on
+    every complete event, displayTimeUnit "ms" (a viewer's unit, not the trace's), every metadata event first and a
+    thread_name and thread_sort_index of its own, counters ("C"), samples ("P") with the stackFrames and samples keys,
+    async slices ("b", "n", "e") and flow steps ("t") of a category nothing reads, and the Object form's other keys
+    (powerTraceAsString, systemTraceEvents as the Fuchsia object holding an array after traceEvents)."""
+    events = doc["traceEvents"]
+    for e in events:
+        if e.get("ph") == "X":
+            e["tts"], e["tdur"] = e["ts"] - 3, e.get("dur", 0)
+    at = next(e["ts"] for e in events if e.get("cat") == "kernel")
+    events = [e for e in events if e.get("ph") == "M"] + [e for e in events if e.get("ph") != "M"]
+    events[:0] = [
+        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}},
+        {"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": 7, "args": {"sort_index": 7}},
+    ]
+    events += [
+        {"ph": "C", "name": "memory", "pid": 0, "ts": at, "args": {"allocated": 5, "reserved": 8}},
+        {"ph": "P", "name": "sample", "pid": 0, "tid": 7, "ts": at, "sf": 1},
+        {"ph": "b", "cat": "io", "name": "read", "pid": 0, "tid": 7, "ts": at, "id": "0x5"},
+        {"ph": "n", "cat": "io", "name": "chunk", "pid": 0, "tid": 7, "ts": at, "id": "0x5"},
+        {"ph": "e", "cat": "io", "name": "read", "pid": 0, "tid": 7, "ts": at, "id": "0x5"},
+        {"ph": "t", "cat": "io", "name": "step", "pid": 0, "tid": 7, "ts": at, "id2": {"local": "0x5"}},
+    ]
+    return {
+        "powerTraceAsString": "",
+        **doc,
+        "displayTimeUnit": "ms",
+        "traceEvents": events,
+        "stackFrames": {"1": {"name": "main", "category": "python"}},
+        "samples": [{"cpu": 0, "tid": 7, "ts": 1, "name": "cycles", "sf": 1, "weight": 1}],
+        "systemTraceEvents": {"type": "fuchsia", "events": [{"ph": "X", "ts": 1, "dur": 1}]},
+    }
+
+
 def _threads_renamed(name) -> object:
     """Every integer pid and tid of a trace as the string ``name`` makes of it (Chrome takes any value there)."""
 
@@ -207,6 +242,7 @@ SHAPES = {
         **doc,
     },
     "displayTimeUnit ns": lambda doc: {**doc, "displayTimeUnit": "ns"},
+    "the format's features not read": _format_features_not_read,
     "reverse order": lambda doc: {**doc, "traceEvents": doc["traceEvents"][::-1]},
     "process names twice": lambda doc: {
         **doc,
