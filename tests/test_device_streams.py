@@ -50,6 +50,26 @@ def test_a_roctracer_kernels_stream_is_its_tid_and_its_device_its_pid():
     assert set(rows["device"]) == {2}
 
 
+def test_an_xpu_device_events_stream_is_the_queue_index_the_plugin_writes_as_its_tid(tmp_path):
+    """Kineto's XPU plugin writes a device event's tid as the index of its SYCL queue among those it has seen
+    (XpuptiActivityHandlers.cpp, getMappedQueueId: 0 for the first) and the queue's own id as the "sycl queue" arg: a
+    trace recorded on Aurora (torch 2.10, PTI 0.17) has "tid": 0 and "sycl queue": 64 on its gemm_kernel. The stream is
+    that index, the tid, whatever the arg holds; the rows are the excerpt's, their stream 0."""
+    doc = json.loads((EXCERPTS / "device_xpu.json").read_text())
+    for event in doc["traceEvents"]:
+        if event.get("cat") in DEVICE:
+            event["tid"], event["args"]["sycl queue"] = 0, 64
+    path = tmp_path / "mapped_queues.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        rows = run.profiling_df()
+    with load_run(EXCERPTS / "device_xpu.json") as run:
+        excerpt = run.profiling_df()
+    assert set(rows["stream"]) == {0} and set(rows["device"]) == {0}
+    columns = ["event_id", "kernel", "device", "op", "function_name", "module_name", "kernel_us"]
+    assert rows[columns].equals(excerpt[columns])
+
+
 INDUCTOR_EXCERPT = TESTS.parent / "sample_traces" / "external" / "torch_inductor_test_analysis_excerpt.json"
 
 
