@@ -1545,9 +1545,10 @@ static int modernize_categories(Scan *s) {
  * <device>_runtime or _driver, Kineto's device-agnostic runtime and driver), which only rules 1-3 hold; CAT_OTHER:
  * what no rule holds */
 enum { CAT_OTHER, CAT_DEVICE, CAT_RUNTIME, CAT_OPERATOR, CAT_LAUNCH };
-enum { PH_COMPLETE = 1, PH_BEGIN = 2 };
+enum { PH_COMPLETE = 1, PH_BEGIN = 2, PH_END = 3 };
 
-/* Of each ph string, PH_COMPLETE for "X", PH_BEGIN for "B" (a span paired_spans.sql makes complete), else 0; and the
+/* Of each ph string, PH_COMPLETE for "X", PH_BEGIN for "B" (a span paired_spans.sql makes complete), PH_END for "E"
+ * (which ends one, whatever cat it repeats), else 0; and the
  * kind (CAT_…) of each cat string; 0 when out of memory. */
 static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
     const Dictionary *ph = &s->dictionaries[PH], *cat = &s->dictionaries[CAT];
@@ -1559,7 +1560,10 @@ static int classify(const Scan *s, uint8_t **complete, uint8_t **kind) {
         return 0;
     }
     for (int32_t i = 0; i < ph->count; i++)
-        (*complete)[i] = text_is(ph, i, "X") ? PH_COMPLETE : text_is(ph, i, "B") ? PH_BEGIN : 0;
+        (*complete)[i] = text_is(ph, i, "X")   ? PH_COMPLETE
+                         : text_is(ph, i, "B") ? PH_BEGIN
+                         : text_is(ph, i, "E") ? PH_END
+                                               : 0;
     for (int32_t i = 0; i < cat->count; i++) {
         (*kind)[i] = text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset")
                          ? CAT_DEVICE
@@ -1636,7 +1640,7 @@ static int part_facts(const Scan *s) {
  * event for them. The rules, on complete events (ph "X"): no ts, no dur, a negative dur (of a device, launch or
  * operator event),
  * a device or runtime event without correlation, a device, runtime or operator event without name, a runtime or
- * operator event without pid or tid; and a device event whose ph is not "X". A "B" event counts too: it becomes a
+ * operator event without pid or tid; and a device event whose ph is not "X" (nor "E"). A "B" event counts too: it becomes a
  * complete event only once paired with its "E" (paired_spans.sql), and is then checked by validate.sql. */
 /* flow_id only where the event is a flow (ph "s", "t", "f"), as ingest.sql keeps it: an "id" of another event is
  * dropped. 0 when out of memory. */
@@ -1669,7 +1673,8 @@ static int64_t rows_breaking_rules(const Scan *s) {
     for (int64_t row = 0; row < s->rows; row++) {
         int k = is_present(&cat->indices, row) ? kind[cat_index[row]] : CAT_OTHER;
         if (!(is_present(&ph->indices, row) && complete[ph_index[row]] == PH_COMPLETE)) {
-            broken += k == CAT_DEVICE || (is_present(&ph->indices, row) && complete[ph_index[row]] == PH_BEGIN);
+            int how = is_present(&ph->indices, row) ? complete[ph_index[row]] : 0;
+            broken += (k == CAT_DEVICE && how != PH_END) || how == PH_BEGIN;
             continue;
         }
         broken += (k != CAT_OTHER && (!is_present(&c[TS_NS], row) || !is_present(&c[DUR_NS], row) || dur[row] < 0)) ||

@@ -75,13 +75,13 @@ CREATE OR REPLACE TEMP TABLE ks_ops_by_id (
 -- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TEMP TABLE ks_items AS
 WITH device_events AS (
-    SELECT event_id, cat, ts_ns, dur_ns, correlation, external_id, device, stream
+    SELECT event_id, cat, ts_ns, dur_ns, correlation, external_id, device, stream, pid
     FROM events
     WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset')
 )
 SELECT d.event_id,
        CASE d.cat WHEN 'kernel' THEN 'kernel' WHEN 'gpu_memcpy' THEN 'memcpy' ELSE 'memset' END AS kind,
-       d.ts_ns, d.dur_ns, d.device, d.stream, d.correlation,
+       d.ts_ns, d.dur_ns, d.device, CASE WHEN d.pid = d.device THEN d.stream END AS stream, d.correlation,
        COALESCE(d.external_id, l.external_id) AS external_id,
        l.pid AS at_pid, coalesce(o.tid, l.tid) AS at_tid, l.ts_ns AS at_ns, false AS is_cpu_op, l.graph_launch_id,
        false AS namespaced, l.launch_id
@@ -132,7 +132,7 @@ SET VARIABLE ks_launch_check = (
             device_events: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op),
             launches_without_device_event: lost.launches - lost.captured,
             device_events_without_launch: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND at_ns IS NULL),
-            devices_unknown: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND device IS NULL)}
+            unplaced: (SELECT count(*) FROM ks_items WHERE NOT is_cpu_op AND (device IS NULL OR stream IS NULL))}
     FROM lost
 );
 
@@ -140,30 +140,38 @@ SET VARIABLE ks_launch_check = (
 -- run if: NOT coalesce(getvariable('ks_device_work'), true)
 SET VARIABLE ks_launch_check = {launches: CAST(0 AS BIGINT), device_events: CAST(0 AS BIGINT),
                                 launches_without_device_event: CAST(0 AS BIGINT),
-                                device_events_without_launch: CAST(0 AS BIGINT), devices_unknown: CAST(0 AS BIGINT)};
+                                device_events_without_launch: CAST(0 AS BIGINT), unplaced: CAST(0 AS BIGINT)};
 
--- A device event without a device arg (roctracer's kernels: pid 2, tid 0, no device or stream arg) is placed where
--- Kineto files a device's work: under the device's index as pid, the queue as tid (ingest.sql gives the tid for
--- stream). So where its pid is a device's (ks_device_pid: device events and no operator or annotation) the pid is its
--- device; where its pid is a host process's (a trace cut by hand: torch's trace-analysis test files its kernels on the
--- thread of their operators), neither is known, and that tid is no stream. Only where a device event lacks a device
--- arg, which every CUDA trace's has: the launch check counts them (devices_unknown), so its guard is asked with the
--- guards of the steps after it.
--- run if: getvariable('ks_launch_check').devices_unknown > 0
+-- A device event is placed where Kineto files a device's work: under the device's index as pid (its device arg), its
+-- queue as tid (ingest.sql gives the tid for stream where the event has no stream arg: XPU's, roctracer's). ks_items
+-- keeps the stream of those filed so (pid = device arg: every CUDA trace's); the others (no device arg, or filed under
+-- another pid) are placed here, and the launch check counts them (unplaced), so this guard is asked with the guards of
+-- the steps after it. Without a device arg (roctracer's kernels: pid 2, tid 0), a pid that is a device's
+-- (ks_device_pid: device events and no operator or annotation) is its device. A tid is no stream where it is a host
+-- thread's (its pid and tid hold operators, annotations or launches: torch's trace-analysis test files its kernels
+-- on the thread of their operators, pid = tid = 1147039), nor, without a device arg, under a pid that is no
+-- device's: neither is known. A stream or device arg is always kept.
+-- run if: getvariable('ks_launch_check').unplaced > 0
 UPDATE ks_items SET device = placed.device, stream = placed.stream
 FROM (
     WITH unplaced AS (
-        SELECT e.event_id, e.pid, e.tid, e.pid_name, e.stream, e.args
-        FROM events e JOIN ks_items i USING (event_id) WHERE i.device IS NULL
+        SELECT e.event_id, e.pid, e.tid, e.pid_name, e.device, e.stream, e.args
+        FROM events e JOIN ks_items i USING (event_id) WHERE NOT i.is_cpu_op AND (i.device IS NULL OR i.stream IS NULL)
     ),
     pids AS (
         SELECT pid, ks_device_pid(cat) AS is_device FROM events WHERE pid IN (SELECT pid FROM unplaced) GROUP BY pid
+    ),
+    host_threads AS (
+        SELECT DISTINCT pid, tid FROM events
+        WHERE (cat IN ('cpu_op', 'user_annotation') OR ks_launch_category(cat))
+          AND (pid, tid) IN (SELECT (pid, tid) FROM unplaced)
     )
     SELECT u.event_id,
-           CASE WHEN p.is_device AND u.pid_name IS NULL THEN TRY_CAST(u.pid AS INTEGER) END AS device,
-           CASE WHEN NOT p.is_device AND u.stream = u.tid AND NOT json_exists(u.args, '$.stream') THEN NULL
+           coalesce(u.device, CASE WHEN p.is_device AND u.pid_name IS NULL THEN TRY_CAST(u.pid AS INTEGER) END) AS device,
+           CASE WHEN u.stream = u.tid AND (h.pid IS NOT NULL OR (u.device IS NULL AND NOT p.is_device))
+                     AND NOT json_exists(u.args, '$.stream') THEN NULL
                 ELSE u.stream END AS stream
-    FROM unplaced u LEFT JOIN pids p USING (pid)
+    FROM unplaced u LEFT JOIN pids p USING (pid) LEFT JOIN host_threads h USING (pid, tid)
 ) placed
 WHERE ks_items.event_id = placed.event_id;
 

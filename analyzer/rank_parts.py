@@ -23,12 +23,12 @@ from .validate import nothing_to_attribute, pair_spans, validate_escapes, valida
 
 # attribution.sql's guards of its launch steps, answered with frames_needed.sql's device_work instead of asked
 DEVICE_WORK = "coalesce(getvariable('ks_device_work'), true)"
-# the guards of the steps after the launch check, in attribution.sql (device events without a launch or without a
-# device arg; CPU rows) and attribution_rows.sql (CPU rows' self time), whose answers a trace without device work
+# the guards of the steps after the launch check, in attribution.sql (device events without a launch or not placed where
+# Kineto files them; CPU rows) and attribution_rows.sql (CPU rows' self time), whose answers a trace without device work
 # knows: its check is zeros
 LOST_LAUNCHES = "getvariable('ks_launch_check').device_events_without_launch > 0"
 CPU_ROWS = "getvariable('ks_launch_check').device_events = 0"
-DEVICES_UNKNOWN = "getvariable('ks_launch_check').devices_unknown > 0"
+UNPLACED = "getvariable('ks_launch_check').unplaced > 0"
 # the guard of attribution.sql's step for launches of two runtimes sharing a correlation, false where the native
 # reader saw only CUDA's (trace_header.OTHER_RUNTIME): a SELECT of ~0.4 ms of a small CUDA trace's load otherwise
 TWO_RUNTIMES = "(SELECT min(family) <> max(family) FROM ks_launches)"
@@ -149,7 +149,7 @@ def _attribute(
     try:
         known = {DEVICE_WORK: device_work, f"NOT {DEVICE_WORK}": not device_work}
         if not device_work:
-            known.update({CPU_ROWS: True, LOST_LAUNCHES: False, DEVICES_UNKNOWN: False})
+            known.update({CPU_ROWS: True, LOST_LAUNCHES: False, UNPLACED: False})
         elif facts is not None and not facts & OTHER_RUNTIME:  # every launch is CUDA's: one runtime numbers them
             known[TWO_RUNTIMES] = False
         # the launch check's guards asked there (or known) are answered for attribution_rows.sql: held.py's step

@@ -247,7 +247,8 @@ class Run:
     def notes(self) -> list[str]:
         """One sentence per rank whose trace holds device events the attribution does not read (unmodeled.sql:
         MTIA's mtia_insight, a CUPTI range profiler's cuda_profiler_range…): they are in ``events`` only, and
-        where the rank has no device event kernelscope reads, its rows are its leaf CPU operators."""
+        where the rank has no device event kernelscope reads, its rows are its leaf CPU operators; and one per
+        category of operators or annotations written as async slices, which are read as no scope (async_scopes.sql)."""
         found: dict[int, list[str]] = {}
         for rank, cat, events, dur_us in self.con.execute(sql_text("unmodeled.sql")).fetchall():
             found.setdefault(rank, []).append(f"{events:,} {cat} ({dur_us:,.1f} µs)")
@@ -256,15 +257,23 @@ class Run:
         }
         notes = []
         for rank, what in found.items():
-            part = self.parts.get(rank)
-            where = part.header.path if part is not None and part.header is not None else self.path
             rows = "" if rank in device_ranks else ", whose rows are its leaf CPU operators"
             notes.append(
-                f"{where}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
+                f"{self._trace_of(rank)}: holds device events that kernelscope does not attribute: {', '.join(what)}; "
                 f"they are in table events, not in kernels{rows}"
+            )
+        for rank, cat, slices in self.con.execute(sql_text("async_scopes.sql")).fetchall():
+            notes.append(
+                f'{self._trace_of(rank)}: holds {slices:,} {cat} written as async slices ("ph": "b"), which lie on '
+                "tracks of their own, not on a thread's stack: they are read as no scope"
             )
         notes += self._uncalled_sample_notes()
         return notes + [note for part in self.parts.values() if part.header is not None for note in part.header.notes()]
+
+    def _trace_of(self, rank: int):
+        """The trace file of ``rank``, for a note (the run's path where the rank has none: an archive's)."""
+        part = self.parts.get(rank)
+        return part.header.path if part is not None and part.header is not None else self.path
 
     def _uncalled_sample_notes(self) -> list[str]:
         """A sentence per rank whose sample store holds functions its trace never calls (uncalled_samples.sql)."""

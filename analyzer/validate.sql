@@ -2,7 +2,8 @@
 -- Each rule is a fault that would otherwise drop a row or attribute it wrongly without a word: a
 -- complete event the attribution reads (a device event, launch, operator or annotation) without a readable start or
 -- duration, or with a negative duration, a device event that is
--- not a complete event or has no correlation, a launch that shares its correlation with another
+-- not a complete event (an "E" apart: it ends a "B", paired_spans.sql, whose cat and name a writer may repeat on it,
+-- and one with none open is ignored) or has no correlation, a launch that shares its correlation with another
 -- launch of its runtime (ks_launch_family: each runtime numbers its own calls) in its process (pid: each process
 -- numbers its own, and several ranks' traces pasted into one file share them: process_parts.sql), a device event
 -- listed twice. A launch is a call of a category ks_launch_category names
@@ -28,7 +29,8 @@ per_event AS (  -- the rules' columns only: reading every event's args too was a
            CASE WHEN ph = 'X' AND held_to_rules AND ts_ns IS NULL THEN 1
                 WHEN ph = 'X' AND held_to_rules AND dur_ns IS NULL THEN 2
                 WHEN ph = 'X' AND held_to_rules AND dur_ns < 0 THEN 3
-                WHEN cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND ph IS DISTINCT FROM 'X' THEN 4
+                WHEN cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND ph IS DISTINCT FROM 'X' AND ph IS DISTINCT FROM 'E'
+                     THEN 4
                 WHEN ph = 'X' AND cat IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver')
                      AND correlation IS NULL THEN 5
                 WHEN ph = 'X' AND name IS NULL

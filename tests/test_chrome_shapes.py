@@ -80,6 +80,25 @@ def test_begin_and_end_events_pair_into_the_spans_they_stand_for(tmp_path):
     assert paired == complete and len(paired) == 6 and {r["function_name"] for r in paired} == {"linear", "relu"}
 
 
+def test_end_events_that_repeat_their_begins_category_and_name_end_their_spans(tmp_path):
+    """The format matches an "E" to its "B" by the thread's stack alone, and a writer may repeat the span's cat and name
+    on the "E" (Chrome's viewer ignores them): a kernel's "E" of cat "kernel" ends the kernel's span, and is no device
+    event of its own. Before, it was refused as a device event whose ph is "E", not "X"."""
+    doc = _doc()
+    complete = _rows(_write(tmp_path, doc, "complete"))
+    paired = _as_begin_end(doc)
+    open_spans: dict[tuple, list] = {}
+    for e in sorted(paired["traceEvents"], key=lambda e: (e.get("ts", 0), e.get("ph") != "E")):
+        thread = (e.get("pid"), e.get("tid"))
+        if e.get("ph") == "B":
+            open_spans.setdefault(thread, []).append(e)
+        elif e.get("ph") == "E" and open_spans.get(thread):
+            begin = open_spans[thread].pop()
+            e.update(cat=begin["cat"], name=begin["name"])
+    assert sum(e.get("ph") == "E" and e.get("cat") == "kernel" for e in paired["traceEvents"]) == 6
+    assert _rows(_write(tmp_path, paired)) == complete
+
+
 def test_begin_events_at_one_time_nest_in_the_order_they_are_written(tmp_path):
     """Spans that begin at the same time nest as the file orders them: the outer one's "B" first. The first "E"
     then ends the inner one (an operator), the next the outer one (a scope a microsecond longer)."""
@@ -165,6 +184,41 @@ def _phases(doc):
     return {**doc, "traceEvents": instants[:6] + doc["traceEvents"] + instants[6:]}
 
 
+def _format_features_not_read(doc):
+    """What else the Chrome format lets a trace hold, which gives no row and moves none: thread times (tts, tdur) on
+    every complete event, displayTimeUnit "ms" (a viewer's unit, not the trace's), every metadata event first and a
+    thread_name and thread_sort_index of its own, counters ("C"), samples ("P") with the stackFrames and samples keys,
+    async slices ("b", "n", "e") and flow steps ("t") of a category nothing reads, and the Object form's other keys
+    (powerTraceAsString, systemTraceEvents as the Fuchsia object holding an array after traceEvents)."""
+    events = doc["traceEvents"]
+    for e in events:
+        if e.get("ph") == "X":
+            e["tts"], e["tdur"] = e["ts"] - 3, e.get("dur", 0)
+    at = next(e["ts"] for e in events if e.get("cat") == "kernel")
+    events = [e for e in events if e.get("ph") == "M"] + [e for e in events if e.get("ph") != "M"]
+    events[:0] = [
+        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}},
+        {"ph": "M", "name": "thread_sort_index", "pid": 0, "tid": 7, "args": {"sort_index": 7}},
+    ]
+    events += [
+        {"ph": "C", "name": "memory", "pid": 0, "ts": at, "args": {"allocated": 5, "reserved": 8}},
+        {"ph": "P", "name": "sample", "pid": 0, "tid": 7, "ts": at, "sf": 1},
+        {"ph": "b", "cat": "io", "name": "read", "pid": 0, "tid": 7, "ts": at, "id": "0x5"},
+        {"ph": "n", "cat": "io", "name": "chunk", "pid": 0, "tid": 7, "ts": at, "id": "0x5"},
+        {"ph": "e", "cat": "io", "name": "read", "pid": 0, "tid": 7, "ts": at, "id": "0x5"},
+        {"ph": "t", "cat": "io", "name": "step", "pid": 0, "tid": 7, "ts": at, "id2": {"local": "0x5"}},
+    ]
+    return {
+        "powerTraceAsString": "",
+        **doc,
+        "displayTimeUnit": "ms",
+        "traceEvents": events,
+        "stackFrames": {"1": {"name": "main", "category": "python"}},
+        "samples": [{"cpu": 0, "tid": 7, "ts": 1, "name": "cycles", "sf": 1, "weight": 1}],
+        "systemTraceEvents": {"type": "fuchsia", "events": [{"ph": "X", "ts": 1, "dur": 1}]},
+    }
+
+
 def _threads_renamed(name) -> object:
     """Every integer pid and tid of a trace as the string ``name`` makes of it (Chrome takes any value there)."""
 
@@ -188,6 +242,7 @@ SHAPES = {
         **doc,
     },
     "displayTimeUnit ns": lambda doc: {**doc, "displayTimeUnit": "ns"},
+    "the format's features not read": _format_features_not_read,
     "reverse order": lambda doc: {**doc, "traceEvents": doc["traceEvents"][::-1]},
     "process names twice": lambda doc: {
         **doc,

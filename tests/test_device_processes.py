@@ -171,3 +171,27 @@ def test_a_pid_is_a_devices_alike_for_the_processes_and_for_the_notes(tmp_path, 
         ranks, notes = run.ranks, run.notes()
     noted = any(" aiu_dma (" in note for note in notes)
     assert (len(ranks) == 1, noted) == (device, device), (ranks, notes)
+
+
+def test_a_plugin_s_counters_filed_as_runtime_calls_without_correlations_are_no_process_of_their_own(tmp_path):
+    """rdmatop (a PrivateUse1 profiler plugin) files its RDMA counters as complete `privateuse1_runtime` events of no
+    duration and no correlation under a process of its own (pid 2147418112, tid 0, named "rdmatop"): a process that
+    launches nothing, so the trace stays one process's, its rows the reference's, and no note."""
+    doc = json.loads(gzip.decompress((BERT.parents[1] / "mlp" / "trace.json.gz").read_bytes()))
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps(doc))
+    counters = 2147418112
+    doc["traceEvents"].append({"ph": "M", "name": "process_name", "pid": counters, "args": {"name": "rdmatop"}})
+    for e in [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]:
+        doc["traceEvents"].append(
+            {"ph": "X", "dur": 0, "cat": "privateuse1_runtime", "name": "mlx5_0:1", "pid": counters, "tid": 0,
+             "ts": e["ts"], "args": {"rdmatop_counter": 1, "tx_gbps": 12.5, "rx_gbps": 3.25}}  # fmt: skip
+        )
+    path = tmp_path / "rdmatop.json"
+    path.write_text(json.dumps(doc))
+    with load_run(plain) as run:
+        rows = run.profiling_df()
+    with load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert run.ranks == [0] and run.notes() == []
+        assert run.profiling_df().equals(rows)

@@ -7,10 +7,12 @@ not listed twice (validate.sql's rule 9)."""
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import TESTS
 from kernelscope.analyzer import load_run
 from kernelscope.cli import main
+from test_trace_text import reader  # noqa: F401 - the fixture of both readers
 
 EXCERPTS = TESTS / "data" / "excerpts"
 DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -48,6 +50,26 @@ def test_a_roctracer_kernels_stream_is_its_tid_and_its_device_its_pid():
     assert set(rows["device"]) == {2}
 
 
+def test_an_xpu_device_events_stream_is_the_queue_index_the_plugin_writes_as_its_tid(tmp_path):
+    """Kineto's XPU plugin writes a device event's tid as the index of its SYCL queue among those it has seen
+    (XpuptiActivityHandlers.cpp, getMappedQueueId: 0 for the first) and the queue's own id as the "sycl queue" arg: a
+    trace recorded on Aurora (torch 2.10, PTI 0.17) has "tid": 0 and "sycl queue": 64 on its gemm_kernel. The stream is
+    that index, the tid, whatever the arg holds; the rows are the excerpt's, their stream 0."""
+    doc = json.loads((EXCERPTS / "device_xpu.json").read_text())
+    for event in doc["traceEvents"]:
+        if event.get("cat") in DEVICE:
+            event["tid"], event["args"]["sycl queue"] = 0, 64
+    path = tmp_path / "mapped_queues.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        rows = run.profiling_df()
+    with load_run(EXCERPTS / "device_xpu.json") as run:
+        excerpt = run.profiling_df()
+    assert set(rows["stream"]) == {0} and set(rows["device"]) == {0}
+    columns = ["event_id", "kernel", "device", "op", "function_name", "module_name", "kernel_us"]
+    assert rows[columns].equals(excerpt[columns])
+
+
 INDUCTOR_EXCERPT = TESTS.parent / "sample_traces" / "external" / "torch_inductor_test_analysis_excerpt.json"
 
 
@@ -68,6 +90,26 @@ def test_a_device_event_filed_on_a_host_thread_has_no_stream_or_device_it_does_n
     with load_run(path) as run:
         rows = run.profiling_df()
     assert list(rows["stream"]) == [7, 7] and list(rows["device"]) == [0, 0]
+
+
+@pytest.mark.usefixtures("reader")
+def test_a_device_event_with_a_device_arg_on_a_host_thread_takes_no_stream_from_it(tmp_path):
+    """Kineto writes a device event's queue as its tid under the device's index as pid (pid = the device arg); one
+    filed elsewhere, on a thread that runs operators or launches, names a host thread by its tid, not a queue, whether
+    or not it names its device. Before, such a kernel with "device": 0 and no stream arg had stream 1147039, its
+    operator's thread; its device arg is still its device. A kernel of the device's pid on a tid of no host thread (a
+    queue, as the XPU plugin writes it) keeps its tid for stream, on a host's pid too."""
+    doc = json.loads(INDUCTOR_EXCERPT.read_text())
+    kernels = [e for e in doc["traceEvents"] if e["cat"] == "kernel"]
+    for event in kernels:
+        event["args"]["device"] = 0
+    kernels[1]["tid"] = 5  # a lane of the process that runs nothing on the host: a queue
+    path = tmp_path / "device_only.json"
+    path.write_text(json.dumps(doc))
+    with load_run(path) as run:
+        rows = run.profiling_df().sort_values("event_id")
+    assert list(rows["device"]) == [0, 0]
+    assert rows["stream"].isna().tolist() == [True, False] and rows["stream"].iloc[1] == 5
 
 
 def test_an_xpu_device_event_listed_twice_is_refused_as_a_cuda_one_is(tmp_path):

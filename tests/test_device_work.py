@@ -116,7 +116,7 @@ def test_a_load_asks_no_guard_it_knows_the_answer_of(trace, tmp_path, monkeypatc
     assert set(launch_check) == (
         set()
         if trace == "cpu-only copy"
-        else {rank_parts.LOST_LAUNCHES, rank_parts.CPU_ROWS, rank_parts.DEVICES_UNKNOWN}
+        else {rank_parts.LOST_LAUNCHES, rank_parts.CPU_ROWS, rank_parts.UNPLACED}
     )
     # and attribution_rows.sql's guard of the check is answered by attribution.sql's, asked once
     assert launch_check.count(rank_parts.CPU_ROWS) == (0 if trace == "cpu-only copy" else 1)
