@@ -197,6 +197,13 @@ def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: 
         profiling_df, function_data = profiler.profile(
             fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
         )
+    if profiling_df.empty:  # analyze refuses a run with nothing in it: no empty table, no next command that fails
+        diagnostic(
+            f"kernelscope: warning: {target}: the model ran no operator while recorded, so the run holds nothing to "
+            "analyze"
+        )
+        click.echo(f"run directory: {out}")
+        return
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope record {target}")
     _print_next(out)
 
