@@ -379,3 +379,10 @@ def test_the_trace_section_names_the_scopes_by_the_run_s_prefixes(pages):
     section = _section(pages["hostile"], "trace")  # read with module_prefix="probe:"
     assert "<code>probe:…</code>" in section and "ks.module:" not in section
     assert "<code>ks.module:…</code>" in _section(pages["bert"], "trace")
+
+
+def test_the_comparison_names_the_root_module_as_kernelscope_diff_does(tmp_path):
+    """The root module's "" was a blank name cell in the page's module table, where `kernelscope diff` says (root)."""
+    with load_run(SAMPLES / "demo") as a, load_run(SAMPLES / "demo") as b:  # its root module runs kernels
+        text = write_comparison(a, b, tmp_path / "compare.html", names=("a", "b")).read_text()
+    assert '<td class="name">(root)</td>' in text and '<td class="name"></td>' not in text
