@@ -288,3 +288,16 @@ def test_tables_name_the_root_module_where_rows_outside_any_module_share_the_col
     assert "(root)" in _first_cells(_invoke("analyze", run, "--kernels", "--top-k", "0"))
     shown = _first_cells(_invoke("sql", run, "SELECT DISTINCT module_name FROM kernels ORDER BY 1 NULLS LAST"))
     assert shown == ["(root)", "linear", "-"]
+
+
+def test_a_tree_without_modules_says_why_it_is_one_line():
+    """A plain trace that records no module printed the root's line alone: nothing said why, nor what shows more."""
+    trace = REPO / "sample_traces" / "plain_kineto" / "with_stack.json.gz"
+    lines = _invoke("tree", trace).splitlines()
+    assert len(lines) == 2 and lines[0].endswith(str(trace)), lines
+    assert lines[1] == (
+        "The trace names no module: all its time is the root's. --show-calls lists its calls; torch.profiler records "
+        "modules with with_stack=True and with_modules=True, and kernelscope record scopes every module."
+    )
+    assert "names no module" not in _invoke("tree", trace, "--show-calls"), "the calls are the answer"
+    assert "names no module" not in _invoke("tree", REPO / "sample_traces" / "demo", "--depth", "0")
