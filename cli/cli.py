@@ -12,6 +12,7 @@ import click
 
 from .archive_commands import archive, runs
 from .bench_command import bench
+from .choices import BY_COLUMN
 from .diff_command import diff
 from .group import KernelscopeGroup
 from .interrupts import finishing
@@ -231,7 +232,7 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 @click.option(
     "--by",
     "group",
-    type=click.Choice(["function", "op", "module_name", "kernel", "call_op"]),
+    type=BY_COLUMN,
     default=None,
     help="Device time by this column instead of by call (default: by call; by op for a trace without calls).",
 )
