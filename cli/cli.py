@@ -12,6 +12,7 @@ import click
 
 from .archive_commands import archive, runs
 from .bench_command import bench
+from .choices import BY_COLUMN
 from .diff_command import diff
 from .group import KernelscopeGroup
 from .interrupts import finishing
@@ -197,6 +198,13 @@ def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: 
         profiling_df, function_data = profiler.profile(
             fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
         )
+    if profiling_df.empty:  # analyze refuses a run with nothing in it: no empty table, no next command that fails
+        diagnostic(
+            f"kernelscope: warning: {target}: the model ran no operator while recorded, so the run holds nothing to "
+            "analyze"
+        )
+        click.echo(f"run directory: {out}")
+        return
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope record {target}")
     _print_next(out)
 
@@ -224,7 +232,7 @@ def _parse_tags(tags: tuple[str, ...]) -> dict:
 @click.option(
     "--by",
     "group",
-    type=click.Choice(["function", "op", "module_name", "kernel", "call_op"]),
+    type=BY_COLUMN,
     default=None,
     help="Device time by this column instead of by call (default: by call; by op for a trace without calls).",
 )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from .choices import DIFF_LEVEL
 from .loading import load_run_of, prefix_options, warnings_as_lines
 from .numbers import NON_NEGATIVE
 from .output import Output, diagnostic, emit
@@ -41,7 +42,7 @@ REGRESSION_EXIT = 1
 @click.option(
     "--level",
     "levels",
-    type=click.Choice(["function", "module", "kernel"]),
+    type=DIFF_LEVEL,
     multiple=True,
     help="Only these levels (repeatable; default: all three). The total is always shown.",
 )

@@ -68,7 +68,8 @@ def report(
             "--rank reports one rank of RUN; the comparison of RUN_B against RUN compares whole runs"
         )
     names = [run] if run_b is None else [run, run_b]
-    path = output_path or Path(_default_name(names))
+    # an archived run (ARCHIVE --run ID) named after the run, as with --archive: each run of it a file of its own
+    path = output_path or Path(_default_name(names if run_ref is None else [run_ref]))
     Output(path=path, force=force, inputs=tuple(n for n in (run, run_b, archive_path) if n)).check_destination()
     if output_path is not None and output_path.suffix.lower() in NOT_HTML:  # -o r.pdf held an HTML page
         named = output_path.suffix.lower().lstrip(".")

@@ -111,7 +111,8 @@ def name_the_root(frame: pd.DataFrame, output: Output, root: str = ROOT_IN_TABLE
 
     if output.format != "table" or frame.empty:
         return frame
-    columns = [c for c in MODULE_COLUMNS if c in frame and pd.api.types.is_string_dtype(frame[c])]
+    # infer_dtype skips the NULLs of rows outside any module, which make an object column no string dtype to pandas
+    columns = [c for c in MODULE_COLUMNS if c in frame and pd.api.types.infer_dtype(frame[c], skipna=True) == "string"]
     diffed = "level" in frame and "name" in frame
     if not columns and not diffed:
         return frame

@@ -43,8 +43,9 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
     QUERY may hold several statements separated by ';' (a CREATE TEMP TABLE, then a SELECT of it): they run in
     order and the last one's result is printed or written. Without QUERY, an interactive prompt, which prints every
-    statement's result. With -o FILE.duckdb, the database is written to FILE.duckdb
-    (open it with any DuckDB client), and QUERY, if given, is printed.
+    statement's result; a dot command as QUERY (.tables, .schema kernels) runs as at the prompt. With -o
+    FILE.duckdb, the database is written to FILE.duckdb (open it with any DuckDB client), and QUERY, if given, is
+    printed.
 
     \b
     Examples:
@@ -57,6 +58,12 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
 
     if query is not None and not os.path.lexists(run) and os.path.lexists(query):
         raise BadInputError(run, "no such run directory or trace file; the run comes first: kernelscope sql RUN QUERY")
+    dot_command = query.strip() if query is not None and query.strip().startswith(".") else None
+    if dot_command is not None and (output.format != "table" or output.path is not None):
+        raise click.UsageError(
+            f"{dot_command!r} is a command of the prompt, which prints tables: leave out -o and --format, or write "
+            "it in SQL (SHOW TABLES, DESCRIBE kernels)"
+        )
     if query is None and output.format != "duckdb" and not output.to_terminal:  # the prompt printed tables, ignoring it
         given = f"-o {output.path}" if output.path is not None else f"--format {output.format}"
         raise click.UsageError(f"{given} writes one query's result: give the QUERY (the prompt prints tables)")
@@ -68,6 +75,9 @@ def sql(run: str, query: str | None, run_ref: str | None, module_prefix, functio
             diagnostic(f"database: {output.path}")
             if result is not None:
                 emit(result)
+            return
+        if dot_command is not None:  # as the prompt runs it: the help names .tables and .schema
+            _dot_command(loaded.con, dot_command)
             return
         if query is None:
             failed = shell(loaded.con, run)

@@ -102,4 +102,10 @@ def made_by(target: str, made) -> tuple:
         check_samples(samples)
     except BadSamplesError as exc:
         raise KernelscopeError(target, exc.problem) from None  # the target named, which profile() cannot
+    if not samples:  # an exhausted data loader: the run would hold nothing, and analyze refuses such a run
+        raise KernelscopeError(
+            target,
+            "returned no samples (an empty list): the model would not run once; return at least one (args, "
+            "kwargs) pair",
+        )
     return first, list(samples), None

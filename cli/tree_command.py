@@ -9,7 +9,7 @@ import click
 
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option
 from .numbers import PERCENT, ROWS
-from .output import stdout_console
+from .output import print_note, stdout_console
 from .paths import UserPath
 from .rows import root_name, run_label
 
@@ -63,7 +63,14 @@ def tree(
         check_rank(run, loaded, rank)
         nodes = shown_tree(loaded, rank, min_pct=min_pct, max_depth=depth, show_calls=show_calls)
         name = root_name(run_label(run, run_ref, loaded), rank)  # an archived run by its id
+        where = "" if rank is None else f" AND rank = {int(rank)}"
+        in_modules = loaded.con.execute(f"SELECT count(*) FROM kernels WHERE module_name IS NOT NULL{where}").fetchone()
     print_tree(nodes, name, min_pct, full_names)
+    if not in_modules[0] and not show_calls and depth != 0:  # the root's line alone, which says nothing of why
+        print_note(
+            "The trace names no module: all its time is the root's. --show-calls lists its calls; torch.profiler "
+            "records modules with with_stack=True and with_modules=True, and kernelscope record scopes every module."
+        )
 
 
 def print_tree(nodes: pd.DataFrame, root_name: str, min_pct: float, full_names: bool = False) -> None:

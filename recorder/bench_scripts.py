@@ -40,7 +40,7 @@ from .replay import Callee, NotReplayable, SampleInputs, error_reason
 from .torch_files import save
 
 SCRIPT = '''#!/usr/bin/env python3
-"""Benchmark of {expression} on the {count} distinct input samples kernelscope recorded ({where}, recorded on
+"""Benchmark of {expression} on the {count} distinct input {samples_word} kernelscope recorded ({where}, recorded on
 {recorded_on_text}); each sample is timed as the model called it, with its recorded shapes, dtypes and strides.
 
 Usage: python {script} [--device cuda|cpu] [--repeat N] [--warmup N] [--no-flush-l2]
@@ -233,6 +233,7 @@ def write_script(
     text = SCRIPT.format(
         expression=callee.expression,
         count=len(entries),
+        samples_word="sample" if len(entries) == 1 else "samples",
         where=_docstring_text(where),
         recorded_on_text=_docstring_text(recorded_on),
         recorded_on=recorded_on,

@@ -304,6 +304,7 @@ def test_samples_a_script_cannot_replay_are_left_out_of_it_with_the_reason(tmp_p
     ]
     assert sorted(p.name for p in scripts.iterdir()) == ["gelu.py", "gelu.samples.pt"]
     assert [s["sample_id"] for s in torch.load(scripts / "gelu.samples.pt", weights_only=True)["samples"]] == [2]
+    assert "on the 1 distinct input sample kernelscope recorded" in (scripts / "gelu.py").read_text(), "one: sample"
     status = frame.set_index(["function_name", "sample_id"])["status"].to_dict()
     assert status == {("gelu", 0): "failed", ("gelu", 1): "failed", ("gelu", 2): "ok", ("Tensor.__getitem__", 0): "ok"}
 

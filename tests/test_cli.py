@@ -637,3 +637,15 @@ def test_a_cpu_recordings_row_notes_count_cpu_operators_as_its_footer_does(demo_
     assert grouped.exit_code == 0 and " CPU operators shown; --top-k 0 shows all." in grouped.stdout, grouped.output
     gpu = CliRunner().invoke(main, ["analyze", str(DEMO), "--by", "kernel", "--top-k", "2"])
     assert "2 of 19 kernels shown" in gpu.stdout, gpu.output
+
+
+def test_analyze_by_and_diff_level_take_each_others_words():
+    """`analyze --by module` (diff's --level word) and `diff --level module_name` (analyze's) were usage errors: the
+    two commands name the same grouping two ways."""
+    run = REPO / "sample_traces" / "mlp"
+    for alias, name in (("module", "module_name"), ("function_name", "function")):
+        by_alias = invoke("analyze", run, "--by", alias, "--csv")
+        assert by_alias.exit_code == 0 and by_alias.output == invoke("analyze", run, "--by", name, "--csv").output
+    for alias, name in (("module_name", "module"), ("function_name", "function")):
+        by_alias = invoke("diff", run, run, "--level", alias, "--csv")
+        assert by_alias.exit_code == 0 and by_alias.output == invoke("diff", run, run, "--level", name, "--csv").output

@@ -71,6 +71,14 @@ def in_training_mode():
 
 def generated():
     return nn.Linear(4, 2), (((torch.randn(3, 4),), {}) for _ in range(2))
+
+
+def no_samples():
+    return nn.Linear(4, 2), (((torch.randn(3, 4),), {}) for _ in range(0))  # a data loader already exhausted
+
+
+def no_operator():
+    return nn.Identity(), [((torch.randn(3, 4),), {})]
 '''
 
 
@@ -133,6 +141,7 @@ def test_a_module_with_a_syntax_error_shows_where_and_one_line(tmp_path, monkeyp
         ("user_models:module_then_fn", "returned (module, function): a function comes first, as (fn, module)"),
         ("user_models:samples_then_module", "returned (list, module): the module comes first, as (module, samples)"),
         ("user_models:one_tensor", "the samples are a Tensor; samples are a list of (args, kwargs) pairs, one per"),
+        ("user_models:no_samples", "returned no samples (an empty list): the model would not run once; return at"),
     ],
 )
 def test_a_call_or_a_return_the_command_cannot_use_is_one_line(tmp_path, monkeypatch, target, message):
@@ -170,6 +179,18 @@ def test_record_says_where_the_run_is_and_what_to_run_next(tmp_path, monkeypatch
     lines = result.stdout.splitlines()
     assert lines[-2] == f"run directory: {tmp_path / 'my runs' / 'small'}"
     assert lines[-1] == f"next: kernelscope analyze '{tmp_path / 'my runs' / 'small'}' --kernels", "quoted for a shell"
+
+
+def test_a_model_that_ran_no_operator_says_so_and_points_to_no_command_that_refuses_the_run(tmp_path, monkeypatch):
+    """An empty table, "0 CPU operator rows", then `next: kernelscope analyze RUN`, which refused the run (no device
+    events and no CPU operators): the command pointed to its own dead end."""
+    result = record(tmp_path, monkeypatch, "user_models:no_operator", "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"run directory: {tmp_path / 'run'}\n", "no empty table, no next command"
+    assert result.stderr == (
+        "kernelscope: warning: user_models:no_operator: the model ran no operator while recorded, so the run holds "
+        "nothing to analyze\n"
+    )
 
 
 def test_a_file_that_a_module_of_pythons_own_shadows_is_named_in_the_error(tmp_path, monkeypatch):

@@ -379,3 +379,20 @@ def test_the_trace_section_names_the_scopes_by_the_run_s_prefixes(pages):
     section = _section(pages["hostile"], "trace")  # read with module_prefix="probe:"
     assert "<code>probe:…</code>" in section and "ks.module:" not in section
     assert "<code>ks.module:…</code>" in _section(pages["bert"], "trace")
+
+
+def test_the_comparison_names_the_root_module_as_kernelscope_diff_does(tmp_path):
+    """The root module's "" was a blank name cell in the page's module table, where `kernelscope diff` says (root)."""
+    with load_run(SAMPLES / "demo") as a, load_run(SAMPLES / "demo") as b:  # its root module runs kernels
+        text = write_comparison(a, b, tmp_path / "compare.html", names=("a", "b")).read_text()
+    assert '<td class="name">(root)</td>' in text and '<td class="name"></td>' not in text
+
+
+def test_an_archived_runs_report_is_named_after_the_run_not_the_archive(tmp_path, monkeypatch):
+    """`report ARCHIVE --run ID` wrote ./<archive>-report.html for every run of it: a second run's report was refused
+    as already there, where `report --archive ARCHIVE ID` names it after the run."""
+    monkeypatch.chdir(tmp_path)
+    archive_runs([SAMPLES / "demo", SAMPLES / "mlp"], tmp_path / "archive")
+    for name in ("demo", "mlp"):
+        result = CliRunner().invoke(main, ["report", str(tmp_path / "archive"), "--run", name])
+        assert result.exit_code == 0 and result.output == f"report: {name}-report.html\n", result.output

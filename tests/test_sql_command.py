@@ -249,3 +249,16 @@ def test_the_prompts_help_tables_and_counts_fit_80_columns():
     assert "Dot commands: .tables, .schema NAME, .help (or help), .quit (or exit, quit, Ctrl-D)." in words
     assert "events kernels module_calls module_tree sample_costs sample_totals samples summary" in words
     assert "(69,800 more rows: add a LIMIT," in words
+
+
+def test_a_dot_command_given_as_the_query_runs_as_at_the_prompt():
+    """`kernelscope sql RUN .tables` (the help names .tables) went to DuckDB: 'Parser Error: syntax error at or near
+    "."', exit 2."""
+    tables = CliRunner().invoke(main, ["sql", str(RUN), ".tables"])
+    assert tables.exit_code == 0 and tables.output.split() == CliRunner().invoke(
+        main, ["sql", str(RUN)], input=".tables\n"
+    ).output.split()
+    schema = CliRunner().invoke(main, ["sql", str(RUN), " .schema kernels"])
+    assert schema.exit_code == 0 and "kernel_us" in schema.output and "DOUBLE" in schema.output
+    written = CliRunner().invoke(main, ["sql", str(RUN), ".tables", "--format", "csv"])
+    assert written.exit_code == 2 and "'.tables' is a command of the prompt" in written.stderr

@@ -278,3 +278,26 @@ def test_tables_name_the_root_module_and_files_keep_its_empty_name(tmp_path):
     assert _invoke("sql", run, query, "--format", "csv") == 'module_name\n""\n'
     job = make_job(tmp_path / "job", {0: Path(run), 1: Path(run)})
     assert _first_cells(_invoke("analyze", job, *inclusive, "--rank", "1"))[0] == "(root)"
+
+
+def test_tables_name_the_root_module_where_rows_outside_any_module_share_the_column():
+    """A column that also holds NULL (kernels outside any module: a generate loop's argmax, another thread's work) is
+    no string dtype to pandas: the root's "" was left a blank cell there."""
+    run = str(REPO / "sample_traces" / "threads")  # rows of the root module and rows of no module
+    assert "(root)" in _first_cells(_invoke("analyze", run, "--by", "module_name"))
+    assert "(root)" in _first_cells(_invoke("analyze", run, "--kernels", "--top-k", "0"))
+    shown = _first_cells(_invoke("sql", run, "SELECT DISTINCT module_name FROM kernels ORDER BY 1 NULLS LAST"))
+    assert shown == ["(root)", "linear", "-"]
+
+
+def test_a_tree_without_modules_says_why_it_is_one_line():
+    """A plain trace that records no module printed the root's line alone: nothing said why, nor what shows more."""
+    trace = REPO / "sample_traces" / "plain_kineto" / "with_stack.json.gz"
+    lines = _invoke("tree", trace).splitlines()
+    assert len(lines) == 2 and lines[0].endswith(str(trace)), lines
+    assert lines[1] == (
+        "The trace names no module: all its time is the root's. --show-calls lists its calls; torch.profiler records "
+        "modules with with_stack=True and with_modules=True, and kernelscope record scopes every module."
+    )
+    assert "names no module" not in _invoke("tree", trace, "--show-calls"), "the calls are the answer"
+    assert "names no module" not in _invoke("tree", REPO / "sample_traces" / "demo", "--depth", "0")

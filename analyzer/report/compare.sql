@@ -6,6 +6,7 @@ CREATE OR REPLACE TEMP VIEW ks_compare_rows AS
 SELECT level, name,
        CASE WHEN level = 'kernel' AND name IS NOT NULL THEN kernel_short(name)
             WHEN name IS NULL AND level <> 'total' THEN '(outside any ' || level || ')'
+            WHEN level = 'module' AND name = '' THEN '(root)'  -- as kernelscope diff's table names it
             ELSE coalesce(name, 'total') END AS label,
        time_a_us, time_b_us, delta_us, delta_pct, ratio, share_a_pct, share_b_pct, calls_a, calls_b,
        CASE WHEN delta_us > 0 THEN 'worse' WHEN delta_us < 0 THEN 'better' ELSE 'same' END AS change,
