@@ -1,14 +1,15 @@
 """The kernels of inductor's compiled code named like eager ones: each kernel a compiled graph launches, in the module
 and under the call of the model's code it was generated from, where inductor's record of it says so exactly.
 
-inductor writes, above each Triton kernel it defines and each extern kernel it calls (``extern_kernels.addmm``) in
-a graph's wrapper code, the nodes of dynamo's graph that kernel computes ("Source Nodes: [linear_1]"); dynamo's
-graph, which the compiled function keeps (aot_autograd's ``forward.zero_grad`` is bound to it), says of each node
-the module it ran in (``nn_module_stack``: a path under the compiled frame's ``self``, ``L['self'].fc1``) and the
-torch call it is. While recorded, the wrapper module's globals for those kernels are ones that open that module's
-and call's scopes around the launch, the module's under the compiled module whose call runs now (one graph serves
-every instance of a class): the code that runs is the wrapper's own, calling the same kernels, and the globals are
-put back afterwards.
+inductor writes, above each Triton kernel it defines and each extern kernel it calls in a graph's wrapper code
+(``extern_kernels.addmm``, ``buf1 = extern_kernels.convolution(...)``, an ATen fallback such as
+``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(...)``), the nodes of dynamo's graph that kernel
+computes ("Source Nodes: [linear_1]"); dynamo's graph, which the compiled function keeps (aot_autograd's
+``forward.zero_grad`` is bound to it), says of each node the module it ran in (``nn_module_stack``: a path under the
+compiled frame's ``self``, ``L['self'].fc1``) and the torch call it is. While recorded, the wrapper module's
+globals for those kernels are ones that open that module's and call's scopes around the launch, the module's under
+the compiled module whose call runs now (one graph serves every instance of a class): the code that runs is the
+wrapper's own, calling the same kernels, and the globals are put back afterwards.
 
 - A Triton kernel of several calls (a fusion of ``relu`` and ``add``) gets the module all of them ran in, and stays
   the call ``torch.compile``'s; an extern kernel is the last of its source nodes (the earlier ones made its inputs).
@@ -43,7 +44,8 @@ from .scope_gate import OPEN as scopes_open
 _Scope = torch._C._profiler._RecordFunctionFast
 _ORIGINS = re.compile(r"^\s*# (?:Topologically Sorted|Unsorted) Source Nodes: \[([^\]]*)\], Original ATen:")
 _DEFINED = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
-_EXTERN_CALL = re.compile(r"^\s*extern_kernels\.\w+\(")
+# a call of an extern kernel or an ATen fallback, its result assigned or not: the global it reads is its group
+_EXTERN_CALL = re.compile(r"^\s*(?:\w+(?:\s*,\s*\w+)*\s*=\s*)?(?:(extern_kernels)\.\w+|(torch)\.ops(?:\.\w+)+)\(")
 _SELF = "L['self']"  # dynamo's source of the compiled frame's module, which nn_module_stack's paths start from
 _OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
 
@@ -103,7 +105,7 @@ def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str
 def _kernel_sites(source: str, namespace: dict, nodes: dict) -> list[tuple[dict, str, Any]]:
     """The globals of one wrapper module (``namespace``, from ``source``) to replace, by its origin comments."""
     sites: list[tuple[dict, str, Any]] = []
-    extern_lines: dict[int, tuple] = {}
+    extern_lines: dict[str, dict[int, tuple]] = {}  # the global a call reads -> its line number -> its scopes
     origins: list[str] | None = None
     for number, line in enumerate(source.splitlines(), 1):
         found = _ORIGINS.match(line)
@@ -120,14 +122,17 @@ def _kernel_sites(source: str, namespace: dict, nodes: dict) -> list[tuple[dict,
             scopes = _scopes(origins, nodes)
             if scopes:
                 sites.append((namespace, defined.group(1), _ScopedLaunches(namespace[defined.group(1)], scopes)))
-        elif origins and _EXTERN_CALL.match(line):
+        elif origins and (called := _EXTERN_CALL.match(line)):
             scopes = _scopes(origins[-1:], nodes)
             if scopes:
-                extern_lines[number] = scopes
+                extern_lines.setdefault(called.group(1) or called.group(2), {})[number] = scopes
         origins = None
-    held = namespace.get("extern_kernels")
-    if extern_lines and held is not None:
-        sites.append((namespace, "extern_kernels", _ScopedExterns(held, extern_lines, namespace.get("__file__"))))
+    for name, lines in extern_lines.items():
+        held = namespace.get(name)
+        if name == "extern_kernels" and held is not None:
+            sites.append((namespace, name, _ScopedExterns(held, lines, namespace.get("__file__"))))
+        elif name == "torch" and held is torch:
+            sites.append((namespace, name, _ScopedTorch(lines, namespace.get("__file__"))))
     return sites
 
 
@@ -203,9 +208,39 @@ class _ScopedExterns:
         self._held, self._lines, self._filename = held, lines, filename
 
     def __getattr__(self, name: str) -> Any:
-        function = getattr(self._held, name)
-        caller = sys._getframe(1)
-        scopes = self._lines.get(caller.f_lineno) if caller.f_code.co_filename == self._filename else None
-        if scopes is None or not callable(function):
-            return function
-        return lambda *args, **kwargs: _in_scopes(scopes, function, args, kwargs)
+        return _scoped_from_line(getattr(self._held, name), self._lines, self._filename)
+
+
+class _ScopedTorch(types.ModuleType):
+    """``torch`` as one wrapper module reads it: its ``ops`` read on a line of an ATen fallback whose origins are known
+    (``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(...)``) calls it in their scopes; every
+    other attribute is torch's own, held in this module's dict so that reading it costs no more than before."""
+
+    def __init__(self, lines: dict[int, tuple], filename: str | None) -> None:
+        super().__init__(torch.__name__)
+        vars(self).update((key, value) for key, value in vars(torch).items() if key != "ops")
+        self._ks_lines, self._ks_filename = lines, filename
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(torch, name)
+        return _scoped_from_line(found, self._ks_lines, self._ks_filename) if name == "ops" else found
+
+
+def _scoped_from_line(value: Any, lines: dict[int, tuple], filename: str | None) -> Any:
+    """``value`` as read by the caller of the caller: a ``_ScopedCall`` of it where that line's scopes are known."""
+    caller = sys._getframe(2)
+    scopes = lines.get(caller.f_lineno) if caller.f_code.co_filename == filename else None
+    return value if scopes is None else _ScopedCall(value, scopes)
+
+
+class _ScopedCall:
+    """A callable, or a namespace on the way to one (``torch.ops.aten``), whose call runs in ``scopes``."""
+
+    def __init__(self, value: Any, scopes: tuple) -> None:
+        self._value, self._scopes = value, scopes
+
+    def __getattr__(self, name: str) -> Any:
+        return _ScopedCall(getattr(self._value, name), self._scopes)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _in_scopes(self._scopes, self._value, args, kwargs)
