@@ -13,9 +13,15 @@ wrapper's own, calling the same kernels, and the globals are put back afterwards
 
 - A Triton kernel of several calls (a fusion of ``relu`` and ``add``) gets the module all of them ran in, and stays
   the call ``torch.compile``'s; an extern kernel is the last of its source nodes (the earlier ones made its inputs).
-- A C++ kernel (``cpp_fused_add_relu_0``, on the CPU) has no such record, and leaves no event in the trace: it runs
+- A C++ kernel (``cpp_fused_add_relu_0``, on the CPU) has no such record (torch 2.13 writes its source nodes only
+  with ``torch._inductor.config.trace.provenance_tracking_level`` set), and leaves no event in the trace: it runs
   inside an operator range of its own name while recorded, so its time is a row of its own, the call
   ``torch.compile``'s, not the graph's call operator's.
+- The nodes are those of the graph whose frame runs the kernel (the innermost frame of compiled code on the stack),
+  and the paths under that frame's ``self``: a graph break in a submodule's forward makes that forward a compiled
+  frame of its own, and inductor shares one wrapper module among graphs it compiled alike (its cache's key is their
+  ATen graph), whose comments name the nodes of the graph compiled first: a name the running graph lacks names
+  nothing.
 - A node run by a compiled function outside any module (``torch.compile(fn)``) is the call of whatever module
   calls it; a node of a module the function was handed (``L['model'].fc``), or of a module under a compiled frame
   whose module is not known here (a compiled method the program keeps), names neither: not exact.
@@ -38,7 +44,7 @@ from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, scope_te
 
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import COMPILED_MODULE_SCOPE
-from .compiled_graphs import compiled_functions, values_in_closures
+from .compiled_graphs import compiled_functions_and_entries, values_in_closures
 from .scope_gate import OPEN as scopes_open
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -47,38 +53,52 @@ _DEFINED = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
 # a call of an extern kernel or an ATen fallback, its result assigned or not: the global it reads is its group
 _EXTERN_CALL = re.compile(r"^\s*(?:\w+(?:\s*,\s*\w+)*\s*=\s*)?(?:(extern_kernels)\.\w+|(torch)\.ops(?:\.\w+)+)\(")
 _SELF = "L['self']"  # dynamo's source of the compiled frame's module, which nn_module_stack's paths start from
+# Made with the sites: the code of each compiled entry -> the nodes of the graph it runs (None: more than one), the
+# scopes of its graph's nodes by their names, and, by id of a compiled frames' self, the paths of the modules under it
+_GRAPHS: dict[types.CodeType, dict | None] = {}
+_RESOLVED: dict[tuple, tuple] = {}
+_PATHS: dict[int, dict[int, str | None]] = {}
 _OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
 
 
 def inductor_kernel_sites(made: Iterable[tuple[str, str, int]]) -> list[tuple[dict, str, Any]]:
     """``(namespace, global name, replacement)`` for the kernels of every inductor graph compiled code alive now
     runs. ``made``: the patch plan's keys ``(kind, call name, id(original))``."""
+    for made_before in (_GRAPHS, _RESOLVED, _PATHS):
+        made_before.clear()
     call_names = {key[2]: key[1] for key in made}
     known = set(call_names.values())
     sites: list[tuple[dict, str, Any]] = []
     seen: set[int] = set()
-    for function in compiled_functions():
+    for function, callers in compiled_functions_and_entries():
         try:
-            sites += _function_sites(function, call_names, known, seen)
+            sites += _function_sites(function, callers, call_names, known, seen)
         except Exception:  # noqa: BLE001 - objects of another torch's shape: its kernels stay torch.compile's
             continue
     return sites
 
 
-def _function_sites(function: Any, call_names: dict, known: set, seen: set[int]) -> list[tuple[dict, str, Any]]:
-    """The sites of the inductor graphs one compiled function runs (none where it runs no inductor graph)."""
+def _function_sites(
+    function: Any, callers: set, call_names: dict, known: set, seen: set[int]
+) -> list[tuple[dict, str, Any]]:
+    """The sites of the inductor graphs one compiled function runs (none where it runs no inductor graph); the nodes
+    of its graph are those of the entries whose codes (``callers``) call it. inductor shares one wrapper module among
+    the graphs it compiled alike (its cache's key is their ATen graph), so a kernel's source nodes are read in the
+    graph that runs it."""
     bound = vars(function).get("zero_grad") if type(function) is types.FunctionType else None
     graph_module = getattr(bound, "__self__", None)
     if not isinstance(graph_module, torch.fx.GraphModule):
         return []
     nodes = {node.name: _node_call(node, call_names, known) for node in graph_module.graph.nodes}
+    for code in callers:
+        _GRAPHS[code] = nodes if code not in _GRAPHS else None
     sites: list[tuple[dict, str, Any]] = []
     for graph in values_in_closures(function, _is_compiled_graph):
         runs = getattr(graph, "current_callable", None)
         namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
         if isinstance(namespace, dict) and id(namespace) not in seen:
             seen.add(id(namespace))
-            sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace, nodes)
+            sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace)
     return sites
 
 
@@ -102,31 +122,27 @@ def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str
     return module, name if name in known else None
 
 
-def _kernel_sites(source: str, namespace: dict, nodes: dict) -> list[tuple[dict, str, Any]]:
+def _kernel_sites(source: str, namespace: dict) -> list[tuple[dict, str, Any]]:
     """The globals of one wrapper module (``namespace``, from ``source``) to replace, by its origin comments."""
     sites: list[tuple[dict, str, Any]] = []
-    extern_lines: dict[str, dict[int, tuple]] = {}  # the global a call reads -> its line number -> its scopes
-    origins: list[str] | None = None
+    extern_lines: dict[str, dict[int, tuple]] = {}  # the global a call reads -> its line number -> its source nodes
+    origins: tuple[str, ...] = ()
     for number, line in enumerate(source.splitlines(), 1):
         found = _ORIGINS.match(line)
         if found:
-            origins = [name.strip() for name in found.group(1).split(",") if name.strip()]
+            origins = tuple(name.strip() for name in found.group(1).split(",") if name.strip())
             continue
         if not line.strip() or line.lstrip().startswith("#"):  # the comments that follow it: its mapping, its path
             continue
         defined = _DEFINED.match(line)
         if defined and defined.group(2) == "cpp_pybinding" and callable(namespace.get(defined.group(1))):
             name = defined.group(1)
-            sites.append((namespace, name, _ranged(namespace[name], name, _scopes(origins or [], nodes))))
+            sites.append((namespace, name, _ranged(namespace[name], name, origins)))
         elif origins and defined and hasattr(namespace.get(defined.group(1)), "run"):
-            scopes = _scopes(origins, nodes)
-            if scopes:
-                sites.append((namespace, defined.group(1), _ScopedLaunches(namespace[defined.group(1)], scopes)))
+            sites.append((namespace, defined.group(1), _ScopedLaunches(namespace[defined.group(1)], origins)))
         elif origins and (called := _EXTERN_CALL.match(line)):
-            scopes = _scopes(origins[-1:], nodes)
-            if scopes:
-                extern_lines.setdefault(called.group(1) or called.group(2), {})[number] = scopes
-        origins = None
+            extern_lines.setdefault(called.group(1) or called.group(2), {})[number] = origins[-1:]
+        origins = ()
     for name, lines in extern_lines.items():
         held = namespace.get(name)
         if name == "extern_kernels" and held is not None:
@@ -136,7 +152,7 @@ def _kernel_sites(source: str, namespace: dict, nodes: dict) -> list[tuple[dict,
     return sites
 
 
-def _scopes(origins: list[str], nodes: dict) -> tuple[str | None, str | None]:
+def _scopes(origins: Iterable[str], nodes: dict) -> tuple[str | None, str | None]:
     """(the module all the nodes ``origins`` ran in, under the compiled frame's; their call where they are one call),
     or () where neither is known."""
     found = [nodes.get(name, (None, None)) for name in origins]
@@ -154,16 +170,16 @@ def _recorded() -> bool:
     return scopes_open[0] and not (INSIDE_CALL.get() is OTHER_THREAD and on_other_thread())
 
 
-def _in_scopes(scopes: tuple, run: Callable, args: tuple, kwargs: dict, name: str | None = None) -> Any:
-    """``run(*args, **kwargs)`` in the scopes of ``scopes`` ((module under the compiled module's, call), or ()) and
-    an operator range ``name``, while recorded."""
+def _in_scopes(origins: tuple, run: Callable, args: tuple, kwargs: dict, name: str | None = None) -> Any:
+    """``run(*args, **kwargs)`` in the scopes of the source nodes ``origins`` of the graph running it and an operator
+    range ``name``, while recorded."""
     if not _recorded():
         return run(*args, **kwargs)
     names = []
-    module, call = scopes or ("", None)
     root = COMPILED_MODULE_SCOPE.get()
+    module, call = (_resolved(origins, root) if origins else ()) or ("", None)
     if module and root is not None:
-        names.append(root + ("." if root != MODULE_PREFIX else "") + scope_text(module))
+        names.append(root[0] + ("." if root[0] != MODULE_PREFIX else "") + scope_text(module))
     if call is not None and (root is not None or not module):  # a module under a frame's self that is not known
         names.append(FUNCTION_PREFIX + scope_text(call))
     if name is not None:
@@ -178,11 +194,43 @@ def _in_scopes(scopes: tuple, run: Callable, args: tuple, kwargs: dict, name: st
             scope.__exit__(None, None, None)
 
 
-def _ranged(kernel: Callable, name: str, scopes: tuple) -> Callable:
-    """A C++ kernel run in ``scopes`` and an operator range of its own ``name``."""
+def _resolved(origins: tuple, root: tuple | None) -> tuple:
+    """(module, call) of the nodes ``origins`` of the graph that runs now (``_scopes``), its module under the self of
+    ``root``'s compiled frames (a graph break in a submodule's forward makes that forward a compiled frame of its own,
+    whose graphs' paths are under it), or () where no frame of compiled code known here runs it."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code not in _GRAPHS:
+        frame = frame.f_back
+    if frame is None:
+        return ()
+    key = (frame.f_code, origins)
+    scopes = _RESOLVED.get(key)
+    if scopes is None:
+        nodes = _GRAPHS[frame.f_code]
+        scopes = _RESOLVED[key] = () if nodes is None else _scopes(origins, nodes)
+    if not scopes or root is None:
+        return scopes
+    under = _path_under(root[1], frame.f_locals.get("self"))
+    return () if under is None else (".".join(filter(None, (under, scopes[0]))), scopes[1])
+
+
+def _path_under(root: Any, module: Any) -> str | None:
+    """The dotted path of ``module`` under ``root`` ("" for itself), or None where it is none, or two, of root's."""
+    if not isinstance(root, torch.nn.Module):
+        return None
+    paths = _PATHS.get(id(root))
+    if paths is None:  # made once a recording
+        paths = _PATHS[id(root)] = {}
+        for name, each in root.named_modules(remove_duplicate=False):
+            paths[id(each)] = name if id(each) not in paths else None
+    return paths.get(id(module))
+
+
+def _ranged(kernel: Callable, name: str, origins: tuple) -> Callable:
+    """A C++ kernel run in the scopes of its source nodes ``origins`` and an operator range of its own ``name``."""
 
     def cpp_kernel_in_scopes(*args: Any) -> Any:
-        return _in_scopes(scopes, kernel, args, {}, name)
+        return _in_scopes(origins, kernel, args, {}, name)
 
     return cpp_kernel_in_scopes
 
@@ -190,11 +238,11 @@ def _ranged(kernel: Callable, name: str, scopes: tuple) -> Callable:
 class _ScopedLaunches:
     """A Triton kernel (inductor's ``CachingAutotuner``) whose ``run`` opens its scopes; anything else is its own."""
 
-    def __init__(self, kernel: Any, scopes: tuple) -> None:
-        self._kernel, self._scopes = kernel, scopes
+    def __init__(self, kernel: Any, origins: tuple) -> None:
+        self._kernel, self._origins = kernel, origins
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        return _in_scopes(self._scopes, self._kernel.run, args, kwargs)
+        return _in_scopes(self._origins, self._kernel.run, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)
@@ -202,7 +250,7 @@ class _ScopedLaunches:
 
 class _ScopedExterns:
     """inductor's ``extern_kernels`` namespace as one wrapper module reads it: a call from a line whose origins are
-    known opens their scopes (lines: line number -> scope names)."""
+    known opens their scopes (lines: line number -> source nodes)."""
 
     def __init__(self, held: Any, lines: dict[int, tuple], filename: str | None) -> None:
         self._held, self._lines, self._filename = held, lines, filename
@@ -227,20 +275,22 @@ class _ScopedTorch(types.ModuleType):
 
 
 def _scoped_from_line(value: Any, lines: dict[int, tuple], filename: str | None) -> Any:
-    """``value`` as read by the caller of the caller: a ``_ScopedCall`` of it where that line's scopes are known."""
+    """``value`` as read by the caller of the caller: a ``_ScopedCall`` of it where that line's source nodes are
+    known."""
     caller = sys._getframe(2)
-    scopes = lines.get(caller.f_lineno) if caller.f_code.co_filename == filename else None
-    return value if scopes is None else _ScopedCall(value, scopes)
+    origins = lines.get(caller.f_lineno) if caller.f_code.co_filename == filename else None
+    return value if origins is None else _ScopedCall(value, origins)
 
 
 class _ScopedCall:
-    """A callable, or a namespace on the way to one (``torch.ops.aten``), whose call runs in ``scopes``."""
+    """A callable, or a namespace on the way to one (``torch.ops.aten``), whose call runs in the scopes of its source
+    nodes ``origins``."""
 
-    def __init__(self, value: Any, scopes: tuple) -> None:
-        self._value, self._scopes = value, scopes
+    def __init__(self, value: Any, origins: tuple) -> None:
+        self._value, self._origins = value, origins
 
     def __getattr__(self, name: str) -> Any:
-        return _ScopedCall(getattr(self._value, name), self._scopes)
+        return _ScopedCall(getattr(self._value, name), self._origins)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _in_scopes(self._scopes, self._value, args, kwargs)
+        return _in_scopes(self._origins, self._value, args, kwargs)

@@ -38,6 +38,19 @@ NODES = {  # node name -> (module under the compiled frame's self, call)
 }
 
 
+class Opened:
+    """A scope that notes its name in ``opened`` as it opens and closes, in place of the profiler's."""
+
+    def __init__(self, name, opened):
+        self.name, self.opened = name, opened
+
+    def __enter__(self):
+        self.opened.append(self.name)
+
+    def __exit__(self, *exc):
+        self.opened.append("/" + self.name)
+
+
 class Kernel:
     def run(self, *args, **kwargs):
         return args
@@ -47,11 +60,12 @@ def test_kernels_get_the_scopes_their_source_nodes_say_exactly():
     namespace = {name: Kernel() for name in ("triton_poi_fused_relu_0", "triton_poi_fused_add_gelu_1",
                                              "triton_tem_fused_addmm_2")}  # fmt: skip
     namespace.update(extern_kernels=object(), __file__="/tmp/x.py")
-    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(SOURCE, namespace, NODES)}
-    assert sites["triton_poi_fused_relu_0"]._scopes == ("", "torch.relu"), "one call, in the frame's own module"
-    assert sites["triton_poi_fused_add_gelu_1"]._scopes == ("blocks.0", None), "two calls: their module, no call"
-    assert "triton_tem_fused_addmm_2" not in sites, "a node of a module the frame does not own names nothing"
-    assert sites["extern_kernels"]._lines == {17: ("blocks.0.mlp.fc", "linear")}, "the last source node, its line"
+    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(SOURCE, namespace)}
+    scopes = {key: inductor_kernels._scopes(getattr(site, "_origins", ()), NODES) for key, site in sites.items()}
+    assert scopes["triton_poi_fused_relu_0"] == ("", "torch.relu"), "one call, in the frame's own module"
+    assert scopes["triton_poi_fused_add_gelu_1"] == ("blocks.0", None), "two calls: their module, no call"
+    assert scopes["triton_tem_fused_addmm_2"] == (), "a node of a module the frame does not own names nothing"
+    assert sites["extern_kernels"]._lines == {17: ("linear",)}, "the last source node, its line"
     assert sites["triton_poi_fused_relu_0"].run(1, 2) == (1, 2), "unrecorded, the kernel runs as it is"
 
 
@@ -78,24 +92,17 @@ def test_fallback_calls_and_extern_results_on_the_cpu_get_their_source_nodes_sco
     namespace = {"extern_kernels": externs, "torch": torch, "__file__": "/tmp/y.py"}
     exec(compile(CPU_SOURCE, "/tmp/y.py", "exec"), namespace)  # noqa: S102 - the wrapper's own form, run for real
     opened = []
-
-    class Scope:
-        def __init__(self, name):
-            self.name = name
-
-        def __enter__(self):
-            opened.append(self.name)
-
-        def __exit__(self, *exc):
-            opened.append("/" + self.name)
-
-    monkeypatch.setattr(inductor_kernels, "_Scope", Scope)
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
     monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
-    sites = inductor_kernels._kernel_sites(CPU_SOURCE, namespace, CPU_NODES)
+    sites = inductor_kernels._kernel_sites(CPU_SOURCE, namespace)
     assert {key for _, key, _ in sites} == {"extern_kernels", "torch"}
     for _, key, value in sites:
         monkeypatch.setitem(namespace, key, value)
-    token = inductor_kernels.COMPILED_MODULE_SCOPE.set("ks.module:_orig_mod")
+    # the graph that runs is the one of the frame of the compiled module's own self
+    monkeypatch.setattr(
+        inductor_kernels, "_resolved", lambda origins, root: inductor_kernels._scopes(origins, CPU_NODES)
+    )
+    token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", None))
     try:
         out, dtype = namespace["call"]([torch.tensor([-1.0, 2.0])])
     finally:
@@ -104,3 +111,44 @@ def test_fallback_calls_and_extern_results_on_the_cpu_get_their_source_nodes_sco
     assert opened == ["ks.module:_orig_mod.conv", "ks.fn:conv1d", "/ks.fn:conv1d", "/ks.module:_orig_mod.conv",
                       "ks.module:_orig_mod.attn", "ks.fn:scaled_dot_product_attention",
                       "/ks.fn:scaled_dot_product_attention", "/ks.module:_orig_mod.attn"]  # fmt: skip
+
+
+class Block(torch.nn.Module):
+    def forward(self, run):  # as a frame dynamo compiled runs its graph: the graph's L['self'] is this block
+        return run()
+
+
+def test_a_graph_of_a_frame_whose_self_is_a_submodule_gets_that_submodules_paths(monkeypatch):
+    """A graph break inside a submodule's forward makes dynamo compile that forward as a frame of its own, whose
+    graph's ``L['self']`` is the submodule: its kernels' modules are under the submodule, found from the frame that
+    runs the graph, as are the nodes the kernel's source nodes name (inductor shares one wrapper among graphs it
+    compiled alike); a frame whose ``self`` is no module of the compiled one's names nothing."""
+    root = torch.nn.Module()
+    root.blocks = torch.nn.ModuleList([Block(), Block()])
+    opened = []
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
+    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
+    monkeypatch.setattr(inductor_kernels, "_GRAPHS", {Block.forward.__code__: {"linear_1": ("fc", "linear")}})
+    monkeypatch.setattr(inductor_kernels, "_RESOLVED", {})
+    monkeypatch.setattr(inductor_kernels, "_PATHS", {})
+    token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", root))
+    try:
+        launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
+        root.blocks[1](lambda: launch.run(1))
+        expected = [
+            "ks.module:_orig_mod.blocks.1.fc",
+            "ks.fn:linear",
+            "/ks.fn:linear",
+            "/ks.module:_orig_mod.blocks.1.fc",
+        ]
+        assert opened == expected, "the frame's self: blocks.1"
+        opened.clear()
+        Block()(lambda: launch.run(1))
+        assert opened == [], "a self outside the compiled module: not known here"
+        launch.run(1)
+        assert opened == [], "no frame of compiled code runs it: not known here"
+        inductor_kernels._ScopedLaunches(Kernel(), ("h",)).run(1)
+        root.blocks[0](lambda: inductor_kernels._ScopedLaunches(Kernel(), ("h",)).run(1))
+        assert opened == [], "a source node the running graph does not hold: another graph's"
+    finally:
+        inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
