@@ -13,10 +13,11 @@ wrapper's own, calling the same kernels, and the globals are put back afterwards
 
 - A Triton kernel of several calls (a fusion of ``relu`` and ``add``) gets the module all of them ran in, and stays
   the call ``torch.compile``'s; an extern kernel is the last of its source nodes (the earlier ones made its inputs).
-- A C++ kernel (``cpp_fused_add_relu_0``, on the CPU) has no such record (torch 2.13 writes its source nodes only
-  with ``torch._inductor.config.trace.provenance_tracking_level`` set), and leaves no event in the trace: it runs
+- A C++ kernel (``cpp_fused_add_relu_0``, on the CPU) has no such comment, and leaves no event in the trace: it runs
   inside an operator range of its own name while recorded, so its time is a row of its own, the call
-  ``torch.compile``'s, not the graph's call operator's.
+  ``torch.compile``'s, not the graph's call operator's; where ``torch._inductor.config.trace.provenance_tracking_level``
+  was set when inductor compiled it, the compiled graph's provenance mapping says its nodes (post-grad nodes, each
+  from nodes of dynamo's graph), and it gets their scopes as a Triton kernel does.
 - The nodes are those of the graph whose frame runs the kernel (the innermost frame of compiled code on the stack),
   and the paths under that frame's ``self``: a graph break in a submodule's forward makes that forward a compiled
   frame of its own, and inductor shares one wrapper module among graphs it compiled alike (its cache's key is their
@@ -31,6 +32,7 @@ wrapper's own, calling the same kernels, and the globals are put back afterwards
 
 from __future__ import annotations
 
+import json
 import operator
 import os
 import re
@@ -98,7 +100,8 @@ def _function_sites(
         namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
         if isinstance(namespace, dict) and id(namespace) not in seen:
             seen.add(id(namespace))
-            sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace)
+            provenance = _provenance_origins(getattr(graph, "inductor_provenance_mapping_str", None))
+            sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace, provenance)
     return sites
 
 
@@ -122,8 +125,32 @@ def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str
     return module, name if name in known else None
 
 
-def _kernel_sites(source: str, namespace: dict) -> list[tuple[dict, str, Any]]:
-    """The globals of one wrapper module (``namespace``, from ``source``) to replace, by its origin comments."""
+def _provenance_origins(mapping: Any) -> dict[str, tuple[str, ...]]:
+    """C++ kernel name -> the nodes of dynamo's graph its calls compute, as inductor's provenance tracking recorded
+    them (``torch._inductor.config.trace.provenance_tracking_level`` set when it compiled: the compiled graph's
+    ``inductor_provenance_mapping_str``); a kernel with a post-grad node of no recorded source is left out, and a
+    mapping of another shape, or none, gives nothing."""
+    try:
+        tables = json.loads(mapping)
+        to_source, kernels = tables["postToPre"], tables["cppCodeToPost"]
+        found: dict[str, dict | None] = {}
+        for handle, computed in kernels.items():
+            name = handle.rpartition(":")[0]
+            origins = found.setdefault(name, {})
+            for node in computed:
+                sources = to_source.get(node)
+                if not sources or origins is None:
+                    found[name] = origins = None
+                    break
+                origins.update(dict.fromkeys(sources))
+        return {name: tuple(origins) for name, origins in found.items() if origins and name.startswith("cpp_")}
+    except Exception:  # noqa: BLE001 - none, or another torch's layout: its C++ kernels stay torch.compile's
+        return {}
+
+
+def _kernel_sites(source: str, namespace: dict, provenance: dict) -> list[tuple[dict, str, Any]]:
+    """The globals of one wrapper module (``namespace``, from ``source``) to replace, by its origin comments and, for
+    its C++ kernels, ``provenance`` (``_provenance_origins``)."""
     sites: list[tuple[dict, str, Any]] = []
     extern_lines: dict[str, dict[int, tuple]] = {}  # the global a call reads -> its line number -> its source nodes
     origins: tuple[str, ...] = ()
@@ -137,7 +164,7 @@ def _kernel_sites(source: str, namespace: dict) -> list[tuple[dict, str, Any]]:
         defined = _DEFINED.match(line)
         if defined and defined.group(2) == "cpp_pybinding" and callable(namespace.get(defined.group(1))):
             name = defined.group(1)
-            sites.append((namespace, name, _ranged(namespace[name], name, origins)))
+            sites.append((namespace, name, _ranged(namespace[name], name, origins or provenance.get(name, ()))))
         elif origins and defined and hasattr(namespace.get(defined.group(1)), "run"):
             sites.append((namespace, defined.group(1), _ScopedLaunches(namespace[defined.group(1)], origins)))
         elif origins and (called := _EXTERN_CALL.match(line)):

@@ -3,6 +3,7 @@ wrapper source written as inductor writes it for a GPU (Triton kernels, whose la
 of dynamo's graph as ``_node_call`` reads them: exact where the source nodes are one call in one module, the common
 module where a kernel fuses several calls, nothing where a node ran in a module the compiled frame does not own."""
 
+import json
 import types
 
 import pytest
@@ -60,7 +61,7 @@ def test_kernels_get_the_scopes_their_source_nodes_say_exactly():
     namespace = {name: Kernel() for name in ("triton_poi_fused_relu_0", "triton_poi_fused_add_gelu_1",
                                              "triton_tem_fused_addmm_2")}  # fmt: skip
     namespace.update(extern_kernels=object(), __file__="/tmp/x.py")
-    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(SOURCE, namespace)}
+    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(SOURCE, namespace, {})}
     scopes = {key: inductor_kernels._scopes(getattr(site, "_origins", ()), NODES) for key, site in sites.items()}
     assert scopes["triton_poi_fused_relu_0"] == ("", "torch.relu"), "one call, in the frame's own module"
     assert scopes["triton_poi_fused_add_gelu_1"] == ("blocks.0", None), "two calls: their module, no call"
@@ -94,7 +95,7 @@ def test_fallback_calls_and_extern_results_on_the_cpu_get_their_source_nodes_sco
     opened = []
     monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
     monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
-    sites = inductor_kernels._kernel_sites(CPU_SOURCE, namespace)
+    sites = inductor_kernels._kernel_sites(CPU_SOURCE, namespace, {})
     assert {key for _, key, _ in sites} == {"extern_kernels", "torch"}
     for _, key, value in sites:
         monkeypatch.setitem(namespace, key, value)
@@ -152,3 +153,51 @@ def test_a_graph_of_a_frame_whose_self_is_a_submodule_gets_that_submodules_paths
         assert opened == [], "a source node the running graph does not hold: another graph's"
     finally:
         inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
+
+
+PROVENANCE_SOURCE = """
+cpp_fused_native_layer_norm_0 = async_compile.cpp_pybinding(['float*'], r'''
+extern "C" void kernel(float* in_out_ptr0) {}
+''')
+cpp_fused_add_view_1 = async_compile.cpp_pybinding(['float*'], r'''
+''')
+cpp_fused_relu_2 = async_compile.cpp_pybinding(['float*'], r'''
+''')
+"""
+# torch._inductor.config.trace.provenance_tracking_level = 1: the compiled graph's inductor_provenance_mapping_str
+PROVENANCE = {
+    "cppCodeToPost": {"cpp_fused_native_layer_norm_0:1": ["var_mean", "mul"], "extern_kernels.addmm:2": ["addmm"],
+                      "cpp_fused_add_view_1:3": ["add_2", "view_7"], "cpp_fused_relu_2:4": ["relu", "made_by_a_pass"]},
+    "postToPre": {"var_mean": ["h_1"], "mul": ["h_1"], "addmm": ["linear"], "add_2": ["h_2"], "view_7": ["linear_1"],
+                  "relu": ["relu"]},
+}  # fmt: skip
+PROVENANCE_NODES = {"h_1": ("ln", "layer_norm"), "h_2": ("", "Tensor.__add__"), "linear_1": ("attn.proj", "linear"),
+                    "relu": ("", "torch.relu")}  # fmt: skip
+
+
+def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeypatch):
+    """Where provenance tracking was on when inductor compiled, its mapping says which post-grad nodes each C++ kernel
+    computes, and of which of dynamo's nodes each came: a kernel of one call is that call in its module; one of
+    several modules' calls their common module (the frame's own: nothing); one with a node of no recorded source
+    (made by a pass), or none in the mapping, only its operator range."""
+    kernels = ("cpp_fused_native_layer_norm_0", "cpp_fused_add_view_1", "cpp_fused_relu_2")
+    namespace = {name: lambda *args: args for name in kernels}
+    opened = []
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
+    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
+    monkeypatch.setattr(
+        inductor_kernels, "_resolved", lambda origins, root: inductor_kernels._scopes(origins, PROVENANCE_NODES)
+    )
+    provenance = inductor_kernels._provenance_origins(json.dumps(PROVENANCE))
+    assert provenance == {"cpp_fused_native_layer_norm_0": ("h_1",), "cpp_fused_add_view_1": ("h_2", "linear_1")}
+    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(PROVENANCE_SOURCE, namespace, provenance)}
+    token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", None))
+    try:
+        for name in kernels:
+            assert sites[name](1, 2) == (1, 2)
+    finally:
+        inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
+    assert [name for name in opened if not name.startswith("/")] == [
+        "ks.module:_orig_mod.ln", "ks.fn:layer_norm", "cpp_fused_native_layer_norm_0", "cpp_fused_add_view_1",
+        "cpp_fused_relu_2"]  # fmt: skip
+    assert inductor_kernels._provenance_origins(None) == inductor_kernels._provenance_origins("{") == {}
