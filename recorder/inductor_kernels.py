@@ -32,6 +32,7 @@ wrapper's own, calling the same kernels, and the globals are put back afterwards
 
 from __future__ import annotations
 
+import contextvars
 import json
 import operator
 import os
@@ -55,46 +56,47 @@ _DEFINED = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
 # a call of an extern kernel or an ATen fallback, its result assigned or not: the global it reads is its group
 _EXTERN_CALL = re.compile(r"^\s*(?:\w+(?:\s*,\s*\w+)*\s*=\s*)?(?:(extern_kernels)\.\w+|(torch)\.ops(?:\.\w+)+)\(")
 _SELF = "L['self']"  # dynamo's source of the compiled frame's module, which nn_module_stack's paths start from
-# Made with the sites: the code of each compiled entry -> the nodes of the graph it runs (None: more than one), the
-# scopes of its graph's nodes by their names, and, by id of a compiled frames' self, the paths of the modules under it
-_GRAPHS: dict[types.CodeType, dict | None] = {}
+# While a compiled function whose graphs inductor compiled runs: the nodes of its graph and its frame's self
+_RUNNING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_inductor_graph", default=None)
+# Made with the sites: the scopes of a graph's nodes by their names under a frame's self, and, by id of a compiled
+# frames' self, the paths of the modules under it
 _RESOLVED: dict[tuple, tuple] = {}
 _PATHS: dict[int, dict[int, str | None]] = {}
+_NO_SELF = object()  # a frame with no self, or not a compiled entry's
 _OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
 
 
 def inductor_kernel_sites(made: Iterable[tuple[str, str, int]]) -> list[tuple[dict, str, Any]]:
     """``(namespace, global name, replacement)`` for the kernels of every inductor graph compiled code alive now
     runs. ``made``: the patch plan's keys ``(kind, call name, id(original))``."""
-    for made_before in (_GRAPHS, _RESOLVED, _PATHS):
+    for made_before in (_RESOLVED, _PATHS):
         made_before.clear()
     call_names = {key[2]: key[1] for key in made}
     known = set(call_names.values())
     sites: list[tuple[dict, str, Any]] = []
     seen: set[int] = set()
-    for function, callers in compiled_functions_and_entries():
+    for function, callers, homes in compiled_functions_and_entries():
         try:
-            sites += _function_sites(function, callers, call_names, known, seen)
+            sites += _function_sites(function, callers, homes, call_names, known, seen)
         except Exception:  # noqa: BLE001 - objects of another torch's shape: its kernels stay torch.compile's
             continue
     return sites
 
 
 def _function_sites(
-    function: Any, callers: set, call_names: dict, known: set, seen: set[int]
+    function: Any, callers: set, homes: list, call_names: dict, known: set, seen: set[int]
 ) -> list[tuple[dict, str, Any]]:
-    """The sites of the inductor graphs one compiled function runs (none where it runs no inductor graph); the nodes
-    of its graph are those of the entries whose codes (``callers``) call it. inductor shares one wrapper module among
-    the graphs it compiled alike (its cache's key is their ATen graph), so a kernel's source nodes are read in the
-    graph that runs it."""
+    """The sites of the inductor graphs one compiled function runs (none where it runs no inductor graph), and the
+    function itself where the entries' code (``callers``) reads it (``homes``: ``(globals, name)``), which notes its
+    graph's nodes and its frame's ``self`` while it runs: inductor shares one wrapper module among the graphs it
+    compiled alike (its cache's key is their ATen graph), so a kernel's source nodes are read in the graph that runs
+    it."""
     bound = vars(function).get("zero_grad") if type(function) is types.FunctionType else None
     graph_module = getattr(bound, "__self__", None)
     if not isinstance(graph_module, torch.fx.GraphModule):
         return []
     nodes = {node.name: _node_call(node, call_names, known) for node in graph_module.graph.nodes}
-    for code in callers:
-        _GRAPHS[code] = nodes if code not in _GRAPHS else None
-    sites: list[tuple[dict, str, Any]] = []
+    sites: list[tuple[dict, str, Any]] = [(home, name, _in_its_frame(function, nodes, callers)) for home, name in homes]
     for graph in values_in_closures(function, _is_compiled_graph):
         runs = getattr(graph, "current_callable", None)
         namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
@@ -221,24 +223,42 @@ def _in_scopes(origins: tuple, run: Callable, args: tuple, kwargs: dict, name: s
             scope.__exit__(None, None, None)
 
 
+def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
+    """``function`` (a compiled function) noting, while recorded, the nodes of its graph and the ``self`` of the
+    frame that calls it, its compiled entry's (None where another calls it)."""
+
+    def graph_in_its_frame(*args: Any, **kwargs: Any) -> Any:
+        if not _recorded():
+            return function(*args, **kwargs)
+        frame = sys._getframe(1)
+        own = frame.f_locals.get("self", _NO_SELF) if frame.f_code in callers else _NO_SELF
+        token = _RUNNING.set((nodes, own))
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _RUNNING.reset(token)
+
+    graph_in_its_frame.__dict__.update(vars(function))  # aot_autograd's attributes (its zero_grad), as they were
+    graph_in_its_frame.__wrapped__ = function
+    return graph_in_its_frame
+
+
 def _resolved(origins: tuple, root: tuple | None) -> tuple:
     """(module, call) of the nodes ``origins`` of the graph that runs now (``_scopes``), its module under the self of
     ``root``'s compiled frames (a graph break in a submodule's forward makes that forward a compiled frame of its own,
-    whose graphs' paths are under it), or () where no frame of compiled code known here runs it."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code not in _GRAPHS:
-        frame = frame.f_back
-    if frame is None:
+    whose graphs' paths are under it), or () where no compiled function known here runs it."""
+    running = _RUNNING.get()
+    if running is None:
         return ()
-    key = (frame.f_code, origins)
-    scopes = _RESOLVED.get(key)
-    if scopes is None:
-        nodes = _GRAPHS[frame.f_code]
-        scopes = _RESOLVED[key] = () if nodes is None else _scopes(origins, nodes)
-    if not scopes or root is None:
-        return scopes
-    under = _path_under(root[1], frame.f_locals.get("self"))
-    return () if under is None else (".".join(filter(None, (under, scopes[0]))), scopes[1])
+    nodes, own = running
+    key = (id(nodes), origins, id(own), None if root is None else id(root[1]))  # all held while recorded
+    found = _RESOLVED.get(key)
+    if found is None:
+        scopes = _scopes(origins, nodes)
+        under = "" if root is None or not scopes else _path_under(root[1], own)
+        found = () if under is None or not scopes else (".".join(filter(None, (under, scopes[0]))), scopes[1])
+        _RESOLVED[key] = found
+    return found
 
 
 def _path_under(root: Any, module: Any) -> str | None:

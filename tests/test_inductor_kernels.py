@@ -129,28 +129,29 @@ def test_a_graph_of_a_frame_whose_self_is_a_submodule_gets_that_submodules_paths
     opened = []
     monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
     monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
-    monkeypatch.setattr(inductor_kernels, "_GRAPHS", {Block.forward.__code__: {"linear_1": ("fc", "linear")}})
     monkeypatch.setattr(inductor_kernels, "_RESOLVED", {})
     monkeypatch.setattr(inductor_kernels, "_PATHS", {})
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
+    other = inductor_kernels._ScopedLaunches(Kernel(), ("h",))  # a node of the graph inductor compiled first
+    nodes = {"linear_1": ("fc", "linear")}
+    # the compiled function as dynamo's entry code (Block.forward's here) calls it
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1) + other.run(2), nodes, {Block.forward.__code__})
     token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", root))
     try:
-        launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
-        root.blocks[1](lambda: launch.run(1))
+        assert root.blocks[1](graph) == (1, 2)
         expected = [
             "ks.module:_orig_mod.blocks.1.fc",
             "ks.fn:linear",
             "/ks.fn:linear",
             "/ks.module:_orig_mod.blocks.1.fc",
         ]
-        assert opened == expected, "the frame's self: blocks.1"
+        assert opened == expected, "the frame's self: blocks.1; h: a node the running graph does not hold"
         opened.clear()
-        Block()(lambda: launch.run(1))
+        Block()(graph)
         assert opened == [], "a self outside the compiled module: not known here"
         launch.run(1)
-        assert opened == [], "no frame of compiled code runs it: not known here"
-        inductor_kernels._ScopedLaunches(Kernel(), ("h",)).run(1)
-        root.blocks[0](lambda: inductor_kernels._ScopedLaunches(Kernel(), ("h",)).run(1))
-        assert opened == [], "a source node the running graph does not hold: another graph's"
+        (lambda: graph())()
+        assert opened == [], "no compiled function runs it, or no entry of its calls it: not known here"
     finally:
         inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
 
