@@ -18,10 +18,11 @@ wrapper's own, calling the same kernels, and the globals are put back afterwards
   ``torch.compile``'s, not the graph's call operator's; where ``torch._inductor.config.trace.provenance_tracking_level``
   was set when inductor compiled it, the compiled graph's provenance mapping says its nodes (post-grad nodes, each
   from nodes of dynamo's graph), and it gets their scopes as a Triton kernel does.
-- The nodes are those of the graph whose frame runs the kernel (the innermost frame of compiled code on the stack),
-  and the paths under that frame's ``self``: a graph break in a submodule's forward makes that forward a compiled
-  frame of its own, and inductor shares one wrapper module among graphs it compiled alike (its cache's key is their
-  ATen graph), whose comments name the nodes of the graph compiled first: a name the running graph lacks names
+- The nodes are those of the graph whose compiled function runs the kernel, and the paths under the ``self`` of the
+  frame whose compiled entry calls it (while recorded, the function in that frame's globals, ``__compiled_fn_<n>``, is
+  one that notes both around the call, put back afterwards): a graph break in a submodule's forward makes that forward a
+  compiled frame of its own, and inductor shares one wrapper module among graphs it compiled alike (its cache's key is
+  their ATen graph), whose comments name the nodes of the graph compiled first: a name the running graph lacks names
   nothing.
 - A node run by a compiled function outside any module (``torch.compile(fn)``) is the call of whatever module
   calls it; a node of a module the function was handed (``L['model'].fc``), or of a module under a compiled frame
