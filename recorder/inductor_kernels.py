@@ -97,8 +97,11 @@ def _function_sites(
     if not isinstance(graph_module, torch.fx.GraphModule):
         return []
     nodes = {node.name: _node_call(node, call_names, known) for node in graph_module.graph.nodes}
+    graphs = values_in_closures(function, _is_compiled_graph)
+    if not graphs:  # a function of no inductor graph (aot_eager's) is left alone
+        return []
     sites: list[tuple[dict, str, Any]] = [(home, name, _in_its_frame(function, nodes, callers)) for home, name in homes]
-    for graph in values_in_closures(function, _is_compiled_graph):
+    for graph in graphs:
         runs = getattr(graph, "current_callable", None)
         namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
         if isinstance(namespace, dict) and id(namespace) not in seen:
