@@ -359,12 +359,15 @@ class BrokenBlock(nn.Module):
 
 
 class Holder(nn.Module):
+    """Its graph breaks inside its block: its own resume function, a frame whose self is this module, runs its head."""
+
     def __init__(self, block):
         super().__init__()
-        self.block = block
+        self.block, self.head = block, nn.Linear(16, 16)
 
     def forward(self, x):
-        return torch.relu(self.block(x))
+        h = self.block(x)  # (self.head read before the block's call would be on the stack, not self: not known)
+        return self.head(torch.tanh(h))
 
 
 class CallsAnInductorFunction(nn.Module):
@@ -410,7 +413,7 @@ def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_pa
     host = Host(torch.compile(Holder(BrokenBlock()))).eval()
     caller = CallsAnInductorFunction().eval()  # its function's linear (an extern mm) is the caller's
     linears = {id(root): {"_orig_mod.fc1", "_orig_mod.fc2"}}
-    linears[id(host)] = {"block._orig_mod.block.fc1", "block._orig_mod.block.fc2"}
+    linears[id(host)] = {"block._orig_mod.block.fc1", "block._orig_mod.block.fc2", "block._orig_mod.head"}
     linears[id(caller)] = {""}
     for model in (root, host, caller):
         expected = _run(model, samples)
