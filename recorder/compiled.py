@@ -38,8 +38,8 @@ _Scope = torch._C._profiler._RecordFunctionFast
 # ContextVar (a reduce-overhead block crashed on the H200). A plain Python function: about 25 ns a call.
 dynamo_tracing = torch.compiler.is_dynamo_compiling
 T = TypeVar("T")
-# The module scope of the compiled module whose call runs now, under which its graphs' modules are
-COMPILED_MODULE_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar("ks_compiled_module", default=None)
+# The module scope of the compiled module whose call runs now, under which its graphs' modules are, and its frames' self
+COMPILED_MODULE_SCOPE: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_compiled_module", default=None)
 
 
 def optimized_module_type():
@@ -104,11 +104,12 @@ def compiled_methods(module: torch.nn.Module) -> list[tuple[str, Any]]:
     ]
 
 
-def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: bool = True, frame_scope: str = ""):
+def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: bool = True, frame: tuple = ("", None)):
     """A compiled module's forward in its module scope and the call scope ``call(args, kwargs)`` names. With
     ``marks_its_calls`` (``calls="all"``) the torch-level calls its compiled code makes (eager parts between graphs)
-    are its own (INSIDE_CALL); a functional called there has a scope of its own either way. ``frame_scope``: the
-    module scope of its compiled frame's ``self`` where that is not the module (an OptimizedModule's ``_orig_mod``)."""
+    are its own (INSIDE_CALL); a functional called there has a scope of its own either way. ``frame``: the
+    module scope of its compiled frame's ``self`` where that is not the module (an OptimizedModule's ``_orig_mod``),
+    and that ``self``."""
 
     def compiled_in_scope(*args, **kwargs):
         if dynamo_tracing() or INSIDE_CALL.get() is OTHER_THREAD and on_other_thread():  # recorder/threads.py
@@ -116,7 +117,7 @@ def compiled_forward(forward: Any, scope_name: str, call: Any, marks_its_calls: 
         call_scope, scoped = call(args, kwargs), scopes_open[0]  # closed before the profiler starts: scope_gate.py
         with _Scope(scope_name) if scoped else NO_SCOPE, _Scope(call_scope) if scoped else NO_SCOPE:
             # the module scope its inductor kernels' modules are under (inductor_kernels.py)
-            module_token = COMPILED_MODULE_SCOPE.set(frame_scope or scope_name)
+            module_token = COMPILED_MODULE_SCOPE.set((frame[0] or scope_name, frame[1]))
             token = INSIDE_CALL.set(True) if marks_its_calls else None
             try:
                 return forward(*args, **kwargs)

@@ -43,7 +43,7 @@ def compiled_calls_scoped(
             for attribute, method in methods:
                 patch_module(module, attribute, run_as_compiled_method(method, found, calls == "all", missing))
     modules = {id(module): (name, module) for name, module in named_modules}
-    for key, (held, _, _) in made.items():  # the lists the wrappers hold, with every compiled method's patch now
+    for key, (held, *_) in made.items():  # the lists the wrappers hold, with every compiled method's patch now
         held[:] = _own_values_held(saved, modules[key][1])
 
     def held_of(module: Any) -> tuple | None:
@@ -59,9 +59,10 @@ def compiled_calls_scoped(
 
 def _compiled_call_scope(saved: list, module: nn.Module, name: str, sampled: Any) -> tuple:
     """What a compiled call of the observed ``module`` (``name``) runs with: the patches of the ``__dict__`` of it
-    and of the modules under it, its scope name and a namer of the call ``torch.compile``."""
+    and of the modules under it, its scope name, a namer of the call ``torch.compile`` and the module itself (its
+    compiled frames' ``self``)."""
     namer = scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
-    return _own_values_held(saved, module), MODULE_PREFIX + scope_text(name), namer
+    return _own_values_held(saved, module), MODULE_PREFIX + scope_text(name), namer, module
 
 
 def _own_values_held(saved: list, module: nn.Module) -> list:
@@ -74,8 +75,8 @@ def _own_values_held(saved: list, module: nn.Module) -> list:
 def run_as_compiled_method(call: Any, found: tuple, marks_its_calls: bool, missing: Any) -> Any:
     """``call`` in the scopes ``found`` (``_compiled_call_scope``) names, with the model's own values of its patches
     back while it runs."""
-    held, scope, namer = found
-    return compiled_forward(with_own_values(call, held, missing), scope, namer, marks_its_calls)
+    held, scope, namer, module = found
+    return compiled_forward(with_own_values(call, held, missing), scope, namer, marks_its_calls, ("", module))
 
 
 def wrapper_scopes(held_of: Any, missing: Any) -> Any:

@@ -55,7 +55,7 @@ def _see(local: dict, held_of: Callable[[Any], tuple | None], missing: Any) -> N
     found = held_of(getattr(fn, "__self__", None))
     if found is None:
         return
-    held, scope_name, namer = found
+    held, scope_name, namer, _ = found
     swapped = own_values_put_back(held, missing)
     call_scope = namer(local.get("args", ()), local.get("kwargs", {}))  # every pass: its samples are keyed
     scopes = [_Scope(scope_name), _Scope(call_scope)] if scopes_open[0] else []

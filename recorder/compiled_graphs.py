@@ -29,8 +29,14 @@ def dynamo_graphs(graph_module_type: type) -> list:
 
 def compiled_functions() -> list:
     """The compiled function (``__compiled_fn_<n>``) of every compiled entry alive now, each once."""
+    return [function for function, *_ in compiled_functions_and_entries()]
+
+
+def compiled_functions_and_entries() -> list[tuple[Any, set, list]]:
+    """Each compiled function of the compiled entries alive now, once, with the codes of the entries that call it
+    (the code a frame runs while its graph runs) and the ``(globals, name)`` they read it from."""
     entries = compiled_entries()
-    found: dict[int, Any] = {}
+    found: dict[int, tuple[Any, set, list]] = {}
     by_file: dict[str, dict] | None = None
     for code, cached in entries.items():
         names = {n for entry in cached if entry.code is not None for n in entry.code.co_names if _compiled(n)}
@@ -42,7 +48,11 @@ def compiled_functions() -> list:
         for name in names:
             value = namespace.get(name)
             if value is not None:
-                found[id(value)] = value
+                callers = {entry.code for entry in cached if entry.code is not None and name in entry.code.co_names}
+                _, codes, homes = found.setdefault(id(value), (value, set(), []))
+                codes.update(callers)
+                if not any(home is namespace and key == name for home, key in homes):
+                    homes.append((namespace, name))
     return list(found.values())
 
 

@@ -283,8 +283,11 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
             attribute, compiled = entry
             namer = scope_namer(COMPILED_REGION_CALL, sampled(COMPILED_REGION_CALL))
             inner = MODULE_PREFIX + scope_text(f"{name}._orig_mod" if name else "_orig_mod")  # its frame's self
-            frame_scope = inner if optimized_type is not None and isinstance(module, optimized_type) else scope
-            wrapper = compiled_forward(compiled, scope, namer, calls == "all", frame_scope)
+            wrapped = optimized_type is not None and isinstance(module, optimized_type)
+            frame_module = vars(module)["_modules"]["_orig_mod"] if wrapped else module
+            wrapper = compiled_forward(
+                compiled, scope, namer, calls == "all", (inner if wrapped else scope, frame_module)
+            )
             patch_module(module, attribute, wrapper)
             continue
         wrapper = own_class = None

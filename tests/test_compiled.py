@@ -358,6 +358,18 @@ class BrokenBlock(nn.Module):
         return self.fc2(torch.relu(h))
 
 
+class Holder(nn.Module):
+    """Its graph breaks inside its block: its own resume function, a frame whose self is this module, runs its head."""
+
+    def __init__(self, block):
+        super().__init__()
+        self.block, self.head = block, nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.block(x)  # (self.head read before the block's call would be on the stack, not self: not known)
+        return self.head(torch.tanh(h))
+
+
 class CallsAnInductorFunction(nn.Module):
     """A torch.compile'd function (inductor) called in a module: its graph's nodes ran in no module of its own."""
 
@@ -396,9 +408,12 @@ def test_an_inductor_compiled_model_runs_its_compiled_code_while_recorded(tmp_pa
     torch._dynamo.reset()
     samples = _samples()[:1]
     root = torch.compile(Net().eval())  # inductor: C++ compiled on the CPU (one shape: one compile, seconds)
-    host = Host(torch.compile(BrokenBlock())).eval()  # a compiled submodule of two graphs
+    # a compiled submodule whose block breaks its graph: the block's forward is a compiled frame of its own, whose
+    # graphs' paths are under the block
+    host = Host(torch.compile(Holder(BrokenBlock()))).eval()
     caller = CallsAnInductorFunction().eval()  # its function's linear (an extern mm) is the caller's
-    linears = {id(root): {"_orig_mod.fc1", "_orig_mod.fc2"}, id(host): {"block._orig_mod.fc1", "block._orig_mod.fc2"}}
+    linears = {id(root): {"_orig_mod.fc1", "_orig_mod.fc2"}}
+    linears[id(host)] = {"block._orig_mod.block.fc1", "block._orig_mod.block.fc2", "block._orig_mod.head"}
     linears[id(caller)] = {""}
     for model in (root, host, caller):
         expected = _run(model, samples)

@@ -3,6 +3,9 @@ wrapper source written as inductor writes it for a GPU (Triton kernels, whose la
 of dynamo's graph as ``_node_call`` reads them: exact where the source nodes are one call in one module, the common
 module where a kernel fuses several calls, nothing where a node ran in a module the compiled frame does not own."""
 
+import json
+import types
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -36,6 +39,19 @@ NODES = {  # node name -> (module under the compiled frame's self, call)
 }
 
 
+class Opened:
+    """A scope that notes its name in ``opened`` as it opens and closes, in place of the profiler's."""
+
+    def __init__(self, name, opened):
+        self.name, self.opened = name, opened
+
+    def __enter__(self):
+        self.opened.append(self.name)
+
+    def __exit__(self, *exc):
+        self.opened.append("/" + self.name)
+
+
 class Kernel:
     def run(self, *args, **kwargs):
         return args
@@ -45,9 +61,144 @@ def test_kernels_get_the_scopes_their_source_nodes_say_exactly():
     namespace = {name: Kernel() for name in ("triton_poi_fused_relu_0", "triton_poi_fused_add_gelu_1",
                                              "triton_tem_fused_addmm_2")}  # fmt: skip
     namespace.update(extern_kernels=object(), __file__="/tmp/x.py")
-    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(SOURCE, namespace, NODES)}
-    assert sites["triton_poi_fused_relu_0"]._scopes == ("", "torch.relu"), "one call, in the frame's own module"
-    assert sites["triton_poi_fused_add_gelu_1"]._scopes == ("blocks.0", None), "two calls: their module, no call"
-    assert "triton_tem_fused_addmm_2" not in sites, "a node of a module the frame does not own names nothing"
-    assert sites["extern_kernels"]._lines == {17: ("blocks.0.mlp.fc", "linear")}, "the last source node, its line"
+    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(SOURCE, namespace, {})}
+    scopes = {key: inductor_kernels._scopes(getattr(site, "_origins", ()), NODES) for key, site in sites.items()}
+    assert scopes["triton_poi_fused_relu_0"] == ("", "torch.relu"), "one call, in the frame's own module"
+    assert scopes["triton_poi_fused_add_gelu_1"] == ("blocks.0", None), "two calls: their module, no call"
+    assert scopes["triton_tem_fused_addmm_2"] == (), "a node of a module the frame does not own names nothing"
+    assert sites["extern_kernels"]._lines == {17: ("linear",)}, "the last source node, its line"
     assert sites["triton_poi_fused_relu_0"].run(1, 2) == (1, 2), "unrecorded, the kernel runs as it is"
+
+
+CPU_SOURCE = '''
+def call(args):
+    # Topologically Sorted Source Nodes: [transpose, conv1d], Original ATen: [aten.transpose, aten.convolution]
+    buf1 = extern_kernels.convolution(args[0])
+    # Topologically Sorted Source Nodes: [q_1, scaled_dot_product_attention], Original ATen: [aten.transpose, aten.relu]
+    buf2 = torch.ops.aten.relu.default(buf1)
+    buf3 = torch.ops.aten.neg.default(buf2)
+    return (buf3, torch.float32)
+'''  # fmt: skip
+CPU_NODES = {"transpose": ("", None), "conv1d": ("conv", "conv1d"), "q_1": ("attn", None),
+             "scaled_dot_product_attention": ("attn", "scaled_dot_product_attention")}  # fmt: skip
+
+
+def test_fallback_calls_and_extern_results_on_the_cpu_get_their_source_nodes_scopes(monkeypatch):
+    """As inductor writes a CPU graph's wrapper: an extern kernel whose result is assigned (``buf1 =
+    extern_kernels.convolution(...)``) and an ATen fallback
+    (``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(...)``; ``relu`` here) under its origin
+    comment open the scopes of their last source node; a fallback line without one (``neg``) opens none, and every
+    other use of ``torch`` is torch's own."""
+    externs = types.SimpleNamespace(convolution=lambda x: x * 2)
+    namespace = {"extern_kernels": externs, "torch": torch, "__file__": "/tmp/y.py"}
+    exec(compile(CPU_SOURCE, "/tmp/y.py", "exec"), namespace)  # noqa: S102 - the wrapper's own form, run for real
+    opened = []
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
+    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
+    sites = inductor_kernels._kernel_sites(CPU_SOURCE, namespace, {})
+    assert {key for _, key, _ in sites} == {"extern_kernels", "torch"}
+    for _, key, value in sites:
+        monkeypatch.setitem(namespace, key, value)
+    # the graph that runs is the one of the frame of the compiled module's own self
+    monkeypatch.setattr(
+        inductor_kernels, "_resolved", lambda origins, root: inductor_kernels._scopes(origins, CPU_NODES)
+    )
+    token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", None))
+    try:
+        out, dtype = namespace["call"]([torch.tensor([-1.0, 2.0])])
+    finally:
+        inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
+    assert out.tolist() == [-0.0, -4.0] and dtype is torch.float32, "the same calls, the same results"
+    assert opened == ["ks.module:_orig_mod.conv", "ks.fn:conv1d", "/ks.fn:conv1d", "/ks.module:_orig_mod.conv",
+                      "ks.module:_orig_mod.attn", "ks.fn:scaled_dot_product_attention",
+                      "/ks.fn:scaled_dot_product_attention", "/ks.module:_orig_mod.attn"]  # fmt: skip
+
+
+class Block(torch.nn.Module):
+    def forward(self, run):  # as a frame dynamo compiled runs its graph: the graph's L['self'] is this block
+        return run()
+
+
+def test_a_graph_of_a_frame_whose_self_is_a_submodule_gets_that_submodules_paths(monkeypatch):
+    """A graph break inside a submodule's forward makes dynamo compile that forward as a frame of its own, whose
+    graph's ``L['self']`` is the submodule: its kernels' modules are under the submodule, found from the frame that
+    runs the graph, as are the nodes the kernel's source nodes name (inductor shares one wrapper among graphs it
+    compiled alike); a frame whose ``self`` is no module of the compiled one's names nothing."""
+    root = torch.nn.Module()
+    root.blocks = torch.nn.ModuleList([Block(), Block()])
+    opened = []
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
+    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
+    monkeypatch.setattr(inductor_kernels, "_RESOLVED", {})
+    monkeypatch.setattr(inductor_kernels, "_PATHS", {})
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
+    other = inductor_kernels._ScopedLaunches(Kernel(), ("h",))  # a node of the graph inductor compiled first
+    nodes = {"linear_1": ("fc", "linear")}
+    # the compiled function as dynamo's entry code (Block.forward's here) calls it
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1) + other.run(2), nodes, {Block.forward.__code__})
+    token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", root))
+    try:
+        assert root.blocks[1](graph) == (1, 2)
+        expected = [
+            "ks.module:_orig_mod.blocks.1.fc",
+            "ks.fn:linear",
+            "/ks.fn:linear",
+            "/ks.module:_orig_mod.blocks.1.fc",
+        ]
+        assert opened == expected, "the frame's self: blocks.1; h: a node the running graph does not hold"
+        opened.clear()
+        Block()(graph)
+        assert opened == [], "a self outside the compiled module: not known here"
+        launch.run(1)
+        (lambda: graph())()
+        assert opened == [], "no compiled function runs it, or no entry of its calls it: not known here"
+    finally:
+        inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
+
+
+PROVENANCE_SOURCE = """
+cpp_fused_native_layer_norm_0 = async_compile.cpp_pybinding(['float*'], r'''
+extern "C" void kernel(float* in_out_ptr0) {}
+''')
+cpp_fused_add_view_1 = async_compile.cpp_pybinding(['float*'], r'''
+''')
+cpp_fused_relu_2 = async_compile.cpp_pybinding(['float*'], r'''
+''')
+"""
+# torch._inductor.config.trace.provenance_tracking_level = 1: the compiled graph's inductor_provenance_mapping_str
+PROVENANCE = {
+    "cppCodeToPost": {"cpp_fused_native_layer_norm_0:1": ["var_mean", "mul"], "extern_kernels.addmm:2": ["addmm"],
+                      "cpp_fused_add_view_1:3": ["add_2", "view_7"], "cpp_fused_relu_2:4": ["relu", "made_by_a_pass"]},
+    "postToPre": {"var_mean": ["h_1"], "mul": ["h_1"], "addmm": ["linear"], "add_2": ["h_2"], "view_7": ["linear_1"],
+                  "relu": ["relu"]},
+}  # fmt: skip
+PROVENANCE_NODES = {"h_1": ("ln", "layer_norm"), "h_2": ("", "Tensor.__add__"), "linear_1": ("attn.proj", "linear"),
+                    "relu": ("", "torch.relu")}  # fmt: skip
+
+
+def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeypatch):
+    """Where provenance tracking was on when inductor compiled, its mapping says which post-grad nodes each C++ kernel
+    computes, and of which of dynamo's nodes each came: a kernel of one call is that call in its module; one of
+    several modules' calls their common module (the frame's own: nothing); one with a node of no recorded source
+    (made by a pass), or none in the mapping, only its operator range."""
+    kernels = ("cpp_fused_native_layer_norm_0", "cpp_fused_add_view_1", "cpp_fused_relu_2")
+    namespace = {name: lambda *args: args for name in kernels}
+    opened = []
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
+    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
+    monkeypatch.setattr(
+        inductor_kernels, "_resolved", lambda origins, root: inductor_kernels._scopes(origins, PROVENANCE_NODES)
+    )
+    provenance = inductor_kernels._provenance_origins(json.dumps(PROVENANCE))
+    assert provenance == {"cpp_fused_native_layer_norm_0": ("h_1",), "cpp_fused_add_view_1": ("h_2", "linear_1")}
+    sites = {key: value for _, key, value in inductor_kernels._kernel_sites(PROVENANCE_SOURCE, namespace, provenance)}
+    token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", None))
+    try:
+        for name in kernels:
+            assert sites[name](1, 2) == (1, 2)
+    finally:
+        inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
+    assert [name for name in opened if not name.startswith("/")] == [
+        "ks.module:_orig_mod.ln", "ks.fn:layer_norm", "cpp_fused_native_layer_norm_0", "cpp_fused_add_view_1",
+        "cpp_fused_relu_2"]  # fmt: skip
+    assert inductor_kernels._provenance_origins(None) == inductor_kernels._provenance_origins("{") == {}
