@@ -6,10 +6,10 @@ inductor writes, above each Triton kernel it defines and each extern kernel it c
 ``torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(...)``), the nodes of dynamo's graph that kernel
 computes ("Source Nodes: [linear_1]"); dynamo's graph, which the compiled function keeps (aot_autograd's
 ``forward.zero_grad`` is bound to it), says of each node the module it ran in (``nn_module_stack``: a path under the
-compiled frame's ``self``, ``L['self'].fc1``) and the torch call it is. While recorded, the wrapper module's
-globals for those kernels are ones that open that module's and call's scopes around the launch, the module's under
-the compiled module whose call runs now (one graph serves every instance of a class): the code that runs is the
-wrapper's own, calling the same kernels, and the globals are put back afterwards.
+compiled frame's local that holds it, ``L['self'].fc1``, ``L['fn'].0``) and the torch call it is. While recorded, the
+wrapper module's globals for those kernels are ones that open that module's and call's scopes around the launch, the
+module's under the compiled module whose call runs now (one graph serves every instance of a class): the code that
+runs is the wrapper's own, calling the same kernels, and the globals are put back afterwards.
 
 - A Triton kernel of several calls (a fusion of ``relu`` and ``add``) gets the module all of them ran in, and stays
   the call ``torch.compile``'s; an extern kernel is the last of its source nodes (the earlier ones made its inputs).
@@ -56,8 +56,12 @@ _ORIGINS = re.compile(r"^\s*# (?:Topologically Sorted|Unsorted) Source Nodes: \[
 _DEFINED = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
 # a call of an extern kernel or an ATen fallback, its result assigned or not: the global it reads is its group
 _EXTERN_CALL = re.compile(r"^\s*(?:\w+(?:\s*,\s*\w+)*\s*=\s*)?(?:(extern_kernels)\.\w+|(torch)\.ops(?:\.\w+)+)\(")
-_SELF = "L['self']"  # dynamo's source of the compiled frame's module, which nn_module_stack's paths start from
-# While a compiled function whose graphs inductor compiled runs: the nodes of its graph and its frame's self
+# dynamo's source of a module, which nn_module_stack's paths start from: a local of the compiled frame (``self``; ``s``
+# where a forward names its first parameter so; ``fn``, the module a wrapper frame calls, for a compiled Sequential)
+_SOURCE = re.compile(r"L\['(\w+)'\]((?:\.\w+)*)")
+_SELF = "self"  # the local a node of no module stack ran under: the frame's own module
+# While a compiled function whose graphs inductor compiled runs: the nodes of its graph and its frame's locals that
+# the nodes' module paths start from
 _RUNNING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_inductor_graph", default=None)
 # Made with the sites: the scopes of a graph's nodes by their names under a frame's self, and, by id of a compiled
 # frames' self, the paths of the modules under it
@@ -96,7 +100,7 @@ def _function_sites(
     graph_module = getattr(bound, "__self__", None)
     if not isinstance(graph_module, torch.fx.GraphModule):
         return []
-    nodes = {node.name: _node_call(node, call_names, known) for node in graph_module.graph.nodes}
+    nodes = _nodes_by_source_name(graph_module.graph.nodes, call_names, known)
     graphs = values_in_closures(function, _is_compiled_graph)
     if not graphs:  # a function of no inductor graph (aot_eager's) is left alone
         return []
@@ -111,16 +115,33 @@ def _function_sites(
     return sites
 
 
+def _nodes_by_source_name(graph_nodes: Iterable, call_names: dict, known: set) -> dict:
+    """``_node_call`` of each node of dynamo's graph by the names inductor's comments may give it: its own, and the
+    name its call had when dynamo made it (``source_fn_stack``; a ``Sequential``'s ``input = module(input)`` renames
+    the node ``input_1``, and inductor's "Source Nodes" say ``linear``). A name two nodes answer to names nothing."""
+    nodes = {node.name: _node_call(node, call_names, known) for node in graph_nodes}
+    aliases: dict[str, str | None] = {}
+    for node in graph_nodes:
+        stack = node.meta.get("source_fn_stack")
+        alias = stack[-1][0] if stack and isinstance(stack[-1], tuple) and stack[-1] else None
+        if isinstance(alias, str) and alias != node.name:
+            aliases[alias] = node.name if alias not in aliases and alias not in nodes else None
+    for alias, name in aliases.items():
+        nodes[alias] = nodes[name] if name is not None else (None, "", None)
+    return nodes
+
+
 def _is_compiled_graph(value: Any) -> bool:
     return type(value).__name__ == "CompiledFxGraph" and type(value).__module__.startswith("torch._inductor")
 
 
-def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str | None]:
-    """(the module ``node`` ran in, as a dotted path under the compiled frame's ``self`` ("" for itself), or None
-    where it ran in another object's module; the call it is as the recording names it, or None)."""
+def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str, str | None]:
+    """(the local of the compiled frame the module ``node`` ran in is under, or None where its source is no local's;
+    the module's dotted path under it ("" for itself); the call it is as the recording names it, or None)."""
     stack = node.meta.get("nn_module_stack") or {}
-    source = stack[next(reversed(stack))][0] if stack else _SELF
-    module = source[len(_SELF) :].lstrip(".") if isinstance(source, str) and source.startswith(_SELF) else None
+    source = stack[next(reversed(stack))][0] if stack else f"L['{_SELF}']"
+    found = _SOURCE.fullmatch(source) if isinstance(source, str) else None
+    local, module = (found.group(1), found.group(2).lstrip(".")) if found else (None, "")
     if node.op == "call_method":
         name = f"Tensor.{node.target}"
     elif node.op == "call_function":
@@ -128,7 +149,7 @@ def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str
         name = call_names.get(id(node.target)) or (_OPERATORS.get(node.target) if builtin else None)
     else:
         name = None
-    return module, name if name in known else None
+    return local, module, name if name in known else None
 
 
 def _provenance_origins(mapping: Any) -> dict[str, tuple[str, ...]]:
@@ -185,13 +206,18 @@ def _kernel_sites(source: str, namespace: dict, provenance: dict) -> list[tuple[
     return sites
 
 
-def _scopes(origins: Iterable[str], nodes: dict) -> tuple[str | None, str | None]:
-    """(the module all the nodes ``origins`` ran in, under the compiled frame's; their call where they are one call),
-    or () where neither is known."""
-    found = [nodes.get(name, (None, None)) for name in origins]
-    modules = {module for module, _ in found}
-    calls = {call for _, call in found}
-    if not found or None in modules:  # a node of a module other than the frame's: where it ran is not known here
+def _scopes(origins: Iterable[str], nodes: dict, under: Callable[[str], str | None]) -> tuple[str | None, str | None]:
+    """(the module all the nodes ``origins`` ran in, its path the one ``under`` gives the frame's local its module is
+    under, followed by the module's path under that local's; their call where they are one call), or () where neither
+    is known."""
+    found = [nodes.get(name, (None, "", None)) for name in origins]
+    bases = {local: under(local) if local is not None else None for local, _, _ in found}
+    modules = {
+        ".".join(filter(None, (bases[local], module))) if bases[local] is not None else None
+        for local, module, _ in found
+    }
+    calls = {call for _, _, call in found}
+    if not found or None in modules:  # a node of a module not under the frame's: where it ran is not known here
         return ()
     call = calls.pop() if len(calls) == 1 and None not in calls else None
     module = ".".join(os.path.commonprefix([m.split(".") if m else [] for m in modules]))  # by whole names
@@ -228,15 +254,16 @@ def _in_scopes(origins: tuple, run: Callable, args: tuple, kwargs: dict, name: s
 
 
 def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
-    """``function`` (a compiled function) noting, while recorded, the nodes of its graph and the ``self`` of the
-    frame that calls it, its compiled entry's (None where another calls it)."""
+    """``function`` (a compiled function) noting, while recorded, the nodes of its graph and the locals their modules
+    are under in the frame that calls it, its compiled entry's (none where another calls it)."""
+    locals_read = tuple(sorted({local for local, _, _ in nodes.values() if local is not None}))
 
     def graph_in_its_frame(*args: Any, **kwargs: Any) -> Any:
         if not _recorded():
             return function(*args, **kwargs)
         frame = sys._getframe(1)
-        own = frame.f_locals.get("self", _NO_SELF) if frame.f_code in callers else _NO_SELF
-        token = _RUNNING.set((nodes, own))
+        values = frame.f_locals if frame.f_code in callers else {}
+        token = _RUNNING.set((nodes, tuple(values.get(local, _NO_SELF) for local in locals_read), locals_read))
         try:
             return function(*args, **kwargs)
         finally:
@@ -254,13 +281,18 @@ def _resolved(origins: tuple, root: tuple | None) -> tuple:
     running = _RUNNING.get()
     if running is None:
         return ()
-    nodes, own = running
-    key = (id(nodes), origins, id(own), None if root is None else id(root[1]))  # all held while recorded
+    nodes, owners, locals_read = running
+    key = (id(nodes), origins, *map(id, owners), None if root is None else id(root[1]))  # all held while recorded
     found = _RESOLVED.get(key)
     if found is None:
-        scopes = _scopes(origins, nodes)
-        under = "" if root is None or not scopes else _path_under(root[1], own)
-        found = () if under is None or not scopes else (".".join(filter(None, (under, scopes[0]))), scopes[1])
+        by_local = dict(zip(locals_read, owners, strict=True))
+
+        def under(local: str) -> str | None:  # no compiled module's call around: paths under the frame's own module
+            if root is None:
+                return "" if local == _SELF else None
+            return _path_under(root[1], by_local.get(local, _NO_SELF))
+
+        found = _scopes(origins, nodes, under)
         _RESOLVED[key] = found
     return found
 

@@ -30,13 +30,18 @@ def call(args):
     extern_kernels.addmm(a, b, c, out=buf0)
     triton_poi_fused_relu_0.run(buf0, stream=stream0)
 '''
-NODES = {  # node name -> (module under the compiled frame's self, call)
-    "relu": ("", "torch.relu"),
-    "gelu": ("blocks.0.mlp", "gelu"),
-    "add": ("blocks.0", "Tensor.__add__"),
-    "linear": ("blocks.0.mlp.fc", "linear"),
-    "linear_2": (None, "linear"),  # a module the compiled function was handed: L['model'].fc
+NODES = {  # node name -> (the frame's local its module is under, the module's path under it, call)
+    "relu": ("self", "", "torch.relu"),
+    "gelu": ("self", "blocks.0.mlp", "gelu"),
+    "add": ("self", "blocks.0", "Tensor.__add__"),
+    "linear": ("self", "blocks.0.mlp.fc", "linear"),
+    "linear_2": ("model", "fc", "linear"),  # a module the compiled function was handed: L['model'].fc
 }
+
+
+def frame_self(local):
+    """Paths under the compiled frame's own module, as with no compiled module's call around."""
+    return "" if local == "self" else None
 
 
 class Opened:
@@ -62,7 +67,9 @@ def test_kernels_get_the_scopes_their_source_nodes_say_exactly():
                                              "triton_tem_fused_addmm_2")}  # fmt: skip
     namespace.update(extern_kernels=object(), __file__="/tmp/x.py")
     sites = {key: value for _, key, value in inductor_kernels._kernel_sites(SOURCE, namespace, {})}
-    scopes = {key: inductor_kernels._scopes(getattr(site, "_origins", ()), NODES) for key, site in sites.items()}
+    scopes = {
+        key: inductor_kernels._scopes(getattr(site, "_origins", ()), NODES, frame_self) for key, site in sites.items()
+    }
     assert scopes["triton_poi_fused_relu_0"] == ("", "torch.relu"), "one call, in the frame's own module"
     assert scopes["triton_poi_fused_add_gelu_1"] == ("blocks.0", None), "two calls: their module, no call"
     assert scopes["triton_tem_fused_addmm_2"] == (), "a node of a module the frame does not own names nothing"
@@ -79,8 +86,8 @@ def call(args):
     buf3 = torch.ops.aten.neg.default(buf2)
     return (buf3, torch.float32)
 '''  # fmt: skip
-CPU_NODES = {"transpose": ("", None), "conv1d": ("conv", "conv1d"), "q_1": ("attn", None),
-             "scaled_dot_product_attention": ("attn", "scaled_dot_product_attention")}  # fmt: skip
+CPU_NODES = {"transpose": ("self", "", None), "conv1d": ("self", "conv", "conv1d"), "q_1": ("self", "attn", None),
+             "scaled_dot_product_attention": ("self", "attn", "scaled_dot_product_attention")}  # fmt: skip
 
 
 def test_fallback_calls_and_extern_results_on_the_cpu_get_their_source_nodes_scopes(monkeypatch):
@@ -101,7 +108,7 @@ def test_fallback_calls_and_extern_results_on_the_cpu_get_their_source_nodes_sco
         monkeypatch.setitem(namespace, key, value)
     # the graph that runs is the one of the frame of the compiled module's own self
     monkeypatch.setattr(
-        inductor_kernels, "_resolved", lambda origins, root: inductor_kernels._scopes(origins, CPU_NODES)
+        inductor_kernels, "_resolved", lambda origins, root: inductor_kernels._scopes(origins, CPU_NODES, frame_self)
     )
     token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", None))
     try:
@@ -133,7 +140,7 @@ def test_a_graph_of_a_frame_whose_self_is_a_submodule_gets_that_submodules_paths
     monkeypatch.setattr(inductor_kernels, "_PATHS", {})
     launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
     other = inductor_kernels._ScopedLaunches(Kernel(), ("h",))  # a node of the graph inductor compiled first
-    nodes = {"linear_1": ("fc", "linear")}
+    nodes = {"linear_1": ("self", "fc", "linear")}
     # the compiled function as dynamo's entry code (Block.forward's here) calls it
     graph = inductor_kernels._in_its_frame(lambda: launch.run(1) + other.run(2), nodes, {Block.forward.__code__})
     token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", root))
@@ -172,8 +179,8 @@ PROVENANCE = {
     "postToPre": {"var_mean": ["h_1"], "mul": ["h_1"], "addmm": ["linear"], "add_2": ["h_2"], "view_7": ["linear_1"],
                   "relu": ["relu"]},
 }  # fmt: skip
-PROVENANCE_NODES = {"h_1": ("ln", "layer_norm"), "h_2": ("", "Tensor.__add__"), "linear_1": ("attn.proj", "linear"),
-                    "relu": ("", "torch.relu")}  # fmt: skip
+PROVENANCE_NODES = {"h_1": ("self", "ln", "layer_norm"), "h_2": ("self", "", "Tensor.__add__"),
+                    "linear_1": ("self", "attn.proj", "linear"), "relu": ("self", "", "torch.relu")}  # fmt: skip
 
 
 def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeypatch):
@@ -187,7 +194,9 @@ def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeyp
     monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
     monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
     monkeypatch.setattr(
-        inductor_kernels, "_resolved", lambda origins, root: inductor_kernels._scopes(origins, PROVENANCE_NODES)
+        inductor_kernels,
+        "_resolved",
+        lambda origins, root: inductor_kernels._scopes(origins, PROVENANCE_NODES, frame_self),
     )
     provenance = inductor_kernels._provenance_origins(json.dumps(PROVENANCE))
     assert provenance == {"cpp_fused_native_layer_norm_0": ("h_1",), "cpp_fused_add_view_1": ("h_2", "linear_1")}
@@ -202,3 +211,67 @@ def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeyp
         "ks.module:_orig_mod.ln", "ks.fn:layer_norm", "cpp_fused_native_layer_norm_0", "cpp_fused_add_view_1",
         "cpp_fused_relu_2"]  # fmt: skip
     assert inductor_kernels._provenance_origins(None) == inductor_kernels._provenance_origins("{") == {}
+
+
+class BlockOfS(torch.nn.Module):
+    def forward(s, run):  # noqa: N805 - a forward whose first parameter is not named self: dynamo's L['s']
+        return run()
+
+
+class Wrapper:
+    """As dynamo's frame around a compiled module whose own forward it does not compile (a compiled ``nn.Sequential``:
+    its graph's modules are under ``L['fn']``, the module the frame calls)."""
+
+    def __call__(self, fn, run):
+        return run()
+
+
+def test_a_graphs_modules_are_found_under_whichever_local_of_its_frame_they_start_from(monkeypatch):
+    """dynamo roots a node's module path at the frame's local that holds the module: ``L['s']`` where a forward names
+    its first parameter ``s``, ``L['fn']`` in the frame that calls a compiled Sequential; both named nothing while
+    only ``L['self']`` was read. A node of two locals' modules gets their common module in the compiled one."""
+    root = torch.nn.Module()
+    root.block = BlockOfS()
+    root.seq = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    opened = []
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
+    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
+    monkeypatch.setattr(inductor_kernels, "_RESOLVED", {})
+    monkeypatch.setattr(inductor_kernels, "_PATHS", {})
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
+    both = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1", "linear_2"))
+    token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:", root))
+    try:
+        nodes = {"linear_1": ("s", "fc", "linear")}
+        graph = inductor_kernels._in_its_frame(lambda: launch.run(1), nodes, {BlockOfS.forward.__code__})
+        root.block(graph)
+        assert opened == ["ks.module:block.fc", "ks.fn:linear", "/ks.fn:linear", "/ks.module:block.fc"]
+        opened.clear()
+        nodes = {"linear_1": ("fn", "0", "linear"), "linear_2": ("s", "fc", "linear")}
+        graph = inductor_kernels._in_its_frame(lambda: launch.run(1) + both.run(2), nodes, {Wrapper.__call__.__code__})
+        Wrapper()(root.seq, graph)
+        assert opened == ["ks.module:seq.0", "ks.fn:linear", "/ks.fn:linear", "/ks.module:seq.0"], (
+            "a local the frame does not hold (s) names nothing"
+        )
+    finally:
+        inductor_kernels.COMPILED_MODULE_SCOPE.reset(token)
+
+
+def _node(name, source_name, path):
+    meta = {"source_fn_stack": [(source_name, torch.nn.Linear)], "nn_module_stack": {path: (path, torch.nn.Linear)}}
+    return types.SimpleNamespace(name=name, op="call_function", target=torch.nn.functional.linear, meta=meta)
+
+
+def test_a_node_is_found_by_the_name_its_call_had_when_dynamo_made_it():
+    """A compiled Sequential's ``input = module(input)`` renames its nodes ``input_1``, ``input_2``, while inductor's
+    "Source Nodes" name them as their calls were first named (``linear``, ``linear_1``): its kernels named nothing.
+    A name two nodes answer to (a node's own and another's first name) names nothing."""
+    call_names = {id(torch.nn.functional.linear): "linear"}
+    graph = [_node("input_1", "linear", "L['fn'].0"), _node("input_2", "linear_1", "L['fn'].1")]
+    nodes = inductor_kernels._nodes_by_source_name(graph, call_names, {"linear"})
+    assert nodes["linear"] == nodes["input_1"] == ("fn", "0", "linear")
+    assert nodes["linear_1"] == ("fn", "1", "linear")
+    clash = [_node("linear", "linear", "L['self'].a"), _node("input_1", "linear", "L['self'].b")]
+    nodes = inductor_kernels._nodes_by_source_name(clash, call_names, {"linear"})
+    assert nodes["linear"] == (None, "", None), "which node inductor meant is not known: nothing"
+    assert nodes["input_1"] == ("self", "b", "linear")
