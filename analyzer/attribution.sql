@@ -57,12 +57,6 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND external_id IN (SELECT external_id FROM ks_launches)
 GROUP BY external_id;
 
--- The same, empty, in a trace without device work (the column types of the statement above).
--- run if: NOT coalesce(getvariable('ks_device_work'), true)
-CREATE OR REPLACE TEMP TABLE ks_ops_by_id (
-    external_id BIGINT, op_id BIGINT, pid BIGINT, tid BIGINT, ts_ns BIGINT, end_ns BIGINT, namespaced BOOLEAN
-);
-
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, its operators (is_cpu_op), from
 -- their start. The thread of a launch is that of the operator its External id names where the two differ and that
@@ -89,13 +83,19 @@ FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 LEFT JOIN ks_ops_by_id o
   ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns;
 
--- The same, empty, in a trace without device work (the column types of the statement above).
+-- A trace without device work: its CPU operators, as the INSERT below gives them to a trace with device work but no
+-- device event (the column types of the statement above); made here, not made empty and filled there (a statement
+-- of its own cost a small trace's load ~0.35 ms). Such a trace makes no ks_ops_by_id: no statement it runs reads one.
 -- run if: NOT coalesce(getvariable('ks_device_work'), true)
-CREATE OR REPLACE TEMP TABLE ks_items (
-    event_id BIGINT, kind VARCHAR, ts_ns BIGINT, dur_ns BIGINT, device INTEGER, stream INTEGER, correlation BIGINT,
-    external_id BIGINT, at_pid BIGINT, at_tid BIGINT, at_ns BIGINT, is_cpu_op BOOLEAN, graph_launch_id BIGINT,
-    namespaced BOOLEAN, launch_id BIGINT
-);
+CREATE OR REPLACE TEMP TABLE ks_items AS
+SELECT event_id, 'cpu' AS kind, ts_ns, dur_ns, CAST(NULL AS INTEGER) AS device, CAST(NULL AS INTEGER) AS stream,
+       CAST(NULL AS BIGINT) AS correlation, CAST(NULL AS BIGINT) AS external_id, pid AS at_pid, tid AS at_tid,
+       ts_ns AS at_ns, true AS is_cpu_op, CAST(NULL AS BIGINT) AS graph_launch_id, contains(name, '::') AS namespaced,
+       CAST(NULL AS BIGINT) AS launch_id
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+  AND NOT starts_with(name, getvariable('module_prefix'))
+  AND NOT starts_with(name, getvariable('function_prefix'));
 
 -- Where launches of two runtimes share a correlation (each numbers its own calls: ks_launch_family), a device event
 -- of it was joined to each: it keeps the one that launched it, which Kineto gives the External id of the operator
@@ -170,8 +170,10 @@ WHERE ks_items.event_id = placed.event_id;
 -- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
 -- one of each), which the launch check counted: this runs after it, its guard a variable's (asked in one SELECT with
 -- those below it, where a guard of ks_items was a SELECT of its own); the check counts no CPU row. A trace without
--- device work has none, and rank_parts.py answers this guard for it.
+-- device work made its CPU rows with ks_items above (its second guard, known to rank_parts.py, is asked after the first,
+-- which is asked with those below it).
 -- run if: getvariable('ks_launch_check').device_events = 0
+-- run if: coalesce(getvariable('ks_device_work'), true)
 INSERT INTO ks_items
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL
 FROM events
@@ -265,8 +267,9 @@ WHERE external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND a
 
 -- The spans that may hold a launch point, for held.py (held_spans.sql, held_by_sql.sql): scopes (kind 0 module, 1
 -- function) and operators (2) of positive length. A plain trace's scopes are its Python frames (frames.sql,
--- ks_frame_scopes), named there.
-CREATE OR REPLACE TEMP VIEW ks_spans AS
+-- ks_frame_scopes), named there. Made only where missing: a small run's connection, kept for the next run
+-- (connection.py), keeps it (its DROP below held back), and making it again cost that run ~0.5 ms of binding.
+CREATE TEMP VIEW IF NOT EXISTS ks_spans AS
 SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name, false AS frame,
        CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
                  WHEN starts_with(name, getvariable('function_prefix')) THEN 1
