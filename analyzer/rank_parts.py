@@ -159,7 +159,8 @@ def _attribute(
         hold_spans(con, small=small)
         rows = run_sql_file(con, "attribution_rows.sql", known={**known, **settled})
         *counts, named = rows.fetchone()
-        check = LaunchCheck(*counts)
+        # without device work attribution.sql sets no check (its counts here are an earlier run's, or NULL): zeros
+        check = LaunchCheck(*counts) if device_work else LaunchCheck(0, 0, 0, 0)
         if script_paths:
             run_sql_file(con, "torchscript_modules.sql")
         run_sql_file(con, "attribution_end.sql")

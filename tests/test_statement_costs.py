@@ -164,12 +164,14 @@ def test_a_trace_without_device_work_joins_its_rows_to_their_holders_alone(small
 def test_a_trace_without_device_work_runs_no_statement_its_cpu_rows_do_not_need(small_run, monkeypatch):
     # each statement costs a small trace's load a fixed part of a millisecond: its CPU rows are made at once (no
     # empty table filled after), their self time with ks_rows (no UPDATE of `kernels`), no empty ks_ops_by_id that
-    # nothing reads; its one part inserts in its own transaction; a kept connection's ks_spans is not made again
+    # nothing reads, no launch check of zeros set (the load knows it); its one part inserts in its own transaction; a
+    # kept connection's ks_spans is not made again
     ran = _cpu_load_statements(small_run, monkeypatch)
     unneeded = (
         "UPDATE ",
         "INSERT INTO KS_ITEMS",
         "KS_OPS_BY_ID",
+        "SET VARIABLE KS_LAUNCH_CHECK",
         "BEGIN TRANSACTION",
         "COMMIT",
         "REPLACE TEMP VIEW KS_SPANS",
