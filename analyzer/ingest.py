@@ -49,10 +49,15 @@ WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed w
 
 
 def ingest_trace(
-    con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False, rank: int = 0
+    con: duckdb.DuckDBPyConnection,
+    path: str | os.PathLike,
+    *,
+    progress: bool = False,
+    rank: int = 0,
+    settings: Settings | None = None,
 ) -> TraceHeader:
     """Create table ``events`` (see events.sql) from the trace at ``path``, every row of rank ``rank``, and return its
-    header keys."""
+    header keys. ``settings``: ``con``'s, where the caller knows them (else read)."""
     path = Path(path)
     if not path.is_file():
         raise BadInputError(path, "no such trace file" if not path.exists() else "is not a file")
@@ -60,7 +65,7 @@ def ingest_trace(
     if size == 0:
         raise BadInputError(path, "the file is empty")
     header = TraceHeader(str(path), is_gzip(path), size, rank=int(rank))
-    settings = read_settings(con)
+    settings = settings or read_settings(con)
     workers = max(1, settings.threads)
     budget = in_flight_bytes(settings)
     if header.compressed:

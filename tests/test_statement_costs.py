@@ -178,3 +178,25 @@ def test_a_trace_without_device_work_runs_no_statement_its_cpu_rows_do_not_need(
     )
     assert [text for text in ran if any(word in text for word in unneeded)] == []
     assert any("CREATE TEMP VIEW IF NOT EXISTS KS_SPANS" in text for text in ran)
+
+
+def test_a_load_after_one_with_the_same_limits_has_its_settings_with_no_query(small_run, monkeypatch):
+    # the ingest plans its parts by the connection's threads and limits, which the load has just set: asked of DuckDB
+    # (for its display of the limits) once per pair of limits, as a SELECT cost a small trace's load ~0.6 ms
+    from kernelscope.analyzer import ingest, memory, rank_parts
+
+    load_run(small_run).close()
+    real_read, real_ingest = memory.read_settings, rank_parts.ingest_trace
+    handed, read = [], []
+
+    def noting(con, path, **kwargs):
+        handed.append((kwargs["settings"], real_read(con)))
+        return real_ingest(con, path, **kwargs)
+
+    monkeypatch.setattr(rank_parts, "ingest_trace", noting)
+    for module in (memory, ingest):
+        monkeypatch.setattr(module, "read_settings", lambda con: read.append(con) or real_read(con))
+    with load_run(small_run) as run:
+        assert run.device == "cpu"
+    ((given, as_read),) = handed
+    assert read == [] and given == as_read
