@@ -25,8 +25,10 @@
 
 -- A trace without device work (no device event, no runtime or driver call that may launch one: a CPU-only
 -- recording) would have the launch steps below make their tables empty and a launch check of zeros: they are not run
--- there, and those tables are made empty and that check set instead (the steps cost a small trace ~5 ms of its ~40:
--- benchmarks/RESULTS.md). frames_needed.sql tells whether a trace holds device work, and its caller (rank_parts.py)
+-- there: the tables the statements after them read are made as such a trace has them, and the check is not set (a
+-- statement that cost a small trace's load ~0.4 ms): the caller that answers that the trace holds no device work
+-- knows its check is zeros, and reads none from attribution_rows.sql's last statement (the steps cost a small trace
+-- ~5 ms of its ~40: benchmarks/RESULTS.md). frames_needed.sql tells whether a trace holds device work, and its caller (rank_parts.py)
 -- answers the guards of variable ks_device_work, which no statement sets, with it; where no caller answers them, the
 -- launch steps run (exact on any trace).
 -- The runtime and driver calls that launch device work, one per correlation of each runtime (validate.sql refuses
@@ -57,12 +59,6 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND external_id IN (SELECT external_id FROM ks_launches)
 GROUP BY external_id;
 
--- The same, empty, in a trace without device work (the column types of the statement above).
--- run if: NOT coalesce(getvariable('ks_device_work'), true)
-CREATE OR REPLACE TEMP TABLE ks_ops_by_id (
-    external_id BIGINT, op_id BIGINT, pid BIGINT, tid BIGINT, ts_ns BIGINT, end_ns BIGINT, namespaced BOOLEAN
-);
-
 -- One row per result row, with where (thread, time) it was launched from: device events through the
 -- runtime/driver call of their correlation; in a trace without device events, its operators (is_cpu_op), from
 -- their start. The thread of a launch is that of the operator its External id names where the two differ and that
@@ -89,13 +85,19 @@ FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 LEFT JOIN ks_ops_by_id o
   ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns;
 
--- The same, empty, in a trace without device work (the column types of the statement above).
+-- A trace without device work: its CPU operators, as the INSERT below gives them to a trace with device work but no
+-- device event (the column types of the statement above); made here, not made empty and filled there (a statement
+-- of its own cost a small trace's load ~0.35 ms). Such a trace makes no ks_ops_by_id: no statement it runs reads one.
 -- run if: NOT coalesce(getvariable('ks_device_work'), true)
-CREATE OR REPLACE TEMP TABLE ks_items (
-    event_id BIGINT, kind VARCHAR, ts_ns BIGINT, dur_ns BIGINT, device INTEGER, stream INTEGER, correlation BIGINT,
-    external_id BIGINT, at_pid BIGINT, at_tid BIGINT, at_ns BIGINT, is_cpu_op BOOLEAN, graph_launch_id BIGINT,
-    namespaced BOOLEAN, launch_id BIGINT
-);
+CREATE OR REPLACE TEMP TABLE ks_items AS
+SELECT event_id, 'cpu' AS kind, ts_ns, dur_ns, CAST(NULL AS INTEGER) AS device, CAST(NULL AS INTEGER) AS stream,
+       CAST(NULL AS BIGINT) AS correlation, CAST(NULL AS BIGINT) AS external_id, pid AS at_pid, tid AS at_tid,
+       ts_ns AS at_ns, true AS is_cpu_op, CAST(NULL AS BIGINT) AS graph_launch_id, contains(name, '::') AS namespaced,
+       CAST(NULL AS BIGINT) AS launch_id
+FROM events
+WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
+  AND NOT starts_with(name, getvariable('module_prefix'))
+  AND NOT starts_with(name, getvariable('function_prefix'));
 
 -- Where launches of two runtimes share a correlation (each numbers its own calls: ks_launch_family), a device event
 -- of it was joined to each: it keeps the one that launched it, which Kineto gives the External id of the operator
@@ -136,12 +138,6 @@ SET VARIABLE ks_launch_check = (
     FROM lost
 );
 
--- The same in a trace without device work: no launch, no device event.
--- run if: NOT coalesce(getvariable('ks_device_work'), true)
-SET VARIABLE ks_launch_check = {launches: CAST(0 AS BIGINT), device_events: CAST(0 AS BIGINT),
-                                launches_without_device_event: CAST(0 AS BIGINT),
-                                device_events_without_launch: CAST(0 AS BIGINT), unplaced: CAST(0 AS BIGINT)};
-
 -- A device event is placed where Kineto files a device's work: under the device's index as pid (its device arg), its
 -- queue as tid (ingest.sql gives the tid for stream where the event has no stream arg: XPU's, roctracer's). ks_items
 -- keeps the stream of those filed so (pid = device arg: every CUDA trace's); the others (no device arg, or filed under
@@ -178,8 +174,10 @@ WHERE ks_items.event_id = placed.event_id;
 -- A trace without device events: its operators. ks_items holds a row for each device event (the DELETE above keeps
 -- one of each), which the launch check counted: this runs after it, its guard a variable's (asked in one SELECT with
 -- those below it, where a guard of ks_items was a SELECT of its own); the check counts no CPU row. A trace without
--- device work has none, and rank_parts.py answers this guard for it.
+-- device work made its CPU rows with ks_items above (its second guard, known to rank_parts.py, is asked after the first,
+-- which is asked with those below it).
 -- run if: getvariable('ks_launch_check').device_events = 0
+-- run if: coalesce(getvariable('ks_device_work'), true)
 INSERT INTO ks_items
 SELECT event_id, 'cpu', ts_ns, dur_ns, NULL, NULL, NULL, NULL, pid, tid, ts_ns, true, NULL, contains(name, '::'), NULL
 FROM events
@@ -273,8 +271,9 @@ WHERE external_id IN (SELECT external_id FROM ks_items WHERE NOT is_cpu_op AND a
 
 -- The spans that may hold a launch point, for held.py (held_spans.sql, held_by_sql.sql): scopes (kind 0 module, 1
 -- function) and operators (2) of positive length. A plain trace's scopes are its Python frames (frames.sql,
--- ks_frame_scopes), named there.
-CREATE OR REPLACE TEMP VIEW ks_spans AS
+-- ks_frame_scopes), named there. Made only where missing: a small run's connection, kept for the next run
+-- (connection.py), keeps it (its DROP below held back), and making it again cost that run ~0.5 ms of binding.
+CREATE TEMP VIEW IF NOT EXISTS ks_spans AS
 SELECT event_id, pid, tid, ts_ns, ts_ns + dur_ns AS end_ns, name, false AS frame,
        CAST(CASE WHEN starts_with(name, getvariable('module_prefix')) THEN 0
                  WHEN starts_with(name, getvariable('function_prefix')) THEN 1

@@ -49,10 +49,15 @@ WHOLE_PARSE_LIMIT = 64 << 20  # a trace the fast path could not read is parsed w
 
 
 def ingest_trace(
-    con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, progress: bool = False, rank: int = 0
+    con: duckdb.DuckDBPyConnection,
+    path: str | os.PathLike,
+    *,
+    progress: bool = False,
+    rank: int = 0,
+    settings: Settings | None = None,
 ) -> TraceHeader:
     """Create table ``events`` (see events.sql) from the trace at ``path``, every row of rank ``rank``, and return its
-    header keys."""
+    header keys. ``settings``: ``con``'s, where the caller knows them (else read)."""
     path = Path(path)
     if not path.is_file():
         raise BadInputError(path, "no such trace file" if not path.exists() else "is not a file")
@@ -60,7 +65,7 @@ def ingest_trace(
     if size == 0:
         raise BadInputError(path, "the file is empty")
     header = TraceHeader(str(path), is_gzip(path), size, rank=int(rank))
-    settings = read_settings(con)
+    settings = settings or read_settings(con)
     workers = max(1, settings.threads)
     budget = in_flight_bytes(settings)
     if header.compressed:
@@ -131,7 +136,7 @@ def _load(
     with (
         scratch_folder() as scratch,
         _kept_pages(several and not header.compressed),
-        _NativeInserts(con) as inserts,
+        _NativeInserts(con, several) as inserts,
         ThreadPoolExecutor(workers, thread_name_prefix="kernelscope-ingest") if several else CallingThread() as pool,
         progress_bar(path, header.size_bytes, progress) as advance,
     ):
@@ -272,14 +277,17 @@ class _NativeInserts:
     transaction committed when all parts have loaded: each insert committed on its own has DuckDB merge it into
     the table, a cost that grows with the number of parts (benchmarks/RESULTS.md, "Ids and transactions")."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, several: bool = True) -> None:
         self.con = con
         self.local = threading.local()
         self.cursors: list[duckdb.DuckDBPyConnection] = []
         self.lock = threading.Lock()
+        # One part inserts on the calling thread's connection in the insert's own transaction: a cursor's BEGIN and
+        # COMMIT around a single statement cost a small trace's load ~0.4 ms, and a failed insert commits nothing.
+        self.one_statement = not several
 
     def insert(self, stream, first_id: int, rank: int) -> None:
-        cursor = getattr(self.local, "cursor", None)
+        cursor = self.con if self.one_statement else getattr(self.local, "cursor", None)
         if cursor is None:
             cursor = self.local.cursor = connection.noted(self.con.cursor())
             execute(cursor, "BEGIN TRANSACTION")

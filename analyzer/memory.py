@@ -83,12 +83,13 @@ def limit_memory(
     json_size: int = 0,
     disk_limit: int | str | None = None,
     now=None,
-) -> None:
+) -> tuple[str, str]:
     """Set ``con``'s memory limit (bytes, or DuckDB's '4GB') and the most it may spill to its spill directory
     (``disk_limit``; default_disk_limit); ``json_size``: the JSON the run will load, in bytes. ``now``: the instance's
     settings as the last run set them (connection.sized_settings), kept up to date: where they are the same, nothing
     is set. Setting memory_limit has DuckDB give its allocator's freed memory back to the system, which the next
-    statements then fault in again: on a small trace that cost more than setting it (benchmarks/RESULTS.md)."""
+    statements then fault in again: on a small trace that cost more than setting it (benchmarks/RESULTS.md).
+    Returns the two limits as ``con`` now has them set (for settings_as_set)."""
     amount = f"{limit}B" if isinstance(limit, int) else limit
     disk = default_disk_limit(json_size) if disk_limit is None else disk_limit
     disk = f"{disk}B" if isinstance(disk, int) else disk
@@ -109,6 +110,7 @@ def limit_memory(
         if held is not None:
             with contextlib.suppress(duckdb.InvalidInputException):
                 con.execute(f"SET block_allocator_memory = {quote(f'{held // 2}B')}")
+    return amount, disk
 
 
 def memory_bytes(limit: int | str) -> int | None:
@@ -138,6 +140,23 @@ def read_settings(con: duckdb.DuckDBPyConnection) -> Settings:
     )
     threads, memory, disk = execute(con, query).fetchone()
     return Settings(int(threads), memory, disk)
+
+
+MAX_SHOWN = 64  # the limits whose display is kept: a process's runs set a few (small traces all the same two)
+# DuckDB's display of the memory and disk limits as set (limit_memory), by the values set: read once per process
+_shown: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def settings_as_set(con: duckdb.DuckDBPyConnection, threads: int, limits: tuple[str, str]) -> Settings:
+    """``con``'s Settings where it has ``threads`` threads and ``limits`` (limit_memory's), as read_settings reads
+    them: read once for each pair of limits, then known (its SELECT cost a small trace's load ~0.6 ms)."""
+    shown = _shown.get(limits)
+    if shown is None:
+        settings = read_settings(con)
+        if len(_shown) < MAX_SHOWN:
+            _shown[limits] = (settings.memory_limit, settings.disk_limit)
+        return settings
+    return Settings(threads, *shown)
 
 
 def in_flight_bytes(settings: Settings) -> int:

@@ -12,6 +12,7 @@ from . import rundir
 from .errors import BadInputError
 from .held import hold_spans
 from .ingest import beyond_the_limits, ingest_trace
+from .memory import Settings
 from .pasted import pasted_events, pasted_processes, take_process
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
@@ -77,11 +78,19 @@ class RankPart:
 
 
 def ingest_ranks(
-    con, sources, module_prefix: str, function_prefix: str, progress: bool, refuse_empty: bool, small: bool = False
+    con,
+    sources,
+    module_prefix: str,
+    function_prefix: str,
+    progress: bool,
+    refuse_empty: bool,
+    small: bool = False,
+    settings: Settings | None = None,
 ) -> list[RankPart]:
     """Each rank: ingest, attribution, loss check; its rows then join the others' with their rank. A single
     trace with nothing to attribute is refused before the attribution runs (``refuse_empty``). ``small``: the run's
-    JSON is small (run_settings.keeps_steps): its steps' rows may be copied (held.py)."""
+    JSON is small (run_settings.keeps_steps): its steps' rows may be copied (held.py). ``settings``: ``con``'s, where
+    the caller knows them (memory.settings_as_set), else read."""
     parts, aside = [], set()
     for source in sources:
         named, script_paths = calls_named_from_the_trace(source.manifest), rundir.torchscript_paths(source.manifest)
@@ -90,7 +99,7 @@ def ingest_ranks(
                            torchscript_paths=script_paths)  # fmt: skip
         try:
             # with the rank a run directory names; a bare trace's, its header's, is known once it is read
-            header = ingest_trace(con, source.trace, progress=progress, rank=source.rank or 0)
+            header = ingest_trace(con, source.trace, progress=progress, rank=source.rank or 0, settings=settings)
         except PermissionError as exc:  # other OSErrors are not about the input (a full scratch disk)
             raise BadInputError(source.trace, f"cannot be read ({exc.strerror or exc})") from None
         # spans paired from "B" and "E" events, and an Ascend trace's tasks, were not yet device events when the
@@ -159,7 +168,8 @@ def _attribute(
         hold_spans(con, small=small)
         rows = run_sql_file(con, "attribution_rows.sql", known={**known, **settled})
         *counts, named = rows.fetchone()
-        check = LaunchCheck(*counts)
+        # without device work attribution.sql sets no check (its counts here are an earlier run's, or NULL): zeros
+        check = LaunchCheck(*counts) if device_work else LaunchCheck(0, 0, 0, 0)
         if script_paths:
             run_sql_file(con, "torchscript_modules.sql")
         run_sql_file(con, "attribution_end.sql")

@@ -13,7 +13,7 @@ from . import connection, rundir
 from .errors import OUT_OF_MEMORY, BadInputError, KernelscopeError
 from .event_array import is_gzip
 from .kernel_names import define_kernel_short
-from .memory import default_memory_limit, json_bytes, limit_memory
+from .memory import default_memory_limit, json_bytes, limit_memory, settings_as_set
 from .profiling_frame import PROFILING_COLUMNS, profiling_frame
 from .rank_parts import LaunchCheck, RankPart, calls_named_from_the_trace, ingest_ranks
 from .ranks import UnknownRank, find_ranks, merge_function_data, one_scheme, rank_twice
@@ -62,14 +62,16 @@ class Run:
         json_size = sum(json_bytes(s.trace, is_gzip(s.trace)) for s in sources)
         memory = default_memory_limit(json_size) if memory_limit is None else memory_limit
         made, now = connection.made_settings(con), connection.sized_settings(con)  # now: as the last run left them
-        limit_memory(con, memory, json_size, disk_limit, now)
-        limit_threads(con, json_size, made.threads, now.threads)
+        limits = limit_memory(con, memory, json_size, disk_limit, now)
+        threads = limit_threads(con, json_size, made.threads, now.threads)
         limit_optimizers(con, json_size, made.lean_optimizers, now.disabled_optimizers, made.disabled_optimizers)
         small = keeps_steps(json_size)
         if small:
             hold_drops(con)
         try:
-            parts = ingest_ranks(con, sources, module_prefix, function_prefix, progress, not allow_empty, small)
+            settings = settings_as_set(con, threads, limits)
+            refuse_empty = not allow_empty
+            parts = ingest_ranks(con, sources, module_prefix, function_prefix, progress, refuse_empty, small, settings)
             if len(parts) > 1:  # the ranks' samples merged (function_data()) add up too
                 check_totals(merge_function_data({part.rank: part.function_data for part in parts}), path)
         except BaseException:

@@ -39,12 +39,13 @@ def run_threads(json_size: int, default: int) -> int:
     return max(1, min(default, json_size // THREAD_BYTES))
 
 
-def limit_threads(con: duckdb.DuckDBPyConnection, json_size: int, default: int, now: int | None = None) -> None:
+def limit_threads(con: duckdb.DuckDBPyConnection, json_size: int, default: int, now: int | None = None) -> int:
     """Give ``con``'s instance the threads a run of ``json_size`` bytes of JSON needs, of its ``default``; ``now``: its
-    threads now (None: the default)."""
+    threads now (None: the default). Returns them."""
     threads = run_threads(json_size, default)
     if threads != (default if now is None else now):
         con.execute(f"SET threads = {threads}")
+    return threads
 
 
 def lean_disabled_optimizers(con: duckdb.DuckDBPyConnection) -> str:

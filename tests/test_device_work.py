@@ -78,6 +78,15 @@ def test_a_trace_without_device_work_makes_no_launch_step_table(tmp_path):
         assert run.device == "cpu" and astuple(run.launch_check()) == (0, 0, 0, 0)
 
 
+def test_a_trace_without_device_work_has_a_check_of_zeros_on_the_connection_a_cuda_run_kept(tmp_path):
+    # attribution.sql sets no check for it: the connection kept from the run before holds that run's
+    mlp = REPO / "sample_traces" / "mlp" / "trace.json.gz"
+    with load_run(mlp) as run:
+        assert run.launch_check().launches > 0
+    with load_run(cpu_only_copy(mlp, tmp_path)) as run:
+        assert run.device == "cpu" and astuple(run.launch_check()) == (0, 0, 0, 0)
+
+
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_without_device_work_the_rows_are_those_of_the_launch_steps_and_the_reference(trace, tmp_path, request):
     copy = cpu_only_copy(trace, tmp_path)

@@ -121,21 +121,30 @@ def test_the_name_lookup_gathers_its_ids_with_no_aggregate(small_run):
     assert "union" in shown and "group by" not in shown and "aggregate" not in shown, plan
 
 
-def _cpu_load_statement(small_run, monkeypatch, table: str) -> str:
-    """The statement that made ``table`` in a load of the CPU recording ``small_run``, its comments left out."""
+def _cpu_load_statements(small_run, monkeypatch) -> list[str]:
+    """The statements of a load of the CPU recording ``small_run`` that follows another (on the connection it kept),
+    their comments left out, upper-cased."""
     ran: list[str] = []
     original = duckdb.DuckDBPyConnection.execute
 
     def watched(con, query, *args, **kwargs):
-        ran.append(query if isinstance(query, str) else query.query)
+        text = query if isinstance(query, str) else query.query
+        ran.append("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--")).upper())
         return original(con, query, *args, **kwargs)
 
     monkeypatch.setattr(held, "native_sweep", None)  # its table is read by a local name, the watcher's frame's here
+    load_run(small_run).close()
     monkeypatch.setattr(duckdb.DuckDBPyConnection, "execute", watched)
     with load_run(small_run) as run:
         assert run.device == "cpu"
-    (made,) = [query for query in ran if f"TABLE {table} AS" in query]
-    return "\n".join(line for line in made.splitlines() if not line.lstrip().startswith("--")).upper()
+        assert (run.profiling_df()["kernel_us"] >= 0).all()
+    return ran
+
+
+def _cpu_load_statement(small_run, monkeypatch, table: str) -> str:
+    """The statement that made ``table`` in a load of the CPU recording ``small_run``, its comments left out."""
+    (made,) = [query for query in _cpu_load_statements(small_run, monkeypatch) if f"TABLE {table.upper()} AS" in query]
+    return made
 
 
 def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_run, monkeypatch):
@@ -145,6 +154,49 @@ def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_ru
 
 
 def test_a_trace_without_device_work_joins_its_rows_to_their_holders_alone(small_run, monkeypatch):
-    # its items are CPU operators, each its own operator and point: no External id or point to look up
+    # its items are CPU operators, each its own operator and point: no External id or point to look up; the second
+    # join to ks_held is the sum of each row's children (its self time, for which `kernels` is then not updated)
     rows = _cpu_load_statement(small_run, monkeypatch, "ks_rows")
-    assert rows.count("JOIN") == 1 and "KS_HELD" in rows, rows
+    assert rows.count("JOIN") == 3 and rows.count("KS_HELD") == 2, rows
+    assert "KS_OPS_BY_ID" not in rows and "KS_ANCHORS" not in rows, rows
+
+
+def test_a_trace_without_device_work_runs_no_statement_its_cpu_rows_do_not_need(small_run, monkeypatch):
+    # each statement costs a small trace's load a fixed part of a millisecond: its CPU rows are made at once (no
+    # empty table filled after), their self time with ks_rows (no UPDATE of `kernels`), no empty ks_ops_by_id that
+    # nothing reads, no launch check of zeros set (the load knows it); its one part inserts in its own transaction; a
+    # kept connection's ks_spans is not made again
+    ran = _cpu_load_statements(small_run, monkeypatch)
+    unneeded = (
+        "UPDATE ",
+        "INSERT INTO KS_ITEMS",
+        "KS_OPS_BY_ID",
+        "SET VARIABLE KS_LAUNCH_CHECK",
+        "BEGIN TRANSACTION",
+        "COMMIT",
+        "REPLACE TEMP VIEW KS_SPANS",
+    )
+    assert [text for text in ran if any(word in text for word in unneeded)] == []
+    assert any("CREATE TEMP VIEW IF NOT EXISTS KS_SPANS" in text for text in ran)
+
+
+def test_a_load_after_one_with_the_same_limits_has_its_settings_with_no_query(small_run, monkeypatch):
+    # the ingest plans its parts by the connection's threads and limits, which the load has just set: asked of DuckDB
+    # (for its display of the limits) once per pair of limits, as a SELECT cost a small trace's load ~0.6 ms
+    from kernelscope.analyzer import ingest, memory, rank_parts
+
+    load_run(small_run).close()
+    real_read, real_ingest = memory.read_settings, rank_parts.ingest_trace
+    handed, read = [], []
+
+    def noting(con, path, **kwargs):
+        handed.append((kwargs["settings"], real_read(con)))
+        return real_ingest(con, path, **kwargs)
+
+    monkeypatch.setattr(rank_parts, "ingest_trace", noting)
+    for module in (memory, ingest):
+        monkeypatch.setattr(module, "read_settings", lambda con: read.append(con) or real_read(con))
+    with load_run(small_run) as run:
+        assert run.device == "cpu"
+    ((given, as_read),) = handed
+    assert read == [] and given == as_read
