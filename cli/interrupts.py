@@ -84,8 +84,10 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
 
     The kernel may hand a process's signal to any of its threads (a DuckDB worker, this watcher): one that lands
     elsewhere leaves a main thread blocked in a system call (a sleep, a read, a wait on a lock) blocked, its handler
-    not run. Where the handler did not run within HANDLER_WAIT, the signal is sent again to the main thread itself,
-    once, which interrupts the call: CI saw an archive's SIGTERM go unhandled for a minute so."""
+    not run. Where the handler did not run within HANDLER_WAIT, the main thread is woken by WAKE, whose handler does
+    nothing: the call ends, and the handlers of the signals already noted run, each once. (Sending the signal itself
+    again ran a handler twice where two signals had run it once, and every 0.2 s where the handler was the user's
+    code's, which this one does not count.)"""
     read, write = os.pipe()
     os.set_blocking(write, False)
     try:
@@ -95,33 +97,42 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
         os.close(write)
         yield
         return
-
+    woken = WAKE is not None and hasattr(signal, "pthread_kill")
+    wake_handler = signal.signal(WAKE, _woken) if woken else None
     main_thread = threading.main_thread().ident
+    ours = signal.getsignal(signal.SIGINT)  # counted, ended_by_signals' handler of every signal it turns
 
     def watch() -> None:
-        seen = raised = resent = 0  # resent: the signals this thread sent the main thread, seen here again
-        while True:
-            try:
-                data = os.read(read, 64)
-            except OSError:
-                return
-            if not data:
-                return
-            seen += len(data)
-            deadline = time.monotonic() + HANDLER_WAIT
-            while counts[0] < seen - resent and time.monotonic() < deadline:
-                time.sleep(0.01)
-            unhandled = counts[0] < seen - resent
-            if unhandled and hasattr(signal, "pthread_kill"):
-                resent += 1
-                signal.pthread_kill(main_thread, data[-1])
-            if unhandled or counts[1] > raised:
-                # none made where the module is not imported, or not yet whole (a signal during its import)
-                connections = sys.modules.get("kernelscope.analyzer.connection")
-                interrupt_queries = getattr(connections, "interrupt_queries", None)
-                if interrupt_queries is not None:
-                    interrupt_queries()
-            raised = counts[1]
+        seen = raised = 0
+        try:
+            while True:
+                try:
+                    data = os.read(read, 64)
+                except OSError:
+                    return
+                if not data:
+                    return
+                signums = [signum for signum in data if signum != WAKE]
+                if not signums:  # only the wakes this thread sent: waking for them would wake again, every 0.2 s
+                    continue
+                counted_here = sum(signal.getsignal(signum) is ours for signum in signums)
+                seen += counted_here
+                deadline = time.monotonic() + HANDLER_WAIT
+                while counts[0] < seen and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                unhandled = counts[0] < seen
+                # another handler (the user's code's) is not counted: whether it ran is unknown, and a wake harmless
+                if woken and (unhandled or len(signums) > counted_here):
+                    signal.pthread_kill(main_thread, WAKE)
+                if unhandled or counts[1] > raised:
+                    # none made where the module is not imported, or not yet whole (a signal during its import)
+                    connections = sys.modules.get("kernelscope.analyzer.connection")
+                    interrupt_queries = getattr(connections, "interrupt_queries", None)
+                    if interrupt_queries is not None:
+                        interrupt_queries()
+                raised = counts[1]
+        finally:
+            os.close(read)  # here: the main thread, done waiting for a late watcher, would let it read a reused number
 
     watcher = threading.Thread(target=watch, name="kernelscope-signals", daemon=True)
     watcher.start()
@@ -131,7 +142,16 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
         signal.set_wakeup_fd(before)
         os.close(write)  # the watcher reads the end of the pipe and returns
         watcher.join(1)
-        os.close(read)
+        if woken:
+            signal.signal(WAKE, wake_handler)
+
+
+# wakes the main thread: ignored by default, so one that comes after its handler is put back does nothing
+WAKE = getattr(signal, "SIGURG", None)
+
+
+def _woken(signum: int, frame) -> None:
+    """WAKE's handler: the main thread's system call ended, and the signals noted meanwhile have run their handlers."""
 
 
 def finishing(output: str | os.PathLike) -> None:

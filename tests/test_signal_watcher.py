@@ -1,0 +1,68 @@
+"""The watcher of cli/interrupts.py wakes a main thread whose signal's handler did not run soon (the kernel handed the
+signal to another thread): each signal must still reach its handler once, never twice."""
+
+import os
+import signal
+import threading
+import time
+
+from kernelscope.interrupts import HANDLER_WAIT, ctrl_c_handled, ended_by_signals
+
+
+def test_a_signal_a_handler_of_the_user_s_code_took_is_not_delivered_to_it_again():
+    """record runs the user's code inside the command's handlers; a training script's own Ctrl-C handler (first:
+    stop after this step, second: quit now) ran every 0.2 s for one Ctrl-C, as the watcher counted only its own
+    handler's runs and sent the signal again, and again: once the command's handler was back, it raised."""
+    calls = []
+    try:
+        with ended_by_signals():
+            ours = signal.signal(signal.SIGINT, lambda signum, frame: calls.append(signum))
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(HANDLER_WAIT * 3)
+            finally:
+                signal.signal(signal.SIGINT, ours)
+    except KeyboardInterrupt:
+        calls.append("KeyboardInterrupt once the command's handler was back")
+    assert calls == [signal.SIGINT]
+
+
+def test_two_signals_that_ran_the_handler_once_raise_once(monkeypatch):
+    """Two Ctrl-C the kernel handed to another thread before the main thread ran Python run its handler once (CPython
+    notes a signal as a flag); the watcher took the second for one never handled and sent it again, a second
+    KeyboardInterrupt after sql's prompt had dropped its line for the first (ctrl_c_handled())."""
+    raised = []
+
+    def handed_elsewhere():
+        for _ in range(2):
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    with ended_by_signals():
+        for wait in (10, HANDLER_WAIT * 3):  # the first ends as the watcher wakes the main thread
+            try:
+                if not raised:
+                    threading.Thread(target=handed_elsewhere).start()
+                time.sleep(wait)
+            except KeyboardInterrupt:
+                raised.append(ctrl_c_handled())
+    assert raised == [True]
+
+
+def test_the_main_thread_is_woken_once_for_a_signal_it_handled_late(monkeypatch):
+    """Where the handler never catches up with the signals seen (two ran it once), the wake itself is no new signal:
+    the watcher must not wake the main thread again for its own wake, every HANDLER_WAIT."""
+    wakes = []
+    monkeypatch.setattr("kernelscope.interrupts._woken", lambda signum, frame: wakes.append(signum))
+
+    def handed_elsewhere():
+        for _ in range(2):
+            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    with ended_by_signals():
+        try:
+            threading.Thread(target=handed_elsewhere).start()
+            time.sleep(10)
+        except KeyboardInterrupt:
+            ctrl_c_handled()
+        time.sleep(HANDLER_WAIT * 4)
+    assert len(wakes) == 1
