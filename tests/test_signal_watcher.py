@@ -3,10 +3,16 @@ signal to another thread): each signal must still reach its handler once, never 
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
+import pytest
+from conftest import REPO
 from kernelscope.interrupts import HANDLER_WAIT, ctrl_c_handled, ended_by_signals
+
+RUN = REPO / "sample_traces" / "mlp"
 
 
 def test_a_signal_a_handler_of_the_user_s_code_took_is_not_delivered_to_it_again():
@@ -66,3 +72,19 @@ def test_the_main_thread_is_woken_once_for_a_signal_it_handled_late(monkeypatch)
             ctrl_c_handled()
         time.sleep(HANDLER_WAIT * 4)
     assert len(wakes) == 1
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_pending_behind_the_parent_s_mask_ends_the_command_with_one_line(signum):
+    """A signal sent while the parent's mask blocked it waits through exec; entry.py's unblocking delivers it at
+    once, and its handler raised before the block that turns it into one line: a traceback of _Stopped."""
+    launcher = (
+        "import os, signal, sys\n"
+        "signal.pthread_sigmask(signal.SIG_BLOCK, {1, 2, 15})\n"
+        f"os.kill(os.getpid(), {int(signum)})\n"
+        "os.execv(sys.executable, [sys.executable, '-c', 'from kernelscope.entry import main; main()', 'analyze', "
+        f"{str(RUN)!r}])"
+    )
+    done = subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True, timeout=60)
+    said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    assert (done.returncode, done.stderr.strip().splitlines()) == (128 + signum, [f"kernelscope: {said}"])
