@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib
-import shlex
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from .numbers import WARMUP_PASSES
 from .output import TERMINAL, Output, diagnostic, emit
 from .output_options import output_options
 from .paths import UserPath
+from .printable import printable, shell_word
 from .report_command import report
 from .rows import (
     FULL_NAMES,
@@ -148,8 +148,8 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
 
 def _print_next(out: Path) -> None:
     """Where the run went, and the command that reads it next (quoted for the shell, as a path may need)."""
-    click.echo(f"run directory: {out}")
-    click.echo(f"next: kernelscope analyze {shlex.quote(str(out))} --kernels")
+    click.echo(f"run directory: {printable(str(out))}")
+    click.echo(f"next: kernelscope analyze {shell_word(str(out))} --kernels")
 
 
 @main.command(short_help="Record your model: pkg.module:factory.")
