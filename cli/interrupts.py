@@ -42,6 +42,7 @@ def ended_by_signals() -> Iterator[list[int]]:
     received = _received
     received.clear()
     _finishing.clear()
+    _held.clear()
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
@@ -50,7 +51,10 @@ def ended_by_signals() -> Iterator[list[int]]:
         if received:  # the first one's cleanup is running: let it finish
             return
         received.append(signum)
-        raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
+        if _deferring:  # raised once the block ends (signals_deferred)
+            _held.append(signum)
+            return
+        _raise(signum)
 
     counts = [0, 0]  # the signals whose handler ran, and those of them it raised for (the first; ignored: later)
 
@@ -67,6 +71,28 @@ def ended_by_signals() -> Iterator[list[int]]:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         received.clear()
+
+
+def _raise(signum: int) -> None:
+    raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
+
+
+_deferring: list[bool] = []  # one for each signals_deferred block running
+_held: list[int] = []  # the signal whose raise a block held back
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold back the raise of a signal that comes while the block runs until it ends (the signal is noted at once): an
+    exception raised inside a native module's initialization (DuckDB's, whose nanobind calls Python's enum there)
+    aborted the process ('Critical nanobind error', a traceback, SIGABRT) instead of ending the command."""
+    _deferring.append(True)
+    try:
+        yield
+    finally:
+        _deferring.pop()
+    if not _deferring and _held:
+        _raise(_held.pop())
 
 
 HANDLER_WAIT = 0.2  # seconds a signal's handler may take to run before the queries are interrupted
