@@ -14,8 +14,12 @@ class _Stopped(BaseException):
     pass
 
 
+noted: list[int] = []  # the signals stop() raised for: where the raise was swallowed, the command raises it again
+
+
 def main() -> None:
     def stop(signum: int, frame) -> None:
+        noted.append(signum)
         raise _Stopped(signum)
 
     signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]

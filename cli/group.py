@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from .interrupts import ended_by_signals, exit_code, finished_output, name
+from .interrupts import ended_by_signals, exit_code, finished_output, name, raise_swallowed
 from .output import diagnostic
 from .printable import shell_word
 
@@ -77,6 +77,7 @@ class KernelscopeGroup(click.Group):
     def invoke(self, ctx):
         with ended_by_signals() as received:
             try:
+                raise_swallowed()
                 result = super().invoke(ctx)
                 sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
             except BrokenPipeError:  # the reader (head, less) stopped reading: it had what it wanted

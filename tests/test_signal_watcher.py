@@ -111,3 +111,37 @@ def test_a_signal_while_duckdb_s_native_module_initializes_is_one_line():
     nanobind error', a traceback, SIGABRT): the signal_sweep's SIGINT 0.58 s into `sql -o`, once in 150."""
     done = subprocess.run([sys.executable, "-c", IN_DUCKDB_INIT, str(RUN)], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr.strip().splitlines()) == (130, ["kernelscope: interrupted"])
+
+
+# A signal whose raise some code swallowed (a bare except, a C function that clears errors) while the CLI imports.
+SWALLOWED = """
+import os, signal, sys, time
+import click
+real, signum = click.Group.make_context, int(sys.argv[3])
+def swallowing(self, *args, **kwargs):
+    try:
+        os.kill(os.getpid(), signum)
+        time.sleep(1)
+    except BaseException:
+        pass
+    return real(self, *args, **kwargs)
+click.Group.make_context = swallowing
+sys.argv = ["kernelscope", "analyze", sys.argv[1], "-o", sys.argv[2]]
+from kernelscope.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_whose_raise_was_swallowed_before_the_command_ran_still_ends_it(signum, tmp_path):
+    """signal_sweep's SIGINT ~0.1 s into `sql -o`: the entry's handler ran (the process caught the signal) but its
+    raise never ended the command, which wrote its output and exited 0."""
+    out = tmp_path / "k.csv"
+    args = [sys.executable, "-c", SWALLOWED, str(RUN), str(out), str(int(signum))]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    said = "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+    assert (done.returncode, done.stderr.strip().splitlines(), out.exists()) == (
+        128 + signum,
+        [f"kernelscope: {said}"],
+        False,
+    )
