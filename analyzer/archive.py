@@ -38,6 +38,7 @@ from .rundir import MANIFEST
 from .samples import encode
 from .sql import quote, sql_text
 from .user_queries import query_frame
+from .whole_reads import identity, read_whole
 
 MARKER = ARCHIVE_MARKER
 _LISTED_AGAIN: list = []  # connect()'s parts on its second try, the archive listed again (compared by identity)
@@ -126,13 +127,24 @@ class Archive:
         ``added`` is False when the archive already held it (and nothing was written). What adds killed
         earlier left is removed first."""
         source = Path(source)
+        hashed = identity(source)
         run_id = run_id_of(source)
         remove_dead_adds(self.root)
         if not self._unmade:  # an add to a damaged archive would report success where no listing of it reads
             check_readable(self.path, self.root)
         if committed_parts(self.root, run_id):
             return run_id, False
-        with Run(source, module_prefix=module_prefix, function_prefix=function_prefix) as run:
+
+        def read() -> tuple[str, Run]:  # the id and the tables of one run, where record --force replaces it meanwhile
+            read_id = run_id if identity(source) == hashed else run_id_of(source)
+            return read_id, Run(source, module_prefix=module_prefix, function_prefix=function_prefix)
+
+        read_id, loaded = read_whole(source, read, lambda got: got[1].close())
+        if read_id != run_id and committed_parts(self.root, read_id):  # the run that replaced it is archived
+            loaded.close()
+            return read_id, False
+        run_id = read_id
+        with loaded as run:
             with errors_naming(self.path, self.root / STAGING):  # the folder made absolute: named as given
                 made, add = self._create() if self._unmade else None, None
             try:

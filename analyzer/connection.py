@@ -40,8 +40,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import duckdb
-
+from .native_modules import duckdb  # before any other import of DuckDB: its initialization is not to be interrupted
 from .run_settings import lean_disabled_optimizers
 from .sql import execute, forget_held, parse_ahead, quote, run_sql_file, sql_text
 

@@ -27,6 +27,7 @@ from .trace_header import TraceHeader
 from .tree import define_tree_views, module_tree
 from .user_queries import query_frame
 from .validate import NOTHING_TO_ATTRIBUTE
+from .whole_reads import read_whole
 
 BREAKDOWN_COLUMNS = ("op", "module_name", "kernel", "call_op")
 
@@ -354,15 +355,10 @@ def load_run(
     for name, prefix in (("module_prefix", module_prefix), ("function_prefix", function_prefix)):
         if prefix is not None and not prefix:
             raise ValueError(f"{name} must not be empty")
+    settings = dict(progress=progress, allow_empty=allow_empty, memory_limit=memory_limit, disk_limit=disk_limit)
     try:
-        return Run(
-            path,
-            module_prefix=module_prefix,
-            function_prefix=function_prefix,
-            progress=progress,
-            allow_empty=allow_empty,
-            memory_limit=memory_limit,
-            disk_limit=disk_limit,
+        return read_whole(
+            path, lambda: Run(path, module_prefix=module_prefix, function_prefix=function_prefix, **settings), Run.close
         )
     except MemoryError:  # the load's memory, freed on the way here, lets the error be made
         raise BadInputError(path, OUT_OF_MEMORY) from None

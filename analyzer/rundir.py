@@ -250,6 +250,25 @@ def nested_deeper_than(value: object, levels: int) -> bool:
     return False
 
 
+def values_more_than(value: object, limit: int) -> bool:
+    """Whether ``value``'s containers hold more than ``limit`` values walked as a tree, a container met twice counted
+    twice: a pickle refers to what it wrote before, so a few hundred bytes can hold a list 2^48 times, which any walk
+    (nested_deeper_than's) would take for ever over."""
+    pending, walked = [value], 0
+    while pending:
+        item = pending.pop()
+        children = container_items(item)
+        if children is None:
+            continue
+        if issubclass(type(item), dict):
+            children = [child for _key, child in children]
+        walked += len(children)
+        if walked > limit:
+            return True
+        pending.extend(children)
+    return False
+
+
 def json_text(value: object, limit: int = 40) -> str:
     """A value as JSON text for a message, cut to ``limit`` characters."""
     text = orjson.dumps(value, default=repr).decode()

@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInputError, KernelscopeError
-from .rundir import held_file, nested_deeper_than
+from .rundir import held_file, nested_deeper_than, values_more_than
 from .samples import MAX_NESTING
 
 TORCH_HINT = "reading sample tensors needs torch (pip install 'kernelscope[record]')"
 _BOILERPLATE = ("Weights only load failed", "Please file an issue", "Check the documentation", "(1)", "(2)")
 RAM_SHARE = 0.5  # of the machine's memory, the most a samples.pt may declare (the reading holds all of it)
+MAX_STORE_VALUES = 1 << 22  # values of all samples, walked as trees: the recorder keeps arguments, not millions
 _STORAGE_TYPE = re.compile(r"torch(?:\.storage)? ([A-Za-z0-9]+)Storage")
 # bytes per element of the storage types torch.save names (torch.storage.UntypedStorage: the dtypes without one)
 _ITEM_BYTES = {
@@ -77,6 +78,8 @@ def load_sample_tensors(run_dir: Path, manifest: dict, function_data: dict) -> d
     functions = store.get("functions") if isinstance(store, dict) else None
     if not isinstance(functions, dict) or functions.keys() != function_data.keys():
         raise BadInputError(path, "does not hold the functions of samples.json (a sample store of another run?)")
+    if values_more_than(functions, MAX_STORE_VALUES):  # before any walk of the samples, which would be as long
+        raise BadInputError(path, f"holds more than {MAX_STORE_VALUES:,} values in its samples, walked as a tree")
     result = {}
     for function, entries in function_data.items():
         stored = functions[function]

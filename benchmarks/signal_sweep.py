@@ -1,14 +1,14 @@
 """SIGINT and SIGTERM sent to the writing commands after each of a range of delays, in a scratch folder each: sql -o
 FILE.duckdb (over a trace of 100,000 kernels, and with a query that never ends), bench --scripts DIR, archive,
-report -o FILE.html.
+report -o FILE.html, analyze -o FILE.csv, record --out DIR (of a small model on the CPU).
 
-    python benchmarks/signal_sweep.py [--delays 1,2,4,...] [--only sql|sql_endless|bench|archive|report]
+    python benchmarks/signal_sweep.py [--delays 1,2,4,...] [--only sql|sql_endless|bench|archive|report|analyze|record]
 
 Each case must exit 128 + the signal with one line (`kernelscope: interrupted` / `stopped by SIGTERM`), or 0 (the
 output was whole before the signal: the command says so, or had ended); exit within 40 s of the signal; no
 traceback; nothing hidden (a temporary or staging file) left in the folder, nothing left in its TMPDIR; on a
-non-zero exit, no output. Prints one line per case and the count that broke a rule (exit 1 if any). The bench case
-records a small model on the CPU first (it needs torch).
+non-zero exit, no output. Prints one line per case and the count that broke a rule (exit 1 if any). The bench and
+record cases need torch (bench's reads a recording of the small model made first).
 """
 
 import argparse
@@ -66,7 +66,8 @@ def case(name: str, argv: list[str], output: str, delay: float, signum: int, inp
         _, err = child.communicate()
         err += "\nno exit 40 s after the signal"
     lines = [line for line in err.strip().splitlines() if "Warning" not in line]
-    new = [p for p in listing(work) if p not in before]
+    # torch's own cache of compiled kernels, which torch.profiler's first start makes in TMPDIR and keeps by design
+    new = [p for p in listing(work) if p not in before and not p.startswith("tmp/torchinductor_")]
     broken = []
     if child.returncode not in (0, 128 + signum):
         broken.append(f"exit {child.returncode}")
@@ -98,10 +99,12 @@ def main() -> int:
             "archive": ["archive", "kernels.json", "--to", "arch"],
             "report": ["report", "kernels.json", "-o", "out.html"],
             "bench": ["bench", "run", "--device", "cpu", "--repeat", "200", "--warmup", "5", "--scripts", "scripts"],
+            "analyze": ["analyze", "kernels.json", "-o", "out.csv"],
+            "record": ["record", "recorded:small", "--warmup", "1", "--out", "recorded-run"],
         }
         outputs = {"sql": "out.duckdb", "sql_endless": "out.duckdb", "archive": "arch", "report": "out.html",
-                   "bench": "scripts"}  # fmt: skip
-        if not args.only or args.only == "bench":
+                   "bench": "scripts", "analyze": "out.csv", "record": "recorded-run"}  # fmt: skip
+        if not args.only or args.only in ("bench", "record"):
             (inputs / "recorded.py").write_text(RECORDED)
             record = [KERNELSCOPE, "record", "recorded:small", "--warmup", "1", "--out", "run"]
             subprocess.run(record, cwd=inputs, check=True, capture_output=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 from pathlib import Path
 
 import click
@@ -13,6 +12,7 @@ from .loading import prefix_options, warnings_as_lines
 from .output import Output, emit
 from .output_options import output_options
 from .paths import UserPath
+from .printable import printable, shell_word
 from .rows import TOP_K, note_rows_left_out, rows_to_show
 
 SUBCOMMANDS = ("add", "list", "ls", "create", "new", "init")  # words a user may try as `kernelscope archive add ...`
@@ -43,7 +43,7 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
     from kernelscope.analyzer.archive import Archive
     from kernelscope.analyzer.errors import BadInputError
 
-    listing = f"; kernelscope runs {shlex.quote(sources[-1])} lists an archive's runs" if sources[0] in LISTING else ""
+    listing = f"; kernelscope runs {shell_word(sources[-1])} lists an archive's runs" if sources[0] in LISTING else ""
     if archive_path is None:  # checked here, not by click: `archive list ARCHIVE` is told where listing is
         raise click.UsageError(f"Missing option '--to': the archive to add the runs to{listing}")
     for source in sources:  # before the archive is made: a mistyped run leaves no empty archive behind
@@ -56,8 +56,8 @@ def archive(sources: tuple[str, ...], archive_path: Path, module_prefix, functio
             finishing(archive_path)
         with warnings_as_lines():
             run_id, added = store.add(source, module_prefix=module_prefix, function_prefix=function_prefix)
-        click.echo(f"{run_id}  {source}: " + ("archived" if added else "already in the archive, unchanged"))
-    click.echo(f"next: kernelscope runs {shlex.quote(str(archive_path))}")
+        click.echo(f"{run_id}  {printable(source)}: " + ("archived" if added else "already in the archive, unchanged"))
+    click.echo(f"next: kernelscope runs {shell_word(str(archive_path))}")
 
 
 @click.command(short_help="List the runs of an archive.")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import importlib
-import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -21,6 +22,7 @@ from .numbers import WARMUP_PASSES
 from .output import TERMINAL, Output, diagnostic, emit
 from .output_options import output_options
 from .paths import UserPath
+from .printable import printable, shell_word
 from .report_command import report
 from .rows import (
     FULL_NAMES,
@@ -124,10 +126,13 @@ def demo(device: str | None, out: Path | None, top_k: int | None, force: bool) -
     out = out or _default_run_dir("demo")
     profiler = recorder.ModuleFunctionKernelProfiler()
     finishing(out)
-    with recorder_warnings():
+    with _existing_in_the_command_s_words(out), recorder_warnings():
         profiling_df, function_data = profiler.profile(model, samples, warmup_iterations=3, out=out, overwrite=force)
     _print_summary(profiler, profiling_df, function_data, top_k, f"kernelscope demo ({device}, {dtype})")
     _print_next(out)
+
+
+EXISTS = "already exists; choose another --out, or replace it with --force"
 
 
 def _refuse_existing(out: Path | None, force: bool) -> None:
@@ -135,7 +140,19 @@ def _refuse_existing(out: Path | None, force: bool) -> None:
     from kernelscope.analyzer.errors import RunExistsError
 
     if out is not None and not force and (out.exists() or out.is_symlink()):
-        raise RunExistsError(out, "already exists; choose another --out, or replace it with --force")
+        raise RunExistsError(out, EXISTS)
+
+
+@contextlib.contextmanager
+def _existing_in_the_command_s_words(out: Path) -> Iterator[None]:
+    """A run another process put at --out once _refuse_existing had looked (two `record --out SAME` at once), refused
+    in the command's words too."""
+    from kernelscope.analyzer.errors import RunExistsError
+
+    try:
+        yield
+    except RunExistsError:
+        raise RunExistsError(out, EXISTS) from None
 
 
 def _print_summary(profiler, profiling_df, function_data, top_k: int | None, title: str) -> None:
@@ -149,8 +166,8 @@ def _print_summary(profiler, profiling_df, function_data, top_k: int | None, tit
 
 def _print_next(out: Path) -> None:
     """Where the run went, and the command that reads it next (quoted for the shell, as a path may need)."""
-    click.echo(f"run directory: {out}")
-    click.echo(f"next: kernelscope analyze {shlex.quote(str(out))} --kernels")
+    click.echo(f"run directory: {printable(str(out))}")
+    click.echo(f"next: kernelscope analyze {shell_word(str(out))} --kernels")
 
 
 @main.command(short_help="Record your model: pkg.module:factory.")
@@ -194,7 +211,11 @@ def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: 
     out = out or _default_run_dir(Path(target.rpartition(":")[2]).name)
     profiler = recorder.ModuleFunctionKernelProfiler()
     finishing(out)
-    with recorder_warnings(), user_code(target, "the model", caller="kernelscope.recorder.profiler._run_pass"):
+    with (
+        _existing_in_the_command_s_words(out),
+        recorder_warnings(),
+        user_code(target, "the model", caller="kernelscope.recorder.profiler._run_pass"),
+    ):
         profiling_df, function_data = profiler.profile(
             fn, data, module=module, warmup_iterations=warmup, out=out, overwrite=force, tags=parsed_tags
         )

@@ -14,16 +14,23 @@ class _Stopped(BaseException):
     pass
 
 
+noted: list[int] = []  # the signals stop() raised for: where the raise was swallowed, the command raises it again
+
+
 def main() -> None:
     def stop(signum: int, frame) -> None:
+        noted.append(signum)
         raise _Stopped(signum)
 
     signums = [getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)]
-    previous = {signum: signal.signal(signum, stop) for signum in signums}
-    if hasattr(signal, "pthread_sigmask"):  # a mask is inherited: a parent's thread that blocked them made them wait
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, signums)
+    previous = {}
     try:
         try:
+            # inside the block that says the signal: one the parent's mask held back comes at the unblocking
+            for signum in signums:
+                previous[signum] = signal.signal(signum, stop)
+            if hasattr(signal, "pthread_sigmask"):  # a mask is inherited: a parent's thread that blocked them held them
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, signums)
             # A run's DuckDB instance is made on a thread while the analyzer imports (analyzer/connection.py), in the
             # body of a command that loads one: the CLI's own imports (~40 ms) are too short to hide more of it.
             from .cli import main as command

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import errno
 import os
-import shlex
 import signal
 import sys
 
 import click
 
-from .interrupts import ended_by_signals, exit_code, finished_output, name
+from .interrupts import ended_by_signals, exit_code, finished_output, name, raise_swallowed
 from .output import diagnostic
+from .printable import shell_word
 
 USAGE_EXIT = 2  # every usage or input error, click's own included
 INTERRUPTED_EXIT = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
@@ -60,7 +60,7 @@ class KernelscopeGroup(click.Group):
             hint = f" (see '{path} --help')" if path else ""
             if ctx is not None and ctx.info_name in EXTRA_ARGUMENT_HINTS and "unexpected extra argument" in str(exc):
                 given = ctx.params.get(FIRST_RUN.get(ctx.info_name, ""))
-                archive = shlex.quote(str(given)) if given is not None else "ARCHIVE"
+                archive = shell_word(str(given)) if given is not None else "ARCHIVE"
                 hint = f"; {EXTRA_ARGUMENT_HINTS[ctx.info_name].format(archive=archive)}"
             diagnostic(f"kernelscope: error: {exc.format_message()}{hint}")
             sys.exit(USAGE_EXIT)
@@ -77,6 +77,7 @@ class KernelscopeGroup(click.Group):
     def invoke(self, ctx):
         with ended_by_signals() as received:
             try:
+                raise_swallowed()
                 result = super().invoke(ctx)
                 sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
             except BrokenPipeError:  # the reader (head, less) stopped reading: it had what it wanted

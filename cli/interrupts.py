@@ -42,6 +42,7 @@ def ended_by_signals() -> Iterator[list[int]]:
     received = _received
     received.clear()
     _finishing.clear()
+    _held.clear()
     if threading.current_thread() is not threading.main_thread():
         yield received
         return
@@ -50,7 +51,10 @@ def ended_by_signals() -> Iterator[list[int]]:
         if received:  # the first one's cleanup is running: let it finish
             return
         received.append(signum)
-        raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
+        if _deferring:  # raised once the block ends (signals_deferred)
+            _held.append(signum)
+            return
+        _raise(signum)
 
     counts = [0, 0]  # the signals whose handler ran, and those of them it raised for (the first; ignored: later)
 
@@ -69,6 +73,36 @@ def ended_by_signals() -> Iterator[list[int]]:
         received.clear()
 
 
+def _raise(signum: int) -> None:
+    raise KeyboardInterrupt if signum == signal.SIGINT else Interrupted(signum)
+
+
+_deferring: list[bool] = []  # one for each signals_deferred block running
+_held: list[int] = []  # the signal whose raise a block held back
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold back the raise of a signal that comes while the block runs until it ends (the signal is noted at once): an
+    exception raised inside a native module's initialization (DuckDB's, whose nanobind calls Python's enum there)
+    aborted the process ('Critical nanobind error', a traceback, SIGABRT) instead of ending the command."""
+    _deferring.append(True)
+    try:
+        yield
+    finally:
+        _deferring.pop()
+    if not _deferring and _held:
+        _raise(_held.pop())
+
+
+def raise_swallowed() -> None:
+    """Raise, as the command's handler would, a signal that the entry's handler raised for and that did not end the
+    command: code on the way (a bare except, a C function that clears errors) swallowed the raise, and the command
+    went on to write its output and exit 0 (called first thing in ended_by_signals' block)."""
+    for signum in getattr(sys.modules.get("kernelscope.entry"), "noted", [])[:1]:
+        signal.getsignal(signum)(signum, None)
+
+
 HANDLER_WAIT = 0.2  # seconds a signal's handler may take to run before the queries are interrupted
 
 
@@ -84,8 +118,10 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
 
     The kernel may hand a process's signal to any of its threads (a DuckDB worker, this watcher): one that lands
     elsewhere leaves a main thread blocked in a system call (a sleep, a read, a wait on a lock) blocked, its handler
-    not run. Where the handler did not run within HANDLER_WAIT, the signal is sent again to the main thread itself,
-    once, which interrupts the call: CI saw an archive's SIGTERM go unhandled for a minute so."""
+    not run. Where the handler did not run within HANDLER_WAIT, the main thread is woken by WAKE, whose handler does
+    nothing: the call ends, and the handlers of the signals already noted run, each once. (Sending the signal itself
+    again ran a handler twice where two signals had run it once, and every 0.2 s where the handler was the user's
+    code's, which this one does not count.)"""
     read, write = os.pipe()
     os.set_blocking(write, False)
     try:
@@ -95,33 +131,42 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
         os.close(write)
         yield
         return
-
+    woken = WAKE is not None and hasattr(signal, "pthread_kill")
+    wake_handler = signal.signal(WAKE, _woken) if woken else None
     main_thread = threading.main_thread().ident
+    ours = signal.getsignal(signal.SIGINT)  # counted, ended_by_signals' handler of every signal it turns
 
     def watch() -> None:
-        seen = raised = resent = 0  # resent: the signals this thread sent the main thread, seen here again
-        while True:
-            try:
-                data = os.read(read, 64)
-            except OSError:
-                return
-            if not data:
-                return
-            seen += len(data)
-            deadline = time.monotonic() + HANDLER_WAIT
-            while counts[0] < seen - resent and time.monotonic() < deadline:
-                time.sleep(0.01)
-            unhandled = counts[0] < seen - resent
-            if unhandled and hasattr(signal, "pthread_kill"):
-                resent += 1
-                signal.pthread_kill(main_thread, data[-1])
-            if unhandled or counts[1] > raised:
-                # none made where the module is not imported, or not yet whole (a signal during its import)
-                connections = sys.modules.get("kernelscope.analyzer.connection")
-                interrupt_queries = getattr(connections, "interrupt_queries", None)
-                if interrupt_queries is not None:
-                    interrupt_queries()
-            raised = counts[1]
+        seen = raised = 0
+        try:
+            while True:
+                try:
+                    data = os.read(read, 64)
+                except OSError:
+                    return
+                if not data:
+                    return
+                signums = [signum for signum in data if signum != WAKE]
+                if not signums:  # only the wakes this thread sent: waking for them would wake again, every 0.2 s
+                    continue
+                counted_here = sum(signal.getsignal(signum) is ours for signum in signums)
+                seen += counted_here
+                deadline = time.monotonic() + HANDLER_WAIT
+                while counts[0] < seen and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                unhandled = counts[0] < seen
+                # another handler (the user's code's) is not counted: whether it ran is unknown, and a wake harmless
+                if woken and (unhandled or len(signums) > counted_here):
+                    signal.pthread_kill(main_thread, WAKE)
+                if unhandled or counts[1] > raised:
+                    # none made where the module is not imported, or not yet whole (a signal during its import)
+                    connections = sys.modules.get("kernelscope.analyzer.connection")
+                    interrupt_queries = getattr(connections, "interrupt_queries", None)
+                    if interrupt_queries is not None:
+                        interrupt_queries()
+                raised = counts[1]
+        finally:
+            os.close(read)  # here: the main thread, done waiting for a late watcher, would let it read a reused number
 
     watcher = threading.Thread(target=watch, name="kernelscope-signals", daemon=True)
     watcher.start()
@@ -131,7 +176,16 @@ def _queries_interrupted(counts: list[int]) -> Iterator[None]:
         signal.set_wakeup_fd(before)
         os.close(write)  # the watcher reads the end of the pipe and returns
         watcher.join(1)
-        os.close(read)
+        if woken:
+            signal.signal(WAKE, wake_handler)
+
+
+# wakes the main thread: ignored by default, so one that comes after its handler is put back does nothing
+WAKE = getattr(signal, "SIGURG", None)
+
+
+def _woken(signum: int, frame) -> None:
+    """WAKE's handler: the main thread's system call ended, and the signals noted meanwhile have run their handlers."""
 
 
 def finishing(output: str | os.PathLike) -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shlex
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ import click
 
 from .numbers import RANK
 from .output import diagnostic
+from .printable import shell_word
 
 
 def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -93,7 +93,7 @@ def _run_directory_holding(path: str) -> str | None:
     file = Path(path)
     if not file.is_file() or not (file.parent / "manifest.json").is_file():
         return None
-    return shlex.quote(str(file.parent))
+    return shell_word(str(file.parent))
 
 
 @contextmanager
@@ -152,8 +152,6 @@ def load_run_of(
     """A Run (never a whole archive: ``pick`` says how the command names one of its runs, ``{archive}`` in it the
     archive's path as a shell takes it). ``archive_option``: the option by which the user named ``path`` an archive
     (--archive) or ``run_ref`` a run of one (--run)."""
-    import shlex
-
     from kernelscope.analyzer.archive import is_archive
 
     if run_ref is not None and not is_archive(path):
@@ -161,7 +159,7 @@ def load_run_of(
     loaded = load(path, module_prefix, function_prefix, run_ref)
     if not hasattr(loaded, "profiling_df"):
         loaded.close()
-        typed = shlex.quote(path)
+        typed = shell_word(path)
         pick = pick.format(archive=typed)
         raise click.UsageError(f"{path} is an archive: {pick} (kernelscope runs {typed} lists them)")
     return loaded

@@ -15,3 +15,19 @@ def printable(text: str) -> str:
     """``text`` with every control character escaped as Python writes it (``\\n``, ``\\x1b``, ``\\u2028``), so that
     a name from a trace prints as one line of plain characters."""
     return _UNPRINTABLE.sub(lambda match: repr(match.group())[1:-1], text)
+
+
+def shell_word(text: str) -> str:
+    """``text`` quoted for a shell command to copy (shlex.quote), as one printable word: where it holds a control
+    character, in bash's ``$'…'``, which writes it as an escape the shell turns back into the character."""
+    import shlex
+
+    if not _UNPRINTABLE.search(text):
+        return shlex.quote(text)
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _UNPRINTABLE.sub(lambda match: _c_escape(match.group()), escaped) + "'"
+
+
+def _c_escape(character: str) -> str:
+    code = ord(character)
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"

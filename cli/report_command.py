@@ -11,6 +11,7 @@ from .interrupts import finishing
 from .loading import check_rank, load_run_of, prefix_options, rank_option, run_option, warnings_as_lines
 from .output import Output
 from .paths import UserPath
+from .printable import printable
 from .rows import run_label
 
 NOT_HTML = (".csv", ".json", ".jsonl", ".ndjson", ".parquet", ".txt", ".duckdb", ".pdf", ".png", ".svg", ".jpg")
@@ -92,7 +93,7 @@ def report(
         else:
             with warnings_as_lines():  # runs of other devices or dtypes: as diff says it
                 write_comparison(runs[0], runs[1], path, names=(run, run_b), progress=True, overwrite=force)
-    click.echo(f"report: {path}")
+    click.echo(f"report: {printable(str(path))}")
 
 
 def _default_name(names: list[str]) -> str:

@@ -55,3 +55,42 @@ def test_an_archive_in_a_folder_whose_name_holds_a_newline_is_read(layouts_run, 
     archive_runs([layouts_run[1]], to)
     with Archive(to) as archive:
         assert archive.sql("SELECT count(*) AS n FROM kernels")["n"][0] > 0
+
+
+CONTROLS = "r\x1b]0;owned\x07un\nfaked: line\u202e"  # sets a terminal's title, forges a line, reverses the rest
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["archive", "{run}", "--to", "archive"], ["report", "{run}", "-o", "{run}.html"]],
+    ids=["archive", "report"],
+)
+def test_a_folder_name_holding_controls_prints_escaped_in_the_command_s_lines(command, tmp_path, monkeypatch):
+    """The lines that name the run or output a command wrote (archive's `ID  RUN: archived`, `report: PATH`, `next:
+    kernelscope runs ARCHIVE`) printed the name as it is: a BEL, an escape that sets the terminal's title, a line of
+    its own."""
+    from click.testing import CliRunner
+    from conftest import REPO
+    from kernelscope.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "sample_traces" / "mlp", CONTROLS)
+    if command[0] == "archive":
+        command[-1] = CONTROLS + "-archive"
+    result = CliRunner().invoke(main, [word.format(run=CONTROLS) for word in command])
+    assert result.exit_code == 0, result.output
+    assert not {"\x1b", "\x07", "\u202e"} & set(result.output), result.output
+    assert not any(line.startswith("faked") for line in result.output.splitlines()), result.output
+
+
+def test_a_name_holding_controls_is_suggested_as_a_word_bash_reads_back():
+    """The `next:` lines quote a path for the shell: escaped to be printable, it must still be the same path when the
+    line is pasted into bash."""
+    import subprocess
+
+    from kernelscope.printable import shell_word
+
+    for name in (CONTROLS, "plain name's", "back\\slash\t'quote'\x7f\x9b"):
+        word = shell_word(name)
+        assert word.isprintable()
+        assert subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, text=True).stdout == name

@@ -1,10 +1,12 @@
 """``kernelscope record`` of the user's own code: what a failing import, factory or model prints (their traceback
 and one line, exit 2), the recorder's warnings as lines, and the command to run next."""
 
+import shutil
 import sys
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO
 from kernelscope.cli import main
 
 pytest.importorskip("torch")
@@ -230,3 +232,21 @@ def test_a_path_given_as_a_module_is_one_line(tmp_path, monkeypatch, target, mes
     result = record(folder, monkeypatch, target, "--out", tmp_path / "run")
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert result.stderr.startswith(f"kernelscope: error: {target}: {message}") and result.stderr.count("\n") == 1
+
+
+def test_a_run_another_record_put_at_out_meanwhile_is_refused_in_the_command_s_words(tmp_path, monkeypatch):
+    """Two `record --out SAME` at once: the one that renames its run second finds the other's there, and said so in
+    the Python API's words ('overwrite=True') where the command's option is --force."""
+    from kernelscope.recorder import run_writer
+
+    out = tmp_path / "run"
+    real = run_writer._move_into_place
+
+    def other_writer_first(staging, target, overwrite):
+        shutil.copytree(REPO / "sample_traces" / "mlp", target)
+        return real(staging, target, overwrite)
+
+    monkeypatch.setattr(run_writer, "_move_into_place", other_writer_first)
+    result = record(tmp_path, monkeypatch, "user_models:small", "--out", out)
+    said = f"kernelscope: error: {out}: already exists; choose another --out, or replace it with --force"
+    assert (result.exit_code, result.output.strip().splitlines()[-1:]) == (2, [said])

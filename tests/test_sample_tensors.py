@@ -274,3 +274,40 @@ def test_a_storage_declared_larger_than_its_entry_is_refused(swollen_run, monkey
             BadInputError, match=r"declares storage '\d+' of 16777216 bytes, and holds an entry of 1024"
         ):
             run.function_data(tensors=True)
+
+
+class _WalkedTooLong(Exception):
+    pass
+
+
+def test_a_sample_of_containers_shared_over_and_over_is_refused_at_once(demo_run, tmp_path, monkeypatch):
+    """A pickle writes a container once and refers to it again: 48 levels of a list holding the level below twice
+    take a few hundred bytes and are 2^48 values walked as the tree the sample is; the depth check walked them for
+    ever (the test stops it after 20 s)."""
+    import signal
+
+    *_, out = demo_run
+    run_dir = tmp_path / "shared"
+    shutil.copytree(out, run_dir)
+    store = torch.load(run_dir / "samples.pt", weights_only=True)
+    level = []
+    for _ in range(48):
+        level = [level, level]
+    store["functions"]["linear"][0][0][0] = level
+    torch.save(store, run_dir / "samples.pt")
+    monkeypatch.setattr("kernelscope.analyzer.sample_tensors.MAX_STORE_VALUES", 10_000)  # the demo's: a few dozen
+
+    def stop(signum, frame):
+        raise _WalkedTooLong
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(20)
+    try:
+        with (
+            load_run(run_dir) as run,
+            pytest.raises(BadInputError, match=r"samples\.pt: holds more than 10,000 values"),
+        ):
+            run.function_data(tensors=True)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
