@@ -9,8 +9,8 @@ Usage: python benchmarks/inductor_launch_scopes.py [rounds]   (default 15; print
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 import time
 
 import torch
@@ -43,7 +43,7 @@ def main(rounds: int) -> None:
     root.fc = torch.nn.Linear(2, 2)
     inductor_kernels._Scope, inductor_kernels._recorded = _NoScope, lambda: True
     inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", root))
-    inductor_kernels._RUNNING.set(({"linear": ("fc", "linear")}, root))
+    inductor_kernels._RUNNING.set(({"linear": ("self", "fc", "linear")}, (root,), ("self",)))
     resolved = inductor_kernels._resolved
     arms = {"running graph": resolved, "fixed scopes": lambda origins, root: ("fc", "linear")}
     arms["fixed scopes (A/A)"] = arms["fixed scopes"]
@@ -59,4 +59,6 @@ def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 15)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("rounds", type=int, nargs="?", default=15, help="rounds of each arm (default 15)")
+    main(parser.parse_args().rounds)
