@@ -109,9 +109,10 @@ def test_the_prompt_counts_the_rows_it_leaves_out():
 
 
 def test_a_query_that_fails_while_its_rows_are_fetched_is_the_command_s_error():
-    query = "SELECT CASE WHEN i < 9000000 THEN i ELSE error('late failure') END AS i FROM range(10000000) t(i)"
+    query = "SELECT CASE WHEN i < 900000 THEN i ELSE error('late failure') END AS i FROM range(1000000) t(i)"
     result = CliRunner().invoke(main, ["sql", str(RUN), query, "--format", "jsonl"])
     assert result.exit_code == 2
+    assert result.output.startswith('{"i":0}\n{"i":1}\n'), "rows were printed before the failure came"
     assert result.output.strip().endswith("kernelscope: error: the query failed: Invalid Input Error: late failure")
     assert "Traceback" not in result.output
 
