@@ -144,3 +144,21 @@ def test_a_recording_prints_no_kineto_notices(capfd):
         torch.ones(2) + 1
     printed = capfd.readouterr().err
     assert kineto_notices.NOTICE.search(printed.encode()), printed
+
+
+class _EndedElsewhere:
+    """A profiler whose session another one ended: torch 2.11's stop raises then."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        raise RuntimeError("Can't disable Kineto profiler when it's not running")
+
+
+def test_a_stop_that_fails_after_the_recorded_block_failed_leaves_the_blocks_error():
+    """On torch 2.11 a model that ran a torch.profiler of its own got torch's RuntimeError from our profiler's stop
+    in place of the one sentence saying what happened (test_unusual_models_more.py's, on torch 2.13)."""
+    with pytest.raises(ValueError, match="why the block failed"):
+        with kineto_notices.quiet_start_and_stop(_EndedElsewhere()):
+            raise ValueError("why the block failed")
