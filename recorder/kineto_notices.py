@@ -1,6 +1,7 @@
 """libkineto prints ``USDT:… profiler_start`` and ``… profiler_stop`` on stderr each time a profiler starts and
-stops, whatever its log level allows short of silencing its errors too (KINETO_LOG_LEVEL is read once per
-process, and the level that hides them hides every message). A recording drops exactly those two lines: stderr
+stops (and, where a CUDA build of torch finds no usable GPU, an ERROR line about the device count as it starts),
+whatever its log level allows short of silencing its errors too (KINETO_LOG_LEVEL is read once per process, and
+the level that hides them hides every message). A recording drops exactly those lines: stderr
 (file descriptor 2) goes to a temporary file while the profiler starts and while it stops, never while the
 model runs, and everything else written there in that time is written back to stderr afterwards."""
 
@@ -14,7 +15,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-NOTICE = re.compile(rb"^USDT:[^\n]* profiler_(?:start|stop)\r?\n", re.MULTILINE)
+# its start and stop notices, and, from a CUDA build of torch on a machine without a usable GPU (a recording on the
+# CPU then), the line its start prints about the device count: "ERROR: ... gpuGetDeviceCount failed with code 35"
+NOTICE = re.compile(
+    rb"^(?:USDT:[^\n]* profiler_(?:start|stop)|ERROR:[^\n]* DeviceProperties\.cpp:\d+\] gpuGetDeviceCount failed "
+    rb"with code \d+)\r?\n",
+    re.MULTILINE,
+)
 
 
 @contextmanager

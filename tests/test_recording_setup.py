@@ -162,3 +162,15 @@ def test_a_stop_that_fails_after_the_recorded_block_failed_leaves_the_blocks_err
     with pytest.raises(ValueError, match="why the block failed"):
         with kineto_notices.quiet_start_and_stop(_EndedElsewhere()):
             raise ValueError("why the block failed")
+
+
+def test_the_notices_dropped_are_kinetos_start_stop_and_no_gpu_lines_only():
+    """A CUDA build of torch on a machine without a usable GPU (the default wheel on a laptop) printed an ERROR line
+    about the device count at each recording on the CPU; other lines, errors among them, are kept."""
+    dropped = [
+        b"USDT: kineto profiler_start\n",
+        b"ERROR:2026-12-06 21:44:06 26242:26242 DeviceProperties.cpp:48] gpuGetDeviceCount failed with code 35\n",
+    ]
+    kept = [b"ERROR:2026-12-06 21:44:06 1:1 CuptiActivityApi.cpp:9] CUPTI_ERROR_NOT_INITIALIZED\n", b"user line\n"]
+    text = b"".join(dropped + kept)
+    assert kineto_notices.NOTICE.sub(b"", text) == b"".join(kept)
