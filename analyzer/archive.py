@@ -26,7 +26,7 @@ from .archive_checks import check_creatable, check_format
 from .archive_commit import _RUN, STAGING, TABLES, Add, Part, _names, committed_parts, remove_dead_adds, unmake_archive
 from .archive_index import SCHEMA_COLUMNS, STAT_COLUMNS, Index, read_index, refresh_index
 from .archive_read import check_readable, damaged, load_run_tables, read_files
-from .archive_verify import PART_KEY, UNBELIEVED_STATISTICS, part_identity, recorded_rows, verify
+from .archive_verify import PART_KEY, UNBELIEVED_STATISTICS, part_identity, verify_view
 from .atomic import errors_naming, unreadable_link, unwritten, write_bytes_atomically
 from .connection import new_connection
 from .errors import BadInputError, KernelscopeError
@@ -227,7 +227,7 @@ class Archive:
         data = [t for t in tables if t != "runs"]
         for table in (t for t in ("runs",) * bool(data) + tables if t not in self._views):  # runs: the record
             try:
-                self._verify(self._con, table)
+                verify_view(self._con, self.root, self._parts, self._index, table)
                 self._con.execute(f"CREATE VIEW {table} AS {self._view(self._con, self._parts, self._index, table)}")
             except (duckdb.Error, BadInputError) as exc:  # a footer missing, not Parquet, or not what it must be
                 self.close()
@@ -241,15 +241,6 @@ class Archive:
         """Whether ``exc`` is the read of the runs index this connection listed, which an add has since replaced."""
         index = self._index.path
         return isinstance(exc, duckdb.IOException) and index is not None and not index.exists()
-
-    def _verify(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
-        """Check the files the view of ``table`` reads against the archive's record (archive_verify.py): a data
-        table's against the rows of the runs view (but the files the index holds as they were then), the runs files
-        the index does not hold against themselves."""
-        if table == "runs":
-            verify(con, self.root, [p for p in self._parts if p not in self._index.schemas], table, {})
-        else:
-            verify(con, self.root, self._parts, table, recorded_rows(con, "SELECT * FROM runs"), self._index.stats)
 
     def _view(self, con: duckdb.DuckDBPyConnection, parts: list[Part], index: Index, table: str) -> str:
         """The query of ``table`` over the committed ``parts``: those the runs index holds from it (``runs``) or from

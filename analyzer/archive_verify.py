@@ -11,11 +11,15 @@ import os
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from .archive_commit import DATA_TABLES, Part, file_list, regular_files
 from .errors import BadInputError
+
+if TYPE_CHECKING:  # archive_index.py imports this module
+    from .archive_index import Index
 
 PART_KEY = "kernelscope_part"  # key-value metadata of every file an add writes: "<run_id>/<rank>/<token>"
 # A footer's min and max of a column are believed by these optimizers (a filter skips the row groups they rule
@@ -143,6 +147,16 @@ def verify(
             named = keys[path].decode(errors="backslashreplace") if path in keys else None
             found = f"names the part '{named}'" if path in keys else f"names no part ({PART_KEY})"
             raise BadInputError(path, f"{found}, not {part_identity(part)!r} (the archive is damaged)")
+
+
+def verify_view(con: duckdb.DuckDBPyConnection, root: Path, parts: list[Part], index: Index, table: str) -> None:
+    """Check the files the archive's view of ``table`` reads (over ``parts``, with the runs ``index``) against the
+    archive's record: a data table's against the rows of the runs view (but the files the index holds as they were
+    then), the runs files the index does not hold against themselves."""
+    if table == "runs":
+        verify(con, root, [p for p in parts if p not in index.schemas], table, {})
+    else:
+        verify(con, root, parts, table, recorded_rows(con, "SELECT * FROM runs"), index.stats)
 
 
 def recorded_rows(con: duckdb.DuckDBPyConnection, runs: str) -> Records:

@@ -240,20 +240,20 @@ def test_a_file_the_index_holds_is_checked_again_once_it_changed(indexed, tmp_pa
 def test_an_index_superseded_while_the_parts_are_checked_is_read_again(indexed, tmp_path, monkeypatch):
     """An add that writes a newer index removes the one a reader listed: where that happens while the reader checks
     the parts (between its listing and its views), it opens the archive again rather than call it damaged."""
-    from kernelscope.analyzer import archive as archive_module
+    from kernelscope.analyzer import archive_verify as verify_module
 
     copy = tmp_path / "superseded"
     shutil.copytree(indexed, copy)
-    original = archive_module.recorded_rows
+    original = verify_module.recorded_rows
 
     def superseding(con, runs):
         for index in (copy / archive_index.INDEX).iterdir():  # as an add does: a newer one in, the old one out
             newer = index.name.split("-", 2)
             shutil.copy(index, index.with_name(f"runs-{int(newer[1]) + 1}-{newer[2]}"))
             index.unlink()
-        monkeypatch.setattr(archive_module, "recorded_rows", original)
+        monkeypatch.setattr(verify_module, "recorded_rows", original)
         return original(con, runs)
 
-    monkeypatch.setattr(archive_module, "recorded_rows", superseding)
+    monkeypatch.setattr(verify_module, "recorded_rows", superseding)
     with Archive(copy) as store:
         assert store.sql("SELECT count(*) AS n FROM kernels")["n"][0] == 12
