@@ -43,7 +43,8 @@ def main(rounds: int) -> None:
     root.fc = torch.nn.Linear(2, 2)
     inductor_kernels._Scope, inductor_kernels._recorded = _NoScope, lambda: True
     inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", root))
-    inductor_kernels._RUNNING.set(({"linear": ("self", "fc", "linear")}, (root,), ("self",)))
+    nodes = {"linear": ("self", "fc", "linear")}
+    inductor_kernels._RUNNING.set((nodes, {"self": root}, (id(nodes), id(root))))  # as a graph call notes it
     resolved = inductor_kernels._resolved
     arms = {"running graph": resolved, "fixed scopes": lambda origins, root: ("fc", "linear")}
     arms["fixed scopes (A/A)"] = arms["fixed scopes"]

@@ -60,8 +60,8 @@ _EXTERN_CALL = re.compile(r"^\s*(?:\w+(?:\s*,\s*\w+)*\s*=\s*)?(?:(extern_kernels
 # where a forward names its first parameter so; ``fn``, the module a wrapper frame calls, for a compiled Sequential)
 _SOURCE = re.compile(r"L\['(\w+)'\]((?:\.\w+)*)")
 _SELF = "self"  # the local a node of no module stack ran under: the frame's own module
-# While a compiled function whose graphs inductor compiled runs: the nodes of its graph and its frame's locals that
-# the nodes' module paths start from
+# While a compiled function whose graphs inductor compiled runs: the nodes of its graph, its frame's locals that the
+# nodes' module paths start from (by name), and the key of both that resolved scopes are kept under
 _RUNNING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_inductor_graph", default=None)
 # Made with the sites: the scopes of a graph's nodes by their names under a frame's self, and, by id of a compiled
 # frames' self, the paths of the modules under it
@@ -263,7 +263,8 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
             return function(*args, **kwargs)
         frame = sys._getframe(1)
         values = frame.f_locals if frame.f_code in callers else {}
-        token = _RUNNING.set((nodes, tuple(values.get(local, _NO_SELF) for local in locals_read), locals_read))
+        owners = {local: values.get(local, _NO_SELF) for local in locals_read}
+        token = _RUNNING.set((nodes, owners, (id(nodes), *map(id, owners.values()))))  # the key made once a graph call
         try:
             return function(*args, **kwargs)
         finally:
@@ -281,16 +282,15 @@ def _resolved(origins: tuple, root: tuple | None) -> tuple:
     running = _RUNNING.get()
     if running is None:
         return ()
-    nodes, owners, locals_read = running
-    key = (id(nodes), origins, *map(id, owners), None if root is None else id(root[1]))  # all held while recorded
+    nodes, owners, graph_key = running
+    key = (graph_key, origins, None if root is None else id(root[1]))  # all held while recorded
     found = _RESOLVED.get(key)
     if found is None:
-        by_local = dict(zip(locals_read, owners, strict=True))
 
         def under(local: str) -> str | None:  # no compiled module's call around: paths under the frame's own module
             if root is None:
                 return "" if local == _SELF else None
-            return _path_under(root[1], by_local.get(local, _NO_SELF))
+            return _path_under(root[1], owners.get(local, _NO_SELF))
 
         found = _scopes(origins, nodes, under)
         _RESOLVED[key] = found

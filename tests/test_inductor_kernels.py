@@ -57,6 +57,17 @@ class Opened:
         self.opened.append("/" + self.name)
 
 
+@pytest.fixture
+def opened(monkeypatch):
+    """The scopes the launches open, noted in order, as while recorded, with nothing resolved before."""
+    opened = []
+    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
+    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
+    monkeypatch.setattr(inductor_kernels, "_RESOLVED", {})
+    monkeypatch.setattr(inductor_kernels, "_PATHS", {})
+    return opened
+
+
 class Kernel:
     def run(self, *args, **kwargs):
         return args
@@ -126,18 +137,13 @@ class Block(torch.nn.Module):
         return run()
 
 
-def test_a_graph_of_a_frame_whose_self_is_a_submodule_gets_that_submodules_paths(monkeypatch):
+def test_a_graph_of_a_frame_whose_self_is_a_submodule_gets_that_submodules_paths(opened):
     """A graph break inside a submodule's forward makes dynamo compile that forward as a frame of its own, whose
     graph's ``L['self']`` is the submodule: its kernels' modules are under the submodule, found from the frame that
     runs the graph, as are the nodes the kernel's source nodes name (inductor shares one wrapper among graphs it
     compiled alike); a frame whose ``self`` is no module of the compiled one's names nothing."""
     root = torch.nn.Module()
     root.blocks = torch.nn.ModuleList([Block(), Block()])
-    opened = []
-    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
-    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
-    monkeypatch.setattr(inductor_kernels, "_RESOLVED", {})
-    monkeypatch.setattr(inductor_kernels, "_PATHS", {})
     launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
     other = inductor_kernels._ScopedLaunches(Kernel(), ("h",))  # a node of the graph inductor compiled first
     nodes = {"linear_1": ("self", "fc", "linear")}
@@ -226,18 +232,13 @@ class Wrapper:
         return run()
 
 
-def test_a_graphs_modules_are_found_under_whichever_local_of_its_frame_they_start_from(monkeypatch):
+def test_a_graphs_modules_are_found_under_whichever_local_of_its_frame_they_start_from(opened):
     """dynamo roots a node's module path at the frame's local that holds the module: ``L['s']`` where a forward names
     its first parameter ``s``, ``L['fn']`` in the frame that calls a compiled Sequential; both named nothing while
     only ``L['self']`` was read. A node of two locals' modules gets their common module in the compiled one."""
     root = torch.nn.Module()
     root.block = BlockOfS()
     root.seq = torch.nn.Sequential(torch.nn.Linear(2, 2))
-    opened = []
-    monkeypatch.setattr(inductor_kernels, "_Scope", lambda name: Opened(name, opened))
-    monkeypatch.setattr(inductor_kernels, "_recorded", lambda: True)
-    monkeypatch.setattr(inductor_kernels, "_RESOLVED", {})
-    monkeypatch.setattr(inductor_kernels, "_PATHS", {})
     launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
     both = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1", "linear_2"))
     token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:", root))
