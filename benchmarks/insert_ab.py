@@ -45,14 +45,19 @@ def insert_cpu(con: duckdb.DuckDBPyConnection, text: str, part: bytes) -> float:
     return time.thread_time() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def ab_arguments(doc: str, other: str) -> tuple[argparse.Namespace, bytes]:
+    """The command line of an A/B of one part (the trace, --part-mb, --rounds, --other: ``other``), and the part."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("trace", type=Path)
     parser.add_argument("--part-mb", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--other", type=Path, required=True, help="the A text of ingest_scanned.sql")
+    parser.add_argument("--other", type=Path, required=True, help=other)
     args = parser.parse_args()
-    part = first_part(args.trace, args.part_mb)
+    return args, first_part(args.trace, args.part_mb)
+
+
+def main() -> None:
+    args, part = ab_arguments(__doc__, "the A text of ingest_scanned.sql")
     literals = {"first_id": "0", "rank": "0"}
     texts = {
         "A": re.sub(r"\$\{(\w+)\}", lambda m: literals[m[1]], args.other.read_text()),
@@ -67,11 +72,16 @@ def main() -> None:
             times[name].append(insert_cpu(con, text, part))
             rows.setdefault(name, con.execute("SELECT * FROM events ORDER BY event_id").fetchall())
     print(f"part: {len(part):,} bytes, {len(rows['A']):,} events; rows the same: {rows['A'] == rows['B']}")
+    print_medians("insert", times)
+
+
+def print_medians(what: str, times: dict[str, list[float]]) -> None:
+    """Each name's median and least CPU of ``what``, and its median's ratio to A's."""
     base = statistics.median(times["A"])
     for name, seconds in times.items():
         median = statistics.median(seconds)
         low = min(seconds)
-        print(f"{name:3s} insert CPU median {median * 1e3:7.2f} ms  min {low * 1e3:7.2f} ms  {median / base:.3f}x A")
+        print(f"{name:3s} {what} CPU median {median * 1e3:7.2f} ms  min {low * 1e3:7.2f} ms  {median / base:.3f}x A")
 
 
 if __name__ == "__main__":
