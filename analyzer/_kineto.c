@@ -1624,10 +1624,11 @@ static int complete_instants(Scan *s) {
  * device_work: ks_launch_category of scope_names.sql); FACT_PYTHON_FRAMES, a python_function event (what frames.sql
  * reads); FACT_PERCENT_NAME, a name that holds '%' (what validate.py's validate_escapes reads); FACT_OTHER_RUNTIME, a
  * runtime or driver call of another runtime than CUDA's (ks_launch_family other than 'cuda': without one, a trace's
- * launches are of one runtime, and attribution.sql's guard of two runtimes sharing a correlation is not asked). Read
- * off the cat and name dictionaries, whose strings are those of the part's rows (modernize_categories rebuilds
- * cat's). */
-enum { FACT_DEVICE_WORK = 1, FACT_PYTHON_FRAMES = 2, FACT_PERCENT_NAME = 4, FACT_OTHER_RUNTIME = 8 };
+ * launches are of one runtime, and attribution.sql's guard of two runtimes sharing a correlation is not asked);
+ * FACT_TEXT_IDS, a pid or tid written as a string (without one, ingest.py inserts the part's pid and tid as they are:
+ * ingest_scanned.sql, not ingest_scanned_text_ids.sql). Read off the dictionaries, whose strings are those of the
+ * part's rows (modernize_categories rebuilds cat's). */
+enum { FACT_DEVICE_WORK = 1, FACT_PYTHON_FRAMES = 2, FACT_PERCENT_NAME = 4, FACT_OTHER_RUNTIME = 8, FACT_TEXT_IDS = 16 };
 
 static int part_facts(const Scan *s) {
     const Dictionary *cat = &s->dictionaries[CAT], *name = &s->dictionaries[NAME];
@@ -1642,6 +1643,7 @@ static int part_facts(const Scan *s) {
     }
     const int32_t *offsets = (const int32_t *)name->offsets.data;
     if (name->count && memchr(name->text.data, '%', (size_t)offsets[name->count])) facts |= FACT_PERCENT_NAME;
+    if (s->dictionaries[PID_NAME].count || s->dictionaries[TID_NAME].count) facts |= FACT_TEXT_IDS;
     return facts;
 }
 
@@ -1734,6 +1736,30 @@ static inline int32_t device_stream(const Column *c, int64_t row, int *present) 
     int64_t tid = ((const int64_t *)c[TID].values)[row];
     *present = is_present(&c[TID], row) && tid >= INT32_MIN && tid <= INT32_MAX;
     return *present ? (int32_t)tid : 0;
+}
+
+/* Each device event's stream as ingest.sql gives it (device_stream), in the stream column: so the insert copies the
+ * column (ingest_scanned.sql), where its CASE over every row cost ~5 % of the insert (benchmarks/RESULTS.md). Runs
+ * after modernize_categories, as ingest.sql's rule reads the cat it inserts. 0 when out of memory. */
+static int streams_from_tids(Scan *s) {
+    const Dictionary *cat = &s->dictionaries[CAT];
+    uint8_t *device = calloc((size_t)cat->count + 1, 1);
+    if (!device) return 0;
+    int any = 0;
+    for (int32_t i = 0; i < cat->count; i++) {
+        device[i] = text_is(cat, i, "kernel") || text_is(cat, i, "gpu_memcpy") || text_is(cat, i, "gpu_memset");
+        any |= device[i];
+    }
+    Column *c = s->columns;
+    const int32_t *cat_index = cat->indices.values;
+    for (int64_t row = 0; any && row < s->rows; row++) {
+        if (is_present(&c[STREAM], row) || !is_present(&cat->indices, row) || !device[cat_index[row]]) continue;
+        int present;
+        int32_t stream = device_stream(c, row, &present);
+        if (present) column_set32(&c[STREAM], row, stream, 1);
+    }
+    free(device);
+    return 1;
 }
 
 static inline int same_stream(const Column *c, int64_t a, int64_t b) {
@@ -2007,7 +2033,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     Bytes keys = {0};
     Py_BEGIN_ALLOW_THREADS
     ok = scan_array_guarded(s, first_id, bare);
-    if (ok == 1 && modernize_categories(s) && complete_instants(s) && keep_flow_ids(s)) {
+    if (ok == 1 && modernize_categories(s) && complete_instants(s) && keep_flow_ids(s) && streams_from_tids(s)) {
         broken = rows_breaking_rules(s);
         if (want_repeats && broken >= 0) repeats = has_repeats(s, &keys);
         facts = part_facts(s);
@@ -2112,7 +2138,8 @@ static PyMethodDef methods[] = {
      "scan(buffer, first_id, bare=False, repeats=False) -> (rows, arrow_array_stream capsule, rows breaking "
      "validate.sql's rules 1-7, whether the part holds what validate_repeats.sql looks for (None unless repeats), the "
      "keys of its launches and device events as bytes for repeated_across (None unless it holds none), its facts: "
-     "1 a device event or launching call, 2 a python_function event, 4 a name holding '%'), "
+     "1 a device event or launching call, 2 a python_function event, 4 a name holding '%', 8 a launch of another "
+     "runtime than CUDA's, 16 a pid or tid written as a string), "
      "or (None, problem, offset) for "
      "a part this reader leaves to DuckDB's JSON reader. The buffer holds a JSON array of events or, with bare, "
      "the events alone ({...}, {...})."},

@@ -29,7 +29,7 @@ from .event_array import is_gzip, open_trace, parse_whole, progress_bar, split_e
 from .json_text import describe_fault
 from .memory import PART_ROOM, Settings, in_flight_bytes, json_bytes, read_settings, reading_limits
 from .sql import execute, run_sql_file
-from .trace_header import TraceHeader
+from .trace_header import TEXT_IDS, TraceHeader
 from .trace_parts import TRUNCATED_WHILE_READ, UNLIMITED, CutFailed, Part, part_file, read_failure, scratch_folder
 from .validate import describe_unreadable_events
 
@@ -272,6 +272,12 @@ class _ArrowStream:
         return self.capsule
 
 
+def scanned_insert(facts: int) -> str:
+    """The file that inserts a natively read part with these facts (scan's): one holding a pid or tid written as a
+    string keys them (ingest_scanned_text_ids.sql); any other part's columns go in as the reader gives them."""
+    return "ingest_scanned_text_ids.sql" if facts & TEXT_IDS else "ingest_scanned.sql"
+
+
 class _NativeInserts:
     """The natively read parts' inserts: each loading thread inserts on a connection of its own, in one
     transaction committed when all parts have loaded: each insert committed on its own has DuckDB merge it into
@@ -286,7 +292,7 @@ class _NativeInserts:
         # COMMIT around a single statement cost a small trace's load ~0.4 ms, and a failed insert commits nothing.
         self.one_statement = not several
 
-    def insert(self, stream, first_id: int, rank: int) -> None:
+    def insert(self, stream, first_id: int, rank: int, facts: int) -> None:
         cursor = self.con if self.one_statement else getattr(self.local, "cursor", None)
         if cursor is None:
             cursor = self.local.cursor = connection.noted(self.con.cursor())
@@ -294,7 +300,7 @@ class _NativeInserts:
             with self.lock:
                 self.cursors.append(cursor)
         cursor.register("scanned_part", _ArrowStream(stream))
-        run_sql_file(cursor, "ingest_scanned.sql", first_id=str(first_id), rank=str(rank))
+        run_sql_file(cursor, scanned_insert(facts), first_id=str(first_id), rank=str(rank))
         cursor.unregister("scanned_part")
 
     def abandon(self) -> None:
@@ -331,7 +337,7 @@ def _insert_natively(
         header.duckdb_parts.append(f"{stream} at byte {scanned[2]} of the part")
         return None
     counts.publish(index, rows)  # the parts after this one need not wait for its insert
-    inserts.insert(stream, counts.first_id(index), header.rank)
+    inserts.insert(stream, counts.first_id(index), header.rank, scanned[5])
     header.native_parts.append(index)
     if scanned[2] == 0:
         header.rows_checked.append(index)

@@ -16,8 +16,8 @@ except ImportError:  # built without a C compiler: DuckDB's JSON reader reads ev
 
 # What a part holds, as the native reader's scan tells it (_kineto.c, part_facts): a device event or a runtime or
 # driver call that may launch one, a Python frame (a python_function event), a name that holds '%', a runtime or
-# driver call of another runtime than CUDA's.
-DEVICE_WORK, PYTHON_FRAMES, PERCENT_NAME, OTHER_RUNTIME = 1, 2, 4, 8
+# driver call of another runtime than CUDA's, a pid or tid written as a string.
+DEVICE_WORK, PYTHON_FRAMES, PERCENT_NAME, OTHER_RUNTIME, TEXT_IDS = 1, 2, 4, 8, 16
 
 
 @dataclass

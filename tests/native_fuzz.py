@@ -183,7 +183,7 @@ def main(path: str, cases: int) -> int:
         part = (tests._random_part, lambda r: tests._rule_event(r).encode(), tests._repeat_part)[i % 3](rng)
         scanned = reader.scan(part, 0, bool(i % 2 == 0), i % 4 < 2)
         if scanned[0] is not None and i % 10 == 1:
-            tests._inserted(scanned[1]).execute("SELECT * FROM events").fetchall()
+            tests._inserted(scanned).execute("SELECT * FROM events").fetchall()
         if scanned[0] is not None and scanned[4] is not None:
             keys.append(scanned[4])
             reader.repeated_across(keys[-rng.randrange(1, 5) :])  # the keys of a few parts, as of one trace

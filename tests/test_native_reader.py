@@ -52,16 +52,16 @@ def _read_natively(part: bytes, bare: bool = False) -> list[tuple] | str:
     scanned = ingest.native_reader.scan(part, 7 << 40, bare)
     if scanned[0] is None:
         return f"left: {scanned[1]}"
-    rows = _inserted(scanned[1]).execute("SELECT * FROM events ORDER BY event_id").fetchall()
+    rows = _inserted(scanned).execute("SELECT * FROM events ORDER BY event_id").fetchall()
     assert len(rows) == scanned[0]
     return rows
 
 
-def _inserted(stream) -> duckdb.DuckDBPyConnection:
-    """A connection whose ``events`` holds a scanned part (its Arrow stream), inserted as ingest.py does."""
+def _inserted(scanned: tuple) -> duckdb.DuckDBPyConnection:
+    """A connection whose ``events`` holds a scanned part (scan's result), inserted as ingest.py does."""
     con = _connection("native")
-    con.register("scanned_part", ingest._ArrowStream(stream))
-    run_sql_file(con, "ingest_scanned.sql", first_id="0", rank="0")
+    con.register("scanned_part", ingest._ArrowStream(scanned[1]))
+    run_sql_file(con, ingest.scanned_insert(scanned[5]), first_id="0", rank="0")
     return con
 
 
@@ -257,7 +257,7 @@ def test_thread_keys_and_streams_read_natively_as_duckdb_reads_them(tmp_path):
     events = []
     for pid in THREAD_FORMS:
         for tid in THREAD_FORMS:
-            for cat in ('"kernel"', '"gpu_memset"', '"cpu_op"'):
+            for cat in ('"kernel"', '"gpu_memset"', '"memcpy"', '"cpu_op"'):
                 for stream in ('"stream": 4, ', '"stream": null, ', ""):
                     keys = [f'"pid": {pid}'] * (pid is not None) + [f'"tid": {tid}'] * (tid is not None)
                     fields = ", ".join([f'"ph": "X", "cat": {cat}, "name": "n"', *keys, '"ts": 1, "dur": 1'])
@@ -265,8 +265,29 @@ def test_thread_keys_and_streams_read_natively_as_duckdb_reads_them(tmp_path):
     part = ("[" + ", ".join(events) + "]").encode()
     native = _read_natively(part)
     assert not isinstance(native, str), native
-    assert len(native) == len(THREAD_FORMS) ** 2 * 9
+    assert len(native) == len(THREAD_FORMS) ** 2 * 12
     assert native == _read_with_duckdb(part, tmp_path)
+
+
+def test_the_reader_gives_each_device_events_stream_and_whether_ids_are_text():
+    # ingest_scanned.sql inserts the stream column as the reader gives it: a device event (its category as inserted:
+    # "memcpy" is gpu_memcpy) without a stream arg has its integer tid there where it fits an int32, as ingest.sql
+    # gives it; and only a part with a pid or tid written as a string goes through ingest_scanned_text_ids.sql
+    kernel = '{"ph": "X", "cat": "%s", "name": "k", "pid": 0, "tid": %s, "ts": 1, "dur": 1, "args": {%s}}'
+    events = [
+        kernel % ("kernel", "7", ""),
+        kernel % ("kernel", "7", '"stream": 3'),
+        kernel % ("gpu_memset", "2147483648", ""),
+        kernel % ("memcpy", "5", '"stream": null'),
+        kernel % ("cpu_op", "7", ""),
+    ]
+    scanned = ingest.native_reader.scan(("[" + ", ".join(events) + "]").encode(), 0)
+    con = duckdb.connect()
+    con.register("scanned_part", ingest._ArrowStream(scanned[1]))
+    assert con.execute("SELECT stream FROM scanned_part").fetchall() == [(7,), (3,), (None,), (5,), (None,)]
+    assert ingest.scanned_insert(scanned[5]) == "ingest_scanned.sql"
+    text_tid = ingest.native_reader.scan(("[" + kernel % ("kernel", '"7"', "") + "]").encode(), 0)
+    assert ingest.scanned_insert(text_tid[5]) == "ingest_scanned_text_ids.sql"
 
 
 DEVICE = {"kernel", "gpu_memcpy", "gpu_memset"}
@@ -326,7 +347,7 @@ def test_the_native_reader_counts_the_events_validate_sql_refuses():
         part = ("[" + ", ".join(_rule_event(rng) for _ in range(rng.randrange(1, 4))) + "]").encode()
         scanned = ingest.native_reader.scan(part, 0)
         assert scanned[0] is not None, part
-        con = _inserted(scanned[1])
+        con = _inserted(scanned)
         rows = con.execute("SELECT * FROM events ORDER BY event_id").fetchall()
         assert scanned[2] == _rules_broken(rows), part
         con.execute("SET VARIABLE ks_rows_checked = false")
@@ -390,7 +411,7 @@ def test_the_native_reader_finds_the_repeats_validate_repeats_sql_finds():
         scanned = ingest.native_reader.scan(part, 0, False, True)
         assert scanned[0] is not None, part
         assert ingest.native_reader.scan(part, 0)[3] is None, "asked for only"
-        con = _inserted(scanned[1])
+        con = _inserted(scanned)
         assert scanned[3] is con.execute(sql_text("validate_repeats.sql")).fetchone()[0], part
         found[scanned[3]] += 1
     assert min(found.values()) > 60, found  # both answers are exercised
