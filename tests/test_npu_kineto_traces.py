@@ -1,0 +1,42 @@
+"""A torch_npu trace in Kineto's own format (tests/data/wild/torch_npu_msprof_backward.json, cut from the one MindStudio
+Insight tests with): Ascend tasks as "kernel" events on the device's pid and stream, no correlation or External id
+anywhere, each task's "privateuse1_runtime" call (0 µs, at the task's own start) joined to it by an ac2g flow only, and
+the tasks the writer linked to no call given the id of an earlier flow (1 here) over and over."""
+
+import pandas as pd
+from conftest import TESTS
+from kernelscope.analyzer import load_run
+from reference import assert_matches_reference
+
+EXCERPT = TESTS / "data" / "wild" / "torch_npu_msprof_backward.json"
+MAIN, AUTOGRAD = 3466812, 3467863  # the Python thread, and the autograd engine's (pt_autograd_0)
+
+
+def test_every_task_is_a_row_on_its_stream_as_the_reference_attributes_it():
+    with load_run(EXCERPT) as run:
+        assert_matches_reference(run, EXCERPT)
+        frame = run.profiling_df()
+        assert len(frame) == 12 and set(frame["kind"]) == {"kernel"}
+        assert round(frame["kernel_us"].sum(), 3) == 99.02
+        assert set(frame["stream"]) == {47} and set(frame["device"]) == {0}
+        # the backward's tasks whose call the trace has, on the autograd thread inside its operators
+        ones = frame[frame["kernel"].str.startswith("OnesLike") & (frame["thread"] == AUTOGRAD)]
+        assert list(ones["op"]) == ["aten::nll_loss_backward"]
+
+
+def test_a_flow_id_the_writer_reuses_places_no_task_after_a_task_launched_later():
+    """Flow 1 starts once, at the forward's LogSoftmaxV2 call on the Python thread, and finishes on that task and on
+    every later task the writer linked to no call: the four that follow it on the stream may be a fan-out of that call
+    (as a CUDA graph's kernels are of their launch) and stay there; a task that runs after one launched later on its
+    stream (Cast after the backward's OnesLike, ReduceSum after its MatMulV2) cannot have been launched before that
+    one (a stream runs its work in launch order): its launch is unknown, not the forward's."""
+    with load_run(EXCERPT) as run:
+        frame = run.profiling_df()
+    threads = {}  # task name (before its hash) -> the threads of its calls, in order
+    for row in frame.itertuples():
+        threads.setdefault(row.kernel.split("_")[0], []).append(None if row.thread is pd.NA else row.thread)
+    assert threads["LogSoftmaxV2"] == threads["MemSet"] == threads["NLLLoss"] == threads["Fill"] == [MAIN]
+    assert threads["OnesLike"] == [MAIN, AUTOGRAD]
+    assert threads["Cast"] == threads["ReduceSum"] == [None]
+    assert threads["NLLLossGrad"] == threads["LogSoftmaxGrad"] == [AUTOGRAD]
+    assert threads["MatMulV2"] == [AUTOGRAD, AUTOGRAD]
