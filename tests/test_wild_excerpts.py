@@ -4,6 +4,7 @@ what makes it a writer of its own."""
 import pytest
 from conftest import TESTS
 from kernelscope.analyzer import load_run
+from kernelscope.analyzer.errors import BadInputError
 from reference import assert_matches_reference
 
 WILD = TESTS / "data" / "wild"
@@ -38,3 +39,17 @@ def test_an_a100_trace_with_flow_finishes_on_the_host_links_each_kernel_to_its_l
     assert list(frame["correlation"]) == [12, 27, 42, 57, 72]
     assert round(frame["kernel_us"].sum(), 3) == 85.247
     assert (check.launches, check.launches_without_device_event, check.device_events_without_launch) == (5, 0, 0)
+
+
+def test_a_trace_of_uncategorized_cuda_driver_calls_is_refused_naming_what_it_lacks():
+    """An eBPF tracer's Chrome trace (floritange/ebpf_cuda_monitoring): CUDA driver calls (cuMemAlloc_v2,
+    cuLaunchKernel…) with no category, no kernel and no operator, displayTimeUnit "ns". Refused in one sentence that
+    says its events have no category, as every event torch.profiler writes has."""
+    path = WILD / "refused" / "ebpf_cuda_driver_calls.json"
+    with pytest.raises(BadInputError) as raised:
+        load_run(path)
+    assert str(raised.value) == (
+        f"{path}: holds no device events (kernel, memcpy, memset) and no CPU operators: none of its 36 events has a "
+        "category (cat), which every event of torch.profiler has (the first: 'cuMemAlloc_v2'), not a torch.profiler "
+        "trace"
+    )
