@@ -6,15 +6,14 @@ the tasks the writer linked to no call given the id of an earlier flow (1 here) 
 import pandas as pd
 from conftest import TESTS
 from kernelscope.analyzer import load_run
-from reference import assert_matches_reference
 
 EXCERPT = TESTS / "data" / "wild" / "torch_npu_msprof_backward.json"
 MAIN, AUTOGRAD = 3466812, 3467863  # the Python thread, and the autograd engine's (pt_autograd_0)
 
 
-def test_every_task_is_a_row_on_its_stream_as_the_reference_attributes_it():
+def test_every_task_is_a_row_on_its_stream():
+    """(tests/test_wild_excerpts.py checks every row against the reference.)"""
     with load_run(EXCERPT) as run:
-        assert_matches_reference(run, EXCERPT)
         frame = run.profiling_df()
         assert len(frame) == 12 and set(frame["kind"]) == {"kernel"}
         assert round(frame["kernel_us"].sum(), 3) == 99.02
