@@ -39,3 +39,18 @@ def test_a_flow_id_the_writer_reuses_places_no_task_after_a_task_launched_later(
     assert threads["Cast"] == threads["ReduceSum"] == [None]
     assert threads["NLLLossGrad"] == threads["LogSoftmaxGrad"] == [AUTOGRAD]
     assert threads["MatMulV2"] == [AUTOGRAD, AUTOGRAD]
+
+
+def test_a_note_says_the_calls_sit_at_their_tasks_device_start():
+    """The export files each task's call (0 µs, the task's name) at the task's own start on the device, so a row's
+    operator is the one running on the launching thread then, which lags the one that dispatched it: a note says so,
+    where a trace whose launches precede their device events (all of Kineto's CUDA and ROCm ones) gets none."""
+    with load_run(EXCERPT) as run:
+        notes = run.notes()
+    assert notes == [
+        f"{EXCERPT}: 6 of its 12 device events have a runtime call of their own name that lasts 0 µs and starts when"
+        " they do (a writer that files each call at its device event's start, as torch_npu's Kineto export): their"
+        " operators are those running on the calling thread then, which may come after the one that launched them"
+    ]
+    with load_run(TESTS / "data" / "wild" / "gpumodel_a100_mm.json") as run:
+        assert run.notes() == []
