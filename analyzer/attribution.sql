@@ -202,8 +202,8 @@ FROM (
         SELECT d.event_id,
                arg_max({pid: s.pid, tid: s.tid, ts_ns: s.ts_ns},
                        ((s.pid, s.tid) IN (SELECT (pid, tid) FROM events WHERE cat = 'cpu_op'), -s.ts_ns)) AS start,
-               bool_or((f.flow_id, f.cat) IN (SELECT (flow_id, cat) FROM events WHERE ph = 'f'
-                                              GROUP BY flow_id, cat HAVING count(*) > 1)) AS shared
+               coalesce(bool_or((f.flow_id, f.cat) IN (SELECT (flow_id, cat) FROM events WHERE ph = 'f'
+                                                       GROUP BY flow_id, cat HAVING count(*) > 1)), false) AS shared
         FROM (SELECT i.event_id, e.pid, e.tid, e.ts_ns, e.ts_ns + greatest(e.dur_ns, 1) AS end_ns
               FROM ks_items i JOIN events e USING (event_id)
               WHERE i.at_ns IS NULL AND NOT i.is_cpu_op) d

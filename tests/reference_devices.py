@@ -115,7 +115,7 @@ def flow_launch_points(events: list, launched: dict) -> dict:
             for s in starts.get((_flow_id(f), f.get("cat")), []) if _flow_id(f) is not None else []:
                 t = _ns(s["ts"])
                 found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t)))
-                if finish_count[(_flow_id(f), f.get("cat"))] > 1 and f.get("cat") is not None:
+                if finish_count[(_flow_id(f), f.get("cat"))] > 1:
                     shared.add(id(e))
         if found:
             points[id(e)] = min(found)[1]

@@ -3,9 +3,12 @@ Insight tests with): Ascend tasks as "kernel" events on the device's pid and str
 anywhere, each task's "privateuse1_runtime" call (0 µs, at the task's own start) joined to it by an ac2g flow only, and
 the tasks the writer linked to no call given the id of an earlier flow (1 here) over and over."""
 
+import json
+
 import pandas as pd
-from conftest import TESTS
+from conftest import TESTS, assert_rows_as_original
 from kernelscope.analyzer import load_run
+from reference import assert_matches_reference
 
 EXCERPT = TESTS / "data" / "wild" / "torch_npu_msprof_backward.json"
 MAIN, AUTOGRAD = 3466812, 3467863  # the Python thread, and the autograd engine's (pt_autograd_0)
@@ -54,3 +57,19 @@ def test_a_note_says_the_calls_sit_at_their_tasks_device_start():
     ]
     with load_run(TESTS / "data" / "wild" / "gpumodel_a100_mm.json") as run:
         assert run.notes() == []
+
+
+def test_its_flows_written_without_a_category_read_the_same(tmp_path):
+    """A flow's start and finishes match by id and category, an absent category being one too (as a writer that drops
+    "cat" from its flows writes them): the trace so written gives the same rows, the two tasks after later launches
+    without a launch, and the reference agrees."""
+    doc = json.loads(EXCERPT.read_text())
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "ac2g":
+            del event["cat"]
+    path = tmp_path / "flows_without_cat.json"
+    path.write_text(json.dumps(doc))
+    with load_run(EXCERPT) as original, load_run(path) as run:
+        assert_matches_reference(run, path)
+        assert_rows_as_original(run, original)
+        assert run.profiling_df()["thread"].isna().sum() == 2
