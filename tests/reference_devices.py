@@ -86,9 +86,9 @@ def flow_launch_points(events: list, launched: dict) -> dict:
     """{id(device event): (pid, tid, ns)}: where a device event whose correlation no launch in ``launched``
     ({correlation: [(launch event, ...), ...]}) has was launched from, by a flow arrow that finishes on its pid and tid
     within it (at its start, or before its end): the start of the same id and category. Of several, one on a thread
-    that runs operators, then the earliest. A flow with several finishes places one only where no device event before
-    it on its pid and tid was launched later (by its launch, or by a flow of one finish): a stream runs in launch
-    order."""
+    that runs operators, then the earliest. A start that a launch call starts with, of a flow of several finishes,
+    places a device event only where no device event before it on its pid and tid was launched later (by its launch, or
+    by such a start of a flow of one finish): a stream runs in launch order."""
     objects = [e for e in events if isinstance(e, dict)]
     starts: dict = {}
     for e in objects:
@@ -99,8 +99,11 @@ def flow_launch_points(events: list, launched: dict) -> dict:
     for f in finishes:
         finish_count[(_flow_id(f), f.get("cat"))] = finish_count.get((_flow_id(f), f.get("cat")), 0) + 1
     operator_threads = {(e.get("pid"), e.get("tid")) for e in objects if e.get("cat") == "cpu_op"}
+    call_starts = {  # Kineto writes a flow's start at its launch call's start
+        (e.get("pid"), e.get("tid"), _ns(e["ts"])) for e in objects if e.get("ph") == "X" and is_launch(e.get("cat"))
+    }
     device = [e for e in objects if e.get("ph") == "X" and e.get("cat") in DEVICE]
-    points, shared, launch_ns = {}, set(), {}
+    points, launch_ns, checked, trusted = {}, {}, set(), {}
     for e in device:
         args = e.get("args") or {}
         if args.get("correlation") in launched:
@@ -114,21 +117,25 @@ def flow_launch_points(events: list, launched: dict) -> dict:
                 continue
             for s in starts.get((_flow_id(f), f.get("cat")), []) if _flow_id(f) is not None else []:
                 t = _ns(s["ts"])
-                found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t)))
-                if finish_count[(_flow_id(f), f.get("cat"))] > 1:
-                    shared.add(id(e))
+                shared = finish_count[(_flow_id(f), f.get("cat"))] > 1
+                found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t), shared))
         if found:
-            points[id(e)] = min(found)[1]
+            _key, point, shared = min(found, key=lambda x: x[0])
+            points[id(e)] = point
+            at_launch = point in call_starts
+            if at_launch and shared:
+                checked.add(id(e))
+            elif at_launch:
+                trusted[id(e)] = point[2]
     streams: dict = {}
     for position, e in enumerate(device):
         streams.setdefault((e.get("pid"), e.get("tid")), []).append((_ns(e["ts"]), position, e))
     for items in streams.values():
         latest = None  # the latest launch of the device events before, on this stream
         for _start, _position, e in sorted(items, key=lambda x: x[:2]):
-            point = points.get(id(e))
-            if id(e) in shared and latest is not None and latest > point[2]:
+            if id(e) in checked and latest is not None and latest > points[id(e)][2]:
                 del points[id(e)]
-            own = launch_ns.get(id(e), point[2] if point and id(e) not in shared else None)
+            own = launch_ns.get(id(e), trusted.get(id(e)))
             if own is not None:
                 latest = own if latest is None else max(latest, own)
     return points
