@@ -190,20 +190,49 @@ WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
 -- lost. The finish on the device event's (pid, tid) within it, as linked_by_flow.sql reads it ([start, start + dur),
 -- its start where it lasts 0 ns: one range, so the join is a range join), and the start of its id and category; of
 -- several (torch_npu's from the operator, CANN's from its API call), one on a thread that runs operators.
+-- A flow that starts with a launch call (Kineto writes the start at the call's) and finishes on several device events
+-- (a CUDA graph's launch, or a writer that gives the tasks it linked to no call the id of an earlier flow: torch_npu's
+-- Kineto export) places one only where its stream allows: a stream runs its work in launch order, so a device event
+-- after one launched later (by its launch, or by such a flow of one finish) was not launched at this flow's start, and
+-- its launch is unknown. (A flow from an operator, as an Ascend trace's, starts when the operator does, not at its
+-- launch: no order is read from it.)
 -- Only where the launch check counted device events without a launch.
 -- run if: getvariable('ks_launch_check').device_events_without_launch > 0
 UPDATE ks_items AS i SET at_pid = p.start.pid, at_tid = p.start.tid, at_ns = p.start.ts_ns
 FROM (
-    SELECT d.event_id,
-           arg_max({pid: s.pid, tid: s.tid, ts_ns: s.ts_ns},
-                   ((s.pid, s.tid) IN (SELECT (pid, tid) FROM events WHERE cat = 'cpu_op'), -s.ts_ns)) AS start
-    FROM (SELECT i.event_id, e.pid, e.tid, e.ts_ns, e.ts_ns + greatest(e.dur_ns, 1) AS end_ns
-          FROM ks_items i JOIN events e USING (event_id)
-          WHERE i.at_ns IS NULL AND NOT i.is_cpu_op) d
-    JOIN events f ON f.ph = 'f' AND f.pid = d.pid AND f.tid = d.tid AND f.ts_ns >= d.ts_ns AND f.ts_ns < d.end_ns
-    JOIN events s ON s.ph = 's' AND s.flow_id = f.flow_id AND s.cat IS NOT DISTINCT FROM f.cat
-                 AND s.pid IS NOT NULL AND s.tid IS NOT NULL AND s.ts_ns IS NOT NULL
-    GROUP BY d.event_id
+    WITH picked AS (
+        SELECT d.event_id,
+               arg_max({pid: s.pid, tid: s.tid, ts_ns: s.ts_ns, flow_id: f.flow_id, cat: f.cat},
+                       ((s.pid, s.tid) IN (SELECT (pid, tid) FROM events WHERE cat = 'cpu_op'), -s.ts_ns)) AS pick
+        FROM (SELECT i.event_id, e.pid, e.tid, e.ts_ns, e.ts_ns + greatest(e.dur_ns, 1) AS end_ns
+              FROM ks_items i JOIN events e USING (event_id)
+              WHERE i.at_ns IS NULL AND NOT i.is_cpu_op) d
+        JOIN events f ON f.ph = 'f' AND f.pid = d.pid AND f.tid = d.tid AND f.ts_ns >= d.ts_ns AND f.ts_ns < d.end_ns
+        JOIN events s ON s.ph = 's' AND s.flow_id = f.flow_id AND s.cat IS NOT DISTINCT FROM f.cat
+                     AND s.pid IS NOT NULL AND s.tid IS NOT NULL AND s.ts_ns IS NOT NULL
+        GROUP BY d.event_id
+    ),
+    fan_outs AS (SELECT flow_id, cat FROM events WHERE ph = 'f' GROUP BY flow_id, cat HAVING count(*) > 1),
+    launch_starts AS (  -- Kineto writes a flow's start at its launch call's start
+        SELECT DISTINCT pid, tid, ts_ns FROM events WHERE ph = 'X' AND ks_launch_category(cat)
+    ),
+    placed AS (
+        SELECT p.event_id, {pid: p.pick.pid, tid: p.pick.tid, ts_ns: p.pick.ts_ns} AS start,
+               l.ts_ns IS NOT NULL AS at_launch, o.flow_id IS NOT NULL AS shared
+        FROM picked p
+        LEFT JOIN launch_starts l ON l.pid = p.pick.pid AND l.tid = p.pick.tid AND l.ts_ns = p.pick.ts_ns
+        LEFT JOIN fan_outs o ON o.flow_id = p.pick.flow_id AND o.cat IS NOT DISTINCT FROM p.pick.cat
+    ),
+    in_stream_order AS (
+        SELECT p.event_id, p.start, p.at_launch AND p.shared AS checked,
+               max(CASE WHEN p.event_id IS NULL THEN i.at_ns WHEN p.at_launch AND NOT p.shared THEN p.start.ts_ns END)
+                   OVER (PARTITION BY e.pid, e.tid ORDER BY e.ts_ns, e.event_id
+                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS launched_before
+        FROM ks_items i JOIN events e USING (event_id) LEFT JOIN placed p USING (event_id)
+        WHERE NOT i.is_cpu_op
+    )
+    SELECT event_id, start FROM in_stream_order
+    WHERE start IS NOT NULL AND NOT (checked AND coalesce(launched_before > start.ts_ns, false))
 ) AS p
 WHERE i.event_id = p.event_id;
 

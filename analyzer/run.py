@@ -251,7 +251,8 @@ class Run:
         """One sentence per rank whose trace holds device events the attribution does not read (unmodeled.sql:
         MTIA's mtia_insight, a CUPTI range profiler's cuda_profiler_range…): they are in ``events`` only, and
         where the rank has no device event kernelscope reads, its rows are its leaf CPU operators; and one per
-        category of operators or annotations written as async slices, which are read as no scope (async_scopes.sql)."""
+        category of operators or annotations written as async slices, which are read as no scope (async_scopes.sql);
+        and one per rank whose device events have calls filed at their own start (device_time_calls.sql)."""
         found: dict[int, list[str]] = {}
         for rank, cat, events, dur_us in self.con.execute(sql_text("unmodeled.sql")).fetchall():
             found.setdefault(rank, []).append(f"{events:,} {cat} ({dur_us:,.1f} µs)")
@@ -269,6 +270,13 @@ class Run:
             notes.append(
                 f'{self._trace_of(rank)}: holds {slices:,} {cat} written as async slices ("ph": "b"), which lie on '
                 "tracks of their own, not on a thread's stack: they are read as no scope"
+            )
+        for rank, at_their_start, device_events in self.con.execute(sql_text("device_time_calls.sql")).fetchall():
+            notes.append(
+                f"{self._trace_of(rank)}: {at_their_start:,} of its {device_events:,} device events have a runtime call"
+                " of their own name that lasts 0 µs and starts when they do (a writer that files each call at its"
+                " device event's start, as torch_npu's Kineto export): their operators are those running on the"
+                " calling thread then, which may come after the one that launched them"
             )
         notes += self._uncalled_sample_notes()
         return notes + [note for part in self.parts.values() if part.header is not None for note in part.header.notes()]

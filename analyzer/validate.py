@@ -84,7 +84,9 @@ def pair_spans(con: duckdb.DuckDBPyConnection, path: str | os.PathLike, *, rows_
 def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
     """The problem of a trace with nothing to attribute: NOTHING_TO_ATTRIBUTE, and what wrote it where its events
     show another profiler (foreign_trace.sql)."""
-    tf_process, browser_category, converted_process = run_sql_file(con, "foreign_trace.sql").fetchone()
+    tf_process, browser_category, converted_process, uncategorized, first_name = run_sql_file(
+        con, "foreign_trace.sql"
+    ).fetchone()
     if tf_process is not None:
         what = f"a TensorFlow or JAX profiler trace (process {_short(repr(tf_process), NAME_CHARS)})"
     elif browser_category is not None:
@@ -92,6 +94,12 @@ def nothing_to_attribute(con: duckdb.DuckDBPyConnection) -> str:
     elif converted_process is not None:
         process = _short(repr(converted_process), NAME_CHARS)
         what = f"an nvprof or Nsight Systems report in Chrome's format (category 'cuda', process {process})"
+    elif uncategorized is not None:
+        first = _short(repr(first_name), NAME_CHARS)
+        return (
+            f"{NOTHING_TO_ATTRIBUTE}: none of its {uncategorized} events has a category (cat), which every event of"
+            f" torch.profiler has (the first: {first}){NOT_TORCH}"
+        )
     else:
         return NOTHING_TO_ATTRIBUTE
     return f"{NOTHING_TO_ATTRIBUTE}: it is {what}{NOT_TORCH}"

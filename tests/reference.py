@@ -184,7 +184,7 @@ def reference_attribution(
     wanted: dict = {}
     # a device event without a launch whose flow arrow survives was launched where the flow starts; one whose launch
     # the trace lacks otherwise is held as the operator its External id names is held
-    flow_points = flow_launch_points(events, set(launch_by_corr)) if not cpu_mode else {}
+    flow_points = flow_launch_points(events, launch_by_corr) if not cpu_mode else {}
     lost = [
         e["args"]
         for _i, e, _s, _end in device
@@ -295,7 +295,7 @@ def reference_launch_check(path: Path) -> tuple[int, int, int, int]:
     captured = {i for i in unmatched if _captured(runtime_events[i], captures)} if unmatched else set()
     # a device event whose flow arrow names where it was launched from is not one without a launch
     without_launch = sum(corr not in by_corr for _e, corr in device) - len(
-        flow_launch_points(load_events(path), set(by_corr))
+        flow_launch_points(load_events(path), by_corr)
     )
     return len(must - captured), len(device), len(unmatched - captured), without_launch
 

@@ -82,21 +82,32 @@ def npu_tasks_as_device_events(events: list) -> None:
             e["cat"] = "gpu_memcpy" if "MEMCPY" in task else "kernel"
 
 
-def flow_launch_points(events: list, launched: set) -> dict:
-    """{id(device event): (pid, tid, ns)}: where a device event whose correlation no launch in ``launched`` has was
-    launched from, by a flow arrow that finishes on its pid and tid within it (at its start, or before its end): the
-    start of the same id and category. Of several, one on a thread that runs operators, then the earliest."""
+def flow_launch_points(events: list, launched: dict) -> dict:
+    """{id(device event): (pid, tid, ns)}: where a device event whose correlation no launch in ``launched``
+    ({correlation: [(launch event, ...), ...]}) has was launched from, by a flow arrow that finishes on its pid and tid
+    within it (at its start, or before its end): the start of the same id and category. Of several, one on a thread
+    that runs operators, then the earliest. A start that a launch call starts with, of a flow of several finishes,
+    places a device event only where no device event before it on its pid and tid was launched later (by its launch, or
+    by such a start of a flow of one finish): a stream runs in launch order."""
     objects = [e for e in events if isinstance(e, dict)]
     starts: dict = {}
     for e in objects:
         if e.get("ph") == "s" and "ts" in e and e.get("pid") is not None and e.get("tid") is not None:
             starts.setdefault((_flow_id(e), e.get("cat")), []).append(e)
     finishes = [e for e in objects if e.get("ph") == "f" and "ts" in e]
+    finish_count: dict = {}
+    for f in finishes:
+        finish_count[(_flow_id(f), f.get("cat"))] = finish_count.get((_flow_id(f), f.get("cat")), 0) + 1
     operator_threads = {(e.get("pid"), e.get("tid")) for e in objects if e.get("cat") == "cpu_op"}
-    points = {}
-    for e in objects:
+    call_starts = {  # Kineto writes a flow's start at its launch call's start
+        (e.get("pid"), e.get("tid"), _ns(e["ts"])) for e in objects if e.get("ph") == "X" and is_launch(e.get("cat"))
+    }
+    device = [e for e in objects if e.get("ph") == "X" and e.get("cat") in DEVICE]
+    points, launch_ns, checked, trusted = {}, {}, set(), {}
+    for e in device:
         args = e.get("args") or {}
-        if e.get("ph") != "X" or e.get("cat") not in DEVICE or args.get("correlation") in launched:
+        if args.get("correlation") in launched:
+            launch_ns[id(e)] = _ns(launch_of(e, launched[args["correlation"]])[0]["ts"])
             continue
         begin, end = _ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])
         found = []
@@ -106,9 +117,27 @@ def flow_launch_points(events: list, launched: set) -> dict:
                 continue
             for s in starts.get((_flow_id(f), f.get("cat")), []) if _flow_id(f) is not None else []:
                 t = _ns(s["ts"])
-                found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t)))
+                shared = finish_count[(_flow_id(f), f.get("cat"))] > 1
+                found.append((((s["pid"], s["tid"]) not in operator_threads, t), (s["pid"], s["tid"], t), shared))
         if found:
-            points[id(e)] = min(found)[1]
+            _key, point, shared = min(found, key=lambda x: x[0])
+            points[id(e)] = point
+            at_launch = point in call_starts
+            if at_launch and shared:
+                checked.add(id(e))
+            elif at_launch:
+                trusted[id(e)] = point[2]
+    streams: dict = {}
+    for position, e in enumerate(device):
+        streams.setdefault((e.get("pid"), e.get("tid")), []).append((_ns(e["ts"]), position, e))
+    for items in streams.values():
+        latest = None  # the latest launch of the device events before, on this stream
+        for _start, _position, e in sorted(items, key=lambda x: x[:2]):
+            if id(e) in checked and latest is not None and latest > points[id(e)][2]:
+                del points[id(e)]
+            own = launch_ns.get(id(e), trusted.get(id(e)))
+            if own is not None:
+                latest = own if latest is None else max(latest, own)
     return points
 
 

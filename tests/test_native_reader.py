@@ -13,6 +13,7 @@ from kernelscope.analyzer.sql import define_scope_names, run_sql_file, sql_text
 
 SAMPLE_TRACES = sorted((REPO / "sample_traces").glob("*/trace.json.gz")) + SHARED_TRACES  # + the H200 edge cases
 SAMPLE_TRACES += sorted((REPO / "sample_traces" / "external").glob("*.json*"))  # other writers, 2021 to 2026
+SAMPLE_TRACES += sorted((REPO / "tests" / "data" / "wild").rglob("*.json"))  # cut from others' traces, refused ones too
 
 
 def test_the_native_reader_is_built():
