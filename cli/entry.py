@@ -6,6 +6,9 @@ Once the command has ended, signals are ignored while the interpreter exits."""
 
 from __future__ import annotations
 
+import errno
+import io
+import os
 import signal
 import sys
 
@@ -17,7 +20,41 @@ class _Stopped(BaseException):
 noted: list[int] = []  # the signals stop() raised for: where the raise was swallowed, the command raises it again
 
 
+class _ClosedStream(io.TextIOBase):
+    """sys.stdin or sys.stdout of a process started with that descriptor closed (Python's None there): a command that
+    reads or writes it fails as an OSError naming the stream (cli/group.py's one line, exit 2), not AttributeError."""
+
+    def __init__(self, name: str) -> None:
+        self.stream = name
+
+    def isatty(self) -> bool:
+        return False
+
+    def _refuse(self, *args, **kwargs):
+        raise OSError(errno.EBADF, "is closed; redirect it (to a file or /dev/null) instead of closing it", self.stream)
+
+    read = readline = write = fileno = _refuse
+
+
+def keep_standard_streams() -> None:
+    """A closed descriptor 0, 1 or 2 held open on /dev/null (the next file the process opens would take it, and a
+    library's own prints to stdout land in it), and a closed sys.stdin or sys.stdout a _ClosedStream."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.dup2(held := os.open(os.devnull, os.O_RDWR), fd)  # dup2: the lowest free descriptor may be another
+            if held != fd:
+                os.close(held)
+    if sys.stdin is None:
+        sys.stdin = _ClosedStream("standard input")
+    if sys.stdout is None:
+        sys.stdout = _ClosedStream("standard output")
+
+
 def main() -> None:
+    keep_standard_streams()
+
     def stop(signum: int, frame) -> None:
         noted.append(signum)
         raise _Stopped(signum)
