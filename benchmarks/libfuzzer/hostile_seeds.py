@@ -13,7 +13,7 @@ harness's and the reader's page-sized steps (4 KiB, 64 KiB).
 
 from __future__ import annotations
 
-import sys
+import argparse
 from pathlib import Path
 
 VALID = (
@@ -216,4 +216,6 @@ def write(folder: Path) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    print(write(Path(sys.argv[1])))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dir", type=Path, help="the folder to write the seeds into")
+    print(write(parser.parse_args().dir))
