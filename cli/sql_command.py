@@ -17,6 +17,7 @@ from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
 from .streamed_result import first_rows, print_result, rows_left
+from .utf8_text import UTF8_TEXT, not_utf8
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import duckdb
@@ -32,7 +33,7 @@ QUIT_WORDS = ("exit", "quit")
 
 @click.command(short_help="SQL over the tables of a run or an archive.")
 @click.argument("run", type=UserPath(path_type=str))
-@click.argument("query", required=False)
+@click.argument("query", required=False, type=UTF8_TEXT)
 @run_option
 @prefix_options
 @output_options
@@ -158,6 +159,9 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
                 line = input(("...> " if buffer else "ks> ") if interactive else "")
             except EOFError:
                 break
+            except UnicodeDecodeError as exc:  # a locale of strict decoding; others hand the bytes on as surrogates
+                diagnostic(f"error: the input is not UTF-8 text (the byte 0x{exc.object[exc.start]:02x})")
+                return failed + 1
             except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line
                 ctrl_c_handled()
                 buffer = []
@@ -237,6 +241,10 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     returns how many failed."""
     import duckdb
 
+    why = not_utf8(text)
+    if why is not None:
+        diagnostic(f"error: the input {why}")
+        return 1
     try:
         statements = con.extract_statements(text)
     except duckdb.Error as exc:
