@@ -29,6 +29,9 @@ SHELL_HELP = (
     "The tables are described in docs/sql.md."
 )
 QUIT_WORDS = ("exit", "quit")
+# the most characters of one statement of the input: more is no SQL anyone types or a script holds, but /dev/zero or
+# a binary file read as one endless line, which filled the memory
+MAX_STATEMENT_CHARS = 16 << 20
 
 
 @click.command(short_help="SQL over the tables of a run or an archive.")
@@ -152,11 +155,11 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
         print_note(f"kernelscope sql: {name}")
         print_note(SHELL_HELP)
     buffer: list[str] = []
-    failed = 0
+    failed = held = 0  # held: the characters of the statement read so far
     try:
         while True:
             try:
-                line = input(("...> " if buffer else "ks> ") if interactive else "")
+                line = _next_line(interactive, buffer)
             except EOFError:
                 break
             except UnicodeDecodeError as exc:  # a locale of strict decoding; others hand the bytes on as surrogates
@@ -167,6 +170,11 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
                 buffer = []
                 click.echo()
                 continue
+            held = held + len(line) if buffer else len(line)
+            problem = _not_sql_text(line, held)
+            if problem is not None:
+                diagnostic(f"error: the input {problem}")
+                return failed + 1
             stripped = line.strip()
             if not buffer and stripped.rstrip(";").strip().lower() in QUIT_WORDS:
                 return failed
@@ -189,6 +197,25 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
     finally:
         if history is not None:
             history.save()
+
+
+def _next_line(interactive: bool, buffer: list[str]) -> str:
+    """The next line of the input, without its newline; at most MAX_STATEMENT_CHARS long where it is piped."""
+    if interactive:
+        return input("...> " if buffer else "ks> ")
+    line = sys.stdin.readline(MAX_STATEMENT_CHARS + 1)
+    if not line:
+        raise EOFError
+    return line.removesuffix("\n")
+
+
+def _not_sql_text(line: str, held: int) -> str | None:
+    """Why the input is no SQL text (its statement so far ``held`` characters long), or None."""
+    if "\0" in line:
+        return "holds a NUL character: it is not SQL text (a device or a binary file?)"
+    if held > MAX_STATEMENT_CHARS:
+        return f"runs past {MAX_STATEMENT_CHARS:,} characters without a statement's end (;): it is not SQL text"
+    return None
 
 
 class _History:
