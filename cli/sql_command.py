@@ -181,8 +181,10 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
             if not buffer and stripped.rstrip(";").strip().lower() == "help":  # as exit and quit work bare
                 stripped = ".help"
             if not buffer and stripped.startswith("."):
-                if not _dot_command(con, stripped):
+                done = _dot_command(con, stripped)
+                if done is None:
                     return failed
+                failed += done
                 continue
             if stripped:
                 buffer.append(line)
@@ -298,18 +300,19 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     return failed
 
 
-def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
-    """Run a dot command; False when it asks to quit."""
+def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> int | None:
+    """Run a dot command; how many of its statements failed (a .schema of no table fails piped input as a failing
+    statement does), or None when it asks to quit."""
     word, _, argument = command.partition(" ")
     if word in (".quit", ".exit", ".q"):
-        return False
+        return None
     if word == ".tables":
         print_note("  ".join(_tables(con)))
     elif word == ".schema" and argument.strip():
-        _shell_statements(con, f"DESCRIBE {argument.strip()}")
+        return _shell_statements(con, f"DESCRIBE {argument.strip()}")
     else:
         print_note(SHELL_HELP)
-    return True
+    return 0
 
 
 HINTS = ("Did you mean", "Candidate bindings")  # DuckDB's own suggestion, on the line after its message

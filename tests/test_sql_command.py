@@ -56,6 +56,12 @@ def test_input_that_is_no_sql_text_is_refused_before_it_fills_the_memory(monkeyp
     assert result.stderr.splitlines()[-1] == "kernelscope: error: 1 statement of the input failed"
 
 
+def test_a_failing_schema_command_fails_piped_input_as_a_failing_statement_does():
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input=".schema nope\nSELECT 1;\n")
+    assert result.exit_code == 2 and "Table with name nope does not exist" in result.stderr
+    assert result.stderr.splitlines()[-1] == "kernelscope: error: 1 statement of the input failed"
+
+
 def test_several_statements_on_a_line_show_every_result():
     result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT 11 AS a; SELECT 22 AS b;SELECT 33 AS c;\n")
     assert result.exit_code == 0
