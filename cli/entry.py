@@ -50,6 +50,30 @@ def keep_standard_streams() -> None:
         sys.stdin = _ClosedStream("standard input")
     if sys.stdout is None:
         sys.stdout = _ClosedStream("standard output")
+    elif isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.fileno() == 1:
+        sys.stdout.flush()  # empty at the start: nothing is lost
+        sys.stdout = io.TextIOWrapper(
+            io.BufferedWriter(_StdoutFile(1, "w", closefd=False)),
+            encoding=sys.stdout.encoding,
+            errors=sys.stdout.errors,
+            line_buffering=sys.stdout.line_buffering,
+        )
+
+
+class _StdoutFile(io.FileIO):
+    """Descriptor 1, whose write errors name it: a full disk or /dev/full as stdout is then 'standard output: No
+    space left on device' (cli/group.py's line), where the OSError of a descriptor names no file."""
+
+    def write(self, data):
+        try:
+            return super().write(data)
+        except OSError as exc:
+            if exc.filename is not None:
+                raise
+            # what stays buffered goes nowhere: the interpreter's last flush would fail again, in a traceback
+            os.dup2(devnull := os.open(os.devnull, os.O_WRONLY), self.fileno())
+            os.close(devnull)
+            raise OSError(exc.errno, exc.strerror, "standard output") from None  # BrokenPipeError stays one
 
 
 def main() -> None:

@@ -51,3 +51,14 @@ def test_an_output_file_needs_no_stdout(tmp_path):
     done = _kernelscope("analyze", str(RUN), "--kernels", "--csv", "-o", "out.csv", closed=1, cwd=tmp_path)
     assert done.returncode == 0 and done.stderr == ""
     assert (tmp_path / "out.csv").read_text().count("\n") == 7  # the header and mlp's 6 kernels
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_full_stdout_is_named_in_its_line():
+    """A write error of stdout carries no file name: the line said only 'No space left on device'."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "kernelscope", "analyze", str(RUN)],
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 2 and done.stderr == "kernelscope: error: standard output: No space left on device\n"
