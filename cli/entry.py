@@ -38,7 +38,8 @@ class _ClosedStream(io.TextIOBase):
 
 def keep_standard_streams() -> None:
     """A closed descriptor 0, 1 or 2 held open on /dev/null (the next file the process opens would take it, and a
-    library's own prints to stdout land in it), and a closed sys.stdin or sys.stdout a _ClosedStream."""
+    library's own prints to stdout land in it), a closed sys.stdin or sys.stdout a _ClosedStream, and an open stdout
+    written through a _StdoutFile."""
     for fd in (0, 1, 2):
         try:
             os.fstat(fd)
@@ -57,6 +58,7 @@ def keep_standard_streams() -> None:
             encoding=sys.stdout.encoding,
             errors=sys.stdout.errors,
             line_buffering=sys.stdout.line_buffering,
+            write_through=sys.stdout.write_through,
         )
 
 
