@@ -137,9 +137,11 @@ EXISTS = "already exists; choose another --out, or replace it with --force"
 
 
 def _refuse_existing(out: Path | None, force: bool) -> None:
-    """An existing --out without --force, refused in the command's words (the recorder's name overwrite=True)."""
+    """An existing --out without --force, refused in the command's words (the recorder's name overwrite=True); and a
+    closed stdout, where the summary goes (entry.py's stream refuses even nothing), before the model runs."""
     from kernelscope.analyzer.errors import RunExistsError
 
+    sys.stdout.write("")
     if out is not None and not force and (out.exists() or out.is_symlink()):
         raise RunExistsError(out, EXISTS)
 

@@ -62,3 +62,11 @@ def test_a_full_stdout_is_named_in_its_line():
             stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
         )  # fmt: skip
     assert done.returncode == 2 and done.stderr == "kernelscope: error: standard output: No space left on device\n"
+
+
+def test_record_without_stdout_is_refused_before_the_model_runs(tmp_path):
+    """Its summary goes to stdout: refused only then, the run was written and the command still failed."""
+    pytest.importorskip("torch")
+    done = _kernelscope("demo", "--device", "cpu", "--out", str(tmp_path / "run"), closed=1)
+    assert done.returncode == 2 and done.stderr.startswith("kernelscope: error: standard output: is closed")
+    assert not (tmp_path / "run").exists()
