@@ -316,8 +316,8 @@ class Archive:
         ids = self.run_ids()
         matches = [i for i in ids if i.startswith(ref)] or (
             self.sql(f"SELECT DISTINCT run_id FROM runs WHERE name = {quote(ref)} ORDER BY 1")["run_id"].tolist()
-            if ids
-            else []
+            if ids and ref == ref.encode("utf-8", "ignore").decode()
+            else []  # a name of bytes not UTF-8 names no run: DuckDB takes no such text
         )
         if len(matches) == 1:
             return matches[0]

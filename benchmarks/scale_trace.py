@@ -27,7 +27,7 @@ from pathlib import Path
 import orjson
 
 GAP_NS = 1_000_000  # 1 ms of idle time between two copies of the pass
-GZIP_LEVEL = 3  # zlib's; about the size of the recorder's (recorder/run_writer.py: isal's level 2)
+GZIP_LEVEL = 3  # zlib's; about the size of the recorder's (recorder/trace_export.py: isal's level 2)
 MEMBERS_LEVEL = 2  # isal's, as the recorder writes (--members)
 UNITS = {"KB": 1 << 10, "MB": 1 << 20, "GB": 1 << 30, "B": 1}
 # id spaces renumbered per copy: (where the value sits, which space it belongs to)

@@ -16,6 +16,7 @@ from .numbers import NON_NEGATIVE, REPEATS, ROWS, WARMUP_CALLS
 from .output import Output, diagnostic, emit, print_note, print_table
 from .output_options import output_options
 from .paths import UserPath
+from .utf8_text import UTF8_TEXT
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import pandas as pd
@@ -39,7 +40,9 @@ TORCH_HINT = "kernelscope bench replays calls and needs torch: pip install 'kern
 
 @click.command(short_help="Replay recorded calls as kernel benchmarks.")
 @click.argument("run", type=UserPath(path_type=str))
-@click.option("--function", "functions", multiple=True, metavar="NAME", help="A call to replay (repeatable).")
+@click.option(
+    "--function", "functions", multiple=True, metavar="NAME", type=UTF8_TEXT, help="A call to replay (repeatable)."
+)
 @click.option(
     "--top-k",
     type=ROWS,

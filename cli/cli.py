@@ -40,6 +40,7 @@ from .rows import (
 from .sql_command import sql
 from .tree_command import tree
 from .user_code import recorder_warnings, user_code
+from .utf8_text import UTF8_TEXT
 
 TORCH_HINT = "this command records and needs torch: pip install 'kernelscope[record]'"
 FORCE_RUN = click.option("--force", is_flag=True, help="Replace the run directory if it exists.")
@@ -136,9 +137,11 @@ EXISTS = "already exists; choose another --out, or replace it with --force"
 
 
 def _refuse_existing(out: Path | None, force: bool) -> None:
-    """An existing --out without --force, refused in the command's words (the recorder's name overwrite=True)."""
+    """An existing --out without --force, refused in the command's words (the recorder's name overwrite=True); and a
+    closed stdout, where the summary goes (entry.py's stream refuses even nothing), before the model runs."""
     from kernelscope.analyzer.errors import RunExistsError
 
+    sys.stdout.write("")
     if out is not None and not force and (out.exists() or out.is_symlink()):
         raise RunExistsError(out, EXISTS)
 
@@ -186,7 +189,7 @@ def _print_next(out: Path) -> None:
     help="Passes over the samples before the recorded one.",
 )
 @SUMMARY_ROWS
-@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", help="A tag stored in the manifest.")
+@click.option("--tag", "tags", multiple=True, metavar="KEY=VALUE", type=UTF8_TEXT, help="A tag stored in the manifest.")
 @FORCE_RUN
 def record(target: str, out: Path | None, warmup: int, top_k: int | None, tags: tuple[str, ...], force: bool) -> None:
     """Record TARGET, 'pkg.module:factory' (the current directory on the import path, as with python -m) or

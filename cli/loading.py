@@ -13,6 +13,7 @@ import click
 from .numbers import RANK
 from .output import diagnostic
 from .printable import shell_word
+from .utf8_text import UTF8_TEXT
 
 
 def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -26,12 +27,14 @@ def _not_empty(ctx: click.Context, param: click.Parameter, value: str | None) ->
 def prefix_options(command):
     command = click.option(
         "--function-prefix",
+        type=UTF8_TEXT,
         default=None,
         callback=_not_empty,
         help="Scope name prefix of functional calls (default: the run's, or 'ks.fn:').",
     )(command)
     return click.option(
         "--module-prefix",
+        type=UTF8_TEXT,
         default=None,
         callback=_not_empty,
         help="Scope name prefix of modules (default: the run's, or 'ks.module:'); "
@@ -59,6 +62,7 @@ def run_option(command):
         "--run",
         "run_ref",
         metavar="ID",
+        type=UTF8_TEXT,
         default=None,
         help="With an archive: the archived run (its id, a unique prefix of it, or its name).",
     )(command)

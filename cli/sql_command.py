@@ -17,6 +17,7 @@ from .output_options import output_options
 from .paths import UserPath
 from .rows import name_the_root
 from .streamed_result import first_rows, print_result, rows_left
+from .utf8_text import UTF8_TEXT, not_utf8
 
 if TYPE_CHECKING:  # loaded where a command runs: --help and usage errors need none of it
     import duckdb
@@ -28,11 +29,14 @@ SHELL_HELP = (
     "The tables are described in docs/sql.md."
 )
 QUIT_WORDS = ("exit", "quit")
+# the most characters of one statement of the input: more is no SQL anyone types or a script holds, but /dev/zero or
+# a binary file read as one endless line, which filled the memory
+MAX_STATEMENT_CHARS = 16 << 20
 
 
 @click.command(short_help="SQL over the tables of a run or an archive.")
 @click.argument("run", type=UserPath(path_type=str))
-@click.argument("query", required=False)
+@click.argument("query", required=False, type=UTF8_TEXT)
 @run_option
 @prefix_options
 @output_options
@@ -151,26 +155,36 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
         print_note(f"kernelscope sql: {name}")
         print_note(SHELL_HELP)
     buffer: list[str] = []
-    failed = 0
+    failed = held = 0  # held: the characters of the statement read so far
     try:
         while True:
             try:
-                line = input(("...> " if buffer else "ks> ") if interactive else "")
+                line = _next_line(interactive, buffer)
             except EOFError:
                 break
+            except UnicodeDecodeError as exc:  # a locale of strict decoding; others hand the bytes on as surrogates
+                diagnostic(f"error: the input is not UTF-8 text (the byte 0x{exc.object[exc.start]:02x})")
+                return failed + 1
             except KeyboardInterrupt:  # Ctrl-C at the prompt drops the line
                 ctrl_c_handled()
                 buffer = []
                 click.echo()
                 continue
+            held = held + len(line) if buffer else len(line)
+            problem = _not_sql_text(line, held)
+            if problem is not None:
+                diagnostic(f"error: the input {problem}")
+                return failed + 1
             stripped = line.strip()
             if not buffer and stripped.rstrip(";").strip().lower() in QUIT_WORDS:
                 return failed
             if not buffer and stripped.rstrip(";").strip().lower() == "help":  # as exit and quit work bare
                 stripped = ".help"
             if not buffer and stripped.startswith("."):
-                if not _dot_command(con, stripped):
+                done = _dot_command(con, stripped)
+                if done is None:
                     return failed
+                failed += done
                 continue
             if stripped:
                 buffer.append(line)
@@ -185,6 +199,25 @@ def shell(con: duckdb.DuckDBPyConnection, name: str) -> int:
     finally:
         if history is not None:
             history.save()
+
+
+def _next_line(interactive: bool, buffer: list[str]) -> str:
+    """The next line of the input, without its newline; at most MAX_STATEMENT_CHARS long where it is piped."""
+    if interactive:
+        return input("...> " if buffer else "ks> ")
+    line = sys.stdin.readline(MAX_STATEMENT_CHARS + 1)
+    if not line:
+        raise EOFError
+    return line.removesuffix("\n")
+
+
+def _not_sql_text(line: str, held: int) -> str | None:
+    """Why the input is no SQL text (its statement so far ``held`` characters long), or None."""
+    if "\0" in line:
+        return "holds a NUL character: it is not SQL text (a device or a binary file?)"
+    if held > MAX_STATEMENT_CHARS:
+        return f"runs past {MAX_STATEMENT_CHARS:,} characters without a statement's end (;): it is not SQL text"
+    return None
 
 
 class _History:
@@ -237,6 +270,10 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     returns how many failed."""
     import duckdb
 
+    why = not_utf8(text)
+    if why is not None:
+        diagnostic(f"error: the input {why}")
+        return 1
     try:
         statements = con.extract_statements(text)
     except duckdb.Error as exc:
@@ -263,18 +300,19 @@ def _shell_statements(con: duckdb.DuckDBPyConnection, text: str) -> int:
     return failed
 
 
-def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> bool:
-    """Run a dot command; False when it asks to quit."""
+def _dot_command(con: duckdb.DuckDBPyConnection, command: str) -> int | None:
+    """Run a dot command; how many of its statements failed (a .schema of no table fails piped input as a failing
+    statement does), or None when it asks to quit."""
     word, _, argument = command.partition(" ")
     if word in (".quit", ".exit", ".q"):
-        return False
+        return None
     if word == ".tables":
         print_note("  ".join(_tables(con)))
     elif word == ".schema" and argument.strip():
-        _shell_statements(con, f"DESCRIBE {argument.strip()}")
+        return _shell_statements(con, f"DESCRIBE {argument.strip()}")
     else:
         print_note(SHELL_HELP)
-    return True
+    return 0
 
 
 HINTS = ("Did you mean", "Candidate bindings")  # DuckDB's own suggestion, on the line after its message

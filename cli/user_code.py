@@ -28,7 +28,7 @@ def user_code(target: str, what: str, caller: str | None = None):
         yield
     except KernelscopeError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # their sys.exit() too: it ended record with its code, nothing recorded
         theirs = _first_user_frame(exc.__traceback__)
         # a SyntaxError in their file is raised by the parser, in importlib's frames: its file, line and caret say where
         parsed = isinstance(exc, SyntaxError) and exc.filename is not None and theirs is None

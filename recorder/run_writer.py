@@ -22,7 +22,6 @@ import orjson
 import torch
 from kernelscope.analyzer.atomic import errors_naming, make_temp_dir, publish
 from kernelscope.analyzer.errors import KernelscopeError, RunExistsError
-from kernelscope.analyzer.gzip_members import MEMBER_BYTES, write_members
 from kernelscope.analyzer.ranks import RANK_DIR, is_job_directory
 from kernelscope.analyzer.rundir import (
     COMPILED_REGION_CALL,
@@ -45,9 +44,8 @@ from kernelscope.analyzer.samples import SAMPLES_FORMAT, tensor_bytes
 
 from .retention import CappedSampleBook
 from .torch_files import save_samples
+from .trace_export import export_trace, gzip_file
 
-GZIP_LEVEL = 2  # ISA-L's igzip (the analyzer's reader too): as small as zlib's level 3, and faster (RESULTS.md)
-GZIP_MEMBER_BYTES = MEMBER_BYTES  # JSON per gzip member: members decompress in parallel in the analyzer
 # why a temporary run's manifest says its sample tensors were not saved (bench_sources.py reads it to say what to do)
 TEMPORARY_RUN_TENSORS = "a temporary run (profile() without out=) leaves them in function_data, live"
 
@@ -144,16 +142,6 @@ def _remove_made(created: list[Path]) -> None:
             return
 
 
-def gzip_file(source: Path, target: Path) -> None:
-    """Compress ``source`` into the gzip file ``target`` with ISA-L at GZIP_LEVEL, as members of 32 MiB of JSON
-    whose headers say where each ends, which the analyzer decompresses in parallel (analyzer/gzip_members.py);
-    any gzip reader reads them as one stream. Not through a GzipFile: on Python 3.12 its writer is a reference
-    cycle (its buffer holds it), closed whenever the cyclic collector runs next, inside a torch.compile'd region
-    too, where dynamo then compiles GzipFile.closed (seen on the H200)."""
-    with open(source, "rb") as src, open(target, "wb") as dst:
-        write_members(src, dst, GZIP_LEVEL, GZIP_MEMBER_BYTES)
-
-
 def write_run(
     out: Path,
     prof: torch.profiler.profile,
@@ -201,7 +189,7 @@ def _write_files(
 ) -> None:
     """The trace, the sample store (samples.pt only where ``durable``) and the manifest, written into ``folder``."""
     raw = folder / "trace.json"
-    prof.export_chrome_trace(str(raw))
+    export_trace(prof, folder, raw.name)
     if not raw.is_file():  # Kineto's export says nothing when its write fails
         raise OSError(errno.EIO, "torch.profiler's export wrote no trace (is the disk full?)", str(folder))
     gzip_file(raw, folder / TRACE)

@@ -44,6 +44,19 @@ def broken():
     raise RuntimeError("cannot load weights from /nope.pt")
 
 
+def exits():
+    raise SystemExit(0)  # as sys.exit(0), or a module-level argparse of a script made importable
+
+
+class Quits(nn.Module):
+    def forward(self, x):
+        raise SystemExit("done")
+
+
+def quits():
+    return Quits(), [((torch.randn(2),), {})]
+
+
 def needs_an_argument(n):
     return small()
 
@@ -106,6 +119,23 @@ def test_a_factory_that_raises_shows_its_own_frames_and_one_line(tmp_path, monke
     assert lines[-1] == (
         "kernelscope: error: user_models:broken: the factory raised RuntimeError: cannot load weights from /nope.pt "
         "(traceback above)"
+    )
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("target", "what"),
+    [
+        ("user_models:exits", "the factory raised SystemExit: 0"),
+        ("user_models:quits", "the model raised SystemExit: done"),
+    ],
+)
+def test_user_code_that_exits_is_one_line_and_exit_2_not_a_silent_exit(tmp_path, monkeypatch, target, what):
+    """A SystemExit of their code ended record with its code (0: success, nothing recorded, nothing said)."""
+    result = record(tmp_path, monkeypatch, target, "--out", tmp_path / "run")
+    assert (
+        result.exit_code == 2
+        and result.stderr.splitlines()[-1] == f"kernelscope: error: {target}: {what} (traceback above)"
     )
     assert not (tmp_path / "run").exists()
 

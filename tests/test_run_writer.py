@@ -141,3 +141,19 @@ def test_a_failed_swap_puts_the_old_run_back(monkeypatch, tmp_path):
     with pytest.raises(OSError, match="Input/output error"):
         _write(out, "new")
     assert os.listdir(tmp_path) == ["run"] and _whole_run_of(out) == "old"
+
+
+@pytest.mark.parametrize(
+    "name", ["new\nline", "back\\slash", "both\\\n"], ids=["newline", "backslash", "both"]
+)
+def test_a_run_is_written_under_a_folder_whose_name_kinetos_export_mangles(tmp_path, name):
+    """Kineto's export drops a newline from the path it renames its .tmp to and reads a backslash as '/': a real
+    profiler's trace, written under such a folder, whole and nothing else left."""
+    import torch
+
+    with torch.profiler.profile() as prof:
+        torch.ones(3).add_(1)
+    out = tmp_path / name / "run"
+    run_writer.write_run(out, prof, CappedSampleBook(None), {}, tensor_limit_bytes=None, overwrite=False)
+    assert sorted(os.listdir(out)) == ["manifest.json", "samples.json", "samples.pt", "trace.json.gz"]
+    assert os.listdir(tmp_path / name) == ["run"]

@@ -41,6 +41,27 @@ def test_exit_and_quit_end_the_prompt(word):
     assert result.exit_code == 0 and "one" in result.output and "seven" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("stdin", "said"),
+    [("SELECT 1;\n\0\0\0", "holds a NUL character"), ("SELECT 1;\n" + "SELECT 1 " * 500, "runs past 2,000 characters")],
+    ids=["NUL (/dev/zero)", "a statement without its end (yes SELECT)"],
+)
+def test_input_that_is_no_sql_text_is_refused_before_it_fills_the_memory(monkeypatch, stdin, said):
+    """`sql RUN < /dev/zero` read one endless line: 5.5 GB in 20 s, until the machine's memory ran out."""
+    from kernelscope import sql_command
+
+    monkeypatch.setattr(sql_command, "MAX_STATEMENT_CHARS", 2000)
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input=stdin)
+    assert result.exit_code == 2 and said in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-1] == "kernelscope: error: 1 statement of the input failed"
+
+
+def test_a_failing_schema_command_fails_piped_input_as_a_failing_statement_does():
+    result = CliRunner().invoke(main, ["sql", str(RUN)], input=".schema nope\nSELECT 1;\n")
+    assert result.exit_code == 2 and "Table with name nope does not exist" in result.stderr
+    assert result.stderr.splitlines()[-1] == "kernelscope: error: 1 statement of the input failed"
+
+
 def test_several_statements_on_a_line_show_every_result():
     result = CliRunner().invoke(main, ["sql", str(RUN)], input="SELECT 11 AS a; SELECT 22 AS b;SELECT 33 AS c;\n")
     assert result.exit_code == 0
@@ -255,9 +276,10 @@ def test_a_dot_command_given_as_the_query_runs_as_at_the_prompt():
     """`kernelscope sql RUN .tables` (the help names .tables) went to DuckDB: 'Parser Error: syntax error at or near
     "."', exit 2."""
     tables = CliRunner().invoke(main, ["sql", str(RUN), ".tables"])
-    assert tables.exit_code == 0 and tables.output.split() == CliRunner().invoke(
-        main, ["sql", str(RUN)], input=".tables\n"
-    ).output.split()
+    assert (
+        tables.exit_code == 0
+        and tables.output.split() == CliRunner().invoke(main, ["sql", str(RUN)], input=".tables\n").output.split()
+    )
     schema = CliRunner().invoke(main, ["sql", str(RUN), " .schema kernels"])
     assert schema.exit_code == 0 and "kernel_us" in schema.output and "DOUBLE" in schema.output
     written = CliRunner().invoke(main, ["sql", str(RUN), ".tables", "--format", "csv"])

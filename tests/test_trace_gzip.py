@@ -11,18 +11,18 @@ import os
 import pytest
 
 torch = pytest.importorskip("torch")
-from kernelscope.recorder import ModuleFunctionKernelProfiler, run_writer  # noqa: E402
+from kernelscope.recorder import ModuleFunctionKernelProfiler, trace_export  # noqa: E402
 from torch import nn  # noqa: E402
 
 
 def test_the_gzip_file_holds_the_trace_in_members_that_say_where_they_end(tmp_path, monkeypatch):
     from kernelscope.analyzer.gzip_members import gzip_members, json_size
 
-    monkeypatch.setattr(run_writer, "GZIP_MEMBER_BYTES", 1000)  # many members
+    monkeypatch.setattr(trace_export, "GZIP_MEMBER_BYTES", 1000)  # many members
     source, target = tmp_path / "trace.json", tmp_path / "trace.json.gz"
     data = os.urandom(2500) + b'{"traceEvents": []}' * 300
     source.write_bytes(data)
-    run_writer.gzip_file(source, target)
+    trace_export.gzip_file(source, target)
     written = target.read_bytes()
     assert written[:2] == b"\x1f\x8b" and gzip.decompress(written) == data
     with open(target, "rb") as raw:
@@ -38,7 +38,7 @@ def test_writing_the_gzip_file_leaves_nothing_for_the_cyclic_collector(tmp_path)
         pass
     gc.set_debug(gc.DEBUG_SAVEALL)
     try:
-        run_writer.gzip_file(source, tmp_path / "trace.json.gz")
+        trace_export.gzip_file(source, tmp_path / "trace.json.gz")
         gc.collect()
         left = list(gc.garbage)
     finally:

@@ -15,9 +15,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work/corpus"
 pylib=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')
 pyver=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("LDVERSION"))')
-clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(python3-config --includes) \
+# every array on malloc's heap (pages.h), where AddressSanitizer sees its bounds
+clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -DPAGES_MAPPED_FROM='((size_t)-1)' \
+    $(python3-config --includes) \
     "$here/fuzz_kineto.c" -o "$work/fuzz_kineto" -L"$pylib" -lpython"$pyver" -Wl,-rpath,"$pylib"
 python3 "$here/../fuzz_kineto.py" seeds "$work/seeds"
+python3 "$here/hostile_seeds.py" "$work/hostile"
 nice -n 10 "$work/fuzz_kineto" -max_len=8192 -max_total_time="$seconds" -dict="$here/fuzz_kineto.dict" \
-    -artifact_prefix="$work/" -print_final_stats=1 "$work/corpus" "$work/seeds"
-python3 "$here/../fuzz_kineto.py" diff "$work/corpus" "$work/seeds"
+    -artifact_prefix="$work/" -print_final_stats=1 "$work/corpus" "$work/seeds" "$work/hostile"
+python3 "$here/../fuzz_kineto.py" diff "$work/corpus" "$work/seeds" "$work/hostile"
