@@ -54,6 +54,22 @@ def test_a_kept_connection_makes_the_empty_frame_scopes_again_only_after_frames(
     assert frame.equals(_loaded(MLP)[0])
 
 
+def test_a_kept_runs_instance_is_given_back_with_no_question_and_serves_as_before(monkeypatch):
+    # the run set its sized settings and made events and kernels, nothing else: asking DuckDB cost a small load ~0.5 ms
+    _loaded(MLP)
+    ran = []
+    real = connection.execute
+    monkeypatch.setattr(connection, "execute", lambda con, text, *a: ran.append(text) or real(con, text, *a))
+    frame, con = _loaded(MLP)
+    assert ran == ['DROP TABLE "events"', 'DROP TABLE "kernels"'], ran
+    _, instance, _, now, kept = connection._idle  # waiting for the next run, as the give-back left it
+    shown = instance.execute("SELECT current_setting('threads'), current_setting('disabled_optimizers')").fetchone()
+    assert kept is con and now.threads == int(shown[0])
+    assert set(now.disabled_optimizers.split(",")) == {name.strip() for name in shown[1].split(",")}
+    assert instance.execute("SELECT count(*) FROM duckdb_tables() WHERE NOT temporary").fetchone() == (0,)
+    assert _loaded(MLP)[0].equals(frame)
+
+
 def test_a_large_run_and_a_shared_one_keep_no_connection(monkeypatch):
     _, con = _loaded(MLP)
     with load_run(MLP) as shared:
