@@ -85,15 +85,18 @@ FROM device_events d LEFT JOIN ks_launches l USING (correlation)
 LEFT JOIN ks_ops_by_id o
   ON o.external_id = l.external_id AND o.pid = l.pid AND o.tid <> l.tid AND o.ts_ns <= l.ts_ns AND l.ts_ns < o.end_ns;
 
--- A trace without device work: its CPU operators, as the INSERT below gives them to a trace with device work but no
--- device event (the column types of the statement above); made here, not made empty and filled there (a statement
--- of its own cost a small trace's load ~0.35 ms). Such a trace makes no ks_ops_by_id: no statement it runs reads one.
+-- A trace without device work: its CPU operators, each its own launch point (its span, [ts_ns, ts_ns + dur_ns), 1 ns
+-- when it lasts 0 ns: ks_anchors below) and its own operator (op_id), made at once as the points, which then hold the
+-- item's columns too, under the names the points have (anchor: event_id; pid, tid, at_ns: where it ran): the rows of
+-- ks_items and ks_anchors as the INSERT below and the statements after it give them to a trace with device work but
+-- no device event; made as one table, not two (a statement of its own cost a small trace's load ~0.7 ms). Such a
+-- trace makes no ks_items nor ks_ops_by_id: no statement it runs reads them.
 -- run if: NOT coalesce(getvariable('ks_device_work'), true)
-CREATE OR REPLACE TEMP TABLE ks_items AS
-SELECT event_id, 'cpu' AS kind, ts_ns, dur_ns, CAST(NULL AS INTEGER) AS device, CAST(NULL AS INTEGER) AS stream,
-       CAST(NULL AS BIGINT) AS correlation, CAST(NULL AS BIGINT) AS external_id, pid AS at_pid, tid AS at_tid,
-       ts_ns AS at_ns, true AS is_cpu_op, CAST(NULL AS BIGINT) AS graph_launch_id, contains(name, '::') AS namespaced,
-       CAST(NULL AS BIGINT) AS launch_id
+CREATE OR REPLACE TEMP TABLE ks_anchors AS
+SELECT event_id AS anchor, pid, tid, ts_ns AS at_ns, ts_ns + greatest(dur_ns, 1) AS at_end_ns, event_id AS op_id,
+       ts_ns + dur_ns AS op_end_ns, 'cpu' AS kind, dur_ns, CAST(NULL AS INTEGER) AS device,
+       CAST(NULL AS INTEGER) AS stream, CAST(NULL AS BIGINT) AS correlation, CAST(NULL AS BIGINT) AS graph_launch_id,
+       contains(name, '::') AS namespaced
 FROM events
 WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0 AND cat = 'cpu_op'
   AND NOT starts_with(name, getvariable('module_prefix'))
@@ -279,15 +282,6 @@ WHERE NOT is_cpu_op AND at_pid IS NOT NULL AND at_tid IS NOT NULL AND at_ns IS N
 GROUP BY at_pid, at_tid, at_ns
 UNION ALL
 SELECT event_id, at_pid, at_tid, at_ns, at_ns + greatest(dur_ns, 1), event_id, at_ns + dur_ns
-FROM ks_items
-WHERE is_cpu_op;
-
--- A trace without device work has no launch point: its CPU operators' alone, with no aggregate over none (an
--- operator whose setup cost a small trace's load ~0.3 ms).
--- run if: NOT coalesce(getvariable('ks_device_work'), true)
-CREATE OR REPLACE TEMP TABLE ks_anchors AS
-SELECT event_id AS anchor, at_pid AS pid, at_tid AS tid, at_ns, at_ns + greatest(dur_ns, 1) AS at_end_ns,
-       event_id AS op_id, at_ns + dur_ns AS op_end_ns
 FROM ks_items
 WHERE is_cpu_op;
 

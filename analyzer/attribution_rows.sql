@@ -32,31 +32,30 @@ LEFT JOIN ks_anchors a
   ON a.pid = it.at_pid AND a.tid = it.at_tid AND a.at_ns = it.held_ns AND a.op_id IS NOT DISTINCT FROM it.held_op_id
 LEFT JOIN ks_held h USING (anchor);
 
--- A trace without device work: every item is a CPU operator, its own operator and its own point (ks_anchors: anchor
--- and op_id its event id), held by the spans ks_held gives that point where it has a thread and a time; the same
--- columns as above without the joins whose inputs such a trace leaves empty or one to one (each join costs a small
--- trace's load its fixed part of a millisecond).
+-- A trace without device work: every item is a CPU operator, its own operator and its own point (attribution.sql
+-- made its items as ks_anchors: anchor and op_id its event id), held by the spans ks_held gives that point where it
+-- has a thread and a time; the same columns as above without the joins whose inputs such a trace leaves empty or one
+-- to one (each join costs a small trace's load its fixed part of a millisecond).
 -- Its dur_ns is already the row's self time (the UPDATE of `kernels` below, for the CPU rows of a trace with device
 -- work, costs a small trace's load ~1.6 ms, a join to its children's sum here less).
 -- run if: NOT coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TEMP TABLE ks_rows AS
-SELECT it.event_id, it.kind, it.ts_ns, it.dur_ns - coalesce(c.children_ns, 0) AS dur_ns, it.device, it.stream,
-       it.correlation, it.at_tid, it.graph_launch_id,
-       h.module_id, h.function_id, it.event_id AS op_id, h.inner_op_id AS parent_op_id,
-       coalesce(CASE WHEN h.function_id IS NULL THEN h.outer_op_id ELSE h.inside_op_id END, it.event_id) AS call_op_id,
+SELECT it.anchor AS event_id, it.kind, it.at_ns AS ts_ns, it.dur_ns - coalesce(c.children_ns, 0) AS dur_ns, it.device,
+       it.stream, it.correlation, it.tid AS at_tid, it.graph_launch_id,
+       h.module_id, h.function_id, it.anchor AS op_id, h.inner_op_id AS parent_op_id,
+       coalesce(CASE WHEN h.function_id IS NULL THEN h.outer_op_id ELSE h.inside_op_id END, it.anchor) AS call_op_id,
        CASE WHEN h.function_id IS NULL AND getvariable('other_operator_call') IS NOT NULL
-            THEN coalesce(h.inside_namespaced_op_id, CASE WHEN it.namespaced THEN it.event_id END, h.inside_op_id,
-                          it.event_id) END AS named_op_id
-FROM ks_items it
-LEFT JOIN ks_held h
-  ON h.anchor = it.event_id AND it.at_pid IS NOT NULL AND it.at_tid IS NOT NULL AND it.at_ns IS NOT NULL
+            THEN coalesce(h.inside_namespaced_op_id, CASE WHEN it.namespaced THEN it.anchor END, h.inside_op_id,
+                          it.anchor) END AS named_op_id
+FROM ks_anchors it
+LEFT JOIN ks_held h ON h.anchor = it.anchor AND it.pid IS NOT NULL AND it.tid IS NOT NULL AND it.at_ns IS NOT NULL
 LEFT JOIN (SELECT h.inner_op_id AS event_id, sum(it.dur_ns) AS children_ns
-           FROM ks_items it JOIN ks_held h
-             ON h.anchor = it.event_id AND it.at_pid IS NOT NULL AND it.at_tid IS NOT NULL AND it.at_ns IS NOT NULL
+           FROM ks_anchors it JOIN ks_held h
+             ON h.anchor = it.anchor AND it.pid IS NOT NULL AND it.tid IS NOT NULL AND it.at_ns IS NOT NULL
            WHERE h.inner_op_id IS NOT NULL
            GROUP BY ALL) c
-  ON c.event_id = it.event_id;
-DROP TABLE ks_items;
+  ON c.event_id = it.anchor;
+DROP TABLE IF EXISTS ks_items;
 DROP TABLE ks_anchors;
 DROP TABLE ks_held;
 DROP TABLE IF EXISTS ks_ops_by_id;
@@ -106,6 +105,7 @@ SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
 -- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
 -- named passes on only the columns read below, not r.*: every join's chunks hold each column it passes on, which cost
 -- a small trace's statement more than its joins (0.5 of 4 ms: the lean plan keeps columns nobody reads).
+-- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TABLE kernels AS
 WITH named AS (
     SELECT r.event_id, r.kind, r.ts_ns, r.dur_ns, r.device, r.stream, r.correlation, r.at_tid,
@@ -131,6 +131,49 @@ SELECT
     r.module_name,
     r.call.name                                                             AS function_name,
     r.op,
+    k.name                                                                  AS kernel,
+    r.dur_ns / 1000.0                                                       AS kernel_us,
+    r.call_op,
+    r.kind,
+    r.device,
+    r.stream,
+    r.sample_id,
+    (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
+                                                                            AS start_us,
+    r.at_tid                                                                AS thread,
+    r.correlation,
+    r.event_id,
+    r.call.id                                                               AS call_event_id,
+    k.rank
+FROM named r
+JOIN events k ON k.event_id = r.event_id;
+
+-- A trace without device work: every row is a CPU operator, its own operator (ks_rows: op_id its event id), whose op
+-- is its kernel's name, read with it: the join for the operator's name (0.6 of a small trace's ~6 ms here) and the
+-- graph launch's case (no CPU row has one) left out.
+-- run if: NOT coalesce(getvariable('ks_device_work'), true)
+CREATE OR REPLACE TABLE kernels AS
+WITH named AS (
+    SELECT r.event_id, r.kind, r.ts_ns, r.dur_ns, r.device, r.stream, r.correlation, r.at_tid,
+           m.module_name, f.sample_id, co.name AS call_op,
+           coalesce(
+               CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
+               CASE WHEN (starts_with(co.name, 'Torch-Compiled Region') OR co.name = 'TorchDynamo Cache Lookup')
+                     AND getvariable('compiled_region_call') IS NOT NULL
+                    THEN {name: getvariable('compiled_region_call'), id: r.call_op_id} END,
+               CASE WHEN contains(no.name, '::') THEN {name: no.name, id: r.named_op_id}
+                    WHEN no.name IS NOT NULL THEN {name: getvariable('other_operator_call'), id: r.named_op_id} END
+           ) AS call
+    FROM ks_rows r
+    LEFT JOIN ks_modules m ON m.event_id = r.module_id
+    LEFT JOIN ks_functions f ON f.event_id = r.function_id
+    LEFT JOIN ks_names co ON co.event_id = r.call_op_id
+    LEFT JOIN ks_names no ON no.event_id = r.named_op_id
+)
+SELECT
+    r.module_name,
+    r.call.name                                                             AS function_name,
+    k.name                                                                  AS op,
     k.name                                                                  AS kernel,
     r.dur_ns / 1000.0                                                       AS kernel_us,
     r.call_op,

@@ -47,6 +47,9 @@ from .sql import execute, forget_held, parse_ahead, quote, run_sql_file, sql_tex
 IN_MEMORY = ":memory:"
 # a global setting that only large runs set (memory.py), which a run that follows could not lower
 SET_BY_LARGE_RUNS = "block_allocator_memory"
+# the tables a run's load leaves in its instance's catalog (events.sql, attribution_rows.sql); its step tables are
+# temporary, its connection's own
+RUN_TABLES = ("events", "kernels")
 NEVER_CHECKPOINT = "1000TB"  # DuckDB's largest unit: no run writes this much
 # The SQL files every load runs without literals (rank_parts.py, ingest.py), parsed where an instance is made on a
 # thread (prepare), before the first load needs them: DuckDB's parser takes ~10 ms of attribution.sql alone.
@@ -206,7 +209,10 @@ def _sized_settings(con: duckdb.DuckDBPyConnection) -> tuple[str, str]:
 
 def close(con: duckdb.DuckDBPyConnection, *, keep: bool = False) -> None:
     """Close ``con``; a connection from ``connect()`` gives its instance back, and with ``keep`` (a small run that
-    loaded: module docstring) the connection too, open, where the instance may be used again."""
+    loaded: module docstring) the connection too, open, where the instance may be used again. A kept connection's
+    instance is not asked what it holds (a SELECT of its settings and catalog cost a small trace's load ~0.5-1 ms):
+    such a run, which no user saw, set no global setting but its sized ones, which it keeps up to date in
+    sized_settings(), and made no view and no table but RUN_TABLES."""
     lease = _leases.get(id(con))
     if keep and lease is not None and lease.reusable and not lease.handed_out:
         lease.kept = con
@@ -267,8 +273,8 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
         return
     if kept is not None:
         forget_held(kept)  # the next run holds its own drops back, or none
-    reusable = lease.reusable
-    if reusable:
+    reusable, now, tables = lease.reusable, lease.sized, RUN_TABLES
+    if reusable and kept is None:  # a kept one's are known (close)
         try:
             setting, threads, disabled_optimizers, views, tables = execute(  # as DuckDB has them
                 instance,
@@ -277,14 +283,17 @@ def _give_back(key: int, pid: int, instance, fresh: _Made, lease: _Lease) -> Non
                 "(SELECT list(table_name) FROM duckdb_tables())",
             ).fetchone()
             reusable = setting == fresh.set_by_large_runs and not views
-            if reusable:
-                for table in tables or ():
-                    execute(instance, f'DROP TABLE "{table}"')
+            now = Sized(int(threads), disabled_optimizers, now.memory_limit, now.disk_limit)
+        except duckdb.Error:
+            reusable = False
+    if reusable:
+        try:
+            for table in tables or ():
+                execute(instance, f'DROP TABLE "{table}"')
         except duckdb.Error:
             reusable = False
     with _lock:
         if reusable and _idle is None:
-            now = Sized(int(threads), disabled_optimizers, lease.sized.memory_limit, lease.sized.disk_limit)
             _idle, instance = (pid, instance, fresh, now, kept), None
     if instance is not None:
         if kept is not None:

@@ -3,6 +3,7 @@ rows (``RankPart``): its manifest, its decoded samples, its profiler losses (``L
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from .pasted import pasted_events, pasted_processes, take_process
 from .ranks import header_rank
 from .rundir import COMPILED_REGION_CALL, GRAPH_REPLAY_CALL, OTHER_OPERATOR_CALL
 from .samples import function_data_from_store
-from .sql import define_scope_names, run_sql_file
+from .sql import define_scope_names, holds_drops, run_sql_file
 from .trace_header import DEVICE_WORK as HOLDS_DEVICE_WORK
 from .trace_header import OTHER_RUNTIME, PERCENT_NAME, PYTHON_FRAMES, TraceHeader
 from .validate import nothing_to_attribute, pair_spans, validate_escapes, validate_events
@@ -141,13 +142,21 @@ def ingest_ranks(
     return parts
 
 
+# The connections on which ks_frame_scopes and ks_scope_names stand as frame_scopes.sql makes them: a small run's,
+# kept for the next run (connection.py) with its drops held back, where frames.sql did not replace them; making them
+# again cost a small trace's load ~0.6 ms.
+_plain_frame_scopes: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
 def _attribute(
     con: duckdb.DuckDBPyConnection, trace: Path, script_paths, small: bool, facts: int | None
 ) -> tuple[LaunchCheck, list]:
     """Table ``kernels`` of the events in table ``events`` (one rank's), their launch check and the (function_name,
     sample_id) pairs its rows name (each once, in no order). ``facts``: what the native reader found in them
     (trace_header.py), None where it did not read them all as they are."""
-    run_sql_file(con, "frame_scopes.sql")
+    if con not in _plain_frame_scopes:
+        run_sql_file(con, "frame_scopes.sql")
+    _plain_frame_scopes.discard(con)  # until this attribution has ended without frames.sql
     if facts is not None and not facts & PYTHON_FRAMES:  # no Python frame: no frames to find, and no query to ask
         frames_needed, device_work = False, bool(facts & HOLDS_DEVICE_WORK)
     else:
@@ -173,6 +182,8 @@ def _attribute(
         if script_paths:
             run_sql_file(con, "torchscript_modules.sql")
         run_sql_file(con, "attribution_end.sql")
+        if holds_drops(con) and not frames_needed:  # the DROPs of frame_scopes.sql's two held back: they stand
+            _plain_frame_scopes.add(con)
     except duckdb.OutOfMemoryException as exc:
         raise BadInputError(trace, beyond_the_limits(con, exc)) from None
     return check, named or []

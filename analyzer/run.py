@@ -65,7 +65,9 @@ class Run:
         made, now = connection.made_settings(con), connection.sized_settings(con)  # now: as the last run left them
         limits = limit_memory(con, memory, json_size, disk_limit, now)
         threads = limit_threads(con, json_size, made.threads, now.threads)
-        limit_optimizers(con, json_size, made.lean_optimizers, now.disabled_optimizers, made.disabled_optimizers)
+        lean, default = made.lean_optimizers, made.disabled_optimizers
+        passes = limit_optimizers(con, json_size, lean, now.disabled_optimizers, default)
+        now.threads, now.disabled_optimizers = threads, passes  # as set: the give-back of a kept run reads them
         small = keeps_steps(json_size)
         if small:
             hold_drops(con)

@@ -56,13 +56,14 @@ def lean_disabled_optimizers(con: duckdb.DuckDBPyConnection) -> str:
 
 def limit_optimizers(
     con: duckdb.DuckDBPyConnection, json_size: int, lean: str, now: str | None = None, default: str = ""
-) -> None:
+) -> str:
     """Plan a run of ``json_size`` bytes of JSON with only LEAN_PASSES where it is small (``lean``: the value of
     lean_disabled_optimizers for ``con``'s instance), else with its ``default`` passes; ``now``: the instance's
-    disabled_optimizers now (None: the default)."""
+    disabled_optimizers now (None: the default). Returns the passes disabled (the same set as DuckDB shows)."""
     wanted = lean if json_size < LEAN_BYTES else default
     if _passes(wanted) != _passes(default if now is None else now):  # DuckDB shows them in an order of its own
         con.execute(f"SET disabled_optimizers = {quote(wanted)}")
+    return wanted
 
 
 def _passes(disabled_optimizers: str) -> set[str]:

@@ -297,6 +297,11 @@ def hold_drops(con: duckdb.DuckDBPyConnection) -> None:
     _held.setdefault(con, {})
 
 
+def holds_drops(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con`` holds its DROP statements back (hold_drops)."""
+    return con in _held
+
+
 def forget_held(con: duckdb.DuckDBPyConnection) -> None:
     """Stop holding the DROP statements on ``con`` without running them (its temporary tables stay: connection.py)."""
     _held.pop(con, None)

@@ -131,6 +131,7 @@ def _wrap(owner, name: str, stages: Stages, stage: str, *, summed: bool = False,
 @contextmanager
 def timed():
     """A Stages that the analyzer's functions add their times to while the block runs."""
+    import duckdb
     from kernelscope.analyzer import event_array, held, ingest, rank_parts, run, sql, validate  # noqa: F401
 
     stages = Stages()
@@ -179,7 +180,11 @@ def timed():
         settled = sql._settled_guards(con, file) if answered is not None else ()
         statements = con.extract_statements(text)  # parsed once here, the timers' own cost
         stages.add(f"{name}/(split into statements)", time.perf_counter() - whole)
+        held = sql._held.get(con)
         for position, statement in enumerate(statements):
+            if held is not None and statement.type == duckdb.StatementType.DROP:  # held back, as the load holds it
+                held[statement.query] = statement
+                continue
             guards = sql.statement_guards(statement)
             if guards:
                 asked = time.perf_counter()

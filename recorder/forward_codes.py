@@ -62,15 +62,28 @@ def _is_swapped(code: types.CodeType) -> bool:
     return any(name.startswith(_GLOBAL_PREFIX) for name in code.co_names)
 
 
+# id(function) -> (function, its code, what _made_code gave for them): compiling the source cost each recording
+# ~0.1 ms a class forward
+_swapped: dict[int, tuple[types.FunctionType, types.CodeType, tuple[str, types.CodeType] | None]] = {}
+
+
 def swapped_code(function: types.FunctionType) -> tuple[str, types.CodeType] | None:
     """``(name, code)``: the code that calls the global ``name`` with ``function``'s arguments as they came, of its
-    kind (a generator's yields from what it returns, a coroutine's awaits it); None where it is left as it is."""
+    kind (a generator's yields from what it returns, a coroutine's awaits it); None where it is left as it is. Made
+    once a process for a function holding the same code."""
     code = function.__code__
-    flags = code.co_flags
-    if flags & (inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
+    if code.co_flags & (inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE):
         return None
     if _cache_entries is not None and _cache_entries(code):  # dynamo compiled frames of it
         return None
+    made = _swapped.get(id(function))
+    if made is None or made[0] is not function or made[1] is not code:
+        made = _swapped[id(function)] = (function, code, _made_code(function, code))
+    return made[2]
+
+
+def _made_code(function: types.FunctionType, code: types.CodeType) -> tuple[str, types.CodeType] | None:
+    flags = code.co_flags
     name = f"{_GLOBAL_PREFIX}{id(function)}__"
     positional = code.co_varnames[: code.co_argcount]
     keyword_only = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]

@@ -167,8 +167,7 @@ class _Patches:
         if isinstance(owner, types.ModuleType):
             namespace.update(values)
         else:
-            for key, value in values.items():
-                self.classes.setattr(owner, key, value)
+            self.classes.set_many(owner, values, _MISSING)
 
     def undo(self) -> None:
         while self.saved:
@@ -198,11 +197,7 @@ class _Patches:
             for key in [key for key, value in before.items() if value is _MISSING]:
                 del namespace[key]
             return
-        for key, value in reversed(before.items()):
-            if value is _MISSING:
-                self.classes.delattr(owner, key)
-            else:
-                self.classes.setattr(owner, key, value)
+        self.classes.set_many(owner, dict(reversed(before.items())), _MISSING)
 
 
 @contextmanager

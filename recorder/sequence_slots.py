@@ -106,6 +106,20 @@ class SequenceSlotsKept:
         delattr(owner, key)
         self._put_back(owner, key)
 
+    def set_many(self, owner: type, values: dict[str, Any], missing: Any) -> None:
+        """``setattr`` of each of ``values`` on the class ``owner`` in order, ``delattr`` where the value is
+        ``missing``; the slots kept as ``setattr`` keeps them, looked after only for the sequence dunders (a call per
+        attribute cost a recording ~0.5 ms over torch.Tensor's ~560, set and put back)."""
+        for key, value in values.items():
+            if key in SEQUENCE_DUNDERS and value is missing:
+                self.delattr(owner, key)
+            elif key in SEQUENCE_DUNDERS:
+                self.setattr(owner, key, value)
+            elif value is missing:
+                delattr(owner, key)
+            else:
+                setattr(owner, key, value)
+
     def _keeping(self, owner: Any, key: str) -> None:
         if key in SEQUENCE_DUNDERS and isinstance(owner, type) and owner not in self.before:
             self.before[owner] = {cls: _read(cls) for cls in _family(owner)}

@@ -62,7 +62,7 @@ def test_ks_rows_keeps_only_columns_a_later_statement_reads(small_run):
     from kernelscope.analyzer.sql import sql_text
 
     rows_file = sql_text("attribution_rows.sql")
-    after = rows_file[rows_file.index("DROP TABLE ks_items") :] + sql_text("torchscript_modules.sql")
+    after = rows_file[rows_file.index("DROP TABLE IF EXISTS ks_items") :] + sql_text("torchscript_modules.sql")
     with load_run(small_run) as run:
         columns = [name for (name,) in run._con.execute("SELECT column_name FROM (DESCRIBE ks_rows)").fetchall()]
     unread = [column for column in columns if not re.search(rf"\b{column}\b", after)]
@@ -154,18 +154,21 @@ def test_a_trace_without_device_work_makes_its_points_with_no_aggregate(small_ru
 
 
 def test_a_trace_without_device_work_joins_its_rows_to_their_holders_alone(small_run, monkeypatch):
-    # its items are CPU operators, each its own operator and point: no External id or point to look up; the second
-    # join to ks_held is the sum of each row's children (its self time, for which `kernels` is then not updated)
+    # its items are CPU operators, each its own operator and point (made as ks_anchors, which it reads as its items):
+    # no External id or point to look up; the second join to ks_held is the sum of each row's children (its self
+    # time, for which `kernels` is then not updated)
     rows = _cpu_load_statement(small_run, monkeypatch, "ks_rows")
     assert rows.count("JOIN") == 3 and rows.count("KS_HELD") == 2, rows
-    assert "KS_OPS_BY_ID" not in rows and "KS_ANCHORS" not in rows, rows
+    assert rows.count("FROM KS_ANCHORS") == 2 and "JOIN KS_ANCHORS" not in rows, rows
+    assert "KS_OPS_BY_ID" not in rows and "KS_ITEMS" not in rows, rows
 
 
 def test_a_trace_without_device_work_runs_no_statement_its_cpu_rows_do_not_need(small_run, monkeypatch):
     # each statement costs a small trace's load a fixed part of a millisecond: its CPU rows are made at once (no
     # empty table filled after), their self time with ks_rows (no UPDATE of `kernels`), no empty ks_ops_by_id that
     # nothing reads, no launch check of zeros set (the load knows it); its one part inserts in its own transaction; a
-    # kept connection's ks_spans is not made again
+    # kept connection's ks_spans, ks_frame_scopes and ks_scope_names are not made again; its items are its points
+    # (ks_anchors), not a table of their own
     ran = _cpu_load_statements(small_run, monkeypatch)
     unneeded = (
         "UPDATE ",
@@ -175,6 +178,9 @@ def test_a_trace_without_device_work_runs_no_statement_its_cpu_rows_do_not_need(
         "BEGIN TRANSACTION",
         "COMMIT",
         "REPLACE TEMP VIEW KS_SPANS",
+        "TEMP TABLE KS_ITEMS AS",
+        "TEMP TABLE KS_FRAME_SCOPES",
+        "TEMP VIEW KS_SCOPE_NAMES",
     )
     assert [text for text in ran if any(word in text for word in unneeded)] == []
     assert any("CREATE TEMP VIEW IF NOT EXISTS KS_SPANS" in text for text in ran)

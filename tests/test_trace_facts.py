@@ -88,7 +88,7 @@ def test_a_recording_asks_neither_question(monkeypatch):
     with load_run(REPO / "sample_traces" / "mlp") as run:
         assert run.launch_check().device_events > 0
     assert "frames_needed.sql" not in asked and "validate_escapes" not in asked
-    assert "frame_scopes.sql" in asked
+    assert "attribution.sql" in asked
 
 
 def test_a_trace_with_python_frames_asks_whether_it_needs_them(monkeypatch):
