@@ -25,8 +25,9 @@ runs is the wrapper's own, calling the same kernels, and the globals are put bac
   their ATen graph), whose comments name the nodes of the graph compiled first: a name the running graph lacks names
   nothing.
 - A node run by a compiled function outside any module (``torch.compile(fn)``) is the call of whatever module
-  calls it; a node of a module the function was handed (``L['model'].fc``), or of a module under a compiled frame
-  whose module is not known here (a compiled method the program keeps), names neither: not exact.
+  calls it; a node of a module the function was handed (``L['layers'].1``) is that module's where it is one of the
+  recorded model's (by identity) and no compiled module's call is around; elsewhere such a node, or one of a module
+  under a compiled frame whose module is not known here, names neither: not exact.
 - What runs without the wrapper code (a CUDA graph's replay under ``mode="reduce-overhead"``) stays
   ``torch.compile``'s, as do kernels whose source nodes name no module or call known here.
 """
@@ -67,15 +68,22 @@ _RUNNING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_indu
 # frames' self, the paths of the modules under it
 _RESOLVED: dict[tuple, tuple] = {}
 _PATHS: dict[int, dict[int, str | None]] = {}
+# The recorded model's module paths by id (the recording's own names), for frames no compiled module's call is around
+_RECORDED_PATHS: dict[int, str | None] = {}
 _NO_SELF = object()  # a frame with no self, or not a compiled entry's
 _OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
 
 
-def inductor_kernel_sites(made: Iterable[tuple[str, str, int]]) -> list[tuple[dict, str, Any]]:
+def inductor_kernel_sites(
+    made: Iterable[tuple[str, str, int]], named_modules: Iterable[tuple[str, Any]] = ()
+) -> list[tuple[dict, str, Any]]:
     """``(namespace, global name, replacement)`` for the kernels of every inductor graph compiled code alive now
-    runs. ``made``: the patch plan's keys ``(kind, call name, id(original))``."""
-    for made_before in (_RESOLVED, _PATHS):
+    runs. ``made``: the patch plan's keys ``(kind, call name, id(original))``; ``named_modules``: the recorded
+    model's modules by the names the recording gives them."""
+    for made_before in (_RESOLVED, _PATHS, _RECORDED_PATHS):
         made_before.clear()
+    for name, module in named_modules:
+        _RECORDED_PATHS[id(module)] = name if id(module) not in _RECORDED_PATHS else None
     call_names = {key[2]: key[1] for key in made}
     known = set(call_names.values())
     sites: list[tuple[dict, str, Any]] = []
@@ -236,7 +244,9 @@ def _in_scopes(origins: tuple, run: Callable, args: tuple, kwargs: dict, name: s
         return run(*args, **kwargs)
     names = []
     root = COMPILED_MODULE_SCOPE.get()
-    module, call = (_resolved(origins, root) if origins else ()) or ("", None)
+    resolved = (_resolved(origins, root) if origins else ()) or ("", None)
+    module, call = resolved[:2]
+    root = resolved[2] if len(resolved) > 2 else root  # the scope its path is under, where _resolved says one
     if module and root is not None:
         names.append(root[0] + ("." if root[0] != MODULE_PREFIX else "") + scope_text(module))
     if call is not None and (root is not None or not module):  # a module under a frame's self that is not known
@@ -278,7 +288,8 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
 def _resolved(origins: tuple, root: tuple | None) -> tuple:
     """(module, call) of the nodes ``origins`` of the graph that runs now (``_scopes``), its module under the self of
     ``root``'s compiled frames (a graph break in a submodule's forward makes that forward a compiled frame of its own,
-    whose graphs' paths are under it), or () where no compiled function known here runs it."""
+    whose graphs' paths are under it), or () where no compiled function known here runs it. With no ``root``, where
+    the frame's modules are the recorded model's: (module, call, the root scope its path is under)."""
     running = _RUNNING.get()
     if running is None:
         return ()
@@ -292,7 +303,13 @@ def _resolved(origins: tuple, root: tuple | None) -> tuple:
                 return "" if local == _SELF else None
             return _path_under(root[1], owners.get(local, _NO_SELF))
 
-        found = _scopes(origins, nodes, under)
+        def recorded(local: str) -> str | None:
+            return _RECORDED_PATHS.get(id(owners.get(local, _NO_SELF)))
+
+        # no compiled module's call around: a frame's modules found in the recorded model (a module a compiled
+        # function was handed, L['layers'].1), their paths from its root's scope; else as under the frame's self
+        found = _scopes(origins, nodes, recorded) if root is None and _RECORDED_PATHS else ()
+        found = (*found, (MODULE_PREFIX, None)) if found else _scopes(origins, nodes, under)
         _RESOLVED[key] = found
     return found
 

@@ -320,7 +320,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     if plan is not None:
         graph_code.at_first_calls([module for _, module in named_modules])
         graph_code.name_compiled()
-        for namespace, key, replacement in inductor_kernel_sites(plan.made):  # inductor_kernels.py
+        for namespace, key, replacement in inductor_kernel_sites(plan.made, named_modules):  # inductor_kernels.py
             patches.set_item(namespace, key, replacement)
         for owner, values in plan.groups:
             patches.set_all(owner, values)

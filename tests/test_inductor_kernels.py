@@ -276,3 +276,28 @@ def test_a_node_is_found_by_the_name_its_call_had_when_dynamo_made_it():
     nodes = inductor_kernels._nodes_by_source_name(clash, call_names, {"linear"})
     assert nodes["linear"] == (None, "", None), "which node inductor meant is not known: nothing"
     assert nodes["input_1"] == ("self", "b", "linear")
+
+
+def run_layers(layers, run):  # as dynamo's frame of a compiled function handed a module: its nodes' L['layers'].0
+    return run()
+
+
+def test_a_module_a_compiled_function_was_handed_is_found_in_the_recorded_model(opened, monkeypatch):
+    """A compiled function called with no compiled module around it (``run_layers(self.layers, x)``, compiled, called
+    from the model's forward) roots its nodes at the local that holds the module it was handed: found by identity
+    among the recorded model's modules, its kernels get that module's scope and their call (they were
+    ``torch.compile``'s). A module outside the recorded model names nothing; a node of no module (the frame's
+    ``self``, which a function has not) still names only its call, in the caller's scope."""
+    root = torch.nn.Module()
+    root.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)])
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
+    free = inductor_kernels._ScopedLaunches(Kernel(), ("gelu",))
+    nodes = {"linear_1": ("layers", "1", "linear"), "gelu": ("self", "", "gelu")}
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1) + free.run(2), nodes, {run_layers.__code__})
+    assert run_layers(root.layers, graph) == (1, 2)
+    assert opened == ["ks.module:layers.1", "ks.fn:linear", "/ks.fn:linear", "/ks.module:layers.1", "ks.fn:gelu",
+                      "/ks.fn:gelu"]  # fmt: skip
+    opened.clear()
+    run_layers(torch.nn.ModuleList([torch.nn.Linear(2, 2)] * 2), graph)
+    assert opened == ["ks.fn:gelu", "/ks.fn:gelu"], "a module the recorded model does not hold: not known here"
