@@ -303,14 +303,27 @@ def _resolved(origins: tuple, root: tuple | None) -> tuple:
                 return "" if local == _SELF else None
             return _path_under(root[1], owners.get(local, _NO_SELF))
 
-        def recorded(local: str) -> str | None:
-            return _RECORDED_PATHS.get(id(owners.get(local, _NO_SELF)))
-
         # no compiled module's call around: a frame's modules found in the recorded model (a module a compiled
         # function was handed, L['layers'].1), their paths from its root's scope; else as under the frame's self
-        found = _scopes(origins, nodes, recorded) if root is None and _RECORDED_PATHS else ()
+        found = _scopes(origins, _recorded_nodes(origins, nodes, owners), lambda local: "") if root is None else ()
         found = (*found, (MODULE_PREFIX, None)) if found else _scopes(origins, nodes, under)
         _RESOLVED[key] = found
+    return found
+
+
+def _recorded_nodes(origins: tuple, nodes: dict, owners: dict) -> dict:
+    """The nodes ``origins`` with their module's path in the recorded model, where the module their frame's local
+    holds along their path (``L['self'].fc``: a plain object's attribute, ``L['layers'].1``: a ModuleList's child,
+    read from the instance dicts) is one of its modules; a node of another names nothing."""
+    found = {}
+    for name in origins:
+        local, path, call = nodes.get(name, (None, "", None))
+        value = owners.get(local, _NO_SELF)
+        for part in filter(None, path.split(".")):
+            held = vars(value) if type(getattr(value, "__dict__", None)) is dict else {}
+            value = held.get("_modules", {}).get(part) if isinstance(value, torch.nn.Module) else held.get(part)
+        recorded = _RECORDED_PATHS.get(id(value)) if value is not None else None
+        found[name] = ("", recorded, call) if recorded is not None else (None, "", None)
     return found
 
 

@@ -301,3 +301,29 @@ def test_a_module_a_compiled_function_was_handed_is_found_in_the_recorded_model(
     opened.clear()
     run_layers(torch.nn.ModuleList([torch.nn.Linear(2, 2)] * 2), graph)
     assert opened == ["ks.fn:gelu", "/ks.fn:gelu"], "a module the recorded model does not hold: not known here"
+
+
+class Helper:
+    """A plain object holding one of the model's modules, whose method dynamo compiled: its nodes' L['self'].fc."""
+
+    def __init__(self, fc):
+        self.fc = fc
+
+    def step(self, run):
+        return run()
+
+
+def test_a_module_a_compiled_method_of_a_plain_object_holds_is_found_in_the_recorded_model(opened, monkeypatch):
+    """A compiled method of an object that is no module (a helper holding the model's children) roots its nodes at
+    ``L['self']``, the helper: the module along the node's path from it is found in the recorded model."""
+    root = torch.nn.Module()
+    root.fc = torch.nn.Linear(2, 2)
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear",))
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1), {"linear": ("self", "fc", "linear")},
+                                           {Helper.step.__code__})  # fmt: skip
+    assert Helper(root.fc).step(graph) == (1,)
+    assert opened == ["ks.module:fc", "ks.fn:linear", "/ks.fn:linear", "/ks.module:fc"]
+    opened.clear()
+    Helper(torch.nn.Linear(2, 2)).step(graph)
+    assert opened == [], "a module the recorded model does not hold: not known here"
