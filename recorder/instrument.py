@@ -289,6 +289,8 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
                 compiled, scope, namer, calls == "all", (inner if wrapped else scope, frame_module)
             )
             patch_module(module, attribute, wrapper)
+            if attribute == "forward":  # its hooks run around the compiled forward, in torch's _call_impl
+                patch_module(module, "_call_impl", call_in_scope_when_hooked(module, scope))
             continue
         wrapper = own_class = None
         if class_forwards.forward_is_data_descriptor(module):  # a property: its class's is scoped instead
