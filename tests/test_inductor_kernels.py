@@ -322,8 +322,51 @@ def test_a_module_a_compiled_method_of_a_plain_object_holds_is_found_in_the_reco
     launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear",))
     graph = inductor_kernels._in_its_frame(lambda: launch.run(1), {"linear": ("self", "fc", "linear")},
                                            {Helper.step.__code__})  # fmt: skip
-    assert Helper(root.fc).step(graph) == (1,)
+    helpers = [Helper(root.fc), Helper(torch.nn.Linear(2, 2))]  # both alive: resolved scopes are kept by id
+    assert helpers[0].step(graph) == (1,)
     assert opened == ["ks.module:fc", "ks.fn:linear", "/ks.fn:linear", "/ks.module:fc"]
     opened.clear()
-    Helper(torch.nn.Linear(2, 2)).step(graph)
+    helpers[1].step(graph)
     assert opened == [], "a module the recorded model does not hold: not known here"
+
+
+def test_a_compiled_graph_held_by_aot_autograds_function_class_is_found():
+    """With grad enabled (``torch.enable_grad()`` in a forward, or a thread the forward starts, whose grad mode is its
+    own), aot_autograd runs inductor's forward graph through an ``autograd.Function`` class it makes per graph, which
+    holds the graph as a class attribute (``CompiledFunction.compiled_fw``) and is reached as the ``__self__`` of its
+    bound ``apply``: its kernels were named nothing, the graph not found there."""
+    from kernelscope.recorder.compiled_graphs import values_in_closures
+
+    graph = object()
+    made = type("CompiledFunction", (torch.autograd.Function,), {"compiled_fw": graph, "__module__": "torch._x"})
+
+    apply = made.apply  # a bound classmethod, as aot_autograd's wrappers close over it
+
+    def runtime_wrapper(*args):
+        return apply(*args)
+
+    def outer(*args):
+        return runtime_wrapper(*args)
+
+    assert values_in_closures(outer, lambda value: value is graph) == [graph]
+    other = type("Other", (torch.autograd.Function,), {"compiled_fw": graph, "__module__": "user"})
+    assert values_in_closures(lambda: other.apply, lambda value: value is graph) == [], "not torch's: not looked into"
+
+
+def test_a_compiled_graph_a_function_wraps_is_found():
+    """With tensor subclass inputs (a jagged nested tensor into a compiled child), aot_autograd's runtime wrapper closes
+    over inductor's ``inner_fn``, which holds its compiled graph only as ``__wrapped__`` (functools.wraps): its kernels
+    were named nothing, the graph not found."""
+    from kernelscope.recorder.compiled_graphs import values_in_closures
+
+    graph = object()
+
+    def inner_fn(*args):
+        return args
+
+    inner_fn.__wrapped__ = graph
+
+    def runtime_wrapper(*args):
+        return inner_fn(*args)
+
+    assert values_in_closures(runtime_wrapper, lambda value: value is graph) == [graph]
