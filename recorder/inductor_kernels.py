@@ -35,8 +35,6 @@ runs is the wrapper's own, calling the same kernels, and the globals are put bac
 from __future__ import annotations
 
 import contextvars
-import json
-import operator
 import os
 import re
 import sys
@@ -50,6 +48,7 @@ from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, scope_te
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import COMPILED_MODULE_SCOPE
 from .compiled_graphs import compiled_functions_and_entries, values_in_closures
+from .graph_nodes import SELF, is_compiled_graph, nodes_by_source_name, provenance_origins
 from .scope_gate import OPEN as scopes_open
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -57,10 +56,6 @@ _ORIGINS = re.compile(r"^\s*# (?:Topologically Sorted|Unsorted) Source Nodes: \[
 _DEFINED = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
 # a call of an extern kernel or an ATen fallback, its result assigned or not: the global it reads is its group
 _EXTERN_CALL = re.compile(r"^\s*(?:\w+(?:\s*,\s*\w+)*\s*=\s*)?(?:(extern_kernels)\.\w+|(torch)\.ops(?:\.\w+)+)\(")
-# dynamo's source of a module, which nn_module_stack's paths start from: a local of the compiled frame (``self``; ``s``
-# where a forward names its first parameter so; ``fn``, the module a wrapper frame calls, for a compiled Sequential)
-_SOURCE = re.compile(r"L\['(\w+)'\]((?:\.\w+)*)")
-_SELF = "self"  # the local a node of no module stack ran under: the frame's own module
 # While a compiled function whose graphs inductor compiled runs: the nodes of its graph, its frame's locals that the
 # nodes' module paths start from (by name), and the key of both that resolved scopes are kept under
 _RUNNING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_inductor_graph", default=None)
@@ -71,7 +66,6 @@ _PATHS: dict[int, dict[int, str | None]] = {}
 # The recorded model's module paths by id (the recording's own names), for frames no compiled module's call is around
 _RECORDED_PATHS: dict[int, str | None] = {}
 _NO_SELF = object()  # a frame with no self, or not a compiled entry's
-_OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
 
 
 def inductor_kernel_sites(
@@ -108,8 +102,8 @@ def _function_sites(
     graph_module = getattr(bound, "__self__", None)
     if not isinstance(graph_module, torch.fx.GraphModule):
         return []
-    nodes = _nodes_by_source_name(graph_module.graph.nodes, call_names, known)
-    graphs = values_in_closures(function, _is_compiled_graph)
+    nodes = nodes_by_source_name(graph_module.graph.nodes, call_names, known)
+    graphs = values_in_closures(function, is_compiled_graph)
     if not graphs:  # a function of no inductor graph (aot_eager's) is left alone
         return []
     sites: list[tuple[dict, str, Any]] = [(home, name, _in_its_frame(function, nodes, callers)) for home, name in homes]
@@ -118,74 +112,14 @@ def _function_sites(
         namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
         if isinstance(namespace, dict) and id(namespace) not in seen:
             seen.add(id(namespace))
-            provenance = _provenance_origins(getattr(graph, "inductor_provenance_mapping_str", None))
+            provenance = provenance_origins(getattr(graph, "inductor_provenance_mapping_str", None))
             sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace, provenance)
     return sites
 
 
-def _nodes_by_source_name(graph_nodes: Iterable, call_names: dict, known: set) -> dict:
-    """``_node_call`` of each node of dynamo's graph by the names inductor's comments may give it: its own, and the
-    name its call had when dynamo made it (``source_fn_stack``; a ``Sequential``'s ``input = module(input)`` renames
-    the node ``input_1``, and inductor's "Source Nodes" say ``linear``). A name two nodes answer to names nothing."""
-    nodes = {node.name: _node_call(node, call_names, known) for node in graph_nodes}
-    aliases: dict[str, str | None] = {}
-    for node in graph_nodes:
-        stack = node.meta.get("source_fn_stack")
-        alias = stack[-1][0] if stack and isinstance(stack[-1], tuple) and stack[-1] else None
-        if isinstance(alias, str) and alias != node.name:
-            aliases[alias] = node.name if alias not in aliases and alias not in nodes else None
-    for alias, name in aliases.items():
-        nodes[alias] = nodes[name] if name is not None else (None, "", None)
-    return nodes
-
-
-def _is_compiled_graph(value: Any) -> bool:
-    return type(value).__name__ == "CompiledFxGraph" and type(value).__module__.startswith("torch._inductor")
-
-
-def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str, str | None]:
-    """(the local of the compiled frame the module ``node`` ran in is under, or None where its source is no local's;
-    the module's dotted path under it ("" for itself); the call it is as the recording names it, or None)."""
-    stack = node.meta.get("nn_module_stack") or {}
-    source = stack[next(reversed(stack))][0] if stack else f"L['{_SELF}']"
-    found = _SOURCE.fullmatch(source) if isinstance(source, str) else None
-    local, module = (found.group(1), found.group(2).lstrip(".")) if found else (None, "")
-    if node.op == "call_method":
-        name = f"Tensor.{node.target}"
-    elif node.op == "call_function":
-        builtin = type(node.target) is types.BuiltinFunctionType  # operator's; a callable object may not hash
-        name = call_names.get(id(node.target)) or (_OPERATORS.get(node.target) if builtin else None)
-    else:
-        name = None
-    return local, module, name if name in known else None
-
-
-def _provenance_origins(mapping: Any) -> dict[str, tuple[str, ...]]:
-    """C++ kernel name -> the nodes of dynamo's graph its calls compute, as inductor's provenance tracking recorded
-    them (``torch._inductor.config.trace.provenance_tracking_level`` set when it compiled: the compiled graph's
-    ``inductor_provenance_mapping_str``); a kernel with a post-grad node of no recorded source is left out, and a
-    mapping of another shape, or none, gives nothing."""
-    try:
-        tables = json.loads(mapping)
-        to_source, kernels = tables["postToPre"], tables["cppCodeToPost"]
-        found: dict[str, dict | None] = {}
-        for handle, computed in kernels.items():
-            name = handle.rpartition(":")[0]
-            origins = found.setdefault(name, {})
-            for node in computed:
-                sources = to_source.get(node)
-                if not sources or origins is None:
-                    found[name] = origins = None
-                    break
-                origins.update(dict.fromkeys(sources))
-        return {name: tuple(origins) for name, origins in found.items() if origins and name.startswith("cpp_")}
-    except Exception:  # noqa: BLE001 - none, or another torch's layout: its C++ kernels stay torch.compile's
-        return {}
-
-
 def _kernel_sites(source: str, namespace: dict, provenance: dict) -> list[tuple[dict, str, Any]]:
     """The globals of one wrapper module (``namespace``, from ``source``) to replace, by its origin comments and, for
-    its C++ kernels, ``provenance`` (``_provenance_origins``)."""
+    its C++ kernels, ``provenance`` (``provenance_origins``)."""
     sites: list[tuple[dict, str, Any]] = []
     extern_lines: dict[str, dict[int, tuple]] = {}  # the global a call reads -> its line number -> its source nodes
     origins: tuple[str, ...] = ()
@@ -300,7 +234,7 @@ def _resolved(origins: tuple, root: tuple | None) -> tuple:
 
         def under(local: str) -> str | None:  # no compiled module's call around: paths under the frame's own module
             if root is None:
-                return "" if local == _SELF else None
+                return "" if local == SELF else None
             return _path_under(root[1], owners.get(local, _NO_SELF))
 
         # no compiled module's call around: a frame's modules found in the recorded model (a module a compiled

@@ -1,7 +1,8 @@
 """Which scopes inductor's kernels get from its wrapper code's origin comments (recorder/inductor_kernels.py), on a
 wrapper source written as inductor writes it for a GPU (Triton kernels, whose launches CI cannot run) and the nodes
-of dynamo's graph as ``_node_call`` reads them: exact where the source nodes are one call in one module, the common
-module where a kernel fuses several calls, nothing where a node ran in a module the compiled frame does not own."""
+of dynamo's graph as recorder/graph_nodes.py reads them: exact where the source nodes are one call in one module, the
+common module where a kernel fuses several calls, nothing where a node ran in a module the compiled frame does not
+own."""
 
 import json
 import types
@@ -9,7 +10,7 @@ import types
 import pytest
 
 torch = pytest.importorskip("torch")
-from kernelscope.recorder import inductor_kernels  # noqa: E402
+from kernelscope.recorder import graph_nodes, inductor_kernels  # noqa: E402
 
 SOURCE = '''
 # kernel path: /tmp/x.py
@@ -204,7 +205,7 @@ def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeyp
         "_resolved",
         lambda origins, root: inductor_kernels._scopes(origins, PROVENANCE_NODES, frame_self),
     )
-    provenance = inductor_kernels._provenance_origins(json.dumps(PROVENANCE))
+    provenance = graph_nodes.provenance_origins(json.dumps(PROVENANCE))
     assert provenance == {"cpp_fused_native_layer_norm_0": ("h_1",), "cpp_fused_add_view_1": ("h_2", "linear_1")}
     sites = {key: value for _, key, value in inductor_kernels._kernel_sites(PROVENANCE_SOURCE, namespace, provenance)}
     token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", None))
@@ -216,7 +217,7 @@ def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeyp
     assert [name for name in opened if not name.startswith("/")] == [
         "ks.module:_orig_mod.ln", "ks.fn:layer_norm", "cpp_fused_native_layer_norm_0", "cpp_fused_add_view_1",
         "cpp_fused_relu_2"]  # fmt: skip
-    assert inductor_kernels._provenance_origins(None) == inductor_kernels._provenance_origins("{") == {}
+    assert graph_nodes.provenance_origins(None) == graph_nodes.provenance_origins("{") == {}
 
 
 class BlockOfS(torch.nn.Module):
@@ -269,11 +270,11 @@ def test_a_node_is_found_by_the_name_its_call_had_when_dynamo_made_it():
     A name two nodes answer to (a node's own and another's first name) names nothing."""
     call_names = {id(torch.nn.functional.linear): "linear"}
     graph = [_node("input_1", "linear", "L['fn'].0"), _node("input_2", "linear_1", "L['fn'].1")]
-    nodes = inductor_kernels._nodes_by_source_name(graph, call_names, {"linear"})
+    nodes = graph_nodes.nodes_by_source_name(graph, call_names, {"linear"})
     assert nodes["linear"] == nodes["input_1"] == ("fn", "0", "linear")
     assert nodes["linear_1"] == ("fn", "1", "linear")
     clash = [_node("linear", "linear", "L['self'].a"), _node("input_1", "linear", "L['self'].b")]
-    nodes = inductor_kernels._nodes_by_source_name(clash, call_names, {"linear"})
+    nodes = graph_nodes.nodes_by_source_name(clash, call_names, {"linear"})
     assert nodes["linear"] == (None, "", None), "which node inductor meant is not known: nothing"
     assert nodes["input_1"] == ("self", "b", "linear")
 
