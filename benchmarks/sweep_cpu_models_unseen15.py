@@ -2,15 +2,16 @@
 modules (a ModuleList, with and without a graph break, whose resume function holds no ``self``), a compiled method of
 a plain object holding children, a compiled submodule whose forward breaks under an eager parent that hooks its
 output, ``mode="reduce-overhead"`` with ``dynamic=True`` on the CPU, ``aot_eager`` with a break between the root's
-children, a break whose resume function holds the next child on its stack, a compiled child run in a thread of the
-forward or pre-hooked with kwargs, dynamic qint8 Linear layers, ``functional_call``, a generator expression and a
-jagged nested tensor, each compiled; ``torch.vmap`` of a child inside a forward, forwards that are a
-``functools.partialmethod``, a class-level lambda or a staticmethod lambda, children reached through
-``map``/``functools.reduce`` over a ModuleDict, ``weakref.proxy`` and ``type(child).__call__``, a ParameterList
-iterated into ``F.linear``, a child run by one child's thread and joined by another, a ``contextmanager`` helper that
-runs a child; and transformers families no sweep file built (Helium, GLM-4, OLMo 3, Arcee, ERNIE 4.5, Seed-OSS,
-Apertus, BitNet, Qwen3, HunYuan dense, Doge; RoCBert, Data2Vec text, MarkupLM, Splinter; SwiftFormer, ViT-MSN, I-JEPA,
-DINOv3, TextNet, ViTDet, PVT; PEGASUS-X, FSMT), from tiny configs (random init, no downloads).
+children, a break whose resume function holds the next child on its stack, a ModuleDict of keys that are no
+identifiers, a compiled child run in a thread of the forward or pre-hooked with kwargs, dynamic qint8 Linear layers,
+``functional_call``, a generator expression and a jagged nested tensor, each compiled; ``torch.vmap`` of a child
+inside a forward, forwards that are a ``functools.partialmethod``, a class-level lambda or a staticmethod lambda,
+children reached through ``map``/``functools.reduce`` over a ModuleDict, ``weakref.proxy`` and
+``type(child).__call__``, a ParameterList iterated into ``F.linear``, a child run by one child's thread and joined by
+another, a ``contextmanager`` helper that runs a child; and transformers families no sweep file built (Helium, GLM-4,
+OLMo 3, Arcee, ERNIE 4.5, Seed-OSS, Apertus, BitNet, Qwen3, HunYuan dense, Doge; RoCBert, Data2Vec text, MarkupLM,
+Splinter; SwiftFormer, ViT-MSN, I-JEPA, DINOv3, TextNet, ViTDet, PVT; PEGASUS-X, FSMT), from tiny configs (random
+init, no downloads).
 
 Each mechanism program states what a user expects of its rows (``modules``, ``calls``: cpu_sweep.py checks them): with
 inductor on the CPU a compiled region's ``linear`` is an extern ``addmm`` named in its module, and its fused C++
@@ -186,6 +187,22 @@ def compile_resume_stack_module():
     return _w("compile_resume_stack_module", model, description="the root compiled, a graph break inside a child "
               "called as self.head(self.block(x)): the root's resume function holds self.head on its stack, no "
               "self", modules={"linear": {"_orig_mod.block.fc1", "_orig_mod.block.fc2", "_orig_mod.head"}})  # fmt: skip
+
+
+class OddKeys(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.heads = nn.ModuleDict({"k-v": nn.Linear(16, 16), "3": nn.Linear(16, 16), "q proj": nn.Linear(16, 16)})
+
+    def forward(self, x):
+        return sum(head(x) for head in self.heads.values())
+
+
+def compiled_module_dict_odd_keys():
+    model = torch.compile(OddKeys().eval(), backend="inductor")
+    return _w("compiled_module_dict_odd_keys", model, description="a compiled model whose ModuleDict's keys are no "
+              "identifiers (k-v, 3, a space)", modules={"linear": {"_orig_mod.heads.k-v", "_orig_mod.heads.3",
+              "_orig_mod.heads.q proj"}})  # fmt: skip
 
 
 class CompiledInThread(nn.Module):
@@ -477,6 +494,7 @@ UNSEEN15_MECHANISMS = {
     "compile_reduce_overhead_dynamic": compile_reduce_overhead_dynamic,
     "compile_aot_eager_resume": compile_aot_eager_resume,
     "compile_resume_stack_module": compile_resume_stack_module,
+    "compiled_module_dict_odd_keys": compiled_module_dict_odd_keys,
     "compiled_child_in_thread": compiled_child_in_thread,
     "compiled_child_pre_hook_kwargs": compiled_child_pre_hook_kwargs,
     "quantized_dynamic_compiled": quantized_dynamic_compiled,

@@ -13,8 +13,9 @@ from collections.abc import Iterable
 from typing import Any
 
 # dynamo's source of a module, which nn_module_stack's paths start from: a local of the compiled frame (``self``; ``s``
-# where a forward names its first parameter so; ``fn``, the module a wrapper frame calls, for a compiled Sequential)
-_SOURCE = re.compile(r"L\['(\w+)'\]((?:\.\w+)*)")
+# where a forward names its first parameter so; ``fn``, the module a wrapper frame calls, for a compiled Sequential),
+# then the children's names, which may be any but a dot (a ModuleDict's ``k-v``)
+_SOURCE = re.compile(r"L\['(\w+)'\]((?:\.[^.]+)*)")
 SELF = "self"  # the local a node of no module stack ran under: the frame's own module
 _OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
 

@@ -371,3 +371,13 @@ def test_a_compiled_graph_a_function_wraps_is_found():
         return inner_fn(*args)
 
     assert values_in_closures(runtime_wrapper, lambda value: value is graph) == [graph]
+
+
+def test_a_node_of_a_child_whose_name_is_no_identifier_is_found():
+    """A ModuleDict's key may be any name without a dot (``"k-v"``, ``"3"``): dynamo's path ``L['self'].heads.k-v``
+    named nothing, read as no local's."""
+    call_names = {id(torch.nn.functional.linear): "linear"}
+    graph = [_node("linear_1", "linear_1", "L['self'].heads.k-v"), _node("linear_2", "linear_2", "L['x'].a b.3")]
+    nodes = graph_nodes.nodes_by_source_name(graph, call_names, {"linear"})
+    assert nodes["linear_1"] == ("self", "heads.k-v", "linear")
+    assert nodes["linear_2"] == ("x", "a b.3", "linear")
