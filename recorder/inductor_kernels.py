@@ -198,9 +198,12 @@ def _in_scopes(origins: tuple, run: Callable, args: tuple, kwargs: dict, name: s
 
 
 def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
-    """``function`` (a compiled function) noting, while recorded, the nodes of its graph and the locals their modules
-    are under in the frame that calls it, its compiled entry's (none where another calls it)."""
-    locals_read = tuple(sorted({local for local, _, _ in nodes.values() if local is not None}))
+    """``function`` (a compiled function) noting, while recorded, the nodes of its graph and the locals (or globals,
+    ``G['name']``) their modules are under in the frame that calls it, its compiled entry's (none where another calls
+    it)."""
+    read = {local for local, _, _ in nodes.values() if local is not None}
+    locals_read = tuple(sorted(local for local in read if not local.startswith("G[")))
+    globals_read = tuple(sorted(local for local in read if local.startswith("G[")))  # G['name']: the frame's globals
 
     def graph_in_its_frame(*args: Any, **kwargs: Any) -> Any:
         if not _recorded():
@@ -208,6 +211,9 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
         frame = sys._getframe(1)
         values = frame.f_locals if frame.f_code in callers else {}
         owners = {local: values.get(local, _NO_SELF) for local in locals_read}
+        if globals_read:
+            held = frame.f_globals if frame.f_code in callers else {}
+            owners.update((source, held.get(source[3:-2], _NO_SELF)) for source in globals_read)
         token = _RUNNING.set((nodes, owners, (id(nodes), *map(id, owners.values()))))  # the key made once a graph call
         try:
             return function(*args, **kwargs)

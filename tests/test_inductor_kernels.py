@@ -381,3 +381,28 @@ def test_a_node_of_a_child_whose_name_is_no_identifier_is_found():
     nodes = graph_nodes.nodes_by_source_name(graph, call_names, {"linear"})
     assert nodes["linear_1"] == ("self", "heads.k-v", "linear")
     assert nodes["linear_2"] == ("x", "a b.3", "linear")
+
+
+GLOBAL_ENCODER = None  # a module a compiled function reads as a global of its module: dynamo's G['GLOBAL_ENCODER']
+
+
+def encode_with_global(run):
+    return run()
+
+
+def test_a_module_a_compiled_function_reads_as_a_global_is_found(opened, monkeypatch):
+    """A compiled function that calls a module held as a global of its module (``G['ENC'].0`` in dynamo's paths)
+    named its kernels nothing, the path read as no local's: the global is read from the frame's globals and found in
+    the recorded model as a local is."""
+    root = torch.nn.Module()
+    root.enc = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    monkeypatch.setitem(globals(), "GLOBAL_ENCODER", root.enc)
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    call_names = {id(torch.nn.functional.linear): "linear"}
+    nodes = graph_nodes.nodes_by_source_name([_node("linear", "linear", "G['GLOBAL_ENCODER'].0")], call_names,
+                                             {"linear"})  # fmt: skip
+    assert nodes["linear"] == ("G['GLOBAL_ENCODER']", "0", "linear")
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear",))
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1), nodes, {encode_with_global.__code__})
+    assert encode_with_global(graph) == (1,)
+    assert opened == ["ks.module:enc.0", "ks.fn:linear", "/ks.fn:linear", "/ks.module:enc.0"]
