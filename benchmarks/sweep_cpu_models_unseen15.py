@@ -1,17 +1,18 @@
 """Programs for cpu_sweep.py of kinds no earlier program file has: ``torch.compile``d functions handed the model's
 modules (a ModuleList, with and without a graph break, whose resume function holds no ``self``), a compiled method of
-a plain object holding children, a compiled function reading the model's encoder as a global, a compiled submodule
-whose forward breaks under an eager parent that hooks its output, ``mode="reduce-overhead"`` with ``dynamic=True`` on
-the CPU, ``aot_eager`` with a break between the root's children, a break whose resume function holds the next child on
-its stack, a ModuleDict of keys that are no identifiers, a compiled child run in a thread of the forward or pre-hooked
-with kwargs, dynamic qint8 Linear layers, ``functional_call``, a generator expression and a jagged nested tensor, each
-compiled; ``torch.vmap`` of a child inside a forward, forwards that are a ``functools.partialmethod``, a class-level
-lambda or a staticmethod lambda, children reached through ``map``/``functools.reduce`` over a ModuleDict,
-``weakref.proxy`` and ``type(child).__call__``, a ParameterList iterated into ``F.linear``, a child run by one child's
-thread and joined by another, a ``contextmanager`` helper that runs a child; and transformers families no sweep file
-built (Helium, GLM-4, OLMo 3, Arcee, ERNIE 4.5, Seed-OSS, Apertus, BitNet, Qwen3, HunYuan dense, Doge; RoCBert,
-Data2Vec text, MarkupLM, Splinter; SwiftFormer, ViT-MSN, I-JEPA, DINOv3, TextNet, ViTDet, PVT; PEGASUS-X, FSMT), from
-tiny configs (random init, no downloads).
+a plain object holding children, a compiled function reading the model's encoder as a global, or its children from a
+dict, a tuple and a global list, a compiled submodule whose forward breaks under an eager parent that hooks its
+output, ``mode="reduce-overhead"`` with ``dynamic=True`` on the CPU, ``aot_eager`` with a break between the root's
+children, a break whose resume function holds the next child on its stack, a ModuleDict of keys that are no
+identifiers, a compiled child run in a thread of the forward or pre-hooked with kwargs, dynamic qint8 Linear layers,
+``functional_call``, a generator expression and a jagged nested tensor, each compiled; ``torch.vmap`` of a child
+inside a forward, forwards that are a ``functools.partialmethod``, a class-level lambda or a staticmethod lambda,
+children reached through ``map``/``functools.reduce`` over a ModuleDict, ``weakref.proxy`` and
+``type(child).__call__``, a ParameterList iterated into ``F.linear``, a child run by one child's thread and joined by
+another, a ``contextmanager`` helper that runs a child; and transformers families no sweep file built (Helium, GLM-4,
+OLMo 3, Arcee, ERNIE 4.5, Seed-OSS, Apertus, BitNet, Qwen3, HunYuan dense, Doge; RoCBert, Data2Vec text, MarkupLM,
+Splinter; SwiftFormer, ViT-MSN, I-JEPA, DINOv3, TextNet, ViTDet, PVT; PEGASUS-X, FSMT), from tiny configs (random
+init, no downloads).
 
 Each mechanism program states what a user expects of its rows (``modules``, ``calls``: cpu_sweep.py checks them): with
 inductor on the CPU a compiled region's ``linear`` is an extern ``addmm`` named in its module, and its fused C++
@@ -106,6 +107,30 @@ def compiled_function_global_module():
     return _w("compiled_function_global_module", GlobalEncoder().eval(), description="a compiled function that calls "
               "the model's encoder held in a global of its file (dynamo's G[...] paths)",
               modules={"linear": {"enc.0", "enc.1", "head"}})  # fmt: skip
+
+
+_GLOBAL_HEADS: list = []  # one of the model's children in a global list of this file
+
+
+@torch.compile(backend="inductor")
+def _run_containers(mods, pair, x):
+    return F.silu(mods["enc"](x)) + pair[1](x) + _GLOBAL_HEADS[0](x)
+
+
+class HandsContainers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc, self.proj, self.extra = nn.Linear(16, 16), nn.Sequential(nn.Linear(16, 16)), nn.Linear(16, 16)
+        _GLOBAL_HEADS[:] = [self.extra]
+
+    def forward(self, x):
+        return _run_containers({"enc": self.enc}, (None, self.proj), x)
+
+
+def compiled_function_module_containers():
+    return _w("compiled_function_module_containers", HandsContainers().eval(), description="a compiled function "
+              "handed the model's children in a dict and a tuple, and reading one from a global list",
+              modules={"linear": {"enc", "proj.0", "extra"}})  # fmt: skip
 
 
 class Helper:
@@ -516,6 +541,7 @@ UNSEEN15_MECHANISMS = {
     "compiled_function_resume_no_self": compiled_function_resume_no_self,
     "compiled_helper_method": compiled_helper_method,
     "compiled_function_global_module": compiled_function_global_module,
+    "compiled_function_module_containers": compiled_function_module_containers,
     "compiled_child_breaks_hooked": compiled_child_breaks_hooked,
     "compile_reduce_overhead_dynamic": compile_reduce_overhead_dynamic,
     "compile_aot_eager_resume": compile_aot_eager_resume,

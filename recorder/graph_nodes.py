@@ -14,9 +14,9 @@ from typing import Any
 
 # dynamo's source of a module, which nn_module_stack's paths start from: a local of the compiled frame (``self``; ``s``
 # where a forward names its first parameter so; ``fn``, the module a wrapper frame calls, for a compiled Sequential),
-# or a global of its module (``G['ENC']``, the local named so), then the children's names, which may be any but a dot
-# (a ModuleDict's ``k-v``)
-_SOURCE = re.compile(r"(L\['(\w+)'\]|G\['\w+'\])((?:\.[^.]+)*)")
+# or a global of its module (``G['ENC']``), then items of plain containers (``L['mods']['enc']``, ``G['ENCS'][0]``: the
+# local is named by that whole source), then the children's names, which may be any but a dot (a ModuleDict's ``k-v``)
+_SOURCE = re.compile(r"(L\['(\w+)'\]|G\['\w+'\])((?:\[(?:\d+|'[^']*')\])*)((?:\.[^.]+)*)")
 SELF = "self"  # the local a node of no module stack ran under: the frame's own module
 _OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
 
@@ -42,13 +42,17 @@ def is_compiled_graph(value: Any) -> bool:
 
 
 def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str, str | None]:
-    """(the local of the compiled frame the module ``node`` ran in is under (``G['name']`` for a global of its
-    module), or None where its source is neither;
+    """(the local of the compiled frame the module ``node`` ran in is under (its source, ``G['name']`` or
+    ``L['mods']['enc']``, for a global or a container's item), or None where its source is neither;
     the module's dotted path under it ("" for itself); the call it is as the recording names it, or None)."""
     stack = node.meta.get("nn_module_stack") or {}
     source = stack[next(reversed(stack))][0] if stack else f"L['{SELF}']"
     found = _SOURCE.fullmatch(source) if isinstance(source, str) else None
-    local, module = (found.group(2) or found.group(1), found.group(3).lstrip(".")) if found else (None, "")
+    if found:
+        base, name, items, path = found.groups()
+        local, module = (name if name and not items else base + items), path.lstrip(".")
+    else:
+        local, module = None, ""
     if node.op == "call_method":
         name = f"Tensor.{node.target}"
     elif node.op == "call_function":

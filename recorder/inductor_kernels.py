@@ -66,6 +66,7 @@ _PATHS: dict[int, dict[int, str | None]] = {}
 # The recorded model's module paths by id (the recording's own names), for frames no compiled module's call is around
 _RECORDED_PATHS: dict[int, str | None] = {}
 _NO_SELF = object()  # a frame with no self, or not a compiled entry's
+_SOURCE_PARTS = re.compile(r"([LG])\['(\w+)'\]|\[(\d+)\]|\['([^']*)'\]")  # a source's base and its items
 
 
 def inductor_kernel_sites(
@@ -202,8 +203,8 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
     ``G['name']``) their modules are under in the frame that calls it, its compiled entry's (none where another calls
     it)."""
     read = {local for local, _, _ in nodes.values() if local is not None}
-    locals_read = tuple(sorted(local for local in read if not local.startswith("G[")))
-    globals_read = tuple(sorted(local for local in read if local.startswith("G[")))  # G['name']: the frame's globals
+    locals_read = tuple(sorted(local for local in read if not local.endswith("]")))
+    sources_read = tuple(sorted(local for local in read if local.endswith("]")))  # G['ENC'], L['mods']['enc']
 
     def graph_in_its_frame(*args: Any, **kwargs: Any) -> Any:
         if not _recorded():
@@ -211,9 +212,9 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
         frame = sys._getframe(1)
         values = frame.f_locals if frame.f_code in callers else {}
         owners = {local: values.get(local, _NO_SELF) for local in locals_read}
-        if globals_read:
-            held = frame.f_globals if frame.f_code in callers else {}
-            owners.update((source, held.get(source[3:-2], _NO_SELF)) for source in globals_read)
+        if sources_read:
+            entry = frame.f_code in callers
+            owners.update((source, _source_value(frame, source) if entry else _NO_SELF) for source in sources_read)
         token = _RUNNING.set((nodes, owners, (id(nodes), *map(id, owners.values()))))  # the key made once a graph call
         try:
             return function(*args, **kwargs)
@@ -223,6 +224,22 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
     graph_in_its_frame.__dict__.update(vars(function))  # aot_autograd's attributes (its zero_grad), as they were
     graph_in_its_frame.__wrapped__ = function
     return graph_in_its_frame
+
+
+def _source_value(frame: Any, source: str) -> Any:
+    """What dynamo's ``source`` of a module (``G['ENC']``, ``L['mods']['enc']``, ``G['ENCS'][0]``) is in ``frame``:
+    its locals' or globals' value, through items of plain dicts, lists and tuples only (no code of the model's)."""
+    value = _NO_SELF
+    for scope, name, index, key in _SOURCE_PARTS.findall(source):
+        if scope:
+            value = (frame.f_locals if scope == "L" else frame.f_globals).get(name, _NO_SELF)
+        elif index and type(value) in (list, tuple) and int(index) < len(value):
+            value = value[int(index)]
+        elif not index and type(value) is dict:
+            value = value.get(key, _NO_SELF)
+        else:
+            return _NO_SELF
+    return value
 
 
 def _resolved(origins: tuple, root: tuple | None) -> tuple:

@@ -406,3 +406,31 @@ def test_a_module_a_compiled_function_reads_as_a_global_is_found(opened, monkeyp
     graph = inductor_kernels._in_its_frame(lambda: launch.run(1), nodes, {encode_with_global.__code__})
     assert encode_with_global(graph) == (1,)
     assert opened == ["ks.module:enc.0", "ks.fn:linear", "/ks.fn:linear", "/ks.module:enc.0"]
+
+
+GLOBAL_ENCODERS = []  # modules in a global list: dynamo's G['GLOBAL_ENCODERS'][0]
+
+
+def run_containers(mods, pair, run):  # a compiled function handed a dict and a list of modules
+    return run()
+
+
+def test_modules_a_compiled_function_reads_from_plain_containers_are_found(opened, monkeypatch):
+    """Modules a compiled function reaches through a dict or list it was handed, or a global list
+    (``L['mods']['enc']``, ``L['pair'][1].0``, ``G['GLOBAL_ENCODERS'][0]``) named nothing: the subscripts are read
+    from the frame's locals and globals (plain dicts, lists and tuples only) and the module found in the model."""
+    root = torch.nn.Module()
+    root.enc, root.out = torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.Linear(2, 2))
+    root.extra = torch.nn.Linear(2, 2)
+    monkeypatch.setitem(globals(), "GLOBAL_ENCODERS", [root.extra])
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    call_names = {id(torch.nn.functional.linear): "linear"}
+    graph = [_node("linear", "linear", "L['mods']['enc']"), _node("linear_1", "linear_1", "L['pair'][1].0"),
+             _node("linear_2", "linear_2", "G['GLOBAL_ENCODERS'][0]")]  # fmt: skip
+    nodes = graph_nodes.nodes_by_source_name(graph, call_names, {"linear"})
+    assert nodes["linear_1"] == ("L['pair'][1]", "0", "linear")
+    launches = [inductor_kernels._ScopedLaunches(Kernel(), (name,)) for name in ("linear", "linear_1", "linear_2")]
+    run = inductor_kernels._in_its_frame(lambda: [each.run(1) for each in launches], nodes, {run_containers.__code__})
+    run_containers({"enc": root.enc}, (None, root.out), run)
+    assert [name for name in opened if name.startswith("ks.module:")] == [
+        "ks.module:enc", "ks.module:out.0", "ks.module:extra"]  # fmt: skip
