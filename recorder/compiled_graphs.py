@@ -58,8 +58,8 @@ def compiled_functions_and_entries() -> list[tuple[Any, set, list]]:
 
 def values_in_closures(function: Any, wanted: Any, depth: int = 8) -> list:
     """The values ``wanted(value)`` accepts among those ``function`` closes over, ``depth`` closures deep, through
-    the closures and the attributes of torch's objects on the way (aot_autograd's wrappers around inductor's
-    compiled graph)."""
+    the closures, what a function wraps (``__wrapped__``) and the attributes of torch's objects and autograd Function
+    classes on the way (aot_autograd's wrappers around inductor's compiled graph)."""
     found: dict[int, Any] = {}
     pending, seen = [(function, depth)], set()
     while pending:
@@ -73,7 +73,7 @@ def values_in_closures(function: Any, wanted: Any, depth: int = 8) -> list:
         if left == 0:
             continue
         if type(value) is types.FunctionType:
-            held = []
+            held = [vars(value)["__wrapped__"]] if "__wrapped__" in vars(value) else []  # inductor's inner_fn's graph
             for cell in value.__closure__ or ():
                 try:
                     held.append(cell.cell_contents)
@@ -81,6 +81,8 @@ def values_in_closures(function: Any, wanted: Any, depth: int = 8) -> list:
                     pass
         elif type(value) is types.MethodType:
             held = [value.__self__, value.__func__]
+        elif isinstance(value, type) and _walked(value.__module__) and _is_autograd_function(value):
+            held = list(vars(value).values())  # aot_autograd's CompiledFunction: its graphs are class attributes
         elif _walked(type(value).__module__) and type(getattr(value, "__dict__", None)) is dict:
             held = list(vars(value).values())
         else:
@@ -118,6 +120,11 @@ def _graphs_in(value: Any, graph_module_type: type, found: dict, depth: int, opt
             except ValueError:  # an empty cell
                 continue
             _graphs_in(held, graph_module_type, found, depth - 1, optimized)
+
+
+def _is_autograd_function(cls: type) -> bool:
+    autograd = sys.modules.get("torch.autograd")
+    return autograd is not None and issubclass(cls, autograd.Function)
 
 
 def _walked(module: str) -> bool:

@@ -25,8 +25,9 @@ runs is the wrapper's own, calling the same kernels, and the globals are put bac
   their ATen graph), whose comments name the nodes of the graph compiled first: a name the running graph lacks names
   nothing.
 - A node run by a compiled function outside any module (``torch.compile(fn)``) is the call of whatever module
-  calls it; a node of a module the function was handed (``L['model'].fc``), or of a module under a compiled frame
-  whose module is not known here (a compiled method the program keeps), names neither: not exact.
+  calls it; a node of a module the function was handed (``L['layers'].1``) is that module's where it is one of the
+  recorded model's (by identity) and no compiled module's call is around; elsewhere such a node, or one of a module
+  under a compiled frame whose module is not known here, names neither: not exact.
 - What runs without the wrapper code (a CUDA graph's replay under ``mode="reduce-overhead"``) stays
   ``torch.compile``'s, as do kernels whose source nodes name no module or call known here.
 """
@@ -34,8 +35,6 @@ runs is the wrapper's own, calling the same kernels, and the globals are put bac
 from __future__ import annotations
 
 import contextvars
-import json
-import operator
 import os
 import re
 import sys
@@ -49,6 +48,7 @@ from kernelscope.analyzer.rundir import FUNCTION_PREFIX, MODULE_PREFIX, scope_te
 from .calls import INSIDE_CALL, OTHER_THREAD, on_other_thread
 from .compiled import COMPILED_MODULE_SCOPE
 from .compiled_graphs import compiled_functions_and_entries, values_in_closures
+from .graph_nodes import SELF, is_compiled_graph, nodes_by_source_name, provenance_origins
 from .scope_gate import OPEN as scopes_open
 
 _Scope = torch._C._profiler._RecordFunctionFast
@@ -56,10 +56,6 @@ _ORIGINS = re.compile(r"^\s*# (?:Topologically Sorted|Unsorted) Source Nodes: \[
 _DEFINED = re.compile(r"^(\w+) = async_compile\.(\w+)\(")
 # a call of an extern kernel or an ATen fallback, its result assigned or not: the global it reads is its group
 _EXTERN_CALL = re.compile(r"^\s*(?:\w+(?:\s*,\s*\w+)*\s*=\s*)?(?:(extern_kernels)\.\w+|(torch)\.ops(?:\.\w+)+)\(")
-# dynamo's source of a module, which nn_module_stack's paths start from: a local of the compiled frame (``self``; ``s``
-# where a forward names its first parameter so; ``fn``, the module a wrapper frame calls, for a compiled Sequential)
-_SOURCE = re.compile(r"L\['(\w+)'\]((?:\.\w+)*)")
-_SELF = "self"  # the local a node of no module stack ran under: the frame's own module
 # While a compiled function whose graphs inductor compiled runs: the nodes of its graph, its frame's locals that the
 # nodes' module paths start from (by name), and the key of both that resolved scopes are kept under
 _RUNNING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_inductor_graph", default=None)
@@ -67,15 +63,22 @@ _RUNNING: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("ks_indu
 # frames' self, the paths of the modules under it
 _RESOLVED: dict[tuple, tuple] = {}
 _PATHS: dict[int, dict[int, str | None]] = {}
+# The recorded model's module paths by id (the recording's own names), for frames no compiled module's call is around
+_RECORDED_PATHS: dict[int, str | None] = {}
 _NO_SELF = object()  # a frame with no self, or not a compiled entry's
-_OPERATORS = {getattr(operator, name): f"Tensor.__{name}__" for name in dir(operator) if not name.startswith("_")}
+_SOURCE_PARTS = re.compile(r"([LG])\['(\w+)'\]|\[(\d+)\]|\['([^']*)'\]")  # a source's base and its items
 
 
-def inductor_kernel_sites(made: Iterable[tuple[str, str, int]]) -> list[tuple[dict, str, Any]]:
+def inductor_kernel_sites(
+    made: Iterable[tuple[str, str, int]], named_modules: Iterable[tuple[str, Any]] = ()
+) -> list[tuple[dict, str, Any]]:
     """``(namespace, global name, replacement)`` for the kernels of every inductor graph compiled code alive now
-    runs. ``made``: the patch plan's keys ``(kind, call name, id(original))``."""
-    for made_before in (_RESOLVED, _PATHS):
+    runs. ``made``: the patch plan's keys ``(kind, call name, id(original))``; ``named_modules``: the recorded
+    model's modules by the names the recording gives them."""
+    for made_before in (_RESOLVED, _PATHS, _RECORDED_PATHS):
         made_before.clear()
+    for name, module in named_modules:
+        _RECORDED_PATHS[id(module)] = name if id(module) not in _RECORDED_PATHS else None
     call_names = {key[2]: key[1] for key in made}
     known = set(call_names.values())
     sites: list[tuple[dict, str, Any]] = []
@@ -100,8 +103,8 @@ def _function_sites(
     graph_module = getattr(bound, "__self__", None)
     if not isinstance(graph_module, torch.fx.GraphModule):
         return []
-    nodes = _nodes_by_source_name(graph_module.graph.nodes, call_names, known)
-    graphs = values_in_closures(function, _is_compiled_graph)
+    nodes = nodes_by_source_name(graph_module.graph.nodes, call_names, known)
+    graphs = values_in_closures(function, is_compiled_graph)
     if not graphs:  # a function of no inductor graph (aot_eager's) is left alone
         return []
     sites: list[tuple[dict, str, Any]] = [(home, name, _in_its_frame(function, nodes, callers)) for home, name in homes]
@@ -110,74 +113,14 @@ def _function_sites(
         namespace = getattr(getattr(runs, "__func__", runs), "__globals__", None)
         if isinstance(namespace, dict) and id(namespace) not in seen:
             seen.add(id(namespace))
-            provenance = _provenance_origins(getattr(graph, "inductor_provenance_mapping_str", None))
+            provenance = provenance_origins(getattr(graph, "inductor_provenance_mapping_str", None))
             sites += _kernel_sites(getattr(graph, "source_code", "") or "", namespace, provenance)
     return sites
 
 
-def _nodes_by_source_name(graph_nodes: Iterable, call_names: dict, known: set) -> dict:
-    """``_node_call`` of each node of dynamo's graph by the names inductor's comments may give it: its own, and the
-    name its call had when dynamo made it (``source_fn_stack``; a ``Sequential``'s ``input = module(input)`` renames
-    the node ``input_1``, and inductor's "Source Nodes" say ``linear``). A name two nodes answer to names nothing."""
-    nodes = {node.name: _node_call(node, call_names, known) for node in graph_nodes}
-    aliases: dict[str, str | None] = {}
-    for node in graph_nodes:
-        stack = node.meta.get("source_fn_stack")
-        alias = stack[-1][0] if stack and isinstance(stack[-1], tuple) and stack[-1] else None
-        if isinstance(alias, str) and alias != node.name:
-            aliases[alias] = node.name if alias not in aliases and alias not in nodes else None
-    for alias, name in aliases.items():
-        nodes[alias] = nodes[name] if name is not None else (None, "", None)
-    return nodes
-
-
-def _is_compiled_graph(value: Any) -> bool:
-    return type(value).__name__ == "CompiledFxGraph" and type(value).__module__.startswith("torch._inductor")
-
-
-def _node_call(node: Any, call_names: dict, known: set) -> tuple[str | None, str, str | None]:
-    """(the local of the compiled frame the module ``node`` ran in is under, or None where its source is no local's;
-    the module's dotted path under it ("" for itself); the call it is as the recording names it, or None)."""
-    stack = node.meta.get("nn_module_stack") or {}
-    source = stack[next(reversed(stack))][0] if stack else f"L['{_SELF}']"
-    found = _SOURCE.fullmatch(source) if isinstance(source, str) else None
-    local, module = (found.group(1), found.group(2).lstrip(".")) if found else (None, "")
-    if node.op == "call_method":
-        name = f"Tensor.{node.target}"
-    elif node.op == "call_function":
-        builtin = type(node.target) is types.BuiltinFunctionType  # operator's; a callable object may not hash
-        name = call_names.get(id(node.target)) or (_OPERATORS.get(node.target) if builtin else None)
-    else:
-        name = None
-    return local, module, name if name in known else None
-
-
-def _provenance_origins(mapping: Any) -> dict[str, tuple[str, ...]]:
-    """C++ kernel name -> the nodes of dynamo's graph its calls compute, as inductor's provenance tracking recorded
-    them (``torch._inductor.config.trace.provenance_tracking_level`` set when it compiled: the compiled graph's
-    ``inductor_provenance_mapping_str``); a kernel with a post-grad node of no recorded source is left out, and a
-    mapping of another shape, or none, gives nothing."""
-    try:
-        tables = json.loads(mapping)
-        to_source, kernels = tables["postToPre"], tables["cppCodeToPost"]
-        found: dict[str, dict | None] = {}
-        for handle, computed in kernels.items():
-            name = handle.rpartition(":")[0]
-            origins = found.setdefault(name, {})
-            for node in computed:
-                sources = to_source.get(node)
-                if not sources or origins is None:
-                    found[name] = origins = None
-                    break
-                origins.update(dict.fromkeys(sources))
-        return {name: tuple(origins) for name, origins in found.items() if origins and name.startswith("cpp_")}
-    except Exception:  # noqa: BLE001 - none, or another torch's layout: its C++ kernels stay torch.compile's
-        return {}
-
-
 def _kernel_sites(source: str, namespace: dict, provenance: dict) -> list[tuple[dict, str, Any]]:
     """The globals of one wrapper module (``namespace``, from ``source``) to replace, by its origin comments and, for
-    its C++ kernels, ``provenance`` (``_provenance_origins``)."""
+    its C++ kernels, ``provenance`` (``provenance_origins``)."""
     sites: list[tuple[dict, str, Any]] = []
     extern_lines: dict[str, dict[int, tuple]] = {}  # the global a call reads -> its line number -> its source nodes
     origins: tuple[str, ...] = ()
@@ -236,7 +179,9 @@ def _in_scopes(origins: tuple, run: Callable, args: tuple, kwargs: dict, name: s
         return run(*args, **kwargs)
     names = []
     root = COMPILED_MODULE_SCOPE.get()
-    module, call = (_resolved(origins, root) if origins else ()) or ("", None)
+    resolved = (_resolved(origins, root) if origins else ()) or ("", None)
+    module, call = resolved[:2]
+    root = resolved[2] if len(resolved) > 2 else root  # the scope its path is under, where _resolved says one
     if module and root is not None:
         names.append(root[0] + ("." if root[0] != MODULE_PREFIX else "") + scope_text(module))
     if call is not None and (root is not None or not module):  # a module under a frame's self that is not known
@@ -254,9 +199,12 @@ def _in_scopes(origins: tuple, run: Callable, args: tuple, kwargs: dict, name: s
 
 
 def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
-    """``function`` (a compiled function) noting, while recorded, the nodes of its graph and the locals their modules
-    are under in the frame that calls it, its compiled entry's (none where another calls it)."""
-    locals_read = tuple(sorted({local for local, _, _ in nodes.values() if local is not None}))
+    """``function`` (a compiled function) noting, while recorded, the nodes of its graph and the locals (or globals,
+    ``G['name']``) their modules are under in the frame that calls it, its compiled entry's (none where another calls
+    it)."""
+    read = {local for local, _, _ in nodes.values() if local is not None}
+    locals_read = tuple(sorted(local for local in read if not local.endswith("]")))
+    sources_read = tuple(sorted(local for local in read if local.endswith("]")))  # G['ENC'], L['mods']['enc']
 
     def graph_in_its_frame(*args: Any, **kwargs: Any) -> Any:
         if not _recorded():
@@ -264,6 +212,9 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
         frame = sys._getframe(1)
         values = frame.f_locals if frame.f_code in callers else {}
         owners = {local: values.get(local, _NO_SELF) for local in locals_read}
+        if sources_read:
+            entry = frame.f_code in callers
+            owners.update((source, _source_value(frame, source) if entry else _NO_SELF) for source in sources_read)
         token = _RUNNING.set((nodes, owners, (id(nodes), *map(id, owners.values()))))  # the key made once a graph call
         try:
             return function(*args, **kwargs)
@@ -275,10 +226,27 @@ def _in_its_frame(function: Callable, nodes: dict, callers: set) -> Callable:
     return graph_in_its_frame
 
 
+def _source_value(frame: Any, source: str) -> Any:
+    """What dynamo's ``source`` of a module (``G['ENC']``, ``L['mods']['enc']``, ``G['ENCS'][0]``) is in ``frame``:
+    its locals' or globals' value, through items of plain dicts, lists and tuples only (no code of the model's)."""
+    value = _NO_SELF
+    for scope, name, index, key in _SOURCE_PARTS.findall(source):
+        if scope:
+            value = (frame.f_locals if scope == "L" else frame.f_globals).get(name, _NO_SELF)
+        elif index and type(value) in (list, tuple) and int(index) < len(value):
+            value = value[int(index)]
+        elif not index and type(value) is dict:
+            value = value.get(key, _NO_SELF)
+        else:
+            return _NO_SELF
+    return value
+
+
 def _resolved(origins: tuple, root: tuple | None) -> tuple:
     """(module, call) of the nodes ``origins`` of the graph that runs now (``_scopes``), its module under the self of
     ``root``'s compiled frames (a graph break in a submodule's forward makes that forward a compiled frame of its own,
-    whose graphs' paths are under it), or () where no compiled function known here runs it."""
+    whose graphs' paths are under it), or () where no compiled function known here runs it. With no ``root``, where
+    the frame's modules are the recorded model's: (module, call, the root scope its path is under)."""
     running = _RUNNING.get()
     if running is None:
         return ()
@@ -289,11 +257,30 @@ def _resolved(origins: tuple, root: tuple | None) -> tuple:
 
         def under(local: str) -> str | None:  # no compiled module's call around: paths under the frame's own module
             if root is None:
-                return "" if local == _SELF else None
+                return "" if local == SELF else None
             return _path_under(root[1], owners.get(local, _NO_SELF))
 
-        found = _scopes(origins, nodes, under)
+        # no compiled module's call around: a frame's modules found in the recorded model (a module a compiled
+        # function was handed, L['layers'].1), their paths from its root's scope; else as under the frame's self
+        found = _scopes(origins, _recorded_nodes(origins, nodes, owners), lambda local: "") if root is None else ()
+        found = (*found, (MODULE_PREFIX, None)) if found else _scopes(origins, nodes, under)
         _RESOLVED[key] = found
+    return found
+
+
+def _recorded_nodes(origins: tuple, nodes: dict, owners: dict) -> dict:
+    """The nodes ``origins`` with their module's path in the recorded model, where the module their frame's local
+    holds along their path (``L['self'].fc``: a plain object's attribute, ``L['layers'].1``: a ModuleList's child,
+    read from the instance dicts) is one of its modules; a node of another names nothing."""
+    found = {}
+    for name in origins:
+        local, path, call = nodes.get(name, (None, "", None))
+        value = owners.get(local, _NO_SELF)
+        for part in filter(None, path.split(".")):
+            held = vars(value) if type(getattr(value, "__dict__", None)) is dict else {}
+            value = held.get("_modules", {}).get(part) if isinstance(value, torch.nn.Module) else held.get(part)
+        recorded = _RECORDED_PATHS.get(id(value)) if value is not None else None
+        found[name] = ("", recorded, call) if recorded is not None else (None, "", None)
     return found
 
 

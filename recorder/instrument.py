@@ -284,6 +284,8 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
                 compiled, scope, namer, calls == "all", (inner if wrapped else scope, frame_module)
             )
             patch_module(module, attribute, wrapper)
+            if attribute == "forward":  # its hooks run around the compiled forward, in torch's _call_impl
+                patch_module(module, "_call_impl", call_in_scope_when_hooked(module, scope))
             continue
         wrapper = own_class = None
         if class_forwards.forward_is_data_descriptor(module):  # a property: its class's is scoped instead
@@ -315,7 +317,7 @@ def _install(patches: _Patches, named_modules: list, book: SampleBook, sampled: 
     if plan is not None:
         graph_code.at_first_calls([module for _, module in named_modules])
         graph_code.name_compiled()
-        for namespace, key, replacement in inductor_kernel_sites(plan.made):  # inductor_kernels.py
+        for namespace, key, replacement in inductor_kernel_sites(plan.made, named_modules):  # inductor_kernels.py
             patches.set_item(namespace, key, replacement)
         for owner, values in plan.groups:
             patches.set_all(owner, values)

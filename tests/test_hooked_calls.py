@@ -202,3 +202,25 @@ def test_hooks_written_and_removed_around_each_call_run_in_the_scope_of_their_mo
     assert modules_of(frame, "hardtanh") == {"tap"}, "a forward set by object.__setattr__ is its module's"
     assert not nn.modules.module._global_forward_pre_hooks
     assert_patches_undone(model, before)
+
+
+class HooksCompiledChild(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = torch.compile(nn.Sequential(nn.Linear(8, 8)), backend="eager")
+        self.block.register_forward_pre_hook(lambda module, args: (F.softsign(args[0]),))
+        self.block.register_forward_hook(lambda module, args, out: F.hardtanh(out))
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(F.relu(self.block(x)))
+
+
+def test_hooks_of_a_compiled_child_run_in_its_scope():
+    """Hooks registered on a ``torch.compile``'d child (the OptimizedModule a parent holds) run around its compiled
+    forward, in torch's ``_call_impl``: they were the parent's (hardtanh in ""), as no compiled entry got the scoped
+    ``_call_impl`` every other module gets."""
+    model = HooksCompiledChild().eval()
+    frame, data = ModuleFunctionKernelProfiler().profile(model, [((torch.randn(4, 8),), {})])
+    assert modules_of(frame, "softsign") == {"block"} and modules_of(frame, "hardtanh") == {"block"}
+    assert modules_of(frame, "relu") == {""} and sum(calls for calls, _ in data["hardtanh"]) == 1

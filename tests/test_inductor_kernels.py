@@ -1,7 +1,8 @@
 """Which scopes inductor's kernels get from its wrapper code's origin comments (recorder/inductor_kernels.py), on a
 wrapper source written as inductor writes it for a GPU (Triton kernels, whose launches CI cannot run) and the nodes
-of dynamo's graph as ``_node_call`` reads them: exact where the source nodes are one call in one module, the common
-module where a kernel fuses several calls, nothing where a node ran in a module the compiled frame does not own."""
+of dynamo's graph as recorder/graph_nodes.py reads them: exact where the source nodes are one call in one module, the
+common module where a kernel fuses several calls, nothing where a node ran in a module the compiled frame does not
+own."""
 
 import json
 import types
@@ -9,7 +10,7 @@ import types
 import pytest
 
 torch = pytest.importorskip("torch")
-from kernelscope.recorder import inductor_kernels  # noqa: E402
+from kernelscope.recorder import graph_nodes, inductor_kernels  # noqa: E402
 
 SOURCE = '''
 # kernel path: /tmp/x.py
@@ -204,7 +205,7 @@ def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeyp
         "_resolved",
         lambda origins, root: inductor_kernels._scopes(origins, PROVENANCE_NODES, frame_self),
     )
-    provenance = inductor_kernels._provenance_origins(json.dumps(PROVENANCE))
+    provenance = graph_nodes.provenance_origins(json.dumps(PROVENANCE))
     assert provenance == {"cpp_fused_native_layer_norm_0": ("h_1",), "cpp_fused_add_view_1": ("h_2", "linear_1")}
     sites = {key: value for _, key, value in inductor_kernels._kernel_sites(PROVENANCE_SOURCE, namespace, provenance)}
     token = inductor_kernels.COMPILED_MODULE_SCOPE.set(("ks.module:_orig_mod", None))
@@ -216,7 +217,7 @@ def test_c_kernels_get_the_scopes_inductors_provenance_tracking_recorded(monkeyp
     assert [name for name in opened if not name.startswith("/")] == [
         "ks.module:_orig_mod.ln", "ks.fn:layer_norm", "cpp_fused_native_layer_norm_0", "cpp_fused_add_view_1",
         "cpp_fused_relu_2"]  # fmt: skip
-    assert inductor_kernels._provenance_origins(None) == inductor_kernels._provenance_origins("{") == {}
+    assert graph_nodes.provenance_origins(None) == graph_nodes.provenance_origins("{") == {}
 
 
 class BlockOfS(torch.nn.Module):
@@ -269,10 +270,167 @@ def test_a_node_is_found_by_the_name_its_call_had_when_dynamo_made_it():
     A name two nodes answer to (a node's own and another's first name) names nothing."""
     call_names = {id(torch.nn.functional.linear): "linear"}
     graph = [_node("input_1", "linear", "L['fn'].0"), _node("input_2", "linear_1", "L['fn'].1")]
-    nodes = inductor_kernels._nodes_by_source_name(graph, call_names, {"linear"})
+    nodes = graph_nodes.nodes_by_source_name(graph, call_names, {"linear"})
     assert nodes["linear"] == nodes["input_1"] == ("fn", "0", "linear")
     assert nodes["linear_1"] == ("fn", "1", "linear")
     clash = [_node("linear", "linear", "L['self'].a"), _node("input_1", "linear", "L['self'].b")]
-    nodes = inductor_kernels._nodes_by_source_name(clash, call_names, {"linear"})
+    nodes = graph_nodes.nodes_by_source_name(clash, call_names, {"linear"})
     assert nodes["linear"] == (None, "", None), "which node inductor meant is not known: nothing"
     assert nodes["input_1"] == ("self", "b", "linear")
+
+
+def run_layers(layers, run):  # as dynamo's frame of a compiled function handed a module: its nodes' L['layers'].0
+    return run()
+
+
+def test_a_module_a_compiled_function_was_handed_is_found_in_the_recorded_model(opened, monkeypatch):
+    """A compiled function called with no compiled module around it (``run_layers(self.layers, x)``, compiled, called
+    from the model's forward) roots its nodes at the local that holds the module it was handed: found by identity
+    among the recorded model's modules, its kernels get that module's scope and their call (they were
+    ``torch.compile``'s). A module outside the recorded model names nothing; a node of no module (the frame's
+    ``self``, which a function has not) still names only its call, in the caller's scope."""
+    root = torch.nn.Module()
+    root.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)])
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear_1",))
+    free = inductor_kernels._ScopedLaunches(Kernel(), ("gelu",))
+    nodes = {"linear_1": ("layers", "1", "linear"), "gelu": ("self", "", "gelu")}
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1) + free.run(2), nodes, {run_layers.__code__})
+    assert run_layers(root.layers, graph) == (1, 2)
+    assert opened == ["ks.module:layers.1", "ks.fn:linear", "/ks.fn:linear", "/ks.module:layers.1", "ks.fn:gelu",
+                      "/ks.fn:gelu"]  # fmt: skip
+    opened.clear()
+    run_layers(torch.nn.ModuleList([torch.nn.Linear(2, 2)] * 2), graph)
+    assert opened == ["ks.fn:gelu", "/ks.fn:gelu"], "a module the recorded model does not hold: not known here"
+
+
+class Helper:
+    """A plain object holding one of the model's modules, whose method dynamo compiled: its nodes' L['self'].fc."""
+
+    def __init__(self, fc):
+        self.fc = fc
+
+    def step(self, run):
+        return run()
+
+
+def test_a_module_a_compiled_method_of_a_plain_object_holds_is_found_in_the_recorded_model(opened, monkeypatch):
+    """A compiled method of an object that is no module (a helper holding the model's children) roots its nodes at
+    ``L['self']``, the helper: the module along the node's path from it is found in the recorded model."""
+    root = torch.nn.Module()
+    root.fc = torch.nn.Linear(2, 2)
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear",))
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1), {"linear": ("self", "fc", "linear")},
+                                           {Helper.step.__code__})  # fmt: skip
+    helpers = [Helper(root.fc), Helper(torch.nn.Linear(2, 2))]  # both alive: resolved scopes are kept by id
+    assert helpers[0].step(graph) == (1,)
+    assert opened == ["ks.module:fc", "ks.fn:linear", "/ks.fn:linear", "/ks.module:fc"]
+    opened.clear()
+    helpers[1].step(graph)
+    assert opened == [], "a module the recorded model does not hold: not known here"
+
+
+def test_a_compiled_graph_held_by_aot_autograds_function_class_is_found():
+    """With grad enabled (``torch.enable_grad()`` in a forward, or a thread the forward starts, whose grad mode is its
+    own), aot_autograd runs inductor's forward graph through an ``autograd.Function`` class it makes per graph, which
+    holds the graph as a class attribute (``CompiledFunction.compiled_fw``) and is reached as the ``__self__`` of its
+    bound ``apply``: its kernels were named nothing, the graph not found there."""
+    from kernelscope.recorder.compiled_graphs import values_in_closures
+
+    graph = object()
+    made = type("CompiledFunction", (torch.autograd.Function,), {"compiled_fw": graph, "__module__": "torch._x"})
+
+    apply = made.apply  # a bound classmethod, as aot_autograd's wrappers close over it
+
+    def runtime_wrapper(*args):
+        return apply(*args)
+
+    def outer(*args):
+        return runtime_wrapper(*args)
+
+    assert values_in_closures(outer, lambda value: value is graph) == [graph]
+    other = type("Other", (torch.autograd.Function,), {"compiled_fw": graph, "__module__": "user"})
+    assert values_in_closures(lambda: other.apply, lambda value: value is graph) == [], "not torch's: not looked into"
+
+
+def test_a_compiled_graph_a_function_wraps_is_found():
+    """With tensor subclass inputs (a jagged nested tensor into a compiled child), aot_autograd's runtime wrapper closes
+    over inductor's ``inner_fn``, which holds its compiled graph only as ``__wrapped__`` (functools.wraps): its kernels
+    were named nothing, the graph not found."""
+    from kernelscope.recorder.compiled_graphs import values_in_closures
+
+    graph = object()
+
+    def inner_fn(*args):
+        return args
+
+    inner_fn.__wrapped__ = graph
+
+    def runtime_wrapper(*args):
+        return inner_fn(*args)
+
+    assert values_in_closures(runtime_wrapper, lambda value: value is graph) == [graph]
+
+
+def test_a_node_of_a_child_whose_name_is_no_identifier_is_found():
+    """A ModuleDict's key may be any name without a dot (``"k-v"``, ``"3"``): dynamo's path ``L['self'].heads.k-v``
+    named nothing, read as no local's."""
+    call_names = {id(torch.nn.functional.linear): "linear"}
+    graph = [_node("linear_1", "linear_1", "L['self'].heads.k-v"), _node("linear_2", "linear_2", "L['x'].a b.3")]
+    nodes = graph_nodes.nodes_by_source_name(graph, call_names, {"linear"})
+    assert nodes["linear_1"] == ("self", "heads.k-v", "linear")
+    assert nodes["linear_2"] == ("x", "a b.3", "linear")
+
+
+GLOBAL_ENCODER = None  # a module a compiled function reads as a global of its module: dynamo's G['GLOBAL_ENCODER']
+
+
+def encode_with_global(run):
+    return run()
+
+
+def test_a_module_a_compiled_function_reads_as_a_global_is_found(opened, monkeypatch):
+    """A compiled function that calls a module held as a global of its module (``G['ENC'].0`` in dynamo's paths)
+    named its kernels nothing, the path read as no local's: the global is read from the frame's globals and found in
+    the recorded model as a local is."""
+    root = torch.nn.Module()
+    root.enc = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    monkeypatch.setitem(globals(), "GLOBAL_ENCODER", root.enc)
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    call_names = {id(torch.nn.functional.linear): "linear"}
+    nodes = graph_nodes.nodes_by_source_name([_node("linear", "linear", "G['GLOBAL_ENCODER'].0")], call_names,
+                                             {"linear"})  # fmt: skip
+    assert nodes["linear"] == ("G['GLOBAL_ENCODER']", "0", "linear")
+    launch = inductor_kernels._ScopedLaunches(Kernel(), ("linear",))
+    graph = inductor_kernels._in_its_frame(lambda: launch.run(1), nodes, {encode_with_global.__code__})
+    assert encode_with_global(graph) == (1,)
+    assert opened == ["ks.module:enc.0", "ks.fn:linear", "/ks.fn:linear", "/ks.module:enc.0"]
+
+
+GLOBAL_ENCODERS = []  # modules in a global list: dynamo's G['GLOBAL_ENCODERS'][0]
+
+
+def run_containers(mods, pair, run):  # a compiled function handed a dict and a list of modules
+    return run()
+
+
+def test_modules_a_compiled_function_reads_from_plain_containers_are_found(opened, monkeypatch):
+    """Modules a compiled function reaches through a dict or list it was handed, or a global list
+    (``L['mods']['enc']``, ``L['pair'][1].0``, ``G['GLOBAL_ENCODERS'][0]``) named nothing: the subscripts are read
+    from the frame's locals and globals (plain dicts, lists and tuples only) and the module found in the model."""
+    root = torch.nn.Module()
+    root.enc, root.out = torch.nn.Linear(2, 2), torch.nn.Sequential(torch.nn.Linear(2, 2))
+    root.extra = torch.nn.Linear(2, 2)
+    monkeypatch.setitem(globals(), "GLOBAL_ENCODERS", [root.extra])
+    monkeypatch.setattr(inductor_kernels, "_RECORDED_PATHS", {id(m): name for name, m in root.named_modules()})
+    call_names = {id(torch.nn.functional.linear): "linear"}
+    graph = [_node("linear", "linear", "L['mods']['enc']"), _node("linear_1", "linear_1", "L['pair'][1].0"),
+             _node("linear_2", "linear_2", "G['GLOBAL_ENCODERS'][0]")]  # fmt: skip
+    nodes = graph_nodes.nodes_by_source_name(graph, call_names, {"linear"})
+    assert nodes["linear_1"] == ("L['pair'][1]", "0", "linear")
+    launches = [inductor_kernels._ScopedLaunches(Kernel(), (name,)) for name in ("linear", "linear_1", "linear_2")]
+    run = inductor_kernels._in_its_frame(lambda: [each.run(1) for each in launches], nodes, {run_containers.__code__})
+    run_containers({"enc": root.enc}, (None, root.out), run)
+    assert [name for name in opened if name.startswith("ks.module:")] == [
+        "ks.module:enc", "ks.module:out.0", "ks.module:extra"]  # fmt: skip
