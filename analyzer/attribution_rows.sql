@@ -105,7 +105,6 @@ SELECT event_id, function_name, sample_id FROM scopes JOIN split USING (name);
 -- Region", "triton_poi_fused_…", a user's scope named as an operator) whatever its name, so no name is ambiguous.
 -- named passes on only the columns read below, not r.*: every join's chunks hold each column it passes on, which cost
 -- a small trace's statement more than its joins (0.5 of 4 ms: the lean plan keeps columns nobody reads).
--- run if: coalesce(getvariable('ks_device_work'), true)
 CREATE OR REPLACE TABLE kernels AS
 WITH named AS (
     SELECT r.event_id, r.kind, r.ts_ns, r.dur_ns, r.device, r.stream, r.correlation, r.at_tid,
@@ -131,49 +130,6 @@ SELECT
     r.module_name,
     r.call.name                                                             AS function_name,
     r.op,
-    k.name                                                                  AS kernel,
-    r.dur_ns / 1000.0                                                       AS kernel_us,
-    r.call_op,
-    r.kind,
-    r.device,
-    r.stream,
-    r.sample_id,
-    (r.ts_ns - (SELECT min(ts_ns) FROM events WHERE ph = 'X' AND ts_ns IS NOT NULL AND dur_ns >= 0)) / 1000.0
-                                                                            AS start_us,
-    r.at_tid                                                                AS thread,
-    r.correlation,
-    r.event_id,
-    r.call.id                                                               AS call_event_id,
-    k.rank
-FROM named r
-JOIN events k ON k.event_id = r.event_id;
-
--- A trace without device work: every row is a CPU operator, its own operator (ks_rows: op_id its event id), whose op
--- is its kernel's name, read with it: the join for the operator's name (0.6 of a small trace's ~6 ms here) and the
--- graph launch's case (no CPU row has one) left out.
--- run if: NOT coalesce(getvariable('ks_device_work'), true)
-CREATE OR REPLACE TABLE kernels AS
-WITH named AS (
-    SELECT r.event_id, r.kind, r.ts_ns, r.dur_ns, r.device, r.stream, r.correlation, r.at_tid,
-           m.module_name, f.sample_id, co.name AS call_op,
-           coalesce(
-               CASE WHEN r.function_id IS NOT NULL THEN {name: f.function_name, id: r.function_id} END,
-               CASE WHEN (starts_with(co.name, 'Torch-Compiled Region') OR co.name = 'TorchDynamo Cache Lookup')
-                     AND getvariable('compiled_region_call') IS NOT NULL
-                    THEN {name: getvariable('compiled_region_call'), id: r.call_op_id} END,
-               CASE WHEN contains(no.name, '::') THEN {name: no.name, id: r.named_op_id}
-                    WHEN no.name IS NOT NULL THEN {name: getvariable('other_operator_call'), id: r.named_op_id} END
-           ) AS call
-    FROM ks_rows r
-    LEFT JOIN ks_modules m ON m.event_id = r.module_id
-    LEFT JOIN ks_functions f ON f.event_id = r.function_id
-    LEFT JOIN ks_names co ON co.event_id = r.call_op_id
-    LEFT JOIN ks_names no ON no.event_id = r.named_op_id
-)
-SELECT
-    r.module_name,
-    r.call.name                                                             AS function_name,
-    k.name                                                                  AS op,
     k.name                                                                  AS kernel,
     r.dur_ns / 1000.0                                                       AS kernel_us,
     r.call_op,
