@@ -69,11 +69,12 @@ ModuleTracker, forked DataLoader workers, ``types.new_class`` and ``__init_subcl
 finalizers, children made by ``__getattr__``, descriptor forwards; Python's protocols on tensors, FakeTensorMode,
 ``setup_context`` autograd Functions, selective checkpointing, saved-tensor hooks, anomaly mode, batched grads,
 ``torch.autograd.functional``, a custom op's CPU kernel and vmap rule),
-sweep_cpu_models_unseen15.py (compiled functions handed the model's modules, in containers too, or reading one as a
-global, with a resume function that holds no ``self``, a compiled method of a plain object, compiled children that
+sweep_cpu_mechanisms_unseen15.py (compiled functions handed the model's modules, in containers too, or reading one
+as a global, with a resume function that holds no ``self``, a compiled method of a plain object, compiled children that
 break, are hooked or run in a thread, a ModuleDict of keys that are no identifiers, reduce-overhead with dynamic
-shapes; vmap of a child, partialmethod and lambda forwards, children through map, reduce, weakref proxies and
-``type(child).__call__``; 24 transformers families no other file built),
+shapes), sweep_cpu_mechanisms_unseen15_calls.py (vmap of a child, partialmethod and lambda forwards, children through
+map, reduce, weakref proxies and ``type(child).__call__``), sweep_cpu_models_unseen15.py (24 transformers families no
+other file built),
 sweep_cpu_zoo_torchvision.py and sweep_cpu_zoo_timm.py (every torchvision builder, timm's families; cpu_sweep.py runs
 them alone with ``--only-zoo``).
 """
@@ -112,6 +113,8 @@ SWEEP_FILES = {  # the program files and the dict of factories each holds, in th
     "sweep_cpu_mechanisms_unseen14": "UNSEEN14_MECHANISMS",
     "sweep_cpu_mechanisms_unseen14_tensors": "UNSEEN14_TENSOR_MECHANISMS",
     "sweep_cpu_models_unseen15": "UNSEEN15_MODELS",
+    "sweep_cpu_mechanisms_unseen15": "UNSEEN15_MECHANISMS",
+    "sweep_cpu_mechanisms_unseen15_calls": "UNSEEN15_CALL_MECHANISMS",
     "sweep_cpu_zoo_torchvision": "TORCHVISION_MODELS", "sweep_cpu_zoo_timm": "TIMM_MODELS",
 }  # fmt: skip
 
