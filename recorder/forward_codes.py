@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import types
+import weakref
 from typing import Any
 
 import torch
@@ -62,9 +63,11 @@ def _is_swapped(code: types.CodeType) -> bool:
     return any(name.startswith(_GLOBAL_PREFIX) for name in code.co_names)
 
 
-# id(function) -> (function, its code, what _made_code gave for them): compiling the source cost each recording
-# ~0.1 ms a class forward
-_swapped: dict[int, tuple[types.FunctionType, types.CodeType, tuple[str, types.CodeType] | None]] = {}
+# function -> (its code, what _made_code gave for them): compiling the source cost each recording ~0.1 ms a class
+# forward; held weakly, so a model's classes made and dropped (a process profiling many) are not kept alive by it
+_swapped: weakref.WeakKeyDictionary[types.FunctionType, tuple[types.CodeType, tuple[str, types.CodeType] | None]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def swapped_code(function: types.FunctionType) -> tuple[str, types.CodeType] | None:
@@ -76,10 +79,10 @@ def swapped_code(function: types.FunctionType) -> tuple[str, types.CodeType] | N
         return None
     if _cache_entries is not None and _cache_entries(code):  # dynamo compiled frames of it
         return None
-    made = _swapped.get(id(function))
-    if made is None or made[0] is not function or made[1] is not code:
-        made = _swapped[id(function)] = (function, code, _made_code(function, code))
-    return made[2]
+    made = _swapped.get(function)
+    if made is None or made[0] is not code:
+        made = _swapped[function] = (code, _made_code(function, code))
+    return made[1]
 
 
 def _made_code(function: types.FunctionType, code: types.CodeType) -> tuple[str, types.CodeType] | None:

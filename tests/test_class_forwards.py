@@ -402,3 +402,27 @@ def test_a_forward_that_checks_it_is_the_classes_with_compiled_code_keeps_its_pl
     )
     assert torch.equal(outputs[-1], expected) and [count for count, _ in data["softsign"]] == [1]
     torch._dynamo.reset()
+
+
+def test_a_forwards_swapped_code_is_made_once_and_not_kept_past_its_function():
+    """forward_codes keeps each function's swapped code for the next recording, but not the function itself: a class
+    made and dropped (a process profiling many models) must be collected."""
+    import gc
+    import weakref
+
+    from kernelscope.recorder.forward_codes import swapped_code
+
+    def made_class():
+        class Block(nn.Module):
+            def forward(self, x, *, scale=2):
+                return x * scale
+
+        return Block
+
+    block = made_class()
+    first = swapped_code(block.forward)
+    assert first is not None and swapped_code(block.forward) is first  # made once, then read back
+    function = weakref.ref(block.forward)
+    del block, first
+    gc.collect()
+    assert function() is None, "the swapped codes' cache keeps a dropped class's forward alive"
